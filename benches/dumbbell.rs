@@ -1,0 +1,78 @@
+//! Engine benchmark: CUBIC on a dumbbell (issue 2's three scenarios).
+//!
+//! `cargo bench -p ccarena-sim --bench dumbbell` runs each scenario in its own process (so peak
+//! RSS is per scenario) and prints wall time, bottleneck packets per wall-second, events per
+//! wall-second and peak RSS. `... --bench dumbbell -- NAME` runs one scenario in this process.
+//! Release build only; no assertions: the figures are for people (and the issue's note).
+
+use std::process::Command;
+use std::time::Instant;
+
+use ccarena_sim::spec::FlowSpec;
+use ccarena_sim::testkit::{mbps, ms, secs, tcp_flow, Dumbbell};
+use ccarena_sim::Simulation;
+
+/// (name, pairs, bottleneck rate, access rate)
+const SCENARIOS: &[(&str, usize, u64, u64)] = &[
+    ("2-cubic-100mbps", 2, mbps(100), mbps(1000)),
+    ("100-cubic-100mbps", 100, mbps(100), mbps(1000)),
+    ("2-cubic-1gbps", 2, mbps(1000), mbps(10_000)),
+];
+
+const BOTTLENECK_DELAY_NS: u64 = ms(20);
+const DURATION_NS: u64 = secs(60);
+const MTU_BYTES: u64 = 1500;
+
+fn peak_rss_kib() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmHWM:"))
+                .and_then(|l| l.split_whitespace().nth(1).and_then(|v| v.parse().ok()))
+        })
+        .unwrap_or(0)
+}
+
+fn run_one(name: &str) {
+    let &(_, pairs, rate, access) = SCENARIOS.iter().find(|s| s.0 == name).expect("known scenario");
+    // BDP buffer: rate × RTT (2 × 20 ms bottleneck, zero-delay access links).
+    let rtt_ns = 2 * BOTTLENECK_DELAY_NS;
+    let bdp_packets = (rate as u128 * rtt_ns as u128 / 8 / 1_000_000_000 / MTU_BYTES as u128) as u64;
+    let mut d = Dumbbell::new(pairs, rate, BOTTLENECK_DELAY_NS, bdp_packets);
+    d.access_rate_bps = access;
+    let flows = (0..pairs)
+        .map(|i| FlowSpec::Tcp(tcp_flow(&format!("cubic{i}"), d.left(i), d.right(i), "cubic")))
+        .collect();
+    let spec = d.spec(1, DURATION_NS, ms(100), flows);
+    let mut sim = Simulation::new(spec).expect("valid spec");
+    let t0 = Instant::now();
+    sim.run();
+    let wall = t0.elapsed().as_secs_f64();
+    let res = sim.results();
+    let pkts = res.links.f64("packets_delivered")[d.bottleneck_link()];
+    let goodput: f64 = res.flows.f64("bytes_delivered").iter().sum::<f64>() * 8.0 / 60.0;
+    println!(
+        "{name:<20} wall {wall:7.2} s  bottleneck {:>10.0} pkt/s  events {:>11.0} /s  peak RSS {:>7} KiB  ({} bottleneck pkts, goodput {:.1} Mbps, BDP {} pkts)",
+        pkts / wall,
+        sim.events_processed() as f64 / wall,
+        peak_rss_kib(),
+        pkts,
+        goodput / 1e6,
+        bdp_packets,
+    );
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).filter(|a| !a.starts_with("--")).collect();
+    if let Some(name) = args.first() {
+        run_one(name);
+        return;
+    }
+    let exe = std::env::current_exe().expect("own path");
+    println!("ccarena engine benchmark: CUBIC flows on a dumbbell, 100 ms samples, 60 simulated s");
+    for (name, ..) in SCENARIOS {
+        let status = Command::new(&exe).arg(name).status().expect("spawn scenario");
+        assert!(status.success(), "scenario {name} failed");
+    }
+}

@@ -1,0 +1,191 @@
+//! `ccarena._engine`: the Python face of the simulator.
+//!
+//! One class, [`PySimulation`] (`Simulation` in Python), runs one fully resolved spec (JSON; see
+//! `docs/engine-spec.md`) in chunks with `run_until(t_ns)`, releasing the GIL while it runs, and
+//! hands the result tables back as columns: `bytes` of little-endian f64 for numbers (zero-copy into
+//! numpy with `numpy.frombuffer`) and `list[str]` for names. A spec error is a `ValueError` naming
+//! the field; a Rust panic becomes `EngineError` carrying the seed and the simulated time, never a
+//! crash of the interpreter.
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::Mutex;
+
+use ccarena_cc::{catalogue, SimTime};
+use ccarena_sim::{Column, Simulation, Table};
+use pyo3::create_exception;
+use pyo3::exceptions::{PyException, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyDict, PyList};
+
+create_exception!(
+    _engine,
+    EngineError,
+    PyException,
+    "An engine fault (a bug, not a user mistake); the message carries the run's seed and time so it can be replayed."
+);
+
+/// A simulation of one resolved spec.
+///
+/// The engine state sits behind a mutex because a Python object may be shared between threads;
+/// a run is single-threaded, so the lock is never contended in practice.
+#[pyclass(name = "Simulation", module = "ccarena._engine")]
+pub struct PySimulation {
+    inner: Mutex<State>,
+}
+
+struct State {
+    sim: Simulation,
+    seed: u64,
+    /// Set once a panic escaped the engine: its state can no longer be trusted.
+    fault: Option<String>,
+}
+
+fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    if let Some(s) = payload.downcast_ref::<&str>() {
+        (*s).to_string()
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "unknown panic".to_string()
+    }
+}
+
+impl PySimulation {
+    fn state(&self) -> PyResult<std::sync::MutexGuard<'_, State>> {
+        let st = self.inner.lock().map_err(|_| EngineError::new_err("engine state poisoned by an earlier fault"))?;
+        if let Some(f) = &st.fault {
+            return Err(EngineError::new_err(f.clone()));
+        }
+        Ok(st)
+    }
+}
+
+#[pymethods]
+impl PySimulation {
+    /// Build from a resolved spec in JSON. Raises ValueError("path: message") for a bad spec.
+    #[new]
+    fn new(spec_json: &str) -> PyResult<PySimulation> {
+        let built = catch_unwind(|| Simulation::from_json(spec_json));
+        let sim = match built {
+            Ok(Ok(sim)) => sim,
+            Ok(Err(e)) => return Err(PyValueError::new_err(e.to_string())),
+            Err(p) => return Err(EngineError::new_err(format!("engine fault while building the run: {}", panic_message(&*p)))),
+        };
+        let seed = sim.spec().seed;
+        Ok(PySimulation { inner: Mutex::new(State { sim, seed, fault: None }) })
+    }
+
+    /// Advance to min(t_ns, duration_ns), releasing the GIL. Raises EngineError on an engine fault.
+    fn run_until(&self, py: Python<'_>, t_ns: u64) -> PyResult<()> {
+        let mut st = self.state()?;
+        let state: &mut State = &mut st;
+        let outcome = py.detach(|| catch_unwind(AssertUnwindSafe(|| state.sim.run_until(SimTime(t_ns)))));
+        if let Err(p) = outcome {
+            let msg = format!(
+                "engine fault at t = {} ns (seed {}): {}",
+                state.sim.now().as_nanos(),
+                state.seed,
+                panic_message(&*p)
+            );
+            state.fault = Some(msg.clone());
+            return Err(EngineError::new_err(msg));
+        }
+        Ok(())
+    }
+
+    /// Current simulated time, ns.
+    #[getter]
+    fn now_ns(&self) -> PyResult<u64> {
+        Ok(self.state()?.sim.now().as_nanos())
+    }
+
+    /// The run's duration, ns.
+    #[getter]
+    fn duration_ns(&self) -> PyResult<u64> {
+        Ok(self.state()?.sim.end().as_nanos())
+    }
+
+    /// True once the run has reached its duration.
+    #[getter]
+    fn finished(&self) -> PyResult<bool> {
+        Ok(self.state()?.sim.finished())
+    }
+
+    /// Events handled so far.
+    #[getter]
+    fn events_processed(&self) -> PyResult<u64> {
+        Ok(self.state()?.sim.events_processed())
+    }
+
+    /// The result tables as of now: {"flows", "samples", "queues", "links"} → {column → bytes | list[str]}.
+    fn results<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let mut st = self.state()?;
+        let seed = st.seed;
+        let res = catch_unwind(AssertUnwindSafe(|| st.sim.results()))
+            .map_err(|p| EngineError::new_err(format!("engine fault collecting results (seed {seed}): {}", panic_message(&*p))))?;
+        let out = PyDict::new(py);
+        for (name, table) in [("flows", &res.flows), ("samples", &res.samples), ("queues", &res.queues), ("links", &res.links)] {
+            out.set_item(name, table_to_dict(py, table)?)?;
+        }
+        Ok(out)
+    }
+}
+
+fn table_to_dict<'py>(py: Python<'py>, table: &Table) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    for (name, col) in &table.columns {
+        match col {
+            Column::F64(v) => {
+                let mut bytes = Vec::with_capacity(v.len() * 8);
+                for x in v {
+                    bytes.extend_from_slice(&x.to_le_bytes());
+                }
+                d.set_item(*name, PyBytes::new(py, &bytes))?;
+            }
+            Column::Str(v) => d.set_item(*name, PyList::new(py, v)?)?,
+        }
+    }
+    Ok(d)
+}
+
+/// Every flavor the engine implements: [{name, family, summary, source, default_recovery, params: [{name, default, doc}]}].
+#[pyfunction]
+fn flavors(py: Python<'_>) -> PyResult<Bound<'_, PyList>> {
+    let list = PyList::empty(py);
+    for f in catalogue() {
+        let d = PyDict::new(py);
+        d.set_item("name", f.name)?;
+        d.set_item("family", f.family)?;
+        d.set_item("summary", f.summary)?;
+        d.set_item("source", f.source)?;
+        d.set_item("default_recovery", f.default_recovery)?;
+        let params = PyList::empty(py);
+        for p in f.params {
+            let pd = PyDict::new(py);
+            pd.set_item("name", p.name)?;
+            pd.set_item("default", p.default)?;
+            pd.set_item("doc", p.doc)?;
+            params.append(pd)?;
+        }
+        d.set_item("params", params)?;
+        list.append(d)?;
+    }
+    Ok(list)
+}
+
+/// The engine's version.
+#[pyfunction]
+fn version() -> &'static str {
+    env!("CARGO_PKG_VERSION")
+}
+
+/// The module.
+#[pymodule]
+fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<PySimulation>()?;
+    m.add_function(wrap_pyfunction!(flavors, m)?)?;
+    m.add_function(wrap_pyfunction!(version, m)?)?;
+    m.add("EngineError", m.py().get_type::<EngineError>())?;
+    m.add("SPEC_FORMAT", ccarena_sim::spec::SPEC_FORMAT)?;
+    Ok(())
+}

@@ -1,0 +1,25 @@
+//! ccarena's packet-level discrete-event simulator.
+//!
+//! A [`Simulation`] runs one fully resolved [`Spec`] (every value explicit; format in
+//! `docs/engine-spec.md`): hosts and routers joined by directed links (rate, propagation delay,
+//! random loss, an egress queue), static routes, and applications (bulk TCP through the
+//! `ccarena-transport` sans-IO sender and receiver, UDP CBR). Time is integer nanoseconds and
+//! events are ordered by (time, insertion sequence); every random process has its own stream, so a
+//! spec and seed give bit-identical results. [`Simulation::results`] returns columnar tables.
+
+pub mod engine;
+pub mod event;
+pub mod flow;
+pub mod histogram;
+pub mod link;
+pub mod packet;
+pub mod queue;
+pub mod rng;
+pub mod sampler;
+pub mod spec;
+pub mod table;
+pub mod testkit;
+
+pub use engine::Simulation;
+pub use spec::{Spec, SpecError};
+pub use table::{Column, Results, Table};

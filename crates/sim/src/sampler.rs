@@ -1,0 +1,206 @@
+//! Periodic samples: per-flow and per-queue time series, stored as columns while the run goes.
+//!
+//! Sampling is per interval, never per packet: the per-packet path only bumps counters, and a
+//! sample turns counter differences into rates.
+
+use ccarena_cc::CaState;
+
+use crate::table::{Column, Table};
+
+/// One flow's state at a sample instant.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct FlowSample {
+    /// Flow index.
+    pub flow: u32,
+    /// In-order payload delivered to the receiving application, cumulative, bytes.
+    pub delivered_bytes: u64,
+    /// Payload put on the wire by the sender, retransmissions included, cumulative, bytes.
+    pub sent_bytes: u64,
+    /// cwnd, bytes (NaN for UDP).
+    pub cwnd_bytes: f64,
+    /// ssthresh, bytes (NaN while infinite, and for UDP).
+    pub ssthresh_bytes: f64,
+    /// Smoothed RTT, s (NaN before the first sample).
+    pub srtt_s: f64,
+    /// RTT variation, s.
+    pub rttvar_s: f64,
+    /// Retransmission timeout, s.
+    pub rto_s: f64,
+    /// Bytes in flight (RFC 6675 pipe).
+    pub inflight_bytes: f64,
+    /// Pacing rate, bits/s (NaN when not pacing).
+    pub pacing_rate_bps: f64,
+    /// Retransmitted segments, cumulative.
+    pub retransmits: f64,
+    /// Congestion-avoidance state code (0 open … 4 loss), NaN for UDP.
+    pub ca_state: f64,
+}
+
+/// Code for a [`CaState`] in the `ca_state` column.
+pub fn ca_state_code(s: CaState) -> f64 {
+    match s {
+        CaState::Open => 0.0,
+        CaState::Disorder => 1.0,
+        CaState::Cwr => 2.0,
+        CaState::Recovery => 3.0,
+        CaState::Loss => 4.0,
+    }
+}
+
+#[derive(Debug, Default)]
+struct FlowColumns {
+    time_s: Vec<f64>,
+    flow: Vec<f64>,
+    goodput_bps: Vec<f64>,
+    throughput_bps: Vec<f64>,
+    delivered_bytes: Vec<f64>,
+    sent_bytes: Vec<f64>,
+    cwnd_bytes: Vec<f64>,
+    ssthresh_bytes: Vec<f64>,
+    srtt_s: Vec<f64>,
+    rttvar_s: Vec<f64>,
+    rto_s: Vec<f64>,
+    inflight_bytes: Vec<f64>,
+    pacing_rate_bps: Vec<f64>,
+    retransmits: Vec<f64>,
+    ca_state: Vec<f64>,
+}
+
+#[derive(Debug, Default)]
+struct QueueColumns {
+    time_s: Vec<f64>,
+    link: Vec<f64>,
+    backlog_bytes: Vec<f64>,
+    backlog_packets: Vec<f64>,
+    drops: Vec<f64>,
+    arrivals: Vec<f64>,
+    departures: Vec<f64>,
+    sojourn_mean_s: Vec<f64>,
+}
+
+/// One link's queue at a sample instant (cumulative counters as the link keeps them).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct QueueSample {
+    /// Link index.
+    pub link: u32,
+    /// Bytes waiting.
+    pub backlog_bytes: u64,
+    /// Packets waiting.
+    pub backlog_packets: u64,
+    /// Packets dropped by the discipline, cumulative.
+    pub drops: u64,
+    /// Packets offered, cumulative.
+    pub arrivals: u64,
+    /// Packets that left the queue, cumulative.
+    pub departures: u64,
+    /// Sum of sojourn times of departed packets, cumulative, ns.
+    pub sojourn_total_ns: u64,
+}
+
+/// Accumulates sample rows; turns cumulative counters into per-interval rates.
+#[derive(Debug)]
+pub struct Sampler {
+    interval_s: f64,
+    flows: FlowColumns,
+    queues: QueueColumns,
+    last_flow: Vec<(u64, u64)>,
+    last_queue: Vec<(u64, u64)>,
+}
+
+impl Sampler {
+    /// A sampler for `n_flows` flows and `n_links` links, sampling every `interval_s` seconds.
+    pub fn new(n_flows: usize, n_links: usize, interval_s: f64) -> Sampler {
+        Sampler {
+            interval_s,
+            flows: FlowColumns::default(),
+            queues: QueueColumns::default(),
+            last_flow: vec![(0, 0); n_flows],
+            last_queue: vec![(0, 0); n_links],
+        }
+    }
+
+    /// Record one flow's row at `time_s`.
+    pub fn flow(&mut self, time_s: f64, s: &FlowSample) {
+        let (last_delivered, last_sent) = self.last_flow[s.flow as usize];
+        self.last_flow[s.flow as usize] = (s.delivered_bytes, s.sent_bytes);
+        let c = &mut self.flows;
+        c.time_s.push(time_s);
+        c.flow.push(s.flow as f64);
+        c.goodput_bps.push((s.delivered_bytes - last_delivered) as f64 * 8.0 / self.interval_s);
+        c.throughput_bps.push((s.sent_bytes - last_sent) as f64 * 8.0 / self.interval_s);
+        c.delivered_bytes.push(s.delivered_bytes as f64);
+        c.sent_bytes.push(s.sent_bytes as f64);
+        c.cwnd_bytes.push(s.cwnd_bytes);
+        c.ssthresh_bytes.push(s.ssthresh_bytes);
+        c.srtt_s.push(s.srtt_s);
+        c.rttvar_s.push(s.rttvar_s);
+        c.rto_s.push(s.rto_s);
+        c.inflight_bytes.push(s.inflight_bytes);
+        c.pacing_rate_bps.push(s.pacing_rate_bps);
+        c.retransmits.push(s.retransmits);
+        c.ca_state.push(s.ca_state);
+    }
+
+    /// Record one queue's row at `time_s`.
+    pub fn queue(&mut self, time_s: f64, q: &QueueSample) {
+        let (last_departures, last_sojourn) = self.last_queue[q.link as usize];
+        self.last_queue[q.link as usize] = (q.departures, q.sojourn_total_ns);
+        let departed = q.departures - last_departures;
+        let c = &mut self.queues;
+        c.time_s.push(time_s);
+        c.link.push(q.link as f64);
+        c.backlog_bytes.push(q.backlog_bytes as f64);
+        c.backlog_packets.push(q.backlog_packets as f64);
+        c.drops.push(q.drops as f64);
+        c.arrivals.push(q.arrivals as f64);
+        c.departures.push(q.departures as f64);
+        c.sojourn_mean_s.push(if departed == 0 {
+            f64::NAN
+        } else {
+            (q.sojourn_total_ns - last_sojourn) as f64 / departed as f64 / 1e9
+        });
+    }
+
+    /// The per-flow sample table.
+    pub fn flow_table(&self) -> Table {
+        let c = &self.flows;
+        let col = |v: &Vec<f64>| Column::F64(v.clone());
+        Table {
+            columns: vec![
+                ("time_s", col(&c.time_s)),
+                ("flow", col(&c.flow)),
+                ("goodput_bps", col(&c.goodput_bps)),
+                ("throughput_bps", col(&c.throughput_bps)),
+                ("delivered_bytes", col(&c.delivered_bytes)),
+                ("sent_bytes", col(&c.sent_bytes)),
+                ("cwnd_bytes", col(&c.cwnd_bytes)),
+                ("ssthresh_bytes", col(&c.ssthresh_bytes)),
+                ("srtt_s", col(&c.srtt_s)),
+                ("rttvar_s", col(&c.rttvar_s)),
+                ("rto_s", col(&c.rto_s)),
+                ("inflight_bytes", col(&c.inflight_bytes)),
+                ("pacing_rate_bps", col(&c.pacing_rate_bps)),
+                ("retransmits", col(&c.retransmits)),
+                ("ca_state", col(&c.ca_state)),
+            ],
+        }
+    }
+
+    /// The per-queue sample table.
+    pub fn queue_table(&self) -> Table {
+        let c = &self.queues;
+        let col = |v: &Vec<f64>| Column::F64(v.clone());
+        Table {
+            columns: vec![
+                ("time_s", col(&c.time_s)),
+                ("link", col(&c.link)),
+                ("backlog_bytes", col(&c.backlog_bytes)),
+                ("backlog_packets", col(&c.backlog_packets)),
+                ("drops", col(&c.drops)),
+                ("arrivals", col(&c.arrivals)),
+                ("departures", col(&c.departures)),
+                ("sojourn_mean_s", col(&c.sojourn_mean_s)),
+            ],
+        }
+    }
+}

@@ -1,0 +1,410 @@
+//! The resolved run spec the engine executes: every value explicit, no defaults.
+//!
+//! The format is documented in `docs/engine-spec.md`; this module is its Rust mirror. The Python
+//! front end resolves every default and sends a spec that names all fields, so the engine rejects
+//! both unknown and missing fields ([`Spec::from_json`]) and then checks the values
+//! ([`Spec::validate`]), reporting the first problem as `path: message`.
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use ccarena_cc::{new_controller, Params};
+use ccarena_transport::RecoveryMode;
+use serde::{Deserialize, Serialize};
+
+/// The spec format version this engine reads.
+pub const SPEC_FORMAT: u32 = 1;
+
+/// A whole run.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Spec {
+    /// Must equal [`SPEC_FORMAT`].
+    pub format: u32,
+    /// Run seed; every random stream derives from it.
+    pub seed: u64,
+    /// Simulated time to run, ns.
+    pub duration_ns: u64,
+    /// Interval between samples, ns.
+    pub sample_interval_ns: u64,
+    /// Hosts and routers; referenced by index.
+    pub nodes: Vec<NodeSpec>,
+    /// Directed links; referenced by index.
+    pub links: Vec<LinkSpec>,
+    /// Static routes: at `node`, packets for host `dst` leave on `link`.
+    pub routes: Vec<RouteSpec>,
+    /// Traffic.
+    pub flows: Vec<FlowSpec>,
+}
+
+/// A node.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct NodeSpec {
+    /// Unique name.
+    pub name: String,
+    /// Host or router.
+    pub kind: NodeKind,
+}
+
+/// What a node does.
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum NodeKind {
+    /// Runs flow endpoints; may also forward.
+    Host,
+    /// Forwards only.
+    Router,
+}
+
+/// One direction of a link: egress queue at `from`, serialization at `rate_bps`, then `delay_ns`
+/// of propagation to `to`.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct LinkSpec {
+    /// Name for reports.
+    pub name: String,
+    /// Sending node index.
+    pub from: usize,
+    /// Receiving node index.
+    pub to: usize,
+    /// Serialization rate, bits per second.
+    pub rate_bps: u64,
+    /// Propagation delay, ns.
+    pub delay_ns: u64,
+    /// Probability that a packet is lost on the wire after serialization.
+    pub loss: f64,
+    /// The egress queue.
+    pub queue: QueueSpec,
+}
+
+/// An egress queue.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct QueueSpec {
+    /// Queue discipline.
+    pub discipline: Discipline,
+    /// Limit on waiting packets, or null when limited in bytes.
+    pub limit_packets: Option<u64>,
+    /// Limit on waiting bytes, or null when limited in packets.
+    pub limit_bytes: Option<u64>,
+}
+
+/// Queue disciplines.
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum Discipline {
+    /// Tail drop at a fixed limit.
+    Droptail,
+}
+
+/// A static route entry.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct RouteSpec {
+    /// Node the entry belongs to.
+    pub node: usize,
+    /// Destination host.
+    pub dst: usize,
+    /// Link to send on (its `from` must be `node`).
+    pub link: usize,
+}
+
+/// A flow.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum FlowSpec {
+    /// Bulk TCP.
+    Tcp(TcpFlowSpec),
+    /// UDP constant bit rate.
+    UdpCbr(CbrFlowSpec),
+}
+
+/// A bulk TCP transfer.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct TcpFlowSpec {
+    /// Unique flow name.
+    pub name: String,
+    /// Sending host.
+    pub src: usize,
+    /// Receiving host.
+    pub dst: usize,
+    /// When the application starts, ns.
+    pub start_ns: u64,
+    /// When the application stops offering data, ns; null = never.
+    pub stop_ns: Option<u64>,
+    /// Bytes to transfer; null = unlimited.
+    pub bytes: Option<u64>,
+    /// Congestion controller name.
+    pub flavor: String,
+    /// Controller parameters.
+    pub params: BTreeMap<String, f64>,
+    /// Loss recovery: tahoe | reno | newreno | sack | prr.
+    pub recovery: String,
+    /// Maximum segment size (payload), bytes.
+    pub mss_bytes: u32,
+    /// Header bytes added to each data segment on the wire.
+    pub header_bytes: u32,
+    /// Bytes of an ACK on the wire without SACK blocks.
+    pub ack_bytes: u32,
+    /// Initial window, segments (RFC 6928: 10).
+    pub initial_cwnd_packets: u32,
+    /// Lower bound on the RTO, ns.
+    pub min_rto_ns: u64,
+    /// RTO before the first RTT sample, ns.
+    pub initial_rto_ns: u64,
+    /// Upper bound on the RTO, ns.
+    pub max_rto_ns: u64,
+    /// Clock granularity G of RFC 6298, ns.
+    pub clock_granularity_ns: u64,
+    /// Duplicate ACKs (or SACKed segments) that trigger fast retransmit.
+    pub dupthresh: u32,
+    /// Delayed-ACK timeout, ns.
+    pub delayed_ack_ns: u64,
+    /// Full segments per delayed ACK.
+    pub ack_every_segments: u32,
+    /// ECN negotiated (RFC 3168).
+    pub ecn: bool,
+}
+
+/// A UDP constant-bit-rate flow.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct CbrFlowSpec {
+    /// Unique flow name.
+    pub name: String,
+    /// Sending host.
+    pub src: usize,
+    /// Receiving host.
+    pub dst: usize,
+    /// First datagram, ns.
+    pub start_ns: u64,
+    /// No datagram at or after this time, ns; null = never.
+    pub stop_ns: Option<u64>,
+    /// Payload rate, bits per second.
+    pub rate_bps: u64,
+    /// Payload per datagram, bytes.
+    pub packet_bytes: u32,
+    /// IP + UDP header bytes added on the wire.
+    pub header_bytes: u32,
+}
+
+impl FlowSpec {
+    /// The flow's name.
+    pub fn name(&self) -> &str {
+        match self {
+            FlowSpec::Tcp(f) => &f.name,
+            FlowSpec::UdpCbr(f) => &f.name,
+        }
+    }
+
+    /// (source host, destination host).
+    pub fn endpoints(&self) -> (usize, usize) {
+        match self {
+            FlowSpec::Tcp(f) => (f.src, f.dst),
+            FlowSpec::UdpCbr(f) => (f.src, f.dst),
+        }
+    }
+
+    /// (start, stop) in ns.
+    pub fn schedule(&self) -> (u64, Option<u64>) {
+        match self {
+            FlowSpec::Tcp(f) => (f.start_ns, f.stop_ns),
+            FlowSpec::UdpCbr(f) => (f.start_ns, f.stop_ns),
+        }
+    }
+}
+
+impl TcpFlowSpec {
+    /// The controller parameters as the cc crate takes them.
+    pub fn cc_params(&self) -> Params {
+        Params::from_pairs(self.params.iter().map(|(k, v)| (k.clone(), *v)).collect())
+    }
+}
+
+/// A problem with a spec: where (`flows[0].flavor`) and what.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SpecError {
+    /// Path of the offending field, e.g. `links[3].rate_bps`; empty for a parse error.
+    pub path: String,
+    /// What is wrong and how to fix it.
+    pub message: String,
+}
+
+impl fmt::Display for SpecError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.path.is_empty() {
+            write!(f, "{}", self.message)
+        } else {
+            write!(f, "{}: {}", self.path, self.message)
+        }
+    }
+}
+
+impl std::error::Error for SpecError {}
+
+fn err(path: impl Into<String>, message: impl Into<String>) -> SpecError {
+    SpecError { path: path.into(), message: message.into() }
+}
+
+impl Spec {
+    /// Parse and validate a spec from JSON.
+    ///
+    /// # Errors
+    /// [`SpecError`] for malformed JSON, unknown or missing fields, and every check of
+    /// [`Spec::validate`].
+    pub fn from_json(json: &str) -> Result<Spec, SpecError> {
+        let spec: Spec = serde_json::from_str(json).map_err(|e| err("", format!("invalid spec: {e}")))?;
+        spec.validate()?;
+        Ok(spec)
+    }
+
+    /// Check values and references: indices in range, positive rates, probabilities in [0, 1],
+    /// exactly one queue limit, known flavors and recovery modes, and a route for every hop of
+    /// every flow's path in both directions.
+    ///
+    /// # Errors
+    /// The first problem found, as a [`SpecError`] naming the field.
+    pub fn validate(&self) -> Result<(), SpecError> {
+        if self.format != SPEC_FORMAT {
+            return Err(err("format", format!("this engine reads format {SPEC_FORMAT}, got {}", self.format)));
+        }
+        if self.duration_ns == 0 {
+            return Err(err("duration_ns", "must be positive"));
+        }
+        if self.sample_interval_ns == 0 {
+            return Err(err("sample_interval_ns", "must be positive"));
+        }
+        let n = self.nodes.len();
+        let mut names = std::collections::HashSet::new();
+        for (i, node) in self.nodes.iter().enumerate() {
+            if !names.insert(node.name.as_str()) {
+                return Err(err(format!("nodes[{i}].name"), format!("duplicate node name '{}'", node.name)));
+            }
+        }
+        for (i, l) in self.links.iter().enumerate() {
+            let p = |f: &str| format!("links[{i}].{f}");
+            if l.from >= n {
+                return Err(err(p("from"), format!("node index {} out of range (0..{n})", l.from)));
+            }
+            if l.to >= n {
+                return Err(err(p("to"), format!("node index {} out of range (0..{n})", l.to)));
+            }
+            if l.from == l.to {
+                return Err(err(p("to"), "a link must join two different nodes"));
+            }
+            if l.rate_bps == 0 {
+                return Err(err(p("rate_bps"), "must be positive"));
+            }
+            if !(0.0..=1.0).contains(&l.loss) {
+                return Err(err(p("loss"), format!("{} is not a probability in [0, 1]", l.loss)));
+            }
+            match (l.queue.limit_packets, l.queue.limit_bytes) {
+                (Some(_), Some(_)) | (None, None) => {
+                    return Err(err(p("queue"), "set exactly one of limit_packets and limit_bytes"))
+                }
+                _ => {}
+            }
+        }
+        let mut table = vec![None; 0];
+        table.resize(n * n, None);
+        for (i, r) in self.routes.iter().enumerate() {
+            let p = |f: &str| format!("routes[{i}].{f}");
+            if r.node >= n {
+                return Err(err(p("node"), format!("node index {} out of range", r.node)));
+            }
+            if r.dst >= n {
+                return Err(err(p("dst"), format!("node index {} out of range", r.dst)));
+            }
+            if r.link >= self.links.len() {
+                return Err(err(p("link"), format!("link index {} out of range", r.link)));
+            }
+            if self.links[r.link].from != r.node {
+                return Err(err(p("link"), format!("link {} does not leave node {}", r.link, r.node)));
+            }
+            table[r.node * n + r.dst] = Some(r.link);
+        }
+        let mut flow_names = std::collections::HashSet::new();
+        for (i, f) in self.flows.iter().enumerate() {
+            let p = |field: &str| format!("flows[{i}].{field}");
+            if !flow_names.insert(f.name()) {
+                return Err(err(p("name"), format!("duplicate flow name '{}'", f.name())));
+            }
+            let (src, dst) = f.endpoints();
+            for (field, node) in [("src", src), ("dst", dst)] {
+                if node >= n {
+                    return Err(err(p(field), format!("node index {node} out of range")));
+                }
+                if self.nodes[node].kind != NodeKind::Host {
+                    return Err(err(p(field), format!("node '{}' is a router, not a host", self.nodes[node].name)));
+                }
+            }
+            if src == dst {
+                return Err(err(p("dst"), "a flow needs two different hosts"));
+            }
+            let (start, stop) = f.schedule();
+            if let Some(stop) = stop {
+                if stop <= start {
+                    return Err(err(p("stop_ns"), "must be after start_ns"));
+                }
+            }
+            for (a, b) in [(src, dst), (dst, src)] {
+                self.check_path(&table, a, b).map_err(|m| err(p("dst"), m))?;
+            }
+            match f {
+                FlowSpec::Tcp(t) => {
+                    new_controller(&t.flavor, &t.cc_params()).map_err(|e| err(p("flavor"), e.to_string()))?;
+                    t.recovery.parse::<RecoveryMode>().map_err(|e| err(p("recovery"), e.to_string()))?;
+                    if t.mss_bytes == 0 {
+                        return Err(err(p("mss_bytes"), "must be positive"));
+                    }
+                    if t.initial_cwnd_packets == 0 {
+                        return Err(err(p("initial_cwnd_packets"), "must be positive"));
+                    }
+                    if t.dupthresh == 0 {
+                        return Err(err(p("dupthresh"), "must be positive"));
+                    }
+                    if t.ack_every_segments == 0 {
+                        return Err(err(p("ack_every_segments"), "must be positive"));
+                    }
+                    if t.min_rto_ns == 0 || t.min_rto_ns > t.max_rto_ns {
+                        return Err(err(p("min_rto_ns"), "must be positive and at most max_rto_ns"));
+                    }
+                    if t.bytes == Some(0) {
+                        return Err(err(p("bytes"), "must be positive (or null for unlimited)"));
+                    }
+                }
+                FlowSpec::UdpCbr(c) => {
+                    if c.rate_bps == 0 {
+                        return Err(err(p("rate_bps"), "must be positive"));
+                    }
+                    if c.packet_bytes == 0 {
+                        return Err(err(p("packet_bytes"), "must be positive"));
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn check_path(&self, table: &[Option<usize>], src: usize, dst: usize) -> Result<(), String> {
+        let n = self.nodes.len();
+        let mut at = src;
+        for _ in 0..n {
+            if at == dst {
+                return Ok(());
+            }
+            match table[at * n + dst] {
+                Some(l) => at = self.links[l].to,
+                None => {
+                    return Err(format!(
+                        "no route from '{}' to '{}' (at node '{}')",
+                        self.nodes[src].name, self.nodes[dst].name, self.nodes[at].name
+                    ))
+                }
+            }
+        }
+        Err(format!("routing loop between '{}' and '{}'", self.nodes[src].name, self.nodes[dst].name))
+    }
+}

@@ -1,0 +1,172 @@
+//! Spec builders for tests and benchmarks.
+//!
+//! Real runs get their specs from the Python front end, which owns every default. Tests and
+//! benchmarks in Rust need specs too; these builders write them out with the same Linux-like
+//! values the front end uses (FLAVORS.md: MSS 1448, IW 10, min RTO 200 ms, initial RTO 1 s,
+//! delayed ACK every 2nd segment or 40 ms), every one visible here.
+
+use std::collections::BTreeMap;
+
+use crate::spec::{
+    CbrFlowSpec, Discipline, FlowSpec, LinkSpec, NodeKind, NodeSpec, QueueSpec, RouteSpec, Spec, TcpFlowSpec,
+    SPEC_FORMAT,
+};
+
+/// Milliseconds to nanoseconds.
+pub const fn ms(v: u64) -> u64 {
+    v * 1_000_000
+}
+
+/// Seconds to nanoseconds.
+pub const fn secs(v: u64) -> u64 {
+    v * 1_000_000_000
+}
+
+/// Megabits per second to bits per second.
+pub const fn mbps(v: u64) -> u64 {
+    v * 1_000_000
+}
+
+/// A TCP flow spec with Linux-like transport settings and the flavor's own loss recovery.
+pub fn tcp_flow(name: &str, src: usize, dst: usize, flavor: &str) -> TcpFlowSpec {
+    let recovery = ccarena_cc::catalogue()
+        .iter()
+        .find(|f| f.name == flavor)
+        .map_or("prr", |f| f.default_recovery);
+    TcpFlowSpec {
+        name: name.to_string(),
+        src,
+        dst,
+        start_ns: 0,
+        stop_ns: None,
+        bytes: None,
+        flavor: flavor.to_string(),
+        params: BTreeMap::new(),
+        recovery: recovery.to_string(),
+        mss_bytes: 1448,
+        header_bytes: 52,
+        ack_bytes: 52,
+        initial_cwnd_packets: 10,
+        min_rto_ns: ms(200),
+        initial_rto_ns: secs(1),
+        max_rto_ns: secs(60),
+        clock_granularity_ns: ms(1),
+        dupthresh: 3,
+        delayed_ack_ns: ms(40),
+        ack_every_segments: 2,
+        ecn: false,
+    }
+}
+
+/// A UDP CBR flow spec (28 header bytes: IPv4 + UDP).
+pub fn cbr_flow(name: &str, src: usize, dst: usize, rate_bps: u64, packet_bytes: u32) -> CbrFlowSpec {
+    CbrFlowSpec { name: name.to_string(), src, dst, start_ns: 0, stop_ns: None, rate_bps, packet_bytes, header_bytes: 28 }
+}
+
+/// A dumbbell: `pairs` left hosts → router `r0` → bottleneck → router `r1` → `pairs` right hosts.
+///
+/// Node indices: left hosts `0..pairs`, `r0` = `pairs`, `r1` = `pairs + 1`, right hosts
+/// `pairs + 2 ..`. Use [`Dumbbell::left`] and [`Dumbbell::right`] rather than arithmetic.
+#[derive(Clone, Debug)]
+pub struct Dumbbell {
+    /// Host pairs.
+    pub pairs: usize,
+    /// Bottleneck rate, bits/s (both directions).
+    pub bottleneck_rate_bps: u64,
+    /// Bottleneck one-way propagation delay, ns.
+    pub bottleneck_delay_ns: u64,
+    /// Random loss on the forward (left → right) bottleneck direction only.
+    pub bottleneck_loss: f64,
+    /// Bottleneck queue limit, packets (both directions).
+    pub bottleneck_queue_packets: u64,
+    /// Access link rate, bits/s.
+    pub access_rate_bps: u64,
+    /// Access link one-way delay, ns (per left host; right hosts use the same unless overridden).
+    pub access_delay_ns: Vec<u64>,
+    /// Access queue limit, packets.
+    pub access_queue_packets: u64,
+}
+
+impl Dumbbell {
+    /// A dumbbell with 1 Gbps / 0 delay access links and deep (10 000 packet) access queues.
+    pub fn new(pairs: usize, rate_bps: u64, delay_ns: u64, queue_packets: u64) -> Dumbbell {
+        Dumbbell {
+            pairs,
+            bottleneck_rate_bps: rate_bps,
+            bottleneck_delay_ns: delay_ns,
+            bottleneck_loss: 0.0,
+            bottleneck_queue_packets: queue_packets,
+            access_rate_bps: 1_000_000_000,
+            access_delay_ns: vec![0; pairs],
+            access_queue_packets: 10_000,
+        }
+    }
+
+    /// Node index of left host `i`.
+    pub fn left(&self, i: usize) -> usize {
+        i
+    }
+
+    /// Node index of right host `i`.
+    pub fn right(&self, i: usize) -> usize {
+        self.pairs + 2 + i
+    }
+
+    /// Index of the forward (left → right) bottleneck link in the spec's link list.
+    pub fn bottleneck_link(&self) -> usize {
+        0
+    }
+
+    /// The spec with `flows`, run for `duration_ns`, sampling every `sample_interval_ns`.
+    pub fn spec(&self, seed: u64, duration_ns: u64, sample_interval_ns: u64, flows: Vec<FlowSpec>) -> Spec {
+        let p = self.pairs;
+        let (r0, r1) = (p, p + 1);
+        let mut nodes = Vec::new();
+        for i in 0..p {
+            nodes.push(NodeSpec { name: format!("left{i}"), kind: NodeKind::Host });
+        }
+        nodes.push(NodeSpec { name: "r0".into(), kind: NodeKind::Router });
+        nodes.push(NodeSpec { name: "r1".into(), kind: NodeKind::Router });
+        for i in 0..p {
+            nodes.push(NodeSpec { name: format!("right{i}"), kind: NodeKind::Host });
+        }
+        let q = |n: u64| QueueSpec { discipline: Discipline::Droptail, limit_packets: Some(n), limit_bytes: None };
+        let link = |name: String, from: usize, to: usize, rate: u64, delay: u64, loss: f64, limit: u64| LinkSpec {
+            name,
+            from,
+            to,
+            rate_bps: rate,
+            delay_ns: delay,
+            loss,
+            queue: q(limit),
+        };
+        let mut links = vec![
+            link("r0->r1".into(), r0, r1, self.bottleneck_rate_bps, self.bottleneck_delay_ns, self.bottleneck_loss, self.bottleneck_queue_packets),
+            link("r1->r0".into(), r1, r0, self.bottleneck_rate_bps, self.bottleneck_delay_ns, 0.0, self.bottleneck_queue_packets),
+        ];
+        let mut routes = Vec::new();
+        let hosts: Vec<usize> = (0..p).map(|i| self.left(i)).chain((0..p).map(|i| self.right(i))).collect();
+        for i in 0..p {
+            let (l, r) = (self.left(i), self.right(i));
+            let d = self.access_delay_ns[i];
+            let up = links.len();
+            links.push(link(format!("left{i}->r0"), l, r0, self.access_rate_bps, d, 0.0, self.access_queue_packets));
+            links.push(link(format!("r0->left{i}"), r0, l, self.access_rate_bps, d, 0.0, self.access_queue_packets));
+            links.push(link(format!("right{i}->r1"), r, r1, self.access_rate_bps, d, 0.0, self.access_queue_packets));
+            links.push(link(format!("r1->right{i}"), r1, r, self.access_rate_bps, d, 0.0, self.access_queue_packets));
+            for &dst in &hosts {
+                if dst != l {
+                    routes.push(RouteSpec { node: l, dst, link: up });
+                }
+                if dst != r {
+                    routes.push(RouteSpec { node: r, dst, link: up + 2 });
+                }
+            }
+            routes.push(RouteSpec { node: r0, dst: l, link: up + 1 });
+            routes.push(RouteSpec { node: r1, dst: r, link: up + 3 });
+            routes.push(RouteSpec { node: r0, dst: r, link: 0 });
+            routes.push(RouteSpec { node: r1, dst: l, link: 1 });
+        }
+        Spec { format: SPEC_FORMAT, seed, duration_ns, sample_interval_ns, nodes, links, routes, flows }
+    }
+}

@@ -1,0 +1,217 @@
+"""Experiments: a scenario's ``[sweep]`` grid and repeats expanded into runs.
+
+Each grid point is the scenario with one value per swept field path set; each point runs
+``repeats`` times. Repeat r of every point uses the same seed (:func:`derive_seed`), so points are
+compared on common random numbers (the same loss pattern for the same repeat). Run ids are stable
+and readable: built from the swept values (``loss=0.5pct_r0``), not from positions, so adding a
+value to a sweep does not rename the runs already stored.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import itertools
+import re
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ccarena.errors import UserError
+from ccarena.resolve import ResolvedRun, resolve_run
+from ccarena.scenario import LoadedScenario, Scenario, validate_scenario
+
+_TOKEN = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)|\[(\d+)\]|(\.)")
+UNSWEEPABLE = ("name", "sweep", "description", "backend")
+
+
+def parse_path(path: str) -> list[str | int]:
+    """``"flows[1].flavor"`` → ``["flows", 1, "flavor"]``.
+
+    Raises:
+        UserError: not a field path.
+    """
+    tokens: list[str | int] = []
+    pos = 0
+    expect_name = True
+    while pos < len(path):
+        match = _TOKEN.match(path, pos)
+        if match is None:
+            raise UserError(f'sweep."{path}": not a field path (write e.g. "topology.bottleneck.loss" '
+                            'or "flows[1].flavor")')
+        name, index, dot = match.groups()
+        if name is not None and expect_name:
+            tokens.append(name)
+            expect_name = False
+        elif index is not None and not expect_name:
+            tokens.append(int(index))
+        elif dot is not None and not expect_name:
+            expect_name = True
+        else:
+            raise UserError(f'sweep."{path}": not a field path (write e.g. "topology.bottleneck.loss" '
+                            'or "flows[1].flavor")')
+        pos = match.end()
+    if not tokens or expect_name:
+        raise UserError(f'sweep."{path}": not a field path')
+    return tokens
+
+
+def set_path(raw: dict[str, Any], path: str, value: Any) -> dict[str, Any]:
+    """A deep copy of ``raw`` with the field at ``path`` set to ``value``.
+
+    Missing tables along the path are created (so a default can be swept); list indices must
+    exist.
+
+    Raises:
+        UserError: the path crosses a value that is not a table or list, or an index is out of range.
+    """
+    tokens = parse_path(path)
+    if tokens[0] in UNSWEEPABLE:
+        raise UserError(f'sweep."{path}": `{tokens[0]}` cannot be swept')
+    out = copy.deepcopy(raw)
+    node: Any = out
+    for i, token in enumerate(tokens):
+        last = i == len(tokens) - 1
+        where = _render(tokens[:i]) or "the scenario"
+        if isinstance(token, int):
+            if not isinstance(node, list):
+                raise UserError(f'sweep."{path}": {where} is not a list')
+            if token >= len(node):
+                raise UserError(f'sweep."{path}": there is no {_render(tokens[:i + 1])} '
+                                f"({where} has {len(node)} entries)")
+            if last:
+                node[token] = value
+            else:
+                node = node[token]
+        else:
+            if not isinstance(node, dict):
+                raise UserError(f'sweep."{path}": {where} is not a table')
+            if last:
+                node[token] = value
+            else:
+                if token not in node:
+                    node[token] = [] if isinstance(tokens[i + 1], int) else {}
+                node = node[token]
+    return out
+
+
+def _render(tokens: list[str | int]) -> str:
+    out = ""
+    for t in tokens:
+        out += f"[{t}]" if isinstance(t, int) else (f".{t}" if out else t)
+    return out
+
+
+def derive_seed(scenario_seed: int, repeat: int) -> int:
+    """The seed of repeat ``repeat``: the scenario's seed for repeat 0, else 32 bits drawn from
+    ``numpy.random.SeedSequence([scenario_seed, repeat])`` (deterministic, well mixed)."""
+    if repeat == 0:
+        return int(scenario_seed)
+    state = np.random.SeedSequence([int(scenario_seed), int(repeat)]).generate_state(1, np.uint32)
+    return int(state[0])
+
+
+def _without_sweep(raw: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in raw.items() if k != "sweep"}
+
+
+def check_sweep(raw: dict[str, Any], scenario: Scenario) -> None:
+    """Check that each swept value, set alone into the scenario, gives a valid scenario.
+
+    Raises:
+        UserError: ``sweep."<path>"[i]: <problem>`` for the first bad value.
+    """
+    assert scenario.sweep is not None
+    base = _without_sweep(raw)
+    for path, values in scenario.sweep.parameters.items():
+        for i, value in enumerate(values):
+            candidate = set_path(base, path, value)
+            try:
+                validate_scenario(candidate)
+            except UserError as err:
+                message = str(err)
+                rendered = _render(parse_path(path))
+                if message.startswith(rendered + ": "):
+                    message = message[len(rendered) + 2:]
+                raise UserError(f'sweep."{path}"[{i}]: {message}') from None
+
+
+def _slug(value: Any) -> str:
+    text = str(value).replace("%", "pct")
+    return re.sub(r"[^A-Za-z0-9.=-]+", "_", text).strip("_") or "x"
+
+
+def _short_names(paths: list[str]) -> dict[str, str]:
+    """Each path's last field name, or the whole path where two paths share a last name."""
+    last = {p: str([t for t in parse_path(p) if isinstance(t, str)][-1]) for p in paths}
+    out = {}
+    for p in paths:
+        clash = sum(1 for q in paths if last[q] == last[p]) > 1
+        out[p] = _slug(p.replace("[", "").replace("]", "")) if clash else last[p]
+    return out
+
+
+@dataclass(frozen=True)
+class RunPlan:
+    """One run of an experiment.
+
+    Attributes:
+        run_id: stable, readable id (the run's directory name).
+        point: index of the grid point (0 without a sweep).
+        repeat: repeat index.
+        seed: the run's seed (:func:`derive_seed`).
+        params: swept field path → value as written (empty without a sweep).
+        raw: the run's scenario as written (swept values set, no ``[sweep]``).
+        scenario: the run's validated scenario.
+        resolved: the engine spec and derived facts.
+    """
+
+    run_id: str
+    point: int
+    repeat: int
+    seed: int
+    params: dict[str, Any]
+    raw: dict[str, Any]
+    scenario: Scenario
+    resolved: ResolvedRun
+
+
+def expand(loaded: LoadedScenario) -> list[RunPlan]:
+    """Every run of the experiment: grid points (file order, last path varying fastest) × repeats.
+
+    Raises:
+        UserError: a combination of swept values is not a valid scenario.
+    """
+    scenario = loaded.scenario
+    sweep = scenario.sweep
+    parameters = sweep.parameters if sweep else {}
+    repeats = sweep.repeats if sweep else 1
+    paths = list(parameters)
+    short = _short_names(paths)
+    base = _without_sweep(loaded.raw)
+    plans: list[RunPlan] = []
+    point_ids: set[str] = set()
+    for point, combo in enumerate(itertools.product(*parameters.values()) if paths else [()]):
+        raw = base
+        params = dict(zip(paths, combo))
+        for path, value in params.items():
+            raw = set_path(raw, path, value)
+        try:
+            point_scenario = validate_scenario(raw)
+        except UserError as err:
+            shown = ", ".join(f"{p} = {v!r}" for p, v in params.items())
+            raise UserError(f"sweep point {shown}: {err}") from None
+        point_id = "_".join(f"{short[p]}={_slug(v)}" for p, v in params.items())
+        if len(point_id) > 80:
+            point_id = "p" + hashlib.sha256(point_id.encode()).hexdigest()[:10]
+        if point_id in point_ids:
+            point_id = f"{point_id}_p{point}"
+        point_ids.add(point_id)
+        for repeat in range(repeats):
+            seed = derive_seed(scenario.seed, repeat)
+            run_id = f"{point_id}_r{repeat}" if point_id else f"r{repeat}"
+            plans.append(RunPlan(run_id=run_id, point=point, repeat=repeat, seed=seed,
+                                 params=params, raw=raw, scenario=point_scenario,
+                                 resolved=resolve_run(point_scenario, seed)))
+    return plans

@@ -1,0 +1,76 @@
+"""The flavor catalogue, read from the engine: ``ccarena._engine.flavors()`` is the one source of
+truth for TCP congestion controllers (names, family, source, default recovery, parameters).
+
+The UDP transports below are not congestion controllers: the front end maps them to their own
+engine flow kinds (``udp-cbr`` → ``kind = "udp_cbr"``), so they are listed here with the flow kind
+they become.
+"""
+
+from __future__ import annotations
+
+import difflib
+from typing import Any
+
+from ccarena.errors import UserError
+
+UDP_TRANSPORTS: dict[str, dict[str, Any]] = {
+    "udp-cbr": {
+        "name": "udp-cbr",
+        "family": "udp",
+        "summary": "constant bit rate datagrams: `rate` of payload in `packet_size` datagrams",
+        "source": "ns-3 OnOffApplication semantics; iperf -u -b",
+        "default_recovery": None,
+        "params": [],
+        "engine_kind": "udp_cbr",
+    },
+}
+"""UDP transport name → its catalogue entry and the engine flow kind it runs as."""
+
+
+def _engine() -> Any:
+    try:
+        from ccarena import _engine
+    except ImportError as err:
+        raise UserError("the simulator engine (ccarena._engine) is not built: run `pip install .` "
+                        f"in the ccarena source tree ({err})") from None
+    return _engine
+
+
+def available_flavors() -> list[dict[str, Any]]:
+    """Every TCP flavor the engine implements, as ``_engine.flavors()`` returns them.
+
+    Each entry: ``{"name", "family", "summary", "source", "default_recovery",
+    "params": [{"name", "default", "doc"}]}``.
+
+    Raises:
+        UserError: the engine extension is not built.
+    """
+    return list(_engine().flavors())
+
+
+def tcp_flavors() -> dict[str, dict[str, Any]]:
+    """TCP flavor name → catalogue entry (from :func:`available_flavors`)."""
+    return {f["name"]: f for f in available_flavors()}
+
+
+def all_flavors() -> dict[str, dict[str, Any]]:
+    """Every name a flow's ``flavor`` may take: the engine's TCP flavors and the UDP transports."""
+    out = dict(tcp_flavors())
+    for name, entry in UDP_TRANSPORTS.items():
+        out.setdefault(name, entry)
+    return out
+
+
+def suggest(name: str, choices: list[str]) -> str:
+    """`` (did you mean 'x'?)`` for the closest of ``choices`` to ``name``, or ``""``."""
+    close = difflib.get_close_matches(name, choices, n=1, cutoff=0.6)
+    return f" (did you mean '{close[0]}'?)" if close else ""
+
+
+def unknown_flavor_message(name: str) -> str:
+    """The message for an unknown flavor, with the closest known name when there is one."""
+    known = list(all_flavors())
+    hint = suggest(name, known)
+    if not hint:
+        hint = f" (known: {', '.join(known)}; `ccarena flavors` lists them)"
+    return f"unknown flavor '{name}'{hint}"

@@ -1,0 +1,112 @@
+"""The explicit network a topology builder produces: nodes, directed links, routes.
+
+This is the form the engine takes (docs/engine-spec.md): every link is one direction of a physical
+link, and routes give, for each (node, destination host), the link to send on. Routes are computed
+with networkx shortest paths (fewest hops; ties broken by the order links were added, so the result
+is deterministic).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+import networkx as nx
+
+from ccarena.errors import UserError
+
+
+@dataclass(frozen=True)
+class Node:
+    """A node: a ``host`` runs flow endpoints, a ``router`` only forwards."""
+
+    name: str
+    kind: Literal["host", "router"]
+
+
+@dataclass(frozen=True)
+class DirectedLink:
+    """One direction of a link: egress queue at ``src``, serialization at ``rate_bps``, then
+    ``delay_ns`` of propagation to ``dst``. Exactly one of the two queue limits is set.
+
+    ``role`` says what the link is in its topology ("bottleneck", "bottleneck-reverse",
+    "access", "link", "link-reverse"); the report uses it to pick the queues to draw.
+    """
+
+    name: str
+    src: str
+    dst: str
+    rate_bps: int
+    delay_ns: int
+    loss: float
+    queue_discipline: str
+    queue_limit_packets: int | None
+    queue_limit_bytes: int | None
+    role: str
+
+
+@dataclass
+class Network:
+    """Nodes and directed links of a topology, with routing by shortest path.
+
+    Raises UserError from :meth:`path` when a destination cannot be reached.
+    """
+
+    nodes: list[Node] = field(default_factory=list)
+    links: list[DirectedLink] = field(default_factory=list)
+
+    def node_index(self) -> dict[str, int]:
+        """Node name → index in :attr:`nodes`."""
+        return {n.name: i for i, n in enumerate(self.nodes)}
+
+    def hosts(self) -> list[str]:
+        """Names of the host nodes, in order."""
+        return [n.name for n in self.nodes if n.kind == "host"]
+
+    def graph(self) -> nx.DiGraph:
+        """The network as a networkx DiGraph; each edge has ``link`` = its index in :attr:`links`."""
+        g = nx.DiGraph()
+        for node in self.nodes:
+            g.add_node(node.name, kind=node.kind)
+        for i, link in enumerate(self.links):
+            if not g.has_edge(link.src, link.dst):
+                g.add_edge(link.src, link.dst, link=i)
+        return g
+
+    def routes(self) -> list[tuple[int, int, int]]:
+        """Routes as ``(node index, destination host index, link index)`` for every node that can
+        reach every host (the next hop on a fewest-hops path)."""
+        g = self.graph()
+        index = self.node_index()
+        out: list[tuple[int, int, int]] = []
+        for dst in self.hosts():
+            paths = nx.single_target_shortest_path(g, dst)
+            for node in self.nodes:
+                if node.name == dst or node.name not in paths:
+                    continue
+                next_hop = paths[node.name][1]
+                out.append((index[node.name], index[dst], g[node.name][next_hop]["link"]))
+        return out
+
+    def path(self, src: str, dst: str) -> list[int]:
+        """Link indices from host ``src`` to host ``dst`` along the routes.
+
+        Raises:
+            UserError: ``dst`` is unreachable from ``src``.
+        """
+        g = self.graph()
+        try:
+            nodes = nx.shortest_path(g, src, dst)
+        except nx.NetworkXNoPath:
+            raise UserError(f"no path from {src} to {dst} in the topology") from None
+        return [g[a][b]["link"] for a, b in zip(nodes, nodes[1:])]
+
+    def add_duplex(self, a: str, b: str, *, rate_bps: int, delay_ns: int, loss_ab: float,
+                   loss_ba: float, discipline: str, limit_packets: int | None,
+                   limit_bytes: int | None, role: str, reverse_role: str | None = None) -> None:
+        """Add the two directions of a physical link between ``a`` and ``b``."""
+        for src, dst, loss, r in ((a, b, loss_ab, role), (b, a, loss_ba, reverse_role or role)):
+            self.links.append(DirectedLink(
+                name=f"{src}->{dst}", src=src, dst=dst, rate_bps=rate_bps, delay_ns=delay_ns,
+                loss=loss, queue_discipline=discipline, queue_limit_packets=limit_packets,
+                queue_limit_bytes=limit_bytes, role=r))
