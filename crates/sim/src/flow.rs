@@ -71,6 +71,10 @@ impl TcpFlow {
             ack_every_segments: f.ack_every_segments,
             ecn: f.ecn,
         };
+        // The transport checks its own invariants; report a violation against the spec's flow.
+        let bad = |e: ccarena_transport::ConfigError| SpecError { path: path(e.field), message: e.reason.to_string() };
+        cfg.validate().map_err(bad)?;
+        rcfg.validate().map_err(bad)?;
         Ok(TcpFlow {
             src: f.src as u32,
             dst: f.dst as u32,

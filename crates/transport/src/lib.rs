@@ -5,7 +5,36 @@
 //! and asks what to send now (`poll_transmit`/`poll_ack`) and when to call back
 //! (`poll_timeout`/`handle_timeout`), in the style of quinn-proto and smoltcp. The simulator drives
 //! them with simulated time; a UDP driver can drive the same code with a real clock.
+//!
+//! Modules, one thing each:
+//!
+//! - [`segment`]: what travels between the two ends (plain `Copy` headers, no payload).
+//! - [`sender`]: the sending side and its recovery state machine.
+//! - [`receiver`]: reassembly, ACK policy, SACK blocks, timestamp and ECN echo.
+//! - [`rtt`]: RFC 6298 RTT estimator and RTO.
+//! - [`recovery`]: the loss-recovery modes and their window arithmetic (PRR, NewReno).
+//! - [`rate`]: delivery-rate sampling (draft-cheng-iccrg-delivery-rate-estimation).
+//! - [`pacing`]: spacing transmissions at the controller's pacing rate.
+//! - `scoreboard` (private): outstanding segments and SACK state, O(1) pipe.
+//!
+//! Sequence numbers are `u64` byte offsets from 0 and never wrap. Not implemented: connection
+//! setup and teardown, flow control (the receive window is unlimited), Nagle, limited transmit
+//! (RFC 3042), D-SACK (RFC 2883), RACK-TLP (RFC 8985), F-RTO (RFC 5682), detection of lost
+//! retransmissions without SACK (they wait for the RTO), cwnd restart after idle (RFC 5681 §4.1),
+//! receiver reneging.
 
+#![warn(missing_docs)]
+
+pub mod pacing;
+pub mod rate;
+pub mod receiver;
+pub mod recovery;
+pub mod rtt;
+mod scoreboard;
 pub mod segment;
+pub mod sender;
 
+pub use receiver::{Receiver, ReceiverConfig, ReceiverStats};
+pub use recovery::{ParseRecoveryModeError, RecoveryMode, ALL_RECOVERY_MODES};
 pub use segment::{AckSegment, DataSegment, SackBlock, MAX_SACK_BLOCKS};
+pub use sender::{AckOutcome, ConfigError, Sender, SenderConfig, SenderStats};

@@ -2,7 +2,7 @@
 #![allow(dead_code)]
 
 use ccarena_sim::spec::{FlowSpec, Spec};
-use ccarena_sim::{Results, Simulation};
+use ccarena_sim::{Column, Results, Simulation};
 
 /// Run a spec to its end and return its tables.
 pub fn run(spec: Spec) -> Results {
@@ -48,4 +48,23 @@ pub fn assert_conservation(res: &Results) {
 /// Wrap a TCP flow spec.
 pub fn tcp(f: ccarena_sim::spec::TcpFlowSpec) -> FlowSpec {
     FlowSpec::Tcp(f)
+}
+
+/// Bit-for-bit equality of two result sets (NaN equals NaN: determinism means identical bits).
+pub fn assert_identical(a: &Results, b: &Results) {
+    for (name, ta, tb) in [("flows", &a.flows, &b.flows), ("samples", &a.samples, &b.samples), ("queues", &a.queues, &b.queues), ("links", &a.links, &b.links)] {
+        assert_eq!(ta.columns.len(), tb.columns.len(), "{name}: column count");
+        for ((na, ca), (nb, cb)) in ta.columns.iter().zip(&tb.columns) {
+            assert_eq!(na, nb);
+            match (ca, cb) {
+                (Column::F64(x), Column::F64(y)) => {
+                    let bx: Vec<u64> = x.iter().map(|v| v.to_bits()).collect();
+                    let by: Vec<u64> = y.iter().map(|v| v.to_bits()).collect();
+                    assert!(bx == by, "{name}.{na} differs");
+                }
+                (Column::Str(x), Column::Str(y)) => assert_eq!(x, y, "{name}.{na} differs"),
+                _ => panic!("{name}.{na}: column types differ"),
+            }
+        }
+    }
 }

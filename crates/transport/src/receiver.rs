@@ -1,0 +1,327 @@
+//! The receiving side: reassembly, cumulative and selective acknowledgments, delayed ACKs,
+//! timestamp echo and ECN echo.
+//!
+//! # How a caller drives it
+//!
+//! ```text
+//! on_segment(now, &seg)      for every data segment that arrives; returns bytes delivered in order
+//! poll_ack(now)              after every on_segment and handle_timeout: the ACK to send, if any
+//! handle_timeout(now)        when now >= poll_timeout() (the delayed-ACK deadline)
+//! ```
+//!
+//! # ACK policy (RFC 5681 §4.2, RFC 1122 §4.2.3.2)
+//!
+//! In-order data is acknowledged once `ack_every_segments` full segments' worth of bytes is
+//! unacknowledged, or `delayed_ack` after the first unacknowledged byte arrived, whichever comes
+//! first. An ACK is sent at once for a segment above a hole (out of order), a segment that fills
+//! all or part of a hole, a duplicate segment, and (with ECN) a CE-marked segment.
+//!
+//! # SACK (RFC 2018 §4)
+//!
+//! Up to [`MAX_SACK_BLOCKS`] blocks: the first is the received range containing the segment that
+//! triggered the ACK, the others are the most recently reported ranges that it does not contain,
+//! newest first (a history of the last 8 first blocks is kept, so merges free slots for older
+//! ranges). No D-SACK (RFC 2883). The receiver never reneges.
+//!
+//! # Timestamps (RFC 7323 §4.3)
+//!
+//! `TS.Recent` takes a segment's TSval when `TSval ≥ TS.Recent` and `SEG.SEQ ≤ Last.ACK.sent`, so
+//! a delayed ACK echoes the earliest unacknowledged segment, a hole-filling segment's TSval is
+//! echoed, and out-of-order segments are not. `ts_recv` is the arrival time of the echoed segment.
+//!
+//! # ECN (RFC 3168 §6.1.3)
+//!
+//! With ECN on, a CE-marked segment turns ECE on in every following ACK until a segment carrying
+//! CWR arrives (a segment with both turns it off then on again).
+
+use std::collections::VecDeque;
+
+use ccarena_cc::{Duration, SimTime};
+
+use crate::segment::{AckSegment, DataSegment, SackBlock, MAX_SACK_BLOCKS};
+use crate::sender::ConfigError;
+
+/// Received ranges remembered for SACK reporting, most recent first. More than the three an ACK
+/// carries, so that when ranges merge the freed slots are filled with the next most recent
+/// (RFC 2018 §4: "as many distinct SACK blocks as possible"); ranges older than this are not
+/// reported again until data arrives next to them. Linux keeps 4.
+const SACK_HISTORY: usize = 8;
+
+/// Receiver parameters. Every value is explicit (Linux-like: delayed ACK 40 ms, every 2nd
+/// segment).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ReceiverConfig {
+    /// Maximum segment size, bytes: what a "full-sized segment" is. At least 1.
+    pub mss_bytes: u32,
+    /// Longest an in-order segment waits for its ACK (RFC 5681 §4.2: under 500 ms; Linux 40 ms).
+    /// Zero acknowledges every segment at once.
+    pub delayed_ack: Duration,
+    /// Acknowledge at least every this many full-sized segments (RFC 5681 §4.2: 2). At least 1.
+    pub ack_every_segments: u32,
+    /// Echo CE marks with ECE (RFC 3168).
+    pub ecn: bool,
+}
+
+impl ReceiverConfig {
+    /// Check the values.
+    ///
+    /// # Errors
+    /// [`ConfigError`] naming the first field that is out of range.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        if self.mss_bytes == 0 {
+            return Err(ConfigError {
+                field: "mss_bytes",
+                reason: "must be at least 1",
+            });
+        }
+        if self.ack_every_segments == 0 {
+            return Err(ConfigError {
+                field: "ack_every_segments",
+                reason: "must be at least 1",
+            });
+        }
+        Ok(())
+    }
+}
+
+/// Counters of what the receiver has seen.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ReceiverStats {
+    /// Data segments received, duplicates included.
+    pub segments_received: u64,
+    /// Payload bytes received, duplicates included.
+    pub bytes_received: u64,
+    /// Payload bytes received that had already been received.
+    pub duplicate_bytes: u64,
+    /// Segments that arrived above a hole.
+    pub out_of_order_segments: u64,
+    /// ACKs sent.
+    pub acks_sent: u64,
+    /// Segments that arrived CE-marked.
+    pub ce_segments: u64,
+}
+
+/// The receiving half of a connection. See the module documentation.
+#[derive(Clone, Debug)]
+pub struct Receiver {
+    cfg: ReceiverConfig,
+    rcv_nxt: u64,
+    /// Received ranges above rcv_nxt: sorted, disjoint, not adjacent.
+    ooo: VecDeque<(u64, u64)>,
+    /// Ranges to report as SACK blocks, most recent first.
+    recent: [SackBlock; SACK_HISTORY],
+    recent_len: usize,
+    ts_recent: SimTime,
+    ts_recent_recv: SimTime,
+    last_ack_sent: u64,
+    unacked_bytes: u64,
+    ack_now: bool,
+    ack_deadline: Option<SimTime>,
+    ece: bool,
+    stats: ReceiverStats,
+}
+
+impl Receiver {
+    /// A receiver expecting byte 0.
+    ///
+    /// # Panics
+    /// If `cfg` fails [`ReceiverConfig::validate`].
+    pub fn new(cfg: ReceiverConfig) -> Receiver {
+        if let Err(e) = cfg.validate() {
+            panic!("invalid ReceiverConfig: {e}");
+        }
+        Receiver {
+            cfg,
+            rcv_nxt: 0,
+            ooo: VecDeque::new(),
+            recent: [SackBlock::default(); SACK_HISTORY],
+            recent_len: 0,
+            ts_recent: SimTime::ZERO,
+            ts_recent_recv: SimTime::ZERO,
+            last_ack_sent: 0,
+            unacked_bytes: 0,
+            ack_now: false,
+            ack_deadline: None,
+            ece: false,
+            stats: ReceiverStats::default(),
+        }
+    }
+
+    /// A data segment arrived at `now`. Returns the bytes newly delivered in order to the
+    /// application (`rcv_nxt` advances by that much). Call [`Receiver::poll_ack`] afterwards.
+    pub fn on_segment(&mut self, now: SimTime, seg: &DataSegment) -> u64 {
+        let len = seg.len as u64;
+        self.stats.segments_received += 1;
+        self.stats.bytes_received += len;
+        if seg.ts_val >= self.ts_recent && seg.seq <= self.last_ack_sent {
+            self.ts_recent = seg.ts_val;
+            self.ts_recent_recv = now;
+        }
+        if self.cfg.ecn {
+            if seg.cwr {
+                self.ece = false;
+            }
+            if seg.ce {
+                self.ece = true;
+                self.ack_now = true;
+                self.stats.ce_segments += 1;
+            }
+        }
+        if self.cfg.delayed_ack == Duration::ZERO {
+            self.ack_now = true;
+        }
+        let end = seg.end();
+        if len == 0 {
+            return 0;
+        }
+        if end <= self.rcv_nxt {
+            self.stats.duplicate_bytes += len;
+            self.ack_now = true;
+            return 0;
+        }
+        self.stats.duplicate_bytes += self.rcv_nxt.saturating_sub(seg.seq);
+        let start = seg.seq.max(self.rcv_nxt);
+        if start == self.rcv_nxt {
+            let filled_hole = !self.ooo.is_empty();
+            let mut nxt = end;
+            while let Some(&(a, b)) = self.ooo.front() {
+                if a > nxt {
+                    break;
+                }
+                self.stats.duplicate_bytes += overlap(start, end, a, b);
+                nxt = nxt.max(b);
+                self.ooo.pop_front();
+            }
+            let delivered = nxt - self.rcv_nxt;
+            self.rcv_nxt = nxt;
+            self.forget_acked_blocks();
+            if filled_hole {
+                self.ack_now = true;
+            } else {
+                self.unacked_bytes += end - start;
+                if self.unacked_bytes
+                    >= self.cfg.ack_every_segments as u64 * self.cfg.mss_bytes as u64
+                {
+                    self.ack_now = true;
+                } else if self.ack_deadline.is_none() {
+                    self.ack_deadline = Some(now + self.cfg.delayed_ack);
+                }
+            }
+            delivered
+        } else {
+            self.stats.out_of_order_segments += 1;
+            let block = self.insert_ooo(start, end);
+            self.note_recent(block);
+            self.ack_now = true;
+            0
+        }
+    }
+
+    /// Insert `[s, e)` above rcv_nxt, merging with touching ranges; returns the merged range and
+    /// counts bytes already held as duplicates.
+    fn insert_ooo(&mut self, s: u64, e: u64) -> SackBlock {
+        let i = self.ooo.partition_point(|r| r.1 < s);
+        let mut j = i;
+        let (mut ms, mut me) = (s, e);
+        while j < self.ooo.len() && self.ooo[j].0 <= e {
+            let (a, b) = self.ooo[j];
+            self.stats.duplicate_bytes += overlap(s, e, a, b);
+            ms = ms.min(a);
+            me = me.max(b);
+            j += 1;
+        }
+        if i < j {
+            self.ooo[i] = (ms, me);
+            self.ooo.drain(i + 1..j);
+        } else {
+            self.ooo.insert(i, (ms, me));
+        }
+        SackBlock { start: ms, end: me }
+    }
+
+    /// Put `block` first in the SACK report order, dropping the entries it now contains.
+    fn note_recent(&mut self, block: SackBlock) {
+        let mut kept = [SackBlock::default(); SACK_HISTORY];
+        kept[0] = block;
+        let mut n = 1;
+        for b in &self.recent[..self.recent_len] {
+            let inside = b.start >= block.start && b.end <= block.end;
+            if !inside && n < SACK_HISTORY {
+                kept[n] = *b;
+                n += 1;
+            }
+        }
+        self.recent = kept;
+        self.recent_len = n;
+    }
+
+    /// Drop SACK entries now below rcv_nxt.
+    fn forget_acked_blocks(&mut self) {
+        let mut n = 0;
+        for k in 0..self.recent_len {
+            if self.recent[k].end > self.rcv_nxt {
+                self.recent[n] = self.recent[k];
+                n += 1;
+            }
+        }
+        self.recent_len = n;
+    }
+
+    /// The ACK to send at `now`, if one is due (an immediate ACK, enough unacknowledged
+    /// segments, or the delayed-ACK deadline has passed).
+    pub fn poll_ack(&mut self, now: SimTime) -> Option<AckSegment> {
+        let due = self.ack_now || self.ack_deadline.is_some_and(|d| now >= d);
+        if !due {
+            return None;
+        }
+        self.ack_now = false;
+        self.ack_deadline = None;
+        self.unacked_bytes = 0;
+        self.last_ack_sent = self.rcv_nxt;
+        self.stats.acks_sent += 1;
+        let n = self.recent_len.min(MAX_SACK_BLOCKS);
+        let mut sack = [SackBlock::default(); MAX_SACK_BLOCKS];
+        sack[..n].copy_from_slice(&self.recent[..n]);
+        Some(AckSegment {
+            ack: self.rcv_nxt,
+            sack,
+            sack_count: n as u8,
+            ts_ecr: self.ts_recent,
+            ts_recv: self.ts_recent_recv,
+            ece: self.cfg.ecn && self.ece,
+        })
+    }
+
+    /// The delayed-ACK deadline, if an ACK is being delayed.
+    pub fn poll_timeout(&self) -> Option<SimTime> {
+        self.ack_deadline
+    }
+
+    /// Fire the delayed-ACK timer if it is due; harmless otherwise. Call
+    /// [`Receiver::poll_ack`] afterwards.
+    pub fn handle_timeout(&mut self, now: SimTime) {
+        if self.ack_deadline.is_some_and(|d| now >= d) {
+            self.ack_now = true;
+        }
+    }
+
+    /// Next byte expected in order: everything below it has been delivered.
+    pub fn rcv_nxt(&self) -> u64 {
+        self.rcv_nxt
+    }
+
+    /// Counters.
+    pub fn stats(&self) -> &ReceiverStats {
+        &self.stats
+    }
+
+    /// Ranges received above a hole, in sequence order.
+    pub fn out_of_order_ranges(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
+        self.ooo.iter().copied()
+    }
+}
+
+/// Bytes in both `[s, e)` and `[a, b)`.
+fn overlap(s: u64, e: u64, a: u64, b: u64) -> u64 {
+    e.min(b).saturating_sub(s.max(a))
+}

@@ -1,0 +1,978 @@
+//! The sending side: congestion window, retransmission timer, loss detection and recovery.
+//!
+//! # How a caller drives it
+//!
+//! ```text
+//! app_write(n) / app_stop()              the application offers bytes
+//! on_ack(now, &ack)                      for every ACK that arrives
+//! handle_timeout(now)                    when now >= poll_timeout() (early or late is harmless)
+//! while let Some(seg) = poll_transmit(now) { send seg }   after each of the three above
+//! poll_timeout()                         when to call handle_timeout next
+//! ```
+//!
+//! # Loss recovery
+//!
+//! State follows Linux's `tcp_ca_state` ([`CaState`]). Open → Disorder on the first duplicate
+//! ACK or SACK; Disorder → Recovery (or Loss for Tahoe) on fast retransmit, which happens on
+//! `dupthresh` duplicate ACKs or, in the SACK modes, when RFC 6675's IsLost holds for the first
+//! unacknowledged segment. Recovery ends according to the [`RecoveryMode`]:
+//!
+//! | mode | on entry | during | ends when | cwnd at the end |
+//! |---|---|---|---|---|
+//! | tahoe | cwnd = 1 MSS, all outstanding marked lost (state Loss) | slow start, go-back-N | snd.una ≥ recover | (slow start goes on) |
+//! | reno | cwnd = ssthresh + dupthresh·MSS | +1 MSS per dupack | first ACK of new data | ssthresh |
+//! | newreno | as reno; recover = snd.nxt | partial ACK: retransmit next hole, deflate; the RTO timer is restarted on the first partial ACK only (RFC 6582 "Impatient") | snd.una ≥ recover | min(ssthresh, max(FlightSize, MSS) + MSS) |
+//! | sack | cwnd = ssthresh | send while cwnd − pipe ≥ 1 MSS, NextSeg rules 1–4 | snd.una ≥ RecoveryPoint | ssthresh |
+//! | prr | PRR starts | cwnd = pipe + sndcnt (RFC 6937) | snd.una ≥ RecoveryPoint | ssthresh |
+//!
+//! The first retransmission of every episode is sent whatever cwnd says (RFC 5681 §3.2 step 2,
+//! RFC 6675 step 4.3). A retransmission timeout (RFC 6298 §5) sets cwnd to one MSS, marks every
+//! unSACKed byte lost and enters Loss, which lasts until everything outstanding at the timeout is
+//! acknowledged; no fast retransmit starts during Loss (RFC 6675 §5.1, RFC 6582 §3.2 step 1), so a
+//! go-back-N burst's duplicate ACKs do not halve the window again. In the SACK modes a lost
+//! retransmission is detected when more than (DupThresh − 1)·MSS of data sent after it has been
+//! SACKed, and sent again; in the others only the timer repairs it.
+//!
+//! Window growth: `cong_avoid` is called for ACKs that deliver data in Open, Disorder and Loss —
+//! Loss included, because after a timeout the sender slow-starts from the loss window
+//! (RFC 5681 §3.1), as Linux does — and never on an ACK that starts or ends Recovery, nor during
+//! Recovery or CWR.
+//!
+//! ECN (RFC 3168 §6.1.2): an ECE in Open or Disorder calls `ssthresh(Ecn)`, sets
+//! `cwnd = min(cwnd, ssthresh)` at once (no PRR-style spreading) and enters CWR; the next new
+//! data segment carries CWR, and CWR lasts until data beyond everything sent before it is
+//! acknowledged, i.e. until the receiver has seen the CWR flag (so at most one reduction per
+//! window). Retransmissions are never ECN-capable (RFC 3168 §6.1.5).
+
+use ccarena_cc::{
+    AckSample, CaState, CongestionControl, CwndEvent, CwndState, Duration, LossEvent, LossKind,
+    RateSample, SimTime,
+};
+
+use crate::pacing::Pacer;
+use crate::rate::RateEstimator;
+use crate::recovery::{newreno_full_ack_cwnd, newreno_partial_ack_cwnd, Prr, RecoveryMode};
+use crate::rtt::RttEstimator;
+use crate::scoreboard::{Scoreboard, SegRecord};
+use crate::segment::{AckSegment, DataSegment};
+
+/// Sender parameters. Every value is explicit; ccarena's front end fills in Linux-like defaults
+/// (MSS 1448 B, IW 10 MSS, min RTO 200 ms, initial RTO 1 s, dupthresh 3).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SenderConfig {
+    /// Maximum segment size: payload bytes per full segment. At least 1.
+    pub mss_bytes: u32,
+    /// Initial congestion window, bytes (RFC 6928: 10 MSS). At least one MSS.
+    pub initial_cwnd_bytes: u64,
+    /// Lower bound on the RTO (RFC 6298 §2.4; Linux 200 ms).
+    pub min_rto: Duration,
+    /// RTO before the first RTT sample (RFC 6298 §2.1: 1 s).
+    pub initial_rto: Duration,
+    /// Upper bound on the RTO, also after backoff (RFC 6298 §2.5: at least 60 s).
+    pub max_rto: Duration,
+    /// Clock granularity G in `RTO = SRTT + max(G, 4·RTTVAR)` (RFC 6298 §2.2).
+    pub clock_granularity: Duration,
+    /// Loss-recovery mode.
+    pub recovery: RecoveryMode,
+    /// Duplicate ACKs (or SACKed segments above a hole) that declare a loss (RFC 5681: 3).
+    pub dupthresh: u32,
+    /// Negotiate ECN (RFC 3168): send ECT data and react to ECE.
+    pub ecn: bool,
+}
+
+/// Why a [`SenderConfig`] or [`crate::ReceiverConfig`] was rejected.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ConfigError {
+    /// The offending field.
+    pub field: &'static str,
+    /// What is wrong with it.
+    pub reason: &'static str,
+}
+
+impl std::fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.field, self.reason)
+    }
+}
+
+impl std::error::Error for ConfigError {}
+
+impl SenderConfig {
+    /// Check the values.
+    ///
+    /// # Errors
+    /// [`ConfigError`] naming the first field that is out of range.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        let err = |field, reason| Err(ConfigError { field, reason });
+        if self.mss_bytes == 0 {
+            return err("mss_bytes", "must be at least 1");
+        }
+        if self.initial_cwnd_bytes < self.mss_bytes as u64 {
+            return err("initial_cwnd_bytes", "must be at least one MSS");
+        }
+        if self.initial_rto == Duration::ZERO {
+            return err("initial_rto", "must be positive");
+        }
+        if self.max_rto == Duration::ZERO || self.max_rto < self.min_rto {
+            return err("max_rto", "must be positive and at least min_rto");
+        }
+        if self.dupthresh == 0 {
+            return err("dupthresh", "must be at least 1");
+        }
+        Ok(())
+    }
+}
+
+/// Counters of what the sender has done.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SenderStats {
+    /// Payload bytes put on the wire, retransmissions included.
+    pub bytes_sent: u64,
+    /// Payload bytes retransmitted.
+    pub bytes_retransmitted: u64,
+    /// Segments put on the wire, retransmissions included.
+    pub segments_sent: u64,
+    /// Segments retransmitted.
+    pub segments_retransmitted: u64,
+    /// Retransmission timeouts (each expiry, backoffs included).
+    pub rto_count: u64,
+    /// Loss episodes started by duplicate ACKs or SACK (fast retransmit), in every mode (for
+    /// tahoe this is the fast retransmit that precedes its slow start).
+    pub fast_recoveries: u64,
+    /// Timeouts found spurious by the Eifel algorithm (RFC 3522) and undone.
+    pub spurious_rtos: u64,
+    /// ACKs received.
+    pub acks_received: u64,
+    /// Duplicate ACKs received (RFC 5681 §2; in the SACK modes, RFC 6675's definition).
+    pub dupacks_received: u64,
+    /// Window reductions caused by ECN echoes.
+    pub ecn_reductions: u64,
+    /// RTT samples taken (Karn's rule excludes retransmitted segments).
+    pub rtt_samples: u64,
+    /// Bytes declared lost (by SACK, dupacks or timeouts; a byte can be counted more than once).
+    pub bytes_marked_lost: u64,
+}
+
+/// What one ACK did, for the caller's bookkeeping.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct AckOutcome {
+    /// RTT sample the ACK produced (Karn's rule), if any.
+    pub rtt: Option<Duration>,
+    /// Bytes newly acknowledged cumulatively (the advance of snd.una).
+    pub bytes_newly_acked: u64,
+    /// Bytes newly SACKed (0 in the non-SACK modes).
+    pub bytes_newly_sacked: u64,
+}
+
+/// The state Eifel (RFC 3522) needs to detect and undo a spurious timeout.
+#[derive(Clone, Copy, Debug)]
+struct EifelState {
+    /// Start of the segment the timeout retransmitted (snd.una at the first expiry).
+    seq: u64,
+    /// Time of that segment's first retransmission (the timeout's, or an earlier fast
+    /// retransmission's): an echo older than this comes from the original transmission.
+    retransmit_ts: SimTime,
+    prior_cwnd: u64,
+    prior_ssthresh: u64,
+}
+
+/// What poll_transmit would send next (RFC 6675 NextSeg).
+#[derive(Clone, Copy, Debug)]
+enum Candidate {
+    /// Retransmit record (absolute index): rule (1), or Reno/NewReno/timeout marks, or rule (3).
+    Retransmit(u64),
+    /// Rule (4): the one rescue retransmission of an episode.
+    Rescue(u64),
+    /// New data of this many bytes: rule (2).
+    New(u32),
+}
+
+/// The sending half of a connection. See the module documentation.
+#[derive(Debug)]
+pub struct Sender {
+    cfg: SenderConfig,
+    mss: u64,
+    cc: Box<dyn CongestionControl>,
+    cwnd: CwndState,
+    rtt: RttEstimator,
+    sb: Scoreboard,
+    rate: RateEstimator,
+    pacer: Pacer,
+    prr: Prr,
+    state: CaState,
+    snd_una: u64,
+    snd_nxt: u64,
+    bytes_offered: u64,
+    app_stopped: bool,
+    rto_deadline: Option<SimTime>,
+    dupacks: u32,
+    /// RFC 6582 `recover` / RFC 6675 RecoveryPoint / Linux high_seq: snd.nxt when the current
+    /// Recovery or Loss episode started.
+    recover: u64,
+    /// snd.nxt when the current CWR episode started.
+    cwr_high: u64,
+    /// Send the next retransmission whatever cwnd says.
+    force_rtx: bool,
+    /// RFC 6675 RescueRxt.
+    rescue_rxt: Option<u64>,
+    /// snd.una at the last timeout, to tell a repeated backoff from a new episode.
+    last_rto_una: Option<u64>,
+    /// Partial ACKs seen in the current NewReno recovery.
+    partial_acks_in_recovery: u32,
+    eifel: Option<EifelState>,
+    cwr_pending: bool,
+    cwnd_limited: bool,
+    cc_owns_cwnd: bool,
+    paced_data_waiting: bool,
+    last_rate_sample: Option<RateSample>,
+    stats: SenderStats,
+}
+
+impl Sender {
+    /// A sender with nothing offered yet, calling `cc.init` at `now`.
+    ///
+    /// # Panics
+    /// If `cfg` fails [`SenderConfig::validate`]; callers that take configs from users validate
+    /// first.
+    pub fn new(cfg: SenderConfig, mut cc: Box<dyn CongestionControl>, now: SimTime) -> Sender {
+        if let Err(e) = cfg.validate() {
+            panic!("invalid SenderConfig: {e}");
+        }
+        let mss = cfg.mss_bytes as u64;
+        let mut cwnd = CwndState::new(cfg.initial_cwnd_bytes, mss);
+        cc.init(&mut cwnd, now);
+        Sender {
+            cfg,
+            mss,
+            cc,
+            cwnd,
+            rtt: RttEstimator::new(
+                cfg.min_rto,
+                cfg.initial_rto,
+                cfg.max_rto,
+                cfg.clock_granularity,
+            ),
+            sb: Scoreboard::new(cfg.dupthresh, mss),
+            rate: RateEstimator::new(),
+            pacer: Pacer::new(),
+            prr: Prr::default(),
+            state: CaState::Open,
+            snd_una: 0,
+            snd_nxt: 0,
+            bytes_offered: 0,
+            app_stopped: false,
+            rto_deadline: None,
+            dupacks: 0,
+            recover: 0,
+            cwr_high: 0,
+            force_rtx: false,
+            rescue_rxt: None,
+            last_rto_una: None,
+            partial_acks_in_recovery: 0,
+            eifel: None,
+            cwr_pending: false,
+            cwnd_limited: false,
+            cc_owns_cwnd: false,
+            paced_data_waiting: false,
+            last_rate_sample: None,
+            stats: SenderStats::default(),
+        }
+    }
+
+    /// The application offers `bytes` more bytes (saturating). Bulk flows pass `u64::MAX / 4`.
+    /// Offering again after [`Sender::app_stop`] reopens the stream.
+    pub fn app_write(&mut self, bytes: u64) {
+        self.bytes_offered = self.bytes_offered.saturating_add(bytes);
+        self.app_stopped = false;
+    }
+
+    /// Offer nothing beyond what has already been sent once (snd.nxt); what was sent is still
+    /// delivered.
+    pub fn app_stop(&mut self) {
+        self.bytes_offered = self.snd_nxt;
+        self.app_stopped = true;
+    }
+
+    /// True when every offered byte has been acknowledged and something was offered (or the
+    /// application stopped).
+    pub fn is_complete(&self) -> bool {
+        self.snd_una >= self.bytes_offered && (self.bytes_offered > 0 || self.app_stopped)
+    }
+
+    /// Process an ACK arriving at `now`.
+    ///
+    /// Order, as in Linux's `tcp_ack`: cumulative ACK and SACK scoreboard; RTT sample (Karn);
+    /// Eifel check; RTO timer restart (RFC 6298 §5.3) or stop; delivery-rate sample;
+    /// `pkts_acked`; loss detection and the recovery state machine; ECN; then `cong_control`,
+    /// and unless it returns `true`, the recovery window arithmetic and `cong_avoid`.
+    ///
+    /// An ACK for data never sent (beyond snd.nxt) is ignored.
+    pub fn on_ack(&mut self, now: SimTime, ack: &AckSegment) -> AckOutcome {
+        self.stats.acks_received += 1;
+        if ack.ack > self.snd_nxt {
+            return AckOutcome::default();
+        }
+        let prior_state = self.state;
+        let prior_pipe = self.in_flight_bytes();
+        let prior_una = self.snd_una;
+        let had_outstanding = self.snd_nxt > self.snd_una;
+
+        // Scoreboard: cumulative part, then SACK blocks.
+        let mut delivered = 0u64;
+        // Send time of the most recently sent never-retransmitted segment newly covered, from
+        // the cumulative part and from the SACK part.
+        let mut cum_clean_send: Option<SimTime> = None;
+        let mut cum_covers_retransmission = false;
+        let mut sack_clean_send: Option<SimTime> = None;
+        self.rate.begin_ack();
+        if ack.ack > self.snd_una {
+            let rate = &mut self.rate;
+            self.sb.advance(ack.ack, |rec, was_sacked| {
+                cum_covers_retransmission |= rec.ever_retransmitted();
+                if !was_sacked {
+                    account_delivery(rate, now, rec, &mut delivered, &mut cum_clean_send);
+                }
+            });
+            self.snd_una = ack.ack;
+        }
+        let cum_acked = self.snd_una - prior_una;
+        let mut sacked = 0u64;
+        if self.cfg.recovery.uses_sack() {
+            for b in ack.sack_blocks() {
+                let rate = &mut self.rate;
+                self.sb.sack(b.start, b.end, |rec| {
+                    account_delivery(rate, now, rec, &mut sacked, &mut sack_clean_send);
+                });
+            }
+            self.sb.finish_sack();
+            delivered += sacked;
+        }
+
+        // RTT sample (Karn's rule, RFC 6298 §3): from the most recently sent segment this ACK
+        // newly covers that was never retransmitted. A cumulative ACK that also covers a
+        // retransmitted segment is ambiguous as a whole (the retransmission may be what moved
+        // it, after the later segments waited behind the hole), so its part gives no sample;
+        // newly SACKed segments still may.
+        if cum_covers_retransmission {
+            cum_clean_send = None;
+        }
+        let newest_clean_send = match (cum_clean_send, sack_clean_send) {
+            (Some(a), Some(b)) => Some(a.max(b)),
+            (a, b) => a.or(b),
+        };
+        let rtt_sample = newest_clean_send.map(|t| now.saturating_since(t));
+        if let Some(r) = rtt_sample {
+            self.rtt.on_sample(r);
+            self.stats.rtt_samples += 1;
+        }
+
+        self.check_eifel(now, ack);
+
+        // RFC 6298 §5.2/§5.3: stop when nothing is outstanding, restart on new data acked —
+        // except that NewReno restarts it only on the first partial ACK of a recovery
+        // (RFC 6582 §3.2 step 6, the "Impatient" variant), so that a window with many holes,
+        // repaired one per RTT, falls back to a timeout and slow start instead of lasting
+        // hundreds of RTTs.
+        let partial_newreno = self.cfg.recovery == RecoveryMode::NewReno
+            && prior_state == CaState::Recovery
+            && self.snd_una > prior_una
+            && self.snd_una < self.recover;
+        let restart = if partial_newreno {
+            self.partial_acks_in_recovery += 1;
+            self.partial_acks_in_recovery == 1
+        } else {
+            self.snd_una > prior_una
+        };
+        if self.snd_una == self.snd_nxt {
+            self.rto_deadline = None;
+        } else if restart {
+            self.rto_deadline = Some(now + self.rtt.rto());
+        }
+
+        let newly_lost = self.sb.take_newly_lost();
+        self.stats.bytes_marked_lost += newly_lost;
+        let rs = self
+            .rate
+            .generate(self.rtt.min_rtt(), delivered, newly_lost, rtt_sample);
+        self.last_rate_sample = Some(rs);
+
+        let mut sample = AckSample {
+            now,
+            bytes_acked: delivered,
+            rtt: rtt_sample,
+            min_rtt: self.rtt.min_rtt(),
+            srtt: self.rtt.srtt(),
+            one_way_delay: Some(ack.ts_recv.saturating_since(ack.ts_ecr)),
+            prior_in_flight_bytes: prior_pipe,
+            in_flight_bytes: self.in_flight_bytes(),
+            snd_una: self.snd_una,
+            snd_nxt: self.snd_nxt,
+            ece: self.cfg.ecn && ack.ece,
+            cwnd_limited: self.cwnd_limited,
+            state: prior_state,
+        };
+        if delivered > 0 {
+            self.cc.pkts_acked(&mut self.cwnd, &sample);
+        }
+
+        // Loss detection and the recovery state machine. `w` is the window the recovery
+        // arithmetic wants; it is applied below if it changed, unless the controller takes
+        // over (a change a hook such as set_state makes to cwnd meanwhile is kept otherwise).
+        let w_before = self.cwnd.cwnd_bytes;
+        let mut w = w_before;
+        let cum_advanced = self.snd_una > prior_una;
+        let is_dupack = had_outstanding
+            && ack.ack == prior_una
+            && if self.cfg.recovery.uses_sack() {
+                sacked > 0
+            } else {
+                true
+            };
+        if is_dupack {
+            self.dupacks += 1;
+            self.stats.dupacks_received += 1;
+        }
+        if cum_advanced {
+            self.dupacks = 0;
+        }
+        self.run_state_machine(now, is_dupack, cum_advanced, cum_acked, delivered, &mut w);
+
+        if sample.ece && matches!(self.state, CaState::Open | CaState::Disorder) {
+            self.enter_cwr(now, &mut w);
+        }
+
+        // Window update.
+        sample.in_flight_bytes = self.in_flight_bytes();
+        self.cc_owns_cwnd = self.cc.cong_control(&mut self.cwnd, &sample, &rs);
+        if !self.cc_owns_cwnd {
+            if w != w_before {
+                self.cwnd.cwnd_bytes = w;
+            }
+            if delivered > 0 && may_grow(prior_state) && may_grow(self.state) {
+                self.cc.cong_avoid(&mut self.cwnd, &sample);
+            }
+        }
+        self.cwnd.cwnd_bytes = self.cwnd.cwnd_bytes.max(self.mss);
+        self.cwnd_limited = false;
+
+        AckOutcome {
+            rtt: rtt_sample,
+            bytes_newly_acked: cum_acked,
+            bytes_newly_sacked: sacked,
+        }
+    }
+
+    /// Eifel detection (RFC 3522 §3.2): the first ACK that covers the segment a timeout
+    /// retransmitted tells, by its timestamp echo, whether the original or the retransmission
+    /// reached the receiver. If the original did, the timeout was spurious: undo it.
+    fn check_eifel(&mut self, now: SimTime, ack: &AckSegment) {
+        let Some(e) = self.eifel else { return };
+        if self.snd_una <= e.seq {
+            return;
+        }
+        self.eifel = None;
+        if ack.ts_ecr >= e.retransmit_ts || self.state != CaState::Loss {
+            return;
+        }
+        self.stats.spurious_rtos += 1;
+        self.cc.undo_cwnd(&mut self.cwnd, e.prior_cwnd);
+        self.cwnd.ssthresh_bytes = e.prior_ssthresh;
+        self.sb.clear_lost_marks();
+        self.last_rto_una = None;
+        self.force_rtx = false;
+        let next = self.open_or_disorder();
+        self.set_state(next, now);
+    }
+
+    /// Loss detection and state transitions for one ACK (see the module table).
+    fn run_state_machine(
+        &mut self,
+        now: SimTime,
+        is_dupack: bool,
+        cum_advanced: bool,
+        cum_acked: u64,
+        delivered: u64,
+        w: &mut u64,
+    ) {
+        let mode = self.cfg.recovery;
+        match self.state {
+            CaState::Open | CaState::Disorder | CaState::Cwr => {
+                let lost = self.dupacks >= self.cfg.dupthresh
+                    || (mode.uses_sack() && self.sb.front_is_lost_by_sack());
+                if lost && self.snd_nxt > self.snd_una && self.may_start_episode() {
+                    self.enter_fast_retransmit(now, delivered, w);
+                } else if self.state == CaState::Cwr {
+                    // Held until data *above* the point where CWR began is acknowledged: that
+                    // data carried the CWR flag, so the receiver has stopped echoing ECE and
+                    // this ACK's ECE (if any) is a new mark, not the old one (as Linux does).
+                    if self.snd_una > self.cwr_high {
+                        self.cc
+                            .cwnd_event(&mut self.cwnd, CwndEvent::CompleteCwr, now);
+                        let next = self.open_or_disorder();
+                        self.set_state(next, now);
+                    }
+                } else {
+                    let next = self.open_or_disorder();
+                    self.set_state(next, now);
+                }
+            }
+            CaState::Recovery => match mode {
+                RecoveryMode::Reno => {
+                    if cum_advanced {
+                        // RFC 5681 §3.2 step 6: the first ACK of new data ends recovery.
+                        *w = self.ssthresh_floor();
+                        self.exit_recovery(now);
+                    } else if is_dupack {
+                        *w = w.saturating_add(self.mss);
+                    }
+                }
+                RecoveryMode::NewReno => {
+                    if self.snd_una >= self.recover {
+                        let flight = self.snd_nxt - self.snd_una;
+                        *w = newreno_full_ack_cwnd(self.ssthresh_floor(), flight, self.mss);
+                        self.exit_recovery(now);
+                    } else if cum_advanced {
+                        // Partial ACK: retransmit the next hole, deflate.
+                        self.sb.mark_front_for_retransmit();
+                        self.force_rtx = true;
+                        *w = newreno_partial_ack_cwnd(*w, cum_acked, self.mss);
+                    } else if is_dupack {
+                        *w = w.saturating_add(self.mss);
+                    }
+                }
+                RecoveryMode::Sack | RecoveryMode::Prr => {
+                    if self.snd_una >= self.recover {
+                        *w = self.ssthresh_floor();
+                        self.exit_recovery(now);
+                    } else if mode == RecoveryMode::Prr {
+                        let pipe = self.in_flight_bytes();
+                        let sndcnt =
+                            self.prr
+                                .on_ack(delivered, pipe, self.ssthresh_floor(), self.mss);
+                        *w = pipe.saturating_add(sndcnt);
+                    }
+                }
+                RecoveryMode::Tahoe => {
+                    // Tahoe never enters Recovery; treat it as Loss if it somehow did.
+                    if self.snd_una >= self.recover {
+                        self.exit_recovery(now);
+                    }
+                }
+            },
+            CaState::Loss => {
+                if self.snd_una >= self.recover {
+                    self.last_rto_una = None;
+                    let next = self.open_or_disorder();
+                    self.set_state(next, now);
+                }
+            }
+        }
+    }
+
+    /// Fast retransmit: a loss detected by dupacks or SACK starts an episode.
+    fn enter_fast_retransmit(&mut self, now: SimTime, delivered: u64, w: &mut u64) {
+        let mode = self.cfg.recovery;
+        self.stats.fast_recoveries += 1;
+        // Coming from CWR the window was already reduced for this window of data (RFC 3168
+        // §6.1.2: react once), so ssthresh stays.
+        if self.state != CaState::Cwr {
+            let ev = LossEvent {
+                now,
+                kind: LossKind::FastRetransmit,
+                flight_size_bytes: self.snd_nxt - self.snd_una,
+                in_flight_bytes: self.in_flight_bytes(),
+            };
+            self.cwnd.ssthresh_bytes = self.cc.ssthresh(&self.cwnd, &ev);
+        }
+        self.recover = self.snd_nxt;
+        self.rescue_rxt = None;
+        self.force_rtx = true;
+        self.partial_acks_in_recovery = 0;
+        let ssthresh = self.ssthresh_floor();
+        match mode {
+            RecoveryMode::Tahoe => {
+                // Go back N from a one-segment window.
+                self.sb.mark_all_lost();
+                *w = self.mss;
+                // A timeout before any progress is then a repeat, not a second reduction.
+                self.last_rto_una = Some(self.snd_una);
+                self.set_state(CaState::Loss, now);
+                return;
+            }
+            RecoveryMode::Reno | RecoveryMode::NewReno => {
+                self.sb.mark_front_for_retransmit();
+                *w = ssthresh.saturating_add(self.cfg.dupthresh as u64 * self.mss);
+            }
+            RecoveryMode::Sack => {
+                self.sb.mark_front_for_retransmit();
+                *w = ssthresh;
+            }
+            RecoveryMode::Prr => {
+                self.sb.mark_front_for_retransmit();
+                self.prr.start(self.snd_nxt - self.snd_una);
+                let pipe = self.in_flight_bytes();
+                *w = pipe.saturating_add(self.prr.on_ack(delivered, pipe, ssthresh, self.mss));
+            }
+        }
+        self.set_state(CaState::Recovery, now);
+    }
+
+    /// RFC 6582 §3.2 step 1 (NewReno only): duplicate ACKs start a new episode only when the
+    /// cumulative ACK covers *more than* `recover`, the highest byte sent when the last episode
+    /// (fast retransmit or timeout) began; `recover` is kept one past that byte, hence the
+    /// strict comparison. This stops the duplicate ACKs of a go-back-N after a timeout from
+    /// halving the window again. Without RFC 6582 §4's heuristics, a loss of exactly the first
+    /// segment sent after `recover` waits for the timer. `recover == 0`: no episode yet.
+    /// Reno and Tahoe have no such guard (as in RFC 5681); the SACK modes need none, since
+    /// duplicate segments SACK nothing new and so are not duplicate ACKs (RFC 6675 §2).
+    fn may_start_episode(&self) -> bool {
+        self.cfg.recovery != RecoveryMode::NewReno
+            || self.recover == 0
+            || self.snd_una > self.recover
+    }
+
+    fn exit_recovery(&mut self, now: SimTime) {
+        self.dupacks = 0;
+        self.rescue_rxt = None;
+        let next = self.open_or_disorder();
+        self.set_state(next, now);
+    }
+
+    /// ECN echo in Open/Disorder (RFC 3168 §6.1.2): one reduction per window of data.
+    fn enter_cwr(&mut self, now: SimTime, w: &mut u64) {
+        let ev = LossEvent {
+            now,
+            kind: LossKind::Ecn,
+            flight_size_bytes: self.snd_nxt - self.snd_una,
+            in_flight_bytes: self.in_flight_bytes(),
+        };
+        self.cwnd.ssthresh_bytes = self.cc.ssthresh(&self.cwnd, &ev);
+        *w = (*w).min(self.ssthresh_floor());
+        self.cwr_high = self.snd_nxt;
+        self.cwr_pending = true;
+        self.stats.ecn_reductions += 1;
+        self.set_state(CaState::Cwr, now);
+    }
+
+    /// ssthresh as a window value: never below one MSS.
+    fn ssthresh_floor(&self) -> u64 {
+        self.cwnd.ssthresh_bytes.max(self.mss)
+    }
+
+    fn open_or_disorder(&self) -> CaState {
+        if self.dupacks > 0 || self.sb.sacked_bytes() > 0 {
+            CaState::Disorder
+        } else {
+            CaState::Open
+        }
+    }
+
+    fn set_state(&mut self, new: CaState, now: SimTime) {
+        if new != self.state {
+            self.state = new;
+            self.cc.set_state(&mut self.cwnd, new, now);
+        }
+    }
+
+    /// The retransmission timer expired (RFC 6298 §5.4–§5.6, RFC 5681 §3.1).
+    fn on_rto(&mut self, now: SimTime) {
+        if self.snd_una == self.snd_nxt {
+            self.rto_deadline = None;
+            return;
+        }
+        self.stats.rto_count += 1;
+        // RFC 5681 eq. 4 note: ssthresh is not reduced again when the same segment times out
+        // repeatedly. Nor is it when the timeout interrupts a Recovery or CWR episode that has
+        // already reduced it for this window of data (as Linux's tcp_enter_loss): FlightSize
+        // then counts everything SACK-clocked out during the episode and would overstate it.
+        let repeated = self.state == CaState::Loss && self.last_rto_una == Some(self.snd_una);
+        let new_reduction = matches!(self.state, CaState::Open | CaState::Disorder)
+            || (self.state == CaState::Loss && !repeated);
+        // Eifel (RFC 3522) is armed only for a timeout that starts a reduction: undoing one that
+        // interrupted fast recovery would restore a recovery-time (inflated) window. RetransmitTS
+        // is the segment's first retransmission: an earlier fast retransmit if there was one.
+        if new_reduction {
+            let retransmit_ts = self.sb.front_retransmitted_at().unwrap_or(now);
+            self.eifel = Some(EifelState {
+                seq: self.snd_una,
+                retransmit_ts,
+                prior_cwnd: self.cwnd.cwnd_bytes,
+                prior_ssthresh: self.cwnd.ssthresh_bytes,
+            });
+        } else if !repeated {
+            self.eifel = None;
+        }
+        if new_reduction {
+            let ev = LossEvent {
+                now,
+                kind: LossKind::Timeout,
+                flight_size_bytes: self.snd_nxt - self.snd_una,
+                in_flight_bytes: self.in_flight_bytes(),
+            };
+            self.cwnd.ssthresh_bytes = self.cc.ssthresh(&self.cwnd, &ev);
+        }
+        self.cc.cwnd_event(&mut self.cwnd, CwndEvent::Loss, now);
+        // Loss window LW = 1 MSS (RFC 5681 §3.1).
+        self.cwnd.cwnd_bytes = self.mss;
+        self.sb.mark_all_lost();
+        let newly_lost = self.sb.take_newly_lost();
+        self.stats.bytes_marked_lost += newly_lost;
+        self.recover = self.snd_nxt;
+        self.last_rto_una = Some(self.snd_una);
+        self.dupacks = 0;
+        self.rescue_rxt = None;
+        self.force_rtx = true;
+        self.rtt.backoff();
+        self.rto_deadline = Some(now + self.rtt.rto());
+        self.set_state(CaState::Loss, now);
+    }
+
+    /// Fire what is due at `now`: the retransmission timer. Harmless when nothing is due, so the
+    /// caller may call early or late (lazy timers). A pacing release needs no call: the next
+    /// [`Sender::poll_transmit`] at or after it sends.
+    pub fn handle_timeout(&mut self, now: SimTime) {
+        if self.rto_deadline.is_some_and(|d| now >= d) {
+            self.on_rto(now);
+        }
+    }
+
+    /// The earliest time [`Sender::handle_timeout`] (for the RTO) or [`Sender::poll_transmit`]
+    /// (for a pacing release, reported only when the last poll found data waiting for it) must
+    /// be called; `None` when nothing is pending.
+    pub fn poll_timeout(&self) -> Option<SimTime> {
+        let pace = self.paced_data_waiting.then(|| self.pacer.release_time());
+        match (self.rto_deadline, pace) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// NextSeg (RFC 6675 §4): what to send next, ignoring the window and pacing.
+    fn next_candidate(&mut self) -> Option<Candidate> {
+        if let Some(abs) = self.sb.next_lost() {
+            return Some(Candidate::Retransmit(abs));
+        }
+        if self.snd_nxt < self.bytes_offered {
+            let len = (self.bytes_offered - self.snd_nxt).min(self.mss);
+            return Some(Candidate::New(len as u32));
+        }
+        if self.cfg.recovery.uses_sack() && self.state == CaState::Recovery {
+            if let Some(abs) = self.sb.rule3_candidate() {
+                return Some(Candidate::Retransmit(abs));
+            }
+            if self.rescue_rxt.is_none_or(|r| self.snd_una > r) {
+                if let Some(abs) = self.sb.rescue_candidate() {
+                    return Some(Candidate::Rescue(abs));
+                }
+            }
+        }
+        None
+    }
+
+    /// The next segment allowed at `now`, or `None`. Call repeatedly until `None` after every
+    /// [`Sender::on_ack`], [`Sender::handle_timeout`] and [`Sender::app_write`].
+    ///
+    /// A segment is sent when there is something to send (NextSeg: lost segments first, then new
+    /// data, then in SACK recovery rules 3 and 4), `cwnd − pipe ≥ 1 MSS` (or it is the
+    /// episode's forced first retransmission), and the pacer allows it. Segments are at most one
+    /// MSS; new data is sent as soon as any is offered (no Nagle).
+    pub fn poll_transmit(&mut self, now: SimTime) -> Option<DataSegment> {
+        self.paced_data_waiting = false;
+        let pipe = self.in_flight_bytes();
+        let Some(cand) = self.next_candidate() else {
+            // draft-cheng §3.3: nothing to send and the window not full: app-limited.
+            if pipe + self.mss <= self.cwnd.cwnd_bytes {
+                self.rate.mark_app_limited(pipe);
+            }
+            return None;
+        };
+        let forced = self.force_rtx && !matches!(cand, Candidate::New(_));
+        if !forced && pipe + self.mss > self.cwnd.cwnd_bytes {
+            self.cwnd_limited = true;
+            return None;
+        }
+        let rate = self.cwnd.pacing_rate_bps.filter(|r| *r > 0);
+        if rate.is_some() && !self.pacer.ready(now) {
+            self.paced_data_waiting = true;
+            return None;
+        }
+        let stamp = self.rate.on_send(now, pipe);
+        let seg = match cand {
+            Candidate::Retransmit(abs) | Candidate::Rescue(abs) => {
+                if matches!(cand, Candidate::Rescue(_)) {
+                    self.rescue_rxt = Some(self.recover);
+                }
+                let (seq, len) = self.sb.mark_retransmitted(abs, now, stamp, self.snd_nxt);
+                self.force_rtx = false;
+                self.stats.bytes_retransmitted += len as u64;
+                self.stats.segments_retransmitted += 1;
+                DataSegment {
+                    seq,
+                    len,
+                    ts_val: now,
+                    ect: false,
+                    ce: false,
+                    cwr: false,
+                    retransmit: true,
+                }
+            }
+            Candidate::New(len) => {
+                if self.snd_nxt == self.snd_una {
+                    self.cc.cwnd_event(&mut self.cwnd, CwndEvent::TxStart, now);
+                }
+                let seq = self.snd_nxt;
+                self.sb.push(SegRecord::new(seq, len, now, stamp));
+                self.snd_nxt += len as u64;
+                let cwr = std::mem::take(&mut self.cwr_pending);
+                DataSegment {
+                    seq,
+                    len,
+                    ts_val: now,
+                    ect: self.cfg.ecn,
+                    ce: false,
+                    cwr,
+                    retransmit: false,
+                }
+            }
+        };
+        if self.state == CaState::Recovery && self.cfg.recovery == RecoveryMode::Prr {
+            self.prr.on_sent(seg.len as u64);
+        }
+        self.pacer.on_send(now, seg.len as u64, rate);
+        if self.rto_deadline.is_none() {
+            self.rto_deadline = Some(now + self.rtt.rto());
+        }
+        self.stats.bytes_sent += seg.len as u64;
+        self.stats.segments_sent += 1;
+        Some(seg)
+    }
+
+    /// The window state (cwnd, ssthresh, MSS, pacing rate).
+    pub fn cwnd(&self) -> &CwndState {
+        &self.cwnd
+    }
+
+    /// Smoothed RTT (RFC 6298), `None` before the first sample.
+    pub fn srtt(&self) -> Option<Duration> {
+        self.rtt.srtt()
+    }
+
+    /// RTT variation (RFC 6298), `None` before the first sample.
+    pub fn rttvar(&self) -> Option<Duration> {
+        self.rtt.rttvar()
+    }
+
+    /// Smallest RTT sample so far.
+    pub fn min_rtt(&self) -> Option<Duration> {
+        self.rtt.min_rtt()
+    }
+
+    /// Current retransmission timeout, backoff included.
+    pub fn rto(&self) -> Duration {
+        self.rtt.rto()
+    }
+
+    /// Bytes in flight by RFC 6675's pipe: sent and not acknowledged or SACKed, not presumed
+    /// lost, plus retransmissions presumed in flight.
+    pub fn in_flight_bytes(&self) -> u64 {
+        self.sb.pipe()
+    }
+
+    /// Congestion-avoidance state.
+    pub fn ca_state(&self) -> CaState {
+        self.state
+    }
+
+    /// First byte not yet cumulatively acknowledged.
+    pub fn snd_una(&self) -> u64 {
+        self.snd_una
+    }
+
+    /// Next byte to send for the first time.
+    pub fn snd_nxt(&self) -> u64 {
+        self.snd_nxt
+    }
+
+    /// Total bytes the application has offered.
+    pub fn bytes_offered(&self) -> u64 {
+        self.bytes_offered
+    }
+
+    /// Counters.
+    pub fn stats(&self) -> &SenderStats {
+        &self.stats
+    }
+
+    /// The controller's internal mode (BBR's `"PROBE_BW"`), empty if it has none.
+    pub fn cc_mode(&self) -> &'static str {
+        self.cc.mode()
+    }
+
+    /// The controller's flavor name.
+    pub fn cc_name(&self) -> &'static str {
+        self.cc.name()
+    }
+
+    /// The configuration the sender was built with.
+    pub fn config(&self) -> &SenderConfig {
+        &self.cfg
+    }
+
+    /// The delivery-rate sample of the latest ACK (its `interval` is zero when the ACK gave no
+    /// valid sample), `None` before the first ACK.
+    pub fn last_rate_sample(&self) -> Option<&RateSample> {
+        self.last_rate_sample.as_ref()
+    }
+
+    /// Bytes delivered (cumulatively acknowledged or SACKed) so far.
+    pub fn delivered_bytes(&self) -> u64 {
+        self.rate.delivered()
+    }
+
+    /// Bytes SACKed above snd.una.
+    pub fn sacked_bytes(&self) -> u64 {
+        self.sb.sacked_bytes()
+    }
+
+    /// Bytes declared lost and not yet retransmitted.
+    pub fn pending_retransmit_bytes(&self) -> u64 {
+        self.sb.pending_retransmit_bytes()
+    }
+
+    /// Segments sent and not cumulatively acknowledged.
+    pub fn outstanding_segments(&self) -> usize {
+        self.sb.len()
+    }
+
+    /// True when the controller's `cong_control` took over the window on the latest ACK.
+    pub fn cc_owns_cwnd(&self) -> bool {
+        self.cc_owns_cwnd
+    }
+
+    /// The current PRR counters (meaningful in Recovery with [`RecoveryMode::Prr`]).
+    pub fn prr(&self) -> &Prr {
+        &self.prr
+    }
+}
+
+/// Window growth is allowed on ACKs in these states (see the module documentation).
+fn may_grow(s: CaState) -> bool {
+    matches!(s, CaState::Open | CaState::Disorder | CaState::Loss)
+}
+
+/// Count a newly delivered record: bytes, the rate sample, and the Karn-eligible send time.
+fn account_delivery(
+    rate: &mut RateEstimator,
+    now: SimTime,
+    rec: &SegRecord,
+    bytes: &mut u64,
+    newest_clean_send: &mut Option<SimTime>,
+) {
+    let len = rec.len as u64;
+    *bytes += len;
+    rate.on_delivered(now, rec.end(), len, rec.sent_time, &rec.stamp);
+    if !rec.ever_retransmitted() {
+        *newest_clean_send =
+            Some(newest_clean_send.map_or(rec.sent_time, |t| t.max(rec.sent_time)));
+    }
+}
