@@ -65,6 +65,12 @@ pub struct FlavorInfo {
     pub source: &'static str,
     /// Loss recovery the flavor uses unless the scenario overrides it.
     pub default_recovery: &'static str,
+    /// Which transport carries it: `"tcp"` (the TCP sender in `ccarena-transport`) or `"udt"`
+    /// (UDT's UDP-based transport, whose rate control is also a [`CongestionControl`]).
+    pub transport: &'static str,
+    /// The flavor needs ECN (ECT on data, CE marking somewhere on the path) to work as its source
+    /// describes; the front end turns ECN on for it unless the scenario says otherwise.
+    pub needs_ecn: bool,
     /// Tunable parameters.
     pub params: &'static [ParamInfo],
 }
@@ -76,6 +82,8 @@ const FLAVORS: &[FlavorInfo] = &[
         summary: "slow start + AIMD; fast retransmit then cwnd = 1 MSS and slow start, no fast recovery",
         source: "Jacobson, Congestion Avoidance and Control, SIGCOMM 1988; RFC 5681",
         default_recovery: "tahoe",
+        transport: "tcp",
+        needs_ecn: false,
         params: &[],
     },
     FlavorInfo {
@@ -84,6 +92,8 @@ const FLAVORS: &[FlavorInfo] = &[
         summary: "slow start + AIMD with fast retransmit and fast recovery",
         source: "RFC 5681",
         default_recovery: "reno",
+        transport: "tcp",
+        needs_ecn: false,
         params: &[],
     },
     FlavorInfo {
@@ -92,6 +102,8 @@ const FLAVORS: &[FlavorInfo] = &[
         summary: "Reno whose fast recovery stays until all data outstanding at loss is acked",
         source: "RFC 5681, RFC 6582",
         default_recovery: "newreno",
+        transport: "tcp",
+        needs_ecn: false,
         params: &[],
     },
     FlavorInfo {
@@ -100,6 +112,8 @@ const FLAVORS: &[FlavorInfo] = &[
         summary: "W(t) = C(t-K)^3 + W_max, beta 0.7, Reno-friendly region, fast convergence, HyStart++",
         source: "RFC 9438, RFC 9406",
         default_recovery: "prr",
+        transport: "tcp",
+        needs_ecn: false,
         params: crate::cubic::PARAMS,
     },
 ];

@@ -159,6 +159,8 @@ fn flavors(py: Python<'_>) -> PyResult<Bound<'_, PyList>> {
         d.set_item("summary", f.summary)?;
         d.set_item("source", f.source)?;
         d.set_item("default_recovery", f.default_recovery)?;
+        d.set_item("transport", f.transport)?;
+        d.set_item("needs_ecn", f.needs_ecn)?;
         let params = PyList::empty(py);
         for p in f.params {
             let pd = PyDict::new(py);

@@ -11,7 +11,7 @@ fn each_flavor_fills_a_clean_link() {
     let rate = mbps(100);
     // RTT 40 ms (20 ms each way on the bottleneck); BDP = 100 Mbps × 40 ms = 333 packets of 1500 B.
     let d = Dumbbell::new(1, rate, ms(20), 333);
-    for f in ccarena_cc::catalogue() {
+    for f in ccarena_cc::catalogue().iter().filter(|f| f.transport == "tcp") {
         let res = run(d.spec(1, secs(30), ms(100), vec![tcp(tcp_flow(f.name, d.left(0), d.right(0), f.name))]));
         let got = mean_goodput_bps(&res, 0, 10.0, 30.0);
         // Goodput counts payload only: a full link carries 1448 payload bytes per 1500 on the wire.
