@@ -50,6 +50,26 @@ fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
     }
 }
 
+impl State {
+    /// Run `f` on the engine with the GIL released; a panic becomes `EngineError` carrying the
+    /// seed and the simulated time, and marks this run as faulted.
+    fn guarded(&mut self, py: Python<'_>, f: impl FnOnce(&mut Simulation) + Send) -> PyResult<()> {
+        let sim = &mut self.sim;
+        let outcome = py.detach(|| catch_unwind(AssertUnwindSafe(|| f(sim))));
+        if let Err(p) = outcome {
+            let msg = format!(
+                "engine fault at t = {} ns (seed {}): {}",
+                self.sim.now().as_nanos(),
+                self.seed,
+                panic_message(&*p)
+            );
+            self.fault = Some(msg.clone());
+            return Err(EngineError::new_err(msg));
+        }
+        Ok(())
+    }
+}
+
 impl PySimulation {
     fn state(&self) -> PyResult<std::sync::MutexGuard<'_, State>> {
         let st = self.inner.lock().map_err(|_| EngineError::new_err("engine state poisoned by an earlier fault"))?;
@@ -78,19 +98,15 @@ impl PySimulation {
     /// Advance to min(t_ns, duration_ns), releasing the GIL. Raises EngineError on an engine fault.
     fn run_until(&self, py: Python<'_>, t_ns: u64) -> PyResult<()> {
         let mut st = self.state()?;
-        let state: &mut State = &mut st;
-        let outcome = py.detach(|| catch_unwind(AssertUnwindSafe(|| state.sim.run_until(SimTime(t_ns)))));
-        if let Err(p) = outcome {
-            let msg = format!(
-                "engine fault at t = {} ns (seed {}): {}",
-                state.sim.now().as_nanos(),
-                state.seed,
-                panic_message(&*p)
-            );
-            state.fault = Some(msg.clone());
-            return Err(EngineError::new_err(msg));
-        }
-        Ok(())
+        st.guarded(py, |sim| sim.run_until(SimTime(t_ns)))
+    }
+
+    /// Run a deliberate panic inside the engine's guard, exactly as `run_until` runs the engine,
+    /// so the test suite can check that a fault becomes `EngineError` (with seed and time) and
+    /// leaves the object refusing further work instead of crashing the interpreter.
+    fn _inject_fault_for_tests(&self, py: Python<'_>) -> PyResult<()> {
+        let mut st = self.state()?;
+        st.guarded(py, |_| panic!("fault injected by the test suite"))
     }
 
     /// Current simulated time, ns.
