@@ -1,0 +1,84 @@
+"""A corpus of bad scenarios: each gives exactly one clear line naming the field, exit status 2,
+no traceback, and leaves an existing results directory byte-for-byte unchanged."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import pytest
+
+from conftest import EXAMPLES, ccarena
+
+QUICKSTART = (EXAMPLES / "quickstart.toml").read_text()
+
+
+def edit(old: str, new: str) -> str:
+    assert old in QUICKSTART, old
+    return QUICKSTART.replace(old, new, 1)
+
+
+# (id, scenario text, a fragment the one error line must contain)
+CORPUS = [
+    ("unknown-flavor", edit('flavor = "cubic"', 'flavor = "cubik"'), "flows[0].flavor: unknown flavor 'cubik' (did you mean 'cubic'?)"),
+    ("bad-rate-unit", edit('rate = "20Mbps"', 'rate = "20Mbsp"'), "topology.bottleneck.rate"),
+    ("negative-rate", edit('rate = "20Mbps"', 'rate = "-20Mbps"'), "topology.bottleneck.rate"),
+    ("zero-rate", edit('rate = "20Mbps"', 'rate = "0Mbps"'), "topology.bottleneck.rate"),
+    ("loss-over-100", edit('delay = "18ms",', 'delay = "18ms", loss = "120%",'), "topology.bottleneck.loss"),
+    ("negative-loss", edit('delay = "18ms",', 'delay = "18ms", loss = "-1%",'), "topology.bottleneck.loss"),
+    ("bad-delay-unit", edit('delay = "18ms"', 'delay = "18 parsecs"'), "topology.bottleneck.delay"),
+    ("bad-queue-limit", edit('limit = "100pkt"', 'limit = "lots"'), "topology.bottleneck.queue.limit"),
+    ("unknown-node", edit('to = "right0"', 'to = "right9"'), "flows[0].to: unknown node 'right9'"),
+    ("flow-to-itself", edit('to = "right0"', 'to = "left0"'), "flows[0].to"),
+    ("stop-before-start", edit('start = "2s"', 'start = "5s"\nstop = "3s"'), "flows[1].stop"),
+    ("unknown-top-field", edit("seed = 1", 'seed = 1\ncolour = "red"'), "colour"),
+    ("unknown-flow-field", edit('flavor = "reno"', 'flavor = "reno"\nwindow = 3'), "flows[1].window"),
+    ("empty-file", "", "empty"),
+    ("not-toml", 'name = "x" [[[', "not valid TOML"),
+    ("duplicate-flow-names", edit('flavor = "reno"', 'flavor = "reno"\nname = "cubic"'), "flows[1].name"),
+    ("zero-duration", edit('duration = "20s"', 'duration = "0s"'), "duration"),
+    ("bad-duration-unit", edit('duration = "20s"', 'duration = "20 fortnights"'), "duration"),
+    ("unknown-topology-kind", edit('kind = "dumbbell"', 'kind = "donut"'), "topology"),
+    ("zero-pairs", edit("pairs = 2", "pairs = 0"), "topology.pairs"),
+    ("missing-flows", QUICKSTART.split("[[flows]]")[0], "flows"),
+    ("zero-sample-interval", edit('sample_interval = "100ms"', 'sample_interval = "0ms"'), "output.sample_interval"),
+    ("negative-start", edit('start = "2s"', 'start = "-2s"'), "flows[1].start"),
+    ("udp-without-rate", edit('flavor = "reno"', 'flavor = "udp-cbr"'), "flows[1]"),
+    ("sweep-unknown-path", QUICKSTART + '\n[sweep]\n"topology.bottleneck.colour" = ["1", "2"]\n', "sweep"),
+]
+
+
+def tree_digest(root: Path) -> dict[str, str]:
+    return {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+@pytest.fixture(scope="module")
+def existing_results(tmp_path_factory) -> Path:
+    """A results directory with a finished quickstart run in it, shared by the corpus."""
+    work = tmp_path_factory.mktemp("results-kept")
+    scenario = work / "quickstart.toml"
+    scenario.write_text(QUICKSTART.replace('duration = "20s"', 'duration = "3s"'))
+    done = ccarena("run", str(scenario), "--out", "out", "-q", "--no-report", cwd=work)
+    assert done.returncode == 0, done.stderr
+    return work
+
+
+def test_corpus_is_large_enough():
+    assert len(CORPUS) >= 20
+    assert len({c[0] for c in CORPUS}) == len(CORPUS)
+
+
+@pytest.mark.parametrize("name, text, fragment", CORPUS, ids=[c[0] for c in CORPUS])
+def test_bad_scenario_gives_one_clear_line_and_exit_2(existing_results: Path, name: str, text: str, fragment: str):
+    before = tree_digest(existing_results / "out")
+    bad = existing_results / f"{name}.toml"
+    bad.write_text(text)
+    for command in (("validate", str(bad)), ("run", str(bad), "--out", "out", "-q")):
+        done = ccarena(*command, cwd=existing_results)
+        lines = [l for l in done.stderr.splitlines() if l.strip()]
+        assert done.returncode == 2, (command, done.stdout, done.stderr)
+        assert len(lines) == 1, done.stderr
+        assert "Traceback" not in done.stderr + done.stdout
+        assert fragment in lines[0], lines[0]
+    assert tree_digest(existing_results / "out") == before, "a bad scenario altered stored results"
