@@ -48,14 +48,30 @@ def available_flavors() -> list[dict[str, Any]]:
     return list(_engine().flavors())
 
 
-def tcp_flavors() -> dict[str, dict[str, Any]]:
-    """TCP flavor name → catalogue entry (from :func:`available_flavors`)."""
+def engine_flavors() -> dict[str, dict[str, Any]]:
+    """Every engine flavor (TCP congestion controllers and UDT) by name."""
     return {f["name"]: f for f in available_flavors()}
+
+
+def tcp_flavors() -> dict[str, dict[str, Any]]:
+    """TCP flavor name → catalogue entry: the engine flavors whose ``transport`` is ``"tcp"``."""
+    return {name: f for name, f in engine_flavors().items() if f.get("transport", "tcp") == "tcp"}
+
+
+def transport_of(name: str) -> str:
+    """The transport a flavor runs on: ``"tcp"``, ``"udt"`` or ``"udp_cbr"``.
+
+    Raises:
+        KeyError: unknown flavor.
+    """
+    if name in UDP_TRANSPORTS:
+        return UDP_TRANSPORTS[name]["engine_kind"]
+    return engine_flavors()[name].get("transport", "tcp")
 
 
 def all_flavors() -> dict[str, dict[str, Any]]:
     """Every name a flow's ``flavor`` may take: the engine's TCP flavors and the UDP transports."""
-    out = dict(tcp_flavors())
+    out = dict(engine_flavors())
     for name, entry in UDP_TRANSPORTS.items():
         out.setdefault(name, entry)
     return out

@@ -272,7 +272,8 @@ def flow_table(flows: pd.DataFrame, samples: pd.DataFrame, derived: dict[str, An
         ``delivery_ratio`` = packets_received / packets_sent (seed 003's PDR);
         ``stability`` = SD/mean of the flow's goodput samples in its active interval;
         ``fct_s`` = completion_time_s − start_s for finite transfers (NaN otherwise);
-        ``base_rtt_s``, ``path_loss``, ``bottleneck_rate_bps`` from the topology;
+        ``base_rtt_s``, ``path_loss``, ``bottleneck_rate_bps``, ``mss_bytes`` (payload per
+        packet) from the resolved spec and topology;
         ``mathis_bps``, ``padhye_bps``, ``cubic_bps``: :mod:`ccarena.theory` at the path's loss
         probability and base RTT (NaN for UDP flows and loss-free paths).
     RTT statistics (``rtt_min_s`` … ``rtt_p99_s``) are the engine's, over per-ACK samples.
@@ -280,7 +281,7 @@ def flow_table(flows: pd.DataFrame, samples: pd.DataFrame, derived: dict[str, An
     out = flows.copy()
     facts = {f["name"]: f for f in derived.get("flows", [])}
     active, goodput, throughput, loss, retx, pdr, stab, fct = ([] for _ in range(8))
-    base_rtt, path_loss, bottleneck, mathis, padhye, cubic = ([] for _ in range(6))
+    base_rtt, path_loss, bottleneck, mathis, padhye, cubic, mss_col = ([] for _ in range(7))
     for row in out.itertuples(index=False):
         end = float(row.end_s) if np.isfinite(row.end_s) else duration_s
         span = min(end, duration_s) - float(row.start_s)
@@ -300,6 +301,7 @@ def flow_table(flows: pd.DataFrame, samples: pd.DataFrame, derived: dict[str, An
         p = float(fact.get("path_loss", math.nan))
         mss = float(fact.get("mss_bytes", math.nan))
         base_rtt.append(rtt)
+        mss_col.append(mss)
         path_loss.append(p)
         bottleneck.append(float(fact.get("bottleneck_rate_bps", math.nan)))
         tcp = str(row.kind) == "tcp" and p > 0
@@ -315,6 +317,7 @@ def flow_table(flows: pd.DataFrame, samples: pd.DataFrame, derived: dict[str, An
     out["stability"] = stab
     out["fct_s"] = fct
     out["base_rtt_s"] = base_rtt
+    out["mss_bytes"] = mss_col
     out["path_loss"] = path_loss
     out["bottleneck_rate_bps"] = bottleneck
     out["mathis_bps"] = mathis
@@ -391,8 +394,7 @@ SUMMARY_METRICS = FLOW_METRICS + (
 
 
 def aggregate_repeats(summary: pd.DataFrame, by: Sequence[str],
-                      metrics: Sequence[str] = SUMMARY_METRICS,
-                      confidence: float = 0.95) -> pd.DataFrame:
+                      metrics: Sequence[str] = SUMMARY_METRICS) -> pd.DataFrame:
     """Mean, SD and confidence half-width over repeats.
 
     Args:
@@ -402,7 +404,7 @@ def aggregate_repeats(summary: pd.DataFrame, by: Sequence[str],
 
     Returns:
         One row per group with ``n`` and, for each metric m, ``m`` (mean), ``m_sd`` and
-        ``m_ci95`` (half-width; see :func:`mean_ci`).
+        ``m_ci95`` (half-width of the 95% interval; see :func:`mean_ci`).
     """
     metrics = [m for m in metrics if m in summary.columns]
     rows = []
@@ -411,7 +413,7 @@ def aggregate_repeats(summary: pd.DataFrame, by: Sequence[str],
         row: dict[str, Any] = dict(zip(by, key))
         row["n"] = len(group)
         for m in metrics:
-            ci = mean_ci(group[m].to_numpy(dtype=float), confidence)
+            ci = mean_ci(group[m].to_numpy(dtype=float), 0.95)
             row[m] = ci.mean
             row[f"{m}_sd"] = ci.sd
             row[f"{m}_ci95"] = ci.half_width

@@ -42,6 +42,17 @@ UDP_DEFAULTS: dict[str, Any] = {
 }
 """Defaults for UDP CBR flows."""
 
+UDT_DEFAULTS: dict[str, Any] = {
+    "mss_bytes": 1456,                 # 1500 − 20 (IP) − 8 (UDP) − 16 (UDT header)
+    "header_bytes": 44,                # IPv4 20 + UDP 8 + UDT 16
+    "ack_bytes": 68,                   # UDT full ACK: header + 6 × 4-byte fields (draft-gg-udt-03 §3.2)
+    "syn_interval_ns": 10_000_000,     # SYN = 10 ms (Gu & Grossman 2007)
+    "flow_window_packets": 25_600,     # UDT4's default receiver buffer (packets)
+    "initial_rtt_ns": 100_000_000,     # RTT assumed before the first measurement (draft: 100 ms)
+    "min_exp_ns": 500_000_000,         # floor of the EXP (timeout) period
+}
+"""Defaults for UDT flows (Gu & Grossman 2007; draft-gg-udt-03)."""
+
 _FLOW_FIELD_TO_SPEC = {
     "mss_bytes": "mss_bytes", "initial_cwnd_packets": "initial_cwnd_packets",
     "min_rto_ns": "min_rto_ns", "initial_rto_ns": "initial_rto_ns", "max_rto_ns": "max_rto_ns",
@@ -78,19 +89,31 @@ def canonical_json(value: Any) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"))
 
 
-def _tcp_flow(flow: Flow, base: dict[str, Any]) -> dict[str, Any]:
-    entry = flavor_catalog.tcp_flavors()[flow.flavor]
+def _params(flow: Flow, entry: dict[str, Any]) -> dict[str, float]:
+    """The controller's parameters: every default from the catalogue, overridden by the flow's."""
     params = {p["name"]: float(p["default"]) for p in entry["params"]}
     params.update({k: float(v) for k, v in (flow.params or {}).items()})
-    out = dict(base, kind="tcp", bytes=flow.size_bytes, flavor=flow.flavor, params=params,
+    return params
+
+
+def _tcp_flow(flow: Flow, base: dict[str, Any]) -> dict[str, Any]:
+    entry = flavor_catalog.tcp_flavors()[flow.flavor]
+    out = dict(base, kind="tcp", bytes=flow.size_bytes, flavor=flow.flavor, params=_params(flow, entry),
                recovery=flow.recovery or entry["default_recovery"])
     for key, value in TCP_DEFAULTS.items():
         out[key] = value
+    # A flavor built on ECN (DCTCP) negotiates it unless the flow says otherwise.
+    out["ecn"] = bool(entry.get("needs_ecn", False))
     for field, key in _FLOW_FIELD_TO_SPEC.items():
         value = getattr(flow, field)
         if value is not None:
             out[key] = value
     return out
+
+
+def _udt_flow(flow: Flow, base: dict[str, Any]) -> dict[str, Any]:
+    entry = flavor_catalog.engine_flavors()[flow.flavor]
+    return dict(base, kind="udt", bytes=flow.size_bytes, params=_params(flow, entry), **UDT_DEFAULTS)
 
 
 def _udp_flow(flow: Flow, base: dict[str, Any]) -> dict[str, Any]:
@@ -131,10 +154,11 @@ def resolve_run(scenario: Scenario, seed: int) -> ResolvedRun:
     for flow, name in zip(scenario.flows, names):
         base = {"name": name, "src": index[flow.src], "dst": index[flow.dst],
                 "start_ns": flow.start_ns, "stop_ns": flow.stop_ns}
-        spec = _udp_flow(flow, base) if flow.is_udp else _tcp_flow(flow, base)
+        build = {"tcp": _tcp_flow, "udt": _udt_flow}.get(flow.transport, _udp_flow)
+        spec = build(flow, base)
         flows_spec.append(spec)
         forward, back = net.path(flow.src, flow.dst), net.path(flow.dst, flow.src)
-        if spec["kind"] == "tcp":
+        if spec["kind"] in ("tcp", "udt"):
             facts = _path_facts(net, forward, back, spec["mss_bytes"] + spec["header_bytes"],
                                 spec["ack_bytes"])
             facts["mss_bytes"] = spec["mss_bytes"]
@@ -153,7 +177,9 @@ def resolve_run(scenario: Scenario, seed: int) -> ResolvedRun:
              "rate_bps": link.rate_bps, "delay_ns": link.delay_ns, "loss": link.loss,
              "queue": {"discipline": link.queue_discipline,
                        "limit_packets": link.queue_limit_packets,
-                       "limit_bytes": link.queue_limit_bytes}}
+                       "limit_bytes": link.queue_limit_bytes,
+                       "ecn_threshold_packets": link.ecn_threshold_packets,
+                       "ecn_threshold_bytes": link.ecn_threshold_bytes}}
             for link in net.links
         ],
         "routes": [{"node": n, "dst": d, "link": k} for n, d, k in net.routes()],

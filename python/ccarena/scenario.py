@@ -48,7 +48,24 @@ class Flow(StrictModel):
     ``min_rto``, ``initial_rto``, ``max_rto``, ``delayed_ack``, ``ack_every``, ``dupthresh``, ``ecn``
     (defaults in :mod:`ccarena.resolve`).
     UDP CBR only: ``rate`` (payload bit rate, required), ``packet_size`` (payload per datagram).
+    UDT (``flavor = "udt"``): ``bytes`` and ``params`` as for TCP; the rest of UDT's settings are
+    the defaults in :mod:`ccarena.resolve`.
+    ``flavor`` may also be a table naming the flavor and its parameters:
+    ``flavor = { name = "vegas", alpha = 1, beta = 3 }`` (the same as ``flavor = "vegas"`` with
+    ``params = { alpha = 1, beta = 3 }``).
     """
+
+    @model_validator(mode="before")
+    @classmethod
+    def _flavor_table(cls, data: Any) -> Any:
+        if isinstance(data, dict) and isinstance(data.get("flavor"), dict):
+            table = dict(data["flavor"])
+            if "name" not in table:
+                raise FieldError("flavor", 'a flavor table needs a name, e.g. flavor = { name = "vegas", alpha = 1 }')
+            if data.get("params") is not None:
+                raise FieldError("params", "give the parameters either in the flavor table or in params, not both")
+            data = dict(data, flavor=table.pop("name"), params=table)
+        return data
 
     name: str | None = None
     src: str = Field(alias="from")
@@ -90,6 +107,11 @@ class Flow(StrictModel):
         """True for the UDP transports (``udp-cbr``)."""
         return self.flavor in flavor_catalog.UDP_TRANSPORTS
 
+    @property
+    def transport(self) -> str:
+        """``"tcp"``, ``"udt"`` or ``"udp_cbr"``: the engine flow kind this flow runs as."""
+        return flavor_catalog.transport_of(self.flavor)
+
     @model_validator(mode="after")
     def _fields_fit_the_flavor(self) -> "Flow":
         given = {name for name, value in self._given_by_alias().items() if value is not None}
@@ -104,7 +126,12 @@ class Flow(StrictModel):
             for name in UDP_ONLY_FIELDS:
                 if name in given:
                     raise FieldError(name, f"only udp-cbr flows take `{name}` ({self.flavor} is TCP)")
-            known = [p["name"] for p in flavor_catalog.tcp_flavors()[self.flavor]["params"]]
+            if self.transport == "udt":
+                for name in TCP_ONLY_FIELDS:
+                    if name in given and name not in ("bytes", "params"):
+                        raise FieldError(name, f"a udt flow takes `bytes` and `params` but not `{name}` "
+                                               "(UDT is not TCP)")
+            known = [p["name"] for p in flavor_catalog.engine_flavors()[self.flavor]["params"]]
             for param in (self.params or {}):
                 if param not in known:
                     hint = flavor_catalog.suggest(param, known)
@@ -436,9 +463,12 @@ def load_scenario(source: str | Path | dict[str, Any]) -> LoadedScenario:
         raw, text = read_toml(source)
         origin = str(source)
         raw.setdefault("name", re.sub(r"[^A-Za-z0-9._-]", "-", Path(source).stem) or "experiment")
-    scenario = validate_scenario(raw)
-    if scenario.sweep is not None:
-        from ccarena.experiment import check_sweep  # experiment imports this module
+    try:
+        scenario = validate_scenario(raw)
+        if scenario.sweep is not None:
+            from ccarena.experiment import check_sweep  # experiment imports this module
 
-        check_sweep(raw, scenario)
+            check_sweep(raw, scenario)
+    except UserError as err:
+        raise UserError(f"{origin}: {err}" if origin else str(err)) from None
     return LoadedScenario(raw=raw, scenario=scenario, source=origin, text=text)

@@ -63,7 +63,8 @@ class Dumbbell(StrictModel):
         net.add_duplex("r0", "r1", rate_bps=b.rate_bps, delay_ns=b.delay_ns, loss_ab=b.loss,
                        loss_ba=b.reverse_loss, discipline=b.queue.discipline,
                        limit_packets=b.queue.limit.packets, limit_bytes=b.queue.limit.bytes,
-                       role="bottleneck", reverse_role="bottleneck-reverse")
+                       role="bottleneck", reverse_role="bottleneck-reverse",
+                       **b.queue.ecn_threshold_fields())
         for i in range(self.pairs):
             a = self.access_for(i)
             for host, router in ((f"left{i}", "r0"), (f"right{i}", "r1")):
@@ -75,5 +76,6 @@ class Dumbbell(StrictModel):
                                loss_ba=a.reverse_loss if forward_from_host else a.loss,
                                discipline=a.queue.discipline,
                                limit_packets=a.queue.limit.packets,
-                               limit_bytes=a.queue.limit.bytes, role="access")
+                               limit_bytes=a.queue.limit.bytes, role="access",
+                       **a.queue.ecn_threshold_fields())
         return net

@@ -43,6 +43,8 @@ class DirectedLink:
     queue_limit_packets: int | None
     queue_limit_bytes: int | None
     role: str
+    ecn_threshold_packets: int | None = None
+    ecn_threshold_bytes: int | None = None
 
 
 @dataclass
@@ -103,10 +105,14 @@ class Network:
 
     def add_duplex(self, a: str, b: str, *, rate_bps: int, delay_ns: int, loss_ab: float,
                    loss_ba: float, discipline: str, limit_packets: int | None,
-                   limit_bytes: int | None, role: str, reverse_role: str | None = None) -> None:
-        """Add the two directions of a physical link between ``a`` and ``b``."""
+                   limit_bytes: int | None, role: str, reverse_role: str | None = None,
+                   ecn_threshold_packets: int | None = None,
+                   ecn_threshold_bytes: int | None = None) -> None:
+        """Add the two directions of a physical link between ``a`` and ``b`` (ECN thresholds, if
+        given, apply to both directions' queues)."""
         for src, dst, loss, r in ((a, b, loss_ab, role), (b, a, loss_ba, reverse_role or role)):
             self.links.append(DirectedLink(
                 name=f"{src}->{dst}", src=src, dst=dst, rate_bps=rate_bps, delay_ns=delay_ns,
                 loss=loss, queue_discipline=discipline, queue_limit_packets=limit_packets,
-                queue_limit_bytes=limit_bytes, role=r))
+                queue_limit_bytes=limit_bytes, role=r, ecn_threshold_packets=ecn_threshold_packets,
+                ecn_threshold_bytes=ecn_threshold_bytes))

@@ -37,5 +37,6 @@ class SingleLink(StrictModel):
         net.add_duplex("a", "b", rate_bps=self.link.rate_bps, delay_ns=self.link.delay_ns,
                        loss_ab=self.link.loss, loss_ba=self.link.reverse_loss,
                        discipline=q.discipline, limit_packets=q.limit.packets,
-                       limit_bytes=q.limit.bytes, role="link", reverse_role="link-reverse")
+                       limit_bytes=q.limit.bytes, role="link", reverse_role="link-reverse",
+                       **q.ecn_threshold_fields())
         return net

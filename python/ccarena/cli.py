@@ -1,0 +1,242 @@
+"""The ``ccarena`` command line (typer).
+
+A user's mistake is one line on stderr (``error: <field>: <problem>``) and exit status 2, never a
+traceback. An engine fault is one line naming the run, its seed and the file holding its spec, with
+exit status 1. Ctrl-C keeps finished runs and exits with status 130.
+"""
+
+from __future__ import annotations
+
+import functools
+import sys
+from pathlib import Path
+from typing import Any, Callable, Optional
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from ccarena.errors import EngineFault, UserError
+
+app = typer.Typer(
+    name="ccarena",
+    help="Compare TCP congestion controllers and UDP transports on network topologies.\n\n"
+         "Quick start:  ccarena run examples/quickstart.toml",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    add_completion=False,
+    rich_markup_mode=None,
+)
+
+stdout = Console(width=None if sys.stdout.isatty() else 200)
+stderr = Console(stderr=True)
+
+EXIT_USER_ERROR = 2
+EXIT_ENGINE_FAULT = 1
+EXIT_INTERRUPTED = 130
+
+
+def _fail(message: str, code: int) -> None:
+    sys.stdout.flush()
+    print(f"error: {message}", file=sys.stderr, flush=True)
+    raise typer.Exit(code)
+
+
+def handles_errors(command: Callable[..., Any]) -> Callable[..., Any]:
+    """Turn UserError into one line + exit 2 and EngineFault into one line + exit 1."""
+    @functools.wraps(command)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return command(*args, **kwargs)
+        except UserError as err:
+            _fail(str(err), EXIT_USER_ERROR)
+        except EngineFault as err:
+            _fail(str(err), EXIT_ENGINE_FAULT)
+
+    return wrapper
+
+
+@app.command()
+@handles_errors
+def run(
+    scenario: Path = typer.Argument(..., help="Scenario file (TOML).", show_default=False),
+    out: Optional[Path] = typer.Option(None, "--out", "-o",
+                                       help="Experiment directory [default: RESULTS/<name>]."),
+    results: Path = typer.Option(Path("results"), "--results", help="Parent of the experiment directory."),
+    jobs: Optional[int] = typer.Option(None, "--jobs", "-j", min=1,
+                                       help="Worker processes [default: all cores]."),
+    force: bool = typer.Option(False, "--force", help="Redo runs that are already complete."),
+    report: bool = typer.Option(True, "--report/--no-report", help="Write report.html and figures."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bars."),
+) -> None:
+    """Run a scenario: every sweep point and repeat, then print the summary and write the report.
+
+    Finished runs are kept and skipped when the command is run again (Ctrl-C is safe).
+
+    Examples:
+
+      ccarena run examples/quickstart.toml
+
+      ccarena run examples/reno-vs-loss.toml -j 4 --out results/loss
+
+      ccarena run examples/quickstart.toml --force --no-report
+    """
+    from ccarena.executor import run_experiment
+    from ccarena.report import terminal_table, write_report
+    from ccarena.results import Result
+    from ccarena.scenario import load_scenario
+
+    loaded = load_scenario(scenario)
+    root = out if out is not None else results / loaded.scenario.name
+    outcome = run_experiment(loaded, root, jobs=jobs, force=force, console=stderr,
+                             show_progress=not quiet)
+    total = len(outcome.plans)
+    done = len(outcome.completed) + len(outcome.skipped)
+    if outcome.interrupted:
+        print(f"interrupted: {done} of {total} runs complete, kept in {root}; "
+              "run the same command again to finish the rest", file=sys.stderr, flush=True)
+        raise typer.Exit(EXIT_INTERRUPTED)
+    if outcome.skipped:
+        stderr.print(f"{len(outcome.skipped)} of {total} runs were already complete (skipped; "
+                     "--force redoes them)")
+    result = Result(root, outcome)
+    if done:
+        stdout.print(terminal_table(result.summary, result.parameters, f"{result.name}: summary"))
+        if report:
+            path = write_report(result)
+            stdout.print(f"report: {path}")
+    stdout.print(f"results: {root}")
+    outcome.raise_for_failures()
+
+
+@app.command()
+@handles_errors
+def report(
+    directory: Path = typer.Argument(..., help="Experiment directory (holds experiment.json)."),
+    output: Optional[Path] = typer.Option(None, "--output", "-o",
+                                          help="Where to write the HTML [default: DIRECTORY/report.html]."),
+) -> None:
+    """Rebuild report.html and figures/ from stored results (no simulation).
+
+    Example:
+
+      ccarena report results/quickstart
+    """
+    from ccarena.report import terminal_table, write_report
+    from ccarena.results import Result
+
+    result = Result(directory)
+    stdout.print(terminal_table(result.summary, result.parameters, f"{result.name}: summary"))
+    stdout.print(f"report: {write_report(result, output)}")
+
+
+QUERY_VIEWS = ("flows", "samples", "queues", "links", "regions")
+
+
+@app.command()
+@handles_errors
+def query(
+    directory: Path = typer.Argument(..., help="Experiment directory."),
+    sql: str = typer.Argument(..., help="SQL (DuckDB). Views: summary, flows, samples, queues, links, regions."),
+    csv: bool = typer.Option(False, "--csv", help="Print CSV instead of a table."),
+) -> None:
+    """Run SQL (DuckDB) over an experiment's Parquet files.
+
+    Views: summary (summary.parquet) and flows, samples, queues, links, regions (every run's file,
+    with a run_id column). Paths in the SQL are relative to DIRECTORY.
+
+    Examples:
+
+      ccarena query results/quickstart "SELECT name, goodput_mean_bps/1e6 AS mbps FROM summary"
+
+      ccarena query results/loss "SELECT run_id, max(backlog_packets) FROM queues GROUP BY run_id"
+
+      ccarena query results/loss "SELECT * FROM 'runs/*/flows.parquet'" --csv
+    """
+    import duckdb
+
+    if not (directory / "experiment.json").is_file():
+        raise UserError(f"{directory}: not a ccarena results directory (no experiment.json)")
+    con = duckdb.connect()
+    root = str(directory.resolve()).replace("'", "''")
+    con.execute(f"SET file_search_path = '{root}'")
+    if (directory / "summary.parquet").is_file():
+        con.execute(f"CREATE VIEW summary AS SELECT * FROM read_parquet('{root}/summary.parquet')")
+    for view in QUERY_VIEWS:
+        if any(directory.glob(f"runs/*/{view}.parquet")):
+            con.execute(f"CREATE VIEW {view} AS SELECT * FROM "
+                        f"read_parquet('{root}/runs/*/{view}.parquet', union_by_name = true)")
+    try:
+        cursor = con.execute(sql)
+        columns = [d[0] for d in cursor.description] if cursor.description else []
+        rows = cursor.fetchall() if columns else []
+    except duckdb.Error as err:
+        raise UserError(f"query: {str(err).splitlines()[0]}") from None
+    if csv:
+        import csv as csv_module
+
+        writer = csv_module.writer(sys.stdout)
+        writer.writerow(columns)
+        writer.writerows(rows)
+        return
+    table = Table()
+    for c in columns:
+        table.add_column(c)
+    for row in rows:
+        table.add_row(*["" if v is None else (f"{v:.6g}" if isinstance(v, float) else str(v)) for v in row])
+    stdout.print(table)
+
+
+@app.command()
+@handles_errors
+def flavors() -> None:
+    """List every flavor: TCP congestion controllers (from the engine) and UDP transports.
+
+    Example:
+
+      ccarena flavors
+    """
+    from ccarena.flavors import all_flavors
+
+    table = Table(title="flavors")
+    for c in ("name", "family", "default recovery", "parameters", "source"):
+        table.add_column(c)
+    for f in all_flavors().values():
+        params = ", ".join(f"{p['name']}={p['default']:g}" for p in f.get("params", []))
+        table.add_row(f["name"], f["family"], f.get("default_recovery") or "–", params or "–",
+                      f["source"])
+    stdout.print(table)
+
+
+@app.command()
+@handles_errors
+def validate(
+    scenario: Path = typer.Argument(..., help="Scenario file (TOML)."),
+) -> None:
+    """Check a scenario file without running it: schema, units, nodes, flows, every sweep point.
+
+    Example:
+
+      ccarena validate examples/quickstart.toml
+    """
+    from ccarena.experiment import expand
+    from ccarena.scenario import load_scenario
+
+    loaded = load_scenario(scenario)
+    plans = expand(loaded)
+    s = loaded.scenario
+    stdout.print(f"{scenario}: ok — {s.name}: {s.topology.kind}, {len(s.flows)} flows, "
+                 f"{len(plans)} runs")
+
+
+def main() -> None:
+    """Entry point for ``python -m ccarena``."""
+    try:
+        app()
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        sys.exit(EXIT_INTERRUPTED)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,286 @@
+"""The report: a self-contained HTML page (figures embedded as PNG data URIs, also written to
+``figures/*.png``) with the scenario, the per-run and per-flow summary, the mean ± 95% CI over
+repeats, the region table and the figures; and the same summary as a terminal table.
+
+Every number shown comes from summary.parquet or the runs' regions.parquet; each table cell
+carries the exact value in ``data-value`` (and the column in ``data-col``), so tests and tools can
+check the page against the Parquet files. The page is well-formed XHTML-compatible markup.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+import pandas as pd
+from jinja2 import Environment, PackageLoader, select_autoescape
+from rich.table import Table
+
+from ccarena import metrics, plots, units
+from ccarena.store import atomic_write_bytes
+
+
+def _pct(x: float) -> str:
+    return "–" if not math.isfinite(x) else f"{100 * x:.3g}%"
+
+
+def _index(x: float) -> str:
+    return "–" if not math.isfinite(x) else f"{x:.3f}"
+
+
+COLUMNS: dict[str, tuple[str, Callable[[float], str]]] = {
+    "goodput_mean_bps": ("goodput", units.format_rate),
+    "throughput_mean_bps": ("throughput", units.format_rate),
+    "loss_rate": ("loss", _pct),
+    "retransmission_rate": ("retransmitted", _pct),
+    "delivery_ratio": ("delivered", _pct),
+    "rtt_min_s": ("RTT min", units.format_time),
+    "rtt_mean_s": ("RTT mean", units.format_time),
+    "rtt_p95_s": ("RTT p95", units.format_time),
+    "rtt_p99_s": ("RTT p99", units.format_time),
+    "stability": ("stability", _index),
+    "fct_s": ("completion", units.format_time),
+    "jain_index": ("Jain (run)", _index),
+    "bottleneck_utilization": ("bottleneck util.", _pct),
+    "bottleneck_queueing_delay_s": ("queueing delay", units.format_time),
+    "mathis_bps": ("Mathis", units.format_rate),
+}
+"""Summary column → (heading, formatter): the numbers the report and the terminal show."""
+
+REGION_COLUMNS: dict[str, tuple[str, Callable[[float], str]]] = {
+    "start_s": ("from", units.format_time),
+    "end_s": ("to", units.format_time),
+    "goodput_total_bps": ("total goodput", units.format_rate),
+    "jain_index": ("Jain", _index),
+    "stability": ("stability (mean)", _index),
+    "stability_max": ("stability (max)", _index),
+}
+
+
+def _is_number(v: Any) -> bool:
+    return isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, bool)
+
+
+@dataclass
+class Cell:
+    """A table cell: the text shown and, for numbers, the exact value and its column."""
+
+    text: str
+    col: str | None = None
+    value: str | None = None
+
+
+def _cell(col: str, value: Any, fmt: Callable[[float], str] | None) -> Cell:
+    if _is_number(value) and fmt is not None:
+        v = float(value)
+        return Cell(fmt(v), col, repr(v) if math.isfinite(v) else "nan")
+    if value is None or (isinstance(value, float) and math.isnan(value)) or value is pd.NA:
+        return Cell("–", col, None)
+    return Cell(str(value), col, None)
+
+
+def _shown_columns(df: pd.DataFrame, candidates: dict[str, Any]) -> list[str]:
+    """Columns present with at least one finite value."""
+    out = []
+    for c in candidates:
+        if c in df.columns:
+            x = pd.to_numeric(df[c], errors="coerce").to_numpy(dtype=float)
+            if np.any(np.isfinite(x)):
+                out.append(c)
+    return out
+
+
+def summary_rows(summary: pd.DataFrame, params: list[str]) -> tuple[list[str], list[list[Cell]]]:
+    """Headings and cells of the per-run, per-flow summary table."""
+    keys = ["run_id", *params, "name", "flavor"]
+    cols = _shown_columns(summary, COLUMNS)
+    headings = ["run", *params, "flow", "flavor"] + [COLUMNS[c][0] for c in cols]
+    rows = []
+    for rec in summary.to_dict("records"):
+        row = [_cell(k, rec.get(k), None) for k in keys]
+        row += [_cell(c, rec.get(c), COLUMNS[c][1]) for c in cols]
+        rows.append(row)
+    return headings, rows
+
+
+def aggregate_rows(aggregated: pd.DataFrame, params: list[str]) -> tuple[list[str], list[list[Cell]]]:
+    """Headings and cells of the mean ± 95% CI table (one row per grid point and flow)."""
+    cols = _shown_columns(aggregated, COLUMNS)
+    headings = [*params, "flow", "flavor", "n"] + [COLUMNS[c][0] for c in cols]
+    rows = []
+    for rec in aggregated.to_dict("records"):
+        row = [_cell(k, rec.get(k), None) for k in (*params, "name", "flavor", "n")]
+        for c in cols:
+            fmt = COLUMNS[c][1]
+            mean, half = float(rec.get(c, math.nan)), float(rec.get(f"{c}_ci95", math.nan))
+            text = fmt(mean) + (f" ± {fmt(half)}" if math.isfinite(half) else "")
+            row.append(Cell(text, c, repr(mean) if math.isfinite(mean) else "nan"))
+        rows.append(row)
+    return headings, rows
+
+
+def region_rows(regions: pd.DataFrame) -> tuple[list[str], list[list[Cell]]]:
+    """Headings and cells of the region table (all runs)."""
+    headings = ["run", "region", "active flows"] + [h for h, _ in REGION_COLUMNS.values()]
+    rows = []
+    for rec in regions.to_dict("records"):
+        row = [_cell("run_id", rec.get("run_id"), None), _cell("region", rec.get("region"), None),
+               _cell("flows", rec.get("flows"), None)]
+        row += [_cell(c, rec.get(c), fmt) for c, (_, fmt) in REGION_COLUMNS.items()]
+        rows.append(row)
+    return headings, rows
+
+
+TERMINAL_COLUMNS = ("goodput_mean_bps", "loss_rate", "retransmission_rate", "delivery_ratio",
+                    "rtt_mean_s", "rtt_p95_s", "stability", "fct_s", "jain_index")
+"""The summary columns the terminal table shows (the report shows all of :data:`COLUMNS`)."""
+
+
+def terminal_table(summary: pd.DataFrame, params: list[str], title: str) -> Table:
+    """The summary as a rich table: one row per run and flow, or, when there are repeats, one row
+    per grid point and flow with mean ± 95% CI."""
+    columns = {c: COLUMNS[c] for c in TERMINAL_COLUMNS}
+    cols = _shown_columns(summary, columns)
+    table = Table(title=title)
+    if int(summary["repeat"].max()) > 0:
+        aggregated = metrics.aggregate_repeats(summary, ["point", *params, "flow", "name", "flavor"])
+        keys = [*params, "name", "flavor", "n"]
+        for k in keys:
+            table.add_column("flow" if k == "name" else k)
+        for c in cols:
+            table.add_column(COLUMNS[c][0] + " (±95% CI)", justify="right")
+        for rec in aggregated.to_dict("records"):
+            cells = [_cell(k, rec.get(k), None).text for k in keys]
+            for c in cols:
+                fmt = COLUMNS[c][1]
+                mean, half = float(rec[c]), float(rec[f"{c}_ci95"])
+                cells.append(fmt(mean) + (f" ± {fmt(half)}" if math.isfinite(half) else ""))
+            table.add_row(*cells)
+        return table
+    keys = (["run_id"] if summary["run_id"].nunique() > 1 else []) + [*params, "name", "flavor"]
+    for k in keys:
+        table.add_column({"run_id": "run", "name": "flow"}.get(k, k))
+    for c in cols:
+        table.add_column(COLUMNS[c][0], justify="right")
+    for rec in summary.to_dict("records"):
+        table.add_row(*[_cell(k, rec.get(k), None).text for k in keys],
+                      *[_cell(c, rec.get(c), COLUMNS[c][1]).text for c in cols])
+    return table
+
+
+@dataclass
+class Figure:
+    """A figure in the report: title, file name under figures/, and PNG bytes."""
+
+    title: str
+    file: str
+    png: bytes
+
+    @property
+    def data_uri(self) -> str:
+        """The PNG as a data URI for embedding."""
+        return "data:image/png;base64," + base64.b64encode(self.png).decode("ascii")
+
+
+def draw_figures(result: Any, figures_dir: Path, max_runs: int = 4) -> list[Figure]:
+    """Draw every figure of the report into ``figures_dir``.
+
+    Time series for the first repeat of up to ``max_runs`` grid points; metric-vs-parameter
+    figures for each numeric swept parameter when there is a sweep.
+    """
+    out: list[Figure] = []
+    summary = result.summary
+    shown = summary[summary["repeat"] == 0].drop_duplicates("point")["run_id"].tolist()[:max_runs]
+    for run_id in shown:
+        flows = result.store.read_table(run_id, "flows")
+        samples = result.store.read_table(run_id, "samples")
+        queues = result.store.read_table(run_id, "queues")
+        links = result.store.read_table(run_id, "links")
+        record = result.store.read_run_record(run_id)
+        mss = {int(f["flow"] if "flow" in f else i): float(f.get("mss_bytes") or 1448)
+               for i, f in enumerate(flows.to_dict("records"))}
+        label = run_id if len(shown) > 1 or record.get("params") else result.name
+        watched = links[links["role"].isin(metrics.BOTTLENECK_ROLES)
+                        | (links["packets_dropped_queue"] > 0)]
+        figs = [
+            ("goodput", f"Goodput per flow — {label}", plots.goodput_vs_time(samples, flows, f"Goodput — {label}")),
+            ("cwnd", f"cwnd and ssthresh — {label}", plots.cwnd_vs_time(samples, flows, mss, f"cwnd and ssthresh — {label}")),
+            ("rtt", f"RTT — {label}", plots.rtt_vs_time(samples, flows, f"Smoothed RTT — {label}")),
+            ("queue", f"Queue backlog — {label}", plots.backlog_vs_time(queues, watched, f"Queue backlog — {label}")),
+            ("delivered", f"Cumulative delivered bytes — {label}", plots.delivered_vs_time(samples, flows, f"Delivered — {label}")),
+        ]
+        for key, title, fig in figs:
+            name = f"{run_id}-{key}.png"
+            out.append(Figure(title, name, plots.save(fig, figures_dir / name)))
+    params = result.parameters
+    if params:
+        aggregated = result.aggregate()
+        per_metric = ["goodput_mean_bps"]
+        if summary.groupby("run_id").size().max() > 1:
+            per_metric.append("jain_index")
+        if np.any(np.isfinite(summary["fct_s"].to_numpy(dtype=float))):
+            per_metric.append("fct_s")
+        per_metric.append("rtt_mean_s")
+        for param in params:
+            others = [p for p in params if p != param]
+            for metric in per_metric:
+                group_by = ["flow", "name", *others] if metric != "jain_index" else others or ["point_group"]
+                data = aggregated if metric != "jain_index" else \
+                    aggregated.drop_duplicates(["point"]).assign(point_group="all flows", flow=0)
+                fig = plots.metric_vs_param(
+                    data, param, metric, group_by,
+                    f"{plots.METRIC_LABELS[metric][0]} vs {param}",
+                    theory_rows=summary if metric == "goodput_mean_bps" else None)
+                if fig is None:
+                    continue
+                slug = "".join(ch if ch.isalnum() else "_" for ch in param)
+                name = f"sweep-{metric}-vs-{slug}.png"
+                out.append(Figure(f"{plots.METRIC_LABELS[metric][0]} vs {param} (mean ± 95% CI)",
+                                  name, plots.save(fig, figures_dir / name)))
+    return out
+
+
+def render_html(result: Any, figures: list[Figure]) -> str:
+    """The report page for ``result`` with ``figures`` embedded."""
+    env = Environment(loader=PackageLoader("ccarena", "templates"),
+                      autoescape=select_autoescape(["html", "j2"]))
+    template = env.get_template("report.html.j2")
+    params = result.parameters
+    summary = result.summary
+    headings, rows = summary_rows(summary, params)
+    agg = None
+    if params or int(summary["repeat"].max()) > 0:
+        agg = aggregate_rows(result.aggregate(), params)
+    regions = region_rows(result.regions) if len(result.regions) else None
+    experiment = result.experiment
+    scenario_text = experiment.get("scenario_text") or json.dumps(experiment["scenario"], indent=2)
+    first_spec = experiment["runs"][0]["spec"] if experiment.get("runs") else {}
+    return template.render(
+        name=result.name,
+        description=experiment["scenario"].get("description", ""),
+        updated=experiment.get("updated", ""),
+        n_runs=len(result.run_ids),
+        n_planned=len(experiment.get("runs", [])),
+        software=experiment.get("software", {}),
+        scenario_text=scenario_text,
+        defaults=json.dumps(experiment.get("defaults", {}), indent=2),
+        first_spec=json.dumps(first_spec, indent=2),
+        summary=(headings, rows),
+        aggregate=agg,
+        regions=regions,
+        figures=figures,
+    )
+
+
+def write_report(result: Any, path: str | Path | None = None) -> Path:
+    """Draw the figures into ``<experiment>/figures/`` and write the report (default
+    ``<experiment>/report.html``) atomically; returns its path."""
+    path = Path(path) if path is not None else result.root / "report.html"
+    figures = draw_figures(result, path.parent / "figures")
+    atomic_write_bytes(path, render_html(result, figures).encode("utf-8"))
+    return path

@@ -1,0 +1,152 @@
+"""Reading an experiment's stored results: the summary table and the :class:`Result` object the
+Python API returns (``ccarena.run(...)`` / ``ccarena.load(...)``)."""
+
+from __future__ import annotations
+
+from functools import cached_property
+from pathlib import Path
+from typing import Any, Sequence
+
+import pandas as pd
+
+from ccarena import metrics
+from ccarena.store import ExperimentStore
+
+SUMMARY_FLOW_COLUMNS = (
+    "flow", "name", "kind", "flavor", "recovery", "start_s", "end_s", "active_s", "bytes_sent",
+    "bytes_retransmitted", "bytes_delivered", "packets_sent", "packets_retransmitted",
+    "packets_received", "packets_lost", "rto_count", "fast_recoveries",
+) + metrics.FLOW_METRICS + ("base_rtt_s", "path_loss", "bottleneck_rate_bps", "mss_bytes", "mathis_bps",
+                            "padhye_bps", "cubic_bps")
+"""Per-flow columns of summary.parquet (taken from each run's flows.parquet when present)."""
+
+
+def _param_column(values: list[Any]) -> pd.Series:
+    """Swept values as one column: numbers stay numbers, anything else becomes strings."""
+    if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values):
+        return pd.Series(values, dtype="float64")
+    return pd.Series([str(v) for v in values], dtype="string")
+
+
+def build_summary(store: ExperimentStore, run_ids_or_plans: Sequence[Any]) -> pd.DataFrame:
+    """summary.parquet: one row per run and flow.
+
+    Columns: ``run_id, point, repeat, seed``, one column per swept field path (named by the path,
+    values as written), the per-flow columns :data:`SUMMARY_FLOW_COLUMNS`, and the run-level
+    numbers of :func:`ccarena.metrics.run_summary` (repeated on each of the run's rows).
+    """
+    rows: list[dict[str, Any]] = []
+    param_names: list[str] = []
+    for item in run_ids_or_plans:
+        run_id = item if isinstance(item, str) else item.run_id
+        record = store.read_run_record(run_id)
+        for p in record.get("params", {}):
+            if p not in param_names:
+                param_names.append(p)
+        flows = store.read_table(run_id, "flows")
+        for flow in flows.to_dict("records"):
+            row: dict[str, Any] = {"run_id": run_id, "point": record["point"],
+                                   "repeat": record["repeat"], "seed": record["seed"]}
+            row.update({f"param:{k}": v for k, v in record.get("params", {}).items()})
+            row.update({c: flow.get(c) for c in SUMMARY_FLOW_COLUMNS if c in flow})
+            row.update(record.get("summary", {}))
+            rows.append(row)
+    df = pd.DataFrame(rows)
+    for p in param_names:
+        df[f"param:{p}"] = _param_column(df[f"param:{p}"].tolist())
+    df = df.rename(columns={f"param:{p}": p for p in param_names})
+    for c in ("point", "repeat", "seed", "flow"):
+        if c in df.columns:
+            df[c] = df[c].astype("int64")
+    for c in ("name", "kind", "flavor", "recovery", "run_id"):
+        if c in df.columns:
+            df[c] = df[c].astype("string")
+    return df
+
+
+class Result:
+    """An experiment's results, read from its directory.
+
+    Tables (pandas DataFrames, concatenated over runs, with a ``run_id`` column):
+    ``flows`` (per flow: engine totals and :func:`ccarena.metrics.flow_table` metrics),
+    ``samples`` (per flow and sample instant), ``queues`` (per link and sample instant),
+    ``links`` (per link), ``regions`` (per region of each run), ``summary`` (summary.parquet).
+    ``outcome`` is the :class:`ccarena.executor.ExperimentOutcome` when the result comes from
+    :func:`ccarena.run`.
+    """
+
+    def __init__(self, root: str | Path, outcome: Any | None = None) -> None:
+        self.root = Path(root)
+        self.store = ExperimentStore(self.root)
+        self.experiment = self.store.read_experiment()
+        self.outcome = outcome
+
+    @property
+    def name(self) -> str:
+        """The experiment's name."""
+        return self.experiment["name"]
+
+    @property
+    def run_ids(self) -> list[str]:
+        """Ids of the experiment's complete runs, in experiment order."""
+        return [r["run_id"] for r in self.experiment["runs"] if self.store.is_complete(r["run_id"])]
+
+    @property
+    def parameters(self) -> list[str]:
+        """The swept field paths (columns of :attr:`summary`)."""
+        return list(self.experiment["sweep"]["parameters"])
+
+    def _concat(self, table: str) -> pd.DataFrame:
+        frames = [self.store.read_table(r, table) for r in self.run_ids]
+        return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+
+    @cached_property
+    def flows(self) -> pd.DataFrame:
+        """Per-flow totals and metrics of every run."""
+        return self._concat("flows")
+
+    @cached_property
+    def samples(self) -> pd.DataFrame:
+        """Per-flow time series of every run."""
+        return self._concat("samples")
+
+    @cached_property
+    def queues(self) -> pd.DataFrame:
+        """Per-queue time series of every run."""
+        return self._concat("queues")
+
+    @cached_property
+    def links(self) -> pd.DataFrame:
+        """Per-link totals and metrics of every run."""
+        return self._concat("links")
+
+    @cached_property
+    def regions(self) -> pd.DataFrame:
+        """Regions (constant active-flow sets) of every run, with fairness and stability."""
+        return self._concat("regions")
+
+    @cached_property
+    def summary(self) -> pd.DataFrame:
+        """summary.parquet: one row per run and flow, sweep parameters as columns."""
+        return self.store.read_summary()
+
+    def aggregate(self) -> pd.DataFrame:
+        """Mean, SD and 95% CI over repeats per grid point and flow
+        (:func:`ccarena.metrics.aggregate_repeats`)."""
+        by = ["point", *self.parameters, "flow", "name", "flavor"]
+        return metrics.aggregate_repeats(self.summary, by)
+
+    def report(self, path: str | Path | None = None) -> Path:
+        """Draw the figures and write the self-contained HTML report (default
+        ``<experiment>/report.html``); returns its path."""
+        from ccarena.report import write_report
+
+        return write_report(self, path)
+
+    def _repr_html_(self) -> str:
+        cols = [c for c in ("run_id", *self.parameters, "name", "goodput_mean_bps",
+                            "loss_rate", "rtt_mean_s", "jain_index") if c in self.summary.columns]
+        return self.summary[cols].to_html(index=False)
+
+    def __repr__(self) -> str:
+        return f"Result({str(self.root)!r}, runs={len(self.run_ids)})"
