@@ -40,16 +40,40 @@
 //!   return `true` so the transport applies neither `cong_avoid` nor PRR.
 //! - **ECN-based** (DCTCP): [`AckSample::ece`] says whether the ACK echoed CE; count the bytes acked
 //!   with ECE per window in `pkts_acked` and reduce in `ssthresh` when the transport signals an ECN
-//!   congestion event ([`LossKind::Ecn`]). Receiver-side CE state changes arrive as
-//!   [`CwndEvent::EcnIsCe`]/[`CwndEvent::EcnNoCe`].
+//!   congestion event ([`LossKind::Ecn`]). DCTCP's receiver side (ECE mirroring each segment's
+//!   CE, RFC 8257 §3.2) is the transport receiver's DCTCP echo mode, chosen for flavors whose
+//!   catalogue entry has `needs_ecn`; [`CwndEvent::EcnIsCe`]/[`CwndEvent::EcnNoCe`] are not raised.
 //! - **Rate-based** (UDT's DAIMD): set `pacing_rate_bps` to the sending rate and `cwnd_bytes` to the
 //!   flow window from `cong_control`; the SYN-interval (10 ms) rate update is done on the first ACK
 //!   at or after each SYN boundary using [`AckSample::now`], so no timer is needed in the trait.
 
+pub mod bbr;
+pub mod bbr3;
+pub mod bic;
+pub mod cdg;
+pub mod compound;
 pub mod cubic;
+pub mod dctcp;
+pub mod fast;
+pub mod growth;
+pub mod highspeed;
+pub mod hstcp_lp;
+pub mod htcp;
+pub mod hybla;
+pub mod illinois;
+pub mod ledbat;
+pub mod lp;
+pub mod ltcp;
+pub mod nv;
 pub mod registry;
 pub mod reno;
+pub mod scalable;
 pub mod time;
+pub mod udt;
+pub mod vegas;
+pub mod veno;
+pub mod westwood;
+pub mod yeah;
 
 pub use registry::{catalogue, new_controller, FlavorInfo, ParamInfo, Params};
 pub use time::{Duration, SimTime};
@@ -207,6 +231,13 @@ pub struct RateSample {
     pub newly_lost_bytes: u64,
     /// Bytes newly delivered (acked or SACKed) by this ACK.
     pub newly_acked_bytes: u64,
+    /// Bytes in flight (RFC 6675 pipe) when the measured packet was sent, that packet included
+    /// (draft-ietf-ccwg-bbr `RS.tx_in_flight`); 0 when the ACK delivered nothing.
+    pub tx_in_flight_bytes: u64,
+    /// Bytes declared lost between the measured packet's transmission and this ACK, this ACK's
+    /// newly lost bytes included (draft-ietf-ccwg-bbr `RS.lost` = `C.lost − P.lost`); 0 when the
+    /// ACK delivered nothing.
+    pub lost_bytes: u64,
 }
 
 /// Errors constructing a controller.

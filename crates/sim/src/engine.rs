@@ -5,10 +5,11 @@
 //! advanced in chunks with [`Simulation::run_until`] so a front end can show progress and stop.
 
 use ccarena_cc::{Duration, SimTime};
+use ccarena_transport::udt::{ToReceiver, ToSender};
 use ccarena_transport::{AckSegment, DataSegment};
 
 use crate::event::{Event, EventQueue};
-use crate::flow::{CbrFlow, Flow, TcpFlow, UNLIMITED_BYTES};
+use crate::flow::{CbrFlow, Flow, TcpFlow, UdtFlow, UNLIMITED_BYTES};
 use crate::link::Link;
 use crate::packet::{Packet, Payload};
 use crate::queue::Aqm;
@@ -77,6 +78,7 @@ impl Simulation {
             flows.push(match f {
                 FlowSpec::Tcp(t) => Flow::Tcp(Box::new(TcpFlow::new(i, t)?)),
                 FlowSpec::UdpCbr(c) => Flow::Cbr(CbrFlow::new(c)),
+                FlowSpec::Udt(u) => Flow::Udt(Box::new(UdtFlow::new(i, u, spec.seed)?)),
             });
             let (start, stop) = f.schedule();
             events.push(SimTime(start), Event::FlowStart(i as u32));
@@ -224,6 +226,8 @@ impl Simulation {
                     c.received += 1;
                 }
             }
+            Payload::UdtToReceiver(p) => self.on_udt_to_receiver(f, p),
+            Payload::UdtToSender(p) => self.on_udt_to_sender(f, p),
         }
     }
 
@@ -232,7 +236,7 @@ impl Simulation {
     fn tcp(&mut self, f: usize) -> &mut TcpFlow {
         match &mut self.flows[f] {
             Flow::Tcp(t) => t,
-            Flow::Cbr(_) => unreachable!("flow {f} is not TCP"),
+            _ => unreachable!("flow {f} is not TCP"),
         }
     }
 
@@ -321,6 +325,9 @@ impl Simulation {
     }
 
     fn on_sender_timer(&mut self, f: usize) {
+        if matches!(self.flows[f], Flow::Udt(_)) {
+            return self.on_udt_sender_timer(f);
+        }
         let now = self.now;
         let t = self.tcp(f);
         if t.sender_timer_at == now {
@@ -333,6 +340,9 @@ impl Simulation {
     }
 
     fn on_receiver_timer(&mut self, f: usize) {
+        if matches!(self.flows[f], Flow::Udt(_)) {
+            return self.on_udt_receiver_timer(f);
+        }
         let now = self.now;
         let t = self.tcp(f);
         if t.receiver_timer_at == now {
@@ -344,6 +354,122 @@ impl Simulation {
         self.flush_receiver(f);
     }
 
+    // ---- UDT -------------------------------------------------------------------------------
+
+    fn udt(&mut self, f: usize) -> &mut UdtFlow {
+        match &mut self.flows[f] {
+            Flow::Udt(u) => u,
+            _ => unreachable!("flow {f} is not UDT"),
+        }
+    }
+
+    /// A UDT data packet or ACK2 reached the receiving host.
+    fn on_udt_to_receiver(&mut self, f: usize, p: ToReceiver) {
+        let now = self.now;
+        let u = self.udt(f);
+        match p {
+            ToReceiver::Data(d) => u.delivered_bytes += u.receiver.on_data(now, &d),
+            ToReceiver::Ack2(a) => {
+                if let Some(rtt) = u.receiver.on_ack2(now, &a) {
+                    u.rtt.record(rtt.as_nanos());
+                }
+            }
+        }
+        self.flush_udt_receiver(f);
+    }
+
+    /// A UDT ACK or NAK reached the sending host.
+    fn on_udt_to_sender(&mut self, f: usize, p: ToSender) {
+        let now = self.now;
+        let u = self.udt(f);
+        match p {
+            ToSender::Ack(a) => u.sender.on_ack(now, &a),
+            ToSender::Nak(n) => u.sender.on_nak(now, &n),
+        }
+        if u.completed_at.is_none() && u.bytes.is_some() && u.sender.is_complete() {
+            u.completed_at = Some(now);
+        }
+        self.flush_udt_sender(f);
+    }
+
+    /// Send every packet the UDT sender allows now (data and ACK2s), then make sure its timer
+    /// (EXP, pacing release) is scheduled.
+    fn flush_udt_sender(&mut self, f: usize) {
+        let now = self.now;
+        let mut out = std::mem::take(&mut self.outgoing);
+        let u = self.udt(f);
+        while let Some(p) = u.sender.poll_transmit(now) {
+            let size_bytes = match p {
+                ToReceiver::Data(d) => d.len + u.header_bytes,
+                ToReceiver::Ack2(_) => u.header_bytes,
+            };
+            out.push(Packet { flow: f as u32, dst: u.dst, size_bytes, enqueued_at: now, payload: Payload::UdtToReceiver(p) });
+        }
+        let src = u.src;
+        if let Some(want) = u.sender.poll_timeout() {
+            let at = want.max(now + Duration(1));
+            if at < u.sender_timer_at {
+                u.sender_timer_at = at;
+                self.events.push(at, Event::SenderTimer(f as u32));
+            }
+        }
+        for pkt in out.drain(..) {
+            self.send_from(src, pkt);
+        }
+        self.outgoing = out;
+    }
+
+    /// Send every ACK and NAK the UDT receiver has ready, then make sure its timer (ACK, NAK) is
+    /// scheduled.
+    fn flush_udt_receiver(&mut self, f: usize) {
+        let now = self.now;
+        let mut out = std::mem::take(&mut self.outgoing);
+        let u = self.udt(f);
+        while let Some(p) = u.receiver.poll_transmit(now) {
+            let size_bytes = match p {
+                ToSender::Ack(_) => u.ack_bytes,
+                ToSender::Nak(n) => u.header_bytes + n.loss_info_bytes(),
+            };
+            out.push(Packet { flow: f as u32, dst: u.src, size_bytes, enqueued_at: now, payload: Payload::UdtToSender(p) });
+        }
+        let dst = u.dst;
+        if let Some(want) = u.receiver.poll_timeout() {
+            let at = want.max(now + Duration(1));
+            if at < u.receiver_timer_at {
+                u.receiver_timer_at = at;
+                self.events.push(at, Event::ReceiverTimer(f as u32));
+            }
+        }
+        for pkt in out.drain(..) {
+            self.send_from(dst, pkt);
+        }
+        self.outgoing = out;
+    }
+
+    fn on_udt_sender_timer(&mut self, f: usize) {
+        let now = self.now;
+        let u = self.udt(f);
+        if u.sender_timer_at == now {
+            u.sender_timer_at = SimTime::NEVER;
+        }
+        if u.sender.poll_timeout().is_some_and(|due| due <= now) {
+            u.sender.handle_timeout(now);
+        }
+        self.flush_udt_sender(f);
+    }
+
+    fn on_udt_receiver_timer(&mut self, f: usize) {
+        let now = self.now;
+        let u = self.udt(f);
+        if u.receiver_timer_at == now {
+            u.receiver_timer_at = SimTime::NEVER;
+        }
+        if u.receiver.poll_timeout().is_some_and(|due| due <= now) {
+            u.receiver.handle_timeout(now);
+        }
+        self.flush_udt_receiver(f);
+    }
+
     // ---- applications ----------------------------------------------------------------------
 
     fn on_flow_start(&mut self, f: usize) {
@@ -353,13 +479,19 @@ impl Simulation {
                 self.flush_sender(f);
             }
             Flow::Cbr(_) => self.on_cbr_send(f),
+            Flow::Udt(u) => {
+                u.sender.app_write(u.bytes.unwrap_or(UNLIMITED_BYTES));
+                self.flush_udt_sender(f);
+            }
         }
     }
 
     fn on_flow_stop(&mut self, f: usize) {
-        if let Flow::Tcp(t) = &mut self.flows[f] {
-            t.sender.app_stop();
+        match &mut self.flows[f] {
+            Flow::Tcp(t) => t.sender.app_stop(),
+            Flow::Udt(u) => u.sender.app_stop(),
             // CBR flows check their stop time when they send.
+            Flow::Cbr(_) => {}
         }
     }
 
@@ -411,6 +543,25 @@ impl Simulation {
                         ca_state: ca_state_code(s.ca_state()),
                     }
                 }
+                Flow::Udt(u) => {
+                    let s = &u.sender;
+                    let secs = |d: Duration| d.as_secs_f64();
+                    FlowSample {
+                        flow: i as u32,
+                        delivered_bytes: u.delivered_bytes,
+                        sent_bytes: s.stats().bytes_sent,
+                        // The window new packets are held to: min(congestion, flow window).
+                        cwnd_bytes: (s.window_packets() * s.config().mss_bytes as u64) as f64,
+                        ssthresh_bytes: f64::NAN,
+                        srtt_s: secs(s.rtt()),
+                        rttvar_s: secs(s.rtt_var()),
+                        rto_s: secs(s.exp_period()),
+                        inflight_bytes: s.unacked_bytes() as f64,
+                        pacing_rate_bps: s.cwnd().pacing_rate_bps.map_or(f64::NAN, |r| r as f64),
+                        retransmits: s.stats().packets_retransmitted as f64,
+                        ca_state: f64::NAN,
+                    }
+                }
                 Flow::Cbr(c) => FlowSample {
                     flow: i as u32,
                     delivered_bytes: c.received * c.packet_bytes as u64,
@@ -436,6 +587,7 @@ impl Simulation {
                 backlog_bytes: link.queued_bytes(),
                 backlog_packets: link.queued_packets(),
                 drops: c.packets_dropped_queue,
+                marks: c.packets_marked,
                 arrivals: c.packets_in,
                 departures: c.departures,
                 sojourn_total_ns: c.sojourn_total_ns,
@@ -540,6 +692,45 @@ impl Simulation {
                         h.count() as f64,
                     ]
                 }
+                (Flow::Udt(u), FlowSpec::Udt(_)) => {
+                    kind.push("udt".to_string());
+                    flavor.push("udt".to_string());
+                    recovery.push("nak".to_string());
+                    let st = u.sender.stats();
+                    let r = u.receiver.stats();
+                    let flow_end = u
+                        .completed_at
+                        .map(|c| c.as_secs_f64())
+                        .or(stop_ns.map(|s| (s as f64 / 1e9).min(end_s)))
+                        .unwrap_or(end_s);
+                    let h = &u.rtt;
+                    [
+                        i as f64,
+                        start_s,
+                        flow_end,
+                        u.sender.bytes_offered().min(u.bytes.unwrap_or(u64::MAX)) as f64,
+                        st.bytes_sent as f64,
+                        st.bytes_retransmitted as f64,
+                        u.delivered_bytes as f64,
+                        st.packets_sent as f64,
+                        st.packets_retransmitted as f64,
+                        r.packets_received as f64,
+                        st.packets_sent.saturating_sub(r.packets_received) as f64,
+                        // EXP timeouts; congestion periods (NAKs that started one); no spurious
+                        // timeout detection.
+                        st.exp_timeouts as f64,
+                        u.sender.cc().stats().congestion_periods as f64,
+                        f64::NAN,
+                        r.duplicate_bytes as f64,
+                        u.completed_at.map_or(f64::NAN, |c| (c - SimTime(start_ns)).as_secs_f64()),
+                        h.min() / 1e9,
+                        h.mean() / 1e9,
+                        h.quantile(0.5) / 1e9,
+                        h.quantile(0.95) / 1e9,
+                        h.quantile(0.99) / 1e9,
+                        h.count() as f64,
+                    ]
+                }
                 (Flow::Cbr(c), _) => {
                     kind.push("udp_cbr".to_string());
                     flavor.push("udp-cbr".to_string());
@@ -601,6 +792,7 @@ impl Simulation {
             "bytes_in",
             "packets_delivered",
             "packets_dropped_queue",
+            "packets_marked",
             "packets_lost_wire",
             "packets_queued_end",
             "packets_in_flight_end",
@@ -621,6 +813,7 @@ impl Simulation {
                 c.bytes_in as f64,
                 c.packets_delivered as f64,
                 c.packets_dropped_queue as f64,
+                c.packets_marked as f64,
                 c.packets_lost_wire as f64,
                 link.queued_packets() as f64,
                 link.in_pipe_packets() as f64,

@@ -16,9 +16,9 @@ use ccarena_cc::SimTime;
 pub enum Event {
     /// The packet at the head of link `.0`'s pipe may have reached the far end.
     LinkArrival(u32),
-    /// Flow `.0`'s TCP sender may have a timer due (RTO, pacing).
+    /// Flow `.0`'s TCP or UDT sender may have a timer due (RTO or EXP, pacing).
     SenderTimer(u32),
-    /// Flow `.0`'s TCP receiver may have a delayed ACK due.
+    /// Flow `.0`'s TCP receiver may have a delayed ACK due, or its UDT receiver an ACK or NAK timer.
     ReceiverTimer(u32),
     /// Flow `.0`'s application starts.
     FlowStart(u32),

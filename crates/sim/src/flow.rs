@@ -1,11 +1,15 @@
-//! Applications on hosts: bulk TCP transfers (a transport sender and receiver pair) and UDP
-//! constant-bit-rate sources.
+//! Applications on hosts: bulk TCP transfers (a transport sender and receiver pair), UDP
+//! constant-bit-rate sources, and bulk UDT transfers (UDT's own sender and receiver).
 
 use ccarena_cc::{new_controller, Duration, SimTime};
-use ccarena_transport::{Receiver, ReceiverConfig, RecoveryMode, Sender, SenderConfig};
+use ccarena_transport::{EcnMode, Receiver, ReceiverConfig, RecoveryMode, Sender, SenderConfig};
+
+use ccarena_cc::udt::Udt;
+use ccarena_transport::udt::{UdtReceiver, UdtReceiverConfig, UdtSender, UdtSenderConfig};
 
 use crate::histogram::Histogram;
-use crate::spec::{CbrFlowSpec, SpecError, TcpFlowSpec};
+use crate::rng::{Rng, StreamKind};
+use crate::spec::{CbrFlowSpec, SpecError, TcpFlowSpec, UdtFlowSpec};
 
 /// Bytes a bulk flow with no byte count offers: effectively unlimited.
 pub const UNLIMITED_BYTES: u64 = u64::MAX / 4;
@@ -69,7 +73,7 @@ impl TcpFlow {
             mss_bytes: f.mss_bytes,
             delayed_ack: Duration(f.delayed_ack_ns),
             ack_every_segments: f.ack_every_segments,
-            ecn: f.ecn,
+            ecn: receiver_ecn_mode(f),
         };
         // The transport checks its own invariants; report a violation against the spec's flow.
         let bad = |e: ccarena_transport::ConfigError| SpecError { path: path(e.field), message: e.reason.to_string() };
@@ -90,6 +94,20 @@ impl TcpFlow {
             rtt: Histogram::default(),
             completed_at: None,
         })
+    }
+}
+
+/// How the flow's receiver echoes CE (docs/engine-spec.md): off without ECN; with ECN, DCTCP's
+/// exact per-segment echo (RFC 8257 §3.2) for flavors the catalogue says need ECN (their
+/// controllers count marked bytes), and RFC 3168's latched echo for the others. Both ends of a
+/// flow run the same flavor, as with Linux, where the receiving socket's congestion control
+/// (tcp_dctcp) chooses the echo.
+pub fn receiver_ecn_mode(f: &TcpFlowSpec) -> EcnMode {
+    let needs_ecn = ccarena_cc::catalogue().iter().any(|c| c.name == f.flavor && c.needs_ecn);
+    match (f.ecn, needs_ecn) {
+        (false, _) => EcnMode::Off,
+        (true, true) => EcnMode::Dctcp,
+        (true, false) => EcnMode::Classic,
     }
 }
 
@@ -130,11 +148,87 @@ impl CbrFlow {
     }
 }
 
-/// A flow of either kind.
+/// A bulk UDT transfer: the UDT sender lives on `src`, the receiver on `dst`.
+#[derive(Debug)]
+pub struct UdtFlow {
+    /// Sending host.
+    pub src: u32,
+    /// Receiving host.
+    pub dst: u32,
+    /// UDT's sending side (with its `udt` controller).
+    pub sender: UdtSender,
+    /// UDT's receiving side.
+    pub receiver: UdtReceiver,
+    /// IP + UDP + UDT header bytes per packet.
+    pub header_bytes: u32,
+    /// Bytes of a full ACK on the wire.
+    pub ack_bytes: u32,
+    /// Bytes to send, or `None` for unlimited.
+    pub bytes: Option<u64>,
+    /// Earliest pending sender-timer event in the heap.
+    pub sender_timer_at: SimTime,
+    /// Earliest pending receiver-timer event in the heap.
+    pub receiver_timer_at: SimTime,
+    /// In-order payload bytes delivered to the receiving application.
+    pub delivered_bytes: u64,
+    /// RTT samples (the receiver's ACK → ACK2 times), ns.
+    pub rtt: Histogram,
+    /// When the last byte of a finite transfer was acknowledged.
+    pub completed_at: Option<SimTime>,
+}
+
+impl UdtFlow {
+    /// Build flow `index` of a run with seed `run_seed` from a validated spec. The controller's
+    /// DecRandom generator gets the flow's own stream mixed into its `seed` parameter, so two
+    /// flows never draw the same sequence.
+    ///
+    /// # Errors
+    /// A [`SpecError`] if the controller parameters or the transport configuration are invalid
+    /// (validation normally catches it).
+    pub fn new(index: usize, f: &UdtFlowSpec, run_seed: u64) -> Result<UdtFlow, SpecError> {
+        let path = |field: &str| format!("flows[{index}].{field}");
+        let mut cc = Udt::new(&f.cc_params()).map_err(|e| SpecError { path: path("params"), message: e.to_string() })?;
+        cc.mix_seed(Rng::stream(run_seed, StreamKind::Application, index as u64).next_u64());
+        let scfg = UdtSenderConfig {
+            mss_bytes: f.mss_bytes,
+            syn_interval: Duration(f.syn_interval_ns),
+            max_flow_window_packets: f.flow_window_packets,
+            initial_rtt: Duration(f.initial_rtt_ns),
+            min_exp: Duration(f.min_exp_ns),
+        };
+        let rcfg = UdtReceiverConfig {
+            syn_interval: Duration(f.syn_interval_ns),
+            max_flow_window_packets: f.flow_window_packets,
+            initial_rtt: Duration(f.initial_rtt_ns),
+        };
+        let bad = |e: ccarena_transport::ConfigError| SpecError { path: path(e.field), message: e.reason.to_string() };
+        scfg.validate().map_err(bad)?;
+        rcfg.validate().map_err(bad)?;
+        let start = SimTime(f.start_ns);
+        Ok(UdtFlow {
+            src: f.src as u32,
+            dst: f.dst as u32,
+            sender: UdtSender::new(scfg, cc, start),
+            receiver: UdtReceiver::new(rcfg, start),
+            header_bytes: f.header_bytes,
+            ack_bytes: f.ack_bytes,
+            bytes: f.bytes,
+            sender_timer_at: SimTime::NEVER,
+            receiver_timer_at: SimTime::NEVER,
+            delivered_bytes: 0,
+            rtt: Histogram::default(),
+            completed_at: None,
+        })
+    }
+}
+
+/// A flow of any kind.
 #[derive(Debug)]
 pub enum Flow {
     /// Bulk TCP.
     Tcp(Box<TcpFlow>),
     /// UDP CBR.
     Cbr(CbrFlow),
+    /// Bulk UDT.
+    Udt(Box<UdtFlow>),
 }

@@ -3,7 +3,8 @@
 //! A [`Simulation`] runs one fully resolved [`Spec`] (every value explicit; format in
 //! `docs/engine-spec.md`): hosts and routers joined by directed links (rate, propagation delay,
 //! random loss, an egress queue), static routes, and applications (bulk TCP through the
-//! `ccarena-transport` sans-IO sender and receiver, UDP CBR). Time is integer nanoseconds and
+//! `ccarena-transport` sans-IO sender and receiver, UDP CBR, bulk UDT through the transport's
+//! `udt` endpoints). Time is integer nanoseconds and
 //! events are ordered by (time, insertion sequence); every random process has its own stream, so a
 //! spec and seed give bit-identical results. [`Simulation::results`] returns columnar tables.
 

@@ -11,8 +11,8 @@ use std::collections::VecDeque;
 
 use ccarena_cc::{Duration, SimTime};
 
-use crate::packet::Packet;
-use crate::queue::Aqm;
+use crate::packet::{Packet, Payload};
+use crate::queue::{Aqm, Verdict};
 use crate::rng::Rng;
 
 /// Cumulative per-link counters. Conservation: `packets_in = packets_delivered +
@@ -27,6 +27,8 @@ pub struct LinkCounters {
     pub packets_delivered: u64,
     /// Packets refused by the queue discipline.
     pub packets_dropped_queue: u64,
+    /// Packets the queue discipline admitted with CE set (ECN marking; they are still delivered).
+    pub packets_marked: u64,
     /// Packets serialized but lost on the wire (random loss).
     pub packets_lost_wire: u64,
     /// Packets that left the queue (started serialization).
@@ -81,14 +83,25 @@ impl Link {
         }
     }
 
-    /// Offer `pkt` to the queue at `now`. Returns false when the discipline drops it.
+    /// Offer `pkt` to the queue at `now`. Returns false when the discipline drops it. A packet
+    /// the discipline marks has CE set on its data segment (only ECT data segments are marked).
     pub fn enqueue(&mut self, now: SimTime, mut pkt: Packet) -> bool {
         self.advance(now);
         self.counters.packets_in += 1;
         self.counters.bytes_in += pkt.size_bytes as u64;
-        if !self.aqm.admit(self.queue.len() as u64, self.queued_bytes, pkt.size_bytes as u64) {
-            self.counters.packets_dropped_queue += 1;
-            return false;
+        let ect = matches!(pkt.payload, Payload::Data(seg) if seg.ect);
+        match self.aqm.admit(self.queue.len() as u64, self.queued_bytes, pkt.size_bytes as u64, ect) {
+            Verdict::Enqueue => {}
+            Verdict::Mark => {
+                if let Payload::Data(seg) = &mut pkt.payload {
+                    seg.ce = true;
+                }
+                self.counters.packets_marked += 1;
+            }
+            Verdict::Drop => {
+                self.counters.packets_dropped_queue += 1;
+                return false;
+            }
         }
         pkt.enqueued_at = now;
         self.queued_bytes += pkt.size_bytes as u64;
@@ -177,8 +190,8 @@ impl Link {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::packet::Payload;
     use crate::rng::StreamKind;
+    use ccarena_transport::DataSegment;
 
     fn pkt(size: u32) -> Packet {
         Packet { flow: 0, dst: 1, size_bytes: size, enqueued_at: SimTime::ZERO, payload: Payload::Datagram { seq: 0 } }
@@ -191,7 +204,7 @@ mod tests {
             8_000_000, // 1 byte per µs
             Duration::from_millis(1),
             loss,
-            Aqm::DropTail { limit_packets: Some(limit), limit_bytes: None },
+            Aqm::DropTail { limit_packets: Some(limit), limit_bytes: None, ecn_threshold_packets: None, ecn_threshold_bytes: None },
             Rng::stream(1, StreamKind::LinkLoss, 0),
         )
     }
@@ -241,5 +254,36 @@ mod tests {
             c.packets_delivered + c.packets_dropped_queue + c.packets_lost_wire + l.queued_packets() + l.in_pipe_packets()
         );
         assert_eq!(out.len() as u64, c.packets_delivered);
+    }
+
+    #[test]
+    fn marking_sets_ce_on_ect_data_and_counts_it() {
+        let mut l = Link::new(
+            0,
+            1,
+            8_000_000,
+            Duration::from_millis(1),
+            0.0,
+            Aqm::DropTail { limit_packets: Some(10), limit_bytes: None, ecn_threshold_packets: Some(1), ecn_threshold_bytes: None },
+            Rng::stream(1, StreamKind::LinkLoss, 0),
+        );
+        let data = |ect: bool| Packet {
+            flow: 0,
+            dst: 1,
+            size_bytes: 1000,
+            enqueued_at: SimTime::ZERO,
+            payload: Payload::Data(DataSegment { seq: 0, len: 948, ts_val: SimTime::ZERO, ect, ce: false, cwr: false, retransmit: false }),
+        };
+        // First serializes at once, second waits (0 waiting on arrival: not marked), third and
+        // fourth find one or more waiting: the ECT one is marked, the non-ECT one is not.
+        assert!(l.enqueue(SimTime::ZERO, data(true)));
+        assert!(l.enqueue(SimTime::ZERO, data(true)));
+        assert!(l.enqueue(SimTime::ZERO, data(true)));
+        assert!(l.enqueue(SimTime::ZERO, data(false)));
+        assert_eq!(l.counters().packets_marked, 1);
+        let mut out = Vec::new();
+        l.take_arrivals(SimTime(10_000_000), &mut out);
+        let ce: Vec<bool> = out.iter().map(|p| matches!(p.payload, Payload::Data(s) if s.ce)).collect();
+        assert_eq!(ce, vec![false, false, true, false]);
     }
 }

@@ -1,6 +1,7 @@
 //! Packets: small plain `Copy` structs with header fields and no payload bytes.
 
 use ccarena_cc::SimTime;
+use ccarena_transport::udt::{ToReceiver, ToSender};
 use ccarena_transport::{AckSegment, DataSegment};
 
 /// What a packet carries.
@@ -15,6 +16,10 @@ pub enum Payload {
         /// Datagram index within its flow, from 0.
         seq: u64,
     },
+    /// A UDT data packet or ACK2, sender to receiver.
+    UdtToReceiver(ToReceiver),
+    /// A UDT ACK or NAK, receiver to sender.
+    UdtToSender(ToSender),
 }
 
 /// A packet in the network.

@@ -73,6 +73,7 @@ struct QueueColumns {
     backlog_bytes: Vec<f64>,
     backlog_packets: Vec<f64>,
     drops: Vec<f64>,
+    marks: Vec<f64>,
     arrivals: Vec<f64>,
     departures: Vec<f64>,
     sojourn_mean_s: Vec<f64>,
@@ -89,6 +90,8 @@ pub struct QueueSample {
     pub backlog_packets: u64,
     /// Packets dropped by the discipline, cumulative.
     pub drops: u64,
+    /// Packets marked CE by the discipline, cumulative.
+    pub marks: u64,
     /// Packets offered, cumulative.
     pub arrivals: u64,
     /// Packets that left the queue, cumulative.
@@ -152,6 +155,7 @@ impl Sampler {
         c.backlog_bytes.push(q.backlog_bytes as f64);
         c.backlog_packets.push(q.backlog_packets as f64);
         c.drops.push(q.drops as f64);
+        c.marks.push(q.marks as f64);
         c.arrivals.push(q.arrivals as f64);
         c.departures.push(q.departures as f64);
         c.sojourn_mean_s.push(if departed == 0 {
@@ -197,6 +201,7 @@ impl Sampler {
                 ("backlog_bytes", col(&c.backlog_bytes)),
                 ("backlog_packets", col(&c.backlog_packets)),
                 ("drops", col(&c.drops)),
+                ("marks", col(&c.marks)),
                 ("arrivals", col(&c.arrivals)),
                 ("departures", col(&c.departures)),
                 ("sojourn_mean_s", col(&c.sojourn_mean_s)),

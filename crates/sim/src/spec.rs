@@ -88,6 +88,15 @@ pub struct QueueSpec {
     pub limit_packets: Option<u64>,
     /// Limit on waiting bytes, or null when limited in packets.
     pub limit_bytes: Option<u64>,
+    /// ECN marking threshold K in waiting packets: an ECN-capable (ECT) packet arriving when at
+    /// least this many packets wait is marked CE instead of being dropped (DCTCP's marking, RFC
+    /// 8257 §3.1). Null (or absent) = no marking by packets.
+    #[serde(default)]
+    pub ecn_threshold_packets: Option<u64>,
+    /// ECN marking threshold K in waiting bytes, as `ecn_threshold_packets`. Null (or absent) = no
+    /// marking by bytes. At most one of the two is set.
+    #[serde(default)]
+    pub ecn_threshold_bytes: Option<u64>,
 }
 
 /// Queue disciplines.
@@ -118,6 +127,8 @@ pub enum FlowSpec {
     Tcp(TcpFlowSpec),
     /// UDP constant bit rate.
     UdpCbr(CbrFlowSpec),
+    /// UDT: reliable transfer over UDP with UDT's rate-based congestion control.
+    Udt(UdtFlowSpec),
 }
 
 /// A bulk TCP transfer.
@@ -190,12 +201,58 @@ pub struct CbrFlowSpec {
     pub header_bytes: u32,
 }
 
+/// A bulk UDT transfer (draft-gg-udt-03): UDT's own packets, ACK every SYN, NAK, ACK2 and EXP
+/// (`ccarena_transport::udt`), rate-controlled by the `udt` controller (`ccarena_cc::udt`).
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct UdtFlowSpec {
+    /// Unique flow name.
+    pub name: String,
+    /// Sending host.
+    pub src: usize,
+    /// Receiving host.
+    pub dst: usize,
+    /// When the application starts, ns.
+    pub start_ns: u64,
+    /// When the application stops offering data, ns; null = never.
+    pub stop_ns: Option<u64>,
+    /// Bytes to transfer; null = unlimited.
+    pub bytes: Option<u64>,
+    /// Parameters of the `udt` controller (`beta`, `decrease`, `initial_cwnd`, `seed`).
+    pub params: BTreeMap<String, f64>,
+    /// Payload bytes per data packet.
+    pub mss_bytes: u32,
+    /// IP + UDP + UDT header bytes of every packet (20 + 8 + 16 = 44); ACK2 packets are this size
+    /// and NAKs this plus their loss list.
+    pub header_bytes: u32,
+    /// Bytes of a full ACK on the wire (header + 6 × 4 bytes of ACK fields = 68).
+    pub ack_bytes: u32,
+    /// SYN: the ACK period and rate-control interval, ns (draft-gg-udt-03: 10 ms).
+    pub syn_interval_ns: u64,
+    /// Maximum flow window: the receiver's buffer and the window at which slow start ends,
+    /// packets (UDT4's default is 25 600).
+    pub flow_window_packets: u32,
+    /// RTT both ends assume before measuring one, ns (UDT4: 10·SYN = 100 ms).
+    pub initial_rtt_ns: u64,
+    /// Lower bound on the EXP timeout before its ExpCount multiplier, ns (draft-gg-udt-03 §4:
+    /// "e.g., 0.5 second").
+    pub min_exp_ns: u64,
+}
+
+impl UdtFlowSpec {
+    /// The controller parameters as the cc crate takes them.
+    pub fn cc_params(&self) -> Params {
+        Params::from_pairs(self.params.iter().map(|(k, v)| (k.clone(), *v)).collect())
+    }
+}
+
 impl FlowSpec {
     /// The flow's name.
     pub fn name(&self) -> &str {
         match self {
             FlowSpec::Tcp(f) => &f.name,
             FlowSpec::UdpCbr(f) => &f.name,
+            FlowSpec::Udt(f) => &f.name,
         }
     }
 
@@ -204,6 +261,7 @@ impl FlowSpec {
         match self {
             FlowSpec::Tcp(f) => (f.src, f.dst),
             FlowSpec::UdpCbr(f) => (f.src, f.dst),
+            FlowSpec::Udt(f) => (f.src, f.dst),
         }
     }
 
@@ -212,6 +270,7 @@ impl FlowSpec {
         match self {
             FlowSpec::Tcp(f) => (f.start_ns, f.stop_ns),
             FlowSpec::UdpCbr(f) => (f.start_ns, f.stop_ns),
+            FlowSpec::Udt(f) => (f.start_ns, f.stop_ns),
         }
     }
 }
@@ -306,6 +365,19 @@ impl Spec {
                 }
                 _ => {}
             }
+            let q = &l.queue;
+            match (q.ecn_threshold_packets, q.ecn_threshold_bytes) {
+                (Some(_), Some(_)) => {
+                    return Err(err(p("queue"), "set at most one of ecn_threshold_packets and ecn_threshold_bytes"))
+                }
+                (Some(k), None) if q.limit_packets.is_some_and(|lim| k > lim) => {
+                    return Err(err(p("queue.ecn_threshold_packets"), "must be at most limit_packets"))
+                }
+                (None, Some(k)) if q.limit_bytes.is_some_and(|lim| k > lim) => {
+                    return Err(err(p("queue.ecn_threshold_bytes"), "must be at most limit_bytes"))
+                }
+                _ => {}
+            }
         }
         let mut table = vec![None; 0];
         table.resize(n * n, None);
@@ -355,6 +427,12 @@ impl Spec {
             match f {
                 FlowSpec::Tcp(t) => {
                     new_controller(&t.flavor, &t.cc_params()).map_err(|e| err(p("flavor"), e.to_string()))?;
+                    if let Some(info) = ccarena_cc::catalogue().iter().find(|c| c.name == t.flavor && c.transport != "tcp") {
+                        return Err(err(
+                            p("flavor"),
+                            format!("flavor '{}' runs on its own transport: use a flow of kind \"{}\"", t.flavor, info.transport),
+                        ));
+                    }
                     t.recovery.parse::<RecoveryMode>().map_err(|e| err(p("recovery"), e.to_string()))?;
                     if t.mss_bytes == 0 {
                         return Err(err(p("mss_bytes"), "must be positive"));
@@ -381,6 +459,24 @@ impl Spec {
                     }
                     if c.packet_bytes == 0 {
                         return Err(err(p("packet_bytes"), "must be positive"));
+                    }
+                }
+                FlowSpec::Udt(u) => {
+                    ccarena_cc::udt::Udt::new(&u.cc_params()).map_err(|e| err(p("params"), e.to_string()))?;
+                    if u.mss_bytes == 0 {
+                        return Err(err(p("mss_bytes"), "must be positive"));
+                    }
+                    if u.syn_interval_ns == 0 {
+                        return Err(err(p("syn_interval_ns"), "must be positive"));
+                    }
+                    if u.flow_window_packets < 2 {
+                        return Err(err(p("flow_window_packets"), "must be at least 2"));
+                    }
+                    if u.initial_rtt_ns == 0 {
+                        return Err(err(p("initial_rtt_ns"), "must be positive"));
+                    }
+                    if u.bytes == Some(0) {
+                        return Err(err(p("bytes"), "must be positive (or null for unlimited)"));
                     }
                 }
             }

@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 
 use crate::spec::{
     CbrFlowSpec, Discipline, FlowSpec, LinkSpec, NodeKind, NodeSpec, QueueSpec, RouteSpec, Spec, TcpFlowSpec,
-    SPEC_FORMAT,
+    UdtFlowSpec, SPEC_FORMAT,
 };
 
 /// Milliseconds to nanoseconds.
@@ -27,12 +27,12 @@ pub const fn mbps(v: u64) -> u64 {
     v * 1_000_000
 }
 
-/// A TCP flow spec with Linux-like transport settings and the flavor's own loss recovery.
+/// A TCP flow spec with Linux-like transport settings, the flavor's own loss recovery, and ECN
+/// on exactly when the catalogue says the flavor needs it (as the front end does).
 pub fn tcp_flow(name: &str, src: usize, dst: usize, flavor: &str) -> TcpFlowSpec {
-    let recovery = ccarena_cc::catalogue()
-        .iter()
-        .find(|f| f.name == flavor)
-        .map_or("prr", |f| f.default_recovery);
+    let info = ccarena_cc::catalogue().iter().find(|f| f.name == flavor);
+    let recovery = info.map_or("prr", |f| f.default_recovery);
+    let needs_ecn = info.is_some_and(|f| f.needs_ecn);
     TcpFlowSpec {
         name: name.to_string(),
         src,
@@ -54,13 +54,35 @@ pub fn tcp_flow(name: &str, src: usize, dst: usize, flavor: &str) -> TcpFlowSpec
         dupthresh: 3,
         delayed_ack_ns: ms(40),
         ack_every_segments: 2,
-        ecn: false,
+        ecn: needs_ecn,
     }
 }
 
 /// A UDP CBR flow spec (28 header bytes: IPv4 + UDP).
 pub fn cbr_flow(name: &str, src: usize, dst: usize, rate_bps: u64, packet_bytes: u32) -> CbrFlowSpec {
     CbrFlowSpec { name: name.to_string(), src, dst, start_ns: 0, stop_ns: None, rate_bps, packet_bytes, header_bytes: 28 }
+}
+
+/// A UDT flow spec with UDT4's defaults: 1500-byte packets (1456 payload + 44 bytes of IPv4, UDP
+/// and UDT headers), 68-byte ACKs, SYN 10 ms, a 25 600-packet maximum flow window, an initial RTT
+/// of 10·SYN, and the draft's 0.5 s minimum EXP timeout; the `udt` controller with its defaults.
+pub fn udt_flow(name: &str, src: usize, dst: usize) -> UdtFlowSpec {
+    UdtFlowSpec {
+        name: name.to_string(),
+        src,
+        dst,
+        start_ns: 0,
+        stop_ns: None,
+        bytes: None,
+        params: BTreeMap::new(),
+        mss_bytes: 1456,
+        header_bytes: 44,
+        ack_bytes: 68,
+        syn_interval_ns: ms(10),
+        flow_window_packets: 25_600,
+        initial_rtt_ns: ms(100),
+        min_exp_ns: ms(500),
+    }
 }
 
 /// A dumbbell: `pairs` left hosts → router `r0` → bottleneck → router `r1` → `pairs` right hosts.
@@ -130,7 +152,13 @@ impl Dumbbell {
         for i in 0..p {
             nodes.push(NodeSpec { name: format!("right{i}"), kind: NodeKind::Host });
         }
-        let q = |n: u64| QueueSpec { discipline: Discipline::Droptail, limit_packets: Some(n), limit_bytes: None };
+        let q = |n: u64| QueueSpec {
+            discipline: Discipline::Droptail,
+            limit_packets: Some(n),
+            limit_bytes: None,
+            ecn_threshold_packets: None,
+            ecn_threshold_bytes: None,
+        };
         let link = |name: String, from: usize, to: usize, rate: u64, delay: u64, loss: f64, limit: u64| LinkSpec {
             name,
             from,

@@ -16,6 +16,8 @@
 //! - [`rate`]: delivery-rate sampling (draft-cheng-iccrg-delivery-rate-estimation).
 //! - [`pacing`]: spacing transmissions at the controller's pacing rate.
 //! - `scoreboard` (private): outstanding segments and SACK state, O(1) pipe.
+//! - [`udt`]: UDT (draft-gg-udt-03), a separate reliable transport over datagrams with its own
+//!   packets, NAKs and rate-based congestion control, in the same sans-IO style.
 //!
 //! Sequence numbers are `u64` byte offsets from 0 and never wrap. Not implemented: connection
 //! setup and teardown, flow control (the receive window is unlimited), Nagle, limited transmit
@@ -33,8 +35,9 @@ pub mod rtt;
 mod scoreboard;
 pub mod segment;
 pub mod sender;
+pub mod udt;
 
-pub use receiver::{Receiver, ReceiverConfig, ReceiverStats};
+pub use receiver::{EcnMode, Receiver, ReceiverConfig, ReceiverStats};
 pub use recovery::{ParseRecoveryModeError, RecoveryMode, ALL_RECOVERY_MODES};
 pub use segment::{AckSegment, DataSegment, SackBlock, MAX_SACK_BLOCKS};
 pub use sender::{AckOutcome, ConfigError, Sender, SenderConfig, SenderStats};

@@ -9,6 +9,10 @@
 //! and ACK rates' intervals, which guards against ACK compression. Samples whose interval is
 //! shorter than the minimum RTT are unreliable and reported with a zero interval (and rate).
 //!
+//! Each sample also reports the loss context BBRv3 needs (draft-ietf-ccwg-bbr §2.4): the pipe when
+//! the measured segment was sent, that segment included (`tx_in_flight_bytes`), and the bytes
+//! declared lost since then (`lost_bytes`, from the connection's running loss total).
+//!
 //! App-limited marking: when the sender has nothing to send (no new data, no retransmission
 //! pending) and the window is not full, the connection is marked app-limited until the bytes now
 //! in flight have been delivered; every segment sent in that period carries the mark, and samples
@@ -29,6 +33,10 @@ pub struct TxStamp {
     pub first_sent_time: SimTime,
     /// Sent while the connection was app-limited.
     pub is_app_limited: bool,
+    /// Bytes in flight (RFC 6675 pipe) just before the segment was sent.
+    pub in_flight: u64,
+    /// Connection-total bytes declared lost when the segment was sent.
+    pub lost: u64,
 }
 
 /// Connection-level delivery-rate state and the per-ACK sample under construction.
@@ -47,6 +55,10 @@ pub struct RateEstimator {
     ack_elapsed: Duration,
     sample_app_limited: bool,
     last_end: u64,
+    /// Connection-total bytes declared lost (C.lost).
+    lost: u64,
+    sample_tx_in_flight: u64,
+    sample_lost: u64,
 }
 
 impl RateEstimator {
@@ -78,6 +90,8 @@ impl RateEstimator {
             delivered_time: self.delivered_time,
             first_sent_time: self.first_sent_time,
             is_app_limited: self.app_limited_until != 0,
+            in_flight: in_flight_before,
+            lost: self.lost,
         }
     }
 
@@ -116,6 +130,8 @@ impl RateEstimator {
             self.ack_elapsed = now.saturating_since(stamp.delivered_time);
             self.last_end = end;
             self.first_sent_time = sent_time;
+            self.sample_tx_in_flight = stamp.in_flight + len;
+            self.sample_lost = stamp.lost;
         }
     }
 
@@ -131,6 +147,7 @@ impl RateEstimator {
         if self.app_limited_until != 0 && self.delivered > self.app_limited_until {
             self.app_limited_until = 0;
         }
+        self.lost += newly_lost_bytes;
         let mut rs = RateSample {
             delivered_bytes: 0,
             interval: Duration::ZERO,
@@ -141,6 +158,8 @@ impl RateEstimator {
             rtt,
             newly_lost_bytes,
             newly_acked_bytes,
+            tx_in_flight_bytes: 0,
+            lost_bytes: 0,
         };
         if !self.has_data {
             return rs;
@@ -148,6 +167,8 @@ impl RateEstimator {
         rs.delivered_bytes = self.delivered - self.prior_delivered;
         rs.prior_delivered_bytes = self.prior_delivered;
         rs.is_app_limited = self.sample_app_limited;
+        rs.tx_in_flight_bytes = self.sample_tx_in_flight;
+        rs.lost_bytes = self.lost - self.sample_lost;
         let interval = self.send_elapsed.max(self.ack_elapsed);
         if min_rtt.is_some_and(|m| interval < m) || interval == Duration::ZERO {
             return rs;
@@ -203,6 +224,30 @@ mod tests {
         assert_eq!(rs.interval, Duration::ZERO);
         assert_eq!(rs.delivery_rate_bps, 0);
         assert_eq!(rs.delivered_bytes, 1000);
+    }
+
+    #[test]
+    fn sample_reports_inflight_at_send_and_losses_since() {
+        let mut r = RateEstimator::new();
+        let s0 = r.on_send(SimTime(0), 0);
+        let _lost_seg = r.on_send(SimTime(1), 1000);
+        let s2 = r.on_send(SimTime(2), 2000);
+        // The second segment is declared lost on the ACK that delivers the first.
+        r.begin_ack();
+        r.on_delivered(SimTime(10), 1000, 1000, SimTime(0), &s0);
+        let rs = r.generate(None, 1000, 1000, None);
+        assert_eq!((rs.tx_in_flight_bytes, rs.lost_bytes), (1000, 1000));
+        // The third was sent before the loss was declared: the loss counts for it.
+        r.begin_ack();
+        r.on_delivered(SimTime(12), 3000, 1000, SimTime(2), &s2);
+        let rs = r.generate(None, 1000, 0, None);
+        assert_eq!((rs.tx_in_flight_bytes, rs.lost_bytes), (3000, 1000));
+        // Sent after the loss: no loss since its transmission.
+        let s3 = r.on_send(SimTime(13), 0);
+        r.begin_ack();
+        r.on_delivered(SimTime(20), 4000, 1000, SimTime(13), &s3);
+        let rs = r.generate(None, 1000, 0, None);
+        assert_eq!((rs.tx_in_flight_bytes, rs.lost_bytes), (1000, 0));
     }
 
     #[test]

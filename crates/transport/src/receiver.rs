@@ -29,10 +29,18 @@
 //! a delayed ACK echoes the earliest unacknowledged segment, a hole-filling segment's TSval is
 //! echoed, and out-of-order segments are not. `ts_recv` is the arrival time of the echoed segment.
 //!
-//! # ECN (RFC 3168 §6.1.3)
+//! # ECN ([`EcnMode`])
 //!
-//! With ECN on, a CE-marked segment turns ECE on in every following ACK until a segment carrying
-//! CWR arrives (a segment with both turns it off then on again).
+//! Classic (RFC 3168 §6.1.3): a CE-marked segment is acknowledged at once and turns ECE on in
+//! every following ACK until a segment carrying CWR arrives (a segment with both turns it off
+//! then on again).
+//!
+//! DCTCP (RFC 8257 §3.2): ECE reflects the CE codepoint of the segments each ACK acknowledges,
+//! exactly, and CWR is ignored. The receiver keeps one bit of state, the CE codepoint of the last
+//! segment; when a segment arrives whose CE differs from it, the data received before that
+//! segment is acknowledged at once with the old state's ECE (if any of it was still
+//! unacknowledged), then the state flips and the segment follows the normal delayed-ACK policy.
+//! So with delayed ACKs a sender still learns exactly how many bytes were marked.
 
 use std::collections::VecDeque;
 
@@ -58,8 +66,20 @@ pub struct ReceiverConfig {
     pub delayed_ack: Duration,
     /// Acknowledge at least every this many full-sized segments (RFC 5681 §4.2: 2). At least 1.
     pub ack_every_segments: u32,
-    /// Echo CE marks with ECE (RFC 3168).
-    pub ecn: bool,
+    /// How CE marks are echoed with ECE.
+    pub ecn: EcnMode,
+}
+
+/// How a receiver echoes CE marks (see the module documentation).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum EcnMode {
+    /// No ECN: ECE is never set.
+    Off,
+    /// RFC 3168 §6.1.3: ECE latched from a CE mark until a segment with CWR arrives.
+    Classic,
+    /// RFC 8257 §3.2 (DCTCP): ECE mirrors each segment's CE exactly; an immediate ACK on every
+    /// change of CE state.
+    Dctcp,
 }
 
 impl ReceiverConfig {
@@ -117,7 +137,10 @@ pub struct Receiver {
     unacked_bytes: u64,
     ack_now: bool,
     ack_deadline: Option<SimTime>,
+    /// Classic: the ECE latch. DCTCP: the CE codepoint of the last segment (RFC 8257 `DCTCP.CE`).
     ece: bool,
+    /// DCTCP: the ACK that a change of CE state sent at once, waiting for `poll_ack`.
+    state_change_ack: Option<AckSegment>,
     stats: ReceiverStats,
 }
 
@@ -143,6 +166,7 @@ impl Receiver {
             ack_now: false,
             ack_deadline: None,
             ece: false,
+            state_change_ack: None,
             stats: ReceiverStats::default(),
         }
     }
@@ -153,18 +177,28 @@ impl Receiver {
         let len = seg.len as u64;
         self.stats.segments_received += 1;
         self.stats.bytes_received += len;
+        if seg.ce {
+            self.stats.ce_segments += 1;
+        }
+        if self.cfg.ecn == EcnMode::Dctcp && seg.ce != self.ece {
+            // RFC 8257 §3.2: acknowledge what came before with the old CE state, then flip.
+            if self.unacked_bytes > 0 || self.ack_deadline.is_some() || self.ack_now {
+                let ack = self.make_ack();
+                self.state_change_ack = Some(ack);
+            }
+            self.ece = seg.ce;
+        }
         if seg.ts_val >= self.ts_recent && seg.seq <= self.last_ack_sent {
             self.ts_recent = seg.ts_val;
             self.ts_recent_recv = now;
         }
-        if self.cfg.ecn {
+        if self.cfg.ecn == EcnMode::Classic {
             if seg.cwr {
                 self.ece = false;
             }
             if seg.ce {
                 self.ece = true;
                 self.ack_now = true;
-                self.stats.ce_segments += 1;
             }
         }
         if self.cfg.delayed_ack == Duration::ZERO {
@@ -270,10 +304,18 @@ impl Receiver {
     /// The ACK to send at `now`, if one is due (an immediate ACK, enough unacknowledged
     /// segments, or the delayed-ACK deadline has passed).
     pub fn poll_ack(&mut self, now: SimTime) -> Option<AckSegment> {
+        if let Some(ack) = self.state_change_ack.take() {
+            return Some(ack);
+        }
         let due = self.ack_now || self.ack_deadline.is_some_and(|d| now >= d);
         if !due {
             return None;
         }
+        Some(self.make_ack())
+    }
+
+    /// Build the ACK for everything received so far and reset the delayed-ACK state.
+    fn make_ack(&mut self) -> AckSegment {
         self.ack_now = false;
         self.ack_deadline = None;
         self.unacked_bytes = 0;
@@ -282,14 +324,14 @@ impl Receiver {
         let n = self.recent_len.min(MAX_SACK_BLOCKS);
         let mut sack = [SackBlock::default(); MAX_SACK_BLOCKS];
         sack[..n].copy_from_slice(&self.recent[..n]);
-        Some(AckSegment {
+        AckSegment {
             ack: self.rcv_nxt,
             sack,
             sack_count: n as u8,
             ts_ecr: self.ts_recent,
             ts_recv: self.ts_recent_recv,
-            ece: self.cfg.ecn && self.ece,
-        })
+            ece: self.cfg.ecn != EcnMode::Off && self.ece,
+        }
     }
 
     /// The delayed-ACK deadline, if an ACK is being delayed.

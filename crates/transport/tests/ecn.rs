@@ -15,7 +15,7 @@ fn ecn_pair(mode: RecoveryMode, marked: &'static [u64]) -> Pair {
         ..sender_cfg(mode)
     };
     let rcfg = ReceiverConfig {
-        ecn: true,
+        ecn: ccarena_transport::EcnMode::Classic,
         ..receiver_cfg()
     };
     let link = LinkCfg::clean(Duration::from_millis(10));

@@ -27,7 +27,7 @@ fn run(mode: RecoveryMode, rate: u64, one_way_ms: u64, qlim: usize, loss: f64, s
         mss_bytes: mss,
         delayed_ack: Duration::from_millis(40),
         ack_every_segments: 2,
-        ecn: false,
+        ecn: ccarena_transport::EcnMode::Off,
     });
     let delay = Duration::from_millis(one_way_ms);
     let mut fwd: VecDeque<(SimTime, DataSegment)> = VecDeque::new();

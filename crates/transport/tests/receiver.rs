@@ -204,7 +204,7 @@ fn no_delay_when_configured_off() {
 #[test]
 fn ecn_echo_from_ce_until_cwr() {
     let cfg = ReceiverConfig {
-        ecn: true,
+        ecn: ccarena_transport::EcnMode::Classic,
         ..receiver_cfg()
     };
     let mut r = Receiver::new(cfg);
@@ -232,6 +232,43 @@ fn ecn_echo_from_ce_until_cwr() {
     r.on_segment(ms(1), &DataSegment { ce: true, ..seg(0) });
     r.on_segment(ms(2), &seg(1));
     assert!(!r.poll_ack(ms(2)).unwrap().ece);
+}
+
+#[test]
+fn dctcp_echo_mirrors_ce_exactly_with_an_ack_on_each_state_change() {
+    // RFC 8257 §3.2.
+    let cfg = ReceiverConfig {
+        ecn: ccarena_transport::EcnMode::Dctcp,
+        ..receiver_cfg()
+    };
+    let mut r = Receiver::new(cfg);
+    let ce = |i| DataSegment { ce: true, ..seg(i) };
+    r.on_segment(ms(1), &seg(0));
+    assert!(r.poll_ack(ms(1)).is_none(), "delayed");
+    r.on_segment(ms(2), &seg(1));
+    let a = r.poll_ack(ms(2)).unwrap();
+    assert_eq!((a.ack, a.ece), (2 * M, false));
+    // CE begins with nothing unacknowledged: no extra ACK, and the CE segment is delayed.
+    r.on_segment(ms(3), &ce(2));
+    assert!(r.poll_ack(ms(3)).is_none(), "CE itself does not force an ACK");
+    r.on_segment(ms(4), &ce(3));
+    let a = r.poll_ack(ms(4)).unwrap();
+    assert_eq!((a.ack, a.ece), (4 * M, true));
+    // One marked segment waiting, then an unmarked one: the marked one is acknowledged at once
+    // with ECE, the unmarked one waits and is acknowledged without.
+    r.on_segment(ms(5), &ce(4));
+    r.on_segment(ms(6), &seg(5));
+    let a = r.poll_ack(ms(6)).expect("state change: immediate ACK");
+    assert_eq!((a.ack, a.ece), (5 * M, true));
+    assert!(r.poll_ack(ms(6)).is_none(), "the unmarked segment is delayed");
+    // CWR does not clear anything in DCTCP mode; a marked segment after one unmarked one.
+    r.on_segment(ms(7), &DataSegment { cwr: true, ..ce(6) });
+    let a = r.poll_ack(ms(7)).expect("state change again");
+    assert_eq!((a.ack, a.ece), (6 * M, false));
+    r.on_segment(ms(8), &ce(7));
+    let a = r.poll_ack(ms(8)).unwrap();
+    assert_eq!((a.ack, a.ece), (8 * M, true));
+    assert_eq!(r.stats().ce_segments, 5);
 }
 
 #[test]

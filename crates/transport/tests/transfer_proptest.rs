@@ -55,7 +55,7 @@ fn run(mode: RecoveryMode, f: Faults) {
     scfg.dupthresh = f.dupthresh;
     scfg.ecn = f.ce_mark.is_some();
     let mut rcfg = receiver_cfg();
-    rcfg.ecn = f.ce_mark.is_some();
+    rcfg.ecn = if f.ce_mark.is_some() { ccarena_transport::EcnMode::Classic } else { ccarena_transport::EcnMode::Off };
     if f.no_delayed_ack {
         rcfg.delayed_ack = Duration::ZERO;
     }

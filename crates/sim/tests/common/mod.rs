@@ -52,7 +52,12 @@ pub fn tcp(f: ccarena_sim::spec::TcpFlowSpec) -> FlowSpec {
 
 /// Bit-for-bit equality of two result sets (NaN equals NaN: determinism means identical bits).
 pub fn assert_identical(a: &Results, b: &Results) {
-    for (name, ta, tb) in [("flows", &a.flows, &b.flows), ("samples", &a.samples, &b.samples), ("queues", &a.queues, &b.queues), ("links", &a.links, &b.links)] {
+    for (name, ta, tb) in [
+        ("flows", &a.flows, &b.flows),
+        ("samples", &a.samples, &b.samples),
+        ("queues", &a.queues, &b.queues),
+        ("links", &a.links, &b.links),
+    ] {
         assert_eq!(ta.columns.len(), tb.columns.len(), "{name}: column count");
         for ((na, ca), (nb, cb)) in ta.columns.iter().zip(&tb.columns) {
             assert_eq!(na, nb);

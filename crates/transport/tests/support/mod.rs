@@ -256,7 +256,7 @@ pub fn receiver_cfg() -> ReceiverConfig {
         mss_bytes: MSS,
         delayed_ack: Duration::from_millis(40),
         ack_every_segments: 2,
-        ecn: false,
+        ecn: ccarena_transport::EcnMode::Off,
     }
 }
 

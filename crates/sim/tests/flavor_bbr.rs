@@ -1,0 +1,141 @@
+//! BBR v1 (Cardwell et al., ACM Queue 2016; draft-cardwell-iccrg-bbr-congestion-control-00) end to
+//! end: the behaviours the paper reports.
+//!
+//! - Loss is not its congestion signal: on a 100 Mbps path with 1% random loss it keeps the link
+//!   nearly full, where loss-based CUBIC and Reno collapse (Queue 2016, Figure 8: "BBR ... at 1%
+//!   loss ... near full bandwidth").
+//! - Its state machine: STARTUP, DRAIN, PROBE_BW with the gain cycle [1.25, 0.75, 1, ×6], and
+//!   PROBE_RTT about every 10 s when RTprop has not been refreshed (draft-00 §4.3).
+//! - It keeps the bottleneck queue small even when the buffer is deep (Queue 2016: "BBR ...
+//!   keeps the queue near zero"), where CUBIC fills the buffer (bufferbloat).
+
+mod common;
+
+use ccarena_sim::flow::Flow;
+use ccarena_sim::spec::Spec;
+use ccarena_sim::testkit::{mbps, ms, secs, tcp_flow, Dumbbell};
+use ccarena_sim::{Results, Simulation};
+use common::{assert_conservation, mean_goodput_bps, run, tcp};
+
+const RATE: u64 = mbps(100);
+/// 100 Mbps × 40 ms RTT / 1500 B.
+const BDP_PACKETS: u64 = 333;
+
+fn payload_capacity() -> f64 {
+    RATE as f64 * 1448.0 / 1500.0
+}
+
+/// Mean waiting packets at the forward bottleneck over samples in (from, to].
+fn mean_backlog(res: &Results, from_s: f64, to_s: f64) -> f64 {
+    let t = res.queues.f64("time_s");
+    let l = res.queues.f64("link");
+    let b = res.queues.f64("backlog_packets");
+    let v: Vec<f64> = (0..t.len()).filter(|&i| l[i] == 0.0 && t[i] > from_s && t[i] <= to_s).map(|i| b[i]).collect();
+    v.iter().sum::<f64>() / v.len() as f64
+}
+
+#[test]
+fn keeps_the_link_full_under_one_percent_random_loss_where_cubic_and_reno_collapse() {
+    let mut d = Dumbbell::new(1, RATE, ms(20), BDP_PACKETS);
+    d.bottleneck_loss = 0.01;
+    let mut got = Vec::new();
+    for flavor in ["bbr", "cubic", "reno"] {
+        let res = run(d.spec(7, secs(30), ms(100), vec![tcp(tcp_flow(flavor, d.left(0), d.right(0), flavor))]));
+        assert_conservation(&res);
+        let g = mean_goodput_bps(&res, 0, 10.0, 30.0);
+        eprintln!("1% loss: {flavor} {:.2} Mbps ({:.1}% of payload capacity)", g / 1e6, 100.0 * g / payload_capacity());
+        got.push(g);
+    }
+    let (bbr, cubic, reno) = (got[0], got[1], got[2]);
+    assert!(bbr >= 0.90 * payload_capacity(), "bbr reached {:.1}% under 1% loss", 100.0 * bbr / payload_capacity());
+    assert!(cubic < 0.4 * payload_capacity(), "cubic {:.1}%", 100.0 * cubic / payload_capacity());
+    assert!(reno < 0.2 * payload_capacity(), "reno {:.1}%", 100.0 * reno / payload_capacity());
+}
+
+/// Per flow: every (time, mode) change.
+type ModeTrace = Vec<Vec<(f64, &'static str)>>;
+
+/// Run `spec` in 1 ms steps and record, per flow, every (time, mode) change and the pacing rate
+/// seen in each PROBE_BW step.
+fn trace_modes(spec: Spec) -> (ModeTrace, Vec<Vec<f64>>) {
+    let mut sim = Simulation::new(spec).expect("valid spec");
+    let n = sim.flows().len();
+    let mut modes: ModeTrace = vec![Vec::new(); n];
+    let mut rates = vec![Vec::new(); n];
+    while !sim.finished() {
+        let t = sim.now() + ccarena_cc::Duration::from_millis(1);
+        sim.run_until(t);
+        for (i, f) in sim.flows().iter().enumerate() {
+            let Flow::Tcp(tf) = f else { continue };
+            let m = tf.sender.cc_mode();
+            if modes[i].last().is_none_or(|(_, last)| *last != m) {
+                modes[i].push((sim.now().as_secs_f64(), m));
+            }
+            if m == "PROBE_BW" {
+                if let Some(r) = tf.sender.cwnd().pacing_rate_bps {
+                    rates[i].push(r as f64);
+                }
+            }
+        }
+    }
+    (modes, rates)
+}
+
+#[test]
+fn visits_startup_drain_probe_bw_and_probe_rtt_every_ten_seconds() {
+    // Two flows share the bottleneck: their PROBE_BW gain cycles keep a small standing queue, so
+    // RTprop is not refreshed in PROBE_BW and each flow falls back on PROBE_RTT.
+    let d = Dumbbell::new(2, RATE, ms(20), BDP_PACKETS);
+    let flows = vec![
+        tcp(tcp_flow("a", d.left(0), d.right(0), "bbr")),
+        tcp(tcp_flow("b", d.left(1), d.right(1), "bbr")),
+    ];
+    let (modes, rates) = trace_modes(d.spec(3, secs(32), ms(100), flows));
+    for (i, m) in modes.iter().enumerate() {
+        eprintln!("flow {i}: {:?}", m.iter().map(|(t, s)| format!("{t:.3}:{s}")).collect::<Vec<_>>());
+        let names: Vec<&str> = m.iter().map(|(_, s)| *s).collect();
+        assert_eq!(&names[..3], &["STARTUP", "DRAIN", "PROBE_BW"], "flow {i} starts STARTUP → DRAIN → PROBE_BW");
+        let probe_rtt: Vec<(f64, f64)> = m
+            .windows(2)
+            .filter(|w| w[0].1 == "PROBE_RTT")
+            .map(|w| (w[0].0, w[1].0 - w[0].0))
+            .collect();
+        assert!(probe_rtt.len() >= 2, "flow {i}: PROBE_RTT entered {} times in 32 s", probe_rtt.len());
+        for (t, dur) in &probe_rtt {
+            assert!(*dur >= 0.2 && *dur < 0.4, "flow {i}: PROBE_RTT at {t:.2} s lasted {dur:.3} s");
+            assert_eq!(m.iter().find(|(tt, _)| tt > t).map(|(_, s)| *s), Some("PROBE_BW"), "back to PROBE_BW");
+        }
+        for w in probe_rtt.windows(2) {
+            let gap = w[1].0 - w[0].0;
+            assert!((10.0..=11.5).contains(&gap), "flow {i}: PROBE_RTT {gap:.2} s after the previous one");
+        }
+        // The gain cycle (draft-00 §4.3.4.3): the pacing rate steps up ×1.25 when the probe
+        // phase starts, down to 0.75/1.25 = ×0.6 for the drain phase, up ×1/0.75 = ×1.33 to cruise.
+        // Count these three steps in a row among the pacing rate's changes (other changes are
+        // the bandwidth estimate's).
+        let steps: Vec<f64> = rates[i].windows(2).map(|w| w[1] / w[0]).filter(|r| (r - 1.0).abs() > 0.02).collect();
+        let near = |x: f64, y: f64| (x / y - 1.0).abs() < 0.03;
+        let cycles = steps.windows(3).filter(|w| near(w[0], 1.25) && near(w[1], 0.6) && near(w[2], 1.0 / 0.75)).count();
+        // PROBE_BW lasts about 31 s; a cycle is 8 phases of about one RTprop (40 ms plus queue).
+        eprintln!("flow {i}: {} pacing changes, {cycles} full gain cycles", steps.len());
+        assert!(cycles >= 40, "flow {i}: only {cycles} [1.25, 0.75, 1] gain cycles seen");
+    }
+}
+
+#[test]
+fn standing_queue_stays_small_on_a_deep_buffer_where_cubic_fills_it() {
+    // A 10-BDP buffer: CUBIC, like every loss-based controller, fills it before it backs off;
+    // BBR's cwnd of 2 BDP and its pacing at BtlBw keep the queue well under one BDP.
+    let d = Dumbbell::new(1, RATE, ms(20), 10 * BDP_PACKETS);
+    let mut q = Vec::new();
+    for flavor in ["bbr", "cubic"] {
+        let res = run(d.spec(1, secs(30), ms(100), vec![tcp(tcp_flow(flavor, d.left(0), d.right(0), flavor))]));
+        let backlog = mean_backlog(&res, 10.0, 30.0);
+        let g = mean_goodput_bps(&res, 0, 10.0, 30.0);
+        eprintln!("10-BDP buffer: {flavor} mean backlog {backlog:.0} packets ({:.2} BDP), goodput {:.2} Mbps", backlog / BDP_PACKETS as f64, g / 1e6);
+        assert!(g >= 0.95 * payload_capacity(), "{flavor} keeps the link full");
+        q.push(backlog);
+    }
+    assert!(q[0] < 0.5 * BDP_PACKETS as f64, "bbr's mean backlog {:.0} packets", q[0]);
+    assert!(q[1] > 2.0 * BDP_PACKETS as f64, "cubic's mean backlog {:.0} packets", q[1]);
+}
