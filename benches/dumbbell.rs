@@ -1,4 +1,4 @@
-//! Engine benchmark: CUBIC on a dumbbell (issue 2's three scenarios).
+//! Engine benchmark: CUBIC on a dumbbell (issue 2's three scenarios), plus a recovery stress case.
 //!
 //! `cargo bench -p ccarena-sim --bench dumbbell` runs each scenario in its own process (so peak
 //! RSS is per scenario) and prints wall time, bottleneck packets per wall-second, events per
@@ -12,11 +12,15 @@ use ccarena_sim::spec::FlowSpec;
 use ccarena_sim::testkit::{mbps, ms, secs, tcp_flow, Dumbbell};
 use ccarena_sim::Simulation;
 
-/// (name, pairs, bottleneck rate, access rate)
-const SCENARIOS: &[(&str, usize, u64, u64)] = &[
-    ("2-cubic-100mbps", 2, mbps(100), mbps(1000)),
-    ("100-cubic-100mbps", 100, mbps(100), mbps(1000)),
-    ("2-cubic-1gbps", 2, mbps(1000), mbps(10_000)),
+/// (name, pairs, bottleneck rate, access rate, flavor)
+const SCENARIOS: &[(&str, usize, u64, u64, &str)] = &[
+    ("2-cubic-100mbps", 2, mbps(100), mbps(1000), "cubic"),
+    ("100-cubic-100mbps", 100, mbps(100), mbps(1000), "cubic"),
+    ("2-cubic-1gbps", 2, mbps(1000), mbps(10_000), "cubic"),
+    // Scalable (β = 0.875, no HyStart) overshoots slow start by far on a 1 Gbps access link as
+    // fast as the bottleneck: a long SACK recovery that loses tens of thousands of
+    // retransmissions. Guards the cost of lost-retransmission handling.
+    ("1-scalable-1gbps-overshoot", 1, mbps(1000), mbps(1000), "scalable"),
 ];
 
 const BOTTLENECK_DELAY_NS: u64 = ms(20);
@@ -35,14 +39,14 @@ fn peak_rss_kib() -> u64 {
 }
 
 fn run_one(name: &str) {
-    let &(_, pairs, rate, access) = SCENARIOS.iter().find(|s| s.0 == name).expect("known scenario");
+    let &(_, pairs, rate, access, flavor) = SCENARIOS.iter().find(|s| s.0 == name).expect("known scenario");
     // BDP buffer: rate × RTT (2 × 20 ms bottleneck, zero-delay access links).
     let rtt_ns = 2 * BOTTLENECK_DELAY_NS;
     let bdp_packets = (rate as u128 * rtt_ns as u128 / 8 / 1_000_000_000 / MTU_BYTES as u128) as u64;
     let mut d = Dumbbell::new(pairs, rate, BOTTLENECK_DELAY_NS, bdp_packets);
     d.access_rate_bps = access;
     let flows = (0..pairs)
-        .map(|i| FlowSpec::Tcp(tcp_flow(&format!("cubic{i}"), d.left(i), d.right(i), "cubic")))
+        .map(|i| FlowSpec::Tcp(tcp_flow(&format!("{flavor}{i}"), d.left(i), d.right(i), flavor)))
         .collect();
     let spec = d.spec(1, DURATION_NS, ms(100), flows);
     let mut sim = Simulation::new(spec).expect("valid spec");
@@ -70,7 +74,7 @@ fn main() {
         return;
     }
     let exe = std::env::current_exe().expect("own path");
-    println!("ccarena engine benchmark: CUBIC flows on a dumbbell, 100 ms samples, 60 simulated s");
+    println!("ccarena engine benchmark: bulk flows on a dumbbell, 100 ms samples, 60 simulated s");
     for (name, ..) in SCENARIOS {
         let status = Command::new(&exe).arg(name).status().expect("spawn scenario");
         assert!(status.success(), "scenario {name} failed");

@@ -21,8 +21,10 @@
 //!   the *loss boundary*. The boundary only moves up (SACKs add segments, cumulative ACKs remove
 //!   them from below), and each record is passed by it at most once, so marking losses is
 //!   amortized O(1) per record.
-//! - NextSeg rule (1): a retransmission cursor (HighRxt) that only moves forward except when a
-//!   record below it is newly declared lost; amortized O(1).
+//! - NextSeg rule (1): a retransmission cursor (HighRxt) that only moves forward; amortized
+//!   O(1). Retransmissions declared lost again sit in their own FIFO, served before the cursor,
+//!   so the cursor never steps back over the window (which made each lost retransmission cost
+//!   O(window) when a recovery lost many of them).
 //! - Lost retransmissions: a retransmission is declared lost when more than
 //!   (DupThresh − 1)·MSS bytes of data first sent *after* it have been SACKed (the same evidence
 //!   IsLost asks of an original transmission; Linux's pre-RACK `tcp_mark_lost_retrans` uses the
@@ -128,6 +130,9 @@ pub(crate) struct Scoreboard {
     newly_lost_bytes: u64,
     /// Retransmissions in the order sent: (absolute index, send time, snd.nxt when sent).
     rtx_fifo: VecDeque<RtxEntry>,
+    /// Absolute indices of retransmissions declared lost, waiting to be retransmitted again
+    /// (stale entries are skipped when served).
+    relost: VecDeque<u64>,
     /// Bytes of data sent after a retransmission that must be SACKed to declare it lost.
     rtx_lost_margin: u64,
 }
@@ -161,6 +166,7 @@ impl Scoreboard {
             highest_sacked_end: 0,
             newly_lost_bytes: 0,
             rtx_fifo: VecDeque::new(),
+            relost: VecDeque::new(),
             rtx_lost_margin: (dupthresh.max(1) as u64 - 1) * mss,
         }
     }
@@ -411,13 +417,13 @@ impl Scoreboard {
             let len = r.len as u64;
             self.segs[idx].flags &= !RETRANS;
             self.retrans_bytes -= len;
-            if r.is_lost() {
-                self.pending_bytes += len;
-                self.newly_lost_bytes += len;
-            } else {
-                self.mark_lost_idx(idx);
+            if !r.is_lost() {
+                self.segs[idx].flags |= LOST;
+                self.lost_bytes += len;
             }
-            self.cursor = self.cursor.min(e.abs);
+            self.pending_bytes += len;
+            self.newly_lost_bytes += len;
+            self.relost.push_back(e.abs);
         }
     }
 
@@ -474,6 +480,7 @@ impl Scoreboard {
         self.pending_bytes = self.lost_bytes;
         self.cursor = self.base;
         self.rtx_fifo.clear();
+        self.relost.clear();
     }
 
     /// Undo loss marks after a spurious timeout, except where SACK still says lost (below the
@@ -495,10 +502,20 @@ impl Scoreboard {
         }
     }
 
-    /// NextSeg rule (1) (RFC 6675 §4): the first record above the cursor that is lost, unSACKed
+    /// NextSeg rule (1) (RFC 6675 §4): a retransmission declared lost again, else the first
+    /// record above the cursor that is lost, unSACKed
     /// and not yet retransmitted. Moves the cursor past records that need nothing; stops at the
     /// first record not (yet) lost.
     pub fn next_lost(&mut self) -> Option<u64> {
+        while let Some(&abs) = self.relost.front() {
+            if abs >= self.base {
+                let r = &self.segs[(abs - self.base) as usize];
+                if r.is_lost() && !r.is_sacked() && !r.is_retrans() {
+                    return Some(abs);
+                }
+            }
+            self.relost.pop_front();
+        }
         let mut idx = (self.cursor - self.base) as usize;
         while idx < self.segs.len() {
             let r = &self.segs[idx];
