@@ -24,6 +24,21 @@ const NO_ROUTE: u32 = u32::MAX;
 const SACK_OPTION_HEADER_BYTES: u32 = 2;
 const SACK_BLOCK_BYTES: u32 = 8;
 
+/// When to schedule an endpoint's timer event, if a new entry is needed: `want` (the endpoint's
+/// `poll_timeout`) clamped to at least 1 ns after `now`, so a timer that stays due cannot spin at
+/// one instant, and only when earlier than the endpoint's earliest pending entry `armed_at`, which
+/// is then updated. Later deadlines need no entry: the pending one fires early and re-arms (lazy
+/// timers, see `event.rs`).
+fn timer_to_arm(armed_at: &mut SimTime, want: Option<SimTime>, now: SimTime) -> Option<SimTime> {
+    let at = want?.max(now + Duration(1));
+    if at < *armed_at {
+        *armed_at = at;
+        Some(at)
+    } else {
+        None
+    }
+}
+
 /// A simulation of one resolved [`Spec`].
 #[derive(Debug)]
 pub struct Simulation {
@@ -275,14 +290,8 @@ impl Simulation {
             });
         }
         let src = t.src;
-        if let Some(want) = t.sender.poll_timeout() {
-            // Never schedule at the current instant: a due timer runs 1 ns later, which keeps a
-            // timer that stays due from spinning at one instant.
-            let at = want.max(now + Duration(1));
-            if at < t.sender_timer_at {
-                t.sender_timer_at = at;
-                self.events.push(at, Event::SenderTimer(f as u32));
-            }
+        if let Some(at) = timer_to_arm(&mut t.sender_timer_at, t.sender.poll_timeout(), now) {
+            self.events.push(at, Event::SenderTimer(f as u32));
         }
         for pkt in out.drain(..) {
             self.send_from(src, pkt);
@@ -311,12 +320,8 @@ impl Simulation {
             });
         }
         let dst = t.dst;
-        if let Some(want) = t.receiver.poll_timeout() {
-            let at = want.max(now + Duration(1));
-            if at < t.receiver_timer_at {
-                t.receiver_timer_at = at;
-                self.events.push(at, Event::ReceiverTimer(f as u32));
-            }
+        if let Some(at) = timer_to_arm(&mut t.receiver_timer_at, t.receiver.poll_timeout(), now) {
+            self.events.push(at, Event::ReceiverTimer(f as u32));
         }
         for pkt in out.drain(..) {
             self.send_from(dst, pkt);
@@ -406,12 +411,8 @@ impl Simulation {
             out.push(Packet { flow: f as u32, dst: u.dst, size_bytes, enqueued_at: now, payload: Payload::UdtToReceiver(p) });
         }
         let src = u.src;
-        if let Some(want) = u.sender.poll_timeout() {
-            let at = want.max(now + Duration(1));
-            if at < u.sender_timer_at {
-                u.sender_timer_at = at;
-                self.events.push(at, Event::SenderTimer(f as u32));
-            }
+        if let Some(at) = timer_to_arm(&mut u.sender_timer_at, u.sender.poll_timeout(), now) {
+            self.events.push(at, Event::SenderTimer(f as u32));
         }
         for pkt in out.drain(..) {
             self.send_from(src, pkt);
@@ -433,12 +434,8 @@ impl Simulation {
             out.push(Packet { flow: f as u32, dst: u.src, size_bytes, enqueued_at: now, payload: Payload::UdtToSender(p) });
         }
         let dst = u.dst;
-        if let Some(want) = u.receiver.poll_timeout() {
-            let at = want.max(now + Duration(1));
-            if at < u.receiver_timer_at {
-                u.receiver_timer_at = at;
-                self.events.push(at, Event::ReceiverTimer(f as u32));
-            }
+        if let Some(at) = timer_to_arm(&mut u.receiver_timer_at, u.receiver.poll_timeout(), now) {
+            self.events.push(at, Event::ReceiverTimer(f as u32));
         }
         for pkt in out.drain(..) {
             self.send_from(dst, pkt);

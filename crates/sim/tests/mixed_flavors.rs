@@ -46,7 +46,7 @@ fn four_families_share_a_bottleneck_with_complete_samples_and_conserved_bytes() 
         // Delivered bytes were sent once as new data: new = sent − retransmitted ≥ delivered.
         assert!(delivered > 0.0 && delivered <= sent - retx, "{name}: delivered {delivered}, new {}", sent - retx);
         // The last sample's cumulative delivered bytes equal the flow's total.
-        let last = (0..s.rows()).filter(|&r| flow[r] as usize == i).last().unwrap();
+        let last = (0..s.rows()).rfind(|&r| flow[r] as usize == i).unwrap();
         assert_eq!(s.f64("delivered_bytes")[last], delivered, "{name}");
         delivered_total += delivered;
     }
