@@ -13,12 +13,15 @@ Python API (for notebooks)::
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
 
 from ccarena.errors import EngineFault, UserError  # noqa: E402
 from ccarena.scenario import LoadedScenario, Scenario, load_scenario  # noqa: E402
+
+if TYPE_CHECKING:
+    from ccarena.results import Result
 
 
 def run(scenario: str | Path | dict[str, Any], out: str | Path | None = None, *,

@@ -271,7 +271,8 @@ def flow_table(flows: pd.DataFrame, samples: pd.DataFrame, derived: dict[str, An
         ``retransmission_rate`` = packets_retransmitted / packets_sent;
         ``delivery_ratio`` = packets_received / packets_sent (seed 003's PDR);
         ``stability`` = SD/mean of the flow's goodput samples in its active interval;
-        ``fct_s`` = completion_time_s − start_s for finite transfers (NaN otherwise);
+        ``fct_s`` = the engine's ``completion_time_s`` for finite transfers: the time from the
+        flow's start until its last byte is acknowledged (NaN otherwise);
         ``base_rtt_s``, ``path_loss``, ``bottleneck_rate_bps``, ``mss_bytes`` (payload per
         packet) from the resolved spec and topology;
         ``mathis_bps``, ``padhye_bps``, ``cubic_bps``: :mod:`ccarena.theory` at the path's loss
@@ -295,7 +296,7 @@ def flow_table(flows: pd.DataFrame, samples: pd.DataFrame, derived: dict[str, An
         mine = samples_within(mine, float(row.start_s), min(end, duration_s), sample_interval_s)
         stab.append(stability(mine["goodput_bps"]))
         done = float(row.completion_time_s)
-        fct.append(done - float(row.start_s) if np.isfinite(done) else math.nan)
+        fct.append(done if np.isfinite(done) else math.nan)  # already measured from start_s
         fact = facts.get(str(row.name), {})
         rtt = float(fact.get("base_rtt_s", math.nan))
         p = float(fact.get("path_loss", math.nan))

@@ -184,7 +184,7 @@ def metric_vs_param(aggregated: pd.DataFrame, param: str, metric: str,
     for i, (key, group) in enumerate(data.groupby(list(group_by), sort=False, dropna=False)):
         key = key if isinstance(key, tuple) else (key,)
         group = group.sort_values("_x")
-        name = ", ".join(str(k) for k in key)
+        name = ", ".join(str(k) for k, col in zip(key, group_by) if col != "flow")
         flow = int(group["flow"].iloc[0]) if "flow" in group.columns else i
         y = group[metric].to_numpy(dtype=float) / divisor
         err = group[f"{metric}_ci95"].to_numpy(dtype=float) / divisor
@@ -192,13 +192,23 @@ def metric_vs_param(aggregated: pd.DataFrame, param: str, metric: str,
         ax.errorbar(group["_x"], y, yerr=err, color=color(flow), marker="o", capsize=3, label=name)
         if theory_rows is not None and metric == "goodput_mean_bps":
             _theory_overlay(ax, group, theory_rows, param, flow)
-    ax.set_ylim(bottom=0)
+    _y_scale(ax, data[metric].to_numpy(dtype=float) / divisor)
     return _finish(fig, ax)
+
+
+def _y_scale(ax: plt.Axes, y: np.ndarray) -> None:
+    """A log y axis when the measured values span more than 20x (e.g. goodput from 100 Mbps at
+    0% loss to 1 Mbps at 5%), else a linear one from 0."""
+    positive = y[np.isfinite(y) & (y > 0)]
+    if positive.size >= 2 and positive.max() / positive.min() > 20:
+        ax.set_yscale("log")
+    else:
+        ax.set_ylim(bottom=0)
 
 
 def _theory_overlay(ax: plt.Axes, group: pd.DataFrame, rows: pd.DataFrame, param: str,
                     flow: int) -> None:
-    """Draw Mathis (Reno family) or CUBIC's response function along the group's x range, mapping
+    """Draw Mathis and Padhye (Reno family) or CUBIC's response function along the group's x range, mapping
     x to the path loss probability by interpolating the runs' path_loss."""
     mine = rows[(rows["flow"] == flow) & rows["point"].isin(group["point"])]
     if mine.empty or (mine["kind"] != "tcp").any():
@@ -219,15 +229,19 @@ def _theory_overlay(ax: plt.Axes, group: pd.DataFrame, rows: pd.DataFrame, param
     mss = float(pts["mss_bytes"].mean())
     ok = p_dense > 0
     if flavor in RENO_FAMILY:
-        y, name = theory.mathis_bps(mss, rtt, p_dense[ok]), "Mathis et al. 1997"
+        curves = [(theory.mathis_bps(mss, rtt, p_dense[ok]), "Mathis et al. 1997", ":"),
+                  # T0 as in metrics.flow_table: the 200 ms minimum RTO, or the RTT if longer.
+                  (theory.padhye_bps(mss, rtt, p_dense[ok], rto_s=max(0.2, rtt)),
+                   "Padhye et al. 1998", "-.")]
     elif flavor == "cubic":
-        y, name = theory.cubic_bps(mss, rtt, p_dense[ok]), "CUBIC (RFC 9438 §5.1)"
+        curves = [(theory.cubic_bps(mss, rtt, p_dense[ok]), "CUBIC (RFC 9438 §5.1)", ":")]
     else:
         return
     capacity = float(mine["bottleneck_rate_bps"].max())
-    y = np.minimum(y, capacity) if math.isfinite(capacity) else y
-    ax.plot(x_dense[ok], y / 1e6, color=color(flow), linestyle=":", linewidth=1.8,
-            label=f"{name}, base RTT {rtt * 1e3:.0f} ms (capped at link rate)")
+    for y, name, style in curves:
+        y = np.minimum(y, capacity) if math.isfinite(capacity) else y
+        ax.plot(x_dense[ok], y / 1e6, color=color(flow), linestyle=style, linewidth=1.6,
+                label=f"{name}, base RTT {rtt * 1e3:.0f} ms (capped at link rate)")
 
 
 def save(fig: plt.Figure, path: Path) -> bytes:

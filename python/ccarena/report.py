@@ -29,6 +29,13 @@ def _pct(x: float) -> str:
     return "–" if not math.isfinite(x) else f"{100 * x:.3g}%"
 
 
+def _mean_ci(fmt: Callable[[float], str], mean: float, half: float) -> str:
+    """mean ± half-width in one unit (percentages as ``1.09 ± 0.04%``)."""
+    if fmt is _pct and math.isfinite(mean) and math.isfinite(half):
+        return f"{100 * mean:.3g} ± {100 * half:.2g}%"
+    return units.format_mean_ci(fmt, mean, half)
+
+
 def _index(x: float) -> str:
     return "–" if not math.isfinite(x) else f"{x:.3f}"
 
@@ -85,9 +92,13 @@ def _cell(col: str, value: Any, fmt: Callable[[float], str] | None) -> Cell:
 
 
 def _shown_columns(df: pd.DataFrame, candidates: dict[str, Any]) -> list[str]:
-    """Columns present with at least one finite value."""
+    """Columns present with at least one finite value (Jain's index only with several flows:
+    for one flow it is 1 by definition)."""
     out = []
+    single_flow = "flow" in df.columns and df["flow"].nunique() <= 1
     for c in candidates:
+        if c == "jain_index" and single_flow:
+            continue
         if c in df.columns:
             x = pd.to_numeric(df[c], errors="coerce").to_numpy(dtype=float)
             if np.any(np.isfinite(x)):
@@ -118,7 +129,7 @@ def aggregate_rows(aggregated: pd.DataFrame, params: list[str]) -> tuple[list[st
         for c in cols:
             fmt = COLUMNS[c][1]
             mean, half = float(rec.get(c, math.nan)), float(rec.get(f"{c}_ci95", math.nan))
-            text = fmt(mean) + (f" ± {fmt(half)}" if math.isfinite(half) else "")
+            text = _mean_ci(fmt, mean, half)
             row.append(Cell(text, c, repr(mean) if math.isfinite(mean) else "nan"))
         rows.append(row)
     return headings, rows
@@ -159,7 +170,7 @@ def terminal_table(summary: pd.DataFrame, params: list[str], title: str) -> Tabl
             for c in cols:
                 fmt = COLUMNS[c][1]
                 mean, half = float(rec[c]), float(rec[f"{c}_ci95"])
-                cells.append(fmt(mean) + (f" ± {fmt(half)}" if math.isfinite(half) else ""))
+                cells.append(_mean_ci(fmt, mean, half))
             table.add_row(*cells)
         return table
     keys = (["run_id"] if summary["run_id"].nunique() > 1 else []) + [*params, "name", "flavor"]

@@ -12,7 +12,9 @@ Gbps, Tbps (e.g. '100Mbps')``.
 
 from __future__ import annotations
 
+import math
 import re
+from typing import Callable
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 
@@ -232,3 +234,36 @@ def format_bytes(size_bytes: float) -> str:
         if abs(size_bytes) >= scale:
             return f"{size_bytes / scale:.3g} {unit}"
     return f"{size_bytes:.0f} B"
+
+
+def _scaled(value: float, scales: tuple[tuple[str, float], ...], smallest: tuple[str, float]) -> tuple[str, float]:
+    for unit, scale in scales:
+        if abs(value) >= scale:
+            return unit, scale
+    return smallest
+
+
+def format_mean_ci(formatter: Callable[[float], str], mean: float, half_width: float) -> str:
+    """``mean ± half_width`` in one unit, the one ``formatter`` would pick for ``mean``:
+    ``2.94 ± 0.222 Mbps`` (not ``2.94 Mbps ± 222 kbps``). ``formatter`` is one of
+    :func:`format_rate`, :func:`format_time`, :func:`format_bytes`; any other formatter is applied
+    to both numbers. A NaN half-width shows the mean alone."""
+    if not math.isfinite(half_width) or not math.isfinite(mean):
+        return formatter(mean)
+    if formatter is format_rate:
+        unit, scale = _scaled(mean, (("Gbps", 1e9), ("Mbps", 1e6), ("kbps", 1e3)), ("bps", 1.0))
+    elif formatter is format_time:
+        unit, scale = _scaled(mean, (("s", 1.0), ("ms", 1e-3)), ("µs", 1e-6))
+    elif formatter is format_bytes:
+        unit, scale = _scaled(mean, (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)), ("B", 1.0))
+    else:
+        return f"{formatter(mean)} ± {formatter(half_width)}"
+    return f"{mean / scale:.3g} ± {_two_significant(half_width / scale)} {unit}"
+
+
+def _two_significant(x: float) -> str:
+    """``x`` to two significant digits without exponent notation (250, 2.5, 0.025)."""
+    if x == 0:
+        return "0"
+    decimals = max(0, 1 - math.floor(math.log10(abs(x))))
+    return f"{round(x, decimals - 0):.{decimals}f}" if decimals else f"{round(x, -int(math.floor(math.log10(abs(x)))) + 1):.0f}"

@@ -1,0 +1,115 @@
+"""Topology builders produce the explicit graph and routes; the resolver writes every value the
+engine needs, and the engine accepts the result."""
+
+from __future__ import annotations
+
+import copy
+import json
+
+import pytest
+
+from ccarena import _engine
+from ccarena.resolve import TCP_DEFAULTS, resolve_run
+from ccarena.scenario import validate_scenario
+
+DUMBBELL = {
+    "name": "t", "duration": "1s", "seed": 5,
+    "topology": {"kind": "dumbbell", "pairs": 2,
+                 "bottleneck": {"rate": "10Mbps", "delay": "10ms", "loss": "1%"},
+                 "access": {"rate": "100Mbps", "delay": "1ms"}},
+    "flows": [{"from": "left0", "to": "right0", "flavor": "cubic"},
+              {"from": "left1", "to": "right1", "flavor": "reno", "start": "0.5s", "mss": "1000B"},
+              {"from": "right1", "to": "left0", "flavor": "udp-cbr", "rate": "1Mbps",
+               "packet_size": "200B", "stop": "0.8s"}],
+}
+
+
+def resolved(raw: dict):
+    return resolve_run(validate_scenario(raw), seed=11)
+
+
+def test_dumbbell_graph_links_and_routes():
+    run = resolved(DUMBBELL)
+    spec = run.spec
+    names = [n["name"] for n in spec["nodes"]]
+    assert names == ["left0", "left1", "right0", "right1", "r0", "r1"]
+    assert [n["kind"] for n in spec["nodes"]] == ["host"] * 4 + ["router"] * 2
+    assert len(spec["links"]) == 2 * (1 + 4)          # bottleneck + 4 access links, both directions
+    by_name = {link["name"]: link for link in spec["links"]}
+    assert by_name["r0->r1"]["loss"] == pytest.approx(0.01)  # loss applies left to right only
+    assert by_name["r1->r0"]["loss"] == 0.0
+    assert by_name["r0->r1"]["queue"] == {"discipline": "droptail", "limit_packets": 100, "limit_bytes": None,
+                                          "ecn_threshold_packets": None, "ecn_threshold_bytes": None}
+    assert by_name["left0->r0"]["queue"]["limit_packets"] == 1000
+    # Follow the routes hop by hop from left0 to right0 and back.
+    route = {(r["node"], r["dst"]): r["link"] for r in spec["routes"]}
+
+    def walk(src: str, dst: str) -> list[str]:
+        node, hops = names.index(src), []
+        while node != names.index(dst):
+            link = spec["links"][route[(node, names.index(dst))]]
+            hops.append(link["name"])
+            node = link["to"]
+        return hops
+
+    assert walk("left0", "right0") == ["left0->r0", "r0->r1", "r1->right0"]
+    assert walk("right0", "left0") == ["right0->r1", "r1->r0", "r0->left0"]
+
+
+def test_single_link_graph():
+    raw = {"name": "s", "duration": "1s",
+           "topology": {"kind": "single_link", "link": {"rate": "5Mbps", "delay": "7ms", "reverse_loss": "2%"}},
+           "flows": [{"from": "a", "to": "b", "flavor": "newreno"}]}
+    spec = resolved(raw).spec
+    assert [link["name"] for link in spec["links"]] == ["a->b", "b->a"]
+    assert spec["links"][1]["loss"] == pytest.approx(0.02)
+    assert {(r["node"], r["dst"], r["link"]) for r in spec["routes"]} == {(0, 1, 0), (1, 0, 1)}
+
+
+def test_every_default_is_explicit_and_overrides_apply():
+    run = resolved(DUMBBELL)
+    cubic, reno, cbr = run.spec["flows"]
+    catalogue = {f["name"]: f for f in _engine.flavors()}
+    for key, value in TCP_DEFAULTS.items():
+        if key not in ("mss_bytes",):
+            assert reno[key] == value, key
+    assert cubic["mss_bytes"] == 1448 and reno["mss_bytes"] == 1000
+    assert cubic["recovery"] == catalogue["cubic"]["default_recovery"] == "prr"
+    assert reno["recovery"] == "reno"
+    assert cubic["params"] == {p["name"]: float(p["default"]) for p in catalogue["cubic"]["params"]}
+    assert reno["start_ns"] == 500_000_000 and reno["stop_ns"] is None and reno["bytes"] is None
+    assert cbr["kind"] == "udp_cbr" and cbr["rate_bps"] == 1_000_000 and cbr["packet_bytes"] == 200
+    assert cbr["stop_ns"] == 800_000_000 and cbr["header_bytes"] == 28
+    assert run.spec["seed"] == 11 and run.spec["sample_interval_ns"] == 100_000_000
+
+
+def test_derived_path_facts():
+    run = resolved(DUMBBELL)
+    cubic = run.derived["flows"][0]
+    # Propagation 2·(1 + 10 + 1) ms plus serialization of a 1500-byte packet out and a 52-byte ACK back.
+    data_bits, ack_bits = 1500 * 8, 52 * 8
+    expected = 0.024 + data_bits * (2 / 100e6 + 1 / 10e6) + ack_bits * (2 / 100e6 + 1 / 10e6)
+    assert cubic["base_rtt_s"] == pytest.approx(expected)
+    assert cubic["path_loss"] == pytest.approx(0.01)
+    assert cubic["bottleneck_rate_bps"] == 10_000_000
+    roles = {link["name"]: link["role"] for link in run.derived["links"]}
+    assert roles["r0->r1"] == "bottleneck" and roles["left1->r0"] == "access"
+
+
+def test_the_engine_accepts_the_resolved_spec_and_rejects_a_missing_field():
+    run = resolved(DUMBBELL)
+    sim = _engine.Simulation(run.spec_json())
+    sim.run_until(sim.duration_ns)
+    assert sim.finished
+    broken = copy.deepcopy(run.spec)
+    del broken["flows"][0]["min_rto_ns"]
+    with pytest.raises(ValueError):
+        _engine.Simulation(json.dumps(broken))
+
+
+def test_spec_hash_changes_with_any_value():
+    a = resolved(DUMBBELL)
+    other = copy.deepcopy(DUMBBELL)
+    other["topology"]["bottleneck"]["delay"] = "11ms"
+    assert a.spec_sha256() == resolved(DUMBBELL).spec_sha256()
+    assert a.spec_sha256() != resolved(other).spec_sha256()
