@@ -2,6 +2,7 @@
 #![allow(dead_code)]
 
 use ccarena_sim::spec::{FlowSpec, Spec};
+use ccarena_sim::testkit::{mbps, ms, secs, tcp_flow, Dumbbell};
 use ccarena_sim::{Column, Results, Simulation};
 
 /// Run a spec to its end and return its tables.
@@ -71,5 +72,31 @@ pub fn assert_identical(a: &Results, b: &Results) {
                 _ => panic!("{name}.{na}: column types differ"),
             }
         }
+    }
+}
+
+/// A low-priority flavor (TCP-LP family) alone on the fill-the-link path uses most of it (≥ 80%).
+pub fn low_priority_alone_uses_most_of_the_link(flavor: &str) {
+    // The fill-the-link path: 100 Mbps, 40 ms RTT, one-BDP buffer.
+    let d = Dumbbell::new(1, mbps(100), ms(20), 333);
+    let res = run(d.spec(1, secs(30), ms(100), vec![tcp(tcp_flow(flavor, d.left(0), d.right(0), flavor))]));
+    let util = mean_goodput_bps(&res, 0, 10.0, 30.0) / (100e6 * 1448.0 / 1500.0);
+    eprintln!("{flavor} alone: {:.1}% of the link", 100.0 * util);
+    assert!(util >= 0.80, "{util:.3}");
+}
+
+/// A low-priority flavor next to a Reno flow yields: its share is under 10% at 1 and 3 BDP of buffer.
+pub fn low_priority_yields_to_reno(flavor: &str) {
+    // 20 Mbps, 40 ms RTT (BDP 67 packets), buffers of 1 and 3 BDP; both flows start together.
+    for buffer in [67, 200] {
+        let d = Dumbbell::new(2, mbps(20), ms(20), buffer);
+        let flows = vec![tcp(tcp_flow(flavor, d.left(0), d.right(0), flavor)), tcp(tcp_flow("reno", d.left(1), d.right(1), "reno"))];
+        let res = run(d.spec(3, secs(60), ms(100), flows));
+        let low = mean_goodput_bps(&res, 0, 20.0, 60.0);
+        let reno = mean_goodput_bps(&res, 1, 20.0, 60.0);
+        let share = low / (low + reno);
+        eprintln!("{flavor} vs reno, buffer {buffer}: {flavor} share {:.1}%", 100.0 * share);
+        assert!(share < 0.10, "buffer {buffer}: share {share:.3}");
+        assert!(low + reno > 0.9 * 20e6 * 1448.0 / 1500.0, "the pair fills the link");
     }
 }
