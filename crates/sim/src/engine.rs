@@ -15,7 +15,7 @@ use crate::packet::{Packet, Payload};
 use crate::queue::Aqm;
 use crate::rng::{Rng, StreamKind};
 use crate::sampler::{ca_state_code, FlowSample, QueueSample, Sampler};
-use crate::spec::{FlowSpec, Spec, SpecError};
+use crate::spec::{EventSpec, FlowSpec, Spec, SpecError};
 use crate::table::{Column, Results, Table};
 
 /// Marks "no route" in the dense routing table.
@@ -51,6 +51,8 @@ pub struct Simulation {
     routes: Vec<u32>,
     n_nodes: usize,
     flows: Vec<Flow>,
+    /// The spec's scheduled link changes sorted by time (stable), indexed by `Event::LinkChange`.
+    changes: Vec<EventSpec>,
     sampler: Sampler,
     sample_interval: Duration,
     events_processed: u64,
@@ -78,7 +80,7 @@ impl Simulation {
                     l.rate_bps,
                     Duration(l.delay_ns),
                     l.loss,
-                    Aqm::from_spec(&l.queue),
+                    Aqm::from_spec(&l.queue, Rng::stream(spec.seed, StreamKind::QueueAqm, i as u64)),
                     Rng::stream(spec.seed, StreamKind::LinkLoss, i as u64),
                 )
             })
@@ -89,6 +91,13 @@ impl Simulation {
         }
         let mut flows = Vec::with_capacity(spec.flows.len());
         let mut events = EventQueue::new();
+        // Scheduled changes go in first: at equal times the heap pops in insertion order, so a
+        // change applies before every other event at its instant (docs/engine-spec.md, events).
+        let mut changes = spec.events.clone();
+        changes.sort_by_key(|e| e.time_ns);
+        for (i, c) in changes.iter().enumerate() {
+            events.push(SimTime(c.time_ns), Event::LinkChange(i as u32));
+        }
         for (i, f) in spec.flows.iter().enumerate() {
             flows.push(match f {
                 FlowSpec::Tcp(t) => Flow::Tcp(Box::new(TcpFlow::new(i, t)?)),
@@ -111,6 +120,7 @@ impl Simulation {
             n_nodes: n,
             sampler: Sampler::new(flows.len(), spec.links.len(), sample_interval.as_secs_f64()),
             flows,
+            changes,
             links,
             sample_interval,
             events_processed: 0,
@@ -188,6 +198,7 @@ impl Simulation {
             Event::FlowStop(f) => self.on_flow_stop(f as usize),
             Event::CbrSend(f) => self.on_cbr_send(f as usize),
             Event::Sample => self.on_sample(),
+            Event::LinkChange(c) => self.on_link_change(c as usize),
         }
     }
 
@@ -202,6 +213,7 @@ impl Simulation {
         self.ensure_link_event(l);
     }
 
+    #[inline]
     fn ensure_link_event(&mut self, l: usize) {
         let link = &mut self.links[l];
         if let Some(t) = link.next_arrival() {
@@ -210,6 +222,17 @@ impl Simulation {
                 self.events.push(t, Event::LinkArrival(l as u32));
             }
         }
+    }
+
+    /// Apply scheduled change `c`; the head of the link's pipe may now arrive earlier. Cold: a
+    /// handful per run, kept out of the per-packet dispatch.
+    #[cold]
+    #[inline(never)]
+    fn on_link_change(&mut self, c: usize) {
+        let change = &self.changes[c];
+        let l = change.link;
+        self.links[l].apply_change(self.now, &change.set);
+        self.ensure_link_event(l);
     }
 
     fn on_link_arrival(&mut self, l: usize) {
@@ -588,6 +611,8 @@ impl Simulation {
                 arrivals: c.packets_in,
                 departures: c.departures,
                 sojourn_total_ns: c.sojourn_total_ns,
+                red_avg: link.red_avg(now),
+                early_drops: c.packets_dropped_early,
             };
             self.sampler.queue(time_s, &row);
         }
@@ -797,11 +822,10 @@ impl Simulation {
             "utilization",
         ];
         let mut num: Vec<Vec<f64>> = vec![Vec::with_capacity(self.links.len()); cols.len()];
-        let elapsed_s = self.now.as_secs_f64();
+        let elapsed_ns = self.now.as_nanos();
         for (i, (link, spec)) in self.links.iter().zip(&self.spec.links).enumerate() {
             name.push(spec.name.clone());
             let c = link.counters();
-            let capacity_bytes = link.rate_bps() as f64 / 8.0 * elapsed_s;
             let row = [
                 i as f64,
                 spec.rate_bps as f64,
@@ -815,7 +839,8 @@ impl Simulation {
                 link.queued_packets() as f64,
                 link.in_pipe_packets() as f64,
                 c.bytes_transmitted as f64,
-                if capacity_bytes > 0.0 { (c.bytes_transmitted as f64 / capacity_bytes).min(1.0) } else { f64::NAN },
+                // Busy time over elapsed time: right when events change the rate.
+                if elapsed_ns > 0 { link.busy_ns(self.now) as f64 / elapsed_ns as f64 } else { f64::NAN },
             ];
             for (col, v) in num.iter_mut().zip(row) {
                 col.push(v);

@@ -28,6 +28,8 @@ pub enum Event {
     CbrSend(u32),
     /// Record one row of samples.
     Sample,
+    /// Apply scheduled link change `.0` (index into the engine's time-sorted changes).
+    LinkChange(u32),
 }
 
 #[derive(Clone, Copy, Debug)]

@@ -2,7 +2,8 @@
 //!
 //! A [`Simulation`] runs one fully resolved [`Spec`] (every value explicit; format in
 //! `docs/engine-spec.md`): hosts and routers joined by directed links (rate, propagation delay,
-//! random loss, an egress queue), static routes, and applications (bulk TCP through the
+//! random loss, an egress queue: DropTail or RED), scheduled link changes, static routes, and
+//! applications (bulk TCP through the
 //! `ccarena-transport` sans-IO sender and receiver, UDP CBR, bulk UDT through the transport's
 //! `udt` endpoints). Time is integer nanoseconds and
 //! events are ordered by (time, insertion sequence); every random process has its own stream, so a
@@ -15,6 +16,7 @@ pub mod histogram;
 pub mod link;
 pub mod packet;
 pub mod queue;
+pub mod red;
 pub mod rng;
 pub mod sampler;
 pub mod spec;

@@ -6,14 +6,20 @@
 //! happened since it was last touched whenever it is touched again (an arrival, a sample, a
 //! pipe-head event). Packets in the pipe arrive in FIFO order, so the link needs exactly one
 //! pending event, for the head of its pipe, not one per packet in flight.
+//!
+//! Scheduled changes ([`Link::apply_change`]) fit the lazy design: the link first computes every
+//! departure that started before the change with the old values, then switches; only the packet
+//! on the wire may need its pipe arrival recomputed (a new delay), and the engine reschedules
+//! the link's one event if the head's arrival moved earlier.
 
 use std::collections::VecDeque;
 
 use ccarena_cc::{Duration, SimTime};
 
 use crate::packet::{Packet, Payload};
-use crate::queue::{Aqm, Verdict};
+use crate::queue::{idle_ns, Aqm, Arrival, Verdict};
 use crate::rng::Rng;
+use crate::spec::LinkChangeSpec;
 
 /// Cumulative per-link counters. Conservation: `packets_in = packets_delivered +
 /// packets_dropped_queue + packets_lost_wire + queued + in pipe` at every instant.
@@ -25,8 +31,10 @@ pub struct LinkCounters {
     pub bytes_in: u64,
     /// Packets that reached the far end.
     pub packets_delivered: u64,
-    /// Packets refused by the queue discipline.
+    /// Packets refused by the queue discipline (forced and early drops).
     pub packets_dropped_queue: u64,
+    /// Of `packets_dropped_queue`, RED's probabilistic (unforced) early drops.
+    pub packets_dropped_early: u64,
     /// Packets the queue discipline admitted with CE set (ECN marking; they are still delivered).
     pub packets_marked: u64,
     /// Packets serialized but lost on the wire (random loss).
@@ -37,6 +45,8 @@ pub struct LinkCounters {
     pub bytes_transmitted: u64,
     /// Sum of queueing delays of departed packets, ns.
     pub sojourn_total_ns: u64,
+    /// Sum of serialization times of departed packets (the one on the wire in full), ns.
+    pub busy_ns: u64,
 }
 
 /// One direction of a link.
@@ -56,6 +66,9 @@ pub struct Link {
     tx_free_at: SimTime,
     pipe: VecDeque<(SimTime, Packet)>,
     last_arrival: SimTime,
+    /// The last packet to start serialization went into the pipe (was not lost on the wire), so
+    /// it is the pipe's back.
+    last_in_pipe: bool,
     /// Time of this link's earliest pending arrival event in the engine's heap (`NEVER` if none).
     pub scheduled_at: SimTime,
     counters: LinkCounters,
@@ -63,7 +76,7 @@ pub struct Link {
 
 impl Link {
     /// A link from `from` to `to` with the given rate (bits/s), delay, loss probability, queue
-    /// discipline and loss RNG stream.
+    /// discipline and wire-loss RNG stream.
     pub fn new(from: u32, to: u32, rate_bps: u64, delay: Duration, loss: f64, aqm: Aqm, rng: Rng) -> Link {
         Link {
             from,
@@ -78,6 +91,7 @@ impl Link {
             tx_free_at: SimTime::ZERO,
             pipe: VecDeque::new(),
             last_arrival: SimTime::ZERO,
+            last_in_pipe: false,
             scheduled_at: SimTime::NEVER,
             counters: LinkCounters::default(),
         }
@@ -90,7 +104,13 @@ impl Link {
         self.counters.packets_in += 1;
         self.counters.bytes_in += pkt.size_bytes as u64;
         let ect = matches!(pkt.payload, Payload::Data(seg) if seg.ect);
-        match self.aqm.admit(self.queue.len() as u64, self.queued_bytes, pkt.size_bytes as u64, ect) {
+        let (waiting_packets, waiting_bytes, size_bytes) = (self.queue.len() as u64, self.queued_bytes, pkt.size_bytes as u64);
+        let verdict = if self.aqm.is_red() {
+            self.admit_red(Arrival { waiting_packets, waiting_bytes, size_bytes, ect, now, tx_free_at: self.tx_free_at, rate_bps: self.rate_bps })
+        } else {
+            self.aqm.admit_droptail(waiting_packets, waiting_bytes, size_bytes, ect)
+        };
+        match verdict {
             Verdict::Enqueue => {}
             Verdict::Mark => {
                 if let Payload::Data(seg) = &mut pkt.payload {
@@ -102,12 +122,23 @@ impl Link {
                 self.counters.packets_dropped_queue += 1;
                 return false;
             }
+            Verdict::EarlyDrop => {
+                self.counters.packets_dropped_queue += 1;
+                self.counters.packets_dropped_early += 1;
+                return false;
+            }
         }
         pkt.enqueued_at = now;
         self.queued_bytes += pkt.size_bytes as u64;
         self.queue.push_back(pkt);
         self.advance(now);
         true
+    }
+
+    /// RED's verdict, out of line so that the DropTail path in [`Link::enqueue`] stays lean.
+    #[inline(never)]
+    fn admit_red(&mut self, arrival: Arrival) -> Verdict {
+        self.aqm.admit(&arrival)
     }
 
     /// Move every packet whose serialization starts at or before `now` from the queue to the pipe.
@@ -120,18 +151,22 @@ impl Link {
             let pkt = self.queue.pop_front().expect("front exists");
             let size = pkt.size_bytes as u64;
             self.queued_bytes -= size;
-            let end = start + Duration::transmission(size, self.rate_bps);
+            let serialization = Duration::transmission(size, self.rate_bps);
+            let end = start + serialization;
             self.tx_free_at = end;
             self.counters.departures += 1;
             self.counters.bytes_transmitted += size;
+            self.counters.busy_ns += serialization.as_nanos();
             self.counters.sojourn_total_ns += (start - pkt.enqueued_at).as_nanos();
             if self.loss > 0.0 && self.rng.bernoulli(self.loss) {
                 self.counters.packets_lost_wire += 1;
+                self.last_in_pipe = false;
                 continue;
             }
             // A link does not reorder: if the delay was lowered mid-run, later packets wait.
             let arrival = (end + self.delay).max(self.last_arrival);
             self.last_arrival = arrival;
+            self.last_in_pipe = true;
             self.pipe.push_back((arrival, pkt));
         }
     }
@@ -181,9 +216,52 @@ impl Link {
         &self.counters
     }
 
-    /// Serialization rate, bits per second.
+    /// Serialization rate now, bits per second.
     pub fn rate_bps(&self) -> u64 {
         self.rate_bps
+    }
+
+    /// RED's average queue at `now` (packets or bytes, the thresholds' unit), aged over the
+    /// current idle period if any; NaN for DropTail. Call after [`Link::advance`] to `now`.
+    pub fn red_avg(&self, now: SimTime) -> f64 {
+        self.aqm.red_avg(idle_ns(self.queue.len() as u64, self.tx_free_at, now), self.rate_bps)
+    }
+
+    /// Time the transmitter spent serializing up to `now`, ns: busy time over elapsed time is
+    /// the utilization, right even when the rate changes. Call after [`Link::advance`] to `now`.
+    pub fn busy_ns(&self, now: SimTime) -> u64 {
+        // The packet on the wire is counted in full in `busy_ns`; take off what lies ahead.
+        self.counters.busy_ns - (self.tx_free_at - now).as_nanos()
+    }
+
+    /// Apply a scheduled change at `now`, before any packet event at that instant. Packets that
+    /// started serialization before `now` keep the old rate and wire loss; later ones get the
+    /// new values. A new delay applies to every packet that starts propagating at or after
+    /// `now`, the one on the wire included, and never lets a packet overtake an earlier one. A
+    /// new queue limit drops nothing already queued. The caller reschedules the link's event.
+    pub fn apply_change(&mut self, now: SimTime, change: &LinkChangeSpec) {
+        if now > SimTime::ZERO {
+            self.advance(SimTime(now.0 - 1));
+        }
+        if let Some(rate) = change.rate_bps {
+            self.rate_bps = rate;
+        }
+        if let Some(loss) = change.loss {
+            self.loss = loss;
+        }
+        if let Some(delay) = change.delay_ns {
+            self.delay = Duration(delay);
+            // The packet on the wire starts propagating when its serialization ends, after the
+            // change: give it the new delay, behind the packet before it.
+            if self.last_in_pipe && self.tx_free_at >= now {
+                let n = self.pipe.len();
+                let before = if n >= 2 { self.pipe[n - 2].0 } else { SimTime::ZERO };
+                let arrival = (self.tx_free_at + self.delay).max(before);
+                self.pipe[n - 1].0 = arrival;
+                self.last_arrival = arrival;
+            }
+        }
+        self.aqm.set_limits(change.limit_packets, change.limit_bytes);
     }
 }
 
@@ -285,5 +363,112 @@ mod tests {
         l.take_arrivals(SimTime(10_000_000), &mut out);
         let ce: Vec<bool> = out.iter().map(|p| matches!(p.payload, Payload::Data(s) if s.ce)).collect();
         assert_eq!(ce, vec![false, false, true, false]);
+    }
+    fn change() -> LinkChangeSpec {
+        LinkChangeSpec::default()
+    }
+
+    #[test]
+    fn a_rate_change_leaves_the_packet_on_the_wire_at_the_old_rate() {
+        let mut l = link(10, 0.0);
+        l.enqueue(SimTime::ZERO, pkt(1000));
+        l.enqueue(SimTime::ZERO, pkt(1000));
+        // Halfway through the first packet (1 ms at 8 Mbps), the rate halves.
+        l.apply_change(SimTime(500_000), &LinkChangeSpec { rate_bps: Some(4_000_000), ..change() });
+        // First: 1 ms serialization + 1 ms. Second: starts at 1 ms, 2 ms at 4 Mbps, + 1 ms.
+        assert_eq!(l.next_arrival(), Some(SimTime(2_000_000)));
+        let mut out = Vec::new();
+        l.take_arrivals(SimTime(2_000_000), &mut out);
+        assert_eq!(l.next_arrival(), Some(SimTime(4_000_000)));
+        assert_eq!(l.busy_ns(SimTime(2_000_000)), 2_000_000, "busy since 0, the second on the wire");
+        assert_eq!(l.busy_ns(SimTime(9_000_000)), 3_000_000);
+    }
+
+    #[test]
+    fn a_change_applies_to_a_packet_starting_at_the_same_instant() {
+        let mut l = link(10, 0.0);
+        l.enqueue(SimTime::ZERO, pkt(1000));
+        l.enqueue(SimTime::ZERO, pkt(1000));
+        // The second packet starts serializing at exactly 1 ms, when the change applies.
+        l.apply_change(SimTime(1_000_000), &LinkChangeSpec { rate_bps: Some(16_000_000), delay_ns: Some(3_000_000), ..change() });
+        let mut out = Vec::new();
+        l.take_arrivals(SimTime(1_999_999), &mut out);
+        assert!(out.is_empty());
+        // The first ends serializing at 1 ms (at the change): it propagates with the new 3 ms.
+        assert_eq!(l.next_arrival(), Some(SimTime(4_000_000)));
+        l.take_arrivals(SimTime(4_000_000), &mut out);
+        assert_eq!(out.len(), 1);
+        // The second: 0.5 ms at 16 Mbps from 1 ms, + 3 ms.
+        assert_eq!(l.next_arrival(), Some(SimTime(4_500_000)));
+    }
+
+    #[test]
+    fn a_lower_delay_never_reorders_and_a_higher_one_delays_the_packet_on_the_wire() {
+        let mut l = Link::new(
+            0,
+            1,
+            8_000_000,
+            Duration::from_millis(5),
+            0.0,
+            Aqm::DropTail { limit_packets: Some(100), limit_bytes: None, ecn_threshold_packets: None, ecn_threshold_bytes: None },
+            Rng::stream(1, StreamKind::LinkLoss, 0),
+        );
+        let data = |seq: u64| Packet { payload: Payload::Datagram { seq }, ..pkt(1000) };
+        for seq in 0..6 {
+            l.enqueue(SimTime::ZERO, data(seq));
+        }
+        // 1 ms per packet. At 2.5 ms packets 0 and 1 are in the pipe (arriving at 6 and 7 ms)
+        // and packet 2 is on the wire (ends at 3 ms). The delay drops from 5 ms to 0.1 ms.
+        let mut out = Vec::new();
+        l.apply_change(SimTime(2_500_000), &LinkChangeSpec { delay_ns: Some(100_000), ..change() });
+        let mut times = vec![];
+        let mut t = SimTime(2_500_000);
+        while let Some(next) = l.next_arrival() {
+            assert!(next >= t, "arrivals go forward");
+            t = next;
+            let before = out.len();
+            l.take_arrivals(t, &mut out);
+            times.extend(std::iter::repeat_n(t.as_nanos(), out.len() - before));
+        }
+        let seqs: Vec<u64> = out.iter().map(|p| match p.payload { Payload::Datagram { seq } => seq, _ => unreachable!() }).collect();
+        assert_eq!(seqs, vec![0, 1, 2, 3, 4, 5], "FIFO");
+        // Packets 2..5 would arrive at 3.1, 4.1, 5.1 and 6.1 ms, before packet 1: they wait
+        // behind it and all arrive at 7 ms.
+        assert_eq!(times, vec![6_000_000, 7_000_000, 7_000_000, 7_000_000, 7_000_000, 7_000_000]);
+        // Raising the delay holds the packet on the wire too.
+        let mut l = link(100, 0.0);
+        l.enqueue(SimTime::ZERO, pkt(1000));
+        l.apply_change(SimTime(500_000), &LinkChangeSpec { delay_ns: Some(5_000_000), ..change() });
+        assert_eq!(l.next_arrival(), Some(SimTime(6_000_000)));
+    }
+
+    #[test]
+    fn a_lower_limit_drops_nothing_queued_and_refuses_arrivals_until_below_it() {
+        let mut l = link(10, 0.0);
+        for _ in 0..9 {
+            assert!(l.enqueue(SimTime::ZERO, pkt(1000)));
+        }
+        assert_eq!(l.queued_packets(), 8);
+        l.apply_change(SimTime(1), &LinkChangeSpec { limit_packets: Some(3), ..change() });
+        assert_eq!(l.queued_packets(), 8, "nothing queued is dropped");
+        assert!(!l.enqueue(SimTime(1), pkt(1000)));
+        // 1 ms per packet: at 5.5 ms, 5 have left the queue and 3 wait: still full.
+        assert!(!l.enqueue(SimTime(5_500_000), pkt(1000)));
+        assert!(l.enqueue(SimTime(6_500_000), pkt(1000)));
+        assert_eq!(l.counters().packets_dropped_queue, 2);
+    }
+
+    #[test]
+    fn a_loss_change_applies_to_packets_starting_after_it() {
+        let mut l = link(1000, 0.0);
+        for _ in 0..100 {
+            l.enqueue(SimTime::ZERO, pkt(1000));
+        }
+        // 50 packets have started by 49.5 ms; every later one is lost.
+        l.apply_change(SimTime(49_500_000), &LinkChangeSpec { loss: Some(1.0), ..change() });
+        let mut out = Vec::new();
+        l.take_arrivals(SimTime(1_000_000_000), &mut out);
+        assert_eq!(out.len(), 50);
+        assert_eq!(l.counters().packets_lost_wire, 50);
     }
 }

@@ -1,7 +1,8 @@
 //! Deterministic random streams: one per component, derived from (run seed, component).
 //!
-//! Each link's loss process and each application draw from their own stream, so adding a flow does
-//! not shift another link's loss pattern and flavors can be compared on common random numbers.
+//! Each link's loss process, each queue discipline (RED) and each application draw from their own
+//! stream, so adding a flow or a RED queue does not shift another component's random pattern and
+//! flavors can be compared on common random numbers.
 //! The generator is SplitMix64 (Steele, Lea, Flood, "Fast splittable pseudorandom number
 //! generators", OOPSLA 2014): tiny state, passes BigCrush, and its mixing function doubles as the
 //! stream-derivation hash. It is never seeded from the OS.
@@ -13,6 +14,8 @@ pub enum StreamKind {
     LinkLoss = 1,
     /// An application's randomness (index: flow index).
     Application = 2,
+    /// A queue discipline's randomness, RED's early drops (index: link index).
+    QueueAqm = 3,
 }
 
 /// A SplitMix64 generator.

@@ -77,6 +77,8 @@ struct QueueColumns {
     arrivals: Vec<f64>,
     departures: Vec<f64>,
     sojourn_mean_s: Vec<f64>,
+    red_avg: Vec<f64>,
+    early_drops: Vec<f64>,
 }
 
 /// One link's queue at a sample instant (cumulative counters as the link keeps them).
@@ -98,6 +100,10 @@ pub struct QueueSample {
     pub departures: u64,
     /// Sum of sojourn times of departed packets, cumulative, ns.
     pub sojourn_total_ns: u64,
+    /// RED's average queue in its thresholds' unit (packets or bytes); NaN for DropTail.
+    pub red_avg: f64,
+    /// RED's early (unforced) drops, cumulative; part of `drops`.
+    pub early_drops: u64,
 }
 
 /// Accumulates sample rows; turns cumulative counters into per-interval rates.
@@ -163,6 +169,8 @@ impl Sampler {
         } else {
             (q.sojourn_total_ns - last_sojourn) as f64 / departed as f64 / 1e9
         });
+        c.red_avg.push(q.red_avg);
+        c.early_drops.push(q.early_drops as f64);
     }
 
     /// The per-flow sample table.
@@ -205,6 +213,8 @@ impl Sampler {
                 ("arrivals", col(&c.arrivals)),
                 ("departures", col(&c.departures)),
                 ("sojourn_mean_s", col(&c.sojourn_mean_s)),
+                ("red_avg", col(&c.red_avg)),
+                ("early_drops", col(&c.early_drops)),
             ],
         }
     }

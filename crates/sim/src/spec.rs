@@ -35,6 +35,9 @@ pub struct Spec {
     pub routes: Vec<RouteSpec>,
     /// Traffic.
     pub flows: Vec<FlowSpec>,
+    /// Scheduled link changes, in any order (applied in time order, ties in list order). Required;
+    /// may be empty.
+    pub events: Vec<EventSpec>,
 }
 
 /// A node.
@@ -97,6 +100,9 @@ pub struct QueueSpec {
     /// marking by bytes. At most one of the two is set.
     #[serde(default)]
     pub ecn_threshold_bytes: Option<u64>,
+    /// RED's parameters: required with `discipline = "red"`, absent or null otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub red: Option<RedSpec>,
 }
 
 /// Queue disciplines.
@@ -105,6 +111,79 @@ pub struct QueueSpec {
 pub enum Discipline {
     /// Tail drop at a fixed limit.
     Droptail,
+    /// Random Early Detection (Floyd & Jacobson 1993) in front of the same hard limit.
+    Red,
+}
+
+/// Deserialize an `Option` that must be present (possibly null): serde would otherwise read a
+/// missing `Option` field as null, and the engine rejects missing fields.
+fn present<'de, D: serde::Deserializer<'de>, T: Deserialize<'de>>(d: D) -> Result<Option<T>, D::Error> {
+    Option::<T>::deserialize(d)
+}
+
+/// RED's parameters (Floyd & Jacobson, IEEE/ACM ToN 1993, §4 and §11; gentle: Floyd 2000). The
+/// thresholds are on the average queue, in packets or in bytes: exactly one of the two pairs is
+/// non-null, and its unit is the unit of RED's queue measure and average. Every key is required.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct RedSpec {
+    /// Lower threshold min_th on the average, waiting packets.
+    #[serde(deserialize_with = "present")]
+    pub min_th_packets: Option<u64>,
+    /// Upper threshold max_th on the average, waiting packets.
+    #[serde(deserialize_with = "present")]
+    pub max_th_packets: Option<u64>,
+    /// Lower threshold min_th on the average, waiting bytes.
+    #[serde(deserialize_with = "present")]
+    pub min_th_bytes: Option<u64>,
+    /// Upper threshold max_th on the average, waiting bytes.
+    #[serde(deserialize_with = "present")]
+    pub max_th_bytes: Option<u64>,
+    /// Drop probability at `avg = max_th` (maxp), in (0, 1].
+    pub max_p: f64,
+    /// Weight of each new queue sample in the average (w_q), in (0, 1].
+    pub w_q: f64,
+    /// Gentle variant: the drop probability rises linearly from max_p to 1 between max_th and
+    /// 2·max_th instead of jumping to 1 at max_th.
+    pub gentle: bool,
+    /// Mark ECN-capable packets CE instead of dropping them early (RFC 3168 §7).
+    pub ecn: bool,
+    /// Size of the "typical small packet" whose transmission time at the link rate converts an
+    /// idle period into the number of EWMA steps the average decays by (§11), bytes.
+    pub idle_packet_bytes: u64,
+}
+
+/// A scheduled change to one link.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct EventSpec {
+    /// When the change applies, ns (before any packet event at that instant).
+    pub time_ns: u64,
+    /// Index of the (directed) link it changes.
+    pub link: usize,
+    /// The new values; null keeps a value.
+    pub set: LinkChangeSpec,
+}
+
+/// New values for a link. Every key is required; at least one is non-null.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct LinkChangeSpec {
+    /// New serialization rate, bits/s: applies to packets that start serialization from now on.
+    #[serde(deserialize_with = "present")]
+    pub rate_bps: Option<u64>,
+    /// New propagation delay, ns: applies to packets that start propagating from now on.
+    #[serde(deserialize_with = "present")]
+    pub delay_ns: Option<u64>,
+    /// New wire loss probability: applies to packets that start serialization from now on.
+    #[serde(deserialize_with = "present")]
+    pub loss: Option<f64>,
+    /// New queue limit, waiting packets (the queue must be limited in packets).
+    #[serde(deserialize_with = "present")]
+    pub limit_packets: Option<u64>,
+    /// New queue limit, waiting bytes (the queue must be limited in bytes).
+    #[serde(deserialize_with = "present")]
+    pub limit_bytes: Option<u64>,
 }
 
 /// A static route entry.
@@ -307,6 +386,47 @@ fn err(path: impl Into<String>, message: impl Into<String>) -> SpecError {
     SpecError { path: path.into(), message: message.into() }
 }
 
+/// Check a queue's RED fields: `red` present exactly for `discipline = "red"`, one pair of
+/// thresholds with 0 ≤ min_th < max_th, max_p and w_q in (0, 1], a positive idle packet size, and
+/// no DropTail ECN threshold. `p` turns a field name into its path (`links[3].queue.red`).
+fn validate_red(q: &QueueSpec, p: &dyn Fn(&str) -> String) -> Result<(), SpecError> {
+    let red = match (q.discipline, &q.red) {
+        (Discipline::Droptail, None) => return Ok(()),
+        (Discipline::Droptail, Some(_)) => {
+            return Err(err(p("queue.red"), "only a queue with discipline \"red\" takes RED parameters; set it to null"))
+        }
+        (Discipline::Red, None) => return Err(err(p("queue.red"), "required with discipline \"red\"")),
+        (Discipline::Red, Some(red)) => red,
+    };
+    for (field, k) in [("ecn_threshold_packets", q.ecn_threshold_packets), ("ecn_threshold_bytes", q.ecn_threshold_bytes)] {
+        if k.is_some() {
+            return Err(err(p(&format!("queue.{field}")), "must be null with discipline \"red\" (RED marks with red.ecn = true)"));
+        }
+    }
+    let (min_name, max_name, min_th, max_th) = match (red.min_th_packets, red.max_th_packets, red.min_th_bytes, red.max_th_bytes) {
+        (Some(lo), Some(hi), None, None) => ("min_th_packets", "max_th_packets", lo, hi),
+        (None, None, Some(lo), Some(hi)) => ("min_th_bytes", "max_th_bytes", lo, hi),
+        _ => {
+            return Err(err(
+                p("queue.red"),
+                "set exactly one pair of thresholds: min_th_packets and max_th_packets, or min_th_bytes and max_th_bytes",
+            ))
+        }
+    };
+    if max_th <= min_th {
+        return Err(err(p(&format!("queue.red.{max_name}")), format!("must be greater than {min_name} ({min_th})")));
+    }
+    for (field, v) in [("max_p", red.max_p), ("w_q", red.w_q)] {
+        if !(v > 0.0 && v <= 1.0) {
+            return Err(err(p(&format!("queue.red.{field}")), format!("{v} is not in (0, 1]")));
+        }
+    }
+    if red.idle_packet_bytes == 0 {
+        return Err(err(p("queue.red.idle_packet_bytes"), "must be positive"));
+    }
+    Ok(())
+}
+
 impl Spec {
     /// Parse and validate a spec from JSON.
     ///
@@ -320,8 +440,9 @@ impl Spec {
     }
 
     /// Check values and references: indices in range, positive rates, probabilities in [0, 1],
-    /// exactly one queue limit, known flavors and recovery modes, and a route for every hop of
-    /// every flow's path in both directions.
+    /// exactly one queue limit, RED parameters, known flavors and recovery modes, a route for
+    /// every hop of every flow's path in both directions, and events that name a link and set
+    /// valid values (a queue limit in the queue's own unit).
     ///
     /// # Errors
     /// The first problem found, as a [`SpecError`] naming the field.
@@ -378,6 +499,7 @@ impl Spec {
                 }
                 _ => {}
             }
+            validate_red(q, &p)?;
         }
         let mut table = vec![None; 0];
         table.resize(n * n, None);
@@ -479,6 +601,31 @@ impl Spec {
                         return Err(err(p("bytes"), "must be positive (or null for unlimited)"));
                     }
                 }
+            }
+        }
+        for (i, e) in self.events.iter().enumerate() {
+            let p = |f: &str| format!("events[{i}].{f}");
+            let Some(link) = self.links.get(e.link) else {
+                return Err(err(p("link"), format!("link index {} out of range (0..{})", e.link, self.links.len())));
+            };
+            let c = &e.set;
+            if c.rate_bps.is_none() && c.delay_ns.is_none() && c.loss.is_none() && c.limit_packets.is_none() && c.limit_bytes.is_none() {
+                return Err(err(p("set"), "changes nothing: give at least one non-null value"));
+            }
+            if c.rate_bps == Some(0) {
+                return Err(err(p("set.rate_bps"), "must be positive"));
+            }
+            if let Some(loss) = c.loss {
+                if !(0.0..=1.0).contains(&loss) {
+                    return Err(err(p("set.loss"), format!("{loss} is not a probability in [0, 1]")));
+                }
+            }
+            let in_packets = link.queue.limit_packets.is_some();
+            if c.limit_packets.is_some() && !in_packets {
+                return Err(err(p("set.limit_packets"), format!("link {}'s queue is limited in bytes; set limit_bytes", e.link)));
+            }
+            if c.limit_bytes.is_some() && in_packets {
+                return Err(err(p("set.limit_bytes"), format!("link {}'s queue is limited in packets; set limit_packets", e.link)));
             }
         }
         Ok(())

@@ -8,8 +8,8 @@
 use std::collections::BTreeMap;
 
 use crate::spec::{
-    CbrFlowSpec, Discipline, FlowSpec, LinkSpec, NodeKind, NodeSpec, QueueSpec, RouteSpec, Spec, TcpFlowSpec,
-    UdtFlowSpec, SPEC_FORMAT,
+    CbrFlowSpec, Discipline, EventSpec, FlowSpec, LinkChangeSpec, LinkSpec, NodeKind, NodeSpec, QueueSpec, RedSpec,
+    RouteSpec, Spec, TcpFlowSpec, UdtFlowSpec, SPEC_FORMAT,
 };
 
 /// Milliseconds to nanoseconds.
@@ -85,6 +85,43 @@ pub fn udt_flow(name: &str, src: usize, dst: usize) -> UdtFlowSpec {
     }
 }
 
+/// RED with thresholds in packets and Floyd & Jacobson's suggested parameters (max_p 0.1, w_q
+/// 0.002; 1993 §6 and §11), gentle (Floyd 2000), no ECN, 1500-byte typical packets.
+pub fn red_packets(min_th: u64, max_th: u64) -> RedSpec {
+    RedSpec {
+        min_th_packets: Some(min_th),
+        max_th_packets: Some(max_th),
+        min_th_bytes: None,
+        max_th_bytes: None,
+        max_p: 0.1,
+        w_q: 0.002,
+        gentle: true,
+        ecn: false,
+        idle_packet_bytes: 1500,
+    }
+}
+
+/// [`red_packets`] with the thresholds in bytes.
+pub fn red_bytes(min_th_bytes: u64, max_th_bytes: u64) -> RedSpec {
+    RedSpec { min_th_packets: None, max_th_packets: None, min_th_bytes: Some(min_th_bytes), max_th_bytes: Some(max_th_bytes), ..red_packets(0, 0) }
+}
+
+/// Make `queue` a RED queue with `red` (keeping its hard limit; no DropTail ECN threshold).
+pub fn make_red(queue: &mut QueueSpec, red: RedSpec) {
+    queue.discipline = Discipline::Red;
+    queue.ecn_threshold_packets = None;
+    queue.ecn_threshold_bytes = None;
+    queue.red = Some(red);
+}
+
+/// A scheduled change of `link` at `time_ns`: the fields `set` fills in, every other one null.
+/// `link_event(secs(10), 0, |c| c.rate_bps = Some(mbps(4)))`.
+pub fn link_event(time_ns: u64, link: usize, set: impl FnOnce(&mut LinkChangeSpec)) -> EventSpec {
+    let mut change = LinkChangeSpec::default();
+    set(&mut change);
+    EventSpec { time_ns, link, set: change }
+}
+
 /// A dumbbell: `pairs` left hosts → router `r0` → bottleneck → router `r1` → `pairs` right hosts.
 ///
 /// Node indices: left hosts `0..pairs`, `r0` = `pairs`, `r1` = `pairs + 1`, right hosts
@@ -158,6 +195,7 @@ impl Dumbbell {
             limit_bytes: None,
             ecn_threshold_packets: None,
             ecn_threshold_bytes: None,
+            red: None,
         };
         let link = |name: String, from: usize, to: usize, rate: u64, delay: u64, loss: f64, limit: u64| LinkSpec {
             name,
@@ -195,6 +233,6 @@ impl Dumbbell {
             routes.push(RouteSpec { node: r0, dst: r, link: 0 });
             routes.push(RouteSpec { node: r1, dst: l, link: 1 });
         }
-        Spec { format: SPEC_FORMAT, seed, duration_ns, sample_interval_ns, nodes, links, routes, flows }
+        Spec { format: SPEC_FORMAT, seed, duration_ns, sample_interval_ns, nodes, links, routes, flows, events: Vec::new() }
     }
 }

@@ -1,0 +1,304 @@
+//! Random Early Detection: the average-queue estimator and the early drop/mark decision.
+//!
+//! Floyd & Jacobson, "Random Early Detection Gateways for Congestion Avoidance", IEEE/ACM
+//! Transactions on Networking 1(4), 1993 (§4 the algorithm, §7 the drop probability and the
+//! `count` mechanism, §11 the pseudo-code), with the gentle variant of Floyd, "Recommendation on
+//! using the gentle_ variant of RED" (2000). This module decides; the queue discipline
+//! (`queue.rs`) turns the decision into a verdict with the hard limit and ECN.
+
+use crate::rng::Rng;
+use crate::spec::RedSpec;
+
+/// What RED decides for one arriving packet, before the hard limit.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RedDecision {
+    /// Admit: the average is below `min_th`, or the random draw spared the packet.
+    Pass,
+    /// A probabilistic early drop (or CE mark with ECN): `min_th ≤ avg < max_th`, or the gentle
+    /// region `max_th ≤ avg < 2·max_th` (§7; Floyd 2000).
+    Early,
+    /// The average is in the drop-every-arrival region: `avg ≥ max_th` without gentle, `avg ≥
+    /// 2·max_th` with it (§4: "every arriving packet is marked").
+    Forced,
+}
+
+/// RED's parameters and state for one queue. Queue sizes (`q`, `avg` and the thresholds) are
+/// in one unit, packets or bytes, chosen by the spec; the link tells RED which.
+#[derive(Clone, Debug)]
+pub struct Red {
+    /// Lower threshold on the average queue, packets or bytes.
+    min_th: f64,
+    /// Upper threshold on the average queue, packets or bytes.
+    max_th: f64,
+    /// Drop probability p_b at `avg = max_th` (`maxp`, §4).
+    max_p: f64,
+    /// Weight of the newest sample in the average (`w_q`, §4 and §6).
+    w_q: f64,
+    /// Gentle variant: p_b rises from `max_p` to 1 over `[max_th, 2·max_th)`.
+    gentle: bool,
+    /// Measure the queue in bytes (else packets).
+    in_bytes: bool,
+    /// The "typical small packet" whose transmission time ages the average over an idle period
+    /// (§11: m = f(time − q_time)), bytes.
+    idle_packet_bytes: u64,
+    /// Average queue size in packets or bytes (`avg`, §4).
+    avg: f64,
+    /// Packets that were not dropped or marked since the last drop or mark, while `avg ≥ min_th`
+    /// (`count`, §7). 0 for the first packet after a mark, so the n-th packet after a mark is
+    /// marked with p_b / (1 − (n − 1)·p_b) and the gap between marks is uniform on
+    /// {1, …, ⌈1/p_b⌉} (§7, "method 2").
+    count: u64,
+    /// The queue's own stream for the drop draws.
+    rng: Rng,
+}
+
+impl Red {
+    /// RED state from validated parameters, drawing from `rng` (the queue's own stream).
+    pub fn new(spec: &RedSpec, rng: Rng) -> Red {
+        let (min_th, max_th, in_bytes) = match (spec.min_th_packets, spec.max_th_packets) {
+            (Some(lo), Some(hi)) => (lo, hi, false),
+            _ => (spec.min_th_bytes.unwrap_or(0), spec.max_th_bytes.unwrap_or(0), true),
+        };
+        Red {
+            min_th: min_th as f64,
+            max_th: max_th as f64,
+            max_p: spec.max_p,
+            w_q: spec.w_q,
+            gentle: spec.gentle,
+            in_bytes,
+            idle_packet_bytes: spec.idle_packet_bytes,
+            avg: 0.0,
+            count: 0,
+            rng,
+        }
+    }
+
+    /// True when the thresholds (and so `q` and `avg`) are in bytes.
+    pub fn in_bytes(&self) -> bool {
+        self.in_bytes
+    }
+
+    /// The average queue as of the last arrival, packets or bytes.
+    pub fn avg(&self) -> f64 {
+        self.avg
+    }
+
+    /// The drop probability p_b before the `count` correction, for an average queue `avg`
+    /// (packets or bytes): 0 below `min_th`; `max_p·(avg − min_th)/(max_th − min_th)` up to
+    /// `max_th` (§4); with gentle, `max_p + (1 − max_p)·(avg − max_th)/max_th` up to `2·max_th`
+    /// (Floyd 2000); 1 beyond (every arrival dropped).
+    pub fn p_b(&self, avg: f64) -> f64 {
+        if avg < self.min_th {
+            0.0
+        } else if avg < self.max_th {
+            self.max_p * (avg - self.min_th) / (self.max_th - self.min_th)
+        } else if self.gentle && avg < 2.0 * self.max_th {
+            self.max_p + (1.0 - self.max_p) * (avg - self.max_th) / self.max_th
+        } else {
+            1.0
+        }
+    }
+
+    /// Number of typical packets (`idle_packet_bytes`) the link could have sent in `idle_ns` at
+    /// `rate_bps`: the exponent m of the idle-time aging (§11).
+    fn idle_packets(&self, idle_ns: u64, rate_bps: u64) -> f64 {
+        idle_ns as f64 * rate_bps as f64 / (8e9 * self.idle_packet_bytes as f64)
+    }
+
+    /// The average an arrival now would start from: the stored one, aged by (1 − w_q)^m when the
+    /// link has been idle for `idle_ns` (m as in [`Red::on_arrival`]). For samples; changes nothing.
+    pub fn avg_at(&self, idle_ns: Option<u64>, rate_bps: u64) -> f64 {
+        match idle_ns {
+            Some(idle) => self.avg * (1.0 - self.w_q).powf(self.idle_packets(idle, rate_bps)),
+            None => self.avg,
+        }
+    }
+
+    /// Update the average for an arrival that finds `q` waiting (packets or bytes, in RED's
+    /// unit) and decide its fate (§11's per-arrival pseudo-code). `idle_ns` is how long the link
+    /// has been idle (nothing waiting, nothing being serialized) or `None` when it is busy:
+    /// a busy link takes the EWMA step avg ← (1 − w_q)·avg + w_q·q; an idle one ages the average
+    /// as avg ← (1 − w_q)^m·avg, m = the typical packets the link could have sent meanwhile at
+    /// `rate_bps` (§11, "m ← f(time − q_time)").
+    pub fn on_arrival(&mut self, q: f64, idle_ns: Option<u64>, rate_bps: u64) -> RedDecision {
+        self.avg = match idle_ns {
+            Some(_) => self.avg_at(idle_ns, rate_bps),
+            None => (1.0 - self.w_q) * self.avg + self.w_q * q,
+        };
+        let p_b = self.p_b(self.avg);
+        if p_b <= 0.0 {
+            // Below min_th: the spacing restarts when the average next rises (§11: count ← −1).
+            self.count = 0;
+            return RedDecision::Pass;
+        }
+        let forced = if self.gentle { self.avg >= 2.0 * self.max_th } else { self.avg >= self.max_th };
+        if forced {
+            self.count = 0;
+            return RedDecision::Forced;
+        }
+        // §7: p_a = p_b / (1 − count·p_b) spreads marks evenly instead of in clusters.
+        let spread = 1.0 - self.count as f64 * p_b;
+        let p_a = if spread <= p_b { 1.0 } else { p_b / spread };
+        if self.rng.bernoulli(p_a) {
+            self.count = 0;
+            RedDecision::Early
+        } else {
+            self.count += 1;
+            RedDecision::Pass
+        }
+    }
+
+    /// The hard limit dropped the packet RED let pass: the spacing restarts from this drop.
+    pub fn on_forced_drop(&mut self) {
+        self.count = 0;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rng::StreamKind;
+
+    fn spec(min_th: u64, max_th: u64, max_p: f64, w_q: f64, gentle: bool) -> RedSpec {
+        RedSpec {
+            min_th_packets: Some(min_th),
+            max_th_packets: Some(max_th),
+            min_th_bytes: None,
+            max_th_bytes: None,
+            max_p,
+            w_q,
+            gentle,
+            ecn: false,
+            idle_packet_bytes: 1500,
+        }
+    }
+
+    fn red(min_th: u64, max_th: u64, max_p: f64, w_q: f64, gentle: bool) -> Red {
+        Red::new(&spec(min_th, max_th, max_p, w_q, gentle), Rng::stream(1, StreamKind::QueueAqm, 0))
+    }
+
+    #[test]
+    fn p_b_follows_the_linear_and_gentle_ramps() {
+        let r = red(5, 15, 0.1, 0.002, true);
+        let cases = [
+            (0.0, 0.0),
+            (4.999, 0.0),
+            (5.0, 0.0),
+            (6.0, 0.01),
+            (10.0, 0.05),
+            (14.0, 0.09),
+            (15.0, 0.1),
+            // gentle: max_p + (1 − max_p)(avg − max_th)/max_th
+            (18.0, 0.1 + 0.9 * 3.0 / 15.0),
+            (22.5, 0.55),
+            (29.9, 0.1 + 0.9 * 14.9 / 15.0),
+            (30.0, 1.0),
+            (100.0, 1.0),
+        ];
+        for (avg, want) in cases {
+            assert!((r.p_b(avg) - want).abs() < 1e-12, "p_b({avg}) = {} want {want}", r.p_b(avg));
+        }
+        // Dense sweep: continuous (no jump at max_th with gentle) and non-decreasing.
+        let mut last = 0.0;
+        for i in 0..=4000 {
+            let p = r.p_b(i as f64 * 0.01);
+            assert!(p >= last - 1e-12 && (p - last) < 0.01, "at avg {}: {last} -> {p}", i as f64 * 0.01);
+            last = p;
+        }
+        let abrupt = red(5, 15, 0.1, 0.002, false);
+        assert!((abrupt.p_b(14.99) - 0.0999).abs() < 1e-9);
+        assert_eq!(abrupt.p_b(15.0), 1.0);
+    }
+
+    #[test]
+    fn decisions_by_region_with_a_fixed_average() {
+        // w_q = 1 makes avg the instantaneous q (busy link), so each region can be held.
+        let mut r = red(5, 15, 0.1, 1.0, true);
+        assert!((0..1000).all(|_| r.on_arrival(4.0, None, 10_000_000) == RedDecision::Pass));
+        assert!((0..1000).all(|_| r.on_arrival(30.0, None, 10_000_000) == RedDecision::Forced));
+        assert!((0..100).any(|_| r.on_arrival(20.0, None, 10_000_000) == RedDecision::Early));
+        let mut abrupt = red(5, 15, 0.1, 1.0, false);
+        assert!((0..1000).all(|_| abrupt.on_arrival(15.0, None, 10_000_000) == RedDecision::Forced));
+    }
+
+    /// §7: with p_a = p_b/(1 − count·p_b) the number of arrivals from one drop to the next is
+    /// uniform on {1, …, 1/p_b}; marking with p_b alone would make it geometric (mean 1/p_b,
+    /// gaps beyond 1/p_b common). Chi-square against the uniform law, 19 degrees of freedom.
+    #[test]
+    fn gaps_between_drops_are_uniform_over_one_to_one_over_p_b() {
+        let mut r = red(5, 15, 0.1, 1.0, true);
+        let avg = 7.0; // p_b = 0.02: gaps uniform on 1..=50
+        assert!((r.p_b(avg) - 0.02).abs() < 1e-12);
+        let n_bins = 50;
+        let mut hist = vec![0u64; n_bins + 1];
+        let mut gap = 0usize;
+        let mut drops = 0u64;
+        while drops < 20_000 {
+            gap += 1;
+            if r.on_arrival(avg, None, 10_000_000) == RedDecision::Early {
+                assert!(gap <= n_bins, "gap {gap} beyond 1/p_b = {n_bins}");
+                hist[gap] += 1;
+                drops += 1;
+                gap = 0;
+            }
+        }
+        // Pool pairs of bins (expected 800 each) for the chi-square statistic.
+        let expected = drops as f64 * 2.0 / n_bins as f64;
+        let chi2: f64 = (0..n_bins / 2)
+            .map(|k| {
+                let o = (hist[2 * k + 1] + hist[2 * k + 2]) as f64;
+                (o - expected).powi(2) / expected
+            })
+            .sum();
+        // 99.9th percentile of chi-square with 24 degrees of freedom ≈ 51.2.
+        assert!(chi2 < 51.2, "chi2 = {chi2:.1}, histogram {hist:?}");
+        let mean_gap = (1..=n_bins).map(|g| g as f64 * hist[g] as f64).sum::<f64>() / drops as f64;
+        assert!((mean_gap - 25.5).abs() < 0.5, "mean gap {mean_gap} (uniform 1..=50: 25.5)");
+    }
+
+    #[test]
+    fn drop_frequency_in_the_gentle_region_matches_the_uniform_law() {
+        // p_b = 0.55 at avg 22.5: gaps uniform on {1, 2} (1/p_b = 1.8), mean gap 1.45.
+        let mut r = red(5, 15, 0.1, 1.0, true);
+        let n = 200_000;
+        let drops = (0..n).filter(|_| r.on_arrival(22.5, None, 10_000_000) == RedDecision::Early).count() as f64;
+        // P(X=1) = p_b = 0.55, P(X=2) = 0.45: mean gap 1.45, drop fraction 1/1.45.
+        let want = n as f64 / 1.45;
+        assert!((drops - want).abs() < 0.01 * want, "drops {drops} want {want:.0}");
+    }
+
+    #[test]
+    fn average_is_an_ewma_while_busy_and_decays_over_idle_time() {
+        let mut r = red(5, 15, 0.1, 0.002, true);
+        for _ in 0..1000 {
+            r.on_arrival(10.0, None, 10_000_000);
+        }
+        let want = 10.0 * (1.0 - 0.998f64.powi(1000));
+        assert!((r.avg() - want).abs() < 1e-9, "avg {} want {want}", r.avg());
+        // Idle for 1.2 s at 10 Mbps: 1000 typical 1500-byte packets, so the average is aged by
+        // (1 − w_q)^1000.
+        let before = r.avg();
+        assert!((r.avg_at(Some(1_200_000_000), 10_000_000) - before * 0.998f64.powi(1000)).abs() < 1e-9);
+        assert_eq!(r.avg(), before, "avg_at does not change the state");
+        r.on_arrival(0.0, Some(1_200_000_000), 10_000_000);
+        assert!((r.avg() - before * 0.998f64.powi(1000)).abs() < 1e-9);
+        // Zero idle time leaves it unchanged.
+        let now = r.avg();
+        r.on_arrival(0.0, Some(0), 10_000_000);
+        assert_eq!(r.avg(), now);
+    }
+
+    #[test]
+    fn byte_thresholds_measure_in_bytes() {
+        let mut s = spec(0, 0, 0.1, 1.0, true);
+        s.min_th_packets = None;
+        s.max_th_packets = None;
+        s.min_th_bytes = Some(7_500);
+        s.max_th_bytes = Some(22_500);
+        let mut r = Red::new(&s, Rng::stream(1, StreamKind::QueueAqm, 0));
+        assert!(r.in_bytes());
+        assert!((r.p_b(15_000.0) - 0.05).abs() < 1e-12);
+        assert_eq!(r.on_arrival(7_499.0, None, 10_000_000), RedDecision::Pass);
+        assert_eq!(r.on_arrival(45_000.0, None, 10_000_000), RedDecision::Forced);
+    }
+}
