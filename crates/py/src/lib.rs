@@ -7,6 +7,8 @@
 //! the field; a Rust panic becomes `EngineError` carrying the seed and the simulated time, never a
 //! crash of the interpreter.
 
+mod relay;
+
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Mutex;
 
@@ -203,6 +205,7 @@ fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PySimulation>()?;
     m.add_function(wrap_pyfunction!(flavors, m)?)?;
     m.add_function(wrap_pyfunction!(version, m)?)?;
+    m.add_function(wrap_pyfunction!(relay::relay_run, m)?)?;
     m.add("EngineError", m.py().get_type::<EngineError>())?;
     m.add("SPEC_FORMAT", ccarena_sim::spec::SPEC_FORMAT)?;
     Ok(())

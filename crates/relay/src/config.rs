@@ -1,0 +1,326 @@
+//! The relay's configuration: parsed from JSON and checked, every error naming its field.
+//!
+//! ```json
+//! {"pipes": [{"name": "left0->r0", "a": "r0l0", "b": "r0l0b",
+//!             "a_to_b": {"delay_ns": 20000000, "loss": 0.0},
+//!             "b_to_a": {"delay_ns": 20000000, "loss": 0.0}}],
+//!  "seed": 1, "duration_ns": null, "max_queue_frames": 100000}
+//! ```
+//!
+//! `pipes` and every field of a pipe are required; `seed` (default 0), `duration_ns` (default
+//! null: run until signalled), `max_queue_frames` (default [`DEFAULT_MAX_QUEUE_FRAMES`]) and
+//! `spin_ns` (a timing knob, default [`DEFAULT_SPIN_NS`]; see [`crate::schedule`]) may be left out. Unknown keys are errors, so a typo cannot silently fall back to a default. Whether the
+//! interfaces exist is checked when the relay opens them ([`crate::Relay::open`]), since that
+//! depends on the namespace the check runs in.
+
+use std::collections::HashMap;
+use std::fmt;
+
+use serde_json::{Map, Value};
+
+/// `max_queue_frames` when the config leaves it out.
+pub const DEFAULT_MAX_QUEUE_FRAMES: usize = 100_000;
+
+/// `spin_ns` when the config leaves it out: busy-wait the last 20 µs before a frame is due.
+pub const DEFAULT_SPIN_NS: u64 = 20_000;
+
+/// Longest interface name Linux accepts (IFNAMSIZ − 1).
+pub const MAX_IFNAME_BYTES: usize = 15;
+
+/// One direction of a pipe: how long each frame is held and how often one is dropped.
+#[derive(Clone, Debug, PartialEq)]
+pub struct DirectionConfig {
+    /// Fixed one-way delay added to every frame, ns.
+    pub delay_ns: u64,
+    /// Probability in [0, 1] that a frame is dropped (independently per frame).
+    pub loss: f64,
+}
+
+/// One emulated link: two interfaces in the relay's namespace and a direction config for each way.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PipeConfig {
+    /// A label for the stats (for example `"left0->r0"`).
+    pub name: String,
+    /// The interface facing side a: frames arriving here go out of `b` after `a_to_b.delay_ns`.
+    pub a: String,
+    /// The interface facing side b: frames arriving here go out of `a` after `b_to_a.delay_ns`.
+    pub b: String,
+    /// Frames entering at `a`, leaving at `b`.
+    pub a_to_b: DirectionConfig,
+    /// Frames entering at `b`, leaving at `a`.
+    pub b_to_a: DirectionConfig,
+}
+
+/// The whole relay: every pipe of a run, served by one process.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Config {
+    /// The pipes, in the order the stats report them.
+    pub pipes: Vec<PipeConfig>,
+    /// Seed of the loss streams (each direction of each pipe derives its own).
+    pub seed: u64,
+    /// Stop by itself after this long, ns; `None` runs until SIGTERM/SIGINT or [`crate::Relay::run`]'s stop flag.
+    pub duration_ns: Option<u64>,
+    /// Frames a direction may hold at once; one more is dropped and counted as `dropped_overflow`.
+    pub max_queue_frames: usize,
+    /// Busy-wait instead of sleeping when a frame is due within this long, ns (0: always sleep).
+    pub spin_ns: u64,
+}
+
+/// A configuration mistake: the field's path (`pipes[0].a_to_b.loss`) and what is wrong.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ConfigError {
+    /// Path of the offending field, `""` for the document itself.
+    pub field: String,
+    /// What is wrong and, where possible, what is expected.
+    pub message: String,
+}
+
+impl ConfigError {
+    /// An error about `field`.
+    pub fn new(field: impl Into<String>, message: impl Into<String>) -> ConfigError {
+        ConfigError { field: field.into(), message: message.into() }
+    }
+}
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.field.is_empty() {
+            write!(f, "{}", self.message)
+        } else {
+            write!(f, "{}: {}", self.field, self.message)
+        }
+    }
+}
+
+impl std::error::Error for ConfigError {}
+
+type Result<T> = std::result::Result<T, ConfigError>;
+
+fn object<'v>(v: &'v Value, path: &str) -> Result<&'v Map<String, Value>> {
+    v.as_object().ok_or_else(|| ConfigError::new(path, format!("expected an object, got {}", kind(v))))
+}
+
+fn kind(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "a list",
+        Value::Object(_) => "an object",
+    }
+}
+
+fn join(path: &str, key: &str) -> String {
+    if path.is_empty() {
+        key.to_string()
+    } else {
+        format!("{path}.{key}")
+    }
+}
+
+fn reject_unknown(map: &Map<String, Value>, path: &str, known: &[&str]) -> Result<()> {
+    for key in map.keys() {
+        if !known.contains(&key.as_str()) {
+            return Err(ConfigError::new(join(path, key), format!("unknown field (expected one of: {})", known.join(", "))));
+        }
+    }
+    Ok(())
+}
+
+fn required<'v>(map: &'v Map<String, Value>, path: &str, key: &str) -> Result<&'v Value> {
+    map.get(key).ok_or_else(|| ConfigError::new(join(path, key), "missing"))
+}
+
+fn non_negative_int(v: &Value, path: &str, unit: &str) -> Result<u64> {
+    v.as_u64().ok_or_else(|| ConfigError::new(path, format!("expected a non-negative integer ({unit}), got {v}")))
+}
+
+fn string(v: &Value, path: &str) -> Result<String> {
+    v.as_str().map(str::to_string).ok_or_else(|| ConfigError::new(path, format!("expected a string, got {}", kind(v))))
+}
+
+fn interface_name(v: &Value, path: &str) -> Result<String> {
+    let name = string(v, path)?;
+    if name.is_empty() || name.len() > MAX_IFNAME_BYTES {
+        return Err(ConfigError::new(path, format!("'{name}' is not an interface name (1 to {MAX_IFNAME_BYTES} bytes)")));
+    }
+    if name.bytes().any(|c| c == b'/' || c == 0 || c.is_ascii_whitespace()) || name == "." || name == ".." {
+        return Err(ConfigError::new(path, format!("'{name}' is not an interface name")));
+    }
+    Ok(name)
+}
+
+fn direction(v: &Value, path: &str) -> Result<DirectionConfig> {
+    let map = object(v, path)?;
+    reject_unknown(map, path, &["delay_ns", "loss"])?;
+    let delay_path = join(path, "delay_ns");
+    let delay_ns = non_negative_int(required(map, path, "delay_ns")?, &delay_path, "ns")?;
+    let loss_path = join(path, "loss");
+    let loss_v = required(map, path, "loss")?;
+    let loss = loss_v
+        .as_f64()
+        .ok_or_else(|| ConfigError::new(&loss_path, format!("expected a probability in [0, 1], got {}", kind(loss_v))))?;
+    if !(0.0..=1.0).contains(&loss) {
+        return Err(ConfigError::new(loss_path, format!("expected a probability in [0, 1], got {loss}")));
+    }
+    Ok(DirectionConfig { delay_ns, loss })
+}
+
+fn pipe(v: &Value, path: &str) -> Result<PipeConfig> {
+    let map = object(v, path)?;
+    reject_unknown(map, path, &["name", "a", "b", "a_to_b", "b_to_a"])?;
+    let name = string(required(map, path, "name")?, &join(path, "name"))?;
+    let a = interface_name(required(map, path, "a")?, &join(path, "a"))?;
+    let b = interface_name(required(map, path, "b")?, &join(path, "b"))?;
+    if a == b {
+        return Err(ConfigError::new(join(path, "b"), format!("'{b}' is also this pipe's a: a pipe joins two different interfaces")));
+    }
+    let a_to_b = direction(required(map, path, "a_to_b")?, &join(path, "a_to_b"))?;
+    let b_to_a = direction(required(map, path, "b_to_a")?, &join(path, "b_to_a"))?;
+    Ok(PipeConfig { name, a, b, a_to_b, b_to_a })
+}
+
+impl Config {
+    /// Parse and check a config.
+    ///
+    /// # Errors
+    /// The first problem found, naming its field: malformed JSON, a missing or unknown field, a
+    /// wrong type or range, or an interface used by two pipes (each would receive every frame, so
+    /// frames would be duplicated).
+    pub fn from_json(json: &str) -> Result<Config> {
+        let doc: Value = serde_json::from_str(json).map_err(|e| ConfigError::new("", format!("invalid JSON: {e}")))?;
+        let map = object(&doc, "")?;
+        reject_unknown(map, "", &["pipes", "seed", "duration_ns", "max_queue_frames", "spin_ns"])?;
+
+        let pipes_v = required(map, "", "pipes")?;
+        let list = pipes_v.as_array().ok_or_else(|| ConfigError::new("pipes", format!("expected a list, got {}", kind(pipes_v))))?;
+        if list.is_empty() {
+            return Err(ConfigError::new("pipes", "expected at least one pipe"));
+        }
+        let mut pipes = Vec::with_capacity(list.len());
+        let mut users: HashMap<String, String> = HashMap::new();
+        for (i, p) in list.iter().enumerate() {
+            let path = format!("pipes[{i}]");
+            let parsed = pipe(p, &path)?;
+            for (side, ifname) in [("a", &parsed.a), ("b", &parsed.b)] {
+                let field = format!("{path}.{side}");
+                if let Some(first) = users.insert(ifname.clone(), field.clone()) {
+                    return Err(ConfigError::new(field, format!("interface '{ifname}' is already used by {first}")));
+                }
+            }
+            pipes.push(parsed);
+        }
+
+        let seed = match map.get("seed") {
+            None | Some(Value::Null) => 0,
+            Some(v) => non_negative_int(v, "seed", "a 64-bit seed")?,
+        };
+        let duration_ns = match map.get("duration_ns") {
+            None | Some(Value::Null) => None,
+            Some(v) => {
+                let d = non_negative_int(v, "duration_ns", "ns")?;
+                if d == 0 {
+                    return Err(ConfigError::new("duration_ns", "must be positive, or null to run until signalled"));
+                }
+                Some(d)
+            }
+        };
+        let max_queue_frames = match map.get("max_queue_frames") {
+            None | Some(Value::Null) => DEFAULT_MAX_QUEUE_FRAMES,
+            Some(v) => {
+                let n = non_negative_int(v, "max_queue_frames", "frames")?;
+                if n == 0 {
+                    return Err(ConfigError::new("max_queue_frames", "must be at least 1"));
+                }
+                usize::try_from(n).map_err(|_| ConfigError::new("max_queue_frames", "too large"))?
+            }
+        };
+        let spin_ns = match map.get("spin_ns") {
+            None | Some(Value::Null) => DEFAULT_SPIN_NS,
+            Some(v) => {
+                let s = non_negative_int(v, "spin_ns", "ns")?;
+                if s > 1_000_000 {
+                    return Err(ConfigError::new("spin_ns", format!("{s} ns of busy-waiting per frame would burn a core; at most 1000000")));
+                }
+                s
+            }
+        };
+        Ok(Config { pipes, seed, duration_ns, max_queue_frames, spin_ns })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const GOOD: &str = r#"{"pipes": [{"name": "left0->r0", "a": "r0l0", "b": "r0l0b",
+        "a_to_b": {"delay_ns": 20000000, "loss": 0.0},
+        "b_to_a": {"delay_ns": 5, "loss": 0.01}}],
+        "seed": 1, "duration_ns": null, "max_queue_frames": 100000}"#;
+
+    fn err(json: &str) -> String {
+        Config::from_json(json).unwrap_err().to_string()
+    }
+
+    fn with(pipe_patch: &str) -> String {
+        format!(r#"{{"pipes": [{pipe_patch}], "seed": 1}}"#)
+    }
+
+    #[test]
+    fn parses_the_documented_example() {
+        let c = Config::from_json(GOOD).unwrap();
+        assert_eq!(c.seed, 1);
+        assert_eq!(c.duration_ns, None);
+        assert_eq!(c.max_queue_frames, 100_000);
+        assert_eq!(c.pipes.len(), 1);
+        let p = &c.pipes[0];
+        assert_eq!((p.name.as_str(), p.a.as_str(), p.b.as_str()), ("left0->r0", "r0l0", "r0l0b"));
+        assert_eq!(p.a_to_b, DirectionConfig { delay_ns: 20_000_000, loss: 0.0 });
+        assert_eq!(p.b_to_a, DirectionConfig { delay_ns: 5, loss: 0.01 });
+    }
+
+    #[test]
+    fn optional_fields_take_their_defaults() {
+        let c = Config::from_json(
+            r#"{"pipes": [{"name": "x", "a": "p", "b": "q", "a_to_b": {"delay_ns": 0, "loss": 0}, "b_to_a": {"delay_ns": 1, "loss": 1}}], "duration_ns": 5}"#,
+        )
+        .unwrap();
+        assert_eq!((c.seed, c.duration_ns, c.max_queue_frames, c.spin_ns), (0, Some(5), DEFAULT_MAX_QUEUE_FRAMES, DEFAULT_SPIN_NS));
+        assert_eq!(c.pipes[0].b_to_a.loss, 1.0);
+    }
+
+    #[test]
+    fn errors_name_the_field() {
+        let dir = r#""a_to_b": {"delay_ns": 1, "loss": 0}, "b_to_a": {"delay_ns": 1, "loss": 0}"#;
+        assert_eq!(err("[1]"), "expected an object, got a list");
+        assert!(err("{").starts_with("invalid JSON"));
+        assert_eq!(err(r#"{"seed": 1}"#), "pipes: missing");
+        assert_eq!(err(r#"{"pipes": []}"#), "pipes: expected at least one pipe");
+        assert_eq!(err(&with(&format!(r#"{{"name": "x", "b": "q", {dir}}}"#))), "pipes[0].a: missing");
+        assert_eq!(
+            err(&with(r#"{"name": "x", "a": "p", "b": "q", "a_to_b": {"delay_ns": 1.5, "loss": 0}, "b_to_a": {"delay_ns": 1, "loss": 0}}"#)),
+            "pipes[0].a_to_b.delay_ns: expected a non-negative integer (ns), got 1.5"
+        );
+        assert_eq!(
+            err(&with(r#"{"name": "x", "a": "p", "b": "q", "a_to_b": {"delay_ns": 1, "loss": 0}, "b_to_a": {"delay_ns": 1, "loss": 1.5}}"#)),
+            "pipes[0].b_to_a.loss: expected a probability in [0, 1], got 1.5"
+        );
+        assert_eq!(
+            err(&with(r#"{"name": "x", "a": "p", "b": "q", "a_to_b": {"delay_ns": 1, "lost": 0}, "b_to_a": {"delay_ns": 1, "loss": 0}}"#)),
+            "pipes[0].a_to_b.lost: unknown field (expected one of: delay_ns, loss)"
+        );
+        assert_eq!(err(&with(&format!(r#"{{"name": "x", "a": "p", "b": "p", {dir}}}"#))), "pipes[0].b: 'p' is also this pipe's a: a pipe joins two different interfaces");
+        assert_eq!(
+            err(&with(&format!(r#"{{"name": "x", "a": "this-name-is-too-long", "b": "q", {dir}}}"#))),
+            "pipes[0].a: 'this-name-is-too-long' is not an interface name (1 to 15 bytes)"
+        );
+        assert_eq!(
+            err(&format!(r#"{{"pipes": [{{"name": "x", "a": "p", "b": "q", {dir}}}, {{"name": "y", "a": "r", "b": "p", {dir}}}]}}"#)),
+            "pipes[1].b: interface 'p' is already used by pipes[0].a"
+        );
+        assert_eq!(err(&format!(r#"{{"pipes": [{{"name": "x", "a": "p", "b": "q", {dir}}}], "duration_ns": 0}}"#)), "duration_ns: must be positive, or null to run until signalled");
+        assert_eq!(err(&format!(r#"{{"pipes": [{{"name": "x", "a": "p", "b": "q", {dir}}}], "max_queue_frames": -3}}"#)), "max_queue_frames: expected a non-negative integer (frames), got -3");
+        assert_eq!(err(&format!(r#"{{"pipes": [{{"name": "x", "a": "p", "b": "q", {dir}}}], "sede": 1}}"#)), "sede: unknown field (expected one of: pipes, seed, duration_ns, max_queue_frames, spin_ns)");
+    }
+}

@@ -1,0 +1,171 @@
+//! One direction of one pipe, run by its own thread: read frames from the in-interface, hold each
+//! for the delay, write it to the out-interface, and count.
+
+use std::io;
+use std::os::fd::AsRawFd;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use crate::delay_line::DelayLine;
+use crate::rng::Loss;
+use crate::schedule::{next_step, Step, Tuning};
+use crate::stats::DirectionStats;
+use crate::sys::{self, PacketSocket, RxBatch, VNET_HDR_LEN};
+
+/// Frames read per `recvmmsg` call.
+const RX_BATCH: usize = 32;
+/// Frames sent before reading again: bounds how long sending starves reading under overload.
+const MAX_SEND_BURST: usize = 64;
+/// Frames read before going back to sending: bounds how long a burst of arrivals delays due frames.
+const MAX_DRAIN_FRAMES: usize = 256;
+/// The delay line's buffer starts this big and doubles as needed, bytes.
+const INITIAL_LINE_BYTES: usize = 4 << 20;
+/// A direction never holds more frame bytes than this (on top of `max_queue_frames`), bytes.
+pub const MAX_LINE_BYTES: usize = 1 << 30;
+/// A kernel timestamp further than this in the past is not trusted (a wall-clock step, or a
+/// timestamp in another clock), ns.
+const MAX_TIMESTAMP_AGE_NS: i128 = 1_000_000_000;
+
+/// One direction, ready to run.
+pub struct Direction {
+    rx: PacketSocket,
+    tx: PacketSocket,
+    delay_ns: u64,
+    loss: Loss,
+    line: DelayLine,
+    tuning: Tuning,
+    stats: DirectionStats,
+    dbg_wait: crate::histogram::Histogram,
+    dbg_send: crate::histogram::Histogram,
+    dbg_wake: crate::histogram::Histogram,
+    dbg_log: Vec<(u64, u64, u32)>,
+}
+
+impl Direction {
+    /// A direction reading from `rx`, writing to `tx`, holding frames for `delay_ns`, dropping
+    /// them per `loss`, holding at most `max_queue_frames`.
+    pub fn new(rx: PacketSocket, tx: PacketSocket, delay_ns: u64, loss: Loss, max_queue_frames: usize, tuning: Tuning) -> Direction {
+        Direction {
+            rx,
+            tx,
+            delay_ns,
+            loss,
+            line: DelayLine::new(max_queue_frames, INITIAL_LINE_BYTES, MAX_LINE_BYTES),
+            tuning,
+            stats: DirectionStats::default(),
+            dbg_wait: Default::default(), dbg_send: Default::default(), dbg_wake: Default::default(), dbg_log: Vec::with_capacity(3_000_000),
+        }
+    }
+
+    /// Serve until `halt` is set; returns the counters.
+    ///
+    /// # Errors
+    /// An unexpected OS error from receiving (sending errors are counted, not fatal).
+    pub fn run(mut self, halt: &AtomicBool) -> io::Result<DirectionStats> {
+        sys::precise_timers_for_this_thread();
+        let mut batch = RxBatch::new(RX_BATCH);
+        while !halt.load(Ordering::Relaxed) {
+            // Send what is due (at most a burst, so arrivals are still read under overload and
+            // the queue, not the socket buffer, is where a backlog builds and overflows). The
+            // clock is read per frame so each lateness is its own.
+            let mut burst = 0;
+            let step = loop {
+                let now = sys::mono_ns();
+                let step = next_step(now, self.line.head_due_ns(), &self.tuning);
+                if step != Step::Send || burst == MAX_SEND_BURST {
+                    break step;
+                }
+                self.send_head(now);
+                burst += 1;
+            };
+            // Then read what arrived, before any wait: a spin or sleep must never starve reading.
+            self.drain(&mut batch)?;
+            match step {
+                Step::Send => {}
+                Step::SpinUntil(t) => {
+                    while sys::mono_ns() < t {
+                        std::hint::spin_loop();
+                    }
+                }
+                Step::SleepUntil(t) => {
+                    sys::sleep_until_mono(t);
+                    self.dbg_wake.record(sys::mono_ns().saturating_sub(t));
+                }
+                Step::AwaitTraffic(timeout_ns) => {
+                    // The drain above may have queued frames: only block if it did not.
+                    if self.line.is_empty() {
+                        sys::wait_readable(self.rx.as_raw_fd(), timeout_ns)?;
+                    }
+                }
+            }
+        }
+        self.stats.dropped_overflow += self.rx.take_kernel_drops();
+        self.stats.left_queued = self.line.len() as u64;
+        {
+            use std::io::Write;
+            let mut f = std::io::BufWriter::new(std::fs::File::create(format!("/tmp/relaydev/log-{}.txt", self.delay_ns % 1000 + if self.loss.drop_this() {1} else {0} + std::process::id() as u64 * 10 + (self.dbg_log.len() as u64 % 7) * 100000)).unwrap());
+            for (t, l, q) in &self.dbg_log { writeln!(f, "{t} {l} {q}").unwrap(); }
+        }
+        eprintln!("DBG wait(read-stamp) {:?}\nDBG send {:?}\nDBG wake {:?}", self.dbg_wait.summary(), self.dbg_send.summary(), self.dbg_wake.summary());
+        Ok(self.stats)
+    }
+
+    fn send_head(&mut self, now_ns: u64) {
+        let Some((due_ns, hdr_and_frame)) = self.line.head() else { return };
+        let r = self.tx.send(hdr_and_frame);
+        self.dbg_send.record(sys::mono_ns() - now_ns);
+        match r {
+            Ok(()) => {
+                self.stats.frames += 1;
+                self.stats.bytes += (hdr_and_frame.len() - VNET_HDR_LEN) as u64;
+                self.stats.lateness.record(now_ns - due_ns);
+                self.dbg_log.push((now_ns, now_ns - due_ns, self.line.len() as u32));
+            }
+            Err(_) => self.stats.send_errors += 1,
+        }
+        self.line.pop();
+    }
+
+    /// Move every frame waiting in the socket (up to [`MAX_DRAIN_FRAMES`]) into the delay line.
+    fn drain(&mut self, batch: &mut RxBatch) -> io::Result<()> {
+        let mut taken = 0;
+        while taken < MAX_DRAIN_FRAMES {
+            let n = batch.receive(&self.rx)?;
+            if n == 0 {
+                break;
+            }
+            // Read after the batch arrived: no frame in it can be stamped later than this.
+            let now = i128::from(sys::mono_ns());
+            let offset = sys::realtime_minus_mono_ns();
+            for i in 0..n {
+                let f = batch.get(i);
+                if f.truncated || f.hdr_and_frame.len() <= VNET_HDR_LEN {
+                    self.stats.dropped_overflow += 1;
+                    continue;
+                }
+                if self.loss.drop_this() {
+                    self.stats.dropped_loss += 1;
+                    continue;
+                }
+                let rx_mono = match f.rx_realtime_ns.map(|r| r - offset) {
+                    Some(t) if t <= now && now - t <= MAX_TIMESTAMP_AGE_NS => t,
+                    // A stamp a hair in the future is the two clocks' conversion rounding.
+                    Some(t) if t > now && t - now <= 1_000_000 => now,
+                    _ => {
+                        self.stats.untimestamped += 1;
+                        now
+                    }
+                };
+                self.dbg_wait.record((now - rx_mono) as u64);
+                let due_ns = (rx_mono as u64).saturating_add(self.delay_ns);
+                if self.line.push(due_ns, f.hdr_and_frame).is_err() {
+                    self.stats.dropped_overflow += 1;
+                }
+            }
+            taken += n;
+            if n < RX_BATCH {
+                break;
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,166 @@
+//! The whole relay: open every pipe's sockets, run one thread per direction, stop, collect stats.
+
+use std::fmt;
+use std::io;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use crate::config::{Config, ConfigError};
+use crate::direction::Direction;
+use crate::rng::{Loss, SplitMix64};
+use crate::schedule::Tuning;
+use crate::stats::{PipeStats, RelayStats};
+use crate::sys::{self, BufferSizes, PacketSocket};
+
+/// Receive buffer per socket: room for tens of milliseconds at 1 Gbit/s even with the kernel's
+/// per-frame overhead, so a descheduled relay thread does not lose frames, bytes.
+pub const RCVBUF_BYTES: usize = 64 << 20;
+/// Send buffer per socket: only fills if a qdisc on the out-interface holds many frames, bytes.
+pub const SNDBUF_BYTES: usize = 16 << 20;
+/// How often the supervising thread checks the stop flag and the duration.
+const SUPERVISE_EVERY: Duration = Duration::from_millis(10);
+
+/// Why the relay could not start.
+#[derive(Debug)]
+pub enum OpenError {
+    /// A mistake in the config (including an interface that does not exist here).
+    Config(ConfigError),
+    /// The system refused (no CAP_NET_RAW, ...): what was being done and the OS error.
+    Os(String, io::Error),
+}
+
+impl fmt::Display for OpenError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            OpenError::Config(e) => write!(f, "{e}"),
+            OpenError::Os(what, e) => write!(f, "{what}: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for OpenError {}
+
+impl From<ConfigError> for OpenError {
+    fn from(e: ConfigError) -> OpenError {
+        OpenError::Config(e)
+    }
+}
+
+struct OpenPipe {
+    name: String,
+    a_to_b: Direction,
+    b_to_a: Direction,
+}
+
+/// A relay with every socket open and bound: frames are already being queued by the kernel for
+/// it, and [`Relay::run`] starts forwarding them.
+pub struct Relay {
+    pipes: Vec<OpenPipe>,
+    duration_ns: Option<u64>,
+}
+
+fn open_socket(
+    what: &str,
+    field: &str,
+    ifname: &str,
+    ifindex: u32,
+    f: impl Fn(u32, BufferSizes) -> io::Result<PacketSocket>,
+) -> Result<PacketSocket, OpenError> {
+    let sizes = BufferSizes { rcvbuf_bytes: RCVBUF_BYTES, sndbuf_bytes: SNDBUF_BYTES };
+    f(ifindex, sizes).map_err(|e| {
+        let hint = if e.raw_os_error() == Some(libc::EPERM) { " (AF_PACKET needs root or CAP_NET_RAW)" } else { "" };
+        OpenError::Os(format!("{field}: opening the {what} socket on '{ifname}'{hint}"), e)
+    })
+}
+
+impl Relay {
+    /// Resolve every interface and open its sockets.
+    ///
+    /// # Errors
+    /// [`OpenError::Config`] naming the field of an interface that does not exist in this
+    /// namespace; [`OpenError::Os`] when a socket cannot be opened.
+    pub fn open(config: &Config) -> Result<Relay, OpenError> {
+        let tuning = Tuning { spin_ns: config.spin_ns, ..Tuning::default() };
+        let mut indices = Vec::with_capacity(config.pipes.len());
+        for (i, p) in config.pipes.iter().enumerate() {
+            let mut pair = [0u32; 2];
+            for (slot, (side, name)) in pair.iter_mut().zip([("a", &p.a), ("b", &p.b)]) {
+                *slot = sys::if_index(name)
+                    .ok_or_else(|| ConfigError::new(format!("pipes[{i}].{side}"), format!("no interface named '{name}' in this namespace")))?;
+            }
+            indices.push(pair);
+        }
+        let mut pipes = Vec::with_capacity(config.pipes.len());
+        for (i, (p, [ia, ib])) in config.pipes.iter().zip(indices).enumerate() {
+            let (fa, fb) = (format!("pipes[{i}].a"), format!("pipes[{i}].b"));
+            let rx_a = open_socket("receiving", &fa, &p.a, ia, PacketSocket::receiver)?;
+            let tx_a = open_socket("sending", &fa, &p.a, ia, PacketSocket::sender)?;
+            let rx_b = open_socket("receiving", &fb, &p.b, ib, PacketSocket::receiver)?;
+            let tx_b = open_socket("sending", &fb, &p.b, ib, PacketSocket::sender)?;
+            let loss = |dir: u8, probability: f64| Loss::new(probability, SplitMix64::for_direction(config.seed, i, dir));
+            pipes.push(OpenPipe {
+                name: p.name.clone(),
+                a_to_b: Direction::new(rx_a, tx_b, p.a_to_b.delay_ns, loss(0, p.a_to_b.loss), config.max_queue_frames, tuning),
+                b_to_a: Direction::new(rx_b, tx_a, p.b_to_a.delay_ns, loss(1, p.b_to_a.loss), config.max_queue_frames, tuning),
+            });
+        }
+        Ok(Relay { pipes, duration_ns: config.duration_ns })
+    }
+
+    /// Forward frames until `stop` is set or the config's `duration_ns` has passed, then return
+    /// what was counted. One thread per direction; the calling thread supervises.
+    ///
+    /// # Errors
+    /// The first unexpected OS error of any direction (the others are stopped first).
+    pub fn run(self, stop: &AtomicBool) -> io::Result<RelayStats> {
+        let start = Instant::now();
+        let deadline = self.duration_ns.map(|d| start + Duration::from_nanos(d));
+        let halt = AtomicBool::new(false);
+        let failed = AtomicBool::new(false);
+        let mut names = Vec::new();
+        let results = std::thread::scope(|scope| {
+            let mut handles = Vec::new();
+            for (i, p) in self.pipes.into_iter().enumerate() {
+                names.push(p.name);
+                for (dir, d) in [("ab", p.a_to_b), ("ba", p.b_to_a)] {
+                    let (halt, failed) = (&halt, &failed);
+                    let h = std::thread::Builder::new().name(format!("relay{i}{dir}")).spawn_scoped(scope, move || {
+                        let r = d.run(halt);
+                        if r.is_err() {
+                            failed.store(true, Ordering::Relaxed);
+                        }
+                        r
+                    });
+                    if h.is_err() {
+                        failed.store(true, Ordering::Relaxed);
+                    }
+                    handles.push(h);
+                }
+            }
+            loop {
+                if stop.load(Ordering::Relaxed) || failed.load(Ordering::Relaxed) || deadline.is_some_and(|d| Instant::now() >= d) {
+                    break;
+                }
+                let nap = deadline.map_or(SUPERVISE_EVERY, |d| d.saturating_duration_since(Instant::now()).min(SUPERVISE_EVERY));
+                std::thread::sleep(nap);
+            }
+            halt.store(true, Ordering::Relaxed);
+            handles
+                .into_iter()
+                .map(|h| match h {
+                    Ok(h) => h.join().unwrap_or_else(|_| Err(io::Error::other("a relay thread panicked"))),
+                    Err(e) => Err(e),
+                })
+                .collect::<Vec<_>>()
+        });
+        let wall_s = start.elapsed().as_secs_f64();
+        let mut results = results.into_iter();
+        let mut pipes = Vec::with_capacity(names.len());
+        for name in names {
+            let a_to_b = results.next().expect("one result per direction")?;
+            let b_to_a = results.next().expect("one result per direction")?;
+            pipes.push(PipeStats { name, a_to_b, b_to_a });
+        }
+        Ok(RelayStats { pipes, wall_s })
+    }
+}

@@ -1,0 +1,116 @@
+//! What a direction does next, given the time and its head frame's due time: send, spin, sleep or
+//! wait for traffic. Pure, so the timing rules are tested without sockets.
+//!
+//! The rules, and why:
+//! - Head due → send it now.
+//! - Head due within `spin_ns` → busy-wait for it: a sleep and wake-up costs about as much as that
+//!   and adds the wake-up latency on top; `spin_ns` bounds the CPU this burns per frame.
+//! - Head due later → sleep until `spin_ns` before it (then the previous rule applies), but no
+//!   longer than `drain_interval_ns`: while asleep, arriving frames wait in the socket's receive
+//!   buffer with their kernel timestamps (so their due times are unaffected), and the cap bounds
+//!   how much that buffer must hold. Frames arriving during the sleep are never due before the
+//!   head (same delay, later arrival), so nothing is missed by not waking for them.
+//! - Nothing queued → block until a frame arrives, waking every `idle_timeout_ns` to notice a stop.
+
+/// Timing knobs of a direction's loop.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Tuning {
+    /// Busy-wait instead of sleeping when the head is due within this long, ns.
+    pub spin_ns: u64,
+    /// Longest sleep while frames are queued, ns (bounds the receive buffer's backlog).
+    pub drain_interval_ns: u64,
+    /// Longest block while nothing is queued, ns (bounds how late a stop is noticed).
+    pub idle_timeout_ns: u64,
+}
+
+impl Default for Tuning {
+    fn default() -> Tuning {
+        Tuning { spin_ns: crate::config::DEFAULT_SPIN_NS, drain_interval_ns: 2_000_000, idle_timeout_ns: 50_000_000 }
+    }
+}
+
+/// The next step of a direction's loop.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Step {
+    /// The head frame is due: send it.
+    Send,
+    /// Busy-wait until this CLOCK_MONOTONIC time, ns (the head's due time).
+    SpinUntil(u64),
+    /// Sleep until this CLOCK_MONOTONIC time, ns, then drain the socket and decide again.
+    SleepUntil(u64),
+    /// Nothing queued: block on the socket for at most this long, ns.
+    AwaitTraffic(u64),
+}
+
+/// Decide the next step at `now_ns` with the head frame due at `head_due_ns` (if any).
+pub fn next_step(now_ns: u64, head_due_ns: Option<u64>, t: &Tuning) -> Step {
+    let Some(due) = head_due_ns else {
+        return Step::AwaitTraffic(t.idle_timeout_ns);
+    };
+    if due <= now_ns {
+        return Step::Send;
+    }
+    if due - now_ns <= t.spin_ns {
+        return Step::SpinUntil(due);
+    }
+    Step::SleepUntil((due - t.spin_ns).min(now_ns.saturating_add(t.drain_interval_ns)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const T: Tuning = Tuning { spin_ns: 20_000, drain_interval_ns: 2_000_000, idle_timeout_ns: 50_000_000 };
+
+    #[test]
+    fn due_or_overdue_frames_are_sent() {
+        assert_eq!(next_step(1_000, Some(1_000), &T), Step::Send);
+        assert_eq!(next_step(1_000, Some(10), &T), Step::Send);
+    }
+
+    #[test]
+    fn close_frames_are_spun_for_far_ones_slept_for() {
+        assert_eq!(next_step(0, Some(20_000), &T), Step::SpinUntil(20_000));
+        assert_eq!(next_step(0, Some(1), &T), Step::SpinUntil(1));
+        // Wake spin_ns early so the wake-up latency is absorbed by the spin.
+        assert_eq!(next_step(0, Some(500_000), &T), Step::SleepUntil(480_000));
+    }
+
+    #[test]
+    fn long_sleeps_are_cut_to_the_drain_interval() {
+        assert_eq!(next_step(7, Some(50_000_000), &T), Step::SleepUntil(2_000_007));
+    }
+
+    #[test]
+    fn an_empty_line_waits_for_traffic() {
+        assert_eq!(next_step(0, None, &T), Step::AwaitTraffic(50_000_000));
+    }
+
+    #[test]
+    fn no_spin_means_sleeping_to_the_exact_due_time() {
+        let t = Tuning { spin_ns: 0, ..T };
+        assert_eq!(next_step(0, Some(1), &t), Step::SleepUntil(1));
+        assert_eq!(next_step(0, Some(1_500_000), &t), Step::SleepUntil(1_500_000));
+    }
+
+    #[test]
+    fn following_the_steps_never_sends_early_and_converges() {
+        // Simulate a loop whose sleeps overshoot by a fixed wake-up latency: every frame is sent
+        // at or after its due time, and late by no more than the latency beyond the spin window.
+        for latency in [0u64, 5_000, 30_000, 100_000] {
+            let mut now = 0u64;
+            for due in [1_000u64, 30_000, 3_000_000, 3_000_100, 9_999_999] {
+                loop {
+                    match next_step(now, Some(due), &T) {
+                        Step::Send => break,
+                        Step::SpinUntil(u) => now = u,
+                        Step::SleepUntil(u) => now = u + latency,
+                        Step::AwaitTraffic(_) => unreachable!(),
+                    }
+                }
+                assert!(now >= due);
+                assert!(now - due <= latency.saturating_sub(T.spin_ns), "due {due} sent {now} latency {latency}");
+            }
+        }
+    }
+}

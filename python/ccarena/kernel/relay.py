@@ -1,0 +1,70 @@
+"""The delay relay's process: ``python -m ccarena.kernel.relay CONFIG_JSON_PATH STATS_JSON_PATH``.
+
+Run inside the relay namespace (``ip netns exec <ns> ...``). It reads the config (format in
+``crates/relay/src/config.rs``), opens every pipe's sockets, prints ``ready`` on stdout once they
+are bound (traffic sent after that is relayed), and forwards frames until SIGTERM/SIGINT, the
+config's ``duration_ns`` or the death of its parent. It then writes the stats JSON (per pipe and
+direction: frames, bytes, drops, lateness percentiles; ``wall_s``) to STATS_JSON_PATH atomically
+(a temporary file renamed into place), so a reader never sees half a file.
+
+Exit status: 0 after writing the stats; 2 for a bad config or a missing interface (one line on
+stderr naming the field); 1 when the system refused (no root, forwarding failed).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+
+def write_atomically(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` via a temporary file in the same directory and a rename."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        with open(tmp, "w") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    finally:
+        if tmp.exists():
+            tmp.unlink()
+
+
+def _announce_ready() -> None:
+    print("ready", flush=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the relay; returns the exit status."""
+    args = sys.argv[1:] if argv is None else argv
+    if len(args) != 2:
+        print("usage: python -m ccarena.kernel.relay CONFIG_JSON_PATH STATS_JSON_PATH", file=sys.stderr)
+        return 2
+    config_path, stats_path = Path(args[0]), Path(args[1])
+    try:
+        config_json = config_path.read_text()
+    except OSError as e:
+        print(f"error: reading the relay config {config_path}: {e.strerror}", file=sys.stderr)
+        return 2
+    from ccarena import _engine
+
+    try:
+        stats_json = _engine.relay_run(config_json, on_ready=_announce_ready)
+    except ValueError as e:
+        print(f"error: {config_path}: {e}", file=sys.stderr)
+        return 2
+    except OSError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+    try:
+        write_atomically(stats_path, stats_json)
+    except OSError as e:
+        print(f"error: writing the relay stats {stats_path}: {e.strerror}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,446 @@
+"""ccarena's own traffic generator for the kernel backend (stdlib only; run as a script inside a
+flow's namespace: ``ip netns exec NS python3 trafficgen.py CONFIG_JSON``).
+
+Why our own generator and not iperf3:
+
+- **Sampling where the socket is.** The sender reads ``TCP_INFO`` with ``getsockopt`` on its own
+  socket at every output interval (cwnd, ssthresh, srtt, rttvar, rto, pacing and delivery rate,
+  retransmits, bytes sent/acked, CA state): no ``ss`` fork per flow per interval (~4.4 ms each),
+  no matching of iperf3's control connection by port.
+- **The receiver's goodput at the same instants.** Both ends sample at ``t0 + k·interval`` on the
+  shared ``CLOCK_MONOTONIC``, so the sample table is the simulator's: goodput counted by the
+  receiving application, throughput by the sender's stack.
+- **The scenario's semantics exactly**: start/stop times, finite ``bytes`` transfers with the
+  completion time (all bytes acknowledged: the socket's send queue empty), per-flow
+  ``TCP_CONGESTION`` and ``TCP_MAXSEG``, UDP CBR with a sequence number in every datagram (loss
+  counted per packet).
+- **No iperf3 failure modes** (a leftover server "busy running a test", JSON without
+  ``end.sum_sent``): every process is ours, started fresh per flow, stopped by its pid, and it
+  exits when ccarena dies (``PR_SET_PDEATHSIG``).
+
+Roles (``config["role"]``): ``tcp-recv`` / ``udp-recv`` bind, print ``ready`` and count what the
+application receives; ``tcp-send`` / ``udp-send`` connect at ``start_ns`` and send until
+``stop_ns``, the byte count or the end of the run. Every role writes one JSON object to
+``config["out"]`` at its end: ``{"ok": true, "samples": [...], "totals": {...}}`` or
+``{"ok": false, "error": "<one line>"}``. Times in the config are nanoseconds relative to
+``t0_mono_ns`` (a ``CLOCK_MONOTONIC`` reading chosen by the parent).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import errno
+import fcntl
+import json
+import os
+import select
+import signal
+import socket
+import struct
+import sys
+import time
+
+PR_SET_PDEATHSIG = 1
+SIOCOUTQ = 0x5411  # TIOCOUTQ: bytes in the send queue, not yet acknowledged (unsent + unacked)
+TCP_INFO_FORMAT = "=8B24I4Q6I4Q2I2Q6I2HI"
+"""struct tcp_info (include/uapi/linux/tcp.h) up to tcpi_total_rto_time (Linux 6.7)."""
+TCP_INFO_FIELDS = (
+    "state", "ca_state", "retransmits", "probes", "backoff", "options", "wscale", "flags",
+    "rto", "ato", "snd_mss", "rcv_mss", "unacked", "sacked", "lost", "retrans", "fackets",
+    "last_data_sent", "last_ack_sent", "last_data_recv", "last_ack_recv", "pmtu",
+    "rcv_ssthresh", "rtt", "rttvar", "snd_ssthresh", "snd_cwnd", "advmss", "reordering",
+    "rcv_rtt", "rcv_space", "total_retrans",
+    "pacing_rate", "max_pacing_rate", "bytes_acked", "bytes_received",
+    "segs_out", "segs_in", "notsent_bytes", "min_rtt", "data_segs_in", "data_segs_out",
+    "delivery_rate", "busy_time", "rwnd_limited", "sndbuf_limited",
+    "delivered", "delivered_ce", "bytes_sent", "bytes_retrans",
+    "dsack_dups", "reord_seen", "rcv_ooopack", "snd_wnd", "rcv_wnd", "rehash",
+    "total_rto", "total_rto_recoveries", "total_rto_time",
+)
+TCP_INFO_SIZE = struct.calcsize(TCP_INFO_FORMAT)
+INFINITE_SSTHRESH = 0x7FFFFFFF
+CHUNK = 1 << 16
+DEFAULT_PAYLOAD_MSS = 1448  # what Linux uses on a 1500-byte MTU with timestamps
+TIMESTAMP_OPTION_BYTES = 12
+GRACE_NS = 2_000_000_000  # after the run's end: time for in-flight data to drain
+
+
+class Stop(Exception):
+    """SIGTERM/SIGINT: end now, write what was measured."""
+
+
+def _on_signal(signum, frame):  # noqa: ARG001
+    raise Stop()
+
+
+def die_with_parent(parent_pid: int) -> None:
+    """Ask the kernel to SIGKILL this process when ccarena (its parent) dies."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    if os.getppid() != parent_pid:  # the parent died before prctl took effect
+        os._exit(1)
+
+
+def now_ns() -> int:
+    return time.clock_gettime_ns(time.CLOCK_MONOTONIC)
+
+
+def sleep_until(t_ns: int) -> None:
+    while True:
+        left = t_ns - now_ns()
+        if left <= 0:
+            return
+        time.sleep(min(left / 1e9, 0.5))
+
+
+def tcp_info(sock: socket.socket) -> dict:
+    """TCP_INFO as a dict (fields the running kernel does not fill are absent)."""
+    raw = sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, TCP_INFO_SIZE)
+    values = struct.unpack(TCP_INFO_FORMAT, raw.ljust(TCP_INFO_SIZE, b"\0"))
+    info = dict(zip(TCP_INFO_FIELDS, values))
+    # Fields past what the kernel returned are zero padding, not measurements.
+    size = 0
+    for name, code in zip(TCP_INFO_FIELDS, _field_codes()):
+        size += struct.calcsize("=" + code)
+        if size > len(raw):
+            info.pop(name, None)
+    return info
+
+
+def _field_codes() -> list[str]:
+    out = []
+    for count, code in _split_format(TCP_INFO_FORMAT[1:]):
+        out += [code] * count
+    return out
+
+
+def _split_format(fmt: str):
+    num = ""
+    for ch in fmt:
+        if ch.isdigit():
+            num += ch
+        else:
+            yield int(num or "1"), ch
+            num = ""
+
+
+def outq_bytes(sock: socket.socket) -> int:
+    """Bytes written by the application and not yet acknowledged."""
+    buf = fcntl.ioctl(sock.fileno(), SIOCOUTQ, b"\0\0\0\0")
+    return struct.unpack("i", buf)[0]
+
+
+def sender_sample(info: dict) -> dict:
+    """One sample's TCP state: sizes in bytes, times in seconds, rates in bit/s."""
+    mss = info["snd_mss"] or 1
+    ssthresh = info["snd_ssthresh"]
+    inflight = info["unacked"] - (info["sacked"] + info["lost"]) + info["retrans"]
+    return {
+        "sent_bytes": info.get("bytes_sent"),
+        "acked_bytes": info.get("bytes_acked"),
+        "cwnd_bytes": info["snd_cwnd"] * mss,
+        "ssthresh_bytes": None if ssthresh >= INFINITE_SSTHRESH else ssthresh * mss,
+        "srtt_s": info["rtt"] / 1e6 if info["rtt"] else None,
+        "rttvar_s": info["rttvar"] / 1e6 if info["rtt"] else None,
+        "rto_s": info["rto"] / 1e6,
+        "inflight_bytes": max(inflight, 0) * mss,
+        "pacing_rate_bps": info["pacing_rate"] * 8 if info["pacing_rate"] < (1 << 63) else None,
+        "delivery_rate_bps": info.get("delivery_rate", 0) * 8,
+        "retransmits": info["total_retrans"],
+        "ca_state": info["ca_state"],
+        "min_rtt_s": info["min_rtt"] / 1e6 if info.get("min_rtt") not in (None, 0, 0xFFFFFFFF) else None,
+    }
+
+
+def totals_from(info: dict) -> dict:
+    keep = ("bytes_sent", "bytes_retrans", "bytes_acked", "bytes_received", "data_segs_out",
+            "data_segs_in", "total_retrans", "total_rto", "min_rtt", "snd_mss", "rcv_mss",
+            "dsack_dups")
+    return {k: info[k] for k in keep if k in info}
+
+
+class Clock:
+    """Sample instants t0 + k·interval (k ≥ 1, at or after the flow's start)."""
+
+    def __init__(self, cfg: dict) -> None:
+        self.t0 = cfg["t0_mono_ns"]
+        self.interval = cfg["interval_ns"]
+        self.end = self.t0 + cfg["duration_ns"]
+        start = cfg.get("start_ns", 0)
+        self.k = max(1, -(-start // self.interval))
+
+    def next_ns(self) -> int:
+        return self.t0 + self.k * self.interval
+
+    def due(self, t: int) -> bool:
+        return self.k * self.interval <= self.end - self.t0 and t >= self.next_ns()
+
+    def take(self) -> float:
+        time_s = self.k * self.interval / 1e9
+        self.k += 1
+        return time_s
+
+
+# ----------------------------------------------------------------------------- TCP
+
+def tcp_send(cfg: dict) -> dict:
+    clock = Clock(cfg)
+    t0 = cfg["t0_mono_ns"]
+    start, stop = t0 + cfg["start_ns"], t0 + (cfg["stop_ns"] if cfg["stop_ns"] is not None
+                                             else cfg["duration_ns"])
+    limit = cfg["bytes"]
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, cfg["flavor"].encode())
+    except OSError as err:
+        return {"ok": False, "error": f"TCP_CONGESTION {cfg['flavor']!r}: {err.strerror}"}
+    if cfg.get("mss_bytes") and int(cfg["mss_bytes"]) != DEFAULT_PAYLOAD_MSS:
+        # TCP_MAXSEG is the MSS option; the payload per segment is 12 bytes less (timestamps).
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_MAXSEG, int(cfg["mss_bytes"]) + TIMESTAMP_OPTION_BYTES)
+    sock.bind((cfg["bind"], 0))
+    sleep_until(start)
+    sock.settimeout(5.0)
+    try:
+        sock.connect((cfg["peer"], cfg["port"]))
+    except OSError as err:
+        return {"ok": False, "error": f"connect to {cfg['peer']}:{cfg['port']}: {err.strerror or err}"}
+    sock.setblocking(False)
+    payload = memoryview(bytes(CHUNK))
+    offered = 0
+    writing = True
+    completion_ns = None
+    samples = []
+    at_end = None
+    poller = select.poll()
+    poller.register(sock, select.POLLOUT)
+    try:
+        while True:
+            t = now_ns()
+            if clock.due(t):
+                s = sender_sample(tcp_info(sock))
+                s["time_s"] = clock.take()
+                s["offered_bytes"] = offered
+                samples.append(s)
+                continue
+            if t >= clock.end:
+                break
+            if writing and (t >= stop or (limit is not None and offered >= limit)):
+                writing = False
+            if not writing and limit is not None and completion_ns is None \
+                    and offered >= limit and outq_bytes(sock) == 0:
+                completion_ns = t - start
+            wake = min(clock.next_ns(), clock.end)
+            if writing:
+                events = poller.poll(max(0, (wake - t) / 1e6))
+                if events:
+                    want = CHUNK if limit is None else min(CHUNK, limit - offered)
+                    try:
+                        offered += sock.send(payload[:want])
+                    except BlockingIOError:
+                        pass
+            else:
+                # Waiting for the completion of a finite transfer: poll the queue every 1 ms.
+                step = 1_000_000 if (limit is not None and completion_ns is None) else wake - t
+                time.sleep(max(0, min(step, wake - t)) / 1e9)
+        at_end = totals_from(tcp_info(sock))
+        at_end["offered_bytes"] = offered
+        sock.shutdown(socket.SHUT_WR)
+        deadline = now_ns() + GRACE_NS
+        while outq_bytes(sock) > 0 and now_ns() < deadline:
+            time.sleep(0.002)
+    except Stop:
+        pass
+    drained = totals_from(tcp_info(sock))
+    sock.close()
+    return {"ok": True, "samples": samples, "at_end": at_end, "drained": drained,
+            "offered_bytes": offered,
+            "completion_time_s": None if completion_ns is None else completion_ns / 1e9}
+
+
+def tcp_recv(cfg: dict) -> dict:
+    clock = Clock(cfg)
+    srv = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        srv.bind((cfg["bind"], cfg["port"]))
+    except OSError as err:
+        if err.errno == errno.EADDRINUSE:
+            return {"ok": False, "error": f"port {cfg['port']} on {cfg['bind']} is in use"}
+        return {"ok": False, "error": f"bind {cfg['bind']}:{cfg['port']}: {err.strerror}"}
+    srv.listen(1)
+    print("ready", flush=True)
+    samples = []
+    received = 0
+    at_end_bytes = None
+    conn = None
+    buf = bytearray(1 << 18)
+    poller = select.poll()
+    poller.register(srv, select.POLLIN)
+    hard_end = clock.end + GRACE_NS + 1_000_000_000
+    eof = False
+    info_final = {}
+    try:
+        while True:
+            t = now_ns()
+            if clock.due(t):
+                samples.append({"time_s": clock.take(), "delivered_bytes": received})
+                continue
+            if t >= clock.end and at_end_bytes is None:
+                at_end_bytes = received
+            if (eof or conn is None) and t >= clock.end:
+                break
+            if t >= hard_end:
+                break
+            wake = min(clock.next_ns(), clock.end) if t < clock.end else hard_end
+            events = poller.poll(max(0, (wake - t) / 1e6))
+            for fd, _ in events:
+                if conn is None and fd == srv.fileno():
+                    conn, _ = srv.accept()
+                    conn.setblocking(False)
+                    poller.unregister(srv)
+                    poller.register(conn, select.POLLIN)
+                elif conn is not None:
+                    try:
+                        n = conn.recv_into(buf)
+                    except BlockingIOError:
+                        continue
+                    except ConnectionResetError:
+                        n = 0
+                    if n == 0:
+                        eof = True
+                        info_final = totals_from(tcp_info(conn))
+                        poller.unregister(conn)
+                    else:
+                        received += n
+    except Stop:
+        pass
+    if conn is not None and not info_final:
+        info_final = totals_from(tcp_info(conn))
+    return {"ok": True, "samples": samples, "received_bytes": received,
+            "at_end_bytes": received if at_end_bytes is None else at_end_bytes,
+            "drained": info_final, "connected": conn is not None}
+
+
+# ----------------------------------------------------------------------------- UDP CBR
+
+HEADER = struct.Struct("!QQ")  # sequence number, send time (ns)
+
+
+def udp_send(cfg: dict) -> dict:
+    clock = Clock(cfg)
+    t0 = cfg["t0_mono_ns"]
+    start = t0 + cfg["start_ns"]
+    stop = t0 + (cfg["stop_ns"] if cfg["stop_ns"] is not None else cfg["duration_ns"])
+    size = int(cfg["packet_bytes"])
+    period_ns = size * 8 * 1_000_000_000 / cfg["rate_bps"]
+    sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    sock.bind((cfg["bind"], 0))
+    sock.connect((cfg["peer"], cfg["port"]))
+    pad = bytes(max(0, size - HEADER.size))
+    sent = errors = 0
+    samples = []
+    try:
+        sleep_until(start)
+        while True:
+            t = now_ns()
+            if clock.due(t):
+                samples.append({"time_s": clock.take(), "sent_bytes": sent * size, "sent_packets": sent})
+                continue
+            if t >= clock.end:
+                break
+            # Send every datagram whose time has come (a late wake-up catches up at once).
+            while start + sent * period_ns <= t and start + sent * period_ns < stop:
+                try:
+                    sock.send(HEADER.pack(sent, t) + pad)
+                except OSError:  # ENOBUFS from a full qdisc: the datagram is lost at the sender
+                    errors += 1
+                sent += 1
+            nxt = start + sent * period_ns
+            wake = min(clock.next_ns(), clock.end, nxt if nxt < stop else clock.end)
+            sleep_until(int(wake))
+    except Stop:
+        pass
+    sock.close()
+    return {"ok": True, "samples": samples, "sent_packets": sent, "send_errors": errors,
+            "packet_bytes": size}
+
+
+def udp_recv(cfg: dict) -> dict:
+    clock = Clock(cfg)
+    sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 22)
+    try:
+        sock.bind((cfg["bind"], cfg["port"]))
+    except OSError as err:
+        if err.errno == errno.EADDRINUSE:
+            return {"ok": False, "error": f"port {cfg['port']} on {cfg['bind']} is in use"}
+        return {"ok": False, "error": f"bind {cfg['bind']}:{cfg['port']}: {err.strerror}"}
+    sock.setblocking(False)
+    print("ready", flush=True)
+    received = packets = dups = 0
+    seen_max = -1
+    seen = set()
+    at_end = None
+    samples = []
+    hard_end = clock.end + 500_000_000  # datagrams still in flight at the end
+    poller = select.poll()
+    poller.register(sock, select.POLLIN)
+    try:
+        while True:
+            t = now_ns()
+            if clock.due(t):
+                samples.append({"time_s": clock.take(), "delivered_bytes": received,
+                                "received_packets": packets})
+                continue
+            if t >= clock.end and at_end is None:
+                at_end = (received, packets)
+            if t >= hard_end:
+                break
+            wake = min(clock.next_ns(), clock.end) if t < clock.end else hard_end
+            if poller.poll(max(0, (wake - t) / 1e6)):
+                while True:
+                    try:
+                        data = sock.recv(65536)
+                    except BlockingIOError:
+                        break
+                    seq, _sent_ns = HEADER.unpack_from(data)
+                    if seq in seen:
+                        dups += 1
+                        continue
+                    seen.add(seq)
+                    seen_max = max(seen_max, seq)
+                    received += len(data)
+                    packets += 1
+    except Stop:
+        pass
+    sock.close()
+    at_end = at_end or (received, packets)
+    return {"ok": True, "samples": samples, "received_packets": packets, "received_bytes": received,
+            "at_end_bytes": at_end[0], "at_end_packets": at_end[1], "duplicates": dups}
+
+
+ROLES = {"tcp-send": tcp_send, "tcp-recv": tcp_recv, "udp-send": udp_send, "udp-recv": udp_recv}
+
+
+def main(argv: list[str]) -> int:
+    cfg = json.loads(argv[1])
+    die_with_parent(int(cfg["parent_pid"]))
+    signal.signal(signal.SIGTERM, _on_signal)
+    signal.signal(signal.SIGINT, _on_signal)
+    try:
+        result = ROLES[cfg["role"]](cfg)
+    except Stop:
+        result = {"ok": False, "error": "stopped before it could measure"}
+    except Exception as err:  # reported to the parent as one line, never a made-up number
+        result = {"ok": False, "error": f"{type(err).__name__}: {err}"}
+    tmp = cfg["out"] + ".tmp"
+    with open(tmp, "w") as f:
+        json.dump(result, f)
+    os.replace(tmp, cfg["out"])
+    if not result.get("ok"):
+        print(result.get("error", "failed"), file=sys.stderr, flush=True)
+    return 0 if result.get("ok") else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
