@@ -4,6 +4,19 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# The kernel backend's tests drive the real Linux stack: iproute2 (ip, tc, ss), ethtool, nftables,
+# iperf3 and ping come from Debian. Install only what is missing, so a prepared machine starts at once.
+need=()
+for pair in ip:iproute2 tc:iproute2 ss:iproute2 ethtool:ethtool nft:nftables iptables:iptables \
+            iperf3:iperf3 ping:iputils-ping; do
+    command -v "${pair%%:*}" >/dev/null 2>&1 || need+=("${pair##*:}")
+done
+if ((${#need[@]})); then
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq >/dev/null
+    apt-get install -y -qq --no-install-recommends $(printf '%s\n' "${need[@]}" | sort -u) >/dev/null
+fi
+
 # Rust tests run in release: the simulator's behaviour tests simulate minutes of traffic.
 cargo nextest --version >/dev/null 2>&1 || cargo install --locked cargo-nextest
 python3 -m pip install --quiet --upgrade pip >/dev/null

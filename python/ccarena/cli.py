@@ -68,6 +68,9 @@ def run(
     force: bool = typer.Option(False, "--force", help="Redo runs that are already complete."),
     report: bool = typer.Option(True, "--report/--no-report", help="Write report.html and figures."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bars."),
+    backend: Optional[str] = typer.Option(
+        None, "--backend", "-b",
+        help="sim, kernel, or sim,kernel (both, side by side) [default: the scenario's backend]."),
 ) -> None:
     """Run a scenario: every sweep point and repeat, then print the summary and write the report.
 
@@ -80,7 +83,10 @@ def run(
       ccarena run examples/reno-vs-loss.toml -j 4 --out results/loss
 
       ccarena run examples/quickstart.toml --force --no-report
+
+      ccarena run examples/kernel-vs-sim.toml --backend sim,kernel     (needs root)
     """
+    from ccarena.backends import parse_backends
     from ccarena.executor import run_experiment
     from ccarena.report import terminal_table, write_report
     from ccarena.results import Result
@@ -89,7 +95,7 @@ def run(
     loaded = load_scenario(scenario)
     root = out if out is not None else results / loaded.scenario.name
     outcome = run_experiment(loaded, root, jobs=jobs, force=force, console=stderr,
-                             show_progress=not quiet)
+                             show_progress=not quiet, backends=parse_backends(backend))
     total = len(outcome.plans)
     done = len(outcome.completed) + len(outcome.skipped)
     if outcome.interrupted:
@@ -225,8 +231,42 @@ def validate(
     loaded = load_scenario(scenario)
     plans = expand(loaded)
     s = loaded.scenario
-    stdout.print(f"{scenario}: ok — {s.name}: {s.topology.kind}, {len(s.flows)} flows, "
-                 f"{len(plans)} runs")
+    if len(loaded.parts) > 1 or loaded.parts[0].name:
+        counts = {p.name: sum(1 for plan in plans if plan.part == p.name) for p in loaded.parts}
+        listing = ", ".join(f"{name} ({n})" for name, n in counts.items())
+        stdout.print(f"{scenario}: ok — {s.name}: {len(loaded.parts)} parts, {len(plans)} runs: {listing}")
+    else:
+        stdout.print(f"{scenario}: ok — {s.name}: {s.topology.kind}, {len(s.flows)} flows, "
+                     f"{len(plans)} runs")
+
+
+@app.command()
+@handles_errors
+def doctor(
+    cleanup: bool = typer.Option(False, "--cleanup",
+                                 help="Remove every leftover ccarena namespace, link and process."),
+    tag: Optional[str] = typer.Option(None, "--tag",
+                                      help="With --cleanup: only runs whose tag starts with TAG."),
+) -> None:
+    """Check what the kernel backend can use here (root, namespaces, qdiscs, netem or the relay,
+    nftables, tools, congestion controllers, MPTCP), or clean up after killed runs.
+
+    Examples:
+
+      ccarena doctor
+
+      ccarena doctor --cleanup
+    """
+    from ccarena.kernel.doctor import cleanup_report, doctor_table
+
+    if cleanup:
+        lines, ok = cleanup_report(tag)
+        for line in lines:
+            stdout.print(line, highlight=False)
+        if not ok:
+            raise typer.Exit(EXIT_ENGINE_FAULT)
+        return
+    stdout.print(doctor_table())
 
 
 def main() -> None:

@@ -64,7 +64,8 @@ def run_record(plan: RunPlan, experiment: str) -> dict[str, Any]:
     return {
         "format": STORE_FORMAT, "run_id": plan.run_id, "experiment": experiment,
         "point": plan.point, "repeat": plan.repeat, "seed": plan.seed, "params": plan.params,
-        "backend": plan.scenario.backend, "spec_sha256": plan.resolved.spec_sha256(),
+        "part": plan.part, "matrix": list(plan.matrix) if plan.matrix else None,
+        "backend": plan.backend, "spec_sha256": plan.resolved.spec_sha256(),
         "spec": plan.resolved.spec, "derived": plan.resolved.derived, "scenario": plan.raw,
     }
 
@@ -90,8 +91,15 @@ def execute_run(root: str, record: dict[str, Any],
     store = ExperimentStore(root)
     spec = record["spec"]
     started, t0 = _now(), time.perf_counter()
+    emulation: dict[str, Any] = {}
     try:
-        tables = run_spec(spec, progress=progress)
+        if record.get("backend", "sim") == "kernel":
+            # The real TCP stack: one run at a time, in this process (see run_experiment).
+            from ccarena.kernel.backend import run_kernel
+
+            tables = run_kernel(spec, progress=progress, emulation=emulation)
+        else:
+            tables = run_spec(spec, progress=progress)
         wall_s = time.perf_counter() - t0
         duration_s = spec["duration_ns"] / 1e9
         interval_s = spec["sample_interval_ns"] / 1e9
@@ -113,17 +121,29 @@ def execute_run(root: str, record: dict[str, Any],
                             "simulated_s": duration_s,
                             "simulated_per_wall": duration_s / wall_s if wall_s > 0 else None},
                     software=software_versions())
+        if emulation:
+            full["emulation"] = emulation  # how the kernel emulated the links, and its error
         store.write_run(record["run_id"], full, out)
         return {"run_id": record["run_id"], "status": "complete", "wall_s": wall_s}
     except (KeyboardInterrupt, SystemExit):
         raise
+    except UserError as err:
+        if record.get("backend", "sim") == "kernel":
+            raise  # this machine cannot run it: one line for the user, not an engine fault
+        return _failed(store, record, started, err)
     except BaseException as err:  # an engine fault, a Rust panic, or a metrics bug: keep the spec
-        failure = dict(record, status="failed", error=f"{type(err).__name__}: {err}",
-                       traceback=traceback.format_exc(), timing={"started": started, "failed": _now()},
-                       software=software_versions())
-        path = store.write_failure(record["run_id"], failure)
-        return {"run_id": record["run_id"], "status": "failed",
-                "error": f"{type(err).__name__}: {err}", "replay_path": str(path)}
+        return _failed(store, record, started, err)
+
+
+def _failed(store: ExperimentStore, record: dict[str, Any], started: str,
+            err: BaseException) -> dict[str, Any]:
+    """Record a failed run in ``failed/<run_id>.json`` and return its outcome."""
+    failure = dict(record, status="failed", error=f"{type(err).__name__}: {err}",
+                   traceback=traceback.format_exc(), timing={"started": started, "failed": _now()},
+                   software=software_versions())
+    path = store.write_failure(record["run_id"], failure)
+    return {"run_id": record["run_id"], "status": "failed",
+            "error": f"{type(err).__name__}: {err}", "replay_path": str(path)}
 
 
 def _worker_init() -> None:
@@ -167,8 +187,19 @@ class ExperimentOutcome:
 
 
 def experiment_meta(loaded: LoadedScenario, plans: list[RunPlan]) -> dict[str, Any]:
-    """experiment.json: the scenario as given and as resolved (per run), defaults, versions."""
+    """experiment.json: the scenario as given and as resolved (per run), its parts (name,
+    description, swept parameters, matrix, report references), defaults, versions."""
     sweep = loaded.scenario.sweep
+    parts = []
+    for part in loaded.parts:
+        s, m = part.scenario.sweep, part.scenario.matrix
+        parts.append({
+            "name": part.name, "description": part.description,
+            "parameters": list(s.parameters) if s else (["matrix_row", "matrix_col"] if m else []),
+            "repeats": s.repeats if s else (m.repeats if m else 1),
+            "matrix": {"flavors": m.flavors, "stagger_s": m.stagger_ns / 1e9} if m else None,
+            "report": part.raw.get("report", {}),
+        })
     return {
         "format": STORE_FORMAT,
         "name": loaded.scenario.name,
@@ -178,9 +209,11 @@ def experiment_meta(loaded: LoadedScenario, plans: list[RunPlan]) -> dict[str, A
         "scenario": loaded.raw,
         "sweep": {"parameters": sweep.parameters if sweep else {},
                   "repeats": sweep.repeats if sweep else 1},
+        "parts": parts,
         "defaults": {"tcp": TCP_DEFAULTS, "udp": UDP_DEFAULTS},
         "runs": [{"run_id": p.run_id, "point": p.point, "repeat": p.repeat, "seed": p.seed,
-                  "params": p.params, "spec_sha256": p.resolved.spec_sha256(),
+                  "params": p.params, "part": p.part, "backend": p.backend,
+                  "spec_sha256": p.resolved.spec_sha256(),
                   "spec": p.resolved.spec} for p in plans],
         "software": software_versions(),
     }
@@ -203,7 +236,8 @@ def check_store(store: ExperimentStore, plans: list[RunPlan], force: bool) -> No
 
 def run_experiment(loaded: LoadedScenario, root: str | Path, *, jobs: int | None = None,
                    force: bool = False, console: Console | None = None,
-                   show_progress: bool = True) -> ExperimentOutcome:
+                   show_progress: bool = True,
+                   backends: list[str] | None = None) -> ExperimentOutcome:
     """Expand, check, and execute an experiment into ``root``; write experiment.json and
     summary.parquet.
 
@@ -215,14 +249,26 @@ def run_experiment(loaded: LoadedScenario, root: str | Path, *, jobs: int | None
         force: redo runs already complete (and drop stored runs no longer in the experiment).
         console: where progress goes (default: stderr).
         show_progress: draw progress bars.
+        backends: run every run on each of these (``["sim", "kernel"]``); default: the
+            scenario's ``backend``. Kernel runs execute one at a time in this process, after the
+            simulator's.
 
     Raises:
-        UserError: the scenario expands into an invalid run, or ``root`` holds another scenario's
-            runs.
+        UserError: the scenario expands into an invalid run, ``root`` holds another scenario's
+            runs, or the kernel cannot run a kernel run (checked before anything is written).
     """
     from ccarena.results import build_summary
 
-    plans = expand(loaded)
+    from ccarena.backends import apply_backends
+
+    plans = apply_backends(expand(loaded), backends)
+    kernel_plans = [p for p in plans if p.backend == "kernel"]
+    if kernel_plans:
+        from ccarena.kernel.backend import check as kernel_check
+
+        caps = None
+        for plan in kernel_plans:
+            caps = kernel_check(plan.resolved.spec, caps)
     root = Path(root)
     if root.exists() and not root.is_dir():
         raise UserError(f"{root}: exists and is not a directory")
@@ -243,6 +289,8 @@ def run_experiment(loaded: LoadedScenario, root: str | Path, *, jobs: int | None
             outcome.skipped.append(plan.run_id)
         else:
             pending.append(plan)
+    on_kernel = [p for p in pending if p.backend == "kernel"]
+    pending = [p for p in pending if p.backend != "kernel"]
     jobs = max(1, min(jobs or os.cpu_count() or 1, len(pending) or 1))
     console = console or Console(stderr=True)
     name = loaded.scenario.name
@@ -252,6 +300,8 @@ def run_experiment(loaded: LoadedScenario, root: str | Path, *, jobs: int | None
                 _run_here(pending, store, name, outcome, console, show_progress, len(plans))
             else:
                 _run_pool(pending, store, name, outcome, console, show_progress, jobs, len(plans))
+        if on_kernel:  # real time: never in the pool, never beside another run
+            _run_here(on_kernel, store, name, outcome, console, show_progress, len(plans))
     except KeyboardInterrupt:
         outcome.interrupted = True
     finally:

@@ -1,10 +1,13 @@
-"""Experiments: a scenario's ``[sweep]`` grid and repeats expanded into runs.
+"""Experiments: a scenario's ``[[parts]]``, ``[sweep]`` grid or ``[matrix]``, and repeats, expanded
+into runs.
 
 Each grid point is the scenario with one value per swept field path set; each point runs
 ``repeats`` times. Repeat r of every point uses the same seed (:func:`derive_seed`), so points are
 compared on common random numbers (the same loss pattern for the same repeat). Run ids are stable
 and readable: built from the swept values (``loss=0.5pct_r0``), not from positions, so adding a
-value to a sweep does not rename the runs already stored.
+value to a sweep does not rename the runs already stored. A ``[matrix]`` point is one ordered pair
+of flavors (``cubic-vs-reno``); a part's runs carry the part's name (``loss__loss=1pct_r0``).
+A sweep path may use ``[*]`` to set a field of every entry (``"flows[*].flavor"``).
 """
 
 from __future__ import annotations
@@ -22,12 +25,15 @@ from ccarena.errors import UserError
 from ccarena.resolve import ResolvedRun, resolve_run
 from ccarena.scenario import LoadedScenario, Scenario, validate_scenario
 
-_TOKEN = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)|\[(\d+)\]|(\.)")
+_TOKEN = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)|\[(\d+|\*)\]|(\.)")
+EVERY = "*"
+"""The index token that stands for every entry of a list (``flows[*].flavor``)."""
 UNSWEEPABLE = ("name", "sweep", "description", "backend")
 
 
 def parse_path(path: str) -> list[str | int]:
-    """``"flows[1].flavor"`` → ``["flows", 1, "flavor"]``.
+    """``"flows[1].flavor"`` → ``["flows", 1, "flavor"]``; ``[*]`` gives the token ``"*"``
+    (:data:`EVERY`).
 
     Raises:
         UserError: not a field path.
@@ -45,7 +51,7 @@ def parse_path(path: str) -> list[str | int]:
             tokens.append(name)
             expect_name = False
         elif index is not None and not expect_name:
-            tokens.append(int(index))
+            tokens.append(EVERY if index == EVERY else int(index))
         elif dot is not None and not expect_name:
             expect_name = True
         else:
@@ -61,7 +67,7 @@ def set_path(raw: dict[str, Any], path: str, value: Any) -> dict[str, Any]:
     """A deep copy of ``raw`` with the field at ``path`` set to ``value``.
 
     Missing tables along the path are created (so a default can be swept); list indices must
-    exist.
+    exist; ``[*]`` sets the field in every entry of the list.
 
     Raises:
         UserError: the path crosses a value that is not a table or list, or an index is out of range.
@@ -70,36 +76,41 @@ def set_path(raw: dict[str, Any], path: str, value: Any) -> dict[str, Any]:
     if tokens[0] in UNSWEEPABLE:
         raise UserError(f'sweep."{path}": `{tokens[0]}` cannot be swept')
     out = copy.deepcopy(raw)
-    node: Any = out
-    for i, token in enumerate(tokens):
-        last = i == len(tokens) - 1
-        where = _render(tokens[:i]) or "the scenario"
-        if isinstance(token, int):
-            if not isinstance(node, list):
-                raise UserError(f'sweep."{path}": {where} is not a list')
-            if token >= len(node):
-                raise UserError(f'sweep."{path}": there is no {_render(tokens[:i + 1])} '
-                                f"({where} has {len(node)} entries)")
-            if last:
-                node[token] = value
-            else:
-                node = node[token]
-        else:
-            if not isinstance(node, dict):
-                raise UserError(f'sweep."{path}": {where} is not a table')
-            if last:
-                node[token] = value
-            else:
-                if token not in node:
-                    node[token] = [] if isinstance(tokens[i + 1], int) else {}
-                node = node[token]
+    _set_in(out, tokens, 0, value, path)
     return out
+
+
+def _set_in(node: Any, tokens: list[str | int], i: int, value: Any, path: str) -> None:
+    token = tokens[i]
+    last = i == len(tokens) - 1
+    where = _render(tokens[:i]) or "the scenario"
+    if isinstance(token, int) or token == EVERY:
+        if not isinstance(node, list):
+            raise UserError(f'sweep."{path}": {where} is not a list')
+        indices = range(len(node)) if token == EVERY else [token]
+        if token != EVERY and token >= len(node):
+            raise UserError(f'sweep."{path}": there is no {_render(tokens[:i + 1])} '
+                            f"({where} has {len(node)} entries)")
+        for k in indices:
+            if last:
+                node[k] = copy.deepcopy(value)
+            else:
+                _set_in(node[k], tokens, i + 1, value, path)
+        return
+    if not isinstance(node, dict):
+        raise UserError(f'sweep."{path}": {where} is not a table')
+    if last:
+        node[token] = copy.deepcopy(value)
+        return
+    if token not in node:
+        node[token] = [] if isinstance(tokens[i + 1], int) else {}
+    _set_in(node[token], tokens, i + 1, value, path)
 
 
 def _render(tokens: list[str | int]) -> str:
     out = ""
     for t in tokens:
-        out += f"[{t}]" if isinstance(t, int) else (f".{t}" if out else t)
+        out += f"[{t}]" if isinstance(t, int) or t == EVERY else (f".{t}" if out else t)
     return out
 
 
@@ -165,6 +176,10 @@ class RunPlan:
         raw: the run's scenario as written (swept values set, no ``[sweep]``).
         scenario: the run's validated scenario.
         resolved: the engine spec and derived facts.
+        part: the ``[[parts]]`` entry the run belongs to ("" without parts).
+        matrix: ``(row flavor, column flavor)`` for a ``[matrix]`` run, else None.
+        backend: ``"sim"`` or ``"kernel"`` (set by :func:`ccarena.backends.apply_backends`; a
+            non-sim run's id ends in ``@<backend>``).
     """
 
     run_id: str
@@ -175,43 +190,80 @@ class RunPlan:
     raw: dict[str, Any]
     scenario: Scenario
     resolved: ResolvedRun
+    part: str = ""
+    matrix: tuple[str, str] | None = None
+    backend: str = "sim"
 
 
 def expand(loaded: LoadedScenario) -> list[RunPlan]:
-    """Every run of the experiment: grid points (file order, last path varying fastest) × repeats.
+    """Every run of the experiment: per part (file order), the grid points (file order, last path
+    varying fastest) or matrix pairs (row-major) × repeats. Points are numbered across parts.
 
     Raises:
         UserError: a combination of swept values is not a valid scenario.
     """
-    scenario = loaded.scenario
-    sweep = scenario.sweep
-    parameters = sweep.parameters if sweep else {}
-    repeats = sweep.repeats if sweep else 1
-    paths = list(parameters)
-    short = _short_names(paths)
-    base = _without_sweep(loaded.raw)
     plans: list[RunPlan] = []
-    point_ids: set[str] = set()
-    for point, combo in enumerate(itertools.product(*parameters.values()) if paths else [()]):
-        raw = base
-        params = dict(zip(paths, combo))
-        for path, value in params.items():
-            raw = set_path(raw, path, value)
+    for part in loaded.parts:
+        plans += _expand_part(part.raw, part.scenario, part.name, first_point=len({p.point for p in plans}))
+    return plans
+
+
+def _matrix_points(base: dict[str, Any], scenario: Scenario) -> list[tuple[dict[str, Any], dict[str, Any], str, tuple[str, str]]]:
+    """``(raw, params, point id, (row, col))`` per ordered pair of a ``[matrix]``: the row flavor
+    on flows[0], the column flavor on flows[1] starting ``stagger`` after flows[0]."""
+    from ccarena.scenario import _matrix_flows
+
+    matrix = scenario.matrix
+    assert matrix is not None
+    raw = {k: v for k, v in _matrix_flows(base).items() if k != "matrix"}
+    second_start = scenario.flows[0].start_ns + matrix.stagger_ns
+    out = []
+    for row, col in matrix.pairs():
+        point = set_path(raw, "flows[0].flavor", row)
+        point = set_path(point, "flows[1].flavor", col)
+        point = set_path(point, "flows[1].start", f"{second_start}ns")
+        out.append((point, {"matrix_row": row, "matrix_col": col}, f"{row}-vs-{col}", (row, col)))
+    return out
+
+
+def _expand_part(raw_part: dict[str, Any], scenario: Scenario, part: str, first_point: int) -> list[RunPlan]:
+    sweep = scenario.sweep
+    base = _without_sweep(raw_part)
+    points: list[tuple[dict[str, Any], dict[str, Any], str, tuple[str, str] | None]] = []
+    if scenario.matrix is not None:
+        repeats = scenario.matrix.repeats
+        points = list(_matrix_points(base, scenario))
+    else:
+        parameters = sweep.parameters if sweep else {}
+        repeats = sweep.repeats if sweep else 1
+        paths = list(parameters)
+        short = _short_names(paths)
+        point_ids: set[str] = set()
+        for point, combo in enumerate(itertools.product(*parameters.values()) if paths else [()]):
+            raw = base
+            params = dict(zip(paths, combo))
+            for path, value in params.items():
+                raw = set_path(raw, path, value)
+            point_id = "_".join(f"{short[p]}={_slug(v)}" for p, v in params.items())
+            if len(point_id) > 80:
+                point_id = "p" + hashlib.sha256(point_id.encode()).hexdigest()[:10]
+            if point_id in point_ids:
+                point_id = f"{point_id}_p{point}"
+            point_ids.add(point_id)
+            points.append((raw, params, point_id, None))
+    plans: list[RunPlan] = []
+    for offset, (raw, params, point_id, pair) in enumerate(points):
         try:
             point_scenario = validate_scenario(raw)
         except UserError as err:
             shown = ", ".join(f"{p} = {v!r}" for p, v in params.items())
-            raise UserError(f"sweep point {shown}: {err}") from None
-        point_id = "_".join(f"{short[p]}={_slug(v)}" for p, v in params.items())
-        if len(point_id) > 80:
-            point_id = "p" + hashlib.sha256(point_id.encode()).hexdigest()[:10]
-        if point_id in point_ids:
-            point_id = f"{point_id}_p{point}"
-        point_ids.add(point_id)
+            where = f"part '{part}', " if part else ""
+            raise UserError(f"{where}sweep point {shown}: {err}") from None
+        prefix = f"{part}__" if part else ""
         for repeat in range(repeats):
             seed = derive_seed(scenario.seed, repeat)
-            run_id = f"{point_id}_r{repeat}" if point_id else f"r{repeat}"
-            plans.append(RunPlan(run_id=run_id, point=point, repeat=repeat, seed=seed,
+            run_id = f"{prefix}{point_id}_r{repeat}" if point_id else f"{prefix}r{repeat}"
+            plans.append(RunPlan(run_id=run_id, point=first_point + offset, repeat=repeat, seed=seed,
                                  params=params, raw=raw, scenario=point_scenario,
-                                 resolved=resolve_run(point_scenario, seed)))
+                                 resolved=resolve_run(point_scenario, seed), part=part, matrix=pair))
     return plans

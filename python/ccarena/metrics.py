@@ -9,6 +9,8 @@ Definitions follow shared/DESIGN.md ("Metrics"):
   "Transport Fairness Characterization and Evaluation", SLAC 2004 — seed 001);
 - regions: maximal intervals with a constant set of active flows, with fairness and stability per
   region and their min–max over regions (seed 001, Table 2);
+- aggregate goodput: per sample instant, the sum of the active flows' goodput; its mean, SD and
+  SD/mean per region and over the whole run (seed 001, Table 1; :func:`aggregate_goodput_series`);
 - loss, retransmission and packet delivery ratios (seed 003); RTT statistics over per-ACK samples;
   queueing delay per queue; link utilization; flow completion time;
 - over repeats: mean, SD and a 95% confidence interval from Student's t.
@@ -210,6 +212,13 @@ def region_table(flows: pd.DataFrame, samples: pd.DataFrame, duration_s: float,
     SD/mean of goodput samples in the region), ``stability_max`` (the least stable flow's).
     Only samples whose whole interval lies in the region count; a region shorter than two sample
     intervals gets NaN stability.
+
+    Aggregate columns (seed 001, Table 1's Average / SD / Stability, per region; see
+    :func:`aggregate_goodput_series` for the reading of the paper):
+    ``aggregate_goodput_mean_bps`` and ``aggregate_goodput_sd_bps`` (population SD, ddof = 0, as
+    :func:`stability`) of the per-sample sum of the active flows' goodput, ``aggregate_stability``
+    = SD / mean of that sum, and ``aggregate_samples``, the number of sample instants it is taken
+    over (so per-region values can be pooled exactly over a run: :func:`pool_aggregate`).
     """
     names = dict(zip(flows["flow"].astype(int), flows["name"].astype(str)))
     rows: list[dict[str, Any]] = []
@@ -222,6 +231,9 @@ def region_table(flows: pd.DataFrame, samples: pd.DataFrame, duration_s: float,
             stabilities.append(stability(g))
         finite_means = [m for m in means if np.isfinite(m)]
         finite_stab = [s for s in stabilities if np.isfinite(s)]
+        total = _aggregate_in_region(inside, region.flows).to_numpy(dtype=float)
+        agg_mean = float(np.mean(total)) if total.size else math.nan
+        agg_sd = float(np.std(total, ddof=0)) if total.size else math.nan
         rows.append({
             "region": i, "start_s": region.start_s, "end_s": region.end_s,
             "flows": ", ".join(names.get(f, str(f)) for f in region.flows),
@@ -230,10 +242,113 @@ def region_table(flows: pd.DataFrame, samples: pd.DataFrame, duration_s: float,
             "jain_index": jain_index(means) if len(finite_means) == len(means) else math.nan,
             "stability": float(np.mean(finite_stab)) if finite_stab else math.nan,
             "stability_max": float(np.max(finite_stab)) if finite_stab else math.nan,
+            "aggregate_goodput_mean_bps": agg_mean,
+            "aggregate_goodput_sd_bps": agg_sd,
+            "aggregate_stability": stability(total),
+            "aggregate_samples": int(total.size),
         })
     columns = ["region", "start_s", "end_s", "flows", "n_flows", "goodput_total_bps",
-               "jain_index", "stability", "stability_max"]
+               "jain_index", "stability", "stability_max", *AGGREGATE_REGION_COLUMNS]
     return pd.DataFrame(rows, columns=columns)
+
+
+AGGREGATE_REGION_COLUMNS = ("aggregate_goodput_mean_bps", "aggregate_goodput_sd_bps",
+                            "aggregate_stability", "aggregate_samples")
+"""Columns :func:`region_table` adds for the aggregate (summed) goodput of each region."""
+
+
+def _aggregate_in_region(inside: pd.DataFrame, active: Sequence[int]) -> pd.Series:
+    """Per sample instant, the sum of the active flows' goodput (bits/s), indexed by ``time_s``.
+
+    ``inside`` holds the samples that lie in the region (:func:`samples_within`). Only instants at
+    which every active flow has a finite sample count: a missing flow would read as a drop of the
+    aggregate that did not happen.
+    """
+    mine = inside[inside["flow"].isin(list(active))]
+    if mine.empty:
+        return pd.Series([], dtype=float).rename_axis("time_s")
+    wide = mine.pivot_table(index="time_s", columns="flow", values="goodput_bps", aggfunc="mean")
+    wide = wide.reindex(columns=list(active)).sort_index()
+    return wide[wide.notna().all(axis=1)].sum(axis=1).astype(float)
+
+
+def aggregate_goodput_series(samples: pd.DataFrame, flows: pd.DataFrame, duration_s: float,
+                             interval_s: float) -> pd.Series:
+    """The aggregate goodput of a run: per sample instant, the sum of the goodput (bits/s) of the
+    flows active then, over the whole time any flow is active; indexed by ``time_s``.
+
+    Reading of seed 001 (Gupta et al., SLAC 2004), Table 1 "Aggregate Values for all the 7
+    Regions": iperf reported each flow's throughput every second; the aggregate throughput is the
+    sum over the flows present, and Average (μ), SD and Stability = SD/μ (the definition of Bullo,
+    Cottrell, Hughes-Jones, PFLDnet 2004) are taken over that one series for the whole test, so SD
+    includes the steps between regions as flows enter and leave. The published rows are
+    consistent with this: Reno 163.25 / 248.40 = 0.66, HTCP 113.10 / 402.08 = 0.28. The other
+    reading — averaging each flow's or each region's SD/μ — would not give Table 1's SD in Mbps.
+
+    The series is the concatenation of the regions' series (:func:`region_table`, same sample
+    selection): a sample instant whose interval straddles a region boundary or falls where no
+    flow is active is left out, as is an instant at which an active flow has no sample.
+    """
+    parts = []
+    for region in find_regions(active_intervals(flows, duration_s)):
+        inside = samples_within(samples, region.start_s, region.end_s, interval_s)
+        parts.append(_aggregate_in_region(inside, region.flows))
+    parts = [p for p in parts if len(p)]
+    if not parts:
+        return pd.Series([], dtype=float, name="aggregate_goodput_bps").rename_axis("time_s")
+    series = pd.concat(parts)
+    return series[~series.index.duplicated(keep="first")].rename("aggregate_goodput_bps")
+
+
+def aggregate_over_run(samples: pd.DataFrame, flows: pd.DataFrame, duration_s: float,
+                       interval_s: float) -> dict[str, float]:
+    """Seed 001 Table 1 for one run: μ, SD and SD/μ of the aggregate goodput over the whole time
+    any flow is active (:func:`aggregate_goodput_series` explains the reading of the paper).
+
+    Args:
+        samples: the run's samples table (``time_s, flow, goodput_bps``).
+        flows: the run's flows table (``flow, start_s, end_s``; ``end_s`` NaN = end of run).
+        duration_s: the run's duration; interval_s: the sample interval.
+
+    Returns:
+        ``aggregate_goodput_mean_bps`` (μ, bits/s), ``aggregate_goodput_sd_bps`` (population SD,
+        ddof = 0, bits/s), ``aggregate_stability`` (SD/μ; NaN for fewer than two samples or
+        μ = 0) and ``aggregate_samples`` (number of sample instants). Equal to
+        :func:`pool_aggregate` of the run's region table.
+    """
+    x = aggregate_goodput_series(samples, flows, duration_s, interval_s).to_numpy(dtype=float)
+    return {
+        "aggregate_goodput_mean_bps": float(np.mean(x)) if x.size else math.nan,
+        "aggregate_goodput_sd_bps": float(np.std(x, ddof=0)) if x.size else math.nan,
+        "aggregate_stability": stability(x),
+        "aggregate_samples": int(x.size),
+    }
+
+
+def pool_aggregate(regions: pd.DataFrame) -> dict[str, float]:
+    """μ, SD and SD/μ of the aggregate goodput over a whole run, pooled exactly from one run's
+    :func:`region_table` rows (their ``aggregate_goodput_mean_bps``, ``aggregate_goodput_sd_bps``
+    and ``aggregate_samples``): with n_i samples of mean μ_i and population SD σ_i per region,
+    μ = Σ n_i μ_i / N and SD² = Σ n_i (σ_i² + μ_i²) / N − μ², N = Σ n_i.
+
+    Returns the same keys as :func:`aggregate_over_run` (NaN without samples).
+    """
+    n = regions["aggregate_samples"].to_numpy(dtype=float) if len(regions) else np.array([])
+    mu = regions["aggregate_goodput_mean_bps"].to_numpy(dtype=float) if len(regions) else n
+    sd = regions["aggregate_goodput_sd_bps"].to_numpy(dtype=float) if len(regions) else n
+    ok = np.isfinite(n) & (n > 0) & np.isfinite(mu) & np.isfinite(sd)
+    n, mu, sd = n[ok], mu[ok], sd[ok]
+    total = float(np.sum(n))
+    if total == 0:
+        return {"aggregate_goodput_mean_bps": math.nan, "aggregate_goodput_sd_bps": math.nan,
+                "aggregate_stability": math.nan, "aggregate_samples": 0}
+    mean = float(np.sum(n * mu) / total)
+    var = max(float(np.sum(n * (sd * sd + mu * mu)) / total) - mean * mean, 0.0)
+    sd_all = math.sqrt(var)
+    # As stability(): undefined for fewer than two samples or a zero mean.
+    stab = sd_all / mean if total >= 2 and mean != 0 else math.nan
+    return {"aggregate_goodput_mean_bps": mean, "aggregate_goodput_sd_bps": sd_all,
+            "aggregate_stability": stab, "aggregate_samples": int(total)}
 
 
 def region_ranges(regions: pd.DataFrame) -> dict[str, float]:
@@ -332,7 +447,9 @@ def link_table(links: pd.DataFrame, queues: pd.DataFrame, derived: dict[str, Any
     """The engine's links table with per-link metrics added.
 
     Added columns: ``role`` (from the topology builder); ``utilization_bytes`` =
-    :func:`link_utilization` of bytes_transmitted; ``queueing_delay_mean_s`` =
+    :func:`link_utilization` of bytes_transmitted at the initial rate — the engine's own
+    ``utilization`` (busy time / elapsed time) stays right when ``[[events]]`` change the rate, and
+    the run summary prefers it; ``queueing_delay_mean_s`` =
     :func:`queueing_delay_mean_s`; ``backlog_mean_bytes``, ``backlog_max_bytes``,
     ``backlog_max_packets`` over the samples; ``drop_rate`` = packets_dropped_queue / packets_in.
     """
@@ -374,7 +491,8 @@ def run_summary(flow_metrics: pd.DataFrame, link_metrics: pd.DataFrame,
     bottleneck = link_metrics[link_metrics["role"].isin(BOTTLENECK_ROLES)]
     if len(bottleneck):
         b = bottleneck.iloc[0]
-        out["bottleneck_utilization"] = float(b["utilization_bytes"])
+        busy = float(b["utilization"]) if "utilization" in b.index else math.nan
+        out["bottleneck_utilization"] = busy if math.isfinite(busy) else float(b["utilization_bytes"])
         out["bottleneck_queueing_delay_s"] = float(b["queueing_delay_mean_s"])
         out["bottleneck_drops"] = float(b["packets_dropped_queue"])
         out["bottleneck_drop_rate"] = float(b["drop_rate"])

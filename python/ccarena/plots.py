@@ -89,9 +89,10 @@ def goodput_vs_time(samples: pd.DataFrame, flows: pd.DataFrame, title: str) -> p
 
 def cwnd_vs_time(samples: pd.DataFrame, flows: pd.DataFrame, mss_bytes: dict[int, float],
                  title: str) -> plt.Figure:
-    """cwnd (solid) and ssthresh (dashed) of each TCP flow, in MSS-sized packets, against time."""
+    """cwnd (solid) and ssthresh (dashed) of each TCP or UDT flow, in MSS-sized packets, against
+    time (UDT has no ssthresh)."""
     fig, ax = _figure(title, "time (s)", "window (packets of MSS)")
-    tcp = flows[flows["kind"] == "tcp"]
+    tcp = flows[flows["kind"].isin(["tcp", "udt"])]
     _per_flow(ax, samples, tcp, "cwnd_bytes", mss_bytes)
     for row in tcp.itertuples(index=False):
         mine = samples[samples["flow"] == row.flow].sort_values("time_s")
@@ -105,9 +106,9 @@ def cwnd_vs_time(samples: pd.DataFrame, flows: pd.DataFrame, mss_bytes: dict[int
 
 
 def rtt_vs_time(samples: pd.DataFrame, flows: pd.DataFrame, title: str) -> plt.Figure:
-    """Smoothed RTT (srtt, ms) of each TCP flow against time."""
+    """Smoothed RTT (srtt, ms) of each TCP or UDT flow against time."""
     fig, ax = _figure(title, "time (s)", "smoothed RTT (ms)")
-    _per_flow(ax, samples, flows[flows["kind"] == "tcp"], "srtt_s", 1e-3)
+    _per_flow(ax, samples, flows[flows["kind"].isin(["tcp", "udt"])], "srtt_s", 1e-3)
     ax.set_ylim(bottom=0)
     return _finish(fig, ax)
 
@@ -172,10 +173,11 @@ def metric_vs_param(aggregated: pd.DataFrame, param: str, metric: str,
         theory_rows: summary rows (``flavor, kind, path_loss, base_rtt_s`` and the per-flow MSS
             given as ``mss_bytes``) to draw Mathis / CUBIC curves from; None for no theory.
 
-    Returns None when the parameter is not numeric.
+    Returns None when the parameter is not numeric or the metric has no finite value (RTT of
+    UDP flows).
     """
     axis = param_axis(aggregated[param].tolist())
-    if axis is None:
+    if axis is None or not np.any(np.isfinite(aggregated[metric].to_numpy(dtype=float))):
         return None
     xs, unit = axis
     label, divisor = METRIC_LABELS.get(metric, (metric, 1.0))
@@ -242,6 +244,24 @@ def _theory_overlay(ax: plt.Axes, group: pd.DataFrame, rows: pd.DataFrame, param
         y = np.minimum(y, capacity) if math.isfinite(capacity) else y
         ax.plot(x_dense[ok], y / 1e6, color=color(flow), linestyle=style, linewidth=1.6,
                 label=f"{name}, base RTT {rtt * 1e3:.0f} ms (capped at link rate)")
+
+
+def data_points(fig: plt.Figure) -> int:
+    """How many data points ``fig`` draws: finite points of its lines, markers and error bars,
+    cells of its images (heatmaps) and bars — 0 for a figure with axes but no data."""
+    total = 0
+    for ax in fig.axes:
+        for line in ax.get_lines():
+            x = np.asarray(line.get_xdata(), dtype=float)
+            y = np.asarray(line.get_ydata(), dtype=float)
+            if x.size > 1 or line.get_marker() not in (None, "", "None", " "):
+                total += int(np.count_nonzero(np.isfinite(x) & np.isfinite(y)))
+        for image in ax.get_images():
+            total += int(np.ma.count(image.get_array()))
+        for collection in ax.collections:
+            total += len(collection.get_offsets()) if hasattr(collection, "get_offsets") else 0
+        total += sum(1 for p in ax.patches if p.get_height() != 0) if ax.patches else 0
+    return total
 
 
 def save(fig: plt.Figure, path: Path) -> bytes:

@@ -186,11 +186,19 @@ def terminal_table(summary: pd.DataFrame, params: list[str], title: str) -> Tabl
 
 @dataclass
 class Figure:
-    """A figure in the report: title, file name under figures/, and PNG bytes."""
+    """A figure in the report: title, file name under figures/, PNG bytes, and how many data
+    points it draws (:func:`ccarena.plots.data_points`; the page carries it as ``data-points``)."""
 
     title: str
     file: str
     png: bytes
+    points: int = 0
+
+    @classmethod
+    def draw(cls, fig: Any, title: str, file: str, figures_dir: Path) -> "Figure":
+        """Count ``fig``'s data points, save it as ``figures_dir/file`` and close it."""
+        points = plots.data_points(fig)
+        return cls(title, file, plots.save(fig, figures_dir / file), points)
 
     @property
     def data_uri(self) -> str:
@@ -198,11 +206,12 @@ class Figure:
         return "data:image/png;base64," + base64.b64encode(self.png).decode("ascii")
 
 
-def draw_figures(result: Any, figures_dir: Path, max_runs: int = 4) -> list[Figure]:
+def draw_figures(result: Any, figures_dir: Path, max_runs: int = 4, prefix: str = "") -> list[Figure]:
     """Draw every figure of the report into ``figures_dir``.
 
     Time series for the first repeat of up to ``max_runs`` grid points; metric-vs-parameter
-    figures for each numeric swept parameter when there is a sweep.
+    figures for each numeric swept parameter when there is a sweep. ``prefix`` starts the file
+    names of figures that are not per run (a part's name).
     """
     out: list[Figure] = []
     summary = result.summary
@@ -218,16 +227,21 @@ def draw_figures(result: Any, figures_dir: Path, max_runs: int = 4) -> list[Figu
         label = run_id if len(shown) > 1 or record.get("params") else result.name
         watched = links[links["role"].isin(metrics.BOTTLENECK_ROLES)
                         | (links["packets_dropped_queue"] > 0)]
+        # cwnd and RTT exist only for window-based flows: a UDP-only run has none to draw.
+        windowed = bool(samples["cwnd_bytes"].notna().any()) if "cwnd_bytes" in samples else False
+        timed = bool(samples["srtt_s"].notna().any()) if "srtt_s" in samples else False
         figs = [
             ("goodput", f"Goodput per flow — {label}", plots.goodput_vs_time(samples, flows, f"Goodput — {label}")),
-            ("cwnd", f"cwnd and ssthresh — {label}", plots.cwnd_vs_time(samples, flows, mss, f"cwnd and ssthresh — {label}")),
-            ("rtt", f"RTT — {label}", plots.rtt_vs_time(samples, flows, f"Smoothed RTT — {label}")),
+            *([("cwnd", f"cwnd and ssthresh — {label}", plots.cwnd_vs_time(samples, flows, mss, f"cwnd and ssthresh — {label}"))]
+              if windowed else []),
+            *([("rtt", f"RTT — {label}", plots.rtt_vs_time(samples, flows, f"Smoothed RTT — {label}"))]
+              if timed else []),
             ("queue", f"Queue backlog — {label}", plots.backlog_vs_time(queues, watched, f"Queue backlog — {label}")),
             ("delivered", f"Cumulative delivered bytes — {label}", plots.delivered_vs_time(samples, flows, f"Delivered — {label}")),
         ]
         for key, title, fig in figs:
             name = f"{run_id}-{key}.png"
-            out.append(Figure(title, name, plots.save(fig, figures_dir / name)))
+            out.append(Figure.draw(fig, title, name, figures_dir))
     params = result.parameters
     if params:
         aggregated = result.aggregate()
@@ -250,24 +264,56 @@ def draw_figures(result: Any, figures_dir: Path, max_runs: int = 4) -> list[Figu
                 if fig is None:
                     continue
                 slug = "".join(ch if ch.isalnum() else "_" for ch in param)
-                name = f"sweep-{metric}-vs-{slug}.png"
-                out.append(Figure(f"{plots.METRIC_LABELS[metric][0]} vs {param} (mean ± 95% CI)",
-                                  name, plots.save(fig, figures_dir / name)))
+                name = f"{prefix}sweep-{metric}-vs-{slug}.png"
+                out.append(Figure.draw(fig, f"{plots.METRIC_LABELS[metric][0]} vs {param} (mean ± 95% CI)",
+                                       name, figures_dir))
     return out
 
 
-def render_html(result: Any, figures: list[Figure]) -> str:
-    """The report page for ``result`` with ``figures`` embedded."""
+@dataclass
+class Section:
+    """One part of the experiment in the report: its tables and figures.
+
+    ``key`` suffixes the element ids ("" for a scenario without parts, so ids stay ``summary``,
+    ``aggregate``, ``regions``); ``studies`` are the study tables (:mod:`ccarena.report_studies`)
+    as ``(id, title, caption, (headings, rows))``.
+    """
+
+    key: str
+    title: str
+    description: str
+    summary: tuple[list[str], list[list[Cell]]]
+    aggregate: tuple[list[str], list[list[Cell]]] | None
+    regions: tuple[list[str], list[list[Cell]]] | None
+    studies: list[tuple[str, str, str, tuple[list[str], list[list[Cell]]]]]
+    figures: list[Figure]
+
+
+def build_section(part: Any, figures_dir: Path) -> Section:
+    """Tables and figures of one part (a :class:`ccarena.results.PartResult`)."""
+    from ccarena import report_studies
+
+    params = part.parameters
+    summary = part.summary
+    prefix = f"{part.part}__" if part.part else ""
+    figures = draw_figures(part, figures_dir, prefix=prefix)
+    studies, study_figures = report_studies.study_content(part, figures_dir, prefix)
+    agg = None
+    if params or (len(summary) and int(summary["repeat"].max()) > 0):
+        agg = aggregate_rows(part.aggregate(), params)
+    return Section(
+        key=f"-{part.part}" if part.part else "",
+        title=part.part, description=str(part.meta.get("description", "")),
+        summary=summary_rows(summary, params), aggregate=agg,
+        regions=region_rows(part.regions) if len(part.regions) else None,
+        studies=studies, figures=study_figures + figures)
+
+
+def render_html(result: Any, sections: list[Section]) -> str:
+    """The report page for ``result`` with its ``sections`` (one per part) embedded."""
     env = Environment(loader=PackageLoader("ccarena", "templates"),
                       autoescape=select_autoescape(["html", "j2"]))
     template = env.get_template("report.html.j2")
-    params = result.parameters
-    summary = result.summary
-    headings, rows = summary_rows(summary, params)
-    agg = None
-    if params or int(summary["repeat"].max()) > 0:
-        agg = aggregate_rows(result.aggregate(), params)
-    regions = region_rows(result.regions) if len(result.regions) else None
     experiment = result.experiment
     scenario_text = experiment.get("scenario_text") or json.dumps(experiment["scenario"], indent=2)
     first_spec = experiment["runs"][0]["spec"] if experiment.get("runs") else {}
@@ -281,10 +327,7 @@ def render_html(result: Any, figures: list[Figure]) -> str:
         scenario_text=scenario_text,
         defaults=json.dumps(experiment.get("defaults", {}), indent=2),
         first_spec=json.dumps(first_spec, indent=2),
-        summary=(headings, rows),
-        aggregate=agg,
-        regions=regions,
-        figures=figures,
+        sections=sections,
     )
 
 
@@ -292,6 +335,11 @@ def write_report(result: Any, path: str | Path | None = None) -> Path:
     """Draw the figures into ``<experiment>/figures/`` and write the report (default
     ``<experiment>/report.html``) atomically; returns its path."""
     path = Path(path) if path is not None else result.root / "report.html"
-    figures = draw_figures(result, path.parent / "figures")
-    atomic_write_bytes(path, render_html(result, figures).encode("utf-8"))
+    sections = [build_section(part, path.parent / "figures") for part in result.parts()
+                if part.run_ids]
+    page = render_html(result, sections)
+    from ccarena.compare import insert_section  # runs on both backends, side by side
+
+    page = insert_section(page, result, path.parent / "figures")
+    atomic_write_bytes(path, page.encode("utf-8"))
     return path

@@ -13,8 +13,11 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from ccarena import flavors as flavor_catalog
 from ccarena.scenario import Flow, Scenario
+from ccarena.schedule import resolve_events
 from ccarena.topology.network import Network
 
 SPEC_FORMAT = 1
@@ -140,6 +143,20 @@ def _path_facts(net: Network, links: list[int], back: list[int], data_bytes: int
             "path_loss": 1.0 - survive}
 
 
+def _start_jitter(scenario: Scenario, seed: int) -> list[int]:
+    """Each flow's start offset (ns): uniform on [0, start_jitter) from the run's seed, kept
+    before the flow's stop and the end of the run; all 0 without jitter."""
+    if scenario.start_jitter_ns <= 0:
+        return [0] * len(scenario.flows)
+    rng = np.random.default_rng([int(seed), 0x5A17])  # a stream of its own, apart from the engine's
+    out = []
+    for flow in scenario.flows:
+        end = min(flow.stop_ns if flow.stop_ns is not None else scenario.duration_ns, scenario.duration_ns)
+        room = max(0, min(scenario.start_jitter_ns, end - flow.start_ns - 1))
+        out.append(int(rng.integers(0, room)) if room > 0 else 0)
+    return out
+
+
 def resolve_run(scenario: Scenario, seed: int) -> ResolvedRun:
     """Build the topology and write the engine spec for ``scenario`` with ``seed``.
 
@@ -149,11 +166,13 @@ def resolve_run(scenario: Scenario, seed: int) -> ResolvedRun:
     net = scenario.topology.build()
     index = net.node_index()
     names = scenario.flow_names()
+    jitter_ns = _start_jitter(scenario, seed)
     flows_spec: list[dict[str, Any]] = []
     flows_derived: list[dict[str, Any]] = []
     for flow, name in zip(scenario.flows, names):
+        start_ns = flow.start_ns + jitter_ns.pop(0)
         base = {"name": name, "src": index[flow.src], "dst": index[flow.dst],
-                "start_ns": flow.start_ns, "stop_ns": flow.stop_ns}
+                "start_ns": start_ns, "stop_ns": flow.stop_ns}
         build = {"tcp": _tcp_flow, "udt": _udt_flow}.get(flow.transport, _udp_flow)
         spec = build(flow, base)
         flows_spec.append(spec)
@@ -175,15 +194,12 @@ def resolve_run(scenario: Scenario, seed: int) -> ResolvedRun:
         "links": [
             {"name": link.name, "from": index[link.src], "to": index[link.dst],
              "rate_bps": link.rate_bps, "delay_ns": link.delay_ns, "loss": link.loss,
-             "queue": {"discipline": link.queue_discipline,
-                       "limit_packets": link.queue_limit_packets,
-                       "limit_bytes": link.queue_limit_bytes,
-                       "ecn_threshold_packets": link.ecn_threshold_packets,
-                       "ecn_threshold_bytes": link.ecn_threshold_bytes}}
+             "queue": dict(link.queue)}
             for link in net.links
         ],
         "routes": [{"node": n, "dst": d, "link": k} for n, d, k in net.routes()],
         "flows": flows_spec,
+        "events": resolve_events(scenario.events, net, scenario.duration_ns),
     }
     derived = {"flows": flows_derived,
                "links": [{"name": link.name, "role": link.role} for link in net.links]}

@@ -31,7 +31,8 @@ def _param_column(values: list[Any]) -> pd.Series:
 def build_summary(store: ExperimentStore, run_ids_or_plans: Sequence[Any]) -> pd.DataFrame:
     """summary.parquet: one row per run and flow.
 
-    Columns: ``run_id, point, repeat, seed``, one column per swept field path (named by the path,
+    Columns: ``run_id, part, point, repeat, seed``, one column per swept field path (named by the path,
+    ``matrix_row``/``matrix_col`` for a matrix, with ``matrix_role`` "row"/"col" per flow;
     values as written), the per-flow columns :data:`SUMMARY_FLOW_COLUMNS`, and the run-level
     numbers of :func:`ccarena.metrics.run_summary` (repeated on each of the run's rows).
     """
@@ -45,8 +46,13 @@ def build_summary(store: ExperimentStore, run_ids_or_plans: Sequence[Any]) -> pd
                 param_names.append(p)
         flows = store.read_table(run_id, "flows")
         for flow in flows.to_dict("records"):
-            row: dict[str, Any] = {"run_id": run_id, "point": record["point"],
+            row: dict[str, Any] = {"run_id": run_id, "backend": record.get("backend", "sim"),
+                                   "part": record.get("part", ""),
+                                   "point": record["point"],
                                    "repeat": record["repeat"], "seed": record["seed"]}
+            if record.get("matrix"):
+                # flows[0] is the row flavor's (first) flow, flows[1] the column flavor's.
+                row["matrix_role"] = "row" if int(flow["flow"]) == 0 else "col"
             row.update({f"param:{k}": v for k, v in record.get("params", {}).items()})
             row.update({c: flow.get(c) for c in SUMMARY_FLOW_COLUMNS if c in flow})
             row.update(record.get("summary", {}))
@@ -58,7 +64,7 @@ def build_summary(store: ExperimentStore, run_ids_or_plans: Sequence[Any]) -> pd
     for c in ("point", "repeat", "seed", "flow"):
         if c in df.columns:
             df[c] = df[c].astype("int64")
-    for c in ("name", "kind", "flavor", "recovery", "run_id"):
+    for c in ("name", "kind", "flavor", "recovery", "run_id", "part", "matrix_role", "backend"):
         if c in df.columns:
             df[c] = df[c].astype("string")
     return df
@@ -136,6 +142,14 @@ class Result:
         by = ["point", *self.parameters, "flow", "name", "flavor"]
         return metrics.aggregate_repeats(self.summary, by)
 
+    def parts(self) -> list["PartResult"]:
+        """The experiment's parts (one unnamed part for a scenario without ``[[parts]]``), each a
+        view of this result restricted to the part's runs."""
+        metas = self.experiment.get("parts") or [{"name": "", "description": "",
+                                                  "parameters": self.parameters, "repeats": 1,
+                                                  "matrix": None, "report": {}}]
+        return [PartResult(self, meta) for meta in metas]
+
     def report(self, path: str | Path | None = None) -> Path:
         """Draw the figures and write the self-contained HTML report (default
         ``<experiment>/report.html``); returns its path."""
@@ -150,3 +164,68 @@ class Result:
 
     def __repr__(self) -> str:
         return f"Result({str(self.root)!r}, runs={len(self.run_ids)})"
+
+
+class PartResult:
+    """One part of an experiment's results: the same attributes the report reads from
+    :class:`Result` (``name, store, root, experiment, run_ids, parameters, summary, regions,
+    aggregate()``), restricted to the part's runs.
+
+    Attributes:
+        meta: the part's entry in experiment.json (``name, description, parameters, repeats,
+            matrix, report``).
+    """
+
+    def __init__(self, result: Result, meta: dict[str, Any]) -> None:
+        self.result = result
+        self.meta = meta
+        self.store = result.store
+        self.root = result.root
+        self.experiment = result.experiment
+
+    @property
+    def part(self) -> str:
+        """The part's name ("" for a scenario without parts)."""
+        return str(self.meta.get("name", ""))
+
+    @property
+    def name(self) -> str:
+        """The experiment's name, with the part's."""
+        return f"{self.result.name} — {self.part}" if self.part else self.result.name
+
+    @property
+    def run_ids(self) -> list[str]:
+        """Complete runs of this part, in experiment order."""
+        mine = {r["run_id"] for r in self.experiment["runs"] if r.get("part", "") == self.part}
+        return [r for r in self.result.run_ids if r in mine]
+
+    @property
+    def parameters(self) -> list[str]:
+        """The part's swept field paths (``matrix_row``, ``matrix_col`` for a matrix)."""
+        return list(self.meta.get("parameters", []))
+
+    @cached_property
+    def summary(self) -> pd.DataFrame:
+        """The summary rows of this part's runs."""
+        full = self.result.summary
+        if "part" not in full.columns:
+            return full
+        return full[full["part"].fillna("") == self.part].reset_index(drop=True)
+
+    @cached_property
+    def regions(self) -> pd.DataFrame:
+        """The region rows of this part's runs."""
+        regions = self.result.regions
+        if not len(regions):
+            return regions
+        return regions[regions["run_id"].isin(self.run_ids)].reset_index(drop=True)
+
+    def read(self, table: str) -> pd.DataFrame:
+        """One table (``samples``, ``queues``, ...) concatenated over this part's runs."""
+        frames = [self.store.read_table(r, table) for r in self.run_ids]
+        return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+
+    def aggregate(self) -> pd.DataFrame:
+        """Mean, SD and 95% CI over repeats per grid point and flow."""
+        by = ["point", *self.parameters, "flow", "name", "flavor"]
+        return metrics.aggregate_repeats(self.summary, by)

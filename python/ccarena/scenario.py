@@ -23,6 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from ccarena import flavors as flavor_catalog
 from ccarena.errors import FieldError, UserError
 from ccarena.quantities import Packets, RateBps, SizeBytes, StrictModel, TimeNs
+from ccarena.schedule import Event, resolve_events
 from ccarena.topology import KINDS as TOPOLOGY_KINDS
 from ccarena.topology import Topology
 from ccarena.units import format_time
@@ -207,23 +208,129 @@ class Sweep(BaseModel):
         return dict(self.model_extra or {})
 
 
+REFERENCE_TABLES = ("matrix", "regions", "region_detail", "drop_rate", "flows")
+"""ccarena tables a study's published numbers can be shown beside (``[[report.references]]``)."""
+
+
+class Reference(StrictModel):
+    """A study's own published table, shown beside the table ccarena computes.
+
+    ``table`` names the ccarena table it sits beside (:data:`REFERENCE_TABLES`); ``rows`` and
+    ``columns`` label ``values`` (a ``len(rows)`` × ``len(columns)`` grid; ``nan`` where the study
+    gives nothing) in the study's ``unit``; ``source`` cites it; ``note`` says how to read it;
+    ``metric`` names the ccarena column compared where the table holds several (``region_detail``:
+    ``aggregate_stability`` or ``jain_index``).
+    """
+
+    table: Literal[REFERENCE_TABLES]  # type: ignore[valid-type]
+    metric: str | None = None
+    title: str
+    source: str = ""
+    unit: str = ""
+    note: str = ""
+    rows: list[str] = Field(min_length=1)
+    columns: list[str] = Field(min_length=1)
+    values: list[list[float]]
+
+    @model_validator(mode="after")
+    def _grid(self) -> "Reference":
+        if len(self.values) != len(self.rows) or any(len(v) != len(self.columns) for v in self.values):
+            raise FieldError("values", f"must be {len(self.rows)} rows × {len(self.columns)} "
+                                       "columns like rows and columns")
+        return self
+
+
+class ReportOptions(StrictModel):
+    """``[report]``: ``references`` (a study's published tables, :class:`Reference`) and
+    ``group_by`` (the summary column the study tables are grouped by, e.g. ``"flavor"``; default:
+    the swept parameters)."""
+
+    references: list[Reference] = []
+    group_by: list[str] | None = None
+
+
+class Matrix(StrictModel):
+    """``[matrix]``: every ordered pair of ``flavors`` on a shared bottleneck (seed 004).
+
+    Run (row, column) starts a flow of the row flavor first and one of the column flavor
+    ``stagger`` later (default ``"5s"``), ``repeats`` times (default 1). The two flows are the
+    scenario's two ``[[flows]]`` (their ``flavor`` may be left out), or, without ``[[flows]]``,
+    ``left0 → right0`` and ``left1 → right1`` on a dumbbell (``a → b`` twice on a single link).
+    """
+
+    flavors: list[str] = Field(min_length=1)
+    stagger_ns: TimeNs = Field("5s", alias="stagger")
+    repeats: int = Field(1, ge=1, le=10_000)
+
+    @model_validator(mode="after")
+    def _flavors_known(self) -> "Matrix":
+        flavors = self.flavors
+        for i, flavor in enumerate(flavors):
+            if flavor not in flavor_catalog.all_flavors():
+                raise FieldError(f"flavors[{i}]", flavor_catalog.unknown_flavor_message(flavor))
+            if flavor in flavor_catalog.UDP_TRANSPORTS:
+                raise FieldError(f"flavors[{i}]", f"'{flavor}' is not a congestion-controlled "
+                                                  "transport; a matrix compares flavors that share")
+        if len(set(flavors)) != len(flavors):
+            raise FieldError("flavors", "lists a flavor twice")
+        return self
+
+    def pairs(self) -> list[tuple[str, str]]:
+        """Every ordered (row, column) pair, row-major."""
+        return [(r, c) for r in self.flavors for c in self.flavors]
+
+
+def _matrix_flows(data: dict[str, Any]) -> dict[str, Any]:
+    """Give a ``[matrix]`` scenario its two template flows (flavors filled with the first matrix
+    flavor until :func:`ccarena.experiment.expand` sets each pair's)."""
+    matrix = data.get("matrix")
+    if not isinstance(matrix, dict) or not isinstance(matrix.get("flavors"), list) or not matrix["flavors"]:
+        return data
+    first = matrix["flavors"][0]
+    flows = data.get("flows")
+    if flows is None:
+        topology = data.get("topology") if isinstance(data.get("topology"), dict) else {}
+        if topology.get("kind") == "dumbbell":
+            flows = [{"from": "left0", "to": "right0"}, {"from": "left1", "to": "right1"}]
+        else:
+            flows = [{"from": "a", "to": "b"}, {"from": "a", "to": "b"}]
+    if not isinstance(flows, list) or len(flows) != 2:
+        raise FieldError("flows", "a [matrix] scenario has exactly two [[flows]] (row flavor first, "
+                                  "column flavor after the stagger), or none for the default pair")
+    filled = [dict(f, flavor=f.get("flavor", first)) if isinstance(f, dict) else f for f in flows]
+    return dict(data, flows=filled)
+
+
 class Scenario(StrictModel):
     """A whole scenario file (see the README's scenario reference).
 
     Fields: ``name`` (the experiment's directory name), ``description``, ``duration`` (> 0),
-    ``seed`` (default 1), ``backend`` (``"sim"``), ``topology``, ``flows`` (at least one),
-    ``output``, ``sweep``.
+    ``seed`` (default 1), ``backend`` (``"sim"`` or ``"kernel"``), ``topology``, ``flows`` (at least one),
+    ``output``, ``sweep``, ``matrix`` (:class:`Matrix`; not with ``sweep``), ``events``
+    (:class:`ccarena.schedule.Event`), ``report`` (:class:`ReportOptions`), ``parts`` (see
+    :func:`split_parts`).
     """
 
     name: str = "experiment"
     description: str = ""
     duration_ns: TimeNs = Field(alias="duration")
     seed: int = Field(1, ge=0, lt=2**63)
-    backend: Literal["sim"] = "sim"
+    start_jitter_ns: TimeNs = Field("0s", alias="start_jitter")
+    backend: Literal["sim", "kernel"] = "sim"
     topology: Topology
     flows: list[Flow]
     output: Output = Output()
     sweep: Sweep | None = None
+    matrix: Matrix | None = None
+    events: list[Event] = []
+    report: ReportOptions = ReportOptions()
+
+    @model_validator(mode="before")
+    @classmethod
+    def _matrix_templates(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "matrix" in data:
+            return _matrix_flows(data)
+        return data
 
     @field_validator("name")
     @classmethod
@@ -271,6 +378,19 @@ class Scenario(StrictModel):
             seen[name] = i
         if self.output.sample_interval_ns > self.duration_ns:
             raise FieldError("output.sample_interval", "is longer than the run's duration")
+        if self.matrix is not None and self.sweep is not None:
+            raise FieldError("matrix", "a scenario takes [matrix] or [sweep], not both; put each "
+                                       "in its own [[parts]] table")
+        for i, event in enumerate(self.events):
+            if event.at_ns >= self.duration_ns:
+                raise FieldError(f"events[{i}].at", f"{format_time(event.at_ns / 1e9)} is not "
+                                 f"before the end of the run (duration {format_time(self.duration_ns / 1e9)})")
+        if self.events:
+            try:
+                resolve_events(self.events, self.topology.build(), self.duration_ns)
+            except UserError as err:
+                field, _, message = str(err).partition(": ")
+                raise FieldError(field, message) from None
         return self
 
     def flow_names(self) -> list[str]:
@@ -292,20 +412,86 @@ class Scenario(StrictModel):
 
 
 @dataclass(frozen=True)
+class Part:
+    """One sub-experiment of a scenario file.
+
+    Attributes:
+        name: the ``[[parts]]`` entry's name ("" for a file without parts).
+        description: what the part asks.
+        raw: the part's whole scenario as written (the file's top level with the part merged in).
+        scenario: its validated :class:`Scenario`.
+    """
+
+    name: str
+    description: str
+    raw: dict[str, Any]
+    scenario: Scenario
+
+
+@dataclass(frozen=True)
 class LoadedScenario:
     """A validated scenario with what the user wrote.
 
     Attributes:
         raw: the scenario as given (a plain dict, values as written).
-        scenario: the validated :class:`Scenario` (parsed values).
+        scenario: the validated :class:`Scenario` (parsed values) — the first part's when the
+            file has ``[[parts]]``.
         source: the file path, or None for a dict.
         text: the file's text, or None for a dict.
+        parts: the sub-experiments; one unnamed part for a file without ``[[parts]]``.
     """
 
     raw: dict[str, Any]
     scenario: Scenario
     source: str | None
     text: str | None
+    parts: tuple[Part, ...] = ()
+
+
+PART_FIELDS = ("name", "description")
+"""Fields of a ``[[parts]]`` entry that describe the part rather than override the scenario."""
+
+
+def merge_tables(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
+    """``base`` with ``override`` laid over it: tables merge key by key (recursively); any other
+    value, lists included, replaces the base's, and so does a table with a different ``kind``
+    (a part that changes the topology's kind gives the whole topology)."""
+    out = dict(base)
+    for key, value in override.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict) \
+                and value.get("kind", out[key].get("kind")) == out[key].get("kind"):
+            out[key] = merge_tables(out[key], value)
+        else:
+            out[key] = value
+    return out
+
+
+def split_parts(raw: dict[str, Any]) -> list[tuple[str, str, dict[str, Any]]]:
+    """``(name, description, merged raw scenario)`` per ``[[parts]]`` entry, or one unnamed part.
+
+    Raises:
+        UserError: ``parts`` is not a list of tables with distinct simple names.
+    """
+    if "parts" not in raw:
+        return [("", str(raw.get("description", "")), raw)]
+    parts = raw["parts"]
+    if not isinstance(parts, list) or not parts or not all(isinstance(p, dict) for p in parts):
+        raise UserError("parts: give one or more [[parts]] tables, each with a name")
+    base = {k: v for k, v in raw.items() if k != "parts"}
+    out: list[tuple[str, str, dict[str, Any]]] = []
+    for i, part in enumerate(parts):
+        name = part.get("name")
+        if not isinstance(name, str) or not _NAME.match(name) or "__" in name:
+            raise UserError(f"parts[{i}].name: give each part a simple name (letters, digits, "
+                            "'.', '-', single '_'), e.g. name = \"loss\"")
+        if any(name == n for n, _, _ in out):
+            raise UserError(f"parts[{i}].name: '{name}' names two parts")
+        override = {k: v for k, v in part.items() if k not in PART_FIELDS}
+        if "parts" in override:
+            raise UserError(f"parts[{i}].parts: parts do not nest")
+        merged = merge_tables(base, override)
+        out.append((name, str(part.get("description", "")), merged))
+    return out
 
 
 def _loc_to_path(loc: tuple[Any, ...]) -> str:
@@ -452,7 +638,9 @@ def load_scenario(source: str | Path | dict[str, Any]) -> LoadedScenario:
 
     A file without ``name`` takes its stem as the name (``quickstart.toml`` → ``quickstart``).
     The ``[sweep]`` values are checked too (each swept value must give a valid scenario), so a
-    scenario that loads can be run.
+    scenario that loads can be run. With ``[[parts]]``, each part (the top level with the part's
+    tables merged over it, :func:`merge_tables`) is validated on its own; the top level alone
+    need not be a complete scenario.
 
     Raises:
         UserError: one line naming the file or field and the problem.
@@ -463,12 +651,20 @@ def load_scenario(source: str | Path | dict[str, Any]) -> LoadedScenario:
         raw, text = read_toml(source)
         origin = str(source)
         raw.setdefault("name", re.sub(r"[^A-Za-z0-9._-]", "-", Path(source).stem) or "experiment")
-    try:
-        scenario = validate_scenario(raw)
-        if scenario.sweep is not None:
-            from ccarena.experiment import check_sweep  # experiment imports this module
+    from ccarena.experiment import check_sweep  # experiment imports this module
 
-            check_sweep(raw, scenario)
+    parts: list[Part] = []
+    try:
+        for name, description, merged in split_parts(raw):
+            where = f"parts[{len(parts)}] ({name}): " if name else ""
+            try:
+                scenario = validate_scenario(merged)
+                if scenario.sweep is not None:
+                    check_sweep(merged, scenario)
+            except UserError as err:
+                raise UserError(f"{where}{err}") from None
+            parts.append(Part(name=name, description=description, raw=merged, scenario=scenario))
     except UserError as err:
         raise UserError(f"{origin}: {err}" if origin else str(err)) from None
-    return LoadedScenario(raw=raw, scenario=scenario, source=origin, text=text)
+    return LoadedScenario(raw=raw, scenario=parts[0].scenario, source=origin, text=text,
+                          parts=tuple(parts))

@@ -49,6 +49,7 @@ def single_link_spec(rate_bps: int = 10_000_000, duration_ns: int = 2 * S, loss:
         ],
         "routes": [{"node": 0, "dst": 1, "link": 0}, {"node": 1, "dst": 0, "link": 1}],
         "flows": flows if flows is not None else [tcp_flow("f0", 0, 1)],
+        "events": [],
     }
 
 

@@ -2,42 +2,118 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
 from ccarena.errors import FieldError
-
 from ccarena.quantities import Fraction, QueueLimitValue, RateBps, StrictModel, TimeNs
+from ccarena.units import QueueLimit
+
+RED_FIELDS = ("min_th", "max_th", "max_p", "w_q", "gentle", "ecn")
+"""Queue fields that only a ``discipline = "red"`` queue takes."""
+
+RED_IDLE_PACKET_BYTES = 1500
+"""The "typical small packet" whose transmission time ages RED's average over an idle period
+(Floyd & Jacobson 1993, §11: m = idle time / s); a full-size Ethernet frame."""
+
+
+def _amount(limit: QueueLimit) -> int:
+    return limit.packets if limit.packets is not None else int(limit.bytes or 0)
+
+
+def _unit(limit: QueueLimit) -> str:
+    return "packets" if limit.packets is not None else "bytes"
+
+
+def _scaled(limit: QueueLimit, fraction: float, floor: int) -> QueueLimit:
+    value = max(floor, round(_amount(limit) * fraction))
+    return QueueLimit(packets=value) if limit.packets is not None else QueueLimit(bytes=value)
 
 
 class Queue(StrictModel):
     """The egress queue of a link.
 
     TOML: ``queue = { discipline = "droptail", limit = "100pkt", ecn_threshold = "20pkt" }``;
-    ``limit`` in packets (``"100pkt"``) or bytes (``"150KB"``). ``ecn_threshold`` (optional) is
-    the marking threshold K of DCTCP-style step marking (RFC 8257 §3.1): ECN-capable packets that
-    arrive with at least K waiting are marked CE instead of waiting for the limit to drop them.
+    ``limit`` in packets (``"100pkt"``) or bytes (``"150KB"``). ``ecn_threshold`` (optional,
+    DropTail only) is the marking threshold K of DCTCP-style step marking (RFC 8257 §3.1):
+    ECN-capable packets that arrive with at least K waiting are marked CE instead of waiting for the
+    limit to drop them.
+
+    RED (Floyd & Jacobson 1993, with Floyd's gentle variant): ``discipline = "red"`` with
+    ``min_th`` / ``max_th`` (the average-queue thresholds, in the limit's unit; defaults a quarter
+    and three quarters of the limit), ``max_p`` (drop probability at max_th, default 0.1),
+    ``w_q`` (the average's weight, default 0.002), ``gentle`` (default true: the drop probability
+    rises from max_p to 1 between max_th and 2·max_th instead of jumping to 1) and ``ecn``
+    (default false: mark ECN-capable packets instead of dropping them early). ``limit`` stays the
+    hard limit.
     """
 
-    discipline: Literal["droptail"] = "droptail"
+    discipline: Literal["droptail", "red"] = "droptail"
     limit: QueueLimitValue = "100pkt"
     ecn_threshold: QueueLimitValue | None = None
-
-    def ecn_threshold_fields(self) -> dict[str, int | None]:
-        """``ecn_threshold_packets`` / ``ecn_threshold_bytes`` for :meth:`Network.add_duplex`."""
-        k = self.ecn_threshold
-        return {"ecn_threshold_packets": k.packets if k else None,
-                "ecn_threshold_bytes": k.bytes if k else None}
+    min_th: QueueLimitValue | None = None
+    max_th: QueueLimitValue | None = None
+    max_p: float | None = Field(None, gt=0, le=1)
+    w_q: float | None = Field(None, gt=0, le=1)
+    gentle: bool | None = None
+    ecn: bool | None = None
 
     @model_validator(mode="after")
-    def _threshold_fits_the_limit(self) -> "Queue":
+    def _fields_fit_the_discipline(self) -> "Queue":
         k = self.ecn_threshold
         if k is not None:
-            same_unit = (k.packets is not None) == (self.limit.packets is not None)
-            if same_unit and (k.packets or k.bytes or 0) > (self.limit.packets or self.limit.bytes or 0):
+            if self.discipline == "red":
+                raise FieldError("ecn_threshold", "is a DropTail setting; a RED queue marks with "
+                                                  "ecn = true")
+            if _unit(k) == _unit(self.limit) and _amount(k) > _amount(self.limit):
                 raise FieldError("ecn_threshold", "must not exceed the queue limit")
+        if self.discipline != "red":
+            for name in RED_FIELDS:
+                if getattr(self, name) is not None:
+                    raise FieldError(name, f'is a RED setting; add discipline = "red" to use it')
+            return self
+        min_th, max_th = self.red_thresholds()
+        for name, value in (("min_th", min_th), ("max_th", max_th)):
+            if _unit(value) != _unit(self.limit):
+                raise FieldError(name, f"must be in {_unit(self.limit)} like the limit "
+                                       f"({_amount(self.limit)} {_unit(self.limit)})")
+        if _amount(min_th) >= _amount(max_th):
+            raise FieldError("max_th", f"must be greater than min_th ({_amount(min_th)} {_unit(min_th)})")
+        if _amount(max_th) > _amount(self.limit):
+            raise FieldError("max_th", f"{_amount(max_th)} {_unit(max_th)} exceeds the queue limit "
+                                       f"({_amount(self.limit)} {_unit(self.limit)}); RED needs "
+                                       "max_th ≤ limit")
         return self
+
+    def red_thresholds(self) -> tuple[QueueLimit, QueueLimit]:
+        """(min_th, max_th) as given, or the defaults: a quarter and three quarters of the limit
+        (at least 1 and 2 packets)."""
+        min_th = self.min_th or _scaled(self.limit, 0.25, 1)
+        max_th = self.max_th or _scaled(self.limit, 0.75, 2)
+        return min_th, max_th
+
+    def spec_fields(self) -> dict[str, Any]:
+        """The engine spec's ``queue`` object for this queue (docs/engine-spec.md)."""
+        k = self.ecn_threshold
+        out: dict[str, Any] = {
+            "discipline": self.discipline,
+            "limit_packets": self.limit.packets, "limit_bytes": self.limit.bytes,
+            "ecn_threshold_packets": k.packets if k else None,
+            "ecn_threshold_bytes": k.bytes if k else None,
+        }
+        if self.discipline == "red":
+            min_th, max_th = self.red_thresholds()
+            out["red"] = {
+                "min_th_packets": min_th.packets, "max_th_packets": max_th.packets,
+                "min_th_bytes": min_th.bytes, "max_th_bytes": max_th.bytes,
+                "max_p": self.max_p if self.max_p is not None else 0.1,
+                "w_q": self.w_q if self.w_q is not None else 0.002,
+                "gentle": True if self.gentle is None else self.gentle,
+                "ecn": bool(self.ecn),
+                "idle_packet_bytes": RED_IDLE_PACKET_BYTES,
+            }
+        return out
 
 
 class AccessQueue(Queue):

@@ -9,7 +9,7 @@ is deterministic).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 import networkx as nx
 
@@ -27,10 +27,14 @@ class Node:
 @dataclass(frozen=True)
 class DirectedLink:
     """One direction of a link: egress queue at ``src``, serialization at ``rate_bps``, then
-    ``delay_ns`` of propagation to ``dst``. Exactly one of the two queue limits is set.
+    ``delay_ns`` of propagation to ``dst``. ``queue`` is the engine spec's queue object
+    (discipline, limits, ECN threshold, RED parameters; :meth:`ccarena.topology.links.Queue.spec_fields`).
 
     ``role`` says what the link is in its topology ("bottleneck", "bottleneck-reverse",
     "access", "link", "link-reverse"); the report uses it to pick the queues to draw.
+    ``physical`` names the duplex link both directions belong to (``"r0-r1"``); ``forward`` is
+    True for the direction whose loss the topology table calls ``loss`` (data direction), False
+    for ``reverse_loss``'s.
     """
 
     name: str
@@ -39,12 +43,10 @@ class DirectedLink:
     rate_bps: int
     delay_ns: int
     loss: float
-    queue_discipline: str
-    queue_limit_packets: int | None
-    queue_limit_bytes: int | None
+    queue: dict[str, Any]
     role: str
-    ecn_threshold_packets: int | None = None
-    ecn_threshold_bytes: int | None = None
+    physical: str
+    forward: bool
 
 
 @dataclass
@@ -104,15 +106,13 @@ class Network:
         return [g[a][b]["link"] for a, b in zip(nodes, nodes[1:])]
 
     def add_duplex(self, a: str, b: str, *, rate_bps: int, delay_ns: int, loss_ab: float,
-                   loss_ba: float, discipline: str, limit_packets: int | None,
-                   limit_bytes: int | None, role: str, reverse_role: str | None = None,
-                   ecn_threshold_packets: int | None = None,
-                   ecn_threshold_bytes: int | None = None) -> None:
-        """Add the two directions of a physical link between ``a`` and ``b`` (ECN thresholds, if
-        given, apply to both directions' queues)."""
-        for src, dst, loss, r in ((a, b, loss_ab, role), (b, a, loss_ba, reverse_role or role)):
+                   loss_ba: float, queue: dict[str, Any], role: str, reverse_role: str | None = None,
+                   forward_is_ab: bool = True) -> None:
+        """Add the two directions of a physical link between ``a`` and ``b``; both directions'
+        queues get ``queue`` (an engine spec queue object). ``forward_is_ab``: whether a→b is the
+        direction the topology's ``loss`` field describes (see :class:`DirectedLink`)."""
+        for src, dst, loss, r, fwd in ((a, b, loss_ab, role, forward_is_ab),
+                                       (b, a, loss_ba, reverse_role or role, not forward_is_ab)):
             self.links.append(DirectedLink(
                 name=f"{src}->{dst}", src=src, dst=dst, rate_bps=rate_bps, delay_ns=delay_ns,
-                loss=loss, queue_discipline=discipline, queue_limit_packets=limit_packets,
-                queue_limit_bytes=limit_bytes, role=r, ecn_threshold_packets=ecn_threshold_packets,
-                ecn_threshold_bytes=ecn_threshold_bytes))
+                loss=loss, queue=dict(queue), role=r, physical=f"{a}-{b}", forward=fwd))

@@ -36,7 +36,5 @@ class SingleLink(StrictModel):
         q = self.link.queue
         net.add_duplex("a", "b", rate_bps=self.link.rate_bps, delay_ns=self.link.delay_ns,
                        loss_ab=self.link.loss, loss_ba=self.link.reverse_loss,
-                       discipline=q.discipline, limit_packets=q.limit.packets,
-                       limit_bytes=q.limit.bytes, role="link", reverse_role="link-reverse",
-                       **q.ecn_threshold_fields())
+                       queue=q.spec_fields(), role="link", reverse_role="link-reverse")
         return net
