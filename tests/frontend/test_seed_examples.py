@@ -168,12 +168,16 @@ def test_seed_002_transfer_time_and_goodput_laws(tmp_path: Path) -> None:
     lossy = [v for v in values if float(str(v).rstrip("%")) >= 1.0]
     # dupthresh 3: fast retransmit/recovery; 1000: every loss waits for the timeout
     assert (fct.loc[lossy, 3] < fct.loc[lossy, 1000]).all(), "fast recovery shortens the transfer"
+    delay = parts["delay"].summary
+    fct = delay.groupby(["topology.link.delay", "flows[0].dupthresh"])["fct_s"].mean().unstack()
+    assert (fct[3] < fct[1000]).all(), fct
     # goodput ∝ 1/√p and ∝ 1/RTT: log-log slopes near −1/2 and −1
     g = parts["goodput-vs-loss"].summary
     g = g[g["flows[0].flavor"] == "reno"]
     p = g["topology.link.loss"].map(lambda v: float(str(v).rstrip("%")) / 100)
     slope = np.polyfit(np.log(p), np.log(g["goodput_mean_bps"]), 1)[0]
-    assert -0.8 < slope < -0.35, slope
+    # −1/2 is Mathis's law; retransmission timeouts at the higher loss rates steepen it (Padhye)
+    assert -0.9 < slope < -0.35, slope
     d = parts["goodput-vs-delay"].summary
     d = d[d["flows[0].flavor"] == "reno"]
     rtt = d["rtt_min_s"]
