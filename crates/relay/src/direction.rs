@@ -34,10 +34,6 @@ pub struct Direction {
     line: DelayLine,
     tuning: Tuning,
     stats: DirectionStats,
-    dbg_wait: crate::histogram::Histogram,
-    dbg_send: crate::histogram::Histogram,
-    dbg_wake: crate::histogram::Histogram,
-    dbg_log: Vec<(u64, u64, u32)>,
 }
 
 impl Direction {
@@ -52,7 +48,6 @@ impl Direction {
             line: DelayLine::new(max_queue_frames, INITIAL_LINE_BYTES, MAX_LINE_BYTES),
             tuning,
             stats: DirectionStats::default(),
-            dbg_wait: Default::default(), dbg_send: Default::default(), dbg_wake: Default::default(), dbg_log: Vec::with_capacity(3_000_000),
         }
     }
 
@@ -62,6 +57,9 @@ impl Direction {
     /// An unexpected OS error from receiving (sending errors are counted, not fatal).
     pub fn run(mut self, halt: &AtomicBool) -> io::Result<DirectionStats> {
         sys::precise_timers_for_this_thread();
+        if self.tuning.rt_priority > 0 && sys::make_this_thread_realtime(self.tuning.rt_priority).is_err() {
+            self.stats.realtime_denied = true;
+        }
         let mut batch = RxBatch::new(RX_BATCH);
         while !halt.load(Ordering::Relaxed) {
             // Send what is due (at most a burst, so arrivals are still read under overload and
@@ -88,7 +86,6 @@ impl Direction {
                 }
                 Step::SleepUntil(t) => {
                     sys::sleep_until_mono(t);
-                    self.dbg_wake.record(sys::mono_ns().saturating_sub(t));
                 }
                 Step::AwaitTraffic(timeout_ns) => {
                     // The drain above may have queued frames: only block if it did not.
@@ -100,25 +97,16 @@ impl Direction {
         }
         self.stats.dropped_overflow += self.rx.take_kernel_drops();
         self.stats.left_queued = self.line.len() as u64;
-        {
-            use std::io::Write;
-            let mut f = std::io::BufWriter::new(std::fs::File::create(format!("/tmp/relaydev/log-{}.txt", self.delay_ns % 1000 + if self.loss.drop_this() {1} else {0} + std::process::id() as u64 * 10 + (self.dbg_log.len() as u64 % 7) * 100000)).unwrap());
-            for (t, l, q) in &self.dbg_log { writeln!(f, "{t} {l} {q}").unwrap(); }
-        }
-        eprintln!("DBG wait(read-stamp) {:?}\nDBG send {:?}\nDBG wake {:?}", self.dbg_wait.summary(), self.dbg_send.summary(), self.dbg_wake.summary());
         Ok(self.stats)
     }
 
     fn send_head(&mut self, now_ns: u64) {
         let Some((due_ns, hdr_and_frame)) = self.line.head() else { return };
-        let r = self.tx.send(hdr_and_frame);
-        self.dbg_send.record(sys::mono_ns() - now_ns);
-        match r {
+        match self.tx.send(hdr_and_frame) {
             Ok(()) => {
                 self.stats.frames += 1;
                 self.stats.bytes += (hdr_and_frame.len() - VNET_HDR_LEN) as u64;
                 self.stats.lateness.record(now_ns - due_ns);
-                self.dbg_log.push((now_ns, now_ns - due_ns, self.line.len() as u32));
             }
             Err(_) => self.stats.send_errors += 1,
         }
@@ -155,7 +143,6 @@ impl Direction {
                         now
                     }
                 };
-                self.dbg_wait.record((now - rx_mono) as u64);
                 let due_ns = (rx_mono as u64).saturating_add(self.delay_ns);
                 if self.line.push(due_ns, f.hdr_and_frame).is_err() {
                     self.stats.dropped_overflow += 1;

@@ -80,7 +80,7 @@ impl Relay {
     /// [`OpenError::Config`] naming the field of an interface that does not exist in this
     /// namespace; [`OpenError::Os`] when a socket cannot be opened.
     pub fn open(config: &Config) -> Result<Relay, OpenError> {
-        let tuning = Tuning { spin_ns: config.spin_ns, ..Tuning::default() };
+        let tuning = Tuning { spin_ns: config.spin_ns, rt_priority: config.rt_priority, ..Tuning::default() };
         let mut indices = Vec::with_capacity(config.pipes.len());
         for (i, p) in config.pipes.iter().enumerate() {
             let mut pair = [0u32; 2];

@@ -30,6 +30,8 @@ pub struct DirectionStats {
     pub untimestamped: u64,
     /// Frames still queued when the relay stopped (neither sent nor dropped).
     pub left_queued: u64,
+    /// Real-time scheduling was asked for but refused (no CAP_SYS_NICE): timing is less tight.
+    pub realtime_denied: bool,
     /// Lateness of every sent frame: send time − (receive time + delay), ns.
     pub lateness: Histogram,
 }
@@ -79,17 +81,20 @@ impl RelayStats {
         json!({"pipes": pipes, "wall_s": self.wall_s}).to_string()
     }
 
-    /// One line per direction with the counters the JSON leaves out (send errors, frames without
-    /// a kernel timestamp, frames left queued), or `None` when all are zero.
+    /// Lines about what the JSON leaves out and a user should know (send errors, frames without a
+    /// kernel timestamp, real-time scheduling refused), or `None` when there is nothing to say.
     pub fn anomalies(&self) -> Option<String> {
         let mut lines = Vec::new();
         for p in &self.pipes {
             for (dir, d) in [("a_to_b", &p.a_to_b), ("b_to_a", &p.b_to_a)] {
-                if d.send_errors + d.untimestamped + d.left_queued > 0 {
+                if d.send_errors + d.untimestamped > 0 {
                     lines.push(format!(
-                        "{} {dir}: {} send errors, {} frames without a kernel timestamp, {} frames left queued at stop",
-                        p.name, d.send_errors, d.untimestamped, d.left_queued
+                        "{} {dir}: {} send errors, {} frames without a kernel timestamp",
+                        p.name, d.send_errors, d.untimestamped
                     ));
+                }
+                if d.realtime_denied {
+                    lines.push(format!("{} {dir}: real-time scheduling refused, ran with normal priority", p.name));
                 }
             }
         }
@@ -134,5 +139,10 @@ mod tests {
         let stats = RelayStats { pipes: vec![PipeStats { name: "p".into(), a_to_b: DirectionStats::default(), b_to_a: b }], wall_s: 0.0 };
         let text = stats.anomalies().unwrap();
         assert!(text.starts_with("p b_to_a: 2 send errors"), "{text}");
+        let stats = RelayStats {
+            pipes: vec![PipeStats { name: "q".into(), a_to_b: DirectionStats { realtime_denied: true, ..Default::default() }, b_to_a: DirectionStats::default() }],
+            wall_s: 0.0,
+        };
+        assert!(stats.anomalies().unwrap().contains("q a_to_b: real-time scheduling refused"));
     }
 }

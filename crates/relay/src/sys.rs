@@ -68,6 +68,16 @@ pub fn precise_timers_for_this_thread() {
     unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong, 0, 0, 0) };
 }
 
+/// Make the calling thread SCHED_FIFO at `priority` (1–99), not inherited by children.
+///
+/// # Errors
+/// EPERM without CAP_SYS_NICE (or an RT budget of 0 in the thread's cgroup).
+pub fn make_this_thread_realtime(priority: u8) -> io::Result<()> {
+    let param = libc::sched_param { sched_priority: libc::c_int::from(priority) };
+    // SAFETY: pid 0 is the calling thread; `param` is a valid sched_param.
+    cvt(unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO | libc::SCHED_RESET_ON_FORK, &param) }).map(|_| ())
+}
+
 /// The index of the interface named `name` in this network namespace, if there is one.
 pub fn if_index(name: &str) -> Option<u32> {
     let c = CString::new(name).ok()?;
