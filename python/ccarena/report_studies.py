@@ -24,7 +24,9 @@ from typing import Any, Callable
 import numpy as np
 import pandas as pd
 
-from ccarena import plots, studies, study_plots, units
+from ccarena import studies, study_plots, units
+from ccarena.report import _index as _fmt_index
+from ccarena.report import _pct as _fmt_pct
 
 StudyTable = tuple[str, str, str, tuple[list[str], list[list[Any]]]]
 """``(id, title, caption, (headings, rows of report.Cell))``."""
@@ -41,29 +43,16 @@ DROP_REFERENCE_COLUMNS = {"mean": "drop_rate_mean_pct", "variance": "drop_rate_v
 """Seed 003 Table I's columns → the :func:`ccarena.studies.drop_rate_by_group` column."""
 
 
-def _fmt_index(x: float) -> str:
-    return "–" if not math.isfinite(x) else f"{x:.3f}"
-
-
-def _fmt_pct(x: float) -> str:
-    return "–" if not math.isfinite(x) else f"{100 * x:.3g}%"
-
-
 def _fmt_num(x: float) -> str:
     return "–" if not math.isfinite(x) else f"{x:.4g}"
 
 
 def _mean_ci_cell(col: str, mean: float, half: float, fmt: Callable[[float], str]) -> Any:
-    from ccarena.report import Cell
+    """A numeric cell showing ``mean ± half`` (the report's own formatting) with the mean as its
+    exact value."""
+    from ccarena.report import Cell, _mean_ci
 
-    if fmt is _fmt_pct and math.isfinite(mean):
-        text = f"{100 * mean:.3g} ± {100 * half:.2g}%" if math.isfinite(half) else fmt(mean)
-    elif math.isfinite(mean) and math.isfinite(half):
-        text = f"{fmt(mean)} ± {fmt(half)}" if fmt is not units.format_rate else \
-            units.format_mean_ci(fmt, mean, half)
-    else:
-        text = fmt(mean)
-    return Cell(text, col, repr(float(mean)) if math.isfinite(mean) else "nan")
+    return Cell(_mean_ci(fmt, mean, half), col, repr(float(mean)) if math.isfinite(mean) else "nan")
 
 
 def _table(df: pd.DataFrame, keys: list[tuple[str, str]],
