@@ -5,7 +5,7 @@ For every pair of runs ``X`` / ``X@kernel`` in an experiment the report gets: a 
 with goodput, mean and minimum RTT, retransmission and loss rates from both backends and the
 difference (kernel − sim, absolute and relative); figures of goodput, smoothed RTT and cwnd against
 time with both backends on the same axes (simulator solid, kernel dashed, one colour per flow);
-and the emulation's own error (the delay relay's lateness per link and direction) from the kernel
+and the emulation's own error (the link relay's lateness per link and direction) from the kernel
 run's ``run.json``.
 
 Entry point: :func:`insert_section` (called by :func:`ccarena.report.write_report`).
@@ -114,15 +114,17 @@ def lateness_html(records: dict[str, dict[str, Any]]) -> str:
                                       for q in ("mean", "p50", "p99", "p999", "max")]
             rows.append("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in cells) + "</tr>")
         if not emulation.get("lateness_ns") and mech:
-            rows.append(f"<tr><td>{html.escape(run_id)}</td><td colspan=\"6\">delay: "
+            rows.append(f"<tr><td>{html.escape(run_id)}</td><td colspan=\"6\">rate and queue: "
+                        f"{html.escape(str(mech.get('rate_and_queue')))}; delay: "
                         f"{html.escape(str(mech.get('delay')))}; loss: {html.escape(str(mech.get('loss')))}</td></tr>")
     if not rows:
         return ""
     head = "".join(f"<th>{h}</th>" for h in ("kernel run", "link, direction", "mean", "p50", "p99",
                                               "p99.9", "max"))
-    return ("<h3>Emulation error: how late the delay relay sent frames</h3>"
-            "<p>Each frame should leave the relay exactly its link's delay after it arrived; these "
-            "are the measured lateness statistics (the emulation's own error).</p>"
+    return ("<h3>Emulation error: how late the link relay sent frames</h3>"
+            "<p>Each frame should leave the relay exactly when the emulated link delivers it (after "
+            "its wait in the queue, its serialization and the propagation delay); these are the "
+            "measured lateness statistics (the emulation's own error).</p>"
             f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>")
 
 

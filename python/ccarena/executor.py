@@ -67,6 +67,7 @@ def run_record(plan: RunPlan, experiment: str) -> dict[str, Any]:
         "part": plan.part, "matrix": list(plan.matrix) if plan.matrix else None,
         "backend": plan.backend, "spec_sha256": plan.resolved.spec_sha256(),
         "spec": plan.resolved.spec, "derived": plan.resolved.derived, "scenario": plan.raw,
+        "kernel": plan.scenario.kernel.model_dump(),
     }
 
 
@@ -97,7 +98,8 @@ def execute_run(root: str, record: dict[str, Any],
             # The real TCP stack: one run at a time, in this process (see run_experiment).
             from ccarena.kernel.backend import run_kernel
 
-            tables = run_kernel(spec, progress=progress, emulation=emulation)
+            mode = (record.get("kernel") or {}).get("emulation", "auto")
+            tables = run_kernel(spec, progress=progress, mode=mode, emulation=emulation)
         else:
             tables = run_spec(spec, progress=progress)
         wall_s = time.perf_counter() - t0
@@ -268,7 +270,7 @@ def run_experiment(loaded: LoadedScenario, root: str | Path, *, jobs: int | None
 
         caps = None
         for plan in kernel_plans:
-            caps = kernel_check(plan.resolved.spec, caps)
+            caps = kernel_check(plan.resolved.spec, caps, plan.scenario.kernel.emulation)
     root = Path(root)
     if root.exists() and not root.is_dir():
         raise UserError(f"{root}: exists and is not a directory")

@@ -240,6 +240,18 @@ class Reference(StrictModel):
         return self
 
 
+class KernelOptions(StrictModel):
+    """``[kernel]``: options of the kernel backend (ignored by the simulator).
+
+    ``emulation``: how the links are emulated (:mod:`ccarena.kernel.emulation`) — ``"auto"``
+    (default: ``"tc"`` where the kernel has netem, else ``"relay"``), ``"relay"`` (ccarena's link
+    emulator does the rate, queue, delay and loss with the simulator's link model) or ``"tc"``
+    (htb + pfifo/bfifo, netem or the relay for the delay, nftables for the loss).
+    """
+
+    emulation: Literal["auto", "relay", "tc"] = "auto"
+
+
 class ReportOptions(StrictModel):
     """``[report]``: ``references`` (a study's published tables, :class:`Reference`) and
     ``group_by`` (the summary column the study tables are grouped by, e.g. ``"flavor"``; default:
@@ -307,8 +319,8 @@ class Scenario(StrictModel):
     Fields: ``name`` (the experiment's directory name), ``description``, ``duration`` (> 0),
     ``seed`` (default 1), ``backend`` (``"sim"`` or ``"kernel"``), ``topology``, ``flows`` (at least one),
     ``output``, ``sweep``, ``matrix`` (:class:`Matrix`; not with ``sweep``), ``events``
-    (:class:`ccarena.schedule.Event`), ``report`` (:class:`ReportOptions`), ``parts`` (see
-    :func:`split_parts`).
+    (:class:`ccarena.schedule.Event`), ``report`` (:class:`ReportOptions`), ``kernel``
+    (:class:`KernelOptions`), ``parts`` (see :func:`split_parts`).
     """
 
     name: str = "experiment"
@@ -324,6 +336,7 @@ class Scenario(StrictModel):
     matrix: Matrix | None = None
     events: list[Event] = []
     report: ReportOptions = ReportOptions()
+    kernel: KernelOptions = KernelOptions()
 
     @model_validator(mode="before")
     @classmethod

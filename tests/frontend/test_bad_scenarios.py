@@ -59,6 +59,8 @@ CORPUS = [
      "events[0].set.limit: this queue's limit is in packets"),
     ("event-set-and-increase", QUICKSTART + '\n[[events]]\nat = "5s"\nlink = "bottleneck"\nset = { rate = "5Mbps" }\nincrease = { rate = "1Mbps" }\n',
      "events[0].set: give exactly one of set"),
+    ("unknown-kernel-emulation", QUICKSTART + '\n[kernel]\nemulation = "netem"\n',
+     "kernel.emulation: Input should be 'auto', 'relay' or 'tc' (got 'netem')"),
     ("matrix-unknown-flavor", QUICKSTART.split("[[flows]]")[0] + '\n[matrix]\nflavors = ["cubic", "vegaz"]\n',
      "matrix.flavors[1]: unknown flavor 'vegaz'"),
     ("matrix-and-sweep", QUICKSTART.split("[[flows]]")[0] + '\n[matrix]\nflavors = ["cubic", "reno"]\n[sweep]\n"topology.bottleneck.loss" = ["0%", "1%"]\n',

@@ -1,8 +1,11 @@
-"""The kernel backend measures what the scenario configured: rate, RTT floor, random loss."""
+"""The kernel backend measures what the scenario configured — rate, RTT floor, queue limit, random
+loss — with either link emulation (:mod:`ccarena.kernel.emulation`): ccarena's link relay, or the
+kernel's qdiscs (htb, with the relay for the delay where the kernel has no netem)."""
 
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from ccarena.kernel.backend import run_kernel
 
@@ -10,25 +13,31 @@ from kernelutil import requires_root, spec_of
 
 pytestmark = requires_root
 
+MODES = ("relay", "tc")
 
-def test_single_cubic_flow_fills_the_link_and_sees_the_configured_rtt(tag: str) -> None:
+
+@pytest.mark.parametrize("mode", MODES)
+def test_single_cubic_flow_fills_the_link_and_sees_the_configured_rtt(tag: str, mode: str) -> None:
     raw = {"name": "one-cubic", "duration": "10s",
            "topology": {"kind": "single_link",
                         "link": {"rate": "10Mbps", "delay": "20ms", "queue": {"limit": "100pkt"}}},
            "flows": [{"from": "a", "to": "b", "flavor": "cubic"}]}
     spec, derived = spec_of(raw)
     emulation: dict = {}
-    tables = run_kernel(spec, emulation=emulation)
-    flows, samples = tables["flows"], tables["samples"]
+    tables = run_kernel(spec, mode=mode, emulation=emulation)
+    flows, samples, queues = tables["flows"], tables["samples"], tables["queues"]
     rate_bps = 10e6
     steady = samples[(samples["time_s"] > 2.0)]
     goodput_bps = float(steady["goodput_bps"].mean())
     mean_bps = float(flows["bytes_delivered"].iloc[0]) * 8 / 10.0
     base_rtt_s = derived["flows"][0]["base_rtt_s"]
     rtt_min_s = float(flows["rtt_min_s"].iloc[0])
-    print(f"cubic goodput after 2 s: {goodput_bps / rate_bps:.1%} of the rate; over the whole run "
-          f"{mean_bps / rate_bps:.1%}; RTT floor {rtt_min_s * 1e3:.2f} ms vs configured "
-          f"{base_rtt_s * 1e3:.2f} ms; relay lateness {emulation['lateness_ns']}")
+    forward = queues[queues["link"] == 0]
+    print(f"{mode}: cubic goodput after 2 s: {goodput_bps / rate_bps:.1%} of the rate; over the whole "
+          f"run {mean_bps / rate_bps:.1%}; RTT floor {rtt_min_s * 1e3:.2f} ms vs configured "
+          f"{base_rtt_s * 1e3:.2f} ms; queue max {int(forward['backlog_packets'].max())} packets, "
+          f"{int(forward['drops'].max())} drops; relay lateness {emulation['lateness_ns']}")
+    assert emulation["mechanisms"]["mode"] == mode
     assert 0.90 * rate_bps <= goodput_bps <= 1.00 * rate_bps
     assert 0.85 * rate_bps <= mean_bps <= 1.00 * rate_bps
     assert abs(rtt_min_s - base_rtt_s) <= 0.002
@@ -39,9 +48,21 @@ def test_single_cubic_flow_fills_the_link_and_sees_the_configured_rtt(tag: str) 
     # The samples are the simulator's: one row per 100 ms from 0.1 s to 10 s.
     assert np.allclose(samples["time_s"].to_numpy(), np.arange(1, 101) / 10)
     assert samples["cwnd_bytes"].notna().all() and samples["srtt_s"].notna().all()
+    # CUBIC fills the 100-packet queue (a BDP is 34 packets) and never past the limit.
+    assert 90 <= forward["backlog_packets"].max() <= 100
+    assert forward["drops"].iloc[-1] > 0
+    assert (forward["arrivals"] == forward["departures"] + forward["drops"] + forward["backlog_packets"]).all()
+    if mode == "relay":
+        # The relay times every packet's wait: with B packets ahead a packet waits B·1.2 ms, so
+        # over the run the mean wait follows the mean backlog.
+        busy = forward[forward["sojourn_mean_s"].notna()]
+        assert len(busy) >= 90
+        ratio = busy["sojourn_mean_s"].mean() / (busy["backlog_packets"].mean() * 1500 * 8 / rate_bps)
+        assert 0.8 <= ratio <= 1.25, ratio
 
 
-def test_one_percent_random_loss_is_measured_within_0_8_to_1_2_percent(tag: str) -> None:
+@pytest.mark.parametrize("mode", MODES)
+def test_one_percent_random_loss_is_measured_within_0_8_to_1_2_percent(tag: str, mode: str) -> None:
     # 8 Mbit/s of 200-byte datagrams for 10 s: 50,000 packets through a 20 Mbit/s link.
     raw = {"name": "loss", "duration": "10s",
            "topology": {"kind": "single_link",
@@ -50,13 +71,16 @@ def test_one_percent_random_loss_is_measured_within_0_8_to_1_2_percent(tag: str)
            "flows": [{"from": "a", "to": "b", "flavor": "udp-cbr", "rate": "8Mbps",
                       "packet_size": "200B"}]}
     spec, _ = spec_of(raw)
-    tables = run_kernel(spec)
+    emulation: dict = {}
+    tables = run_kernel(spec, mode=mode, emulation=emulation)
     flow = tables["flows"].iloc[0]
     link = tables["links"].iloc[0]
     sent, lost = int(flow["packets_sent"]), int(flow["packets_lost"])
-    print(f"loss configured 1%: measured {lost / sent:.3%} over {sent} packets; "
-          f"the rule dropped {int(link['packets_lost_wire'])}; queue drops {int(link['packets_dropped_queue'])}")
+    print(f"{mode}: loss configured 1%: measured {lost / sent:.3%} over {sent} packets; the "
+          f"{emulation['mechanisms']['loss']} dropped {int(link['packets_lost_wire'])}; queue drops "
+          f"{int(link['packets_dropped_queue'])}")
+    assert emulation["mechanisms"]["loss"] == ("relay" if mode == "relay" else "nft")
     assert sent >= 10_000
     assert 0.008 <= lost / sent <= 0.012
     assert int(link["packets_dropped_queue"]) == 0
-    assert int(link["packets_lost_wire"]) == lost  # every missing datagram is one the rule dropped
+    assert int(link["packets_lost_wire"]) == lost  # every missing datagram is one the link lost

@@ -60,7 +60,7 @@ def test_two_flows_on_a_dumbbell_fill_the_simulators_tables_and_the_report(tag: 
     report = (tmp_path / "out" / "report.html").read_text()
     assert "Simulator vs kernel, side by side" in report
     assert 'data-col="goodput_mean_bps_kernel"' in report
-    assert "how late the delay relay sent frames" in report
+    assert "how late the link relay sent frames" in report
 
 
 def _start_and_wait(tmp_path: Path, tag: str) -> subprocess.Popen:

@@ -1,4 +1,4 @@
-//! `ccarena._engine.relay_run`: the delay relay of the kernel backend, run from Python.
+//! `ccarena._engine.relay_run`: the link relay (link emulator) of the kernel backend, run from Python.
 //!
 //! Meant to run in a process of its own (`python -m ccarena.kernel.relay`), inside the relay's
 //! network namespace: it installs SIGTERM/SIGINT handlers and the parent-death signal for as long

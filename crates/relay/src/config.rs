@@ -2,48 +2,77 @@
 //!
 //! ```json
 //! {"pipes": [{"name": "left0->r0", "a": "r0l0", "b": "r0l0b",
-//!             "a_to_b": {"delay_ns": 20000000, "loss": 0.0},
+//!             "a_to_b": {"delay_ns": 20000000, "loss": 0.0, "rate_bps": 100000000, "limit_packets": 100},
 //!             "b_to_a": {"delay_ns": 20000000, "loss": 0.0}}],
-//!  "seed": 1, "duration_ns": null, "max_queue_frames": 100000}
+//!  "seed": 1, "duration_ns": null, "max_queue_frames": 100000,
+//!  "sample_interval_ns": 100000000, "sample_origin_ns": 81234000000}
 //! ```
 //!
-//! `pipes` and every field of a pipe are required; `seed` (default 0), `duration_ns` (default
-//! null: run until signalled), `max_queue_frames` (default [`DEFAULT_MAX_QUEUE_FRAMES`]) and
-//! the timing knobs `spin_ns` (default [`DEFAULT_SPIN_NS`]; see [`crate::schedule`]) and
-//! `rt_priority` (default [`DEFAULT_RT_PRIORITY`]) may be left out. Unknown keys are errors, so a typo cannot silently fall back to a default. Whether the
-//! interfaces exist is checked when the relay opens them ([`crate::Relay::open`]), since that
-//! depends on the namespace the check runs in.
+//! `pipes` and, per pipe, `name`, `a`, `b`, `a_to_b`, `b_to_a` and each direction's `delay_ns` and
+//! `loss` are required. A direction with `rate_bps` emulates a whole link ([`crate::link`]): a
+//! DropTail queue of `limit_packets` or `limit_bytes` (at most one; neither = unlimited) in front
+//! of a transmitter at that rate, then wire loss, then the delay. Without `rate_bps` it only
+//! delays (and loses) frames, and a limit is an error.
+//!
+//! Optional, with defaults: `seed` (0), `duration_ns` (null: run until signalled),
+//! `max_queue_frames` ([`DEFAULT_MAX_QUEUE_FRAMES`]), `sample_interval_ns` with
+//! `sample_origin_ns` (both or neither: sample every queue at `origin + k·interval`,
+//! CLOCK_MONOTONIC), and the timing knobs `spin_ns` ([`DEFAULT_SPIN_NS`]),
+//! `min_wake_interval_ns` ([`DEFAULT_MIN_WAKE_INTERVAL_NS`]), `rt_priority`
+//! ([`DEFAULT_RT_PRIORITY`]) and `keep_cpus_awake` (true); see
+//! [`crate::schedule`] and [`crate::relay`]. Unknown keys are errors, so a typo cannot silently
+//! fall back to a default. Whether the interfaces exist is checked when the relay opens them
+//! ([`crate::Relay::open`]), since that depends on the namespace the check runs in.
 
 use std::collections::HashMap;
 use std::fmt;
 
 use serde_json::{Map, Value};
 
+use crate::link::{LinkParams, QueueLimit};
+
 /// `max_queue_frames` when the config leaves it out.
 pub const DEFAULT_MAX_QUEUE_FRAMES: usize = 100_000;
 
-/// `spin_ns` when the config leaves it out: never busy-wait. Measured at 100 Mbit/s, sleeping
-/// alone keeps p99 lateness under 0.1 ms; spinning 20 µs saves about 10 µs at the median for
-/// about 25 % more CPU (and a busy core at 1 Gbit/s, where frames are 12 µs apart).
+/// `spin_ns` when the config leaves it out: never busy-wait. Spinning trades a core for a few
+/// microseconds of median lateness; on a 2-core machine that core is better left to the stacks.
 pub const DEFAULT_SPIN_NS: u64 = 0;
+
+/// `min_wake_interval_ns` when the config leaves it out: a direction wakes at most every 200 µs,
+/// sending every frame that has become due. On the project's virtual machines each timer
+/// wake-up costs 25–45 µs of CPU, so waking for every frame (every 12 µs at 1 Gbit/s) cannot
+/// keep up; batching bounds the cost to ~5,000 wake-ups a second per direction for at most
+/// 200 µs of added lateness. Frames further apart than this still get a wake-up each.
+pub const DEFAULT_MIN_WAKE_INTERVAL_NS: u64 = 200_000;
 
 /// `rt_priority` when the config leaves it out: SCHED_FIFO priority 10 for the relay threads.
 /// Real-time scheduling is what keeps the tail of the lateness small on a busy machine (at
 /// 100 Mbit/s beside other CPU-bound work, p99 0.4–0.7 ms without it, under 0.15 ms with it); the
-/// threads sleep between frames and never spin unless `spin_ns` asks, so they cannot starve the
+/// threads sleep between batches and never spin unless `spin_ns` asks, so they cannot starve the
 /// machine, and the kernel's RT throttling still reserves CPU for everything else.
 pub const DEFAULT_RT_PRIORITY: u8 = 10;
 
 /// Longest interface name Linux accepts (IFNAMSIZ − 1).
 pub const MAX_IFNAME_BYTES: usize = 15;
 
-/// One direction of a pipe: how long each frame is held and how often one is dropped.
+/// One direction of a pipe: the link it emulates and how often a frame is lost on its wire.
 #[derive(Clone, Debug, PartialEq)]
 pub struct DirectionConfig {
-    /// Fixed one-way delay added to every frame, ns.
+    /// Fixed one-way propagation delay, ns.
     pub delay_ns: u64,
-    /// Probability in [0, 1] that a frame is dropped (independently per frame).
+    /// Probability in [0, 1] that a frame is lost on the wire (independently per frame).
     pub loss: f64,
+    /// Serialization rate, bits per second of IP bytes; `None` = delay (and loss) only.
+    pub rate_bps: Option<u64>,
+    /// The queue's DropTail limit ([`QueueLimit::Unlimited`] without a rate).
+    pub limit: QueueLimit,
+}
+
+impl DirectionConfig {
+    /// The link model's parameters.
+    pub fn link_params(&self) -> LinkParams {
+        LinkParams { rate_bps: self.rate_bps, limit: self.limit, delay_ns: self.delay_ns }
+    }
 }
 
 /// One emulated link: two interfaces in the relay's namespace and a direction config for each way.
@@ -76,6 +105,12 @@ pub struct Config {
     pub spin_ns: u64,
     /// SCHED_FIFO priority of the relay threads (1–99), or 0 for normal scheduling.
     pub rt_priority: u8,
+    /// A direction wakes at most this often, ns (0: for every frame).
+    pub min_wake_interval_ns: u64,
+    /// Queue sampling: `(origin_ns, interval_ns)`, CLOCK_MONOTONIC; samples at origin + k·interval.
+    pub sampling: Option<(u64, u64)>,
+    /// Hold /dev/cpu_dma_latency at 0 while running, so idle CPUs poll instead of halting.
+    pub keep_cpus_awake: bool,
 }
 
 /// A configuration mistake: the field's path (`pipes[0].a_to_b.loss`) and what is wrong.
@@ -163,9 +198,27 @@ fn interface_name(v: &Value, path: &str) -> Result<String> {
     Ok(name)
 }
 
+fn positive_int(v: &Value, path: &str, unit: &str) -> Result<u64> {
+    match non_negative_int(v, path, unit)? {
+        0 => Err(ConfigError::new(path, format!("must be positive ({unit})"))),
+        n => Ok(n),
+    }
+}
+
+fn optional<'v>(map: &'v Map<String, Value>, key: &str) -> Option<&'v Value> {
+    map.get(key).filter(|v| !v.is_null())
+}
+
+fn boolean(map: &Map<String, Value>, key: &str, default: bool) -> Result<bool> {
+    match optional(map, key) {
+        None => Ok(default),
+        Some(v) => v.as_bool().ok_or_else(|| ConfigError::new(key, format!("expected true or false, got {}", kind(v)))),
+    }
+}
+
 fn direction(v: &Value, path: &str) -> Result<DirectionConfig> {
     let map = object(v, path)?;
-    reject_unknown(map, path, &["delay_ns", "loss"])?;
+    reject_unknown(map, path, &["delay_ns", "loss", "rate_bps", "limit_packets", "limit_bytes"])?;
     let delay_path = join(path, "delay_ns");
     let delay_ns = non_negative_int(required(map, path, "delay_ns")?, &delay_path, "ns")?;
     let loss_path = join(path, "loss");
@@ -176,7 +229,20 @@ fn direction(v: &Value, path: &str) -> Result<DirectionConfig> {
     if !(0.0..=1.0).contains(&loss) {
         return Err(ConfigError::new(loss_path, format!("expected a probability in [0, 1], got {loss}")));
     }
-    Ok(DirectionConfig { delay_ns, loss })
+    let rate_bps = optional(map, "rate_bps").map(|v| positive_int(v, &join(path, "rate_bps"), "bits per second")).transpose()?;
+    let packets = optional(map, "limit_packets").map(|v| positive_int(v, &join(path, "limit_packets"), "packets")).transpose()?;
+    let bytes = optional(map, "limit_bytes").map(|v| positive_int(v, &join(path, "limit_bytes"), "bytes")).transpose()?;
+    let limit = match (packets, bytes) {
+        (Some(_), Some(_)) => return Err(ConfigError::new(join(path, "limit_bytes"), "give limit_packets or limit_bytes, not both")),
+        (Some(p), None) => QueueLimit::Packets(p),
+        (None, Some(b)) => QueueLimit::Bytes(b),
+        (None, None) => QueueLimit::Unlimited,
+    };
+    if rate_bps.is_none() && limit != QueueLimit::Unlimited {
+        let key = if packets.is_some() { "limit_packets" } else { "limit_bytes" };
+        return Err(ConfigError::new(join(path, key), "a queue limit needs rate_bps (without a rate nothing ever waits)"));
+    }
+    Ok(DirectionConfig { delay_ns, loss, rate_bps, limit })
 }
 
 fn pipe(v: &Value, path: &str) -> Result<PipeConfig> {
@@ -193,6 +259,20 @@ fn pipe(v: &Value, path: &str) -> Result<PipeConfig> {
     Ok(PipeConfig { name, a, b, a_to_b, b_to_a })
 }
 
+/// The top-level keys a config may have.
+const KNOWN_KEYS: &[&str] = &[
+    "pipes",
+    "seed",
+    "duration_ns",
+    "max_queue_frames",
+    "spin_ns",
+    "rt_priority",
+    "min_wake_interval_ns",
+    "sample_interval_ns",
+    "sample_origin_ns",
+    "keep_cpus_awake",
+];
+
 impl Config {
     /// Parse and check a config.
     ///
@@ -203,7 +283,7 @@ impl Config {
     pub fn from_json(json: &str) -> Result<Config> {
         let doc: Value = serde_json::from_str(json).map_err(|e| ConfigError::new("", format!("invalid JSON: {e}")))?;
         let map = object(&doc, "")?;
-        reject_unknown(map, "", &["pipes", "seed", "duration_ns", "max_queue_frames", "spin_ns", "rt_priority"])?;
+        reject_unknown(map, "", KNOWN_KEYS)?;
 
         let pipes_v = required(map, "", "pipes")?;
         let list = pipes_v.as_array().ok_or_else(|| ConfigError::new("pipes", format!("expected a list, got {}", kind(pipes_v))))?;
@@ -265,7 +345,24 @@ impl Config {
                 p => return Err(ConfigError::new("rt_priority", format!("{p} is not a SCHED_FIFO priority (0 for normal scheduling, 1 to 99)"))),
             },
         };
-        Ok(Config { pipes, seed, duration_ns, max_queue_frames, spin_ns, rt_priority })
+        let min_wake_interval_ns = match optional(map, "min_wake_interval_ns") {
+            None => DEFAULT_MIN_WAKE_INTERVAL_NS,
+            Some(v) => {
+                let w = non_negative_int(v, "min_wake_interval_ns", "ns")?;
+                if w > 10_000_000 {
+                    return Err(ConfigError::new("min_wake_interval_ns", format!("{w} ns would hold frames up to that long; at most 10000000")));
+                }
+                w
+            }
+        };
+        let sampling = match (optional(map, "sample_origin_ns"), optional(map, "sample_interval_ns")) {
+            (None, None) => None,
+            (Some(o), Some(i)) => Some((non_negative_int(o, "sample_origin_ns", "CLOCK_MONOTONIC ns")?, positive_int(i, "sample_interval_ns", "ns")?)),
+            (None, Some(_)) => return Err(ConfigError::new("sample_origin_ns", "missing (sampling needs both sample_origin_ns and sample_interval_ns)")),
+            (Some(_), None) => return Err(ConfigError::new("sample_interval_ns", "missing (sampling needs both sample_origin_ns and sample_interval_ns)")),
+        };
+        let keep_cpus_awake = boolean(map, "keep_cpus_awake", true)?;
+        Ok(Config { pipes, seed, duration_ns, max_queue_frames, spin_ns, rt_priority, min_wake_interval_ns, sampling, keep_cpus_awake })
     }
 }
 
@@ -274,9 +371,10 @@ mod tests {
     use super::*;
 
     const GOOD: &str = r#"{"pipes": [{"name": "left0->r0", "a": "r0l0", "b": "r0l0b",
-        "a_to_b": {"delay_ns": 20000000, "loss": 0.0},
+        "a_to_b": {"delay_ns": 20000000, "loss": 0.0, "rate_bps": 100000000, "limit_packets": 100},
         "b_to_a": {"delay_ns": 5, "loss": 0.01}}],
-        "seed": 1, "duration_ns": null, "max_queue_frames": 100000}"#;
+        "seed": 1, "duration_ns": null, "max_queue_frames": 100000,
+        "sample_interval_ns": 100000000, "sample_origin_ns": 81234000000}"#;
 
     fn err(json: &str) -> String {
         Config::from_json(json).unwrap_err().to_string()
@@ -295,8 +393,9 @@ mod tests {
         assert_eq!(c.pipes.len(), 1);
         let p = &c.pipes[0];
         assert_eq!((p.name.as_str(), p.a.as_str(), p.b.as_str()), ("left0->r0", "r0l0", "r0l0b"));
-        assert_eq!(p.a_to_b, DirectionConfig { delay_ns: 20_000_000, loss: 0.0 });
-        assert_eq!(p.b_to_a, DirectionConfig { delay_ns: 5, loss: 0.01 });
+        assert_eq!(p.a_to_b, DirectionConfig { delay_ns: 20_000_000, loss: 0.0, rate_bps: Some(100_000_000), limit: QueueLimit::Packets(100) });
+        assert_eq!(p.b_to_a, DirectionConfig { delay_ns: 5, loss: 0.01, rate_bps: None, limit: QueueLimit::Unlimited });
+        assert_eq!(c.sampling, Some((81_234_000_000, 100_000_000)));
     }
 
     #[test]
@@ -306,6 +405,7 @@ mod tests {
         )
         .unwrap();
         assert_eq!((c.seed, c.duration_ns, c.max_queue_frames, c.spin_ns, c.rt_priority), (0, Some(5), DEFAULT_MAX_QUEUE_FRAMES, DEFAULT_SPIN_NS, DEFAULT_RT_PRIORITY));
+        assert_eq!((c.min_wake_interval_ns, c.sampling, c.keep_cpus_awake), (DEFAULT_MIN_WAKE_INTERVAL_NS, None, true));
         assert_eq!(c.pipes[0].b_to_a.loss, 1.0);
     }
 
@@ -327,7 +427,7 @@ mod tests {
         );
         assert_eq!(
             err(&with(r#"{"name": "x", "a": "p", "b": "q", "a_to_b": {"delay_ns": 1, "lost": 0}, "b_to_a": {"delay_ns": 1, "loss": 0}}"#)),
-            "pipes[0].a_to_b.lost: unknown field (expected one of: delay_ns, loss)"
+            "pipes[0].a_to_b.lost: unknown field (expected one of: delay_ns, loss, rate_bps, limit_packets, limit_bytes)"
         );
         assert_eq!(err(&with(&format!(r#"{{"name": "x", "a": "p", "b": "p", {dir}}}"#))), "pipes[0].b: 'p' is also this pipe's a: a pipe joins two different interfaces");
         assert_eq!(
@@ -340,7 +440,24 @@ mod tests {
         );
         assert_eq!(err(&format!(r#"{{"pipes": [{{"name": "x", "a": "p", "b": "q", {dir}}}], "duration_ns": 0}}"#)), "duration_ns: must be positive, or null to run until signalled");
         assert_eq!(err(&format!(r#"{{"pipes": [{{"name": "x", "a": "p", "b": "q", {dir}}}], "max_queue_frames": -3}}"#)), "max_queue_frames: expected a non-negative integer (frames), got -3");
-        assert_eq!(err(&format!(r#"{{"pipes": [{{"name": "x", "a": "p", "b": "q", {dir}}}], "sede": 1}}"#)), "sede: unknown field (expected one of: pipes, seed, duration_ns, max_queue_frames, spin_ns, rt_priority)");
+        assert_eq!(err(&format!(r#"{{"pipes": [{{"name": "x", "a": "p", "b": "q", {dir}}}], "sede": 1}}"#)), "sede: unknown field (expected one of: pipes, seed, duration_ns, max_queue_frames, spin_ns, rt_priority, min_wake_interval_ns, sample_interval_ns, sample_origin_ns, keep_cpus_awake)");
         assert_eq!(err(&format!(r#"{{"pipes": [{{"name": "x", "a": "p", "b": "q", {dir}}}], "rt_priority": 100}}"#)), "rt_priority: 100 is not a SCHED_FIFO priority (0 for normal scheduling, 1 to 99)");
+    }
+
+    #[test]
+    fn link_fields_are_checked() {
+        let one = |d: &str| format!(r#"{{"pipes": [{{"name": "x", "a": "p", "b": "q", "a_to_b": {d}, "b_to_a": {{"delay_ns": 1, "loss": 0}}}}]}}"#);
+        assert_eq!(err(&one(r#"{"delay_ns": 1, "loss": 0, "limit_packets": 5}"#)), "pipes[0].a_to_b.limit_packets: a queue limit needs rate_bps (without a rate nothing ever waits)");
+        assert_eq!(err(&one(r#"{"delay_ns": 1, "loss": 0, "rate_bps": 0}"#)), "pipes[0].a_to_b.rate_bps: must be positive (bits per second)");
+        assert_eq!(err(&one(r#"{"delay_ns": 1, "loss": 0, "rate_bps": 10, "limit_packets": 5, "limit_bytes": 9}"#)), "pipes[0].a_to_b.limit_bytes: give limit_packets or limit_bytes, not both");
+        let c = Config::from_json(&one(r#"{"delay_ns": 1, "loss": 0, "rate_bps": 10, "limit_bytes": 9000}"#)).unwrap();
+        assert_eq!(c.pipes[0].a_to_b.link_params(), LinkParams { rate_bps: Some(10), limit: QueueLimit::Bytes(9000), delay_ns: 1 });
+        let top = |extra: &str| format!(r#"{{"pipes": [{{"name": "x", "a": "p", "b": "q", "a_to_b": {{"delay_ns": 1, "loss": 0}}, "b_to_a": {{"delay_ns": 1, "loss": 0}}}}], {extra}}}"#);
+        assert_eq!(err(&top(r#""sample_interval_ns": 5"#)), "sample_origin_ns: missing (sampling needs both sample_origin_ns and sample_interval_ns)");
+        assert_eq!(err(&top(r#""sample_interval_ns": 0, "sample_origin_ns": 5"#)), "sample_interval_ns: must be positive (ns)");
+        assert_eq!(err(&top(r#""keep_cpus_awake": 1"#)), "keep_cpus_awake: expected true or false, got a number");
+        assert_eq!(err(&top(r#""min_wake_interval_ns": 20000000"#)), "min_wake_interval_ns: 20000000 ns would hold frames up to that long; at most 10000000");
+        let c = Config::from_json(&top(r#""keep_cpus_awake": false, "min_wake_interval_ns": 0"#)).unwrap();
+        assert_eq!((c.keep_cpus_awake, c.min_wake_interval_ns), (false, 0));
     }
 }

@@ -67,6 +67,13 @@ impl DelayLine {
         self.bytes
     }
 
+    /// Make room for `frames` frame records and touch every page of the byte buffer, so neither
+    /// allocates nor faults while the relay runs.
+    pub fn prepare(&mut self, frames: usize) {
+        self.slots.reserve(frames.min(self.max_frames));
+        crate::sys::prefault(&mut self.buf);
+    }
+
     /// Current size of the ring buffer, bytes.
     pub fn capacity_bytes(&self) -> usize {
         self.buf.len()

@@ -1,12 +1,15 @@
-//! One direction of one pipe, run by its own thread: read frames from the in-interface, hold each
-//! for the delay, write it to the out-interface, and count.
+//! One direction of one pipe, run by its own thread: read frames from the in-interface, put each
+//! through the emulated link ([`LinkModel`]: queue, transmitter, wire loss, delay), write the
+//! survivors to the out-interface when they are due, sample the queue, and count.
 
 use std::io;
 use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use crate::delay_line::DelayLine;
-use crate::rng::Loss;
+use crate::frame::frame_size;
+use crate::link::{Fate, LinkModel, QueueLimit};
+use crate::sampler::QueueSampler;
 use crate::schedule::{next_step, Step, Tuning};
 use crate::stats::DirectionStats;
 use crate::sys::{self, PacketSocket, RxBatch, VNET_HDR_LEN};
@@ -17,38 +20,63 @@ const RX_BATCH: usize = 32;
 const MAX_SEND_BURST: usize = 64;
 /// Frames read before going back to sending: bounds how long a burst of arrivals delays due frames.
 const MAX_DRAIN_FRAMES: usize = 256;
-/// The delay line's buffer starts this big and doubles as needed, bytes.
-const INITIAL_LINE_BYTES: usize = 4 << 20;
+/// The delay line's buffer when nothing better is known (no rate), bytes; it doubles as needed.
+const DEFAULT_LINE_BYTES: usize = 4 << 20;
 /// A direction never holds more frame bytes than this (on top of `max_queue_frames`), bytes.
 pub const MAX_LINE_BYTES: usize = 1 << 30;
+/// Bytes a stored frame takes per IP byte at worst (a 52-byte ACK is stored as 76 bytes with its
+/// Ethernet and virtio headers), rounded up.
+const STORED_PER_IP_BYTE: usize = 2;
+/// Stored bytes of a full-size frame (1500 IP bytes, Ethernet and virtio headers).
+const FULL_FRAME_STORED_BYTES: usize = 1500 + 14 + VNET_HDR_LEN;
+/// Smallest stored frame (a 60-byte minimum Ethernet frame and the virtio header).
+const MIN_FRAME_STORED_BYTES: usize = 60 + VNET_HDR_LEN;
+/// Extra room in a sized delay line, bytes.
+const LINE_SLACK_BYTES: usize = 256 << 10;
 /// A kernel timestamp further than this in the past is not trusted (a wall-clock step, or a
 /// timestamp in another clock), ns.
 const MAX_TIMESTAMP_AGE_NS: i128 = 1_000_000_000;
+/// A grid instant is sampled without waiting for a later arrival once the socket is empty and
+/// this long has passed: a frame stamped earlier can still be in the kernel's receive path, ns.
+const SAMPLE_GRACE_NS: u64 = 2_000_000;
 
 /// One direction, ready to run.
 pub struct Direction {
     rx: PacketSocket,
     tx: PacketSocket,
-    delay_ns: u64,
-    loss: Loss,
+    link: LinkModel,
     line: DelayLine,
+    sampler: Option<QueueSampler>,
     tuning: Tuning,
     stats: DirectionStats,
 }
 
+/// The delay line's starting size for `link`: room for everything the link can hold at once
+/// (a delay's worth of frames at the rate plus a full queue), so it never grows mid-run; bytes.
+fn line_bytes_for(link: &LinkModel) -> usize {
+    let p = link.params();
+    let Some(rate_bps) = p.rate_bps else { return DEFAULT_LINE_BYTES };
+    let in_pipe_ip = u128::from(rate_bps) * u128::from(p.delay_ns) / 8 / 1_000_000_000;
+    let queue = match p.limit {
+        QueueLimit::Packets(n) => u128::from(n) * FULL_FRAME_STORED_BYTES as u128,
+        QueueLimit::Bytes(b) => u128::from(b) * STORED_PER_IP_BYTE as u128,
+        QueueLimit::Unlimited => DEFAULT_LINE_BYTES as u128,
+    };
+    let want = in_pipe_ip * STORED_PER_IP_BYTE as u128 + queue + LINE_SLACK_BYTES as u128;
+    want.min(MAX_LINE_BYTES as u128) as usize
+}
+
 impl Direction {
-    /// A direction reading from `rx`, writing to `tx`, holding frames for `delay_ns`, dropping
-    /// them per `loss`, holding at most `max_queue_frames`.
-    pub fn new(rx: PacketSocket, tx: PacketSocket, delay_ns: u64, loss: Loss, max_queue_frames: usize, tuning: Tuning) -> Direction {
-        Direction {
-            rx,
-            tx,
-            delay_ns,
-            loss,
-            line: DelayLine::new(max_queue_frames, INITIAL_LINE_BYTES, MAX_LINE_BYTES),
-            tuning,
-            stats: DirectionStats::default(),
-        }
+    /// A direction reading from `rx`, emulating `link`, writing to `tx`, holding at most
+    /// `max_queue_frames` frames, sampling the queue on `sampler`'s grid if given.
+    ///
+    /// The delay line is sized for everything the link can hold and its memory touched here,
+    /// before the relay reports ready, so no allocation or page fault happens mid-run.
+    pub fn new(rx: PacketSocket, tx: PacketSocket, link: LinkModel, max_queue_frames: usize, sampler: Option<QueueSampler>, tuning: Tuning) -> Direction {
+        let bytes = line_bytes_for(&link);
+        let mut line = DelayLine::new(max_queue_frames, bytes, MAX_LINE_BYTES);
+        line.prepare(bytes / MIN_FRAME_STORED_BYTES);
+        Direction { rx, tx, link, line, sampler, tuning, stats: DirectionStats::default() }
     }
 
     /// Serve until `halt` is set; returns the counters.
@@ -61,14 +89,14 @@ impl Direction {
             self.stats.realtime_denied = true;
         }
         let mut batch = RxBatch::new(RX_BATCH);
+        let mut last_wake_ns = sys::mono_ns();
         while !halt.load(Ordering::Relaxed) {
-            // Send what is due (at most a burst, so arrivals are still read under overload and
-            // the queue, not the socket buffer, is where a backlog builds and overflows). The
+            // Send what is due (at most a burst, so arrivals are still read under overload). The
             // clock is read per frame so each lateness is its own.
             let mut burst = 0;
             let step = loop {
                 let now = sys::mono_ns();
-                let step = next_step(now, self.line.head_due_ns(), &self.tuning);
+                let step = next_step(now, self.line.head_due_ns(), last_wake_ns, &self.tuning);
                 if step != Step::Send || burst == MAX_SEND_BURST {
                     break step;
                 }
@@ -76,7 +104,9 @@ impl Direction {
                 burst += 1;
             };
             // Then read what arrived, before any wait: a spin or sleep must never starve reading.
-            self.drain(&mut batch)?;
+            if self.drain(&mut batch)? {
+                self.sample_through(sys::mono_ns().saturating_sub(SAMPLE_GRACE_NS));
+            }
             match step {
                 Step::Send => {}
                 Step::SpinUntil(t) => {
@@ -86,18 +116,35 @@ impl Direction {
                 }
                 Step::SleepUntil(t) => {
                     sys::sleep_until_mono(t);
+                    last_wake_ns = sys::mono_ns();
                 }
                 Step::AwaitTraffic(timeout_ns) => {
                     // The drain above may have queued frames: only block if it did not.
                     if self.line.is_empty() {
                         sys::wait_readable(self.rx.as_raw_fd(), timeout_ns)?;
+                        last_wake_ns = sys::mono_ns();
                     }
                 }
             }
         }
+        // Whatever arrived before the stop still counts, and every instant up to now is final.
+        self.drain(&mut batch)?;
+        self.sample_through(sys::mono_ns());
         self.stats.dropped_overflow += self.rx.take_kernel_drops();
         self.stats.left_queued = self.line.len() as u64;
+        self.stats.link = *self.link.counters();
+        self.stats.backlog_packets_end = self.link.backlog_packets();
+        if let Some(s) = self.sampler.take() {
+            self.stats.samples = s.rows().to_vec();
+            self.stats.samples_skipped = s.skipped();
+        }
         Ok(self.stats)
+    }
+
+    fn sample_through(&mut self, t_ns: u64) {
+        if let Some(s) = self.sampler.as_mut() {
+            s.record_through(t_ns, &mut self.link);
+        }
     }
 
     fn send_head(&mut self, now_ns: u64) {
@@ -106,20 +153,21 @@ impl Direction {
             Ok(()) => {
                 self.stats.frames += 1;
                 self.stats.bytes += (hdr_and_frame.len() - VNET_HDR_LEN) as u64;
-                self.stats.lateness.record(now_ns - due_ns);
+                self.stats.lateness.record(now_ns.saturating_sub(due_ns));
             }
             Err(_) => self.stats.send_errors += 1,
         }
         self.line.pop();
     }
 
-    /// Move every frame waiting in the socket (up to [`MAX_DRAIN_FRAMES`]) into the delay line.
-    fn drain(&mut self, batch: &mut RxBatch) -> io::Result<()> {
+    /// Offer every frame waiting in the socket (up to [`MAX_DRAIN_FRAMES`]) to the link and queue
+    /// the survivors on the delay line. Returns true if the socket was left empty.
+    fn drain(&mut self, batch: &mut RxBatch) -> io::Result<bool> {
         let mut taken = 0;
         while taken < MAX_DRAIN_FRAMES {
             let n = batch.receive(&self.rx)?;
             if n == 0 {
-                break;
+                return Ok(true);
             }
             // Read after the batch arrived: no frame in it can be stamped later than this.
             let now = i128::from(sys::mono_ns());
@@ -130,10 +178,6 @@ impl Direction {
                     self.stats.dropped_overflow += 1;
                     continue;
                 }
-                if self.loss.drop_this() {
-                    self.stats.dropped_loss += 1;
-                    continue;
-                }
                 let rx_mono = match f.rx_realtime_ns.map(|r| r - offset) {
                     Some(t) if t <= now && now - t <= MAX_TIMESTAMP_AGE_NS => t,
                     // A stamp a hair in the future is the two clocks' conversion rounding.
@@ -142,17 +186,47 @@ impl Direction {
                         self.stats.untimestamped += 1;
                         now
                     }
-                };
-                let due_ns = (rx_mono as u64).saturating_add(self.delay_ns);
-                if self.line.push(due_ns, f.hdr_and_frame).is_err() {
-                    self.stats.dropped_overflow += 1;
+                } as u64;
+                if let Some(s) = self.sampler.as_mut() {
+                    s.record_before(rx_mono, &mut self.link);
+                }
+                let size = frame_size(f.hdr_and_frame);
+                match self.link.offer(rx_mono, size.ip_bytes, size.packets) {
+                    Fate::Dropped => self.stats.dropped_queue += 1,
+                    Fate::LostOnWire => self.stats.dropped_loss += 1,
+                    Fate::Deliver { due_ns } => {
+                        if self.line.push(due_ns, f.hdr_and_frame).is_err() {
+                            self.stats.dropped_overflow += 1;
+                        }
+                    }
                 }
             }
             taken += n;
             if n < RX_BATCH {
-                break;
+                return Ok(false);
             }
         }
-        Ok(())
+        Ok(false)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::link::LinkParams;
+    use crate::rng::{Loss, SplitMix64};
+
+    fn model(rate_bps: Option<u64>, limit: QueueLimit, delay_ns: u64) -> LinkModel {
+        LinkModel::new(LinkParams { rate_bps, limit, delay_ns }, Loss::new(0.0, SplitMix64::new(0)))
+    }
+
+    #[test]
+    fn the_line_is_sized_for_a_delay_of_traffic_and_a_full_queue() {
+        // 1 Gbit/s for 50 ms is 6.25 MB of IP bytes, stored at most twice over; 1000 full frames.
+        let b = line_bytes_for(&model(Some(1_000_000_000), QueueLimit::Packets(1000), 50_000_000));
+        assert_eq!(b, 2 * 6_250_000 + 1000 * FULL_FRAME_STORED_BYTES + LINE_SLACK_BYTES);
+        assert_eq!(line_bytes_for(&model(None, QueueLimit::Unlimited, 50_000_000)), DEFAULT_LINE_BYTES);
+        // A satellite link at 10 Gbit/s would need more than the cap: capped.
+        assert_eq!(line_bytes_for(&model(Some(10_000_000_000), QueueLimit::Bytes(1 << 30), 600_000_000)), MAX_LINE_BYTES);
     }
 }

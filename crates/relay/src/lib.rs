@@ -1,58 +1,74 @@
-//! ccarena's userspace delay relay: a bump-in-the-wire that emulates propagation delay (and random
-//! loss) for the kernel backend on kernels without netem.
+//! ccarena's userspace link emulator (the *relay*): a bump-in-the-wire that emulates each link of
+//! the kernel backend — DropTail queue, transmitter at the link rate, random wire loss and
+//! propagation delay, with the simulator's link model ([`link`]) — or, beside a kernel shaper,
+//! only its delay.
 //!
 //! A dedicated network namespace holds two veth ends per emulated link (a *pipe*). For each end the
 //! relay opens an AF_PACKET raw socket bound to that interface (ETH_P_ALL, PACKET_IGNORE_OUTGOING so
-//! it never reads its own sends). Every frame arriving at `a` leaves through `b` exactly `delay_ns`
-//! after it arrived, and vice versa; each direction may drop frames with a fixed probability from
-//! its own seeded SplitMix64 stream, and holds at most `max_queue_frames` (more are dropped and
-//! counted). The relay measures its own error: the *lateness* of each frame, send time − (receive
-//! time + delay), reported as mean/p50/p99/p99.9/max per direction.
+//! it never reads its own sends). Every frame arriving at `a` is offered to the `a → b` direction's
+//! [`LinkModel`], which decides from the frame's arrival time whether the queue drops it, whether
+//! the wire loses it, and when it reaches the far end; the relay sends it out of `b` at that
+//! instant, and vice versa. Each direction's loss draws from its own seeded SplitMix64 stream.
+//! The relay measures its own error: the *lateness* of each frame, send time − due time, reported
+//! as mean/p50/p99/p99.9/max per direction; it also samples each queue on a fixed grid
+//! ([`sampler`]) and counts what the link did ([`LinkCounters`]).
 //!
 //! # Design
+//!
+//! **The link is computed, not timed.** The model runs on the kernel's receive timestamps, so the
+//! queue's decisions, the due times and the queue samples are what the simulator's link would give
+//! for the same arrivals, whatever the relay's own scheduling did; the relay's scheduling shows
+//! only as lateness. Serializing in the relay, rather than leaving the rate to htb or tbf, is what
+//! makes 1 Gbit/s possible on a virtual machine: a kernel shaper arms a high-resolution timer per
+//! packet when backlogged, and on the project's VMs each costs 10–40 µs of CPU in the thread that
+//! handed it the packet (measured, 1 Gbit/s, 50 ms: with htb behind it the relay used a whole core
+//! and sent frames 75 ms late at the median; serializing itself, 0.1 ms, at two-thirds of a core).
 //!
 //! **One thread per direction, each doing both the receiving and the sending of its direction.**
 //! A direction's frames are read from one socket and written to another, and its queue is touched
 //! by nobody else, so there are no locks, no cross-thread hand-off and no wake-ups between threads.
 //! On the project's 2-core machines the data direction and the ACK direction of a fast flow then
-//! run on both cores at once, and a busy direction cannot make another pipe's frames late. (A
-//! single epoll + timerfd loop would serialise everything on one core; at 1 Gbit/s each `send`
-//! also carries the receiving host's whole TCP input path, since veth delivers inside the sender's
-//! softirq, so one core is too tight.) Idle threads cost nothing: they block in the kernel.
+//! run on both cores at once, and a busy direction cannot make another pipe's frames late. (Each
+//! `send` also carries the receiving host's input path, since veth delivers inside the sender's
+//! softirq, so one core for everything would be too tight.) Idle threads block in the kernel.
 //!
-//! **A thread wakes only when a frame is due.** With a fixed delay frames leave in arrival order,
-//! so each direction is a FIFO ([`DelayLine`]) and the next event is always the head's due time.
-//! A thread's loop: send every due frame (reading the clock per frame, so each lateness is its
-//! own), drain the socket with `recvmmsg` (32 frames per call), then sleep with
-//! `clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME)` (timer slack 1 ns) until the new head is due.
-//! It does *not* wake for arrivals while frames are queued: an arriving frame waits in the socket's
-//! receive buffer with its kernel timestamp and cannot be due before the head. Sleeps are capped at
-//! 2 ms so the receive buffer (64 MiB, SO_RCVBUFFORCE) only ever holds a few milliseconds of
-//! traffic, and sending stops after 64 frames to read, so under overload the backlog builds (and
-//! overflows, counted) in the relay's queue rather than unseen in the socket. With nothing queued
-//! the thread blocks in `ppoll` on the socket. An optional busy-wait for the last `spin_ns` before
-//! a frame is due trades CPU for ~10 µs of median lateness; it is off by default. See [`schedule`].
+//! **A thread wakes only when frames are due, and at most every `min_wake_interval_ns`.** With a
+//! fixed delay frames leave in arrival order, so each direction is a FIFO ([`DelayLine`]) and the
+//! next event is always the head's due time. A thread's loop: send every due frame (reading the
+//! clock per frame, so each lateness is its own), drain the socket with `recvmmsg` (32 frames per
+//! call), then sleep with `clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME)` (timer slack 1 ns)
+//! until the new head is due — but no sooner than 200 µs after the previous wake-up: a wake-up
+//! costs 25–45 µs of CPU on a VM, so waking for every frame (every 12 µs at 1 Gbit/s) cannot keep
+//! up, while a batch every 200 µs costs a few percent and adds at most that much lateness. It
+//! does *not* wake for arrivals while frames are queued: an arriving frame waits in the socket's
+//! receive buffer with its kernel timestamp and cannot be due before the head. Sleeps are capped
+//! at 2 ms so the receive buffer (64 MiB, SO_RCVBUFFORCE) only ever holds a few milliseconds of
+//! traffic, and sending stops after 64 frames to read. With nothing queued the thread blocks in
+//! `ppoll` on the socket. See [`schedule`].
 //!
-//! **Real-time scheduling (SCHED_FIFO priority 10 by default, `rt_priority`).** The tail of the
-//! lateness is not timer error but the thread waiting for a CPU: beside CPU-bound work on two
-//! cores, p99 at 100 Mbit/s was 0.4–0.7 ms with normal scheduling and under 0.15 ms with SCHED_FIFO.
-//! The threads sleep between frames, so they take only the CPU their traffic needs (about 7 % of
-//! a core at 100 Mbit/s), and the kernel's RT throttling still reserves time for everything else.
-//! Without the privilege the relay runs normally and says so on stderr.
+//! **Real-time scheduling, awake CPUs, no page faults.** The tail of the lateness is not timer
+//! error but the thread waiting for a CPU. The threads run SCHED_FIFO (priority 10 by default,
+//! `rt_priority`; beside CPU-bound work on two cores, p99 at 100 Mbit/s was 0.4–0.7 ms with
+//! normal scheduling and under 0.15 ms with SCHED_FIFO); they sleep between batches, so they take
+//! only the CPU their traffic needs. While it runs the relay holds `/dev/cpu_dma_latency` at 0
+//! ([`sys::CpuLatencyHold`], `keep_cpus_awake`), so idle CPUs poll instead of halting (p99.99
+//! wake-up latency 0.6 ms instead of 4 ms on the project's VMs). Each direction's buffer is sized
+//! for everything its link can hold and touched before the relay reports ready. What remains is
+//! the hypervisor taking a CPU away (steal time): frames due meanwhile are late by that much.
 //!
 //! **Receive time is the kernel's timestamp (SO_TIMESTAMPNS), not a clock read after `recv`.**
 //! The kernel stamps a frame when it reaches the relay's interface, so a frame that waited in the
 //! socket buffer — because the thread was asleep until the head's due time, or descheduled — is
-//! still due at arrival + delay, and its lateness shows the relay's real error instead of hiding
-//! the wait. (Reading the clock after `recv` would make the sleep-until-due design above add up to
-//! 2 ms of unmeasured delay.) The stamps are CLOCK_REALTIME, converted to CLOCK_MONOTONIC — the
-//! relay's one clock for due times and lateness — with an offset re-read at every receive batch;
-//! a stamp that is missing or implausible (more than 1 s old, as after a wall-clock step) falls
-//! back to the read time and is counted.
+//! still due when the model says, and its lateness shows the relay's real error instead of hiding
+//! the wait. The stamps are CLOCK_REALTIME, converted to CLOCK_MONOTONIC — the relay's one clock
+//! for due times and lateness — with an offset re-read at every receive batch; a stamp that is
+//! missing or implausible (more than 1 s old, as after a wall-clock step) falls back to the read
+//! time and is counted.
 //!
 //! **Frames pass unchanged, offloads or not.** Sockets use PACKET_VNET_HDR: a GSO frame of up to
 //! 64 KB or a frame whose checksum is left to offload is sent on with the same metadata instead of
-//! being refused or arriving with a bad checksum. Frames up to 65535 bytes of IP packet pass.
+//! being refused or arriving with a bad checksum; the model counts a GSO frame as the packets it
+//! stands for ([`frame`]). Frames up to 65535 bytes of IP packet pass.
 //!
 //! The caller should disable IPv6 on the relay namespace's interfaces (they would otherwise send
 //! their own router solicitations into the emulated links) and spawn the relay from a long-lived
@@ -61,10 +77,13 @@
 pub mod config;
 pub mod delay_line;
 pub mod direction;
+pub mod frame;
 pub mod histogram;
+pub mod link;
 pub mod process;
 pub mod relay;
 pub mod rng;
+pub mod sampler;
 pub mod schedule;
 pub mod stats;
 pub mod sys;
@@ -72,6 +91,7 @@ pub mod sys;
 pub use config::{Config, ConfigError, DirectionConfig, PipeConfig};
 pub use delay_line::DelayLine;
 pub use histogram::{Histogram, Summary};
+pub use link::{Fate, LinkCounters, LinkModel, LinkParams, QueueLimit, QueueSample};
 pub use process::ProcessGuard;
 pub use relay::{OpenError, Relay};
 pub use rng::{Loss, SplitMix64};

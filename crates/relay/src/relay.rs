@@ -5,12 +5,14 @@ use std::io;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use crate::config::{Config, ConfigError};
+use crate::config::{Config, ConfigError, DirectionConfig};
 use crate::direction::Direction;
+use crate::link::LinkModel;
 use crate::rng::{Loss, SplitMix64};
+use crate::sampler::QueueSampler;
 use crate::schedule::Tuning;
 use crate::stats::{PipeStats, RelayStats};
-use crate::sys::{self, BufferSizes, PacketSocket};
+use crate::sys::{self, BufferSizes, CpuLatencyHold, PacketSocket};
 
 /// Receive buffer per socket: room for tens of milliseconds at 1 Gbit/s even with the kernel's
 /// per-frame overhead, so a descheduled relay thread does not lose frames, bytes.
@@ -57,6 +59,7 @@ struct OpenPipe {
 pub struct Relay {
     pipes: Vec<OpenPipe>,
     duration_ns: Option<u64>,
+    keep_cpus_awake: bool,
 }
 
 fn open_socket(
@@ -80,7 +83,12 @@ impl Relay {
     /// [`OpenError::Config`] naming the field of an interface that does not exist in this
     /// namespace; [`OpenError::Os`] when a socket cannot be opened.
     pub fn open(config: &Config) -> Result<Relay, OpenError> {
-        let tuning = Tuning { spin_ns: config.spin_ns, rt_priority: config.rt_priority, ..Tuning::default() };
+        let tuning = Tuning {
+            spin_ns: config.spin_ns,
+            rt_priority: config.rt_priority,
+            min_wake_interval_ns: config.min_wake_interval_ns,
+            ..Tuning::default()
+        };
         let mut indices = Vec::with_capacity(config.pipes.len());
         for (i, p) in config.pipes.iter().enumerate() {
             let mut pair = [0u32; 2];
@@ -97,14 +105,17 @@ impl Relay {
             let tx_a = open_socket("sending", &fa, &p.a, ia, PacketSocket::sender)?;
             let rx_b = open_socket("receiving", &fb, &p.b, ib, PacketSocket::receiver)?;
             let tx_b = open_socket("sending", &fb, &p.b, ib, PacketSocket::sender)?;
-            let loss = |dir: u8, probability: f64| Loss::new(probability, SplitMix64::for_direction(config.seed, i, dir));
+            let link = |dir: u8, d: &DirectionConfig| {
+                LinkModel::new(d.link_params(), Loss::new(d.loss, SplitMix64::for_direction(config.seed, i, dir)))
+            };
+            let sampler = || config.sampling.map(|(origin_ns, interval_ns)| QueueSampler::new(origin_ns, interval_ns));
             pipes.push(OpenPipe {
                 name: p.name.clone(),
-                a_to_b: Direction::new(rx_a, tx_b, p.a_to_b.delay_ns, loss(0, p.a_to_b.loss), config.max_queue_frames, tuning),
-                b_to_a: Direction::new(rx_b, tx_a, p.b_to_a.delay_ns, loss(1, p.b_to_a.loss), config.max_queue_frames, tuning),
+                a_to_b: Direction::new(rx_a, tx_b, link(0, &p.a_to_b), config.max_queue_frames, sampler(), tuning),
+                b_to_a: Direction::new(rx_b, tx_a, link(1, &p.b_to_a), config.max_queue_frames, sampler(), tuning),
             });
         }
-        Ok(Relay { pipes, duration_ns: config.duration_ns })
+        Ok(Relay { pipes, duration_ns: config.duration_ns, keep_cpus_awake: config.keep_cpus_awake })
     }
 
     /// Forward frames until `stop` is set or the config's `duration_ns` has passed, then return
@@ -113,6 +124,9 @@ impl Relay {
     /// # Errors
     /// The first unexpected OS error of any direction (the others are stopped first).
     pub fn run(self, stop: &AtomicBool) -> io::Result<RelayStats> {
+        // Held for the whole run and released on return (best effort: without it the relay
+        // still works, with a longer tail of wake-up latency, and the stats say so).
+        let cpu_latency = if self.keep_cpus_awake { CpuLatencyHold::request_zero().ok() } else { None };
         let start = Instant::now();
         let deadline = self.duration_ns.map(|d| start + Duration::from_nanos(d));
         let halt = AtomicBool::new(false);
@@ -161,6 +175,6 @@ impl Relay {
             let b_to_a = results.next().expect("one result per direction")?;
             pipes.push(PipeStats { name, a_to_b, b_to_a });
         }
-        Ok(RelayStats { pipes, wall_s })
+        Ok(RelayStats { pipes, wall_s, cpu_latency_held: cpu_latency.is_some() })
     }
 }

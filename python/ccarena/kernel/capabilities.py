@@ -4,8 +4,8 @@ Nothing is assumed: congestion controllers come from
 ``/proc/sys/net/ipv4/tcp_available_congestion_control``; each qdisc is tried for real on a veth
 in a scratch namespace (``cca-<tag>-probe``, removed at once); nftables' ``numgen`` is tried by
 loading a rule there; the relay is looked up in the compiled extension. The backend picks the
-best mechanism from the result (netem when it exists, else the relay) and ``ccarena doctor``
-prints it.
+link emulation from the result (:mod:`ccarena.kernel.emulation`: the kernel's qdiscs with netem
+when netem exists, else ccarena's link relay) and ``ccarena doctor`` prints it.
 """
 
 from __future__ import annotations
@@ -46,7 +46,7 @@ class Capabilities:
         nft_numgen: an nftables rule with ``numgen random`` loads (only when probed).
         netns: a network namespace could be created (only when probed).
         mptcp: ``net.mptcp.enabled`` is 1 in a new namespace (None: not probed or absent).
-        relay: ccarena's delay relay is built into the extension.
+        relay: ccarena's link relay is built into the extension.
         kernel_config: CONFIG_* → value from /proc/config.gz, when the kernel exposes it.
         probe_error: why probing failed, if it did.
     """
@@ -95,7 +95,7 @@ def available_congestion_controls() -> list[str]:
 
 
 def relay_built() -> bool:
-    """True when the compiled extension has the delay relay."""
+    """True when the compiled extension has the link relay."""
     try:
         from ccarena import _engine
     except ImportError:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 from rich.table import Table
 
 from ccarena.errors import UserError
@@ -30,14 +32,16 @@ def doctor_rows(caps: capabilities.Capabilities | None = None) -> list[tuple[str
         ok = caps.qdiscs.get(qdisc) if caps.qdiscs else None
         config = caps.kernel_config.get(f"CONFIG_NET_SCH_{qdisc.upper()}", "")
         rows.append((f"qdisc {qdisc}", yes(ok), f"CONFIG_NET_SCH_{qdisc.upper()}={config}" if config else ""))
-    if caps.netem:
-        delay = "netem (on the sending node's egress)"
-    elif caps.relay:
-        delay = "ccarena's relay (no netem in this kernel)"
+    if caps.netem or not caps.relay:
+        mode = "tc: htb rate and queue, " + ("netem delay" if caps.netem else
+                                              "no delay possible (no netem, relay not built: pip install -e .)")
     else:
-        delay = "none: no netem and the relay is not built (pip install -e .)"
-    rows.append(("propagation delay", "ok" if (caps.netem or caps.relay) else "no", delay))
-    rows.append(("relay built", yes(caps.relay), "ccarena._engine.relay_run"))
+        mode = "relay: ccarena's link emulator does rate, queue, delay and loss (no netem in this kernel)"
+    rows.append(("link emulation (auto)", "ok" if (caps.netem or caps.relay) else "no", mode))
+    rows.append(("relay built", yes(caps.relay), "ccarena._engine.relay_run (kernel.emulation = \"relay\")"
+                 if caps.relay else "pip install -e ."))
+    rows.append(("PM QoS (/dev/cpu_dma_latency)", yes(os.access("/dev/cpu_dma_latency", os.W_OK)),
+                 "the relay keeps idle CPUs polling while it runs (shorter wake-ups)"))
     rows.append(("nftables numgen (random loss)", yes(caps.nft_numgen), ""))
     rows.append(("congestion controllers", "ok" if caps.congestion_controls else "no",
                  " ".join(caps.congestion_controls)))

@@ -1,12 +1,13 @@
-"""Random loss on a link without netem: an nftables rule in the receiving node's namespace.
+"""Random loss in tc mode (:mod:`ccarena.kernel.emulation`): an nftables rule in the receiving
+node's namespace.
 
 The rule sits on the netdev ``ingress`` hook of the interface a link's packets arrive on, so it
 applies after the sender's queue (loss "on the wire", as in the simulator) whether the receiving
 node is a host or a router. ``numgen random mod 1000000 < p·10⁶`` drops IPv4 packets with
 probability ``p`` (resolution 10⁻⁶). ARP is not dropped (neighbours are static anyway).
 
-When the link has a propagation delay, the relay (or netem) draws the loss instead and no rule is
-needed: see :mod:`ccarena.kernel.delay`.
+In relay mode no rule is needed: the link emulator draws the loss itself, after its transmitter
+(:mod:`ccarena.kernel.emulator`).
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """Names of everything a kernel run creates, and the run registry that tells leftovers from live
 runs.
 
-Every namespace is ``cca-<tag>-<node>`` (``cca-<tag>-wire`` for the links' queues and delay relay), where ``<tag>``
-is unique per run, so runs never collide and ``ccarena doctor --cleanup`` finds leftovers by the
+Every namespace is ``cca-<tag>-<node>`` (``cca-<tag>-wire`` for the links' emulation: relay,
+bridges, queues), where ``<tag>`` is unique per run, so runs never collide and ``ccarena doctor --cleanup`` finds leftovers by the
 ``cca-`` prefix. Interfaces live only inside those namespaces (never in the root namespace), so
 their short names (``l<k>``, ``l<k>a``, ``l<k>b``, ``br<k>``; ≤ 15 characters) cannot collide either.
 
@@ -57,7 +57,7 @@ class RunNames:
 
     @property
     def wire_ns(self) -> str:
-        """The namespace every link passes through: its queues, bridges and the delay relay."""
+        """The namespace every link passes through: the link relay, bridges and queues."""
         return f"{self.prefix}wire"
 
     @property

@@ -5,17 +5,19 @@ Every physical link ``k`` (the two directed links between nodes ``a`` and ``b``;
 ``from`` of the first of them in the spec) passes through the run's *wire* namespace
 ``cca-<tag>-wire``::
 
-    a:l<k>  ⇄  wire:l<k>a  [bridge, or ccarena's delay relay]  wire:l<k>b  ⇄  b:l<k>
+    a:l<k>  ⇄  wire:l<k>a  [ccarena's link relay, or a bridge]  wire:l<k>b  ⇄  b:l<k>
 
-The wire namespace holds every link's queue: the ``a → b`` direction is shaped on ``l<k>b``'s
-egress and ``b → a`` on ``l<k>a``'s (:mod:`ccarena.kernel.shaping`). A queue on a host's own
-egress would not fill: TCP Small Queues keeps at most ~1 ms of a socket's data in its host's
-qdiscs, so the backlog would stay in the socket instead of the bottleneck. Links without delay
-(or every link, when netem does the delay on the sending node's egress) are joined by a Linux
-bridge; links with delay, without netem, by the relay (:mod:`ccarena.kernel.delay`). Both are
-transparent at layer 2, so addressing does not depend on them. For a FIFO served at a constant
-rate, a constant propagation delay before the queue or after it gives the same departures
-shifted in time, so the order (delay, then queue) does not change what flows see.
+The wire namespace holds every link's emulation (:mod:`ccarena.kernel.emulation`). In relay mode
+ccarena's link emulator joins each link's two wire ends and is its queue, transmitter, wire and
+delay (:mod:`ccarena.kernel.emulator`). In tc mode a Linux bridge joins them (or the relay, for
+the delay only, when the link has a delay and the kernel no netem), and htb on the wire end
+facing the receiver is the queue (:mod:`ccarena.kernel.shaping`): the ``a → b`` direction is
+shaped on ``l<k>b``'s egress and ``b → a`` on ``l<k>a``'s. A queue on a host's own egress would
+not fill: TCP Small Queues keeps at most ~1 ms of a socket's data in its host's qdiscs, so the
+backlog would stay in the socket instead of the bottleneck. Bridge and relay are transparent at
+layer 2, so addressing does not depend on them. For a FIFO served at a constant rate, a constant
+propagation delay before the queue or after it gives the same departures shifted in time, so
+the order (delay, then queue) in tc mode does not change what flows see.
 
 Addresses: ``a`` gets ``10.0.0.0 + 4k + 1``, ``b`` ``+ 2`` (a /30 per physical link). Each
 route of the spec ``(node, destination host, link)`` becomes ``/32`` routes to every address of
@@ -39,6 +41,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ccarena.errors import UserError
+from ccarena.kernel.emulation import Emulation
 from ccarena.kernel.names import RunNames
 
 NUD_PERMANENT = 0x80
@@ -55,7 +58,6 @@ class PhysicalLink:
         forward, reverse: spec link indices ``a → b`` and ``b → a`` (reverse may be None for a
             one-way link, which the builders do not make).
         addr_a, addr_b: IPv4 addresses of ``a`` and ``b`` on the link.
-        delayed: some direction has a propagation delay.
         relayed: the relay joins the link's wire ends (else a bridge does).
     """
 
@@ -66,7 +68,6 @@ class PhysicalLink:
     reverse: int | None
     addr_a: str
     addr_b: str
-    delayed: bool = False
     relayed: bool = False
 
 
@@ -118,12 +119,12 @@ class NetworkPlan:
         return [self.ns(i) for i in range(len(self.node_names))] + [self.names.wire_ns]
 
 
-def plan_network(spec: dict[str, Any], names: RunNames, *, relay_delays: bool = True) -> NetworkPlan:
+def plan_network(spec: dict[str, Any], names: RunNames, emulation: Emulation) -> NetworkPlan:
     """Map the spec's nodes and links to namespaces, interfaces and addresses.
 
     Args:
-        relay_delays: delayed links go through the relay (False: netem delays them and every
-            link is bridged).
+        emulation: decides which links the relay joins (:meth:`Emulation.relays`); the others
+            are bridged.
 
     Raises:
         UserError: too many links for the address plan (over 4 million).
@@ -150,11 +151,8 @@ def plan_network(spec: dict[str, Any], names: RunNames, *, relay_delays: bool = 
             physical.append(phys)
             link_of[i] = (phys, True)
     for phys in physical:
-        delays = [spec["links"][phys.forward]["delay_ns"]]
-        if phys.reverse is not None:
-            delays.append(spec["links"][phys.reverse]["delay_ns"])
-        phys.delayed = any(d > 0 for d in delays)
-        phys.relayed = phys.delayed and relay_delays
+        directions = [phys.forward] + ([phys.reverse] if phys.reverse is not None else [])
+        phys.relayed = any(emulation.relays(spec["links"][i]) for i in directions)
     plan = NetworkPlan(names=names, node_names=[n["name"] for n in nodes],
                        node_kinds=[n["kind"] for n in nodes], links=physical, link_of=link_of)
     for phys in physical:

@@ -11,6 +11,7 @@ from typing import Any
 
 from ccarena.errors import UserError
 from ccarena.kernel.capabilities import TOOLS, Capabilities
+from ccarena.kernel.emulation import Emulation
 
 NOT_ROOT = "the kernel backend needs root (or CAP_NET_ADMIN)"
 
@@ -39,8 +40,9 @@ def check_tools(caps: Capabilities) -> None:
                         f"(install it: apt-get install {TOOLS[name]}); `ccarena doctor` lists what is missing")
 
 
-def check_spec(spec: dict[str, Any], caps: Capabilities) -> None:
-    """Check privileges, programs, flows, queues, links and events of ``spec`` against ``caps``.
+def check_spec(spec: dict[str, Any], caps: Capabilities, emulation: Emulation) -> None:
+    """Check privileges, programs, flows, queues, links and events of ``spec`` against ``caps``
+    and the chosen link ``emulation``.
 
     Raises:
         UserError: the first problem, as one line.
@@ -93,9 +95,9 @@ def check_spec(spec: dict[str, Any], caps: Capabilities) -> None:
         if queue.get("ecn_threshold_packets") is not None or queue.get("ecn_threshold_bytes") is not None:
             raise UserError(f"{where}: ECN step marking (ecn_threshold) needs a marking qdisc "
                             "this backend does not set up; remove it or use --backend sim")
-        if link["delay_ns"] > 0 and not (caps.netem or caps.relay):
-            raise UserError(f"{where}: a propagation delay needs netem or ccarena's delay relay, and "
+        if link["delay_ns"] > 0 and emulation.delay == "relay" and not caps.relay:
+            raise UserError(f"{where}: a propagation delay needs netem or ccarena's link relay, and "
                             "this kernel has no netem and this build no relay (rebuild: pip install -e .)")
-        if link["loss"] > 0 and not caps.nft_numgen:
+        if link["loss"] > 0 and emulation.loss == "nft" and not caps.nft_numgen:
             raise UserError(f"{where}: random loss needs nftables with numgen, which does not work "
                             "here (`ccarena doctor` says why)")

@@ -1,4 +1,4 @@
-"""The delay relay's process: ``python -m ccarena.kernel.relay CONFIG_JSON_PATH STATS_JSON_PATH``.
+"""The link relay's process: ``python -m ccarena.kernel.relay CONFIG_JSON_PATH STATS_JSON_PATH``.
 
 Run inside the relay namespace (``ip netns exec <ns> ...``). It reads the config (format in
 ``crates/relay/src/config.rs``), opens every pipe's sockets, prints ``ready`` on stdout once they

@@ -1,10 +1,13 @@
-"""A link's rate and queue limit on the sender's egress, and the queue's statistics.
+"""A link's rate and queue limit by htb (``[kernel] emulation = "tc"``), and the queue's statistics.
 
-Each directed link ``u → v`` of the spec becomes an ``htb`` root on ``u``'s interface with one
-class (``rate = ceil = rate_bps``) and a ``pfifo limit N`` (packets) or ``bfifo limit B`` (bytes)
-leaf: the DropTail queue of the simulator. A size table (``stab overhead -14``) makes htb count
-IP packet sizes, not Ethernet frames, so the rate means what it means in the simulator (a
-1500-byte IP packet takes 1500·8/rate seconds).
+Each directed link ``u → v`` of the spec becomes an ``htb`` root on the wire namespace's
+interface facing ``v`` with one class (``rate = ceil = rate_bps``) and a ``pfifo limit N``
+(packets) or ``bfifo limit B`` (bytes) leaf: the DropTail queue of the simulator. A size table
+(``stab overhead -14``) makes htb count IP packet sizes, not Ethernet frames, so the rate means
+what it means in the simulator (a 1500-byte IP packet takes 1500·8/rate seconds). The bucket
+(``burst``/``cburst``) holds :data:`BURST_S` of the rate, at least two full-size packets: with a
+backlog htb arms a timer for every packet, and a timer that fires late can then still send what
+the elapsed time allows instead of losing it (iproute2's default bucket is one packet).
 
 Setup runs ``tc -batch`` once per namespace (one fork for all its qdiscs: ``tc`` is the reference
 syntax for htb/stab; pyroute2's htb support does not cover size tables). Sampling reads the
@@ -21,6 +24,9 @@ from ccarena.errors import UserError
 
 HTB_HANDLE = 0x10000  # 1:
 ETH_HEADER_BYTES = 14
+BURST_S = 250e-6
+"""How much of the rate the token bucket holds, s."""
+MIN_BURST_BYTES = 2 * 1514
 
 
 @dataclass(frozen=True)
@@ -47,11 +53,12 @@ class Shaper:
         leaf = f"pfifo limit {self.limit_packets}" if self.limit_packets is not None \
             else f"bfifo limit {self.limit_bytes}"
         dev = self.ifname
+        burst = max(MIN_BURST_BYTES, int(self.rate_bps * BURST_S / 8))
         return [
             f"qdisc add dev {dev} root handle 1: stab overhead -{ETH_HEADER_BYTES} mtu 2048 "
             f"tsize 512 htb default 1",
             f"class add dev {dev} parent 1: classid 1:1 htb rate {self.rate_bps}bit "
-            f"ceil {self.rate_bps}bit quantum 1514",
+            f"ceil {self.rate_bps}bit burst {burst} cburst {burst} quantum 1514",
             f"qdisc add dev {dev} parent 1:1 handle 10: {leaf}",
         ]
 
@@ -74,13 +81,19 @@ def install(namespace: str, shapers: list[Shaper]) -> None:
 
 @dataclass
 class QueueReading:
-    """Cumulative counters of one link's queue at one instant (packets and IP bytes)."""
+    """Cumulative counters of one link's queue at one instant (packets and IP bytes).
+
+    ``sojourn_total_ns`` (time spent waiting, summed over departed packets) and ``lost_wire``
+    (packets lost on the wire) come only from the relay; None from htb.
+    """
 
     backlog_bytes: int
     backlog_packets: int
     drops: int
     departures: int
     departed_bytes: int
+    sojourn_total_ns: int | None = None
+    lost_wire: int | None = None
 
     @property
     def arrivals(self) -> int:

@@ -18,14 +18,17 @@ flow's srtt samples (one per interval, ``rtt_samples`` of them): the kernel does
 per-ACK samples. ``rto_count`` is ``tcpi_total_rto`` (Linux ≥ 6.7); ``fast_recoveries``,
 ``spurious_rtos`` and ``duplicate_bytes_received`` are NaN.
 
-``queues`` (per link, per sample): the htb root qdisc of the link's egress (backlog, drops,
-departures; arrivals = departures + drops + backlog), counted from the start of traffic.
-``marks`` and ``early_drops`` are 0 and ``red_avg`` NaN (DropTail, the only queue the backend
-sets up, neither marks nor drops early); ``sojourn_mean_s`` is NaN (pfifo does not time packets).
+``queues`` (per link, per sample): the link's queue at the sample instant, counted from the start
+of traffic (backlog, drops, departures; arrivals = departures + drops + backlog). In relay mode
+the link emulator computes it exactly at the instant (its model's state) and times every
+packet's wait, so ``sojourn_mean_s`` is the mean wait of the packets that left the queue during
+the interval, as in the simulator; in tc mode it is htb's root qdisc read over netlink, and
+``sojourn_mean_s`` is NaN (pfifo does not time packets). ``marks`` and ``early_drops`` are 0 and
+``red_avg`` NaN (DropTail, the only queue the backend sets up, neither marks nor drops early).
 
 ``links``: the same counters at the end; ``packets_lost_wire`` from the relay's (or the loss
-rule's) own count; ``packets_delivered`` = departures − lost on the wire (frames still inside the
-relay at the end count as delivered); ``bytes_in`` and ``packets_in_flight_end`` are NaN.
+rule's) own count; ``packets_delivered`` = departures − lost on the wire (packets still
+propagating at the end count as delivered); ``bytes_in`` and ``packets_in_flight_end`` are NaN.
 """
 
 from __future__ import annotations
@@ -166,17 +169,24 @@ def _udp_flow_row(i: int, flow: dict[str, Any], send: dict[str, Any], recv: dict
 
 def queue_rows(readings: list[tuple[float, dict[int, Any]]], baseline: dict[int, Any]
                ) -> list[dict[str, Any]]:
-    """Queue rows from ``[(time_s, {link: QueueReading})]``, counters relative to ``baseline``."""
+    """Queue rows from ``[(time_s, {link: QueueReading})]``, counters relative to ``baseline``;
+    ``sojourn_mean_s`` over each interval's departures where the readings time packets."""
     rows = []
+    previous = dict(baseline)
     for time_s, per_link in readings:
         for link in sorted(per_link):
-            q, b = per_link[link], baseline.get(link)
+            q, b, p = per_link[link], baseline.get(link), previous.get(link)
             drops = q.drops - (b.drops if b else 0)
             departures = q.departures - (b.departures if b else 0)
+            sojourn = None
+            if q.sojourn_total_ns is not None and p is not None and p.sojourn_total_ns is not None:
+                departed = q.departures - p.departures
+                sojourn = (q.sojourn_total_ns - p.sojourn_total_ns) / departed / 1e9 if departed else None
+            previous[link] = q
             rows.append({"time_s": time_s, "link": link, "backlog_bytes": q.backlog_bytes,
                          "backlog_packets": q.backlog_packets, "drops": drops, "marks": 0,
                          "arrivals": departures + drops + q.backlog_packets,
-                         "departures": departures, "sojourn_mean_s": None,
+                         "departures": departures, "sojourn_mean_s": sojourn,
                          "red_avg": None, "early_drops": 0})
     return rows
 
