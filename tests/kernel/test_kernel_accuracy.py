@@ -84,3 +84,47 @@ def test_one_percent_random_loss_is_measured_within_0_8_to_1_2_percent(tag: str,
     assert 0.008 <= lost / sent <= 0.012
     assert int(link["packets_dropped_queue"]) == 0
     assert int(link["packets_lost_wire"]) == lost  # every missing datagram is one the link lost
+
+
+def test_scheduled_link_changes_apply_on_time_like_the_simulators(tag: str) -> None:
+    # 20 Mbit/s, 20 ms each way, 100 packets; at 3 s the rate drops to 5 Mbit/s, at 6 s the
+    # queue to 20 packets. The same spec through the simulator for comparison.
+    from ccarena.engine import run_spec
+
+    raw = {"name": "events", "duration": "9s",
+           "topology": {"kind": "single_link",
+                        "link": {"rate": "20Mbps", "delay": "20ms", "queue": {"limit": "100pkt"}}},
+           "flows": [{"from": "a", "to": "b", "flavor": "cubic"}],
+           "events": [{"at": "3s", "link": "link", "set": {"rate": "5Mbps"}},
+                      {"at": "6s", "link": "link", "set": {"limit": "20pkt"}}]}
+    spec, _ = spec_of(raw)
+    emulation: dict = {}
+    kernel = run_kernel(spec, mode="relay", emulation=emulation)
+    sim = run_spec(spec)
+
+    def goodput(tables: dict, lo: float, hi: float) -> float:
+        s = tables["samples"]
+        return float(s[(s["time_s"] > lo) & (s["time_s"] <= hi)]["goodput_bps"].mean())
+
+    def backlog_max(tables: dict, lo: float, hi: float) -> float:
+        q = tables["queues"]
+        q = q[(q["link"] == 0) & (q["time_s"] > lo) & (q["time_s"] <= hi)]
+        return float(q["backlog_packets"].max())
+
+    # Windows where both have settled (slow start's recovery, and the losses when the queue
+    # shrinks, deliver in bursts). Goodput counts payload, 1448 of every 1500 bytes; a 100 ms
+    # sample holds whole packets, hence the 3 % above the rate.
+    payload = 1448 / 1500
+    for lo, hi, rate in [(2.0, 3.0, 20e6), (4.0, 6.0, 5e6), (8.0, 9.0, 5e6)]:
+        k, s = goodput(kernel, lo, hi), goodput(sim, lo, hi)
+        print(f"({lo}, {hi}] s: kernel {k / 1e6:.2f} Mbit/s, sim {s / 1e6:.2f} Mbit/s, link {rate / 1e6:.0f}")
+        assert 0.8 * rate * payload <= k <= rate * payload * 1.03
+        assert abs(k - s) <= 0.15 * s
+    # CUBIC kept the 100-packet queue busy at 5 Mbit/s; from 6 s it never holds more than 20.
+    assert backlog_max(kernel, 4.0, 6.0) > 20
+    assert backlog_max(kernel, 6.2, 9.0) <= 20
+    link = kernel["links"].iloc[0]
+    print(f"utilization {float(link['utilization']):.3f} (sim {float(sim['links'].iloc[0]['utilization']):.3f})")
+    assert float(link["utilization"]) > 0.85  # busy time, right across the rate change
+    lateness = emulation["lateness_ns"]["a->b a_to_b"]
+    assert lateness["p50"] < 1_000_000

@@ -95,3 +95,15 @@ def test_a_port_in_use(tag: str, monkeypatch: pytest.MonkeyPatch) -> None:
     assert message.startswith("flow 'reno': its receiver in cca-") and message.endswith(
         "failed: port 5201 on 10.0.0.2 is in use")
     assert leftovers(tag) == ([], [])
+
+
+def test_events_need_the_relay_emulation(tag: str, tmp_path: Path) -> None:
+    scenario = SCENARIO.format(flavor="cubic") + (
+        '[kernel]\nemulation = "tc"\n[[events]]\nat = "1s"\nlink = "link"\nset = { rate = "5Mbps" }\n')
+    (tmp_path / "s.toml").write_text(scenario)
+    done = run_cli("run", "s.toml", "-q", cwd=tmp_path, env=ccarena_env(CCARENA_RUN_TAG=tag))
+    assert done.returncode == 2
+    assert _one_line(done.stderr) == ("error: events: scheduled link changes on the kernel backend need "
+                                      "the relay's link emulation; set kernel.emulation = \"relay\" "
+                                      "(or use --backend sim)")
+    assert not (tmp_path / "results").exists()

@@ -206,6 +206,7 @@ fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(flavors, m)?)?;
     m.add_function(wrap_pyfunction!(version, m)?)?;
     m.add_function(wrap_pyfunction!(relay::relay_run, m)?)?;
+    m.add_function(wrap_pyfunction!(relay::relay_set_start, m)?)?;
     m.add("EngineError", m.py().get_type::<EngineError>())?;
     m.add("SPEC_FORMAT", ccarena_sim::spec::SPEC_FORMAT)?;
     Ok(())

@@ -5,12 +5,24 @@
 //! as it runs, and restores them when it returns.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use ccarena_relay::{Config, OpenError, ProcessGuard, Relay};
 use pyo3::exceptions::{PyOSError, PyValueError};
 use pyo3::prelude::*;
 
 use crate::EngineError;
+
+/// The start instant of the running relay's scheduled link changes (CLOCK_MONOTONIC ns, 0 = not
+/// known yet). One relay runs per process, like its signal handlers ([`ProcessGuard`]).
+static START_NS: AtomicU64 = AtomicU64::new(0);
+
+/// Tell the running relay (another thread of this process, inside `relay_run`) the instant its
+/// links' scheduled changes count from, CLOCK_MONOTONIC ns (`time.monotonic_ns()`).
+#[pyfunction]
+pub fn relay_set_start(start_ns: u64) {
+    START_NS.store(start_ns, Ordering::Relaxed);
+}
 
 /// Run the relay described by `config_json` until SIGTERM/SIGINT, the parent's death or the
 /// config's `duration_ns`; return the stats JSON.
@@ -32,7 +44,7 @@ pub fn relay_run(py: Python<'_>, config_json: &str, on_ready: Option<Bound<'_, P
         cb.call0()?;
     }
     let stop = guard.stop_flag();
-    let outcome = py.detach(|| catch_unwind(AssertUnwindSafe(|| relay.run(stop))));
+    let outcome = py.detach(|| catch_unwind(AssertUnwindSafe(|| relay.run(stop, &START_NS))));
     drop(guard);
     match outcome {
         Ok(Ok(stats)) => {

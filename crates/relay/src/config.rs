@@ -12,10 +12,15 @@
 //! `loss` are required. A direction with `rate_bps` emulates a whole link ([`crate::link`]): a
 //! DropTail queue of `limit_packets` or `limit_bytes` (at most one; neither = unlimited) in front
 //! of a transmitter at that rate, then wire loss, then the delay. Without `rate_bps` it only
-//! delays (and loses) frames, and a limit is an error.
+//! delays (and loses) frames, and a limit is an error. A direction may list `changes`:
+//! `[{"at_ns": 5000000000, "rate_bps": 5000000, "delay_ns": null, "loss": null,
+//! "limit_packets": 20}]`, each applied `at_ns` after the *start instant* (the top-level
+//! `start_ns`, CLOCK_MONOTONIC, or one given while the relay runs: [`crate::Relay::run`]); keys
+//! left out or null keep their value, at least one must be set, and a rate or limit change needs
+//! a direction with `rate_bps` and a limit in the same unit.
 //!
 //! Optional, with defaults: `seed` (0), `duration_ns` (null: run until signalled),
-//! `max_queue_frames` ([`DEFAULT_MAX_QUEUE_FRAMES`]), `sample_interval_ns` with
+//! `max_queue_frames` ([`DEFAULT_MAX_QUEUE_FRAMES`]), `start_ns` (null), `sample_interval_ns` with
 //! `sample_origin_ns` (both or neither: sample every queue at `origin + k·interval`,
 //! CLOCK_MONOTONIC), and the timing knobs `spin_ns` ([`DEFAULT_SPIN_NS`]),
 //! `min_wake_interval_ns` ([`DEFAULT_MIN_WAKE_INTERVAL_NS`]), `rt_priority`
@@ -29,7 +34,7 @@ use std::fmt;
 
 use serde_json::{Map, Value};
 
-use crate::link::{LinkParams, QueueLimit};
+use crate::link::{LinkChange, LinkParams, QueueLimit};
 
 /// `max_queue_frames` when the config leaves it out.
 pub const DEFAULT_MAX_QUEUE_FRAMES: usize = 100_000;
@@ -66,6 +71,8 @@ pub struct DirectionConfig {
     pub rate_bps: Option<u64>,
     /// The queue's DropTail limit ([`QueueLimit::Unlimited`] without a rate).
     pub limit: QueueLimit,
+    /// Scheduled changes: (ns after the start instant, change), in time order (ties in list order).
+    pub changes: Vec<(u64, LinkChange)>,
 }
 
 impl DirectionConfig {
@@ -109,6 +116,8 @@ pub struct Config {
     pub min_wake_interval_ns: u64,
     /// Queue sampling: `(origin_ns, interval_ns)`, CLOCK_MONOTONIC; samples at origin + k·interval.
     pub sampling: Option<(u64, u64)>,
+    /// The instant the directions' `changes` count from, CLOCK_MONOTONIC ns, if known up front.
+    pub start_ns: Option<u64>,
     /// Hold /dev/cpu_dma_latency at 0 while running, so idle CPUs poll instead of halting.
     pub keep_cpus_awake: bool,
 }
@@ -218,17 +227,11 @@ fn boolean(map: &Map<String, Value>, key: &str, default: bool) -> Result<bool> {
 
 fn direction(v: &Value, path: &str) -> Result<DirectionConfig> {
     let map = object(v, path)?;
-    reject_unknown(map, path, &["delay_ns", "loss", "rate_bps", "limit_packets", "limit_bytes"])?;
+    reject_unknown(map, path, &["delay_ns", "loss", "rate_bps", "limit_packets", "limit_bytes", "changes"])?;
     let delay_path = join(path, "delay_ns");
     let delay_ns = non_negative_int(required(map, path, "delay_ns")?, &delay_path, "ns")?;
     let loss_path = join(path, "loss");
-    let loss_v = required(map, path, "loss")?;
-    let loss = loss_v
-        .as_f64()
-        .ok_or_else(|| ConfigError::new(&loss_path, format!("expected a probability in [0, 1], got {}", kind(loss_v))))?;
-    if !(0.0..=1.0).contains(&loss) {
-        return Err(ConfigError::new(loss_path, format!("expected a probability in [0, 1], got {loss}")));
-    }
+    let loss = probability(required(map, path, "loss")?, &loss_path)?;
     let rate_bps = optional(map, "rate_bps").map(|v| positive_int(v, &join(path, "rate_bps"), "bits per second")).transpose()?;
     let packets = optional(map, "limit_packets").map(|v| positive_int(v, &join(path, "limit_packets"), "packets")).transpose()?;
     let bytes = optional(map, "limit_bytes").map(|v| positive_int(v, &join(path, "limit_bytes"), "bytes")).transpose()?;
@@ -242,7 +245,58 @@ fn direction(v: &Value, path: &str) -> Result<DirectionConfig> {
         let key = if packets.is_some() { "limit_packets" } else { "limit_bytes" };
         return Err(ConfigError::new(join(path, key), "a queue limit needs rate_bps (without a rate nothing ever waits)"));
     }
-    Ok(DirectionConfig { delay_ns, loss, rate_bps, limit })
+    let changes = match optional(map, "changes") {
+        None => Vec::new(),
+        Some(v) => {
+            let list_path = join(path, "changes");
+            let list = v.as_array().ok_or_else(|| ConfigError::new(&list_path, format!("expected a list, got {}", kind(v))))?;
+            let mut out = Vec::with_capacity(list.len());
+            for (i, c) in list.iter().enumerate() {
+                out.push(change(c, &format!("{list_path}[{i}]"), rate_bps.is_some(), limit)?);
+            }
+            // Time order, ties in list order (a stable sort).
+            out.sort_by_key(|(at, _)| *at);
+            out
+        }
+    };
+    Ok(DirectionConfig { delay_ns, loss, rate_bps, limit, changes })
+}
+
+fn probability(v: &Value, path: &str) -> Result<f64> {
+    let p = v.as_f64().ok_or_else(|| ConfigError::new(path, format!("expected a probability in [0, 1], got {}", kind(v))))?;
+    if !(0.0..=1.0).contains(&p) {
+        return Err(ConfigError::new(path, format!("expected a probability in [0, 1], got {p}")));
+    }
+    Ok(p)
+}
+
+/// One scheduled change of a direction whose rate is `has_rate` and whose limit is `limit`.
+fn change(v: &Value, path: &str, has_rate: bool, limit: QueueLimit) -> Result<(u64, LinkChange)> {
+    let map = object(v, path)?;
+    reject_unknown(map, path, &["at_ns", "rate_bps", "delay_ns", "loss", "limit_packets", "limit_bytes"])?;
+    let at_ns = non_negative_int(required(map, path, "at_ns")?, &join(path, "at_ns"), "ns after the start")?;
+    let mut c = LinkChange {
+        rate_bps: optional(map, "rate_bps").map(|v| positive_int(v, &join(path, "rate_bps"), "bits per second")).transpose()?,
+        delay_ns: optional(map, "delay_ns").map(|v| non_negative_int(v, &join(path, "delay_ns"), "ns")).transpose()?,
+        loss: optional(map, "loss").map(|v| probability(v, &join(path, "loss"))).transpose()?,
+        limit: None,
+    };
+    for (key, packets) in [("limit_packets", true), ("limit_bytes", false)] {
+        let Some(v) = optional(map, key) else { continue };
+        let n = positive_int(v, &join(path, key), if packets { "packets" } else { "bytes" })?;
+        let same_unit = matches!((limit, packets), (QueueLimit::Packets(_), true) | (QueueLimit::Bytes(_), false));
+        if !same_unit {
+            return Err(ConfigError::new(join(path, key), "the direction's queue is not limited in this unit"));
+        }
+        c.limit = Some(if packets { QueueLimit::Packets(n) } else { QueueLimit::Bytes(n) });
+    }
+    if c.rate_bps.is_some() && !has_rate {
+        return Err(ConfigError::new(join(path, "rate_bps"), "a rate change needs a direction with rate_bps"));
+    }
+    if c == LinkChange::default() {
+        return Err(ConfigError::new(path, "changes nothing: set rate_bps, delay_ns, loss, limit_packets or limit_bytes"));
+    }
+    Ok((at_ns, c))
 }
 
 fn pipe(v: &Value, path: &str) -> Result<PipeConfig> {
@@ -271,6 +325,7 @@ const KNOWN_KEYS: &[&str] = &[
     "sample_interval_ns",
     "sample_origin_ns",
     "keep_cpus_awake",
+    "start_ns",
 ];
 
 impl Config {
@@ -362,7 +417,8 @@ impl Config {
             (Some(_), None) => return Err(ConfigError::new("sample_interval_ns", "missing (sampling needs both sample_origin_ns and sample_interval_ns)")),
         };
         let keep_cpus_awake = boolean(map, "keep_cpus_awake", true)?;
-        Ok(Config { pipes, seed, duration_ns, max_queue_frames, spin_ns, rt_priority, min_wake_interval_ns, sampling, keep_cpus_awake })
+        let start_ns = optional(map, "start_ns").map(|v| positive_int(v, "start_ns", "CLOCK_MONOTONIC ns")).transpose()?;
+        Ok(Config { pipes, seed, duration_ns, max_queue_frames, spin_ns, rt_priority, min_wake_interval_ns, sampling, start_ns, keep_cpus_awake })
     }
 }
 
@@ -393,8 +449,8 @@ mod tests {
         assert_eq!(c.pipes.len(), 1);
         let p = &c.pipes[0];
         assert_eq!((p.name.as_str(), p.a.as_str(), p.b.as_str()), ("left0->r0", "r0l0", "r0l0b"));
-        assert_eq!(p.a_to_b, DirectionConfig { delay_ns: 20_000_000, loss: 0.0, rate_bps: Some(100_000_000), limit: QueueLimit::Packets(100) });
-        assert_eq!(p.b_to_a, DirectionConfig { delay_ns: 5, loss: 0.01, rate_bps: None, limit: QueueLimit::Unlimited });
+        assert_eq!(p.a_to_b, DirectionConfig { delay_ns: 20_000_000, loss: 0.0, rate_bps: Some(100_000_000), limit: QueueLimit::Packets(100), changes: vec![] });
+        assert_eq!(p.b_to_a, DirectionConfig { delay_ns: 5, loss: 0.01, rate_bps: None, limit: QueueLimit::Unlimited, changes: vec![] });
         assert_eq!(c.sampling, Some((81_234_000_000, 100_000_000)));
     }
 
@@ -427,7 +483,7 @@ mod tests {
         );
         assert_eq!(
             err(&with(r#"{"name": "x", "a": "p", "b": "q", "a_to_b": {"delay_ns": 1, "lost": 0}, "b_to_a": {"delay_ns": 1, "loss": 0}}"#)),
-            "pipes[0].a_to_b.lost: unknown field (expected one of: delay_ns, loss, rate_bps, limit_packets, limit_bytes)"
+            "pipes[0].a_to_b.lost: unknown field (expected one of: delay_ns, loss, rate_bps, limit_packets, limit_bytes, changes)"
         );
         assert_eq!(err(&with(&format!(r#"{{"name": "x", "a": "p", "b": "p", {dir}}}"#))), "pipes[0].b: 'p' is also this pipe's a: a pipe joins two different interfaces");
         assert_eq!(
@@ -440,7 +496,7 @@ mod tests {
         );
         assert_eq!(err(&format!(r#"{{"pipes": [{{"name": "x", "a": "p", "b": "q", {dir}}}], "duration_ns": 0}}"#)), "duration_ns: must be positive, or null to run until signalled");
         assert_eq!(err(&format!(r#"{{"pipes": [{{"name": "x", "a": "p", "b": "q", {dir}}}], "max_queue_frames": -3}}"#)), "max_queue_frames: expected a non-negative integer (frames), got -3");
-        assert_eq!(err(&format!(r#"{{"pipes": [{{"name": "x", "a": "p", "b": "q", {dir}}}], "sede": 1}}"#)), "sede: unknown field (expected one of: pipes, seed, duration_ns, max_queue_frames, spin_ns, rt_priority, min_wake_interval_ns, sample_interval_ns, sample_origin_ns, keep_cpus_awake)");
+        assert_eq!(err(&format!(r#"{{"pipes": [{{"name": "x", "a": "p", "b": "q", {dir}}}], "sede": 1}}"#)), "sede: unknown field (expected one of: pipes, seed, duration_ns, max_queue_frames, spin_ns, rt_priority, min_wake_interval_ns, sample_interval_ns, sample_origin_ns, keep_cpus_awake, start_ns)");
         assert_eq!(err(&format!(r#"{{"pipes": [{{"name": "x", "a": "p", "b": "q", {dir}}}], "rt_priority": 100}}"#)), "rt_priority: 100 is not a SCHED_FIFO priority (0 for normal scheduling, 1 to 99)");
     }
 
@@ -459,5 +515,33 @@ mod tests {
         assert_eq!(err(&top(r#""min_wake_interval_ns": 20000000"#)), "min_wake_interval_ns: 20000000 ns would hold frames up to that long; at most 10000000");
         let c = Config::from_json(&top(r#""keep_cpus_awake": false, "min_wake_interval_ns": 0"#)).unwrap();
         assert_eq!((c.keep_cpus_awake, c.min_wake_interval_ns), (false, 0));
+    }
+
+    #[test]
+    fn changes_are_checked_and_put_in_time_order() {
+        let one = |d: &str| format!(r#"{{"pipes": [{{"name": "x", "a": "p", "b": "q", "a_to_b": {d}, "b_to_a": {{"delay_ns": 1, "loss": 0}}}}]}}"#);
+        let c = Config::from_json(&one(
+            r#"{"delay_ns": 1, "loss": 0, "rate_bps": 10, "limit_packets": 5, "changes": [
+                {"at_ns": 9, "limit_packets": 2}, {"at_ns": 3, "rate_bps": 20, "delay_ns": null}, {"at_ns": 3, "loss": 0.5}]}"#,
+        ))
+        .unwrap();
+        let changes = &c.pipes[0].a_to_b.changes;
+        assert_eq!(changes[0], (3, LinkChange { rate_bps: Some(20), ..Default::default() }));
+        assert_eq!(changes[1], (3, LinkChange { loss: Some(0.5), ..Default::default() }));
+        assert_eq!(changes[2], (9, LinkChange { limit: Some(QueueLimit::Packets(2)), ..Default::default() }));
+        assert_eq!(
+            err(&one(r#"{"delay_ns": 1, "loss": 0, "rate_bps": 10, "limit_packets": 5, "changes": [{"at_ns": 1, "limit_bytes": 9}]}"#)),
+            "pipes[0].a_to_b.changes[0].limit_bytes: the direction's queue is not limited in this unit"
+        );
+        assert_eq!(
+            err(&one(r#"{"delay_ns": 1, "loss": 0, "changes": [{"at_ns": 1, "rate_bps": 9}]}"#)),
+            "pipes[0].a_to_b.changes[0].rate_bps: a rate change needs a direction with rate_bps"
+        );
+        assert_eq!(
+            err(&one(r#"{"delay_ns": 1, "loss": 0, "changes": [{"at_ns": 1, "delay_ns": null}]}"#)),
+            "pipes[0].a_to_b.changes[0]: changes nothing: set rate_bps, delay_ns, loss, limit_packets or limit_bytes"
+        );
+        assert_eq!(err(&one(r#"{"delay_ns": 1, "loss": 0, "changes": [{"delay_ns": 4}]}"#)), "pipes[0].a_to_b.changes[0].at_ns: missing");
+        assert_eq!(err(&one(r#"{"delay_ns": 1, "loss": 0, "changes": [{"at_ns": 1, "loss": 2}]}"#)), "pipes[0].a_to_b.changes[0].loss: expected a probability in [0, 1], got 2");
     }
 }

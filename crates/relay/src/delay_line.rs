@@ -89,6 +89,16 @@ impl DelayLine {
         self.slots.front().map(|s| (s.due_ns, &self.buf[s.off..s.off + s.len]))
     }
 
+    /// Give the last `dues.len()` frames (at most all of them) new due times, in order (a link
+    /// change retimed them; FIFO order must still hold, which the link model guarantees).
+    pub fn retime_tail(&mut self, dues: &[u64]) {
+        let n = dues.len().min(self.slots.len());
+        let first = self.slots.len() - n;
+        for (slot, &due_ns) in self.slots.range_mut(first..).zip(&dues[dues.len() - n..]) {
+            slot.due_ns = due_ns;
+        }
+    }
+
     /// Remove the head frame (no-op when empty).
     pub fn pop(&mut self) {
         if let Some(s) = self.slots.pop_front() {
@@ -262,6 +272,25 @@ mod tests {
             line.pop();
         }
         assert!(line.is_empty());
+    }
+
+    #[test]
+    fn retiming_changes_only_the_tail() {
+        let mut line = DelayLine::new(10, 1024, 1 << 20);
+        for t in 0..4u64 {
+            line.push(10 * t, &[t as u8]).unwrap();
+        }
+        line.retime_tail(&[25, 35]);
+        let mut dues = Vec::new();
+        while let Some((due, _)) = line.head() {
+            dues.push(due);
+            line.pop();
+        }
+        assert_eq!(dues, vec![0, 10, 25, 35]);
+        // More new times than frames: the last ones apply.
+        line.push(1, &[1]).unwrap();
+        line.retime_tail(&[7, 8, 9]);
+        assert_eq!(line.head_due_ns(), Some(9));
     }
 
     #[test]

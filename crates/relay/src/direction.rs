@@ -1,14 +1,22 @@
 //! One direction of one pipe, run by its own thread: read frames from the in-interface, put each
 //! through the emulated link ([`LinkModel`]: queue, transmitter, wire loss, delay), write the
-//! survivors to the out-interface when they are due, sample the queue, and count.
+//! survivors to the out-interface when they are due, apply the link's scheduled changes, sample
+//! the queue, and count.
+//!
+//! The link model runs on arrival timestamps, so changes and samples must be interleaved with
+//! arrivals in time order: before a frame stamped `t` is offered, every change at or before `t`
+//! is applied and every sample instant before `t` recorded ([`Direction::catch_up`]); a change
+//! comes before a sample at the same instant, as in the simulator. When no later frame comes,
+//! a sample is recorded once the socket is empty and a grace period has passed, and a change as
+//! soon as it is due (after a drain), since it may retime frames already on the delay line.
 
 use std::io;
 use std::os::fd::AsRawFd;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use crate::delay_line::DelayLine;
 use crate::frame::frame_size;
-use crate::link::{Fate, LinkModel, QueueLimit};
+use crate::link::{Fate, LinkChange, LinkModel, QueueLimit};
 use crate::sampler::QueueSampler;
 use crate::schedule::{next_step, Step, Tuning};
 use crate::stats::DirectionStats;
@@ -47,6 +55,11 @@ pub struct Direction {
     link: LinkModel,
     line: DelayLine,
     sampler: Option<QueueSampler>,
+    /// Scheduled changes, (ns after the start instant, change), in time order.
+    changes: Vec<(u64, LinkChange)>,
+    next_change: usize,
+    /// The start instant, CLOCK_MONOTONIC ns, once known (0 before).
+    start_ns: u64,
     tuning: Tuning,
     stats: DirectionStats,
 }
@@ -67,23 +80,33 @@ fn line_bytes_for(link: &LinkModel) -> usize {
 }
 
 impl Direction {
-    /// A direction reading from `rx`, emulating `link`, writing to `tx`, holding at most
-    /// `max_queue_frames` frames, sampling the queue on `sampler`'s grid if given.
+    /// A direction reading from `rx`, emulating `link` (with its scheduled `changes`, ns after
+    /// the start instant, in time order), writing to `tx`, holding at most `max_queue_frames`
+    /// frames, sampling the queue on `sampler`'s grid if given.
     ///
     /// The delay line is sized for everything the link can hold and its memory touched here,
     /// before the relay reports ready, so no allocation or page fault happens mid-run.
-    pub fn new(rx: PacketSocket, tx: PacketSocket, link: LinkModel, max_queue_frames: usize, sampler: Option<QueueSampler>, tuning: Tuning) -> Direction {
+    pub fn new(
+        rx: PacketSocket,
+        tx: PacketSocket,
+        link: LinkModel,
+        changes: Vec<(u64, LinkChange)>,
+        max_queue_frames: usize,
+        sampler: Option<QueueSampler>,
+        tuning: Tuning,
+    ) -> Direction {
         let bytes = line_bytes_for(&link);
         let mut line = DelayLine::new(max_queue_frames, bytes, MAX_LINE_BYTES);
         line.prepare(bytes / MIN_FRAME_STORED_BYTES);
-        Direction { rx, tx, link, line, sampler, tuning, stats: DirectionStats::default() }
+        Direction { rx, tx, link, line, sampler, changes, next_change: 0, start_ns: 0, tuning, stats: DirectionStats::default() }
     }
 
-    /// Serve until `halt` is set; returns the counters.
+    /// Serve until `halt` is set; returns the counters. Scheduled changes count from the instant
+    /// `start` holds (CLOCK_MONOTONIC ns; 0 = not known yet, none applies until it is).
     ///
     /// # Errors
     /// An unexpected OS error from receiving (sending errors are counted, not fatal).
-    pub fn run(mut self, halt: &AtomicBool) -> io::Result<DirectionStats> {
+    pub fn run(mut self, halt: &AtomicBool, start: &AtomicU64) -> io::Result<DirectionStats> {
         sys::precise_timers_for_this_thread();
         if self.tuning.rt_priority > 0 && sys::make_this_thread_realtime(self.tuning.rt_priority).is_err() {
             self.stats.realtime_denied = true;
@@ -91,6 +114,18 @@ impl Direction {
         let mut batch = RxBatch::new(RX_BATCH);
         let mut last_wake_ns = sys::mono_ns();
         while !halt.load(Ordering::Relaxed) {
+            if self.start_ns == 0 && self.next_change < self.changes.len() {
+                self.start_ns = start.load(Ordering::Relaxed);
+            }
+            // A change that is due may retime frames on the delay line: apply it before sending,
+            // after offering what has arrived (which applies it if a later frame came).
+            if self.next_change_at().is_some_and(|c| c <= sys::mono_ns()) {
+                self.drain(&mut batch)?;
+                let now = sys::mono_ns();
+                while let Some(c) = self.next_change_at().filter(|&c| c <= now) {
+                    self.catch_up(c, false);
+                }
+            }
             // Send what is due (at most a burst, so arrivals are still read under overload). The
             // clock is read per frame so each lateness is its own.
             let mut burst = 0;
@@ -105,7 +140,7 @@ impl Direction {
             };
             // Then read what arrived, before any wait: a spin or sleep must never starve reading.
             if self.drain(&mut batch)? {
-                self.sample_through(sys::mono_ns().saturating_sub(SAMPLE_GRACE_NS));
+                self.catch_up(sys::mono_ns().saturating_sub(SAMPLE_GRACE_NS), true);
             }
             match step {
                 Step::Send => {}
@@ -129,7 +164,7 @@ impl Direction {
         }
         // Whatever arrived before the stop still counts, and every instant up to now is final.
         self.drain(&mut batch)?;
-        self.sample_through(sys::mono_ns());
+        self.catch_up(sys::mono_ns(), true);
         self.stats.dropped_overflow += self.rx.take_kernel_drops();
         self.stats.left_queued = self.line.len() as u64;
         self.stats.link = *self.link.counters();
@@ -141,9 +176,37 @@ impl Direction {
         Ok(self.stats)
     }
 
-    fn sample_through(&mut self, t_ns: u64) {
+    /// When the next scheduled change applies, ns (None: no more, or the start is not known).
+    fn next_change_at(&self) -> Option<u64> {
+        if self.start_ns == 0 {
+            return None;
+        }
+        self.changes.get(self.next_change).map(|(at, _)| self.start_ns.saturating_add(*at))
+    }
+
+    /// Apply every change at or before `t_ns` and record every sample instant before it (at it
+    /// too with `samples_at_t`), in time order, a change before a sample at the same instant.
+    fn catch_up(&mut self, t_ns: u64, samples_at_t: bool) {
+        loop {
+            let change = self.next_change_at().filter(|&c| c <= t_ns);
+            let sample = self.sampler.as_ref().map(QueueSampler::next_instant_ns).filter(|&s| s < t_ns || (samples_at_t && s == t_ns));
+            match (change, sample) {
+                (Some(c), Some(s)) if s < c => self.record_sample(),
+                (Some(c), _) => {
+                    let (_, change) = self.changes[self.next_change];
+                    self.next_change += 1;
+                    let dues = self.link.apply_change(c, &change);
+                    self.line.retime_tail(&dues);
+                }
+                (None, Some(_)) => self.record_sample(),
+                (None, None) => return,
+            }
+        }
+    }
+
+    fn record_sample(&mut self) {
         if let Some(s) = self.sampler.as_mut() {
-            s.record_through(t_ns, &mut self.link);
+            s.record_next(&mut self.link);
         }
     }
 
@@ -187,9 +250,7 @@ impl Direction {
                         now
                     }
                 } as u64;
-                if let Some(s) = self.sampler.as_mut() {
-                    s.record_before(rx_mono, &mut self.link);
-                }
+                self.catch_up(rx_mono, false);
                 let size = frame_size(f.hdr_and_frame);
                 match self.link.offer(rx_mono, size.ip_bytes, size.packets) {
                     Fate::Dropped => self.stats.dropped_queue += 1,

@@ -11,7 +11,9 @@
 //! instant, and vice versa. Each direction's loss draws from its own seeded SplitMix64 stream.
 //! The relay measures its own error: the *lateness* of each frame, send time − due time, reported
 //! as mean/p50/p99/p99.9/max per direction; it also samples each queue on a fixed grid
-//! ([`sampler`]) and counts what the link did ([`LinkCounters`]).
+//! ([`sampler`]), applies the link's scheduled changes of rate, delay, loss and queue limit at
+//! their instants ([`LinkModel::apply_change`], the scenario's `[[events]]`), and counts what the
+//! link did ([`LinkCounters`]).
 //!
 //! # Design
 //!
@@ -91,7 +93,7 @@ pub mod sys;
 pub use config::{Config, ConfigError, DirectionConfig, PipeConfig};
 pub use delay_line::DelayLine;
 pub use histogram::{Histogram, Summary};
-pub use link::{Fate, LinkCounters, LinkModel, LinkParams, QueueLimit, QueueSample};
+pub use link::{Fate, LinkChange, LinkCounters, LinkModel, LinkParams, QueueLimit, QueueSample};
 pub use process::ProcessGuard;
 pub use relay::{OpenError, Relay};
 pub use rng::{Loss, SplitMix64};

@@ -84,6 +84,9 @@ pub struct LinkCounters {
     pub lost_wire: u64,
     /// Sum over departed packets of their time in the queue (start − arrival), ns.
     pub sojourn_total_ns: u64,
+    /// Time the transmitter spent serializing the departed packets, ns (busy time over elapsed
+    /// time is the utilization, right even when the rate changes).
+    pub busy_ns: u64,
 }
 
 /// The queue at one instant: what waits, and the counters so far.
@@ -99,14 +102,32 @@ pub struct QueueSample {
     pub counters: LinkCounters,
 }
 
+/// A change of the link's parameters at an instant ([`LinkModel::apply_change`]); `None` keeps
+/// the current value.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct LinkChange {
+    /// New serialization rate, bits per second.
+    pub rate_bps: Option<u64>,
+    /// New propagation delay, ns.
+    pub delay_ns: Option<u64>,
+    /// New wire-loss probability.
+    pub loss: Option<f64>,
+    /// New queue limit.
+    pub limit: Option<QueueLimit>,
+}
+
+/// A frame admitted to the queue: where it stands in the link's schedule.
 #[derive(Clone, Copy, Debug)]
-struct Waiting {
+struct Scheduled {
     arrival_ns: u64,
     start_ns: u64,
+    end_ns: u64,
+    /// When it reaches the far end (meaningless if lost).
+    due_ns: u64,
     ip_bytes: u64,
     packets: u64,
-    /// Drawn at admission (streams stay in admission order = departure order), counted when the
-    /// frame departs, as the simulator counts it.
+    /// Drawn at admission (the stream stays in admission order = departure order), counted when
+    /// the frame departs, as the simulator counts it.
     lost_on_wire: bool,
 }
 
@@ -117,9 +138,17 @@ pub struct LinkModel {
     loss: Loss,
     tx_free_at_ns: u64,
     last_arrival_ns: u64,
-    waiting: VecDeque<Waiting>,
+    /// Admitted frames whose serialization has not started, in order.
+    waiting: VecDeque<Scheduled>,
     waiting_packets: u64,
     waiting_bytes: u64,
+    /// The last frame to start serialization (it may still be on the transmitter).
+    on_wire: Option<Scheduled>,
+    /// The latest due time of a delivered frame before `on_wire`: no later frame may arrive
+    /// earlier (the pipe is FIFO).
+    settled_due_ns: u64,
+    /// The latest due time of any delivered frame (the pipe's back).
+    pipe_back_ns: u64,
     counters: LinkCounters,
 }
 
@@ -141,11 +170,14 @@ impl LinkModel {
             waiting: VecDeque::new(),
             waiting_packets: 0,
             waiting_bytes: 0,
+            on_wire: None,
+            settled_due_ns: 0,
+            pipe_back_ns: 0,
             counters: LinkCounters::default(),
         }
     }
 
-    /// The link's parameters.
+    /// The link's parameters now.
     pub fn params(&self) -> &LinkParams {
         &self.params
     }
@@ -172,8 +204,14 @@ impl LinkModel {
             self.counters.departures += w.packets;
             self.counters.departed_bytes += w.ip_bytes;
             self.counters.sojourn_total_ns += (w.start_ns - w.arrival_ns) * w.packets;
+            self.counters.busy_ns += w.end_ns - w.start_ns;
             if w.lost_on_wire {
                 self.counters.lost_wire += w.packets;
+            }
+            if let Some(prev) = self.on_wire.replace(w) {
+                if !prev.lost_on_wire {
+                    self.settled_due_ns = self.settled_due_ns.max(prev.due_ns);
+                }
             }
         }
     }
@@ -194,7 +232,9 @@ impl LinkModel {
                 self.counters.lost_wire += packets;
                 return Fate::LostOnWire;
             }
-            return Fate::Deliver { due_ns: t.saturating_add(self.params.delay_ns) };
+            let due_ns = t.saturating_add(self.params.delay_ns).max(self.pipe_back_ns);
+            self.pipe_back_ns = due_ns;
+            return Fate::Deliver { due_ns };
         };
         let fits = match self.params.limit {
             QueueLimit::Packets(limit) => self.waiting_packets < limit,
@@ -209,15 +249,81 @@ impl LinkModel {
         let end_ns = start_ns + transmission_ns(ip_bytes, rate_bps);
         self.tx_free_at_ns = end_ns;
         let lost_on_wire = self.loss.drop_this();
-        self.waiting.push_back(Waiting { arrival_ns: t, start_ns, ip_bytes, packets, lost_on_wire });
+        let due_ns = end_ns.saturating_add(self.params.delay_ns).max(self.pipe_back_ns);
+        if !lost_on_wire {
+            self.pipe_back_ns = due_ns;
+        }
+        self.waiting.push_back(Scheduled { arrival_ns: t, start_ns, end_ns, due_ns, ip_bytes, packets, lost_on_wire });
         self.waiting_packets += packets;
         self.waiting_bytes += ip_bytes;
         self.advance(t);
         if lost_on_wire {
             Fate::LostOnWire
         } else {
-            Fate::Deliver { due_ns: end_ns.saturating_add(self.params.delay_ns) }
+            Fate::Deliver { due_ns }
         }
+    }
+
+    /// Change the link at `at_ns` (not earlier than the last arrival offered), with the
+    /// simulator's semantics (docs/engine-spec.md, `events`): frames that start serialization at
+    /// or after `at_ns` are serialized at the new rate; frames that finish serialization at or
+    /// after it (the one on the transmitter included) take the new delay, never overtaking an
+    /// earlier frame; a new limit drops nothing already queued. One difference: a new loss
+    /// probability applies to frames *arriving* from `at_ns` on, not to those already queued
+    /// (their fate was drawn when they arrived, and a lost frame is not kept).
+    ///
+    /// Returns the new due times of the delivered frames whose due time changed: the last frames
+    /// handed to the delay line, in order (the caller retimes that many at its tail).
+    pub fn apply_change(&mut self, at_ns: u64, change: &LinkChange) -> Vec<u64> {
+        self.advance(at_ns.saturating_sub(1));
+        self.last_arrival_ns = self.last_arrival_ns.max(at_ns);
+        if let Some(p) = change.loss {
+            self.loss.set_probability(p);
+        }
+        if let Some(limit) = change.limit {
+            self.params.limit = limit;
+        }
+        let rate_changed = change.rate_bps.is_some_and(|r| Some(r) != self.params.rate_bps);
+        let delay_changed = change.delay_ns.is_some_and(|d| d != self.params.delay_ns);
+        if let Some(r) = change.rate_bps {
+            self.params.rate_bps = Some(r);
+        }
+        if let Some(d) = change.delay_ns {
+            self.params.delay_ns = d;
+        }
+        let Some(rate_bps) = self.params.rate_bps else { return Vec::new() };
+        if !rate_changed && !delay_changed {
+            return Vec::new();
+        }
+        let delay_ns = self.params.delay_ns;
+        let mut dues = Vec::new();
+        let mut pipe_back = self.settled_due_ns;
+        let mut tx_free = 0;
+        if let Some(w) = self.on_wire.as_mut() {
+            tx_free = w.end_ns;
+            if delay_changed && w.end_ns >= at_ns && !w.lost_on_wire {
+                w.due_ns = (w.end_ns + delay_ns).max(pipe_back);
+                dues.push(w.due_ns);
+            }
+            if !w.lost_on_wire {
+                pipe_back = pipe_back.max(w.due_ns);
+            }
+        }
+        for w in self.waiting.iter_mut() {
+            w.start_ns = tx_free.max(w.arrival_ns);
+            w.end_ns = w.start_ns + transmission_ns(w.ip_bytes, rate_bps);
+            tx_free = w.end_ns;
+            if !w.lost_on_wire {
+                w.due_ns = (w.end_ns + delay_ns).max(pipe_back);
+                pipe_back = w.due_ns;
+                dues.push(w.due_ns);
+            }
+        }
+        if !self.waiting.is_empty() {
+            self.tx_free_at_ns = tx_free;
+        }
+        self.pipe_back_ns = pipe_back;
+        dues
     }
 
     /// The queue at `t_ns`, which must not be earlier than the last arrival offered (so every
@@ -279,6 +385,7 @@ mod tests {
         assert_eq!(s.counters.sojourn_total_ns, 12_000 * (1 + 2 + 3 + 4 + 5));
         let s = l.sample(1_000_000);
         assert_eq!((s.backlog_packets, s.counters.departures, s.counters.departed_bytes), (0, 10, 15_000));
+        assert_eq!(s.counters.busy_ns, 10 * 12_000);
     }
 
     #[test]
@@ -318,11 +425,10 @@ mod tests {
     fn wire_loss_happens_after_serialization() {
         let mut l = LinkModel::new(LinkParams { rate_bps: Some(GBIT), limit: QueueLimit::Packets(100), delay_ns: 0 }, Loss::new(1.0, SplitMix64::new(3)));
         assert_eq!(l.offer(0, 1500, 1), Fate::LostOnWire);
-        // The lost frame still held the transmitter for 12 µs.
-        let mut k = link(Some(GBIT), QueueLimit::Packets(100), 0);
-        k.tx_free_at_ns = l.tx_free_at_ns;
-        assert_eq!(due(k.offer(0, 1500, 1)), 24_000);
         assert_eq!((l.counters().departures, l.counters().lost_wire), (1, 1));
+        // The lost frame still held the transmitter for 12 µs.
+        l.loss.set_probability(0.0);
+        assert_eq!(due(l.offer(0, 1500, 1)), 24_000);
     }
 
     #[test]
@@ -353,6 +459,61 @@ mod tests {
         assert_eq!(due(l.offer(90_000, 1500, 1)), 124_000);
         assert_eq!(l.counters().sojourn_total_ns, 0);
         assert_eq!(l.sample(112_000).counters.sojourn_total_ns, 12_000);
+    }
+
+    #[test]
+    fn a_rate_change_retimes_the_queued_frames_not_the_one_on_the_wire() {
+        // Four frames at once on 1 Gbit/s (12 µs each), delay 1 ms; at 6 µs the rate halves.
+        let mut l = link(Some(GBIT), QueueLimit::Packets(10), 1_000_000);
+        let old: Vec<u64> = (0..4).map(|_| due(l.offer(0, 1500, 1))).collect();
+        assert_eq!(old, vec![1_012_000, 1_024_000, 1_036_000, 1_048_000]);
+        let dues = l.apply_change(6_000, &LinkChange { rate_bps: Some(GBIT / 2), ..Default::default() });
+        // The first keeps its 12 µs; the others take 24 µs each after it.
+        assert_eq!(dues, vec![1_036_000, 1_060_000, 1_084_000]);
+        assert_eq!(due(l.offer(6_000, 1500, 1)), 1_108_000);
+        // Nothing queued and nothing on the wire: nothing to retime.
+        let mut idle = link(Some(GBIT), QueueLimit::Packets(10), 0);
+        assert!(idle.apply_change(5, &LinkChange { rate_bps: Some(1), ..Default::default() }).is_empty());
+    }
+
+    #[test]
+    fn a_delay_change_applies_from_the_frame_on_the_wire_and_keeps_the_pipe_fifo() {
+        let mut l = link(Some(GBIT), QueueLimit::Packets(10), 1_000_000);
+        for _ in 0..3 {
+            l.offer(0, 1500, 1);
+        }
+        // At 30 µs the third frame is on the wire (24–36 µs): it and later frames take 0.1 ms,
+        // but none may arrive before the second (due 1.024 ms).
+        let dues = l.apply_change(30_000, &LinkChange { delay_ns: Some(100_000), ..Default::default() });
+        assert_eq!(dues, vec![1_024_000]);
+        assert_eq!(due(l.offer(40_000, 1500, 1)), 1_024_000);
+        assert_eq!(due(l.offer(2_000_000, 1500, 1)), 2_000_000 + 12_000 + 100_000);
+        // A frame that finished before the change keeps its delay: nothing to retime.
+        let mut m = link(Some(GBIT), QueueLimit::Packets(10), 1_000_000);
+        m.offer(0, 1500, 1);
+        assert!(m.apply_change(20_000, &LinkChange { delay_ns: Some(5), ..Default::default() }).is_empty());
+    }
+
+    #[test]
+    fn a_lower_limit_drops_nothing_queued() {
+        let mut l = link(Some(GBIT), QueueLimit::Packets(10), 0);
+        for _ in 0..6 {
+            assert!(matches!(l.offer(0, 1500, 1), Fate::Deliver { .. }));
+        }
+        assert!(l.apply_change(0, &LinkChange { limit: Some(QueueLimit::Packets(2)), ..Default::default() }).is_empty());
+        assert_eq!(l.sample(0).backlog_packets, 5);
+        assert_eq!(l.offer(0, 1500, 1), Fate::Dropped);
+        // Once the backlog is below the new limit, arrivals are admitted again.
+        assert!(matches!(l.offer(12_000 * 4, 1500, 1), Fate::Deliver { .. }));
+        assert_eq!(l.params().limit, QueueLimit::Packets(2));
+    }
+
+    #[test]
+    fn a_loss_change_applies_to_later_arrivals() {
+        let mut l = link(Some(GBIT), QueueLimit::Packets(10), 0);
+        l.offer(0, 1500, 1);
+        l.apply_change(1, &LinkChange { loss: Some(1.0), ..Default::default() });
+        assert_eq!(l.offer(2, 1500, 1), Fate::LostOnWire);
     }
 
     proptest! {
@@ -389,6 +550,41 @@ mod tests {
             // Ends of serialization are at least one transmission time apart.
             for w in delivered.windows(2) {
                 prop_assert!(w[1].0 >= w[0].0 + transmission_ns(w[1].1, rate_bps));
+            }
+        }
+
+        /// With changes of rate and delay at random instants, the delay line the relay keeps
+        /// (every delivered frame's due time, the tail retimed after each change) stays in FIFO
+        /// order, never delivers a frame before it could have been serialized, and the counters
+        /// stay conserved.
+        #[test]
+        fn changes_keep_the_pipe_fifo(
+            steps in proptest::collection::vec((0u64..30_000, 40u64..1501, 0u8..6, 1u64..2000, 0u64..2_000_000), 1..300),
+        ) {
+            let mut l = link(Some(100_000_000), QueueLimit::Packets(20), 1_000_000);
+            let mut line: Vec<(u64, u64)> = Vec::new(); // (arrival, due) of delivered frames
+            let mut t = 0u64;
+            for (gap, size, op, rate_mbps, delay_ns) in steps {
+                t += gap;
+                if op == 0 {
+                    let change = LinkChange { rate_bps: Some(rate_mbps * 1_000_000), delay_ns: Some(delay_ns), ..Default::default() };
+                    let dues = l.apply_change(t, &change);
+                    prop_assert!(dues.len() <= line.len());
+                    let n = line.len();
+                    for (slot, d) in line[n - dues.len()..].iter_mut().zip(dues) {
+                        slot.1 = d;
+                    }
+                } else if let Fate::Deliver { due_ns } = l.offer(t, size, 1) {
+                    line.push((t, due_ns));
+                }
+                for w in line.windows(2) {
+                    prop_assert!(w[1].1 >= w[0].1, "{:?}", line);
+                }
+                for &(arrival, due) in &line {
+                    prop_assert!(due > arrival);
+                }
+                let c = l.counters();
+                prop_assert_eq!(c.arrivals, c.drops + c.departures + l.backlog_packets());
             }
         }
     }

@@ -2,7 +2,7 @@
 
 use std::fmt;
 use std::io;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use crate::config::{Config, ConfigError, DirectionConfig};
@@ -59,6 +59,7 @@ struct OpenPipe {
 pub struct Relay {
     pipes: Vec<OpenPipe>,
     duration_ns: Option<u64>,
+    start_ns: Option<u64>,
     keep_cpus_awake: bool,
 }
 
@@ -111,19 +112,26 @@ impl Relay {
             let sampler = || config.sampling.map(|(origin_ns, interval_ns)| QueueSampler::new(origin_ns, interval_ns));
             pipes.push(OpenPipe {
                 name: p.name.clone(),
-                a_to_b: Direction::new(rx_a, tx_b, link(0, &p.a_to_b), config.max_queue_frames, sampler(), tuning),
-                b_to_a: Direction::new(rx_b, tx_a, link(1, &p.b_to_a), config.max_queue_frames, sampler(), tuning),
+                a_to_b: Direction::new(rx_a, tx_b, link(0, &p.a_to_b), p.a_to_b.changes.clone(), config.max_queue_frames, sampler(), tuning),
+                b_to_a: Direction::new(rx_b, tx_a, link(1, &p.b_to_a), p.b_to_a.changes.clone(), config.max_queue_frames, sampler(), tuning),
             });
         }
-        Ok(Relay { pipes, duration_ns: config.duration_ns, keep_cpus_awake: config.keep_cpus_awake })
+        Ok(Relay { pipes, duration_ns: config.duration_ns, start_ns: config.start_ns, keep_cpus_awake: config.keep_cpus_awake })
     }
 
     /// Forward frames until `stop` is set or the config's `duration_ns` has passed, then return
     /// what was counted. One thread per direction; the calling thread supervises.
     ///
+    /// The links' scheduled changes count from the instant in `start` (CLOCK_MONOTONIC ns): the
+    /// config's `start_ns` if it has one (stored there now), else whatever another thread stores
+    /// there while the relay runs (0 = not known yet: no change applies before it is).
+    ///
     /// # Errors
     /// The first unexpected OS error of any direction (the others are stopped first).
-    pub fn run(self, stop: &AtomicBool) -> io::Result<RelayStats> {
+    pub fn run(self, stop: &AtomicBool, start_ns: &AtomicU64) -> io::Result<RelayStats> {
+        if let Some(s) = self.start_ns {
+            start_ns.store(s, Ordering::Relaxed);
+        }
         // Held for the whole run and released on return (best effort: without it the relay
         // still works, with a longer tail of wake-up latency, and the stats say so).
         let cpu_latency = if self.keep_cpus_awake { CpuLatencyHold::request_zero().ok() } else { None };
@@ -139,7 +147,7 @@ impl Relay {
                 for (dir, d) in [("ab", p.a_to_b), ("ba", p.b_to_a)] {
                     let (halt, failed) = (&halt, &failed);
                     let h = std::thread::Builder::new().name(format!("relay{i}{dir}")).spawn_scoped(scope, move || {
-                        let r = d.run(halt);
+                        let r = d.run(halt, start_ns);
                         if r.is_err() {
                             failed.store(true, Ordering::Relaxed);
                         }

@@ -58,6 +58,11 @@ impl Loss {
         Loss { probability, rng }
     }
 
+    /// Use `probability` (in [0, 1]) from now on; the stream continues where it was.
+    pub fn set_probability(&mut self, probability: f64) {
+        self.probability = probability;
+    }
+
     /// True if this frame is to be dropped. Draws nothing when the probability is 0, so a lossless
     /// direction costs nothing.
     pub fn drop_this(&mut self) -> bool {

@@ -6,10 +6,12 @@
 //!                        "dropped_overflow": 0, "send_errors": 0, "untimestamped": 0, "left_queued": 0,
 //!                        "lateness_ns": {"mean": 12000, "p50": 9000, "p99": 80000, "p999": 200000, "max": 400000},
 //!                        "link": {"arrivals": 126, "drops": 2, "departures": 124, "departed_bytes": 185000,
-//!                                 "lost_wire": 1, "sojourn_total_ns": 5000000, "backlog_packets_end": 0},
+//!                                 "lost_wire": 1, "sojourn_total_ns": 5000000, "busy_ns": 1480000,
+//!                                 "backlog_packets_end": 0},
 //!                        "samples": {"t_ns": [...], "backlog_packets": [...], "backlog_bytes": [...],
 //!                                    "arrivals": [...], "drops": [...], "departures": [...],
-//!                                    "departed_bytes": [...], "lost_wire": [...], "sojourn_total_ns": [...]},
+//!                                    "departed_bytes": [...], "lost_wire": [...],
+//!                                    "sojourn_total_ns": [...], "busy_ns": [...]},
 //!                        "samples_skipped": 0},
 //!             "b_to_a": {...}}],
 //!  "wall_s": 12.3, "cpu_latency_held": true}
@@ -99,7 +101,8 @@ impl DirectionStats {
             "lateness_ns": {"mean": s.mean_ns, "p50": s.p50_ns, "p99": s.p99_ns, "p999": s.p999_ns, "max": s.max_ns},
             "link": {"arrivals": l.arrivals, "drops": l.drops, "departures": l.departures,
                      "departed_bytes": l.departed_bytes, "lost_wire": l.lost_wire,
-                     "sojourn_total_ns": l.sojourn_total_ns, "backlog_packets_end": self.backlog_packets_end},
+                     "sojourn_total_ns": l.sojourn_total_ns, "busy_ns": l.busy_ns,
+                     "backlog_packets_end": self.backlog_packets_end},
         });
         if !self.samples.is_empty() || self.samples_skipped > 0 {
             let col = |f: fn(&QueueSample) -> u64| Value::from(self.samples.iter().map(f).collect::<Vec<u64>>());
@@ -113,6 +116,7 @@ impl DirectionStats {
                 "departed_bytes": col(|r| r.counters.departed_bytes),
                 "lost_wire": col(|r| r.counters.lost_wire),
                 "sojourn_total_ns": col(|r| r.counters.sojourn_total_ns),
+                "busy_ns": col(|r| r.counters.busy_ns),
             });
             v["samples_skipped"] = self.samples_skipped.into();
         }
@@ -169,7 +173,7 @@ mod tests {
         for v in [1_000, 2_000, 30_000] {
             a.lateness.record(v);
         }
-        a.link = LinkCounters { arrivals: 5, drops: 1, departures: 4, departed_bytes: 6000, lost_wire: 1, sojourn_total_ns: 7 };
+        a.link = LinkCounters { arrivals: 5, drops: 1, departures: 4, departed_bytes: 6000, lost_wire: 1, sojourn_total_ns: 7, busy_ns: 48 };
         a.samples = vec![QueueSample { t_ns: 10, backlog_packets: 2, backlog_bytes: 3000, counters: a.link }, QueueSample { t_ns: 20, ..Default::default() }];
         let stats = RelayStats { pipes: vec![PipeStats { name: "left0->r0".into(), a_to_b: a, b_to_a: DirectionStats::default() }], wall_s: 1.5, cpu_latency_held: true };
         let v: Value = serde_json::from_str(&stats.to_json()).unwrap();

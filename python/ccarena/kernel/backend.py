@@ -128,8 +128,7 @@ def run_kernel(spec: dict[str, Any], progress: ProgressCallback | None = None,
             if emu.loss == "nft":
                 _install_loss(plan, spec)
             measured = _run_traffic(spec, plan, work, endpoints, progress,
-                                    htb=emu.rate_and_queue == "htb",
-                                    grid_origin_ns=relay.sample_origin_ns if relay else None)
+                                    htb=emu.rate_and_queue == "htb", relay=relay)
             relay_stats = relay.stop() if relay is not None else None
             if emu.rate_and_queue == "relay":
                 if relay_stats is None:
@@ -225,17 +224,19 @@ def _wire_losses(plan: NetworkPlan, spec: dict[str, Any], emu: Emulation,
 
 def _run_traffic(spec: dict[str, Any], plan: NetworkPlan, work: Path,
                  endpoints: list[traffic.Endpoint], progress: ProgressCallback | None, *,
-                 htb: bool, grid_origin_ns: int | None) -> dict[str, Any]:
+                 htb: bool, relay: emulator.Relay | None) -> dict[str, Any]:
     """Start the generators, sample htb's queues at every instant (when ``htb``), collect every
-    result. ``t0`` falls on the relay's sampling grid when ``grid_origin_ns`` is given."""
+    result. With a relay, ``t0`` falls on its sampling grid and is announced to it (its links'
+    scheduled changes count from it)."""
     from pyroute2 import NetNS
 
     n_proc = 2 * len(spec["flows"])
     interval_ns = int(spec["sample_interval_ns"])
     duration_ns = int(spec["duration_ns"])
     t0_ns = time.monotonic_ns() + int((LEAD_S + LEAD_PER_PROCESS_S * n_proc) * 1e9)
-    if grid_origin_ns is not None:
-        t0_ns = emulator.on_grid(t0_ns, grid_origin_ns, interval_ns)
+    if relay is not None:
+        t0_ns = emulator.on_grid(t0_ns, relay.sample_origin_ns, interval_ns)
+        relay.announce_start(t0_ns)
     # Queue sampling over netlink: one socket per namespace holding an htb egress.
     egress: dict[int, tuple[str, str]] = {i: plan.egress(i) for i in range(len(spec["links"]))} if htb else {}
     handles = {ns: NetNS(ns) for ns in {ns for ns, _ in egress.values()}}

@@ -8,7 +8,9 @@ queue, rate, wire loss, delay — and samples its queue every ``sample_interval`
 starts at ``sample_origin_ns`` (CLOCK_MONOTONIC, the clock the backend's ``t0`` is taken on, so
 the backend puts ``t0`` on that grid). In tc mode it only delays. When stopped it writes its
 stats: per direction the link's counters and samples, and how late it sent each frame against the
-model's due time — the emulation's own error, stored with the run.
+model's due time — the emulation's own error, stored with the run. The scenario's ``[[events]]``
+become each direction's scheduled ``changes``, counted from ``t0``, which the backend tells the
+relay on its stdin once it is chosen (``start <t0>``; :meth:`Relay.announce_start`).
 """
 
 from __future__ import annotations
@@ -36,16 +38,40 @@ MAX_QUEUE_FRAMES = 1_000_000
 DIRECTIONS = ("a_to_b", "b_to_a")
 
 
-def direction_config(link: dict[str, Any], emulation: Emulation) -> dict[str, Any]:
-    """One direction's relay config for spec link ``link`` (a dict of the spec's ``links``)."""
+CHANGE_KEYS = ("rate_bps", "delay_ns", "loss", "limit_packets", "limit_bytes")
+
+
+def changes_of(spec: dict[str, Any], link: int) -> list[dict[str, Any]]:
+    """The spec's events on directed link ``link`` as relay changes (``at_ns`` after ``t0``;
+    events at or after the end of the run never apply, as in the simulator)."""
+    out = []
+    for event in spec.get("events") or []:
+        if int(event["link"]) != link or event["time_ns"] >= spec["duration_ns"]:
+            continue
+        change = {"at_ns": int(event["time_ns"])}
+        change.update({k: v for k, v in event["set"].items() if k in CHANGE_KEYS and v is not None})
+        out.append(change)
+    return out
+
+
+def direction_config(spec: dict[str, Any], link: int | None, emulation: Emulation,
+                     like: int) -> dict[str, Any]:
+    """One direction's relay config for spec link ``link`` (None: a one-way link's missing
+    direction, emulated like link ``like`` without delay or loss)."""
+    spec_link = spec["links"][like if link is None else link]
+    delay_ns = 0 if link is None else int(spec_link["delay_ns"])
     if emulation.rate_and_queue != "relay":
-        return {"delay_ns": int(link["delay_ns"]), "loss": 0.0}
-    queue = link["queue"]
-    out = {"delay_ns": int(link["delay_ns"]), "loss": float(link["loss"]), "rate_bps": int(link["rate_bps"])}
+        return {"delay_ns": delay_ns, "loss": 0.0}
+    queue = spec_link["queue"]
+    out: dict[str, Any] = {"delay_ns": delay_ns, "loss": 0.0 if link is None else float(spec_link["loss"]),
+                           "rate_bps": int(spec_link["rate_bps"])}
     if queue["limit_packets"] is not None:
         out["limit_packets"] = int(queue["limit_packets"])
     elif queue["limit_bytes"] is not None:
         out["limit_bytes"] = int(queue["limit_bytes"])
+    changes = changes_of(spec, link) if link is not None else []
+    if changes:
+        out["changes"] = changes
     return out
 
 
@@ -55,13 +81,10 @@ def pipes(plan: NetworkPlan, spec: dict[str, Any], emulation: Emulation) -> list
     for phys in plan.links:
         if not phys.relayed:
             continue
-        fwd = spec["links"][phys.forward]
-        rev = spec["links"][phys.reverse] if phys.reverse is not None else {
-            "delay_ns": 0, "loss": 0.0, "rate_bps": fwd["rate_bps"], "queue": fwd["queue"]}
-        out.append({"name": fwd["name"], "a": RunNames.wire_if(phys.k, "a"),
+        out.append({"name": spec["links"][phys.forward]["name"], "a": RunNames.wire_if(phys.k, "a"),
                     "b": RunNames.wire_if(phys.k, "b"),
-                    "a_to_b": direction_config(fwd, emulation),
-                    "b_to_a": direction_config(rev, emulation)})
+                    "a_to_b": direction_config(spec, phys.forward, emulation, phys.forward),
+                    "b_to_a": direction_config(spec, phys.reverse, emulation, phys.forward)})
     return out
 
 
@@ -115,7 +138,7 @@ def queue_readings(stats: dict[str, Any], plan: NetworkPlan
                 drops=int(samples["drops"][i]), departures=int(samples["departures"][i]),
                 departed_bytes=int(samples["departed_bytes"][i]),
                 sojourn_total_ns=int(samples["sojourn_total_ns"][i]),
-                lost_wire=int(samples["lost_wire"][i]))
+                lost_wire=int(samples["lost_wire"][i]), busy_ns=int(samples["busy_ns"][i]))
         out[link] = rows
     return out
 
@@ -136,6 +159,19 @@ class Relay:
     stats_path: Path
     pipes: list[dict[str, Any]] = field(default_factory=list)
     sample_origin_ns: int = 0
+
+    def announce_start(self, t0_ns: int) -> None:
+        """Tell the relay the instant its links' scheduled changes count from (``t0``).
+
+        Raises:
+            UserError: the relay is gone (its stdin is closed).
+        """
+        try:
+            assert self.proc.stdin is not None
+            self.proc.stdin.write(f"start {int(t0_ns)}\n")
+            self.proc.stdin.flush()
+        except (OSError, ValueError) as err:
+            raise UserError(f"the link relay stopped before the run started ({err})") from None
 
     def stop(self, timeout_s: float = 10.0) -> dict[str, Any] | None:
         """SIGTERM the relay, wait for it, and return its stats (None if it wrote none)."""
@@ -177,8 +213,8 @@ def start_relay(plan: NetworkPlan, spec: dict[str, Any], emulation: Emulation, w
         proc = subprocess.Popen(
             ["ip", "netns", "exec", plan.names.wire_ns, sys.executable, "-m", "ccarena.kernel.relay",
              str(config_path), str(stats_path)],
-            stdout=subprocess.PIPE, stderr=err, text=True, start_new_session=True,
-            env=dict(os.environ))
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err, text=True,
+            start_new_session=True, env=dict(os.environ))
     relay = Relay(proc=proc, config_path=config_path, stats_path=stats_path, pipes=config["pipes"],
                   sample_origin_ns=origin_ns)
     deadline = time.monotonic() + READY_TIMEOUT_S

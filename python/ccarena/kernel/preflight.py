@@ -54,9 +54,9 @@ def check_spec(spec: dict[str, Any], caps: Capabilities, emulation: Emulation) -
     check_tools(caps)
     if caps.netns is False:
         raise UserError(f"the kernel backend cannot create network namespaces here: {caps.probe_error}")
-    if spec.get("events"):
-        raise UserError("events: scheduled events are not supported by the kernel backend yet; "
-                        "use --backend sim")
+    if spec.get("events") and emulation.rate_and_queue != "relay":
+        raise UserError("events: scheduled link changes on the kernel backend need the relay's link "
+                        "emulation; set kernel.emulation = \"relay\" (or use --backend sim)")
     available = caps.congestion_controls
     catalogue = tcp_flavors()
     for i, flow in enumerate(spec["flows"]):

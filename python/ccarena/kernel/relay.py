@@ -3,7 +3,9 @@
 Run inside the relay namespace (``ip netns exec <ns> ...``). It reads the config (format in
 ``crates/relay/src/config.rs``), opens every pipe's sockets, prints ``ready`` on stdout once they
 are bound (traffic sent after that is relayed), and forwards frames until SIGTERM/SIGINT, the
-config's ``duration_ns`` or the death of its parent. It then writes the stats JSON (per pipe and
+config's ``duration_ns`` or the death of its parent. A line ``start <ns>`` on stdin sets the
+instant (CLOCK_MONOTONIC, ``time.monotonic_ns()``) the links' scheduled changes count from,
+when the config did not give it. It then writes the stats JSON (per pipe and
 direction: frames, bytes, drops, lateness percentiles; ``wall_s``) to STATS_JSON_PATH atomically
 (a temporary file renamed into place), so a reader never sees half a file.
 
@@ -36,6 +38,17 @@ def _announce_ready() -> None:
     print("ready", flush=True)
 
 
+def _read_start_lines(set_start) -> None:
+    """Pass every ``start <ns>`` line of stdin to ``set_start`` until stdin closes."""
+    try:
+        for line in sys.stdin:
+            words = line.split()
+            if len(words) == 2 and words[0] == "start" and words[1].isdigit():
+                set_start(int(words[1]))
+    except (OSError, ValueError):
+        pass
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the relay; returns the exit status."""
     args = sys.argv[1:] if argv is None else argv
@@ -48,8 +61,12 @@ def main(argv: list[str] | None = None) -> int:
     except OSError as e:
         print(f"error: reading the relay config {config_path}: {e.strerror}", file=sys.stderr)
         return 2
+    import threading
+
     from ccarena import _engine
 
+    if sys.stdin is not None and not sys.stdin.isatty():  # never read a user's terminal
+        threading.Thread(target=_read_start_lines, args=(_engine.relay_set_start,), daemon=True).start()
     try:
         stats_json = _engine.relay_run(config_json, on_ready=_announce_ready)
     except ValueError as e:

@@ -83,8 +83,9 @@ def install(namespace: str, shapers: list[Shaper]) -> None:
 class QueueReading:
     """Cumulative counters of one link's queue at one instant (packets and IP bytes).
 
-    ``sojourn_total_ns`` (time spent waiting, summed over departed packets) and ``lost_wire``
-    (packets lost on the wire) come only from the relay; None from htb.
+    ``sojourn_total_ns`` (time spent waiting, summed over departed packets), ``lost_wire``
+    (packets lost on the wire) and ``busy_ns`` (time the link spent serializing) come only from
+    the relay; None from htb.
     """
 
     backlog_bytes: int
@@ -94,6 +95,7 @@ class QueueReading:
     departed_bytes: int
     sojourn_total_ns: int | None = None
     lost_wire: int | None = None
+    busy_ns: int | None = None
 
     @property
     def arrivals(self) -> int:

@@ -28,7 +28,9 @@ the interval, as in the simulator; in tc mode it is htb's root qdisc read over n
 
 ``links``: the same counters at the end; ``packets_lost_wire`` from the relay's (or the loss
 rule's) own count; ``packets_delivered`` = departures − lost on the wire (packets still
-propagating at the end count as delivered); ``bytes_in`` and ``packets_in_flight_end`` are NaN.
+propagating at the end count as delivered); ``utilization`` is the relay's busy time over the
+run (right under rate changes) or, with htb, the bytes sent over rate × duration; ``bytes_in``
+and ``packets_in_flight_end`` are NaN.
 """
 
 from __future__ import annotations
@@ -206,6 +208,10 @@ def link_rows(spec: dict[str, Any], final: dict[int, Any], baseline: dict[int, A
         departures = q.departures - (b.departures if b else 0)
         sent_bytes = q.departed_bytes - (b.departed_bytes if b else 0)
         lost = lost_wire.get(i)
+        if q.busy_ns is not None:  # the relay's busy time: right when the rate changes mid-run
+            busy_s = (q.busy_ns - (b.busy_ns or 0 if b is not None else 0)) / 1e9
+        else:
+            busy_s = sent_bytes * 8 / link["rate_bps"]
         rows.append({
             "link": i, "name": link["name"], "rate_bps": link["rate_bps"], "delay_ns": link["delay_ns"],
             "packets_in": departures + drops + q.backlog_packets, "bytes_in": None,
@@ -213,6 +219,6 @@ def link_rows(spec: dict[str, Any], final: dict[int, Any], baseline: dict[int, A
             "packets_dropped_queue": drops, "packets_marked": 0, "packets_lost_wire": lost,
             "packets_queued_end": q.backlog_packets, "packets_in_flight_end": None,
             "bytes_transmitted": sent_bytes,
-            "utilization": sent_bytes * 8 / (link["rate_bps"] * duration_s),
+            "utilization": busy_s / duration_s,
         })
     return rows

@@ -138,8 +138,8 @@ class RelayTestbed:
         """
         config_path, stats_path = workdir / f"{name}.json", workdir / f"{name}-stats.json"
         config_path.write_text(json.dumps(config))
-        p = self.start(self.relay_command(config_path, stats_path), stdout=subprocess.PIPE,
-                       stderr=subprocess.PIPE, text=True)
+        p = self.start(self.relay_command(config_path, stats_path), stdin=subprocess.DEVNULL,
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         assert p.stdout is not None and p.stderr is not None
         if p.stdout.readline().strip() != "ready":
             p.kill()
