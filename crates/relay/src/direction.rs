@@ -150,7 +150,8 @@ impl Direction {
                     }
                 }
                 Step::SleepUntil(t) => {
-                    sys::sleep_until_mono(t);
+                    // Wake for a change too: it may move the due times of queued frames.
+                    sys::sleep_until_mono(self.next_change_at().map_or(t, |c| c.min(t)));
                     last_wake_ns = sys::mono_ns();
                 }
                 Step::AwaitTraffic(timeout_ns) => {

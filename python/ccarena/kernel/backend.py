@@ -132,8 +132,7 @@ def run_kernel(spec: dict[str, Any], progress: ProgressCallback | None = None,
             relay_stats = relay.stop() if relay is not None else None
             if emu.rate_and_queue == "relay":
                 if relay_stats is None:
-                    raise UserError("the link relay stopped without writing its results "
-                                    f"(its log: {work / 'relay.stderr'})")
+                    raise UserError(f"the link relay stopped without writing its results: {relay.last_error()}")
                 _add_relay_readings(measured, emulator.queue_readings(relay_stats, plan), spec)
             lost_wire = _wire_losses(plan, spec, emu, measured)
             flows_rows, sample_rows = tables.flow_rows(spec, measured["results"])

@@ -149,7 +149,7 @@ class Relay:
 
     Attributes:
         proc: the process (``ip netns exec`` has exec'd into the relay: same pid).
-        config_path, stats_path: its files.
+        config_path, stats_path, stderr_path: its files.
         pipes: its pipe list.
         sample_origin_ns: the start of its sampling grid (CLOCK_MONOTONIC).
     """
@@ -157,8 +157,16 @@ class Relay:
     proc: subprocess.Popen
     config_path: Path
     stats_path: Path
+    stderr_path: Path
     pipes: list[dict[str, Any]] = field(default_factory=list)
     sample_origin_ns: int = 0
+
+    def last_error(self) -> str:
+        """The last line the relay wrote on stderr ("no output" if none)."""
+        try:
+            return (self.stderr_path.read_text().strip().splitlines() or ["no output"])[-1]
+        except OSError:
+            return "no output"
 
     def announce_start(self, t0_ns: int) -> None:
         """Tell the relay the instant its links' scheduled changes count from (``t0``).
@@ -215,8 +223,8 @@ def start_relay(plan: NetworkPlan, spec: dict[str, Any], emulation: Emulation, w
              str(config_path), str(stats_path)],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err, text=True,
             start_new_session=True, env=dict(os.environ))
-    relay = Relay(proc=proc, config_path=config_path, stats_path=stats_path, pipes=config["pipes"],
-                  sample_origin_ns=origin_ns)
+    relay = Relay(proc=proc, config_path=config_path, stats_path=stats_path, stderr_path=stderr_path,
+                  pipes=config["pipes"], sample_origin_ns=origin_ns)
     deadline = time.monotonic() + READY_TIMEOUT_S
     assert proc.stdout is not None
     while time.monotonic() < deadline:
@@ -230,5 +238,4 @@ def start_relay(plan: NetworkPlan, spec: dict[str, Any], emulation: Emulation, w
         elif proc.poll() is not None:
             break
     relay.kill()
-    last = (stderr_path.read_text().strip().splitlines() or ["no output"])[-1]
-    raise UserError(f"the link relay did not start in {plan.names.wire_ns}: {last}")
+    raise UserError(f"the link relay did not start in {plan.names.wire_ns}: {relay.last_error()}")
