@@ -76,9 +76,11 @@ def test_one_percent_random_loss_is_measured_within_0_8_to_1_2_percent(tag: str,
     flow = tables["flows"].iloc[0]
     link = tables["links"].iloc[0]
     sent, lost = int(flow["packets_sent"]), int(flow["packets_lost"])
+    relay = emulation.get("relay") or {}
+    overflow = sum(p[d]["dropped_overflow"] for p in relay.get("pipes", []) for d in ("a_to_b", "b_to_a"))
     print(f"{mode}: loss configured 1%: measured {lost / sent:.3%} over {sent} packets; the "
           f"{emulation['mechanisms']['loss']} dropped {int(link['packets_lost_wire'])}; queue drops "
-          f"{int(link['packets_dropped_queue'])}")
+          f"{int(link['packets_dropped_queue'])}; lost inside the relay {overflow}")
     assert emulation["mechanisms"]["loss"] == ("relay" if mode == "relay" else "nft")
     assert sent >= 10_000
     assert 0.008 <= lost / sent <= 0.012
