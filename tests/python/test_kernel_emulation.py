@@ -114,3 +114,17 @@ def test_queue_rows_take_the_mean_wait_of_each_intervals_departures() -> None:
     # htb readings carry no times: NaN as before.
     htb = QueueReading(backlog_bytes=0, backlog_packets=0, drops=0, departures=5, departed_bytes=7500)
     assert tables.queue_rows([(0.1, {0: htb})], {})[0]["sojourn_mean_s"] is None
+
+
+def test_a_late_cbr_sender_skips_what_fell_due_long_ago_instead_of_bursting() -> None:
+    from ccarena.kernel.trafficgen import MAX_CATCH_UP_NS, due_slots
+
+    period = 1_000_000  # one datagram per ms from t = 0, none at or after 1 s
+    assert due_slots(0, 0, 0, period, 1_000_000_000) == (0, 1)
+    assert due_slots(1, 3_500_000, 0, period, 1_000_000_000) == (1, 4)  # on time: every slot due
+    # Woken 300 ms late: the slots of the last 5 ms go out, the 295 before them are skipped.
+    first, end = due_slots(4, 303_000_000, 0, period, 1_000_000_000)
+    assert end == 304 and end - first == MAX_CATCH_UP_NS // period + 1
+    # Nothing is due at or after the stop, and a slot due long ago stays skipped.
+    assert due_slots(990, 1_002_000_000, 0, period, 1_000_000_000) == (997, 1000)
+    assert due_slots(990, 2_000_000_000, 0, period, 1_000_000_000) == (1000, 1000)

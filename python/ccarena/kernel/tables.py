@@ -16,7 +16,9 @@ sender has drained (``data_segs_out`` at the sender, ``data_segs_in`` at the rec
 the kernel's ``tcpi_min_rtt`` (minimum over per-ACK samples); mean and percentiles are over the
 flow's srtt samples (one per interval, ``rtt_samples`` of them): the kernel does not expose its
 per-ACK samples. ``rto_count`` is ``tcpi_total_rto`` (Linux ≥ 6.7); ``fast_recoveries``,
-``spurious_rtos`` and ``duplicate_bytes_received`` are NaN.
+``spurious_rtos`` and ``duplicate_bytes_received`` are NaN. A UDP flow's ``bytes_offered`` also
+counts the datagrams that fell due while its sender was stalled and were skipped rather than
+sent in a burst (:data:`ccarena.kernel.trafficgen.MAX_CATCH_UP_NS`).
 
 ``queues`` (per link, per sample): the link's queue at the sample instant, counted from the start
 of traffic (backlog, drops, departures; arrivals = departures + drops + backlog). In relay mode
@@ -156,10 +158,12 @@ def _udp_flow_row(i: int, flow: dict[str, Any], send: dict[str, Any], recv: dict
                   start_s: float, stop_s: float) -> dict[str, Any]:
     size = int(flow["packet_bytes"])
     sent = int(send.get("sent_packets", 0))
+    skipped = int(send.get("skipped_packets", 0))  # due while the sender was stalled: offered, not sent
     got = int(recv.get("received_packets", 0))
     return {
         "flow": i, "name": flow["name"], "kind": flow["kind"], "flavor": "udp-cbr", "recovery": "",
-        "start_s": start_s, "end_s": stop_s, "bytes_offered": sent * size, "bytes_sent": sent * size,
+        "start_s": start_s, "end_s": stop_s, "bytes_offered": (sent + skipped) * size,
+        "bytes_sent": sent * size,
         "bytes_retransmitted": 0, "bytes_delivered": recv.get("at_end_bytes"),
         "packets_sent": sent, "packets_retransmitted": 0, "packets_received": got,
         "packets_lost": max(0, sent - got), "rto_count": None, "fast_recoveries": None,

@@ -326,6 +326,24 @@ def tcp_recv(cfg: dict) -> dict:
 # ----------------------------------------------------------------------------- UDP CBR
 
 HEADER = struct.Struct("!QQ")  # sequence number, send time (ns)
+MAX_CATCH_UP_NS = 5_000_000
+"""A sender that wakes late sends at once only the datagrams due in the last 5 ms; older ones
+are skipped (counted, not sent). A machine that stalled the sender for 300 ms would otherwise
+fire 300 ms of datagrams at line rate into the link's queue — drops the scenario never asked for
+(seen: 574 drops of a 1000-packet queue at 8 Mbit/s of 200-byte datagrams)."""
+
+
+def due_slots(next_slot: int, t: int, start: int, period_ns: float, stop: int) -> tuple[int, int]:
+    """CBR slots at time ``t``: ``(first, end)`` — slots ``next_slot .. first-1`` are skipped
+    (due more than :data:`MAX_CATCH_UP_NS` ago), ``first .. end-1`` are sent now. Slot ``k`` is
+    due at ``start + k·period_ns``; none is due at or after ``stop``."""
+    first = next_slot
+    while start + first * period_ns < min(t - MAX_CATCH_UP_NS, stop):
+        first += 1
+    end = first
+    while start + end * period_ns <= t and start + end * period_ns < stop:
+        end += 1
+    return first, end
 
 
 def udp_send(cfg: dict) -> dict:
@@ -339,7 +357,7 @@ def udp_send(cfg: dict) -> dict:
     sock.bind((cfg["bind"], 0))
     sock.connect((cfg["peer"], cfg["port"]))
     pad = bytes(max(0, size - HEADER.size))
-    sent = errors = 0
+    sent = errors = skipped = 0
     samples = []
     try:
         sleep_until(start)
@@ -350,21 +368,25 @@ def udp_send(cfg: dict) -> dict:
                 continue
             if t >= clock.end:
                 break
-            # Send every datagram whose time has come (a late wake-up catches up at once).
-            while start + sent * period_ns <= t and start + sent * period_ns < stop:
+            # Send every datagram whose time has come; after a late wake-up, only those of the
+            # last MAX_CATCH_UP_NS (sequence numbers still count every slot, so the receiver's
+            # loss count is per slot sent).
+            first, end = due_slots(sent + skipped, t, start, period_ns, stop)
+            skipped += first - (sent + skipped)
+            for slot in range(first, end):
                 try:
-                    sock.send(HEADER.pack(sent, t) + pad)
+                    sock.send(HEADER.pack(slot, t) + pad)
                 except OSError:  # ENOBUFS from a full qdisc: the datagram is lost at the sender
                     errors += 1
                 sent += 1
-            nxt = start + sent * period_ns
+            nxt = start + end * period_ns
             wake = min(clock.next_ns(), clock.end, nxt if nxt < stop else clock.end)
             sleep_until(int(wake))
     except Stop:
         pass
     sock.close()
     return {"ok": True, "samples": samples, "sent_packets": sent, "send_errors": errors,
-            "packet_bytes": size}
+            "skipped_packets": skipped, "packet_bytes": size}
 
 
 def udp_recv(cfg: dict) -> dict:
