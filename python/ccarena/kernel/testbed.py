@@ -125,6 +125,15 @@ class RelayTestbed:
         self.processes.append(p)
         return p
 
+    def udp_receive_buffer_errors(self) -> int:
+        """Datagrams the kernel of host b dropped because a receiving socket's buffer was full
+        (``RcvbufErrors`` of ``/proc/net/snmp`` in its namespace): the receiver's fault, not the
+        link's."""
+        lines = [line.split() for line in _sh("ip", "netns", "exec", self.ns_b, "cat", "/proc/net/snmp").splitlines()
+                 if line.startswith("Udp:")]
+        header, values = lines[0], lines[1]
+        return int(values[header.index("RcvbufErrors")])
+
     def relay_command(self, config_path: Path, stats_path: Path) -> list[str]:
         """The command running the relay in the relay namespace."""
         return ["ip", "netns", "exec", self.ns_relay, sys.executable, "-m", "ccarena.kernel.relay",
