@@ -90,6 +90,8 @@ def test_in_tc_mode_the_relay_only_delays() -> None:
     pipes = emulator.pipes(plan_network(s, RunNames("tx"), emu), s, emu)
     assert [p["name"] for p in pipes] == ["r0->r1"]
     assert pipes[0]["a_to_b"] == {"delay_ns": 10_000_000, "loss": 0.0}
+    config = emulator.relay_config(plan_network(s, RunNames("tx"), emu), s, emu, sample_origin_ns=5)
+    assert "sample_interval_ns" not in config  # htb is the queue: nothing for the relay to sample
 
 
 def test_t0_falls_on_the_sampling_grid() -> None:

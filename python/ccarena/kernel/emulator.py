@@ -104,10 +104,13 @@ def relayed_directions(plan: NetworkPlan) -> dict[int, tuple[int, str]]:
 
 def relay_config(plan: NetworkPlan, spec: dict[str, Any], emulation: Emulation,
                  sample_origin_ns: int) -> dict[str, Any]:
-    """The whole relay config (format: ``crates/relay/src/config.rs``)."""
-    return {"pipes": pipes(plan, spec, emulation), "seed": int(spec["seed"]), "duration_ns": None,
-            "max_queue_frames": MAX_QUEUE_FRAMES, "sample_origin_ns": int(sample_origin_ns),
-            "sample_interval_ns": int(spec["sample_interval_ns"])}
+    """The whole relay config (format: ``crates/relay/src/config.rs``); the queues are sampled
+    only where the relay is the queue (relay mode)."""
+    config = {"pipes": pipes(plan, spec, emulation), "seed": int(spec["seed"]), "duration_ns": None,
+              "max_queue_frames": MAX_QUEUE_FRAMES}
+    if emulation.rate_and_queue == "relay":
+        config.update(sample_origin_ns=int(sample_origin_ns), sample_interval_ns=int(spec["sample_interval_ns"]))
+    return config
 
 
 def on_grid(t_ns: int, origin_ns: int, interval_ns: int) -> int:
