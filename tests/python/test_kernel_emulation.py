@@ -65,6 +65,7 @@ def test_the_relay_config_is_the_specs_links_queues_and_events() -> None:
     plan = plan_network(s, RunNames("tx"), choose(s, caps(netem=False)))
     config = emulator.relay_config(plan, s, choose(s, caps(netem=False)), sample_origin_ns=123)
     assert (config["sample_origin_ns"], config["sample_interval_ns"]) == (123, s["sample_interval_ns"])
+    assert config["min_wake_interval_ns"] == emulator.TIMING["min_wake_interval_ns"]
     by_name = {p["name"]: p for p in config["pipes"]}
     assert len(by_name) == len(plan.links) == 3
     bottleneck = by_name["r0->r1"]

@@ -92,7 +92,8 @@ def run_kernel(spec: dict[str, Any], progress: ProgressCallback | None = None,
         mode: how to emulate the links: ``"auto"``, ``"relay"`` or ``"tc"``
             (:mod:`ccarena.kernel.emulation`).
         emulation: if given, filled with how the links were emulated and the emulation's own
-            error: ``{"mechanisms", "relay": <relay stats without samples> | None,
+            error: ``{"mechanisms", "relay": <relay stats without samples, and its timing
+            settings> | None,
             "lateness_ns": {pipe direction: ...}, "kernel", "congestion_controls", "run_tag"}``.
 
     Returns:
@@ -295,7 +296,7 @@ def _emulation_record(names: RunNames, caps: capabilities.Capabilities, emu: Emu
     relay = None
     if relay_stats is not None:
         # The queue samples are in the queues table already; keep the record small.
-        relay = dict(relay_stats, pipes=[
+        relay = dict(relay_stats, timing=emulator.TIMING, pipes=[
             {k: ({kk: vv for kk, vv in v.items() if kk != "samples"} if isinstance(v, dict) else v)
              for k, v in pipe.items()} for pipe in relay_stats.get("pipes", [])])
         for pipe in relay_stats.get("pipes", []):

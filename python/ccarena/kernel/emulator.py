@@ -36,6 +36,11 @@ READY_TIMEOUT_S = 20.0
 MAX_QUEUE_FRAMES = 1_000_000
 """The relay's own bound on frames held per direction (the emulated queue's limit is the link's)."""
 DIRECTIONS = ("a_to_b", "b_to_a")
+TIMING = {"min_wake_interval_ns": 200_000, "rt_priority": 10, "spin_ns": 0, "keep_cpus_awake": True}
+"""The relay's timing settings, written into every config and stored with the run (the relay's
+own defaults are the same; ``crates/relay/src/config.rs`` says why each is what it is): wake at
+most every 200 µs per direction, SCHED_FIFO priority 10, never busy-wait, hold
+/dev/cpu_dma_latency at 0 while running."""
 
 
 CHANGE_KEYS = ("rate_bps", "delay_ns", "loss", "limit_packets", "limit_bytes")
@@ -107,7 +112,7 @@ def relay_config(plan: NetworkPlan, spec: dict[str, Any], emulation: Emulation,
     """The whole relay config (format: ``crates/relay/src/config.rs``); the queues are sampled
     only where the relay is the queue (relay mode)."""
     config = {"pipes": pipes(plan, spec, emulation), "seed": int(spec["seed"]), "duration_ns": None,
-              "max_queue_frames": MAX_QUEUE_FRAMES}
+              "max_queue_frames": MAX_QUEUE_FRAMES, **TIMING}
     if emulation.rate_and_queue == "relay":
         config.update(sample_origin_ns=int(sample_origin_ns), sample_interval_ns=int(spec["sample_interval_ns"]))
     return config
