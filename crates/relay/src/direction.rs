@@ -18,7 +18,7 @@ use crate::delay_line::DelayLine;
 use crate::frame::frame_size;
 use crate::link::{Fate, LinkChange, LinkModel, QueueLimit};
 use crate::sampler::QueueSampler;
-use crate::schedule::{next_step, Step, Tuning};
+use crate::schedule::{next_due, next_step, Due, Step, Tuning};
 use crate::stats::DirectionStats;
 use crate::sys::{self, PacketSocket, RxBatch, VNET_HDR_LEN};
 
@@ -171,8 +171,7 @@ impl Direction {
         self.stats.link = *self.link.counters();
         self.stats.backlog_packets_end = self.link.backlog_packets();
         if let Some(s) = self.sampler.take() {
-            self.stats.samples = s.rows().to_vec();
-            self.stats.samples_skipped = s.skipped();
+            (self.stats.samples, self.stats.samples_skipped) = s.into_rows();
         }
         Ok(self.stats)
     }
@@ -186,21 +185,19 @@ impl Direction {
     }
 
     /// Apply every change at or before `t_ns` and record every sample instant before it (at it
-    /// too with `samples_at_t`), in time order, a change before a sample at the same instant.
+    /// too with `samples_at_t`), in time order ([`next_due`]).
     fn catch_up(&mut self, t_ns: u64, samples_at_t: bool) {
         loop {
-            let change = self.next_change_at().filter(|&c| c <= t_ns);
-            let sample = self.sampler.as_ref().map(QueueSampler::next_instant_ns).filter(|&s| s < t_ns || (samples_at_t && s == t_ns));
-            match (change, sample) {
-                (Some(c), Some(s)) if s < c => self.record_sample(),
-                (Some(c), _) => {
+            let sample_at = self.sampler.as_ref().map(QueueSampler::next_instant_ns);
+            match next_due(self.next_change_at(), sample_at, t_ns, samples_at_t) {
+                Some(Due::Sample) => self.record_sample(),
+                Some(Due::Change(at_ns)) => {
                     let (_, change) = self.changes[self.next_change];
                     self.next_change += 1;
-                    let dues = self.link.apply_change(c, &change);
+                    let dues = self.link.apply_change(at_ns, &change);
                     self.line.retime_tail(&dues);
                 }
-                (None, Some(_)) => self.record_sample(),
-                (None, None) => return,
+                None => return,
             }
         }
     }

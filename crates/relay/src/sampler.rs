@@ -4,7 +4,8 @@
 //! every frame that arrived by `T` has been offered. A direction therefore records `T` just before
 //! it offers the first frame stamped after `T`, or, when no such frame comes, once its socket is
 //! empty and a grace period has passed (a frame stamped before `T` may still be on its way through
-//! the kernel's receive path). The rows are the same whatever the relay's own scheduling did.
+//! the kernel's receive path); [`crate::schedule::next_due`] orders samples with the link's
+//! scheduled changes. The rows are the same whatever the relay's own scheduling did.
 
 use crate::link::{LinkModel, QueueSample};
 
@@ -33,20 +34,6 @@ impl QueueSampler {
         self.origin_ns.saturating_add(self.next_k.saturating_mul(self.interval_ns))
     }
 
-    /// Record every instant strictly before `t_ns` (call before offering a frame stamped `t_ns`).
-    pub fn record_before(&mut self, t_ns: u64, link: &mut LinkModel) {
-        while self.next_instant_ns() < t_ns {
-            self.record_next(link);
-        }
-    }
-
-    /// Record every instant at or before `t_ns` (when nothing stamped up to `t_ns` can still come).
-    pub fn record_through(&mut self, t_ns: u64, link: &mut LinkModel) {
-        while self.next_instant_ns() <= t_ns {
-            self.record_next(link);
-        }
-    }
-
     /// Record the next instant (which the caller knows to be final: every arrival up to it
     /// offered, every change up to it applied).
     pub fn record_next(&mut self, link: &mut LinkModel) {
@@ -59,14 +46,10 @@ impl QueueSampler {
         }
     }
 
-    /// The rows, in time order.
-    pub fn rows(&self) -> &[QueueSample] {
-        &self.rows
-    }
-
-    /// Instants not recorded because [`MAX_ROWS`] was reached.
-    pub fn skipped(&self) -> u64 {
-        self.skipped
+    /// The rows, in time order, and how many instants were left out because [`MAX_ROWS`] was
+    /// reached.
+    pub fn into_rows(self) -> (Vec<QueueSample>, u64) {
+        (self.rows, self.skipped)
     }
 }
 
@@ -84,33 +67,22 @@ mod tests {
             Loss::new(0.0, SplitMix64::new(0)),
         );
         let mut s = QueueSampler::new(0, 10_000_000);
+        s.record_next(&mut link); // t = 0, before the arrivals
         for _ in 0..3 {
-            s.record_before(5_000_000, &mut link);
             link.offer(5_000_000, 1250, 1);
         }
-        s.record_through(40_000_000, &mut link);
-        let backlog: Vec<u64> = s.rows().iter().map(|r| r.backlog_packets).collect();
-        let departures: Vec<u64> = s.rows().iter().map(|r| r.counters.departures).collect();
-        let times: Vec<u64> = s.rows().iter().map(|r| r.t_ns).collect();
+        while s.next_instant_ns() <= 40_000_000 {
+            s.record_next(&mut link);
+        }
+        assert_eq!(s.next_instant_ns(), 50_000_000);
+        let (rows, skipped) = s.into_rows();
+        let backlog: Vec<u64> = rows.iter().map(|r| r.backlog_packets).collect();
+        let departures: Vec<u64> = rows.iter().map(|r| r.counters.departures).collect();
+        let times: Vec<u64> = rows.iter().map(|r| r.t_ns).collect();
         assert_eq!(times, vec![0, 10_000_000, 20_000_000, 30_000_000, 40_000_000]);
         // Starts at 5, 15 and 25 ms.
         assert_eq!(backlog, vec![0, 2, 1, 0, 0]);
         assert_eq!(departures, vec![0, 1, 2, 3, 3]);
-        assert_eq!(s.next_instant_ns(), 50_000_000);
-    }
-
-    #[test]
-    fn an_instant_is_recorded_once_and_before_later_arrivals() {
-        let mut link = LinkModel::new(LinkParams { rate_bps: None, limit: QueueLimit::Unlimited, delay_ns: 0 }, Loss::new(0.0, SplitMix64::new(0)));
-        let mut s = QueueSampler::new(100, 100);
-        s.record_before(100, &mut link);
-        assert!(s.rows().is_empty());
-        link.offer(100, 60, 1);
-        s.record_before(150, &mut link);
-        s.record_through(150, &mut link);
-        link.offer(150, 60, 1);
-        s.record_through(200, &mut link);
-        let arrivals: Vec<u64> = s.rows().iter().map(|r| r.counters.arrivals).collect();
-        assert_eq!(arrivals, vec![1, 2]);
+        assert_eq!(skipped, 0);
     }
 }

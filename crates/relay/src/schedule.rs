@@ -56,6 +56,32 @@ pub enum Step {
     AwaitTraffic(u64),
 }
 
+/// What a direction does next while bringing its link up to an instant `t` ([`next_due`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Due {
+    /// Apply the next scheduled link change, due at this instant (ns).
+    Change(u64),
+    /// Record the next queue sample.
+    Sample,
+}
+
+/// The next thing due on the way to `t_ns`, given when the next scheduled change applies and the
+/// next sample instant (each `None` if there is none): changes at or before `t_ns`, samples
+/// before it (at it too with `samples_at_t`), in time order, a change first at the same instant
+/// (the simulator applies an event before anything else at its instant). `None` when nothing is
+/// due. Called before offering a frame stamped `t_ns` (`samples_at_t = false`: the frame belongs
+/// in the sample at its instant) and when no earlier frame can still come (`true`).
+pub fn next_due(change_at: Option<u64>, sample_at: Option<u64>, t_ns: u64, samples_at_t: bool) -> Option<Due> {
+    let change = change_at.filter(|&c| c <= t_ns);
+    let sample = sample_at.filter(|&s| s < t_ns || (samples_at_t && s == t_ns));
+    match (change, sample) {
+        (Some(c), Some(s)) if s < c => Some(Due::Sample),
+        (Some(c), _) => Some(Due::Change(c)),
+        (None, Some(_)) => Some(Due::Sample),
+        (None, None) => None,
+    }
+}
+
 /// Decide the next step at `now_ns` with the head frame due at `head_due_ns` (if any), the
 /// thread having last woken from a sleep at `last_wake_ns`.
 pub fn next_step(now_ns: u64, head_due_ns: Option<u64>, last_wake_ns: u64, t: &Tuning) -> Step {
@@ -128,6 +154,20 @@ mod tests {
                 assert!(now - due <= latency.saturating_sub(T.spin_ns), "due {due} sent {now} latency {latency}");
             }
         }
+    }
+
+    #[test]
+    fn changes_and_samples_come_in_time_order_a_change_first() {
+        assert_eq!(next_due(Some(10), Some(5), 20, false), Some(Due::Sample));
+        assert_eq!(next_due(Some(5), Some(10), 20, false), Some(Due::Change(5)));
+        assert_eq!(next_due(Some(10), Some(10), 20, false), Some(Due::Change(10)));
+        // Up to the instant: a change at it applies, a sample at it only when asked.
+        assert_eq!(next_due(Some(20), None, 20, false), Some(Due::Change(20)));
+        assert_eq!(next_due(None, Some(20), 20, false), None);
+        assert_eq!(next_due(None, Some(20), 20, true), Some(Due::Sample));
+        // Nothing later than the instant, and nothing at all without a change or a grid.
+        assert_eq!(next_due(Some(21), Some(21), 20, true), None);
+        assert_eq!(next_due(None, None, 20, true), None);
     }
 
     #[test]

@@ -296,9 +296,10 @@ def _emulation_record(names: RunNames, caps: capabilities.Capabilities, emu: Emu
     relay = None
     if relay_stats is not None:
         # The queue samples are in the queues table already; keep the record small.
-        relay = dict(relay_stats, timing=emulator.TIMING, pipes=[
-            {k: ({kk: vv for kk, vv in v.items() if kk != "samples"} if isinstance(v, dict) else v)
-             for k, v in pipe.items()} for pipe in relay_stats.get("pipes", [])])
+        pipes = [dict(pipe, **{d: {k: v for k, v in pipe[d].items() if k != "samples"}
+                               for d in emulator.DIRECTIONS if d in pipe})
+                 for pipe in relay_stats.get("pipes", [])]
+        relay = dict(relay_stats, timing=emulator.TIMING, pipes=pipes)
         for pipe in relay_stats.get("pipes", []):
             for direction in emulator.DIRECTIONS:
                 stats = pipe.get(direction) or {}
