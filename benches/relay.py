@@ -5,7 +5,7 @@ it costs, at 10, 100 and 1000 Mbit/s (needs root, iperf3)::
     python3 benches/relay.py --emulation tc          # htb rate + queue, the relay only delays
     python3 benches/relay.py --rates 1000 --repeats 5 --seconds 20
 
-Each run: two namespaces joined by the relay (:class:`ccarena.kernel.testbed.RelayTestbed`), a
+Each run: two namespaces joined by the relay (:class:`ccarena.backends.kernel.testbed.RelayTestbed`), a
 link of the given rate with 50 ms of delay each way and a one-BDP queue, and one CUBIC iperf3
 flow through it. Printed per run: goodput, the relay's CPU (both threads, % of one core), the CPU
 the hypervisor stole meanwhile (steal, % of all CPU time), and the relay's lateness (send time −
@@ -26,8 +26,8 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from ccarena.kernel.shaping import Shaper
-from ccarena.kernel.testbed import RelayTestbed, cpu_times, link_config, steal_fraction
+from ccarena.backends.kernel.shaping import Shaper
+from ccarena.backends.kernel.testbed import RelayTestbed, cpu_times, link_config, steal_fraction
 
 DELAY_NS = 50_000_000
 

@@ -86,7 +86,7 @@ def run(
 
       ccarena run examples/kernel-vs-sim.toml --backend sim,kernel     (needs root)
     """
-    from ccarena.backends import parse_backends
+    from ccarena.backends import parse_backend_names
     from ccarena.executor import run_experiment
     from ccarena.report import terminal_table, write_report
     from ccarena.results import Result
@@ -95,7 +95,7 @@ def run(
     loaded = load_scenario(scenario)
     root = out if out is not None else results / loaded.scenario.name
     outcome = run_experiment(loaded, root, jobs=jobs, force=force, console=stderr,
-                             show_progress=not quiet, backends=parse_backends(backend))
+                             show_progress=not quiet, backends=parse_backend_names(backend))
     total = len(outcome.plans)
     done = len(outcome.completed) + len(outcome.skipped)
     if outcome.interrupted:
@@ -257,7 +257,7 @@ def doctor(
 
       ccarena doctor --cleanup
     """
-    from ccarena.kernel.doctor import cleanup_report, doctor_table
+    from ccarena.backends.kernel.doctor import cleanup_report, doctor_table
 
     if cleanup:
         lines, ok = cleanup_report(tag)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from pydantic import BeforeValidator, ConfigDict, BaseModel
+from pydantic import BaseModel, BeforeValidator, ConfigDict
 
 from ccarena import units
 

@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Callable
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
+from typing import Callable
 
 _NUMBER_AND_UNIT = re.compile(r"^\s*([+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?)\s*([^\d\s].*?)?\s*$")
 

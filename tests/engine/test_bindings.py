@@ -12,7 +12,6 @@ import time
 
 import numpy as np
 import pytest
-
 from ccarena import _engine
 
 MS = 1_000_000

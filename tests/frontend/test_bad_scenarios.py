@@ -7,7 +7,6 @@ import hashlib
 from pathlib import Path
 
 import pytest
-
 from conftest import EXAMPLES, ccarena
 
 QUICKSTART = (EXAMPLES / "quickstart.toml").read_text()

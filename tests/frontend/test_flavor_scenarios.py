@@ -4,7 +4,6 @@ resolved spec carries every value explicitly."""
 from __future__ import annotations
 
 import pytest
-
 from ccarena import _engine
 from ccarena.errors import UserError
 from ccarena.experiment import expand
@@ -22,7 +21,7 @@ def scenario(flows: list[dict], queue: dict | None = None) -> dict:
 
 
 def resolved_flows(raw: dict) -> list[dict]:
-    return expand(load_scenario(raw))[0].resolved.spec["flows"]
+    return expand(load_scenario(raw))[0].resolved.spec.to_dict()["flows"]
 
 
 def test_flavor_table_sets_parameters_and_keeps_the_other_defaults():
@@ -37,7 +36,7 @@ def test_dctcp_negotiates_ecn_and_the_queue_marks_at_its_threshold():
     raw = scenario([{"from": "left0", "to": "right0", "flavor": "dctcp"},
                     {"from": "left1", "to": "right1", "flavor": "cubic"}],
                    queue={"limit": "100pkt", "ecn_threshold": "20pkt"})
-    spec = expand(load_scenario(raw))[0].resolved.spec
+    spec = expand(load_scenario(raw))[0].resolved.spec.to_dict()
     assert [f["ecn"] for f in spec["flows"]] == [True, False]
     bottleneck = next(link for link in spec["links"] if link["name"] == "r0->r1")
     assert bottleneck["queue"]["ecn_threshold_packets"] == 20

@@ -6,8 +6,7 @@ import math
 
 import pandas as pd
 import pytest
-
-from ccarena import metrics, theory
+from ccarena.analysis import metrics, theory
 
 
 @pytest.mark.parametrize(

@@ -14,12 +14,10 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
+import ccarena
 import numpy as np
 import pandas as pd
-import pytest
-
-import ccarena
-from ccarena import studies
+from ccarena.analysis import studies
 from ccarena.units import parse_time_ns
 
 SEEDS = Path(__file__).resolve().parents[2] / "examples" / "seeds"

@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from ccarena.runspec import RunSpec
 
 REPO = Path(__file__).resolve().parents[2]
 PYTHON_DIR = REPO / "python"
@@ -22,7 +23,7 @@ PYTHON_DIR = REPO / "python"
 
 def _privileged() -> bool:
     try:
-        from ccarena.kernel.capabilities import is_privileged
+        from ccarena.backends.kernel.capabilities import is_privileged
 
         return is_privileged()
     except Exception:
@@ -74,7 +75,7 @@ def run_cli(*args: str, cwd: Path, env: dict[str, str] | None = None, timeout: f
                           env=env or ccarena_env(), capture_output=True, text=True, timeout=timeout)
 
 
-def spec_of(raw: dict) -> tuple[dict, dict]:
+def spec_of(raw: dict) -> tuple[RunSpec, dict]:
     """(resolved spec, derived facts) of a scenario dict."""
     from ccarena.experiment import expand
     from ccarena.scenario import load_scenario

@@ -1,14 +1,12 @@
 """The kernel backend measures what the scenario configured — rate, RTT floor, queue limit, random
-loss — with either link emulation (:mod:`ccarena.kernel.emulation`): ccarena's link relay, or the
+loss — with either link emulation (:mod:`ccarena.backends.kernel.emulation`): ccarena's link relay, or the
 kernel's qdiscs (htb, with the relay for the delay where the kernel has no netem)."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
-
-from ccarena.kernel.backend import run_kernel
-
+from ccarena.backends.kernel.backend import run_kernel
 from kernelutil import requires_root, spec_of
 
 pytestmark = requires_root
@@ -91,7 +89,7 @@ def test_one_percent_random_loss_is_measured_within_0_8_to_1_2_percent(tag: str,
 def test_scheduled_link_changes_apply_on_time_like_the_simulators(tag: str) -> None:
     # 20 Mbit/s, 20 ms each way, 100 packets; at 3 s the rate drops to 5 Mbit/s, at 6 s the
     # queue to 20 packets. The same spec through the simulator for comparison.
-    from ccarena.engine import run_spec
+    from ccarena.backends.sim import run_spec
 
     raw = {"name": "events", "duration": "9s",
            "topology": {"kind": "single_link",

@@ -8,12 +8,11 @@ import shutil
 from pathlib import Path
 
 import pytest
-from kernelutil import ccarena_env, leftovers, requires_root, run_cli, spec_of
-
+from ccarena.backends.kernel import traffic
+from ccarena.backends.kernel.backend import run_kernel
+from ccarena.backends.kernel.capabilities import available_congestion_controls
 from ccarena.errors import UserError
-from ccarena.kernel import traffic
-from ccarena.kernel.backend import run_kernel
-from ccarena.kernel.capabilities import available_congestion_controls
+from kernelutil import ccarena_env, leftovers, requires_root, run_cli, spec_of
 
 pytestmark = requires_root
 

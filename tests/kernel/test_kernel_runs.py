@@ -11,7 +11,14 @@ from pathlib import Path
 
 import pandas as pd
 import pyarrow.parquet as pq
-from kernelutil import ccarena_env, leftovers, namespaces, processes, requires_root, run_cli
+from kernelutil import (
+    ccarena_env,
+    leftovers,
+    namespaces,
+    processes,
+    requires_root,
+    run_cli,
+)
 
 pytestmark = requires_root
 

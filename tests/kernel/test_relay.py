@@ -1,5 +1,5 @@
-"""The link relay (``python -m ccarena.kernel.relay``) on a real veth topology
-(:class:`ccarena.kernel.testbed.RelayTestbed`)::
+"""The link relay (``python -m ccarena.backends.kernel.relay``) on a real veth topology
+(:class:`ccarena.backends.kernel.testbed.RelayTestbed`)::
 
     ns a (a0 10.77.0.1)  <->  ns relay (ra | rb)  <->  ns b (b0 10.77.0.2)
 
@@ -30,9 +30,14 @@ import time
 from pathlib import Path
 
 import pytest
-
 from ccarena import _engine
-from ccarena.kernel.testbed import ADDR_B, RelayTestbed, cpu_times, link_config, steal_fraction
+from ccarena.backends.kernel.testbed import (
+    ADDR_B,
+    RelayTestbed,
+    cpu_times,
+    link_config,
+    steal_fraction,
+)
 
 DELAY_NS = 50_000_000
 RATE_BPS = 100_000_000
@@ -177,7 +182,7 @@ def test_bad_config_is_one_line_naming_the_field(tmp_path):
     direction = {"delay_ns": 1000, "loss": 0.0}
     cfg.write_text(json.dumps({"pipes": [{"name": "x", "a": "veth9", "b": "lo", "a_to_b": direction,
                                           "b_to_a": direction}]}))
-    done = subprocess.run([sys.executable, "-m", "ccarena.kernel.relay", str(cfg), str(tmp_path / "stats.json")],
+    done = subprocess.run([sys.executable, "-m", "ccarena.backends.kernel.relay", str(cfg), str(tmp_path / "stats.json")],
                           capture_output=True, text=True, timeout=30)
     assert done.returncode == 2
     assert done.stderr.strip().splitlines()[-1].endswith("pipes[0].a: no interface named 'veth9' in this namespace")

@@ -6,10 +6,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+import ccarena
 import pandas as pd
 import pytest
-
-import ccarena
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 

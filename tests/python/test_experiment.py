@@ -5,10 +5,10 @@ from __future__ import annotations
 import copy
 
 import pytest
-
 from ccarena.errors import UserError
-from ccarena.experiment import derive_seed, expand, parse_path, set_path
+from ccarena.experiment import derive_seed, expand
 from ccarena.scenario import load_scenario
+from ccarena.scenario.paths import parse_path, set_path
 
 BASE = {
     "name": "grid", "duration": "1s", "seed": 9,
@@ -55,9 +55,9 @@ def test_grid_times_repeats_with_stable_ids_and_common_seeds():
     assert {p.seed for p in plans if p.repeat == 0} == {9}
     assert len({p.seed for p in plans}) == 3
     vegas = [p for p in plans if p.params["flows[1].flavor"] == "vegas"][0]
-    assert vegas.resolved.spec["flows"][1]["flavor"] == "vegas"
+    assert vegas.resolved.spec.flows[1].flavor == "vegas"
     lossy = [p for p in plans if p.params["topology.link.loss"] == "0.5%"][0]
-    assert lossy.resolved.spec["links"][0]["loss"] == pytest.approx(0.005)
+    assert lossy.resolved.spec.links[0].loss == pytest.approx(0.005)
     # Ids do not depend on the position of a value in the list.
     again = expand(load_scenario(with_sweep({"topology.link.loss": ["0.5%"],
                                              "flows[1].flavor": ["vegas"], "repeats": 3})))

@@ -5,15 +5,15 @@ from its samples."""
 from __future__ import annotations
 
 import pytest
-
+from ccarena.backends.kernel import emulator, tables
+from ccarena.backends.kernel.capabilities import Capabilities
+from ccarena.backends.kernel.emulation import choose
+from ccarena.backends.kernel.names import RunNames
+from ccarena.backends.kernel.netns import plan_network
+from ccarena.backends.kernel.shaping import QueueReading
 from ccarena.errors import UserError
-from ccarena.kernel import emulator, tables
-from ccarena.kernel.capabilities import Capabilities
-from ccarena.kernel.emulation import choose
-from ccarena.kernel.names import RunNames
-from ccarena.kernel.netns import plan_network
-from ccarena.kernel.shaping import QueueReading
-from ccarena.resolve import resolve_run
+from ccarena.experiment import resolve_run
+from ccarena.runspec import RunSpec
 from ccarena.scenario import validate_scenario
 
 DUMBBELL = {
@@ -33,7 +33,7 @@ def caps(netem: bool, relay: bool = True) -> Capabilities:
                         qdiscs={"netem": netem}, relay=relay)
 
 
-def spec() -> dict:
+def spec() -> RunSpec:
     return resolve_run(validate_scenario(DUMBBELL), seed=3).spec
 
 
@@ -46,8 +46,8 @@ def test_auto_takes_the_kernels_qdiscs_with_netem_and_the_relay_without() -> Non
     tc_here = choose(s, caps(netem=False), "tc")
     assert (tc_here.rate_and_queue, tc_here.delay, tc_here.loss) == ("htb", "relay", "nft")
     # In tc mode the relay carries only the delayed links (the access links have no delay).
-    assert [tc_here.relays(link) for link in s["links"]] == [link["delay_ns"] > 0 for link in s["links"]]
-    assert all(without.relays(link) for link in s["links"])
+    assert [tc_here.relays(link) for link in s.links] == [link.delay_ns > 0 for link in s.links]
+    assert all(without.relays(link) for link in s.links)
     assert without.describe()["details"]["rate_and_queue"].startswith("ccarena's link emulator")
 
 
@@ -64,7 +64,7 @@ def test_the_relay_config_is_the_specs_links_queues_and_events() -> None:
     s = spec()
     plan = plan_network(s, RunNames("tx"), choose(s, caps(netem=False)))
     config = emulator.relay_config(plan, s, choose(s, caps(netem=False)), sample_origin_ns=123)
-    assert (config["sample_origin_ns"], config["sample_interval_ns"]) == (123, s["sample_interval_ns"])
+    assert (config["sample_origin_ns"], config["sample_interval_ns"]) == (123, s.sample_interval_ns)
     assert config["min_wake_interval_ns"] == emulator.TIMING["min_wake_interval_ns"]
     by_name = {p["name"]: p for p in config["pipes"]}
     assert len(by_name) == len(plan.links) == 3
@@ -80,9 +80,9 @@ def test_the_relay_config_is_the_specs_links_queues_and_events() -> None:
     assert (access["rate_bps"], access["limit_bytes"], access["delay_ns"]) == (100_000_000, 30_000, 0)
     # Each spec link maps to its pipe and direction.
     directions = emulator.relayed_directions(plan)
-    assert sorted(directions) == list(range(len(s["links"])))
+    assert sorted(directions) == list(range(len(s.links)))
     for link, (index, direction) in directions.items():
-        assert config["pipes"][index][direction]["rate_bps"] == s["links"][link]["rate_bps"]
+        assert config["pipes"][index][direction]["rate_bps"] == s.links[link].rate_bps
 
 
 def test_in_tc_mode_the_relay_only_delays() -> None:
@@ -120,7 +120,7 @@ def test_queue_rows_take_the_mean_wait_of_each_intervals_departures() -> None:
 
 
 def test_a_late_cbr_sender_skips_what_fell_due_long_ago_instead_of_bursting() -> None:
-    from ccarena.kernel.trafficgen import MAX_CATCH_UP_NS, due_slots
+    from ccarena.backends.kernel.trafficgen import MAX_CATCH_UP_NS, due_slots
 
     period = 1_000_000  # one datagram per ms from t = 0, none at or after 1 s
     assert due_slots(0, 0, 0, period, 1_000_000_000) == (0, 1)

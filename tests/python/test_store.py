@@ -8,7 +8,6 @@ import os
 
 import pandas as pd
 import pytest
-
 from ccarena.store import ExperimentStore
 
 TABLES = {"flows": pd.DataFrame({"flow": [0, 1], "goodput_mean_bps": [1.0, 2.0]}),

@@ -8,8 +8,8 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
-
-from ccarena import metrics, plots, studies, study_plots
+from ccarena.analysis import metrics, studies
+from ccarena.report import plots, study_plots
 
 T_975_2 = 4.302652729911275   # Student t, 0.975 quantile, 2 degrees of freedom
 T_975_1 = 12.706204736174707  # 1 degree of freedom

@@ -7,9 +7,9 @@ import copy
 import json
 
 import pytest
-
 from ccarena import _engine
-from ccarena.resolve import TCP_DEFAULTS, resolve_run
+from ccarena.experiment import resolve_run
+from ccarena.runspec import TCP_DEFAULTS
 from ccarena.scenario import validate_scenario
 
 DUMBBELL = {
@@ -30,7 +30,7 @@ def resolved(raw: dict):
 
 def test_dumbbell_graph_links_and_routes():
     run = resolved(DUMBBELL)
-    spec = run.spec
+    spec = run.spec.to_dict()
     names = [n["name"] for n in spec["nodes"]]
     assert names == ["left0", "left1", "right0", "right1", "r0", "r1"]
     assert [n["kind"] for n in spec["nodes"]] == ["host"] * 4 + ["router"] * 2
@@ -60,7 +60,7 @@ def test_single_link_graph():
     raw = {"name": "s", "duration": "1s",
            "topology": {"kind": "single_link", "link": {"rate": "5Mbps", "delay": "7ms", "reverse_loss": "2%"}},
            "flows": [{"from": "a", "to": "b", "flavor": "newreno"}]}
-    spec = resolved(raw).spec
+    spec = resolved(raw).spec.to_dict()
     assert [link["name"] for link in spec["links"]] == ["a->b", "b->a"]
     assert spec["links"][1]["loss"] == pytest.approx(0.02)
     assert {(r["node"], r["dst"], r["link"]) for r in spec["routes"]} == {(0, 1, 0), (1, 0, 1)}
@@ -68,7 +68,7 @@ def test_single_link_graph():
 
 def test_every_default_is_explicit_and_overrides_apply():
     run = resolved(DUMBBELL)
-    cubic, reno, cbr = run.spec["flows"]
+    cubic, reno, cbr = run.spec.to_dict()["flows"]
     catalogue = {f["name"]: f for f in _engine.flavors()}
     for key, value in TCP_DEFAULTS.items():
         if key not in ("mss_bytes",):
@@ -80,7 +80,7 @@ def test_every_default_is_explicit_and_overrides_apply():
     assert reno["start_ns"] == 500_000_000 and reno["stop_ns"] is None and reno["bytes"] is None
     assert cbr["kind"] == "udp_cbr" and cbr["rate_bps"] == 1_000_000 and cbr["packet_bytes"] == 200
     assert cbr["stop_ns"] == 800_000_000 and cbr["header_bytes"] == 28
-    assert run.spec["seed"] == 11 and run.spec["sample_interval_ns"] == 100_000_000
+    assert run.spec.seed == 11 and run.spec.sample_interval_ns == 100_000_000
 
 
 def test_derived_path_facts():
@@ -98,10 +98,10 @@ def test_derived_path_facts():
 
 def test_the_engine_accepts_the_resolved_spec_and_rejects_a_missing_field():
     run = resolved(DUMBBELL)
-    sim = _engine.Simulation(run.spec_json())
+    sim = _engine.Simulation(run.spec.to_json())
     sim.run_until(sim.duration_ns)
     assert sim.finished
-    broken = copy.deepcopy(run.spec)
+    broken = run.spec.to_dict()
     del broken["flows"][0]["min_rto_ns"]
     with pytest.raises(ValueError):
         _engine.Simulation(json.dumps(broken))

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-
 from ccarena import units
 from ccarena.units import UnitError
 

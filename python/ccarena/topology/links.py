@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import Field, model_validator
 
 from ccarena.errors import FieldError
 from ccarena.quantities import Fraction, QueueLimitValue, RateBps, StrictModel, TimeNs
+from ccarena.runspec import QueueSpec, RedSpec
 from ccarena.units import QueueLimit
 
 RED_FIELDS = ("min_th", "max_th", "max_p", "w_q", "gentle", "ecn")
@@ -71,7 +72,7 @@ class Queue(StrictModel):
         if self.discipline != "red":
             for name in RED_FIELDS:
                 if getattr(self, name) is not None:
-                    raise FieldError(name, f'is a RED setting; add discipline = "red" to use it')
+                    raise FieldError(name, 'is a RED setting; add discipline = "red" to use it')
             return self
         min_th, max_th = self.red_thresholds()
         for name, value in (("min_th", min_th), ("max_th", max_th)):
@@ -93,27 +94,25 @@ class Queue(StrictModel):
         max_th = self.max_th or _scaled(self.limit, 0.75, 2)
         return min_th, max_th
 
-    def spec_fields(self) -> dict[str, Any]:
-        """The engine spec's ``queue`` object for this queue (docs/engine-spec.md)."""
+    def spec_fields(self) -> QueueSpec:
+        """The run spec's queue for this queue (:class:`ccarena.runspec.QueueSpec`)."""
         k = self.ecn_threshold
-        out: dict[str, Any] = {
-            "discipline": self.discipline,
-            "limit_packets": self.limit.packets, "limit_bytes": self.limit.bytes,
-            "ecn_threshold_packets": k.packets if k else None,
-            "ecn_threshold_bytes": k.bytes if k else None,
-        }
+        red = None
         if self.discipline == "red":
             min_th, max_th = self.red_thresholds()
-            out["red"] = {
-                "min_th_packets": min_th.packets, "max_th_packets": max_th.packets,
-                "min_th_bytes": min_th.bytes, "max_th_bytes": max_th.bytes,
-                "max_p": self.max_p if self.max_p is not None else 0.1,
-                "w_q": self.w_q if self.w_q is not None else 0.002,
-                "gentle": True if self.gentle is None else self.gentle,
-                "ecn": bool(self.ecn),
-                "idle_packet_bytes": RED_IDLE_PACKET_BYTES,
-            }
-        return out
+            red = RedSpec(
+                min_th_packets=min_th.packets, max_th_packets=max_th.packets,
+                min_th_bytes=min_th.bytes, max_th_bytes=max_th.bytes,
+                max_p=self.max_p if self.max_p is not None else 0.1,
+                w_q=self.w_q if self.w_q is not None else 0.002,
+                gentle=True if self.gentle is None else self.gentle,
+                ecn=bool(self.ecn),
+                idle_packet_bytes=RED_IDLE_PACKET_BYTES,
+            )
+        return QueueSpec(discipline=self.discipline,
+                         limit_packets=self.limit.packets, limit_bytes=self.limit.bytes,
+                         ecn_threshold_packets=k.packets if k else None,
+                         ecn_threshold_bytes=k.bytes if k else None, red=red)
 
 
 class AccessQueue(Queue):

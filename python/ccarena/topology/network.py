@@ -9,11 +9,12 @@ is deterministic).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Literal
 
 import networkx as nx
 
 from ccarena.errors import UserError
+from ccarena.runspec import QueueSpec
 
 
 @dataclass(frozen=True)
@@ -27,8 +28,8 @@ class Node:
 @dataclass(frozen=True)
 class DirectedLink:
     """One direction of a link: egress queue at ``src``, serialization at ``rate_bps``, then
-    ``delay_ns`` of propagation to ``dst``. ``queue`` is the engine spec's queue object
-    (discipline, limits, ECN threshold, RED parameters; :meth:`ccarena.topology.links.Queue.spec_fields`).
+    ``delay_ns`` of propagation to ``dst``. ``queue`` is the run spec's queue
+    (:class:`ccarena.runspec.QueueSpec`, from :meth:`ccarena.topology.links.Queue.spec_fields`).
 
     ``role`` says what the link is in its topology ("bottleneck", "bottleneck-reverse",
     "access", "link", "link-reverse"); the report uses it to pick the queues to draw.
@@ -43,7 +44,7 @@ class DirectedLink:
     rate_bps: int
     delay_ns: int
     loss: float
-    queue: dict[str, Any]
+    queue: QueueSpec
     role: str
     physical: str
     forward: bool
@@ -67,14 +68,20 @@ class Network:
         """Names of the host nodes, in order."""
         return [n.name for n in self.nodes if n.kind == "host"]
 
+    _graph: nx.DiGraph | None = field(default=None, init=False, repr=False, compare=False)
+
     def graph(self) -> nx.DiGraph:
-        """The network as a networkx DiGraph; each edge has ``link`` = its index in :attr:`links`."""
+        """The network as a networkx DiGraph; each edge has ``link`` = its index in :attr:`links`.
+        Built once and reused until a link is added."""
+        if self._graph is not None:
+            return self._graph
         g = nx.DiGraph()
         for node in self.nodes:
             g.add_node(node.name, kind=node.kind)
         for i, link in enumerate(self.links):
             if not g.has_edge(link.src, link.dst):
                 g.add_edge(link.src, link.dst, link=i)
+        self._graph = g
         return g
 
     def routes(self) -> list[tuple[int, int, int]]:
@@ -106,13 +113,14 @@ class Network:
         return [g[a][b]["link"] for a, b in zip(nodes, nodes[1:])]
 
     def add_duplex(self, a: str, b: str, *, rate_bps: int, delay_ns: int, loss_ab: float,
-                   loss_ba: float, queue: dict[str, Any], role: str, reverse_role: str | None = None,
+                   loss_ba: float, queue: QueueSpec, role: str, reverse_role: str | None = None,
                    forward_is_ab: bool = True) -> None:
         """Add the two directions of a physical link between ``a`` and ``b``; both directions'
-        queues get ``queue`` (an engine spec queue object). ``forward_is_ab``: whether a→b is the
+        queues get ``queue`` (:class:`ccarena.runspec.QueueSpec`). ``forward_is_ab``: whether a→b is the
         direction the topology's ``loss`` field describes (see :class:`DirectedLink`)."""
+        self._graph = None
         for src, dst, loss, r, fwd in ((a, b, loss_ab, role, forward_is_ab),
                                        (b, a, loss_ba, reverse_role or role, not forward_is_ab)):
             self.links.append(DirectedLink(
                 name=f"{src}->{dst}", src=src, dst=dst, rate_bps=rate_bps, delay_ns=delay_ns,
-                loss=loss, queue=dict(queue), role=r, physical=f"{a}-{b}", forward=fwd))
+                loss=loss, queue=queue, role=r, physical=f"{a}-{b}", forward=fwd))

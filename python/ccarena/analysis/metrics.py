@@ -1,0 +1,539 @@
+"""Metrics: the one place every number in tables, figures and reports is defined.
+
+Definitions follow shared/DESIGN.md ("Metrics"):
+
+- goodput: in-order payload bytes delivered to the receiving application per second;
+- throughput: bytes put on the wire by the sender per second, retransmissions included;
+- Jain's fairness index J = (Σx)² / (n·Σx²) (Jain, Chiu, Hawe, DEC-TR-301, 1984);
+- stability of a flow: SD / mean of its goodput samples (Gupta, Ansari, Cottrell, Hughes-Jones,
+  "Transport Fairness Characterization and Evaluation", SLAC 2004 — seed 001);
+- regions: maximal intervals with a constant set of active flows, with fairness and stability per
+  region and their min–max over regions (seed 001, Table 2);
+- aggregate goodput: per sample instant, the sum of the active flows' goodput; its mean, SD and
+  SD/mean per region and over the whole run (seed 001, Table 1; :func:`aggregate_goodput_series`);
+- loss, retransmission and packet delivery ratios (seed 003); RTT statistics over per-ACK samples;
+  queueing delay per queue; link utilization; flow completion time;
+- over repeats: mean, SD and a 95% confidence interval from Student's t.
+
+Inputs are the engine's tables (docs/engine-spec.md) as pandas DataFrames; times in seconds,
+rates in bits per second, sizes in bytes.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Iterable, Sequence
+
+import numpy as np
+import pandas as pd
+
+from ccarena.analysis import theory
+
+# ----------------------------------------------------------------------------- basic statistics
+
+def jain_index(values: Iterable[float]) -> float:
+    """Jain's fairness index of ``values`` (e.g. each flow's mean goodput, bits/s).
+
+    J = (Σ x_i)² / (n · Σ x_i²), in [1/n, 1]; 1 when all x_i are equal.
+    Source: R. Jain, D. Chiu, W. Hawe, "A Quantitative Measure of Fairness and Discrimination for
+    Resource Allocation in Shared Computer Systems", DEC-TR-301, 1984.
+
+    Returns NaN for an empty input or when every value is 0 (the index is undefined).
+    """
+    x = np.asarray(list(values), dtype=float)
+    if x.size == 0:
+        return math.nan
+    denom = x.size * float(np.sum(x * x))
+    if denom == 0.0:
+        return math.nan
+    return float(np.sum(x)) ** 2 / denom
+
+
+def stability(samples: Iterable[float]) -> float:
+    """Stability of a flow: SD / mean of its goodput samples (the coefficient of variation).
+
+    SD is the population standard deviation (ddof = 0) of the samples in the interval. Lower is
+    steadier; 0 for a constant rate. Source: seed 001 (Gupta et al., SLAC 2004), "Stability = SD/μ".
+
+    Returns NaN for fewer than two samples or a zero mean.
+    """
+    x = np.asarray(list(samples), dtype=float)
+    x = x[np.isfinite(x)]
+    if x.size < 2:
+        return math.nan
+    mean = float(np.mean(x))
+    if mean == 0.0:
+        return math.nan
+    return float(np.std(x, ddof=0)) / mean
+
+
+@dataclass(frozen=True)
+class MeanCI:
+    """Mean of repeated measurements with its spread.
+
+    Attributes:
+        mean: the sample mean.
+        sd: the sample standard deviation (ddof = 1); NaN for n < 2.
+        half_width: half-width of the confidence interval, t_{(1+c)/2, n−1} · sd / √n; NaN for n < 2.
+        n: number of finite values.
+    """
+
+    mean: float
+    sd: float
+    half_width: float
+    n: int
+
+    @property
+    def low(self) -> float:
+        """Lower end of the interval."""
+        return self.mean - self.half_width
+
+    @property
+    def high(self) -> float:
+        """Upper end of the interval."""
+        return self.mean + self.half_width
+
+
+def mean_ci(values: Iterable[float], confidence: float = 0.95) -> MeanCI:
+    """Mean, SD and the Student-t confidence interval of ``values`` (NaNs ignored).
+
+    half_width = t_{(1+confidence)/2, n−1} · s / √n, with s the sample SD (ddof = 1)
+    (Student, "The probable error of a mean", Biometrika 1908). For n = 1 the SD and the interval
+    are NaN; for n = 0 everything is NaN.
+    """
+    from scipy import stats
+
+    x = np.asarray(list(values), dtype=float)
+    x = x[np.isfinite(x)]
+    n = int(x.size)
+    if n == 0:
+        return MeanCI(math.nan, math.nan, math.nan, 0)
+    mean = float(np.mean(x))
+    if n < 2:
+        return MeanCI(mean, math.nan, math.nan, 1)
+    sd = float(np.std(x, ddof=1))
+    t = float(stats.t.ppf((1.0 + confidence) / 2.0, n - 1))
+    return MeanCI(mean, sd, t * sd / math.sqrt(n), n)
+
+
+def rate_bps(size_bytes: float, interval_s: float) -> float:
+    """Average rate in bits per second: 8 · size_bytes / interval_s; NaN for an empty interval."""
+    if not interval_s > 0:
+        return math.nan
+    return 8.0 * float(size_bytes) / float(interval_s)
+
+
+def ratio(part: float, whole: float) -> float:
+    """part / whole, NaN when whole is 0 (used for loss, retransmission and delivery ratios)."""
+    return float(part) / float(whole) if whole else math.nan
+
+
+def queueing_delay_mean_s(sojourn_mean_s: Sequence[float], departures_cumulative: Sequence[float]) -> float:
+    """Mean time packets waited in a queue over the run, weighting each sample interval's mean
+    sojourn by the packets that left the queue in it: Σ s_k·d_k / Σ d_k, with d_k the increase of
+    the cumulative departure count over interval k. NaN when no packet left the queue."""
+    s = np.asarray(sojourn_mean_s, dtype=float)
+    d = np.diff(np.asarray(departures_cumulative, dtype=float), prepend=0.0)
+    ok = np.isfinite(s) & (d > 0)
+    total = float(np.sum(d[ok]))
+    return float(np.sum(s[ok] * d[ok]) / total) if total > 0 else math.nan
+
+
+def link_utilization(bytes_transmitted: float, rate_bps_: float, duration_s: float) -> float:
+    """Fraction of a link's capacity used: 8 · bytes_transmitted / (rate_bps · duration_s)."""
+    if not (rate_bps_ > 0 and duration_s > 0):
+        return math.nan
+    return 8.0 * float(bytes_transmitted) / (float(rate_bps_) * float(duration_s))
+
+
+# ----------------------------------------------------------------------------- regions
+
+@dataclass(frozen=True)
+class Region:
+    """A maximal interval [start_s, end_s) during which the set of active flows is constant."""
+
+    start_s: float
+    end_s: float
+    flows: tuple[int, ...]
+
+
+def find_regions(intervals: Sequence[tuple[int, float, float]]) -> list[Region]:
+    """Regions of a start/stop schedule (seed 001, Fig. 1 and Table 2).
+
+    Args:
+        intervals: ``(flow, start_s, end_s)`` per flow; a flow is active on [start_s, end_s).
+
+    Returns:
+        The maximal intervals with a constant, non-empty set of active flows, in time order.
+        Adjacent intervals with the same set are merged; intervals with no active flow are left
+        out.
+    """
+    points = sorted({t for _, s, e in intervals for t in (s, e) if e > s})
+    regions: list[Region] = []
+    for a, b in zip(points, points[1:]):
+        active = tuple(sorted(f for f, s, e in intervals if s <= a and e >= b and e > s))
+        if not active:
+            continue
+        if regions and regions[-1].flows == active and regions[-1].end_s == a:
+            regions[-1] = Region(regions[-1].start_s, b, active)
+        else:
+            regions.append(Region(a, b, active))
+    return regions
+
+
+def active_intervals(flows: pd.DataFrame, duration_s: float) -> list[tuple[int, float, float]]:
+    """Each flow's active interval ``(flow, start_s, end_s)`` from the engine's flows table
+    (``end_s`` NaN is read as the end of the run)."""
+    out = []
+    for row in flows.itertuples(index=False):
+        end = float(row.end_s) if np.isfinite(row.end_s) else duration_s
+        out.append((int(row.flow), float(row.start_s), min(end, duration_s)))
+    return out
+
+
+def samples_within(samples: pd.DataFrame, start_s: float, end_s: float,
+                   sample_interval_s: float) -> pd.DataFrame:
+    """The samples whose interval (time_s − Δ, time_s] lies inside [start_s, end_s]."""
+    eps = 1e-9
+    t = samples["time_s"].to_numpy(dtype=float)
+    keep = (t - sample_interval_s >= start_s - eps) & (t <= end_s + eps)
+    return samples[keep]
+
+
+def region_table(flows: pd.DataFrame, samples: pd.DataFrame, duration_s: float,
+                 sample_interval_s: float) -> pd.DataFrame:
+    """Fairness and stability per region.
+
+    Columns: ``region, start_s, end_s, flows`` (names, comma-separated), ``n_flows``,
+    ``goodput_total_bps`` (sum of the active flows' mean goodputs), ``jain_index`` (over the active
+    flows' mean goodputs in the region), ``stability`` (mean over active flows of each flow's
+    SD/mean of goodput samples in the region), ``stability_max`` (the least stable flow's).
+    Only samples whose whole interval lies in the region count; a region shorter than two sample
+    intervals gets NaN stability.
+
+    Aggregate columns (seed 001, Table 1's Average / SD / Stability, per region; see
+    :func:`aggregate_goodput_series` for the reading of the paper):
+    ``aggregate_goodput_mean_bps`` and ``aggregate_goodput_sd_bps`` (population SD, ddof = 0, as
+    :func:`stability`) of the per-sample sum of the active flows' goodput, ``aggregate_stability``
+    = SD / mean of that sum, and ``aggregate_samples``, the number of sample instants it is taken
+    over (so per-region values can be pooled exactly over a run: :func:`pool_aggregate`).
+    """
+    names = dict(zip(flows["flow"].astype(int), flows["name"].astype(str)))
+    rows: list[dict[str, Any]] = []
+    for i, region in enumerate(find_regions(active_intervals(flows, duration_s))):
+        inside = samples_within(samples, region.start_s, region.end_s, sample_interval_s)
+        means, stabilities = [], []
+        for flow in region.flows:
+            g = inside.loc[inside["flow"] == flow, "goodput_bps"].to_numpy(dtype=float)
+            means.append(float(np.mean(g)) if g.size else math.nan)
+            stabilities.append(stability(g))
+        finite_means = [m for m in means if np.isfinite(m)]
+        finite_stab = [s for s in stabilities if np.isfinite(s)]
+        total = _aggregate_in_region(inside, region.flows).to_numpy(dtype=float)
+        agg_mean = float(np.mean(total)) if total.size else math.nan
+        agg_sd = float(np.std(total, ddof=0)) if total.size else math.nan
+        rows.append({
+            "region": i, "start_s": region.start_s, "end_s": region.end_s,
+            "flows": ", ".join(names.get(f, str(f)) for f in region.flows),
+            "n_flows": len(region.flows),
+            "goodput_total_bps": float(np.sum(finite_means)) if finite_means else math.nan,
+            "jain_index": jain_index(means) if len(finite_means) == len(means) else math.nan,
+            "stability": float(np.mean(finite_stab)) if finite_stab else math.nan,
+            "stability_max": float(np.max(finite_stab)) if finite_stab else math.nan,
+            "aggregate_goodput_mean_bps": agg_mean,
+            "aggregate_goodput_sd_bps": agg_sd,
+            "aggregate_stability": stability(total),
+            "aggregate_samples": int(total.size),
+        })
+    columns = ["region", "start_s", "end_s", "flows", "n_flows", "goodput_total_bps",
+               "jain_index", "stability", "stability_max", *AGGREGATE_REGION_COLUMNS]
+    return pd.DataFrame(rows, columns=columns)
+
+
+AGGREGATE_REGION_COLUMNS = ("aggregate_goodput_mean_bps", "aggregate_goodput_sd_bps",
+                            "aggregate_stability", "aggregate_samples")
+"""Columns :func:`region_table` adds for the aggregate (summed) goodput of each region."""
+
+
+def _aggregate_in_region(inside: pd.DataFrame, active: Sequence[int]) -> pd.Series:
+    """Per sample instant, the sum of the active flows' goodput (bits/s), indexed by ``time_s``.
+
+    ``inside`` holds the samples that lie in the region (:func:`samples_within`). Only instants at
+    which every active flow has a finite sample count: a missing flow would read as a drop of the
+    aggregate that did not happen.
+    """
+    mine = inside[inside["flow"].isin(list(active))]
+    if mine.empty:
+        return pd.Series([], dtype=float).rename_axis("time_s")
+    wide = mine.pivot_table(index="time_s", columns="flow", values="goodput_bps", aggfunc="mean")
+    wide = wide.reindex(columns=list(active)).sort_index()
+    return wide[wide.notna().all(axis=1)].sum(axis=1).astype(float)
+
+
+def aggregate_goodput_series(samples: pd.DataFrame, flows: pd.DataFrame, duration_s: float,
+                             interval_s: float) -> pd.Series:
+    """The aggregate goodput of a run: per sample instant, the sum of the goodput (bits/s) of the
+    flows active then, over the whole time any flow is active; indexed by ``time_s``.
+
+    Reading of seed 001 (Gupta et al., SLAC 2004), Table 1 "Aggregate Values for all the 7
+    Regions": iperf reported each flow's throughput every second; the aggregate throughput is the
+    sum over the flows present, and Average (μ), SD and Stability = SD/μ (the definition of Bullo,
+    Cottrell, Hughes-Jones, PFLDnet 2004) are taken over that one series for the whole test, so SD
+    includes the steps between regions as flows enter and leave. The published rows are
+    consistent with this: Reno 163.25 / 248.40 = 0.66, HTCP 113.10 / 402.08 = 0.28. The other
+    reading — averaging each flow's or each region's SD/μ — would not give Table 1's SD in Mbps.
+
+    The series is the concatenation of the regions' series (:func:`region_table`, same sample
+    selection): a sample instant whose interval straddles a region boundary or falls where no
+    flow is active is left out, as is an instant at which an active flow has no sample.
+    """
+    parts = []
+    for region in find_regions(active_intervals(flows, duration_s)):
+        inside = samples_within(samples, region.start_s, region.end_s, interval_s)
+        parts.append(_aggregate_in_region(inside, region.flows))
+    parts = [p for p in parts if len(p)]
+    if not parts:
+        return pd.Series([], dtype=float, name="aggregate_goodput_bps").rename_axis("time_s")
+    series = pd.concat(parts)
+    return series[~series.index.duplicated(keep="first")].rename("aggregate_goodput_bps")
+
+
+def aggregate_over_run(samples: pd.DataFrame, flows: pd.DataFrame, duration_s: float,
+                       interval_s: float) -> dict[str, float]:
+    """Seed 001 Table 1 for one run: μ, SD and SD/μ of the aggregate goodput over the whole time
+    any flow is active (:func:`aggregate_goodput_series` explains the reading of the paper).
+
+    Args:
+        samples: the run's samples table (``time_s, flow, goodput_bps``).
+        flows: the run's flows table (``flow, start_s, end_s``; ``end_s`` NaN = end of run).
+        duration_s: the run's duration; interval_s: the sample interval.
+
+    Returns:
+        ``aggregate_goodput_mean_bps`` (μ, bits/s), ``aggregate_goodput_sd_bps`` (population SD,
+        ddof = 0, bits/s), ``aggregate_stability`` (SD/μ; NaN for fewer than two samples or
+        μ = 0) and ``aggregate_samples`` (number of sample instants). Equal to
+        :func:`pool_aggregate` of the run's region table.
+    """
+    x = aggregate_goodput_series(samples, flows, duration_s, interval_s).to_numpy(dtype=float)
+    return {
+        "aggregate_goodput_mean_bps": float(np.mean(x)) if x.size else math.nan,
+        "aggregate_goodput_sd_bps": float(np.std(x, ddof=0)) if x.size else math.nan,
+        "aggregate_stability": stability(x),
+        "aggregate_samples": int(x.size),
+    }
+
+
+def pool_aggregate(regions: pd.DataFrame) -> dict[str, float]:
+    """μ, SD and SD/μ of the aggregate goodput over a whole run, pooled exactly from one run's
+    :func:`region_table` rows (their ``aggregate_goodput_mean_bps``, ``aggregate_goodput_sd_bps``
+    and ``aggregate_samples``): with n_i samples of mean μ_i and population SD σ_i per region,
+    μ = Σ n_i μ_i / N and SD² = Σ n_i (σ_i² + μ_i²) / N − μ², N = Σ n_i.
+
+    Returns the same keys as :func:`aggregate_over_run` (NaN without samples).
+    """
+    n = regions["aggregate_samples"].to_numpy(dtype=float) if len(regions) else np.array([])
+    mu = regions["aggregate_goodput_mean_bps"].to_numpy(dtype=float) if len(regions) else n
+    sd = regions["aggregate_goodput_sd_bps"].to_numpy(dtype=float) if len(regions) else n
+    ok = np.isfinite(n) & (n > 0) & np.isfinite(mu) & np.isfinite(sd)
+    n, mu, sd = n[ok], mu[ok], sd[ok]
+    total = float(np.sum(n))
+    if total == 0:
+        return {"aggregate_goodput_mean_bps": math.nan, "aggregate_goodput_sd_bps": math.nan,
+                "aggregate_stability": math.nan, "aggregate_samples": 0}
+    mean = float(np.sum(n * mu) / total)
+    var = max(float(np.sum(n * (sd * sd + mu * mu)) / total) - mean * mean, 0.0)
+    sd_all = math.sqrt(var)
+    # As stability(): undefined for fewer than two samples or a zero mean.
+    stab = sd_all / mean if total >= 2 and mean != 0 else math.nan
+    return {"aggregate_goodput_mean_bps": mean, "aggregate_goodput_sd_bps": sd_all,
+            "aggregate_stability": stab, "aggregate_samples": int(total)}
+
+
+def region_ranges(regions: pd.DataFrame) -> dict[str, float]:
+    """Min–max over regions of fairness and stability (seed 001, Table 1's "Fairness Min-Max"):
+    ``fairness_min, fairness_max, stability_min, stability_max`` (NaN without finite values)."""
+    def lo_hi(column: str) -> tuple[float, float]:
+        x = regions[column].to_numpy(dtype=float) if len(regions) else np.array([])
+        x = x[np.isfinite(x)]
+        return (float(x.min()), float(x.max())) if x.size else (math.nan, math.nan)
+
+    fmin, fmax = lo_hi("jain_index")
+    smin, smax = lo_hi("stability")
+    return {"fairness_min": fmin, "fairness_max": fmax, "stability_min": smin, "stability_max": smax}
+
+
+# ----------------------------------------------------------------------------- per-run tables
+
+FLOW_METRICS = (
+    "goodput_mean_bps", "throughput_mean_bps", "loss_rate", "retransmission_rate",
+    "delivery_ratio", "stability", "fct_s", "rtt_min_s", "rtt_mean_s", "rtt_p50_s", "rtt_p95_s",
+    "rtt_p99_s",
+)
+"""Per-flow metric columns :func:`flow_table` adds (RTT columns come from the engine)."""
+
+
+def flow_table(flows: pd.DataFrame, samples: pd.DataFrame, derived: dict[str, Any],
+               duration_s: float, sample_interval_s: float) -> pd.DataFrame:
+    """The engine's flows table with per-flow metrics and theory added.
+
+    Added columns:
+        ``active_s`` = end − start (end = the flow's ``end_s``, or the end of the run);
+        ``goodput_mean_bps`` = 8 · bytes_delivered / active_s;
+        ``throughput_mean_bps`` = 8 · bytes_sent / active_s (bytes_sent includes retransmissions);
+        ``loss_rate`` = packets_lost / packets_sent;
+        ``retransmission_rate`` = packets_retransmitted / packets_sent;
+        ``delivery_ratio`` = packets_received / packets_sent (seed 003's PDR);
+        ``stability`` = SD/mean of the flow's goodput samples in its active interval;
+        ``fct_s`` = the engine's ``completion_time_s`` for finite transfers: the time from the
+        flow's start until its last byte is acknowledged (NaN otherwise);
+        ``base_rtt_s``, ``path_loss``, ``bottleneck_rate_bps``, ``mss_bytes`` (payload per
+        packet) from the resolved spec and topology;
+        ``mathis_bps``, ``padhye_bps``, ``cubic_bps``: :mod:`ccarena.analysis.theory` at the path's loss
+        probability and base RTT (NaN for UDP flows and loss-free paths).
+    RTT statistics (``rtt_min_s`` … ``rtt_p99_s``) are the engine's, over per-ACK samples.
+    """
+    out = flows.copy()
+    facts = {f["name"]: f for f in derived.get("flows", [])}
+    active, goodput, throughput, loss, retx, pdr, stab, fct = ([] for _ in range(8))
+    base_rtt, path_loss, bottleneck, mathis, padhye, cubic, mss_col = ([] for _ in range(7))
+    for row in out.itertuples(index=False):
+        end = float(row.end_s) if np.isfinite(row.end_s) else duration_s
+        span = min(end, duration_s) - float(row.start_s)
+        active.append(span)
+        goodput.append(rate_bps(row.bytes_delivered, span))
+        throughput.append(rate_bps(row.bytes_sent, span))
+        loss.append(ratio(row.packets_lost, row.packets_sent))
+        retx.append(ratio(row.packets_retransmitted, row.packets_sent))
+        pdr.append(ratio(row.packets_received, row.packets_sent))
+        mine = samples[samples["flow"] == row.flow]
+        mine = samples_within(mine, float(row.start_s), min(end, duration_s), sample_interval_s)
+        stab.append(stability(mine["goodput_bps"]))
+        done = float(row.completion_time_s)
+        fct.append(done if np.isfinite(done) else math.nan)  # already measured from start_s
+        fact = facts.get(str(row.name), {})
+        rtt = float(fact.get("base_rtt_s", math.nan))
+        p = float(fact.get("path_loss", math.nan))
+        mss = float(fact.get("mss_bytes", math.nan))
+        base_rtt.append(rtt)
+        mss_col.append(mss)
+        path_loss.append(p)
+        bottleneck.append(float(fact.get("bottleneck_rate_bps", math.nan)))
+        tcp = str(row.kind) == "tcp" and p > 0
+        mathis.append(theory.mathis_bps(mss, rtt, p) if tcp else math.nan)
+        padhye.append(theory.padhye_bps(mss, rtt, p, rto_s=max(0.2, rtt)) if tcp else math.nan)
+        cubic.append(theory.cubic_bps(mss, rtt, p) if tcp else math.nan)
+    out["active_s"] = active
+    out["goodput_mean_bps"] = goodput
+    out["throughput_mean_bps"] = throughput
+    out["loss_rate"] = loss
+    out["retransmission_rate"] = retx
+    out["delivery_ratio"] = pdr
+    out["stability"] = stab
+    out["fct_s"] = fct
+    out["base_rtt_s"] = base_rtt
+    out["mss_bytes"] = mss_col
+    out["path_loss"] = path_loss
+    out["bottleneck_rate_bps"] = bottleneck
+    out["mathis_bps"] = mathis
+    out["padhye_bps"] = padhye
+    out["cubic_bps"] = cubic
+    return out
+
+
+def link_table(links: pd.DataFrame, queues: pd.DataFrame, derived: dict[str, Any],
+               duration_s: float) -> pd.DataFrame:
+    """The engine's links table with per-link metrics added.
+
+    Added columns: ``role`` (from the topology builder); ``utilization_bytes`` =
+    :func:`link_utilization` of bytes_transmitted at the initial rate — the engine's own
+    ``utilization`` (busy time / elapsed time) stays right when ``[[events]]`` change the rate, and
+    the run summary prefers it; ``queueing_delay_mean_s`` =
+    :func:`queueing_delay_mean_s`; ``backlog_mean_bytes``, ``backlog_max_bytes``,
+    ``backlog_max_packets`` over the samples; ``drop_rate`` = packets_dropped_queue / packets_in.
+    """
+    out = links.copy()
+    roles = [link["role"] for link in derived.get("links", [])]
+    out["role"] = [roles[int(i)] if int(i) < len(roles) else "" for i in out["link"]]
+    util, qdelay, bmean, bmax, bmaxp, drop = ([] for _ in range(6))
+    for row in out.itertuples(index=False):
+        q = queues[queues["link"] == row.link].sort_values("time_s")
+        util.append(link_utilization(row.bytes_transmitted, row.rate_bps, duration_s))
+        qdelay.append(queueing_delay_mean_s(q["sojourn_mean_s"], q["departures"]))
+        bmean.append(float(q["backlog_bytes"].mean()) if len(q) else math.nan)
+        bmax.append(float(q["backlog_bytes"].max()) if len(q) else math.nan)
+        bmaxp.append(float(q["backlog_packets"].max()) if len(q) else math.nan)
+        drop.append(ratio(row.packets_dropped_queue, row.packets_in))
+    out["utilization_bytes"] = util
+    out["queueing_delay_mean_s"] = qdelay
+    out["backlog_mean_bytes"] = bmean
+    out["backlog_max_bytes"] = bmax
+    out["backlog_max_packets"] = bmaxp
+    out["drop_rate"] = drop
+    return out
+
+
+BOTTLENECK_ROLES = ("bottleneck", "link")
+"""Link roles that count as "the bottleneck" for a run's summary."""
+
+
+def run_summary(flow_metrics: pd.DataFrame, link_metrics: pd.DataFrame,
+                regions: pd.DataFrame) -> dict[str, float]:
+    """Run-level numbers put on every row of the run in summary.parquet.
+
+    ``jain_index`` over all flows' mean goodputs; the region min–max (:func:`region_ranges`);
+    ``bottleneck_utilization``, ``bottleneck_queueing_delay_s``, ``bottleneck_drops``,
+    ``bottleneck_drop_rate`` of the (first) link whose role is in :data:`BOTTLENECK_ROLES`.
+    """
+    out: dict[str, float] = {"jain_index": jain_index(flow_metrics["goodput_mean_bps"])}
+    out.update(region_ranges(regions))
+    bottleneck = link_metrics[link_metrics["role"].isin(BOTTLENECK_ROLES)]
+    if len(bottleneck):
+        b = bottleneck.iloc[0]
+        busy = float(b["utilization"]) if "utilization" in b.index else math.nan
+        out["bottleneck_utilization"] = busy if math.isfinite(busy) else float(b["utilization_bytes"])
+        out["bottleneck_queueing_delay_s"] = float(b["queueing_delay_mean_s"])
+        out["bottleneck_drops"] = float(b["packets_dropped_queue"])
+        out["bottleneck_drop_rate"] = float(b["drop_rate"])
+    else:
+        for key in ("bottleneck_utilization", "bottleneck_queueing_delay_s", "bottleneck_drops",
+                    "bottleneck_drop_rate"):
+            out[key] = math.nan
+    return out
+
+
+# ----------------------------------------------------------------------------- over repeats
+
+SUMMARY_METRICS = FLOW_METRICS + (
+    "jain_index", "fairness_min", "fairness_max", "stability_min", "stability_max",
+    "bottleneck_utilization", "bottleneck_queueing_delay_s", "bottleneck_drop_rate",
+)
+"""Columns of summary.parquet aggregated over repeats by :func:`aggregate_repeats`."""
+
+
+def aggregate_repeats(summary: pd.DataFrame, by: Sequence[str],
+                      metrics: Sequence[str] = SUMMARY_METRICS) -> pd.DataFrame:
+    """Mean, SD and confidence half-width over repeats.
+
+    Args:
+        summary: rows of summary.parquet (one per run and flow).
+        by: columns that identify a group (e.g. the swept parameters and ``flow``).
+        metrics: numeric columns to aggregate (those present are used).
+
+    Returns:
+        One row per group with ``n`` and, for each metric m, ``m`` (mean), ``m_sd`` and
+        ``m_ci95`` (half-width of the 95% interval; see :func:`mean_ci`).
+    """
+    metrics = [m for m in metrics if m in summary.columns]
+    rows = []
+    for key, group in summary.groupby(list(by), sort=False, dropna=False):
+        key = key if isinstance(key, tuple) else (key,)
+        row: dict[str, Any] = dict(zip(by, key))
+        row["n"] = len(group)
+        for m in metrics:
+            ci = mean_ci(group[m].to_numpy(dtype=float), 0.95)
+            row[m] = ci.mean
+            row[f"{m}_sd"] = ci.sd
+            row[f"{m}_ci95"] = ci.half_width
+        rows.append(row)
+    return pd.DataFrame(rows)

@@ -1,0 +1,127 @@
+"""Backends: what runs a :class:`ccarena.runspec.RunSpec`, all behind one protocol.
+
+A backend has a ``name``, says whether it runs in real time (``realtime``: one run at a time, in
+the calling process, never beside another run), and offers two calls:
+
+- ``check(spec)``: raise :class:`ccarena.errors.UserError` (one line naming the field and the fix)
+  when this machine cannot run ``spec`` on this backend; called for every run before anything is
+  written or started;
+- ``run(spec, progress, cancel)``: run it and return a :class:`RunResult` whose four tables have
+  the same columns on every backend (docs/engine-spec.md, "results").
+
+The executor asks :func:`get_backend` for a backend by name and never compares names itself. A
+backend imports only the run spec, the errors and its own modules: nothing of experiment expansion,
+the store or the report (the import contracts in pyproject.toml check it).
+
+Backends: ``sim`` (:mod:`ccarena.backends.sim`, the simulator), ``kernel``
+(:mod:`ccarena.backends.kernel`, the Linux TCP stack in network namespaces).
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import pandas as pd
+
+from ccarena.errors import UserError
+from ccarena.runspec import RunSpec
+
+ProgressCallback = Callable[[int, int], None]
+"""``progress(now_ns, duration_ns)``: how far a run has got (simulated or wall time)."""
+
+CancelCheck = Callable[[], bool]
+"""``cancel()``: True when the run should stop (it then raises KeyboardInterrupt)."""
+
+TABLES = ("flows", "samples", "queues", "links")
+"""The tables every backend returns."""
+
+INTEGER_COLUMNS = {
+    "flow", "link", "bytes_offered", "bytes_sent", "bytes_retransmitted", "bytes_delivered",
+    "packets_sent", "packets_retransmitted", "packets_received", "packets_lost", "rto_count",
+    "fast_recoveries", "spurious_rtos", "duplicate_bytes_received", "rtt_samples",
+    "delivered_bytes", "sent_bytes", "retransmits", "ca_state", "backlog_bytes", "backlog_packets",
+    "drops", "marks", "arrivals", "departures", "rate_bps", "delay_ns", "packets_in", "bytes_in",
+    "packets_delivered", "packets_dropped_queue", "packets_marked", "packets_lost_wire", "packets_queued_end",
+    "packets_in_flight_end", "bytes_transmitted",
+}
+"""Columns that hold counts or ids: stored as int64 when every value is finite."""
+
+
+@dataclass
+class RunResult:
+    """What a backend returns for one run.
+
+    Attributes:
+        tables: ``{"flows", "samples", "queues", "links"}`` → DataFrame, the same columns on every
+            backend (docs/engine-spec.md, "results").
+        record: how the backend ran it, stored in ``run.json`` (the kernel backend: its link
+            emulation and that emulation's own timing error); empty for the simulator.
+    """
+
+    tables: dict[str, pd.DataFrame]
+    record: dict[str, Any] = field(default_factory=dict)
+
+
+class Backend(Protocol):
+    """The protocol every backend implements (see the module docstring)."""
+
+    name: str
+    realtime: bool
+
+    def check(self, spec: RunSpec) -> None:
+        """Raise :class:`ccarena.errors.UserError` if ``spec`` cannot run here."""
+
+    def run(self, spec: RunSpec, progress: ProgressCallback | None = None,
+            cancel: CancelCheck | None = None) -> RunResult:
+        """Run ``spec`` to its end.
+
+        Raises:
+            UserError: this machine cannot run it after all (one line).
+            KeyboardInterrupt: Ctrl-C, SIGTERM or ``cancel()``; nothing of the run is left behind.
+        """
+
+
+_REGISTRY: dict[str, str] = {
+    "sim": "ccarena.backends.sim:SimBackend",
+    "kernel": "ccarena.backends.kernel.backend:KernelBackend",
+}
+"""Backend name → ``module:class``, imported on first use (the kernel backend's imports are not
+paid by simulator runs). The order is the order runs of one point execute in."""
+
+
+def backend_names() -> tuple[str, ...]:
+    """Every backend's name, in execution order."""
+    return tuple(_REGISTRY)
+
+
+def get_backend(name: str, options: Mapping[str, Any] | None = None) -> Backend:
+    """A backend by name, configured with its scenario options (``[kernel]`` for ``kernel``).
+
+    Raises:
+        UserError: no backend has that name.
+    """
+    if name not in _REGISTRY:
+        raise UserError(f"backend: unknown backend '{name}' (choose {', '.join(_REGISTRY)})")
+    module, cls = _REGISTRY[name].split(":")
+    return getattr(importlib.import_module(module), cls)(**dict(options or {}))
+
+
+def parse_backend_names(text: str | None) -> list[str] | None:
+    """``"sim,kernel"`` → ``["sim", "kernel"]``; None or empty → None (the scenario's own).
+
+    Raises:
+        UserError: an unknown or repeated backend name.
+    """
+    if text is None or not text.strip():
+        return None
+    names = [t.strip() for t in text.split(",") if t.strip()]
+    for name in names:
+        if name not in _REGISTRY:
+            raise UserError(f"--backend: unknown backend '{name}' (choose "
+                            f"{', '.join(_REGISTRY)} or a comma-separated list, e.g. sim,kernel)")
+    if len(set(names)) != len(names):
+        raise UserError(f"--backend: '{text}' names a backend twice")
+    return names

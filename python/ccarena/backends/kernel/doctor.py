@@ -1,0 +1,94 @@
+"""``ccarena doctor``: what the kernel backend can use on this machine, and ``--cleanup``."""
+
+from __future__ import annotations
+
+import os
+
+from rich.table import Table
+
+from ccarena.backends.kernel import capabilities
+from ccarena.backends.kernel.cleanup import cleanup, find_leftovers
+from ccarena.backends.kernel.preflight import NOT_ROOT
+from ccarena.errors import UserError
+
+
+def doctor_rows(caps: capabilities.Capabilities | None = None) -> list[tuple[str, str, str]]:
+    """``(item, status, detail)`` rows; status is ``ok``, ``missing``, ``no`` or ``–``."""
+    caps = caps or capabilities.detect()
+    rows: list[tuple[str, str, str]] = []
+
+    def yes(flag: bool | None) -> str:
+        return "–" if flag is None else ("ok" if flag else "no")
+
+    rows.append(("root / CAP_NET_ADMIN", yes(caps.privileged),
+                 "" if caps.privileged else NOT_ROOT))
+    rows.append(("network namespaces", yes(caps.netns), caps.probe_error or ""))
+    for name, package in {**capabilities.TOOLS, **capabilities.OPTIONAL_TOOLS}.items():
+        path = caps.tools.get(name)
+        needed = "needed" if name in capabilities.TOOLS else "optional (not used by the backend)"
+        rows.append((name, "ok" if path else "missing",
+                     f"{path} — {needed}" if path else f"{needed}; apt-get install {package}"))
+    for qdisc in capabilities.QDISCS:
+        ok = caps.qdiscs.get(qdisc) if caps.qdiscs else None
+        config = caps.kernel_config.get(f"CONFIG_NET_SCH_{qdisc.upper()}", "")
+        rows.append((f"qdisc {qdisc}", yes(ok), f"CONFIG_NET_SCH_{qdisc.upper()}={config}" if config else ""))
+    if caps.netem or not caps.relay:
+        mode = "tc: htb rate and queue, " + ("netem delay" if caps.netem else
+                                              "no delay possible (no netem, relay not built: pip install -e .)")
+    else:
+        mode = "relay: ccarena's link emulator does rate, queue, delay and loss (no netem in this kernel)"
+    rows.append(("link emulation (auto)", "ok" if (caps.netem or caps.relay) else "no", mode))
+    rows.append(("relay built", yes(caps.relay), "ccarena._engine.relay_run (kernel.emulation = \"relay\")"
+                 if caps.relay else "pip install -e ."))
+    rows.append(("PM QoS (/dev/cpu_dma_latency)", yes(os.access("/dev/cpu_dma_latency", os.W_OK)),
+                 "the relay keeps idle CPUs polling while it runs (shorter wake-ups)"))
+    rows.append(("nftables numgen (random loss)", yes(caps.nft_numgen), ""))
+    rows.append(("congestion controllers", "ok" if caps.congestion_controls else "no",
+                 " ".join(caps.congestion_controls)))
+    rows.append(("MPTCP", yes(caps.mptcp), "net.mptcp.enabled in a new namespace"))
+    rows.append(("/proc/config.gz", yes(bool(caps.kernel_config)), ""))
+    return rows
+
+
+def doctor_table() -> Table:
+    """The doctor report as a rich table."""
+    table = Table(title="ccarena doctor: the kernel backend on this machine")
+    for c in ("item", "status", "detail"):
+        table.add_column(c)
+    for row in doctor_rows():
+        table.add_row(*row)
+    return table
+
+
+def cleanup_report(tag_prefix: str | None = None) -> tuple[list[str], bool]:
+    """Remove leftovers of dead runs (optionally only tags starting with ``tag_prefix``).
+
+    Returns:
+        (lines to print, True when nothing is left).
+
+    Raises:
+        UserError: not privileged.
+    """
+    if not capabilities.is_privileged():
+        raise UserError(NOT_ROOT)
+    found = find_leftovers()
+    if tag_prefix:
+        keep = {t for t in found.tags if t.startswith(tag_prefix)}
+        found.tags = keep
+        found.namespaces = [ns for ns in found.namespaces if any(ns.startswith(f"cca-{t}-") for t in keep)]
+        found.workdirs = [d for d in found.workdirs if any(d.name.startswith(f"cca-{t}-") for t in keep)]
+        found.links = [name for name in found.links if any(name.startswith(f"cca-{t}") for t in keep)]
+        from ccarena.backends.kernel.cleanup import processes_in
+
+        found.processes = processes_in(found.namespaces, found.tags)
+    if found.empty() and not found.tags:
+        return ["nothing to clean up"], True
+    lines = [f"killed process {pid}: {cmd[:100]}" for pid, cmd in sorted(found.processes.items())]
+    failed = cleanup(found)
+    lines += [f"removed namespace {ns}" for ns in found.namespaces if ns not in failed]
+    lines += [f"removed link {name}" for name in found.links]
+    lines += [f"removed work directory {d}" for d in found.workdirs]
+    lines += [f"could not remove namespace {ns}" for ns in failed]
+    if not lines:
+        lines = ["nothing to clean up"]
+    return lines, not failed

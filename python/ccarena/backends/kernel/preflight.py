@@ -1,0 +1,101 @@
+"""A resolved spec checked against what this kernel offers, before anything is created.
+
+Each problem is one line (:class:`ccarena.errors.UserError`) naming the field and the fix, e.g.
+``flows[1].flavor: flavor 'vegas' is not available in this kernel (available: reno cubic bbr);
+use --backend sim``.
+"""
+
+from __future__ import annotations
+
+from ccarena.backends.kernel.capabilities import TOOLS, Capabilities
+from ccarena.backends.kernel.emulation import Emulation
+from ccarena.errors import UserError
+from ccarena.runspec import TCP_DEFAULTS, RunSpec
+
+NOT_ROOT = "the kernel backend needs root (or CAP_NET_ADMIN)"
+
+TCP_FIELDS_FIXED_BY_LINUX = {
+    "header_bytes": "header_bytes", "ack_bytes": "ack_bytes",
+    "initial_cwnd_packets": "initial_cwnd", "min_rto_ns": "min_rto", "initial_rto_ns": "initial_rto",
+    "max_rto_ns": "max_rto", "clock_granularity_ns": "clock_granularity", "dupthresh": "dupthresh",
+    "delayed_ack_ns": "delayed_ack", "ack_every_segments": "ack_every",
+}
+"""Flow fields the kernel backend cannot set per flow (spec key → scenario field): a value other
+than the Linux-like default is refused rather than silently ignored."""
+
+
+def check_privileges(caps: Capabilities) -> None:
+    """Raises: UserError: not root and without CAP_NET_ADMIN/CAP_SYS_ADMIN."""
+    if not caps.privileged:
+        raise UserError(NOT_ROOT)
+
+
+def check_tools(caps: Capabilities) -> None:
+    """Raises: UserError: a program the backend runs is missing (names its Debian package)."""
+    missing = caps.missing_tools()
+    if missing:
+        name = missing[0]
+        raise UserError(f"the kernel backend needs `{name}`, which is not on PATH "
+                        f"(install it: apt-get install {TOOLS[name]}); `ccarena doctor` lists what is missing")
+
+
+def check_spec(spec: RunSpec, caps: Capabilities, emulation: Emulation) -> None:
+    """Check privileges, programs, flows, queues, links and events of ``spec`` against ``caps``
+    and the chosen link ``emulation``.
+
+    Raises:
+        UserError: the first problem, as one line.
+    """
+    from ccarena.flavors import tcp_flavors
+
+    check_privileges(caps)
+    check_tools(caps)
+    if caps.netns is False:
+        raise UserError(f"the kernel backend cannot create network namespaces here: {caps.probe_error}")
+    if spec.events and emulation.rate_and_queue != "relay":
+        raise UserError("events: scheduled link changes on the kernel backend need the relay's link "
+                        "emulation; set kernel.emulation = \"relay\" (or use --backend sim)")
+    available = caps.congestion_controls
+    catalogue = tcp_flavors()
+    for i, flow in enumerate(spec.flows):
+        where = f"flows[{i}]"
+        if flow.kind not in ("tcp", "udp_cbr"):
+            raise UserError(f"{where}.flavor: {flow.kind} flows are not available on the kernel "
+                            "backend (TCP flavors and udp-cbr are); use --backend sim")
+        if flow.kind != "tcp":
+            continue
+        flavor = flow.flavor
+        if flavor not in available:
+            raise UserError(f"{where}.flavor: flavor '{flavor}' is not available in this kernel "
+                            f"(available: {' '.join(available)}); use --backend sim")
+        entry = catalogue.get(flavor, {})
+        defaults = {p["name"]: float(p["default"]) for p in entry.get("params", [])}
+        for name, value in flow.params.items():
+            if name in defaults and float(value) != defaults[name]:
+                raise UserError(f"{where}.params.{name}: the kernel's {flavor} cannot be given "
+                                "parameters per flow; remove it or use --backend sim")
+        if entry.get("default_recovery") and flow.recovery != entry["default_recovery"]:
+            raise UserError(f"{where}.recovery: Linux chooses loss recovery itself (SACK with PRR); "
+                            f"remove recovery = \"{flow.recovery}\" or use --backend sim")
+        for key, field in TCP_FIELDS_FIXED_BY_LINUX.items():
+            if getattr(flow, key) != TCP_DEFAULTS.get(key):
+                raise UserError(f"{where}.{field}: the kernel backend uses Linux's own value; "
+                                f"remove {field} or use --backend sim")
+        if bool(flow.ecn) != bool(entry.get("needs_ecn", False)):
+            raise UserError(f"{where}.ecn: the kernel backend does not set ECN per flow; "
+                            "remove ecn or use --backend sim")
+    for i, link in enumerate(spec.links):
+        where = f"links[{i}] ({link.name})"
+        queue = link.queue
+        if queue.discipline != "droptail":
+            raise UserError(f"{where}: queue discipline '{queue.discipline}' is not supported by "
+                            "the kernel backend yet; use --backend sim")
+        if queue.ecn_threshold_packets is not None or queue.ecn_threshold_bytes is not None:
+            raise UserError(f"{where}: ECN step marking (ecn_threshold) needs a marking qdisc "
+                            "this backend does not set up; remove it or use --backend sim")
+        if link.delay_ns > 0 and emulation.delay == "relay" and not caps.relay:
+            raise UserError(f"{where}: a propagation delay needs netem or ccarena's link relay, and "
+                            "this kernel has no netem and this build no relay (rebuild: pip install -e .)")
+        if link.loss > 0 and emulation.loss == "nft" and not caps.nft_numgen:
+            raise UserError(f"{where}: random loss needs nftables with numgen, which does not work "
+                            "here (`ccarena doctor` says why)")

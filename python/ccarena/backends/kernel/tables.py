@@ -1,0 +1,229 @@
+"""The simulator's four tables (docs/engine-spec.md) from what the kernel run measured.
+
+Same columns and units as :func:`ccarena.backends.sim.run_spec`; NaN where the kernel cannot say.
+Where each number comes from:
+
+``samples`` (per flow, at ``t0 + k·interval``): ``delivered_bytes`` and ``goodput_bps`` from the
+receiving application's byte count; ``sent_bytes``/``throughput_bps`` from ``tcpi_bytes_sent``
+(retransmissions included; UDP: datagrams sent × payload); ``cwnd_bytes`` = ``snd_cwnd·mss``,
+``ssthresh_bytes`` (NaN while infinite), ``srtt_s``, ``rttvar_s``, ``rto_s``,
+``inflight_bytes`` = (unacked − sacked − lost + retrans)·mss, ``pacing_rate_bps``,
+``retransmits`` (cumulative ``tcpi_total_retrans``), ``ca_state`` — all from TCP_INFO.
+
+``flows``: byte totals at the run's end (consistent with the samples); packet counts after the
+sender has drained (``data_segs_out`` at the sender, ``data_segs_in`` at the receiver), so
+``packets_lost`` = sent − received counts the data segments that never arrived. ``rtt_min_s`` is
+the kernel's ``tcpi_min_rtt`` (minimum over per-ACK samples); mean and percentiles are over the
+flow's srtt samples (one per interval, ``rtt_samples`` of them): the kernel does not expose its
+per-ACK samples. ``rto_count`` is ``tcpi_total_rto`` (Linux ≥ 6.7); ``fast_recoveries``,
+``spurious_rtos`` and ``duplicate_bytes_received`` are NaN. A UDP flow's ``bytes_offered`` also
+counts the datagrams that fell due while its sender was stalled and were skipped rather than
+sent in a burst (:data:`ccarena.backends.kernel.trafficgen.MAX_CATCH_UP_NS`).
+
+``queues`` (per link, per sample): the link's queue at the sample instant, counted from the start
+of traffic (backlog, drops, departures; arrivals = departures + drops + backlog). In relay mode
+the link emulator computes it exactly at the instant (its model's state) and times every
+packet's wait, so ``sojourn_mean_s`` is the mean wait of the packets that left the queue during
+the interval, as in the simulator; in tc mode it is htb's root qdisc read over netlink, and
+``sojourn_mean_s`` is NaN (pfifo does not time packets). ``marks`` and ``early_drops`` are 0 and
+``red_avg`` NaN (DropTail, the only queue the backend sets up, neither marks nor drops early).
+
+``links``: the same counters at the end; ``packets_lost_wire`` from the relay's (or the loss
+rule's) own count; ``packets_delivered`` = departures − lost on the wire (packets still
+propagating at the end count as delivered); ``utilization`` is the relay's busy time over the
+run (right under rate changes) or, with htb, the bytes sent over rate × duration; ``bytes_in``
+and ``packets_in_flight_end`` are NaN.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ccarena.backends import INTEGER_COLUMNS
+from ccarena.runspec import RunSpec
+
+NAN = math.nan
+
+FLOW_COLUMNS = ("flow", "name", "kind", "flavor", "recovery", "start_s", "end_s", "bytes_offered",
+                "bytes_sent", "bytes_retransmitted", "bytes_delivered", "packets_sent",
+                "packets_retransmitted", "packets_received", "packets_lost", "rto_count",
+                "fast_recoveries", "spurious_rtos", "duplicate_bytes_received", "completion_time_s",
+                "rtt_min_s", "rtt_mean_s", "rtt_p50_s", "rtt_p95_s", "rtt_p99_s", "rtt_samples")
+SAMPLE_COLUMNS = ("time_s", "flow", "goodput_bps", "throughput_bps", "delivered_bytes", "sent_bytes",
+                  "cwnd_bytes", "ssthresh_bytes", "srtt_s", "rttvar_s", "rto_s", "inflight_bytes",
+                  "pacing_rate_bps", "retransmits", "ca_state")
+QUEUE_COLUMNS = ("time_s", "link", "backlog_bytes", "backlog_packets", "drops", "marks", "arrivals",
+                 "departures", "sojourn_mean_s", "red_avg", "early_drops")
+LINK_COLUMNS = ("link", "name", "rate_bps", "delay_ns", "packets_in", "bytes_in", "packets_delivered",
+                "packets_dropped_queue", "packets_marked", "packets_lost_wire", "packets_queued_end",
+                "packets_in_flight_end", "bytes_transmitted", "utilization")
+STRING_COLUMNS = ("name", "kind", "flavor", "recovery")
+
+
+def _num(v: Any) -> float:
+    return NAN if v is None else float(v)
+
+
+def frame(rows: list[dict[str, Any]], columns: tuple[str, ...]) -> pd.DataFrame:
+    """Rows → a DataFrame in the engine's column order and types (ints where all finite)."""
+    data: dict[str, Any] = {}
+    for c in columns:
+        values = [r.get(c) for r in rows]
+        if c in STRING_COLUMNS:
+            data[c] = pd.array(["" if v is None else str(v) for v in values], dtype="string")
+            continue
+        x = np.array([_num(v) for v in values], dtype=np.float64)
+        if c in INTEGER_COLUMNS and np.all(np.isfinite(x)):
+            x = x.astype(np.int64)
+        data[c] = x
+    return pd.DataFrame(data, columns=list(columns))
+
+
+def _by_time(samples: list[dict[str, Any]], interval_s: float) -> dict[int, dict[str, Any]]:
+    return {round(s["time_s"] / interval_s): s for s in samples}
+
+
+def flow_rows(spec: RunSpec, results: dict[tuple[int, str], dict[str, Any]]
+              ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """(flows rows, samples rows) from each generator's result, keyed by (flow, "send"/"recv")."""
+    interval_s = spec.sample_interval_ns / 1e9
+    duration_s = spec.duration_ns / 1e9
+    flows, samples = [], []
+    for i, flow in enumerate(spec.flows):
+        send, recv = results[(i, "send")], results[(i, "recv")]
+        tcp = flow.kind == "tcp"
+        start_s = flow.start_ns / 1e9
+        stop_s = flow.stop_ns / 1e9 if flow.stop_ns is not None else duration_s
+        sent_by_k, recv_by_k = _by_time(send["samples"], interval_s), _by_time(recv["samples"], interval_s)
+        prev_sent = prev_delivered = 0.0
+        srtts = []
+        for k in sorted(set(sent_by_k) | set(recv_by_k)):
+            s, r = sent_by_k.get(k, {}), recv_by_k.get(k, {})
+            delivered, sent = _num(r.get("delivered_bytes")), _num(s.get("sent_bytes"))
+            row = {"time_s": k * interval_s, "flow": i, "delivered_bytes": delivered,
+                   "sent_bytes": sent,
+                   "goodput_bps": (delivered - prev_delivered) * 8 / interval_s,
+                   "throughput_bps": (sent - prev_sent) * 8 / interval_s}
+            if tcp:
+                for c in ("cwnd_bytes", "ssthresh_bytes", "srtt_s", "rttvar_s", "rto_s",
+                          "inflight_bytes", "pacing_rate_bps", "retransmits", "ca_state"):
+                    row[c] = s.get(c)
+                if s.get("srtt_s") and start_s <= k * interval_s <= stop_s + 1e-9:
+                    srtts.append(s["srtt_s"])
+            samples.append(row)
+            prev_sent = sent if math.isfinite(sent) else prev_sent
+            prev_delivered = delivered if math.isfinite(delivered) else prev_delivered
+        if tcp:
+            flows.append(_tcp_flow_row(i, flow, send, recv, start_s, stop_s, srtts))
+        else:
+            flows.append(_udp_flow_row(i, flow, send, recv, start_s, stop_s))
+    return flows, samples
+
+
+def _tcp_flow_row(i: int, flow: dict[str, Any], send: dict[str, Any], recv: dict[str, Any],
+                  start_s: float, stop_s: float, srtts: list[float]) -> dict[str, Any]:
+    at_end = send.get("at_end") or send.get("drained") or {}
+    drained = send.get("drained") or {}
+    recv_drained = recv.get("drained") or {}
+    sent_pk = drained.get("data_segs_out")
+    recv_pk = recv_drained.get("data_segs_in")
+    completion = send.get("completion_time_s")
+    rtt = np.array(srtts, dtype=float)
+    min_rtt = drained.get("min_rtt")
+    return {
+        "flow": i, "name": flow.name, "kind": "tcp", "flavor": flow.flavor,
+        "recovery": flow.recovery, "start_s": start_s,
+        "end_s": start_s + completion if completion is not None else stop_s,
+        "bytes_offered": at_end.get("offered_bytes", send.get("offered_bytes")),
+        "bytes_sent": at_end.get("bytes_sent"), "bytes_retransmitted": at_end.get("bytes_retrans"),
+        "bytes_delivered": recv.get("at_end_bytes"),
+        "packets_sent": sent_pk, "packets_retransmitted": drained.get("total_retrans"),
+        "packets_received": recv_pk,
+        "packets_lost": None if sent_pk is None or recv_pk is None else max(0, sent_pk - recv_pk),
+        "rto_count": drained.get("total_rto"), "fast_recoveries": None, "spurious_rtos": None,
+        "duplicate_bytes_received": None, "completion_time_s": completion,
+        "rtt_min_s": min_rtt / 1e6 if min_rtt not in (None, 0, 0xFFFFFFFF) else None,
+        "rtt_mean_s": float(rtt.mean()) if rtt.size else None,
+        "rtt_p50_s": float(np.percentile(rtt, 50)) if rtt.size else None,
+        "rtt_p95_s": float(np.percentile(rtt, 95)) if rtt.size else None,
+        "rtt_p99_s": float(np.percentile(rtt, 99)) if rtt.size else None,
+        "rtt_samples": int(rtt.size),
+    }
+
+
+def _udp_flow_row(i: int, flow: dict[str, Any], send: dict[str, Any], recv: dict[str, Any],
+                  start_s: float, stop_s: float) -> dict[str, Any]:
+    size = int(flow.packet_bytes)
+    sent = int(send.get("sent_packets", 0))
+    skipped = int(send.get("skipped_packets", 0))  # due while the sender was stalled: offered, not sent
+    got = int(recv.get("received_packets", 0))
+    return {
+        "flow": i, "name": flow.name, "kind": flow.kind, "flavor": "udp-cbr", "recovery": "",
+        "start_s": start_s, "end_s": stop_s, "bytes_offered": (sent + skipped) * size,
+        "bytes_sent": sent * size,
+        "bytes_retransmitted": 0, "bytes_delivered": recv.get("at_end_bytes"),
+        "packets_sent": sent, "packets_retransmitted": 0, "packets_received": got,
+        "packets_lost": max(0, sent - got), "rto_count": None, "fast_recoveries": None,
+        "spurious_rtos": None, "duplicate_bytes_received": int(recv.get("duplicates", 0)) * size,
+        "completion_time_s": None, "rtt_min_s": None, "rtt_mean_s": None, "rtt_p50_s": None,
+        "rtt_p95_s": None, "rtt_p99_s": None, "rtt_samples": 0,
+    }
+
+
+def queue_rows(readings: list[tuple[float, dict[int, Any]]], baseline: dict[int, Any]
+               ) -> list[dict[str, Any]]:
+    """Queue rows from ``[(time_s, {link: QueueReading})]``, counters relative to ``baseline``;
+    ``sojourn_mean_s`` over each interval's departures where the readings time packets."""
+    rows = []
+    previous = dict(baseline)
+    for time_s, per_link in readings:
+        for link in sorted(per_link):
+            q, b, p = per_link[link], baseline.get(link), previous.get(link)
+            drops = q.drops - (b.drops if b else 0)
+            departures = q.departures - (b.departures if b else 0)
+            sojourn = None
+            if q.sojourn_total_ns is not None and p is not None and p.sojourn_total_ns is not None:
+                departed = q.departures - p.departures
+                sojourn = (q.sojourn_total_ns - p.sojourn_total_ns) / departed / 1e9 if departed else None
+            previous[link] = q
+            rows.append({"time_s": time_s, "link": link, "backlog_bytes": q.backlog_bytes,
+                         "backlog_packets": q.backlog_packets, "drops": drops, "marks": 0,
+                         "arrivals": departures + drops + q.backlog_packets,
+                         "departures": departures, "sojourn_mean_s": sojourn,
+                         "red_avg": None, "early_drops": 0})
+    return rows
+
+
+def link_rows(spec: RunSpec, final: dict[int, Any], baseline: dict[int, Any],
+              lost_wire: dict[int, int | None]) -> list[dict[str, Any]]:
+    """Link rows from the final and baseline readings and each link's wire losses."""
+    duration_s = spec.duration_ns / 1e9
+    rows = []
+    for i, link in enumerate(spec.links):
+        q, b = final.get(i), baseline.get(i)
+        if q is None:
+            rows.append({"link": i, "name": link.name, "rate_bps": link.rate_bps,
+                         "delay_ns": link.delay_ns})
+            continue
+        drops = q.drops - (b.drops if b else 0)
+        departures = q.departures - (b.departures if b else 0)
+        sent_bytes = q.departed_bytes - (b.departed_bytes if b else 0)
+        lost = lost_wire.get(i)
+        if q.busy_ns is not None:  # the relay's busy time: right when the rate changes mid-run
+            busy_s = (q.busy_ns - (b.busy_ns or 0 if b is not None else 0)) / 1e9
+        else:
+            busy_s = sent_bytes * 8 / link.rate_bps
+        rows.append({
+            "link": i, "name": link.name, "rate_bps": link.rate_bps, "delay_ns": link.delay_ns,
+            "packets_in": departures + drops + q.backlog_packets, "bytes_in": None,
+            "packets_delivered": None if lost is None else departures - lost,
+            "packets_dropped_queue": drops, "packets_marked": 0, "packets_lost_wire": lost,
+            "packets_queued_end": q.backlog_packets, "packets_in_flight_end": None,
+            "bytes_transmitted": sent_bytes,
+            "utilization": busy_s / duration_s,
+        })
+    return rows

@@ -1,0 +1,212 @@
+"""Executing an experiment's runs: skip the finished ones, run the rest on a local process pool
+(or in this process for ``jobs = 1`` or a single run), show progress with rich, stop cleanly on
+Ctrl-C.
+
+Each run is executed by :func:`ccarena.executor.run.execute_run`: backend → metrics → an atomic write of the run
+directory (:class:`ccarena.store.ExperimentStore`). A run is therefore either complete on disk or
+absent; Ctrl-C keeps every finished run, and the next ``ccarena run`` of the same scenario does
+only the missing ones.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+
+from ccarena.backends import get_backend
+from ccarena.errors import EngineFault, UserError
+from ccarena.executor.local import run_here, run_pool
+from ccarena.executor.run import (
+    backend_options,
+    execute_run,
+    now_utc,
+    run_record,
+    software_versions,
+)
+from ccarena.experiment import RunPlan, apply_backends, expand
+from ccarena.runspec import TCP_DEFAULTS, UDP_DEFAULTS
+from ccarena.scenario import LoadedScenario
+from ccarena.store import STORE_FORMAT, ExperimentStore, build_summary
+
+__all__ = ["ExperimentOutcome", "execute_run", "experiment_meta", "run_experiment", "run_record",
+           "software_versions"]
+
+
+@dataclass
+class ExperimentOutcome:
+    """What :func:`run_experiment` did.
+
+    Attributes:
+        root: the experiment directory.
+        plans: every run of the experiment, in order.
+        completed: ids of runs executed now.
+        skipped: ids of runs already complete before (not redone).
+        failed: outcome dicts of runs the engine failed on.
+        interrupted: True when Ctrl-C stopped the experiment.
+    """
+
+    root: Path
+    plans: list[RunPlan]
+    completed: list[str] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
+    failed: list[dict[str, Any]] = field(default_factory=list)
+    interrupted: bool = False
+
+    def raise_for_failures(self) -> None:
+        """Raise :class:`EngineFault` for the first failed run, if any."""
+        if self.failed:
+            first = self.failed[0]
+            plan = next(p for p in self.plans if p.run_id == first["run_id"])
+            extra = f" ({len(self.failed) - 1} more failed runs in {self.root / 'failed'})" \
+                if len(self.failed) > 1 else ""
+            raise EngineFault(first["error"] + extra, run_id=plan.run_id, seed=plan.seed,
+                              spec=plan.resolved.spec.to_dict(), replay_path=first.get("replay_path"))
+
+
+def experiment_meta(loaded: LoadedScenario, plans: list[RunPlan]) -> dict[str, Any]:
+    """experiment.json: the scenario as given and as resolved (per run), its parts (name,
+    description, swept parameters, matrix, report references), defaults, versions."""
+    sweep = loaded.scenario.sweep
+    parts = []
+    for part in loaded.parts:
+        s, m = part.scenario.sweep, part.scenario.matrix
+        parts.append({
+            "name": part.name, "description": part.description,
+            "parameters": list(s.parameters) if s else (["matrix_row", "matrix_col"] if m else []),
+            "repeats": s.repeats if s else (m.repeats if m else 1),
+            "matrix": {"flavors": m.flavors, "stagger_s": m.stagger_ns / 1e9} if m else None,
+            "report": part.raw.get("report", {}),
+        })
+    return {
+        "format_version": STORE_FORMAT,
+        "name": loaded.scenario.name,
+        "updated": now_utc(),
+        "scenario_file": loaded.source,
+        "scenario_text": loaded.text,
+        "scenario": loaded.raw,
+        "sweep": {"parameters": sweep.parameters if sweep else {},
+                  "repeats": sweep.repeats if sweep else 1},
+        "parts": parts,
+        "defaults": {"tcp": TCP_DEFAULTS, "udp": UDP_DEFAULTS},
+        "runs": [{"run_id": p.run_id, "point": p.point, "repeat": p.repeat, "seed": p.seed,
+                  "params": p.params, "part": p.part, "backend": p.backend,
+                  "spec_sha256": p.resolved.spec_sha256(),
+                  "spec": p.resolved.spec.to_dict()} for p in plans],
+        "software": software_versions(),
+    }
+
+
+def check_store(store: ExperimentStore, plans: list[RunPlan], force: bool) -> None:
+    """Refuse to mix runs of different scenarios in one directory (unless ``force``).
+
+    Raises:
+        UserError: a stored run has the same id but was made from a different spec.
+    """
+    if force:
+        return
+    for plan in plans:
+        stored = store.stored_spec_sha256(plan.run_id)
+        if stored is not None and stored != plan.resolved.spec_sha256():
+            raise UserError(f"{store.run_dir(plan.run_id)} was made from a different scenario; "
+                            "rerun with --force to redo it, or write to another directory with --out")
+
+
+def run_experiment(loaded: LoadedScenario, root: str | Path, *, jobs: int | None = None,
+                   force: bool = False, console: Console | None = None,
+                   show_progress: bool = True,
+                   backends: list[str] | None = None) -> ExperimentOutcome:
+    """Expand, check, and execute an experiment into ``root``; write experiment.json and
+    summary.parquet.
+
+    Args:
+        loaded: the validated scenario.
+        root: the experiment directory (created if needed; nothing is written before the
+            scenario and the directory have been checked).
+        jobs: worker processes (default: all cores); 1 runs in this process.
+        force: redo runs already complete (and drop stored runs no longer in the experiment).
+        console: where progress goes (default: stderr).
+        show_progress: draw progress bars.
+        backends: run every run on each of these (``["sim", "kernel"]``); default: the
+            scenario's ``backend``. Kernel runs execute one at a time in this process, after the
+            simulator's.
+
+    Raises:
+        UserError: the scenario expands into an invalid run, ``root`` holds another scenario's
+            runs, or the kernel cannot run a kernel run (checked before anything is written).
+    """
+    plans = apply_backends(expand(loaded), backends)
+    realtime = _check_backends(plans)
+    root = Path(root)
+    if root.exists() and not root.is_dir():
+        raise UserError(f"{root}: exists and is not a directory")
+    store = ExperimentStore(root)
+    check_store(store, plans, force)
+    root.mkdir(parents=True, exist_ok=True)
+    store.cleanup_tmp()
+    store.write_experiment(experiment_meta(loaded, plans))
+    if force:
+        wanted = {p.run_id for p in plans}
+        for run_id in store.complete_runs():
+            if run_id not in wanted:
+                store.remove_run(run_id)
+    outcome = ExperimentOutcome(root=root, plans=plans)
+    pending = []
+    for plan in plans:
+        if not force and store.is_complete(plan.run_id):
+            outcome.skipped.append(plan.run_id)
+        else:
+            pending.append(plan)
+    in_real_time = [p for p in pending if p.backend in realtime]
+    pending = [p for p in pending if p.backend not in realtime]
+    jobs = max(1, min(jobs or os.cpu_count() or 1, len(pending) or 1))
+    console = console or Console(stderr=True)
+    name = loaded.scenario.name
+    try:
+        if pending:
+            if jobs == 1:
+                run_here(pending, store, name, outcome, console, show_progress, len(plans))
+            else:
+                run_pool(pending, store, name, outcome, console, show_progress, jobs, len(plans))
+        if in_real_time:  # never in the pool, never beside another run
+            run_here(in_real_time, store, name, outcome, console, show_progress, len(plans))
+    except KeyboardInterrupt:
+        outcome.interrupted = True
+    finally:
+        store.cleanup_tmp()
+        done = [p for p in plans if store.is_complete(p.run_id)]
+        if done:
+            store.write_summary(build_summary(store, done))
+    return outcome
+
+
+
+
+def _check_backends(plans: list[RunPlan]) -> set[str]:
+    """Check every run against its backend (one backend object per name and options, so what a
+    backend detects is detected once) and return the names of the real-time backends.
+
+    Raises:
+        UserError: a backend cannot run a run on this machine.
+    """
+    backends: dict[tuple[str, str], Any] = {}
+    realtime: set[str] = set()
+    for plan in plans:
+        options = backend_options({"backend": plan.backend, plan.backend: _options_of(plan)})
+        key = (plan.backend, repr(sorted(options.items())))
+        if key not in backends:
+            backends[key] = get_backend(plan.backend, options)
+        backend = backends[key]
+        backend.check(plan.resolved.spec)
+        if backend.realtime:
+            realtime.add(plan.backend)
+    return realtime
+
+
+def _options_of(plan: RunPlan) -> dict[str, Any]:
+    """The scenario's table of options for the plan's backend (``[kernel]``), if it has one."""
+    table = getattr(plan.scenario, plan.backend, None)
+    return table.model_dump() if table is not None else {}

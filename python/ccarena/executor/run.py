@@ -1,0 +1,135 @@
+"""One run, executed and stored: backend → metrics → an atomic run directory.
+
+:func:`execute_run` is what a worker process (or this process) does for each run. A run is
+either complete on disk or absent (:class:`ccarena.store.ExperimentStore`); a run the backend
+fails on is written to ``failed/<run_id>.json`` with its spec and seed for replay.
+"""
+
+from __future__ import annotations
+
+import platform
+import time
+import traceback
+from datetime import datetime, timezone
+from typing import Any, Callable
+
+from ccarena.analysis import metrics
+from ccarena.backends import get_backend
+from ccarena.errors import UserError
+from ccarena.experiment import RunPlan
+from ccarena.runspec import RunSpec
+from ccarena.store import STORE_FORMAT, ExperimentStore
+
+
+def software_versions() -> dict[str, str]:
+    """Versions of ccarena, Python, the engine and the libraries that shape the numbers."""
+    import duckdb
+    import numpy
+    import pandas
+    import pyarrow
+
+    from ccarena import __version__
+
+    versions = {"ccarena": __version__, "python": platform.python_version(),
+                "numpy": numpy.__version__, "pandas": pandas.__version__,
+                "pyarrow": pyarrow.__version__, "duckdb": duckdb.__version__,
+                "platform": platform.platform()}
+    try:
+        from ccarena import _engine
+
+        versions["engine"] = str(getattr(_engine, "__version__", "unknown"))
+        versions["engine_git_revision"] = str(getattr(_engine, "__git_revision__", "unknown"))
+    except ImportError:
+        versions["engine"] = "not built"
+    return versions
+
+
+def now_utc() -> str:
+    """The current UTC time, ISO 8601 to the second (for records)."""
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def run_record(plan: RunPlan, experiment: str) -> dict[str, Any]:
+    """The run.json content known before the run (timings and status are added after)."""
+    return {
+        "format_version": STORE_FORMAT, "run_id": plan.run_id, "experiment": experiment,
+        "point": plan.point, "repeat": plan.repeat, "seed": plan.seed, "params": plan.params,
+        "part": plan.part, "matrix": list(plan.matrix) if plan.matrix else None,
+        "backend": plan.backend, "spec_sha256": plan.resolved.spec_sha256(),
+        "spec": plan.resolved.spec.to_dict(), "derived": plan.resolved.derived, "scenario": plan.raw,
+        "kernel": plan.scenario.kernel.model_dump(),
+    }
+
+
+def backend_options(record: dict[str, Any]) -> dict[str, Any]:
+    """A backend's options: the scenario's table named after it (``[kernel]`` for ``kernel``)."""
+    return dict(record.get(record.get("backend", "sim")) or {})
+
+
+def execute_run(root: str, record: dict[str, Any],
+                progress: Callable[[int, int], None] | None = None) -> dict[str, Any]:
+    """Run one run and store it: engine → metrics → atomic run directory.
+
+    Args:
+        root: the experiment directory.
+        record: :func:`run_record` of the run; ``record["backend"]`` names the backend
+            (:func:`ccarena.backends.get_backend`).
+        progress: ``progress(now_ns, duration_ns)`` as the run advances.
+
+    Returns:
+        ``{"run_id", "status": "complete"}`` or ``{"run_id", "status": "failed", "error",
+        "replay_path"}`` (the failure is also written to ``failed/<run_id>.json``).
+
+    Raises:
+        KeyboardInterrupt: Ctrl-C; nothing of the run is left in ``runs/``.
+    """
+    store = ExperimentStore(root)
+    backend = get_backend(record.get("backend", "sim"), backend_options(record))
+    started, t0 = now_utc(), time.perf_counter()
+    try:
+        spec = RunSpec.from_dict(record["spec"])
+        result = backend.run(spec, progress)
+        tables = result.tables
+        wall_s = time.perf_counter() - t0
+        duration_s = spec.duration_ns / 1e9
+        interval_s = spec.sample_interval_ns / 1e9
+        derived = record["derived"]
+        flows = metrics.flow_table(tables["flows"], tables["samples"], derived, duration_s, interval_s)
+        links = metrics.link_table(tables["links"], tables["queues"], derived, duration_s)
+        regions = metrics.region_table(tables["flows"], tables["samples"], duration_s, interval_s)
+        names = dict(zip(tables["flows"]["flow"], tables["flows"]["name"]))
+        samples = tables["samples"].copy()
+        samples.insert(2, "name", samples["flow"].map(names).astype("string"))
+        queues = tables["queues"].copy()
+        queues.insert(2, "link_name", queues["link"].map(dict(zip(links["link"], links["name"]))).astype("string"))
+        out = {"flows": flows, "samples": samples, "queues": queues, "links": links, "regions": regions}
+        for df in out.values():
+            df.insert(0, "run_id", record["run_id"])
+        full = dict(record, status="complete",
+                    summary=metrics.run_summary(flows, links, regions),
+                    timing={"started": started, "finished": now_utc(), "wall_s": wall_s,
+                            "simulated_s": duration_s,
+                            "simulated_per_wall": duration_s / wall_s if wall_s > 0 else None},
+                    software=software_versions())
+        full.update(result.record)  # how the backend ran it (the kernel's link emulation)
+        store.write_run(record["run_id"], full, out)
+        return {"run_id": record["run_id"], "status": "complete", "wall_s": wall_s}
+    except (KeyboardInterrupt, SystemExit):
+        raise
+    except UserError as err:
+        if backend.realtime:
+            raise  # this machine cannot run it: one line for the user, not an engine fault
+        return _failed(store, record, started, err)
+    except BaseException as err:  # an engine fault, a Rust panic, or a metrics bug: keep the spec
+        return _failed(store, record, started, err)
+
+
+def _failed(store: ExperimentStore, record: dict[str, Any], started: str,
+            err: BaseException) -> dict[str, Any]:
+    """Record a failed run in ``failed/<run_id>.json`` and return its outcome."""
+    failure = dict(record, status="failed", error=f"{type(err).__name__}: {err}",
+                   traceback=traceback.format_exc(), timing={"started": started, "failed": now_utc()},
+                   software=software_versions())
+    path = store.write_failure(record["run_id"], failure)
+    return {"run_id": record["run_id"], "status": "failed",
+            "error": f"{type(err).__name__}: {err}", "replay_path": str(path)}

@@ -1,0 +1,15 @@
+"""Reports: the HTML page and the terminal summary of an experiment's stored results.
+
+- :mod:`ccarena.report.tables`: table cells and the terminal table;
+- :mod:`ccarena.report.plots`: the matplotlib figures (time series, metric vs parameter);
+- :mod:`ccarena.report.study_plots`: the study figures (matrix heatmap, goodput per interval, RED);
+- :mod:`ccarena.report.figures`: the figures an experiment's report draws;
+- :mod:`ccarena.report.studies`: the study tables and figures a part asks for;
+- :mod:`ccarena.report.compare`: the simulator beside the kernel (``--backend sim,kernel``);
+- :mod:`ccarena.report.html`: the page (:func:`write_report`).
+"""
+
+from ccarena.report.html import write_report
+from ccarena.report.tables import terminal_table
+
+__all__ = ["terminal_table", "write_report"]

@@ -1,0 +1,244 @@
+"""The resolved run spec: the one input every backend consumes (the "narrow waist").
+
+Frozen pydantic models that mirror ``crates/sim/src/spec.rs`` field for field (documented in
+``docs/engine-spec.md``): nodes, directed links with their queue, static routes, flows by transport
+kind, scheduled link changes. :func:`ccarena.experiment.resolve.resolve_run` builds one per run with
+every value explicit; :meth:`RunSpec.to_json` serializes it once, canonically, for the engine and for
+``run.json``. ``tests/engine/test_spec_agreement.py`` round-trips every example's spec through the
+Rust ``Spec`` and fails if a field exists on one side only.
+
+Every default a flow takes (MSS, initial window, RTO bounds, delayed ACK, …) is a field default of
+:class:`TcpFlowSpec`, :class:`CbrFlowSpec` or :class:`UdtFlowSpec`: the one place it is written.
+:data:`TCP_DEFAULTS`, :data:`UDP_DEFAULTS` and :data:`UDT_DEFAULTS` are read from those models.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Annotated, Any, Literal, Union
+
+from pydantic import BaseModel, ConfigDict, Field, model_serializer
+
+SPEC_FORMAT = 1
+"""Version of the engine spec this module writes (``"format"``; ``ccarena_sim::spec::SPEC_FORMAT``)."""
+
+
+def canonical_json(value: Any) -> str:
+    """JSON with sorted keys and no whitespace (what the engine is given and what is hashed)."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"))
+
+
+class SpecModel(BaseModel):
+    """Base of the spec models: immutable, no unknown fields.
+
+    ``_OMIT_IF_NONE`` names fields the Rust side reads as absent-or-null (``#[serde(default)]``);
+    they are left out of the JSON while unset, so a spec that does not use them serializes exactly
+    as it did before they existed (its ``spec_sha256`` and stored runs stay valid).
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
+    _OMIT_IF_NONE: frozenset[str] = frozenset()
+
+    @model_serializer(mode="wrap")
+    def _omit_unset_optionals(self, handler: Any) -> dict[str, Any]:
+        data = handler(self)
+        for name in self._OMIT_IF_NONE:
+            if data.get(name, 0) is None:
+                del data[name]
+        return data
+
+
+class NodeSpec(SpecModel):
+    """A node, referenced by its index in :attr:`RunSpec.nodes`."""
+
+    name: str
+    kind: Literal["host", "router"]
+
+
+class RedSpec(SpecModel):
+    """RED's parameters (Floyd & Jacobson, IEEE/ACM ToN 1993, §4 and §11; gentle: Floyd 2000).
+
+    Exactly one pair of thresholds on the average queue is set: packets or bytes, the unit of the
+    queue's limit. ``max_p`` and ``w_q`` are in (0, 1]; ``idle_packet_bytes`` is the "typical small
+    packet" whose transmission time ages the average over an idle period.
+    """
+
+    min_th_packets: int | None
+    max_th_packets: int | None
+    min_th_bytes: int | None
+    max_th_bytes: int | None
+    max_p: float
+    w_q: float
+    gentle: bool
+    ecn: bool
+    idle_packet_bytes: int
+
+
+class QueueSpec(SpecModel):
+    """An egress queue: DropTail or RED, limited in packets or in bytes (exactly one is set), with
+    an optional ECN step-marking threshold K (RFC 8257 §3.1; DropTail only)."""
+
+    _OMIT_IF_NONE = frozenset({"red"})
+
+    discipline: Literal["droptail", "red"]
+    limit_packets: int | None
+    limit_bytes: int | None
+    ecn_threshold_packets: int | None = None
+    ecn_threshold_bytes: int | None = None
+    red: RedSpec | None = None
+
+
+class LinkSpec(SpecModel):
+    """One direction of a link: the egress queue at node ``from_``, serialization at ``rate_bps``,
+    then ``delay_ns`` of propagation to node ``to``; ``loss`` is the wire loss probability after
+    serialization."""
+
+    name: str
+    from_: int = Field(alias="from")
+    to: int
+    rate_bps: int
+    delay_ns: int
+    loss: float
+    queue: QueueSpec
+
+
+class RouteSpec(SpecModel):
+    """At node ``node``, packets for host ``dst`` leave on link ``link``."""
+
+    node: int
+    dst: int
+    link: int
+
+
+class LinkChangeSpec(SpecModel):
+    """New values for a link at an event; ``None`` keeps a value. Rates in bit/s, delays in ns,
+    limits in the queue's own unit."""
+
+    rate_bps: int | None = None
+    delay_ns: int | None = None
+    loss: float | None = None
+    limit_packets: int | None = None
+    limit_bytes: int | None = None
+
+
+class EventSpec(SpecModel):
+    """A scheduled change to link ``link`` at ``time_ns`` (before any packet event then)."""
+
+    time_ns: int
+    link: int
+    set: LinkChangeSpec
+
+
+class _FlowBase(SpecModel):
+    """Fields every flow has: its name, hosts (node indices) and schedule (ns; stop None = never)."""
+
+    name: str
+    src: int
+    dst: int
+    start_ns: int
+    stop_ns: int | None
+
+
+class TcpFlowSpec(_FlowBase):
+    """A TCP transfer: congestion controller ``flavor`` with ``params``, loss ``recovery``, and the
+    host settings. The defaults are Linux's (shared/FLAVORS.md): MSS 1448 B, IW 10 (RFC 6928),
+    RTO in [200 ms, 120 s] starting at 1 s (RFC 6298 §2), delayed ACK every 2nd segment or 40 ms
+    (RFC 5681 §4.2)."""
+
+    kind: Literal["tcp"] = "tcp"
+    bytes: int | None = None
+    flavor: str
+    params: dict[str, float]
+    recovery: str
+    mss_bytes: int = 1448                      # 1500-byte MTU − 40 (IP+TCP) − 12 (timestamps)
+    header_bytes: int = 52                     # IPv4 20 + TCP 20 + timestamp option 12
+    ack_bytes: int = 52                        # a pure ACK: the same headers, no payload
+    initial_cwnd_packets: int = 10             # RFC 6928
+    min_rto_ns: int = 200_000_000              # Linux TCP_RTO_MIN
+    initial_rto_ns: int = 1_000_000_000        # RFC 6298 §2.1
+    max_rto_ns: int = 120_000_000_000          # Linux TCP_RTO_MAX
+    clock_granularity_ns: int = 1_000_000      # RFC 6298 G; 1 ms
+    dupthresh: int = 3                         # RFC 5681 §3.2
+    delayed_ack_ns: int = 40_000_000           # Linux TCP_DELACK_MIN
+    ack_every_segments: int = 2                # RFC 5681 §4.2 / RFC 1122
+    ecn: bool = False
+
+
+class CbrFlowSpec(_FlowBase):
+    """UDP constant bit rate: ``rate_bps`` of payload in ``packet_bytes`` datagrams."""
+
+    kind: Literal["udp_cbr"] = "udp_cbr"
+    rate_bps: int
+    packet_bytes: int = 1472   # fills a 1500-byte MTU: 1500 − 20 (IP) − 8 (UDP)
+    header_bytes: int = 28     # IPv4 20 + UDP 8
+
+
+class UdtFlowSpec(_FlowBase):
+    """A UDT transfer (Gu & Grossman, Computer Networks 2007; draft-gg-udt-03)."""
+
+    kind: Literal["udt"] = "udt"
+    bytes: int | None = None
+    params: dict[str, float]
+    mss_bytes: int = 1456                  # 1500 − 20 (IP) − 8 (UDP) − 16 (UDT header)
+    header_bytes: int = 44                 # IPv4 20 + UDP 8 + UDT 16
+    ack_bytes: int = 68                    # full ACK: header + 6 × 4-byte fields (draft §3.2)
+    syn_interval_ns: int = 10_000_000      # SYN = 10 ms
+    flow_window_packets: int = 25_600      # UDT4's default receiver buffer (packets)
+    initial_rtt_ns: int = 100_000_000      # RTT assumed before the first measurement
+    min_exp_ns: int = 500_000_000          # floor of the EXP (timeout) period
+
+
+FlowSpec = Annotated[Union[TcpFlowSpec, CbrFlowSpec, UdtFlowSpec], Field(discriminator="kind")]
+"""A flow, by transport kind (``tcp``, ``udp_cbr``, ``udt``)."""
+
+
+class RunSpec(SpecModel):
+    """A whole run, every value explicit: what a backend's ``check`` and ``run`` take.
+
+    Times in ns, rates in bit/s; nodes, links and flows are referred to by list index.
+    """
+
+    format: int = SPEC_FORMAT
+    seed: int
+    duration_ns: int
+    sample_interval_ns: int
+    nodes: tuple[NodeSpec, ...]
+    links: tuple[LinkSpec, ...]
+    routes: tuple[RouteSpec, ...]
+    flows: tuple[FlowSpec, ...]
+    events: tuple[EventSpec, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        """The spec as JSON-ready data (``from`` for :attr:`LinkSpec.from_`)."""
+        return self.model_dump(mode="json", by_alias=True)
+
+    def to_json(self) -> str:
+        """The spec as canonical JSON (:func:`canonical_json`): what the engine is given."""
+        return canonical_json(self.to_dict())
+
+    def sha256(self) -> str:
+        """SHA-256 of :meth:`to_json`: identifies the run's inputs (used to skip finished runs)."""
+        return hashlib.sha256(self.to_json().encode()).hexdigest()
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "RunSpec":
+        """Read a spec back (from ``run.json``).
+
+        Raises:
+            pydantic.ValidationError: not a spec of this format.
+        """
+        return cls.model_validate(data)
+
+
+def _defaults(model: type[SpecModel], skip: tuple[str, ...]) -> dict[str, Any]:
+    return {name: f.default for name, f in model.model_fields.items()
+            if name not in skip and not f.is_required() and f.default is not None}
+
+
+TCP_DEFAULTS: dict[str, Any] = _defaults(TcpFlowSpec, ("kind",))
+"""Every TCP host setting a flow does not give (read from :class:`TcpFlowSpec`)."""
+UDP_DEFAULTS: dict[str, Any] = _defaults(CbrFlowSpec, ("kind",))
+"""Defaults of UDP CBR flows (read from :class:`CbrFlowSpec`)."""
+UDT_DEFAULTS: dict[str, Any] = _defaults(UdtFlowSpec, ("kind",))
+"""Defaults of UDT flows (read from :class:`UdtFlowSpec`)."""

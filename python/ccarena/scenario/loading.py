@@ -1,0 +1,202 @@
+"""Loading a scenario: TOML → dict → ``[[parts]]`` merged → validated :class:`Scenario` per part,
+with every swept value checked, so a scenario that loads can be run."""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from ccarena.errors import UserError
+from ccarena.scenario.errors import format_validation_error
+from ccarena.scenario.paths import parse_path, render_path, set_path
+from ccarena.scenario.schema import SIMPLE_NAME, Scenario
+
+
+@dataclass(frozen=True)
+class Part:
+    """One sub-experiment of a scenario file.
+
+    Attributes:
+        name: the ``[[parts]]`` entry's name ("" for a file without parts).
+        description: what the part asks.
+        raw: the part's whole scenario as written (the file's top level with the part merged in).
+        scenario: its validated :class:`Scenario`.
+    """
+
+    name: str
+    description: str
+    raw: dict[str, Any]
+    scenario: Scenario
+
+
+@dataclass(frozen=True)
+class LoadedScenario:
+    """A validated scenario with what the user wrote.
+
+    Attributes:
+        raw: the scenario as given (a plain dict, values as written).
+        scenario: the validated :class:`Scenario` (parsed values) — the first part's when the
+            file has ``[[parts]]``.
+        source: the file path, or None for a dict.
+        text: the file's text, or None for a dict.
+        parts: the sub-experiments; one unnamed part for a file without ``[[parts]]``.
+    """
+
+    raw: dict[str, Any]
+    scenario: Scenario
+    source: str | None
+    text: str | None
+    parts: tuple[Part, ...] = ()
+
+
+PART_FIELDS = ("name", "description")
+"""Fields of a ``[[parts]]`` entry that describe the part rather than override the scenario."""
+
+
+def merge_tables(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
+    """``base`` with ``override`` laid over it: tables merge key by key (recursively); any other
+    value, lists included, replaces the base's, and so does a table with a different ``kind``
+    (a part that changes the topology's kind gives the whole topology)."""
+    out = dict(base)
+    for key, value in override.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict) \
+                and value.get("kind", out[key].get("kind")) == out[key].get("kind"):
+            out[key] = merge_tables(out[key], value)
+        else:
+            out[key] = value
+    return out
+
+
+def split_parts(raw: dict[str, Any]) -> list[tuple[str, str, dict[str, Any]]]:
+    """``(name, description, merged raw scenario)`` per ``[[parts]]`` entry, or one unnamed part.
+
+    Raises:
+        UserError: ``parts`` is not a list of tables with distinct simple names.
+    """
+    if "parts" not in raw:
+        return [("", str(raw.get("description", "")), raw)]
+    parts = raw["parts"]
+    if not isinstance(parts, list) or not parts or not all(isinstance(p, dict) for p in parts):
+        raise UserError("parts: give one or more [[parts]] tables, each with a name")
+    base = {k: v for k, v in raw.items() if k != "parts"}
+    out: list[tuple[str, str, dict[str, Any]]] = []
+    for i, part in enumerate(parts):
+        name = part.get("name")
+        if not isinstance(name, str) or not SIMPLE_NAME.match(name) or "__" in name:
+            raise UserError(f"parts[{i}].name: give each part a simple name (letters, digits, "
+                            "'.', '-', single '_'), e.g. name = \"loss\"")
+        if any(name == n for n, _, _ in out):
+            raise UserError(f"parts[{i}].name: '{name}' names two parts")
+        override = {k: v for k, v in part.items() if k not in PART_FIELDS}
+        if "parts" in override:
+            raise UserError(f"parts[{i}].parts: parts do not nest")
+        merged = merge_tables(base, override)
+        out.append((name, str(part.get("description", "")), merged))
+    return out
+
+
+def validate_scenario(raw: dict[str, Any]) -> Scenario:
+    """Validate a scenario given as a dict (values as written in TOML).
+
+    Raises:
+        UserError: one line naming the first bad field.
+    """
+    if not isinstance(raw, dict):
+        raise UserError(f"a scenario is a table of fields, got {type(raw).__name__}")
+    try:
+        return Scenario.model_validate(raw)
+    except ValidationError as err:
+        raise UserError(format_validation_error(err)) from None
+
+
+def read_toml(path: str | Path) -> tuple[dict[str, Any], str]:
+    """Read a scenario file's TOML into a dict, with the file's text.
+
+    Raises:
+        UserError: no such file, not UTF-8, empty, or not valid TOML (the message gives the line).
+    """
+    path = Path(path)
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise UserError(f"{path}: no such file") from None
+    except IsADirectoryError:
+        raise UserError(f"{path}: is a directory, not a scenario file") from None
+    except OSError as err:
+        raise UserError(f"{path}: cannot read ({err.strerror})") from None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise UserError(f"{path}: not a text file (scenario files are UTF-8 TOML)") from None
+    if not text.strip():
+        raise UserError(f"{path}: the file is empty; see examples/quickstart.toml for a scenario")
+    try:
+        raw = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as err:
+        raise UserError(f"{path}: not valid TOML: {err}") from None
+    return raw, text
+
+
+def load_scenario(source: str | Path | dict[str, Any]) -> LoadedScenario:
+    """Load and validate a scenario from a TOML file path or a dict.
+
+    A file without ``name`` takes its stem as the name (``quickstart.toml`` → ``quickstart``).
+    The ``[sweep]`` values are checked too (each swept value must give a valid scenario), so a
+    scenario that loads can be run. With ``[[parts]]``, each part (the top level with the part's
+    tables merged over it, :func:`merge_tables`) is validated on its own; the top level alone
+    need not be a complete scenario.
+
+    Raises:
+        UserError: one line naming the file or field and the problem.
+    """
+    if isinstance(source, dict):
+        raw, text, origin = dict(source), None, None
+    else:
+        raw, text = read_toml(source)
+        origin = str(source)
+        raw.setdefault("name", re.sub(r"[^A-Za-z0-9._-]", "-", Path(source).stem) or "experiment")
+    parts: list[Part] = []
+    try:
+        for name, description, merged in split_parts(raw):
+            where = f"parts[{len(parts)}] ({name}): " if name else ""
+            try:
+                scenario = validate_scenario(merged)
+                if scenario.sweep is not None:
+                    check_sweep(merged, scenario)
+            except UserError as err:
+                raise UserError(f"{where}{err}") from None
+            parts.append(Part(name=name, description=description, raw=merged, scenario=scenario))
+    except UserError as err:
+        raise UserError(f"{origin}: {err}" if origin else str(err)) from None
+    return LoadedScenario(raw=raw, scenario=parts[0].scenario, source=origin, text=text,
+                          parts=tuple(parts))
+
+
+def without_sweep(raw: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in raw.items() if k != "sweep"}
+
+
+def check_sweep(raw: dict[str, Any], scenario: Scenario) -> None:
+    """Check that each swept value, set alone into the scenario, gives a valid scenario.
+
+    Raises:
+        UserError: ``sweep."<path>"[i]: <problem>`` for the first bad value.
+    """
+    assert scenario.sweep is not None
+    base = without_sweep(raw)
+    for path, values in scenario.sweep.parameters.items():
+        for i, value in enumerate(values):
+            candidate = set_path(base, path, value)
+            try:
+                validate_scenario(candidate)
+            except UserError as err:
+                message = str(err)
+                rendered = render_path(parse_path(path))
+                if message.startswith(rendered + ": "):
+                    message = message[len(rendered) + 2:]
+                raise UserError(f'sweep."{path}"[{i}]: {message}') from None

@@ -1,0 +1,418 @@
+"""The scenario file's schema: pydantic models of every table (``[topology]``, ``[[flows]]``,
+``[output]``, ``[sweep]``, ``[matrix]``, ``[[events]]``, ``[report]``, ``[kernel]``).
+
+A scenario says what network, which flows, how long and how often to sample, what to vary and the
+seed. Quantities are strings with units (see :mod:`ccarena.units`). Every model forbids unknown
+fields; a validator raises :class:`ccarena.errors.FieldError` naming the field, which
+:mod:`ccarena.scenario.errors` turns into one line (``flows[2].flavor: unknown flavor 'cubik' (did
+you mean 'cubic'?)``).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from ccarena import flavors as flavor_catalog
+from ccarena.errors import FieldError, UserError
+from ccarena.quantities import Packets, RateBps, SizeBytes, StrictModel, TimeNs
+from ccarena.scenario.events import Event, resolve_events
+from ccarena.topology import Topology
+from ccarena.units import format_time
+
+RECOVERIES = ("tahoe", "reno", "newreno", "sack", "prr")
+"""Loss recovery algorithms a TCP flow may use (FLAVORS.md, "Loss recovery")."""
+
+TCP_ONLY_FIELDS = ("bytes", "recovery", "params", "mss", "initial_cwnd", "min_rto", "initial_rto",
+                   "max_rto", "delayed_ack", "ack_every", "dupthresh", "ecn")
+UDP_ONLY_FIELDS = ("rate", "packet_size")
+
+SIMPLE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+
+
+class Flow(StrictModel):
+    """One flow: a TCP bulk transfer (``flavor`` = a congestion controller) or a UDP transport
+    (``flavor = "udp-cbr"``) from host ``from`` to host ``to``.
+
+    Common: ``name`` (default: the flavor, numbered if several flows share it), ``start`` (default
+    ``"0s"``), ``stop`` (default: the end of the run).
+    TCP only: ``bytes`` (a finite transfer; default: send until stop), ``recovery`` (default: the
+    flavor's), ``params`` (the controller's named parameters), ``mss``, ``initial_cwnd``,
+    ``min_rto``, ``initial_rto``, ``max_rto``, ``delayed_ack``, ``ack_every``, ``dupthresh``, ``ecn``
+    (defaults in :mod:`ccarena.runspec`).
+    UDP CBR only: ``rate`` (payload bit rate, required), ``packet_size`` (payload per datagram).
+    UDT (``flavor = "udt"``): ``bytes`` and ``params`` as for TCP; the rest of UDT's settings are
+    the defaults in :mod:`ccarena.runspec`.
+    ``flavor`` may also be a table naming the flavor and its parameters:
+    ``flavor = { name = "vegas", alpha = 1, beta = 3 }`` (the same as ``flavor = "vegas"`` with
+    ``params = { alpha = 1, beta = 3 }``).
+    """
+
+    @model_validator(mode="before")
+    @classmethod
+    def _flavor_table(cls, data: Any) -> Any:
+        if isinstance(data, dict) and isinstance(data.get("flavor"), dict):
+            table = dict(data["flavor"])
+            if "name" not in table:
+                raise FieldError("flavor", 'a flavor table needs a name, e.g. flavor = { name = "vegas", alpha = 1 }')
+            if data.get("params") is not None:
+                raise FieldError("params", "give the parameters either in the flavor table or in params, not both")
+            data = dict(data, flavor=table.pop("name"), params=table)
+        return data
+
+    name: str | None = None
+    src: str = Field(alias="from")
+    dst: str = Field(alias="to")
+    flavor: str
+    start_ns: TimeNs = Field("0s", alias="start")
+    stop_ns: TimeNs | None = Field(None, alias="stop")
+    size_bytes: SizeBytes | None = Field(None, alias="bytes")
+    recovery: Literal[RECOVERIES] | None = None  # type: ignore[valid-type]
+    params: dict[str, float] | None = None
+    mss_bytes: SizeBytes | None = Field(None, alias="mss")
+    initial_cwnd_packets: Packets | None = Field(None, alias="initial_cwnd")
+    min_rto_ns: TimeNs | None = Field(None, alias="min_rto")
+    initial_rto_ns: TimeNs | None = Field(None, alias="initial_rto")
+    max_rto_ns: TimeNs | None = Field(None, alias="max_rto")
+    delayed_ack_ns: TimeNs | None = Field(None, alias="delayed_ack")
+    ack_every_segments: int | None = Field(None, alias="ack_every", ge=1, le=64)
+    dupthresh: int | None = Field(None, ge=1, le=1000)
+    ecn: bool | None = None
+    rate_bps: RateBps | None = Field(None, alias="rate")
+    packet_bytes: SizeBytes | None = Field(None, alias="packet_size")
+
+    @field_validator("name")
+    @classmethod
+    def _name_is_simple(cls, name: str | None) -> str | None:
+        if name is not None and not SIMPLE_NAME.match(name):
+            raise ValueError(f"'{name}' is not a simple name: use letters, digits, '.', '_' or '-'")
+        return name
+
+    @field_validator("flavor")
+    @classmethod
+    def _flavor_is_known(cls, flavor: str) -> str:
+        if flavor not in flavor_catalog.all_flavors():
+            raise ValueError(flavor_catalog.unknown_flavor_message(flavor))
+        return flavor
+
+    @property
+    def is_udp(self) -> bool:
+        """True for the UDP transports (``udp-cbr``)."""
+        return self.flavor in flavor_catalog.UDP_TRANSPORTS
+
+    @property
+    def transport(self) -> str:
+        """``"tcp"``, ``"udt"`` or ``"udp_cbr"``: the engine flow kind this flow runs as."""
+        return flavor_catalog.transport_of(self.flavor)
+
+    @model_validator(mode="after")
+    def _fields_fit_the_flavor(self) -> "Flow":
+        given = {name for name, value in self._given_by_alias().items() if value is not None}
+        if self.is_udp:
+            for name in TCP_ONLY_FIELDS:
+                if name in given:
+                    hint = "; a UDP flow sends until `stop`" if name == "bytes" else ""
+                    raise FieldError(name, f"only TCP flows take `{name}` ({self.flavor} is UDP){hint}")
+            if self.rate_bps is None:
+                raise FieldError("rate", f"a {self.flavor} flow needs a rate, e.g. rate = \"2Mbps\"")
+        else:
+            for name in UDP_ONLY_FIELDS:
+                if name in given:
+                    raise FieldError(name, f"only udp-cbr flows take `{name}` ({self.flavor} is TCP)")
+            if self.transport == "udt":
+                for name in TCP_ONLY_FIELDS:
+                    if name in given and name not in ("bytes", "params"):
+                        raise FieldError(name, f"a udt flow takes `bytes` and `params` but not `{name}` "
+                                               "(UDT is not TCP)")
+            known = [p["name"] for p in flavor_catalog.engine_flavors()[self.flavor]["params"]]
+            for param in (self.params or {}):
+                if param not in known:
+                    hint = flavor_catalog.suggest(param, known)
+                    listing = f"; {self.flavor} takes {', '.join(known)}" if known else \
+                        f"; {self.flavor} takes no parameters"
+                    raise FieldError(f"params.{param}",
+                                     f"unknown parameter of {self.flavor}{hint}{listing}")
+        if self.stop_ns is not None and self.stop_ns <= self.start_ns:
+            raise FieldError("stop", f"{format_time(self.stop_ns / 1e9)} is not after start "
+                                     f"({format_time(self.start_ns / 1e9)})")
+        return self
+
+    def _given_by_alias(self) -> dict[str, Any]:
+        return {(f.alias or name): getattr(self, name) for name, f in type(self).model_fields.items()}
+
+
+class Output(StrictModel):
+    """``[output]``: ``sample_interval`` (default ``"100ms"``) between time-series samples."""
+
+    sample_interval_ns: TimeNs = Field("100ms", alias="sample_interval")
+
+    @field_validator("sample_interval_ns")
+    @classmethod
+    def _positive(cls, value: int) -> int:
+        if value <= 0:
+            raise ValueError("must be > 0")
+        return value
+
+
+class Sweep(BaseModel):
+    """``[sweep]``: a grid of values per field path, and ``repeats`` per grid point.
+
+    Keys are field paths of the scenario (``"topology.bottleneck.loss"``, ``"flows[1].flavor"``);
+    values are non-empty lists. Nested tables are read as dotted paths. ``repeats`` (default 1) runs
+    each point that many times with seeds derived from the scenario's seed
+    (:func:`ccarena.experiment.expand.derive_seed`).
+    """
+
+    model_config = ConfigDict(extra="allow", frozen=True)
+
+    repeats: int = Field(1, ge=1, le=10_000)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _flatten(cls, data: Any) -> Any:
+        if not isinstance(data, dict):
+            return data
+        flat: dict[str, Any] = {}
+
+        def walk(prefix: str, value: Any) -> None:
+            if isinstance(value, dict):
+                for k, v in value.items():
+                    walk(f"{prefix}.{k}" if prefix else str(k), v)
+            else:
+                flat[prefix] = value
+
+        for key, value in data.items():
+            if key == "repeats":
+                flat[key] = value
+            else:
+                walk(key, value)
+        for key, value in flat.items():
+            if key == "repeats":
+                continue
+            if not isinstance(value, list) or not value:
+                raise FieldError(f'"{key}"', "a swept field takes a non-empty list of values, "
+                                             f'e.g. "{key}" = [...]')
+        return flat
+
+    @property
+    def parameters(self) -> dict[str, list[Any]]:
+        """Field path → list of values, in file order."""
+        return dict(self.model_extra or {})
+
+
+REFERENCE_TABLES = ("matrix", "regions", "region_detail", "drop_rate", "flows")
+"""ccarena tables a study's published numbers can be shown beside (``[[report.references]]``)."""
+
+
+class Reference(StrictModel):
+    """A study's own published table, shown beside the table ccarena computes.
+
+    ``table`` names the ccarena table it sits beside (:data:`REFERENCE_TABLES`); ``rows`` and
+    ``columns`` label ``values`` (a ``len(rows)`` × ``len(columns)`` grid; ``nan`` where the study
+    gives nothing) in the study's ``unit``; ``source`` cites it; ``note`` says how to read it;
+    ``metric`` names the ccarena column compared where the table holds several (``region_detail``:
+    ``aggregate_stability`` or ``jain_index``).
+    """
+
+    table: Literal[REFERENCE_TABLES]  # type: ignore[valid-type]
+    metric: str | None = None
+    title: str
+    source: str = ""
+    unit: str = ""
+    note: str = ""
+    rows: list[str] = Field(min_length=1)
+    columns: list[str] = Field(min_length=1)
+    values: list[list[float]]
+
+    @model_validator(mode="after")
+    def _grid(self) -> "Reference":
+        if len(self.values) != len(self.rows) or any(len(v) != len(self.columns) for v in self.values):
+            raise FieldError("values", f"must be {len(self.rows)} rows × {len(self.columns)} "
+                                       "columns like rows and columns")
+        return self
+
+
+class KernelOptions(StrictModel):
+    """``[kernel]``: options of the kernel backend (ignored by the simulator).
+
+    ``emulation``: how the links are emulated (:mod:`ccarena.backends.kernel.emulation`) — ``"auto"``
+    (default: ``"tc"`` where the kernel has netem, else ``"relay"``), ``"relay"`` (ccarena's link
+    emulator does the rate, queue, delay and loss with the simulator's link model) or ``"tc"``
+    (htb + pfifo/bfifo, netem or the relay for the delay, nftables for the loss).
+    """
+
+    emulation: Literal["auto", "relay", "tc"] = "auto"
+
+
+class ReportOptions(StrictModel):
+    """``[report]``: ``references`` (a study's published tables, :class:`Reference`) and
+    ``group_by`` (the summary column the study tables are grouped by, e.g. ``"flavor"``; default:
+    the swept parameters)."""
+
+    references: list[Reference] = []
+    group_by: list[str] | None = None
+
+
+class Matrix(StrictModel):
+    """``[matrix]``: every ordered pair of ``flavors`` on a shared bottleneck (seed 004).
+
+    Run (row, column) starts a flow of the row flavor first and one of the column flavor
+    ``stagger`` later (default ``"5s"``), ``repeats`` times (default 1). The two flows are the
+    scenario's two ``[[flows]]`` (their ``flavor`` may be left out), or, without ``[[flows]]``,
+    ``left0 → right0`` and ``left1 → right1`` on a dumbbell (``a → b`` twice on a single link).
+    """
+
+    flavors: list[str] = Field(min_length=1)
+    stagger_ns: TimeNs = Field("5s", alias="stagger")
+    repeats: int = Field(1, ge=1, le=10_000)
+
+    @model_validator(mode="after")
+    def _flavors_known(self) -> "Matrix":
+        flavors = self.flavors
+        for i, flavor in enumerate(flavors):
+            if flavor not in flavor_catalog.all_flavors():
+                raise FieldError(f"flavors[{i}]", flavor_catalog.unknown_flavor_message(flavor))
+            if flavor in flavor_catalog.UDP_TRANSPORTS:
+                raise FieldError(f"flavors[{i}]", f"'{flavor}' is not a congestion-controlled "
+                                                  "transport; a matrix compares flavors that share")
+        if len(set(flavors)) != len(flavors):
+            raise FieldError("flavors", "lists a flavor twice")
+        return self
+
+    def pairs(self) -> list[tuple[str, str]]:
+        """Every ordered (row, column) pair, row-major."""
+        return [(r, c) for r in self.flavors for c in self.flavors]
+
+
+def matrix_flows(data: dict[str, Any]) -> dict[str, Any]:
+    """Give a ``[matrix]`` scenario its two template flows (flavors filled with the first matrix
+    flavor until :func:`ccarena.experiment.expand` sets each pair's)."""
+    matrix = data.get("matrix")
+    if not isinstance(matrix, dict) or not isinstance(matrix.get("flavors"), list) or not matrix["flavors"]:
+        return data
+    first = matrix["flavors"][0]
+    flows = data.get("flows")
+    if flows is None:
+        topology = data.get("topology") if isinstance(data.get("topology"), dict) else {}
+        if topology.get("kind") == "dumbbell":
+            flows = [{"from": "left0", "to": "right0"}, {"from": "left1", "to": "right1"}]
+        else:
+            flows = [{"from": "a", "to": "b"}, {"from": "a", "to": "b"}]
+    if not isinstance(flows, list) or len(flows) != 2:
+        raise FieldError("flows", "a [matrix] scenario has exactly two [[flows]] (row flavor first, "
+                                  "column flavor after the stagger), or none for the default pair")
+    filled = [dict(f, flavor=f.get("flavor", first)) if isinstance(f, dict) else f for f in flows]
+    return dict(data, flows=filled)
+
+
+class Scenario(StrictModel):
+    """A whole scenario file (see the README's scenario reference).
+
+    Fields: ``name`` (the experiment's directory name), ``description``, ``duration`` (> 0),
+    ``seed`` (default 1), ``backend`` (``"sim"`` or ``"kernel"``), ``topology``, ``flows`` (at least one),
+    ``output``, ``sweep``, ``matrix`` (:class:`Matrix`; not with ``sweep``), ``events``
+    (:class:`ccarena.scenario.events.Event`), ``report`` (:class:`ReportOptions`), ``kernel``
+    (:class:`KernelOptions`), ``parts`` (see :func:`split_parts`).
+    """
+
+    name: str = "experiment"
+    description: str = ""
+    duration_ns: TimeNs = Field(alias="duration")
+    seed: int = Field(1, ge=0, lt=2**63)
+    start_jitter_ns: TimeNs = Field("0s", alias="start_jitter")
+    backend: Literal["sim", "kernel"] = "sim"
+    topology: Topology
+    flows: list[Flow]
+    output: Output = Output()
+    sweep: Sweep | None = None
+    matrix: Matrix | None = None
+    events: list[Event] = []
+    report: ReportOptions = ReportOptions()
+    kernel: KernelOptions = KernelOptions()
+
+    @model_validator(mode="before")
+    @classmethod
+    def _matrix_templates(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "matrix" in data:
+            return matrix_flows(data)
+        return data
+
+    @field_validator("name")
+    @classmethod
+    def _name_is_a_directory_name(cls, name: str) -> str:
+        if not SIMPLE_NAME.match(name):
+            raise ValueError(f"'{name}' is not a usable directory name: use letters, digits, "
+                             "'.', '_' or '-'")
+        return name
+
+    @field_validator("duration_ns")
+    @classmethod
+    def _duration_positive(cls, value: int) -> int:
+        if value <= 0:
+            raise ValueError("must be > 0 (e.g. duration = \"30s\")")
+        return value
+
+    @model_validator(mode="after")
+    def _flows_fit_topology_and_time(self) -> "Scenario":
+        if not self.flows:
+            raise FieldError("flows", "a scenario needs at least one [[flows]] table")
+        nodes = self.topology.node_names()
+        hosts = [n for n, kind in nodes.items() if kind == "host"]
+        for i, flow in enumerate(self.flows):
+            for key, node in (("from", flow.src), ("to", flow.dst)):
+                if node not in nodes:
+                    raise FieldError(f"flows[{i}].{key}", f"unknown node '{node}'"
+                                     f"{flavor_catalog.suggest(node, list(nodes))}; "
+                                     f"hosts of this {self.topology.kind} are {', '.join(hosts)}")
+                if nodes[node] != "host":
+                    raise FieldError(f"flows[{i}].{key}", f"'{node}' is a router; flows run "
+                                     f"between hosts ({', '.join(hosts)})")
+            if flow.src == flow.dst:
+                raise FieldError(f"flows[{i}].to", f"the flow goes from '{flow.src}' to itself")
+            if flow.start_ns >= self.duration_ns:
+                raise FieldError(f"flows[{i}].start", f"{format_time(flow.start_ns / 1e9)} is not "
+                                 f"before the end of the run (duration {format_time(self.duration_ns / 1e9)})")
+            if flow.stop_ns is not None and flow.stop_ns > self.duration_ns:
+                raise FieldError(f"flows[{i}].stop", f"{format_time(flow.stop_ns / 1e9)} is after "
+                                 f"the end of the run (duration {format_time(self.duration_ns / 1e9)})")
+        seen: dict[str, int] = {}
+        for i, name in enumerate(self.flow_names()):
+            if name in seen:
+                raise FieldError(f"flows[{i}].name", f"duplicate flow name '{name}' "
+                                 f"(also flows[{seen[name]}]); give each flow its own name")
+            seen[name] = i
+        if self.output.sample_interval_ns > self.duration_ns:
+            raise FieldError("output.sample_interval", "is longer than the run's duration")
+        if self.matrix is not None and self.sweep is not None:
+            raise FieldError("matrix", "a scenario takes [matrix] or [sweep], not both; put each "
+                                       "in its own [[parts]] table")
+        for i, event in enumerate(self.events):
+            if event.at_ns >= self.duration_ns:
+                raise FieldError(f"events[{i}].at", f"{format_time(event.at_ns / 1e9)} is not "
+                                 f"before the end of the run (duration {format_time(self.duration_ns / 1e9)})")
+        if self.events:
+            try:
+                resolve_events(self.events, self.topology.build(), self.duration_ns)
+            except UserError as err:
+                field, _, message = str(err).partition(": ")
+                raise FieldError(field, message) from None
+        return self
+
+    def flow_names(self) -> list[str]:
+        """Each flow's name: as given, else its flavor, numbered (``reno0``, ``reno1``) when
+        several unnamed flows share a flavor."""
+        unnamed = [f.flavor for f in self.flows if f.name is None]
+        counters: dict[str, int] = {}
+        names = []
+        for flow in self.flows:
+            if flow.name is not None:
+                names.append(flow.name)
+            elif unnamed.count(flow.flavor) == 1:
+                names.append(flow.flavor)
+            else:
+                k = counters.get(flow.flavor, 0)
+                counters[flow.flavor] = k + 1
+                names.append(f"{flow.flavor}{k}")
+        return names

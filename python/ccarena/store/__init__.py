@@ -1,0 +1,27 @@
+"""The results store: one directory per experiment, one sub-directory per run (shared/DESIGN.md,
+"Results")::
+
+    <experiment>/
+      experiment.json          the scenario as given and as resolved, software versions
+      runs/<run_id>/run.json   the run's parameters, seed, backend, status, timings, resolved spec
+      runs/<run_id>/flows.parquet, samples.parquet, queues.parquet, links.parquet, regions.parquet
+      summary.parquet          one row per run and flow, sweep parameters as columns
+      failed/<run_id>.json     runs the engine failed on (spec and seed for replay)
+      report.html, figures/*.png
+
+A run directory is written whole in ``.tmp/`` and renamed into ``runs/`` (rename is atomic on one
+file system), so ``runs/`` never holds a half-written run: a run is complete exactly when its
+directory exists. JSON and summary files are written to a temporary name and renamed too.
+One process at a time should write an experiment directory.
+"""
+
+from ccarena.store.experiment_store import RUN_TABLES, ExperimentStore
+from ccarena.store.files import atomic_write_bytes, json_dumps, write_parquet
+from ccarena.store.format import FORMAT_VERSION, upgrade_record
+from ccarena.store.summary import SUMMARY_FLOW_COLUMNS, build_summary
+
+STORE_FORMAT = FORMAT_VERSION
+"""Version of the layout this ccarena writes (``format_version`` in experiment.json and run.json)."""
+
+__all__ = ["FORMAT_VERSION", "RUN_TABLES", "STORE_FORMAT", "SUMMARY_FLOW_COLUMNS", "ExperimentStore",
+           "atomic_write_bytes", "build_summary", "json_dumps", "upgrade_record", "write_parquet"]

@@ -1,0 +1,67 @@
+"""summary.parquet: one row per run and flow, built from the stored runs."""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import pandas as pd
+
+from ccarena.analysis import metrics
+from ccarena.store.experiment_store import ExperimentStore
+
+SUMMARY_FLOW_COLUMNS = (
+    "flow", "name", "kind", "flavor", "recovery", "start_s", "end_s", "active_s", "bytes_sent",
+    "bytes_retransmitted", "bytes_delivered", "packets_sent", "packets_retransmitted",
+    "packets_received", "packets_lost", "rto_count", "fast_recoveries",
+) + metrics.FLOW_METRICS + ("base_rtt_s", "path_loss", "bottleneck_rate_bps", "mss_bytes", "mathis_bps",
+                            "padhye_bps", "cubic_bps")
+"""Per-flow columns of summary.parquet (taken from each run's flows.parquet when present)."""
+
+
+def _param_column(values: list[Any]) -> pd.Series:
+    """Swept values as one column: numbers stay numbers, anything else becomes strings."""
+    if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values):
+        return pd.Series(values, dtype="float64")
+    return pd.Series([str(v) for v in values], dtype="string")
+
+
+def build_summary(store: ExperimentStore, run_ids_or_plans: Sequence[Any]) -> pd.DataFrame:
+    """summary.parquet: one row per run and flow.
+
+    Columns: ``run_id, part, point, repeat, seed``, one column per swept field path (named by the path,
+    ``matrix_row``/``matrix_col`` for a matrix, with ``matrix_role`` "row"/"col" per flow;
+    values as written), the per-flow columns :data:`SUMMARY_FLOW_COLUMNS`, and the run-level
+    numbers of :func:`ccarena.analysis.metrics.run_summary` (repeated on each of the run's rows).
+    """
+    rows: list[dict[str, Any]] = []
+    param_names: list[str] = []
+    for item in run_ids_or_plans:
+        run_id = item if isinstance(item, str) else item.run_id
+        record = store.read_run_record(run_id)
+        for p in record.get("params", {}):
+            if p not in param_names:
+                param_names.append(p)
+        flows = store.read_table(run_id, "flows")
+        for flow in flows.to_dict("records"):
+            row: dict[str, Any] = {"run_id": run_id, "backend": record.get("backend", "sim"),
+                                   "part": record.get("part", ""),
+                                   "point": record["point"],
+                                   "repeat": record["repeat"], "seed": record["seed"]}
+            if record.get("matrix"):
+                # flows[0] is the row flavor's (first) flow, flows[1] the column flavor's.
+                row["matrix_role"] = "row" if int(flow["flow"]) == 0 else "col"
+            row.update({f"param:{k}": v for k, v in record.get("params", {}).items()})
+            row.update({c: flow.get(c) for c in SUMMARY_FLOW_COLUMNS if c in flow})
+            row.update(record.get("summary", {}))
+            rows.append(row)
+    df = pd.DataFrame(rows)
+    for p in param_names:
+        df[f"param:{p}"] = _param_column(df[f"param:{p}"].tolist())
+    df = df.rename(columns={f"param:{p}": p for p in param_names})
+    for c in ("point", "repeat", "seed", "flow"):
+        if c in df.columns:
+            df[c] = df[c].astype("int64")
+    for c in ("name", "kind", "flavor", "recovery", "run_id", "part", "matrix_role", "backend"):
+        if c in df.columns:
+            df[c] = df[c].astype("string")
+    return df
