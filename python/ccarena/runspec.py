@@ -142,7 +142,7 @@ class _FlowBase(SpecModel):
 
 class TcpFlowSpec(_FlowBase):
     """A TCP transfer: congestion controller ``flavor`` with ``params``, loss ``recovery``, and the
-    host settings. The defaults are Linux's (shared/FLAVORS.md): MSS 1448 B, IW 10 (RFC 6928),
+    host settings. The defaults are Linux's (README.md, "Scenario reference"): MSS 1448 B, IW 10 (RFC 6928),
     RTO in [200 ms, 120 s] starting at 1 s (RFC 6298 §2), delayed ACK every 2nd segment or 40 ms
     (RFC 5681 §4.2)."""
 

@@ -1,5 +1,5 @@
 """The newcomer's path end to end: the CLI runs an example, prints the summary, writes the
-results layout of DESIGN.md and a self-contained, well-formed report whose numbers are the ones
+results layout of the README and a self-contained, well-formed report whose numbers are the ones
 in summary.parquet; the sweep example's Reno points follow the Mathis curve."""
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 //!
 //! Real runs get their specs from the Python front end, which owns every default. Tests and
 //! benchmarks in Rust need specs too; these builders write them out with the same Linux-like
-//! values the front end uses (FLAVORS.md: MSS 1448, IW 10, min RTO 200 ms, initial RTO 1 s,
+//! values the front end uses (README.md, "Scenario reference": MSS 1448, IW 10, min RTO 200 ms, initial RTO 1 s,
 //! delayed ACK every 2nd segment or 40 ms), every one visible here.
 
 use std::collections::BTreeMap;

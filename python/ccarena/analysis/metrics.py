@@ -1,6 +1,6 @@
 """Metrics: the one place every number in tables, figures and reports is defined.
 
-Definitions follow shared/DESIGN.md ("Metrics"):
+Definitions (README.md, "Results reference"):
 
 - goodput: in-order payload bytes delivered to the receiving application per second;
 - throughput: bytes put on the wire by the sender per second, retransmissions included;

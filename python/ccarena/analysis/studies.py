@@ -1,4 +1,4 @@
-"""Study tables: the numbers the published studies in shared/seeds report, computed from ccarena's
+"""Study tables: the numbers the published studies of examples/seeds/README.md report, computed from ccarena's
 stored tables, and side-by-side comparison with a study's own published table.
 
 Every function is pure: DataFrames in, a DataFrame out, nothing drawn or written.

@@ -37,7 +37,7 @@ def software_versions() -> dict[str, str]:
     try:
         from ccarena import _engine
 
-        versions["engine"] = str(getattr(_engine, "__version__", "unknown"))
+        versions["engine"] = str(getattr(_engine, "__version__", None) or _engine.version())
         versions["engine_git_revision"] = str(getattr(_engine, "__git_revision__", "unknown"))
     except ImportError:
         versions["engine"] = "not built"

@@ -13,7 +13,7 @@ TOML::
     link = "bottleneck"
     increase = { limit = "10pkt" }
 
-The same change can be written with the scenario's field paths, as DESIGN.md sketches:
+The same change can be written with the scenario's field paths, as the README's scenario reference shows:
 ``set = { "topology.bottleneck.queue.limit" = "20pkt" }`` (``topology.<link table>.<field>``, the
 link table being ``bottleneck``, ``link`` or ``access``, the field ``rate``, ``delay``, ``loss``,
 ``reverse_loss`` or ``queue.limit``).

@@ -23,7 +23,7 @@ from ccarena.topology import Topology
 from ccarena.units import format_time
 
 RECOVERIES = ("tahoe", "reno", "newreno", "sack", "prr")
-"""Loss recovery algorithms a TCP flow may use (FLAVORS.md, "Loss recovery")."""
+"""Loss recovery algorithms a TCP flow may use (README.md, "Flavors": RFC 5681 §3.2, RFC 6582, RFC 6675, RFC 6937)."""
 
 TCP_ONLY_FIELDS = ("bytes", "recovery", "params", "mss", "initial_cwnd", "min_rto", "initial_rto",
                    "max_rto", "delayed_ack", "ack_every", "dupthresh", "ecn")

@@ -1,5 +1,5 @@
-"""The experiment directory: one directory per experiment, one sub-directory per run (shared/DESIGN.md,
-"Results")::
+"""The experiment directory: one directory per experiment, one sub-directory per run (README.md,
+"Results reference")::
 
     <experiment>/
       experiment.json          the scenario as given and as resolved, software versions
