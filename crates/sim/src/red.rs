@@ -148,6 +148,18 @@ impl Red {
         }
     }
 
+    /// New thresholds (a scheduled event), in RED's unit; validated `min_th < max_th`. The average
+    /// and the spacing count carry over: RED's state describes the queue, not the thresholds.
+    pub fn set_thresholds(&mut self, min_th: u64, max_th: u64) {
+        self.min_th = min_th as f64;
+        self.max_th = max_th as f64;
+    }
+
+    /// The thresholds `(min_th, max_th)`, packets or bytes.
+    pub fn thresholds(&self) -> (f64, f64) {
+        (self.min_th, self.max_th)
+    }
+
     /// The hard limit dropped the packet RED let pass: the spacing restarts from this drop.
     pub fn on_forced_drop(&mut self) {
         self.count = 0;
