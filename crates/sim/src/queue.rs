@@ -302,6 +302,7 @@ mod tests {
             gentle: true,
             ecn,
             idle_packet_bytes: 1500,
+            wait: false,
         };
         let q = QueueSpec {
             discipline: Discipline::Red,

@@ -151,6 +151,12 @@ pub struct RedSpec {
     /// Size of the "typical small packet" whose transmission time at the link rate converts an
     /// idle period into the number of EWMA steps the average decays by (§11), bytes.
     pub idle_packet_bytes: u64,
+    /// ns-2's and ns-3's `wait` option (their default; not in Floyd & Jacobson 1993): p_a is 0
+    /// until count·p_b ≥ 1, then p_b/(2 − count·p_b), so the gap between early drops is uniform
+    /// on [1/p_b, 2/p_b] (mean 1.5/p_b) instead of the paper's [1, 1/p_b] (§7). Optional: absent
+    /// or false is the paper's rule.
+    #[serde(default)]
+    pub wait: bool,
 }
 
 /// A scheduled change to one link.
