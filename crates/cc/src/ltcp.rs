@@ -26,21 +26,42 @@
 //! and the window lost at a congestion event, W/(2K), is regained in `W/(2K²)` ≈ δ/4 RTTs at any
 //! window — the reason LTCP scales (Reno needs W/2 RTTs).
 //!
-//! # Reading of the source, and what could not be checked
+//! # Where each rule comes from, and what could not be checked
 //!
-//! The layering framework above — K layers, K packets per RTT, layers added after a
-//! congestion-free period and dropped after a decrease, a layer-dependent decrease that drops at
-//! most one layer — is what the LTCP papers and draft describe. The exact threshold sequence and
-//! decrease factor of their "design choice" section could not be consulted while writing this
-//! file; the ones used here (a constant δ RTTs per layer, and the virtual-flow decrease
-//! 1/(2K)) are this implementation's reading and are exposed as parameters (`low_window`,
+//! The framework is the papers' and the draft's (draft-bhandarkar-ltcp-01 §1–§3, CCR 2006 §2):
+//! two-dimensional control — macroscopic: layers are *added while no congestion is seen* and
+//! *dropped after a window reduction*; microscopic: at K layers the window grows by K packets per
+//! RTT and a reduction drops at most one layer. The exact threshold sequence and decrease factor
+//! of the papers' "design choice" (CCR 2006 §3) could not be retrieved while writing this file
+//! (only the abstracts and the draft's front matter were reachable); the ones used here — a
+//! constant δ RTTs per layer, and the virtual-flow decrease 1/(2K) — are this implementation's
+//! reading, derived from the stated constraints, and are exposed as parameters (`low_window`,
 //! `delta`).
+//!
+//! **The number of layers is state, not a function of the window.** Layers are a record of
+//! congestion-free growth: the flow starts at one layer, adds layer K + 1 when its window reaches
+//! W_(K+1) *in congestion avoidance*, and drops to the layer of its reduced window after a
+//! congestion event. Slow start is standard TCP and adds no layers, so the congestion event that
+//! ends the first slow start is met at one layer and halves the window, as TCP's does.
+//! (Computing K from the window alone made that first event cost 1/(2K) of a window that slow
+//! start had pushed to twice what the path holds — at 1 Gbps and 180 ms, K ≈ 90 and a 0.6%
+//! reduction — so the flow stayed far above the path, losing a fifth of its packets, for a
+//! minute and more: ccarena issue 19, seed 001.)
+//!
+//! # Consequence worth knowing
+//!
+//! At K layers a congestion event gives back only W/(2K) — 3% at 100 Mbps and 100 ms, under 1% at
+//! 1 Gbps and 180 ms — so a drop-tail queue the flow fills stays within a few percent of full.
+//! Flows that join later at one layer send into that nearly full queue, lose several percent of
+//! their packets where the big flow loses a fraction of a percent, and can stay at a few packets
+//! of window for minutes: this follows from the decrease rule and drop-tail, not from a fault.
 //!
 //! # Choices
 //!
 //! - Increase is counted per byte acknowledged (RFC 3465), K packets per window of data.
-//! - K is recomputed from the current window on every ACK and at every congestion event, so a
-//!   reduction that takes the window below W_K drops layer K at once.
+//! - In congestion avoidance every layer whose threshold the window has reached is added at once;
+//!   at a congestion event K is the layers reached, capped at the layer the current window is in
+//!   (a loss while slow start regrows after a timeout is met at that window's layer).
 //! - Slow start is standard slow start ([`crate::reno::slow_start`]).
 
 use crate::growth::PerRttIncrease;
@@ -76,7 +97,7 @@ const PARAM_NAMES: &[&str] = &["low_window", "delta"];
 pub struct Ltcp {
     low_window: f64,
     delta: f64,
-    /// Layers at the last ACK or congestion event.
+    /// Layers reached: added in congestion avoidance, dropped at a congestion event.
     layers: u32,
     growth: PerRttIncrease,
 }
@@ -130,7 +151,7 @@ impl Ltcp {
         1.0 / (2.0 * k.max(1) as f64)
     }
 
-    /// The number of layers at the last ACK or congestion event.
+    /// The number of layers reached (1 until congestion avoidance climbs past W_2).
     pub fn layers(&self) -> u32 {
         self.layers
     }
@@ -141,7 +162,8 @@ impl CongestionControl for Ltcp {
         "ltcp"
     }
 
-    /// Slow start below ssthresh; above it K packets per RTT, K the layers at the current window.
+    /// Slow start below ssthresh (no layers are added meanwhile); above it K packets per RTT,
+    /// after adding every layer whose threshold the window has reached.
     fn cong_avoid(&mut self, st: &mut CwndState, ack: &AckSample) {
         if !ack.cwnd_limited {
             return;
@@ -153,16 +175,18 @@ impl CongestionControl for Ltcp {
                 return;
             }
         }
-        self.layers = self.layers_at(st.cwnd_packets());
+        self.layers = self.layers.max(self.layers_at(st.cwnd_packets()));
         self.growth.apply(st, self.layers as f64, acked);
     }
 
-    /// ssthresh = cwnd·(1 − 1/(2K)), at least 2 MSS; K is then recomputed from it.
+    /// ssthresh = cwnd·(1 − 1/(2K)), at least 2 MSS, K the layers reached in congestion
+    /// avoidance (capped at the layer the current window is in); then K drops to the layer of
+    /// the reduced window.
     fn ssthresh(&mut self, st: &CwndState, _ev: &LossEvent) -> u64 {
         self.growth.reset();
-        let k = self.layers_at(st.cwnd_packets());
+        let k = self.layers.min(self.layers_at(st.cwnd_packets()));
         let ss = ((st.cwnd_bytes as f64 * (1.0 - Ltcp::decrease(k))) as u64).max(2 * st.mss_bytes);
-        self.layers = self.layers_at(ss as f64 / st.mss_bytes as f64);
+        self.layers = self.layers_at(ss as f64 / st.mss_bytes as f64).min(k);
         ss
     }
 }
@@ -180,6 +204,13 @@ mod tests {
     fn ltcp(pairs: &[(&str, f64)]) -> Ltcp {
         Ltcp::new(&Params::from_pairs(pairs.iter().map(|(k, v)| (k.to_string(), *v)).collect()))
             .unwrap()
+    }
+
+    /// A window of `packets` in congestion avoidance with every layer it reaches added.
+    fn climbed(cc: &mut Ltcp, packets: u64) -> CwndState {
+        let mut st = ca_state(packets);
+        cc.cong_avoid(&mut st, &ack(SimTime::ZERO, 0, Duration::from_millis(100)));
+        st
     }
 
     fn one_rtt(cc: &mut Ltcp, st: &mut CwndState) -> f64 {
@@ -238,7 +269,7 @@ mod tests {
         assert_eq!(Ltcp::decrease(1), 0.5);
         assert_eq!(Ltcp::decrease(4), 0.125);
         for (w, k) in [(30u64, 1u32), (100, 3), (1000, 11)] {
-            let st = ca_state(w);
+            let st = climbed(&mut cc, w);
             let ss = cc.ssthresh(&st, &loss(SimTime::ZERO, LossKind::FastRetransmit, &st));
             let expect = (w * MSS) as f64 * (1.0 - 1.0 / (2.0 * k as f64));
             assert_eq!(ss, expect as u64, "w = {w}");
@@ -256,7 +287,7 @@ mod tests {
     fn recovery_time_is_about_delta_over_four_rtts_at_any_window() {
         let mut cc = ltcp(&[]);
         for w0 in [1_000u64, 10_000, 50_000] {
-            let mut st = ca_state(w0);
+            let mut st = climbed(&mut cc, w0);
             let ss = cc.ssthresh(&st, &loss(SimTime::ZERO, LossKind::FastRetransmit, &st));
             st.cwnd_bytes = ss;
             st.ssthresh_bytes = ss;
@@ -267,6 +298,37 @@ mod tests {
             }
             assert!((3..=6).contains(&rtts), "w = {w0}: {rtts} RTTs");
         }
+    }
+
+    #[test]
+    fn slow_start_adds_no_layers_so_its_first_loss_halves_the_window() {
+        let mut cc = ltcp(&[]);
+        let mut st = CwndState::new(10 * MSS, MSS);
+        while st.cwnd_bytes < 2_000 * MSS {
+            cc.cong_avoid(&mut st, &ack(SimTime::ZERO, 2 * MSS, Duration::from_millis(100)));
+        }
+        assert!(st.in_slow_start());
+        assert_eq!(cc.layers(), 1);
+        let w = st.cwnd_bytes;
+        let ss = cc.ssthresh(&st, &loss(SimTime::ZERO, LossKind::FastRetransmit, &st));
+        assert_eq!(ss, w / 2);
+        // Congestion avoidance from there adds the layers of the halved window at once.
+        st.cwnd_bytes = ss;
+        st.ssthresh_bytes = ss;
+        one_rtt(&mut cc, &mut st);
+        assert_eq!(cc.layers(), cc.layers_at(st.cwnd_packets()));
+        assert!(cc.layers() >= 10);
+        // After a timeout the layers are those of the reduced window; a loss while slow start
+        // regrows is met at the layer of the window it happens at.
+        let k = cc.layers();
+        let ss = cc.ssthresh(&st, &loss(SimTime::ZERO, LossKind::Timeout, &st));
+        assert_eq!(cc.layers(), cc.layers_at(ss as f64 / MSS as f64));
+        assert!(cc.layers() + 1 >= k);
+        let mut st = CwndState::new(20 * MSS, MSS);
+        st.ssthresh_bytes = ss;
+        let ss = cc.ssthresh(&st, &loss(SimTime::ZERO, LossKind::FastRetransmit, &st));
+        assert_eq!(ss, 10 * MSS);
+        assert_eq!(cc.layers(), 1);
     }
 
     #[test]

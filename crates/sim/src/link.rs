@@ -238,7 +238,8 @@ impl Link {
     /// started serialization before `now` keep the old rate and wire loss; later ones get the
     /// new values. A new delay applies to every packet that starts propagating at or after
     /// `now`, the one on the wire included, and never lets a packet overtake an earlier one. A
-    /// new queue limit drops nothing already queued. The caller reschedules the link's event.
+    /// new queue limit drops nothing already queued; new RED thresholds keep RED's average. The
+    /// caller reschedules the link's event.
     pub fn apply_change(&mut self, now: SimTime, change: &LinkChangeSpec) {
         if now > SimTime::ZERO {
             self.advance(SimTime(now.0 - 1));
@@ -262,6 +263,9 @@ impl Link {
             }
         }
         self.aqm.set_limits(change.limit_packets, change.limit_bytes);
+        if let Some((min_th, max_th)) = change.red_thresholds() {
+            self.aqm.set_red_thresholds(min_th, max_th);
+        }
     }
 }
 

@@ -212,6 +212,22 @@ impl Aqm {
             *limit_packets = None;
         }
     }
+
+    /// Change RED's thresholds (scheduled events; validated: a RED queue, its unit, min < max).
+    /// A DropTail queue has none and is left unchanged.
+    pub fn set_red_thresholds(&mut self, min_th: u64, max_th: u64) {
+        if let Aqm::Red { red, .. } = self {
+            red.set_thresholds(min_th, max_th);
+        }
+    }
+
+    /// RED's thresholds `(min_th, max_th)` in its unit; `None` for DropTail.
+    pub fn red_thresholds(&self) -> Option<(f64, f64)> {
+        match self {
+            Aqm::DropTail { .. } => None,
+            Aqm::Red { red, .. } => Some(red.thresholds()),
+        }
+    }
 }
 
 #[cfg(test)]
@@ -286,6 +302,7 @@ mod tests {
             gentle: true,
             ecn,
             idle_packet_bytes: 1500,
+            wait: false,
         };
         let q = QueueSpec {
             discipline: Discipline::Red,

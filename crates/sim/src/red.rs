@@ -48,6 +48,9 @@ pub struct Red {
     /// marked with p_b / (1 − (n − 1)·p_b) and the gap between marks is uniform on
     /// {1, …, ⌈1/p_b⌉} (§7, "method 2").
     count: u64,
+    /// ns-2/ns-3's `wait`: gaps between early drops uniform on [1/p_b, 2/p_b] (see
+    /// [`RedSpec::wait`]).
+    wait: bool,
     /// The queue's own stream for the drop draws.
     rng: Rng,
 }
@@ -69,6 +72,7 @@ impl Red {
             idle_packet_bytes: spec.idle_packet_bytes,
             avg: 0.0,
             count: 0,
+            wait: spec.wait,
             rng,
         }
     }
@@ -136,9 +140,27 @@ impl Red {
             self.count = 0;
             return RedDecision::Forced;
         }
-        // §7: p_a = p_b / (1 − count·p_b) spreads marks evenly instead of in clusters.
-        let spread = 1.0 - self.count as f64 * p_b;
-        let p_a = if spread <= p_b { 1.0 } else { p_b / spread };
+        let p_a = if self.wait {
+            // ns-2's `wait`: the n-th arrival after a mark (count = n − 1 unmarked before it) is
+            // spared while n·p_b < 1, then marked with p_b/(2 − n·p_b): gaps uniform on
+            // [1/p_b, 2/p_b].
+            let n = (self.count + 1) as f64 * p_b;
+            if n < 1.0 {
+                0.0
+            } else if n < 2.0 {
+                p_b / (2.0 - n)
+            } else {
+                1.0
+            }
+        } else {
+            // §7: p_a = p_b / (1 − count·p_b) spreads marks evenly instead of in clusters.
+            let spread = 1.0 - self.count as f64 * p_b;
+            if spread <= p_b {
+                1.0
+            } else {
+                p_b / spread
+            }
+        };
         if self.rng.bernoulli(p_a) {
             self.count = 0;
             RedDecision::Early
@@ -146,6 +168,18 @@ impl Red {
             self.count += 1;
             RedDecision::Pass
         }
+    }
+
+    /// New thresholds (a scheduled event), in RED's unit; validated `min_th < max_th`. The average
+    /// and the spacing count carry over: RED's state describes the queue, not the thresholds.
+    pub fn set_thresholds(&mut self, min_th: u64, max_th: u64) {
+        self.min_th = min_th as f64;
+        self.max_th = max_th as f64;
+    }
+
+    /// The thresholds `(min_th, max_th)`, packets or bytes.
+    pub fn thresholds(&self) -> (f64, f64) {
+        (self.min_th, self.max_th)
     }
 
     /// The hard limit dropped the packet RED let pass: the spacing restarts from this drop.
@@ -170,6 +204,7 @@ mod tests {
             gentle,
             ecn: false,
             idle_packet_bytes: 1500,
+        wait: false,
         }
     }
 
@@ -254,6 +289,30 @@ mod tests {
         assert!(chi2 < 51.2, "chi2 = {chi2:.1}, histogram {hist:?}");
         let mean_gap = (1..=n_bins).map(|g| g as f64 * hist[g] as f64).sum::<f64>() / drops as f64;
         assert!((mean_gap - 25.5).abs() < 0.5, "mean gap {mean_gap} (uniform 1..=50: 25.5)");
+    }
+
+    /// ns-2/ns-3's `wait`: no drop for the first 1/p_b − 1 arrivals after one, then uniform
+    /// over the next 1/p_b: gaps on {50, …, 99} at p_b = 0.02, mean 74.5 (three times the
+    /// paper's 25.5).
+    #[test]
+    fn with_wait_gaps_are_uniform_over_one_to_two_times_one_over_p_b() {
+        let mut s = spec(5, 15, 0.1, 1.0, true);
+        s.wait = true;
+        let mut r = Red::new(&s, Rng::stream(1, StreamKind::QueueAqm, 0));
+        let (mut gap, mut gaps) = (0usize, Vec::new());
+        while gaps.len() < 20_000 {
+            gap += 1;
+            if r.on_arrival(7.0, None, 10_000_000) == RedDecision::Early {
+                gaps.push(gap);
+                gap = 0;
+            }
+        }
+        let (lo, hi) = (*gaps.iter().min().unwrap(), *gaps.iter().max().unwrap());
+        assert_eq!((lo, hi), (50, 99), "gaps from {lo} to {hi}");
+        let mean = gaps.iter().sum::<usize>() as f64 / gaps.len() as f64;
+        assert!((mean - 74.5).abs() < 0.5, "mean gap {mean}");
+        let first_half = gaps.iter().filter(|&&g| g < 75).count() as f64 / gaps.len() as f64;
+        assert!((first_half - 0.5).abs() < 0.02, "{first_half}");
     }
 
     #[test]

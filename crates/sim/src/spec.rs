@@ -151,6 +151,12 @@ pub struct RedSpec {
     /// Size of the "typical small packet" whose transmission time at the link rate converts an
     /// idle period into the number of EWMA steps the average decays by (§11), bytes.
     pub idle_packet_bytes: u64,
+    /// ns-2's and ns-3's `wait` option (their default; not in Floyd & Jacobson 1993): p_a is 0
+    /// until count·p_b ≥ 1, then p_b/(2 − count·p_b), so the gap between early drops is uniform
+    /// on [1/p_b, 2/p_b] (mean 1.5/p_b) instead of the paper's [1, 1/p_b] (§7). Optional: absent
+    /// or false is the paper's rule.
+    #[serde(default)]
+    pub wait: bool,
 }
 
 /// A scheduled change to one link.
@@ -184,6 +190,31 @@ pub struct LinkChangeSpec {
     /// New queue limit, waiting bytes (the queue must be limited in bytes).
     #[serde(deserialize_with = "present")]
     pub limit_bytes: Option<u64>,
+    /// New RED thresholds in packets, lower and upper (a RED queue whose thresholds are in
+    /// packets; both or neither, min < max). Optional: absent or null keeps them.
+    #[serde(default)]
+    pub red_min_th_packets: Option<u64>,
+    /// See [`LinkChangeSpec::red_min_th_packets`].
+    #[serde(default)]
+    pub red_max_th_packets: Option<u64>,
+    /// New RED thresholds in bytes, lower and upper (a RED queue whose thresholds are in bytes;
+    /// both or neither, min < max). Optional: absent or null keeps them.
+    #[serde(default)]
+    pub red_min_th_bytes: Option<u64>,
+    /// See [`LinkChangeSpec::red_min_th_bytes`].
+    #[serde(default)]
+    pub red_max_th_bytes: Option<u64>,
+}
+
+impl LinkChangeSpec {
+    /// The new RED thresholds `(min_th, max_th)` in the queue's threshold unit, if the change sets
+    /// them (validation guarantees one complete pair at most).
+    pub fn red_thresholds(&self) -> Option<(u64, u64)> {
+        match (self.red_min_th_packets, self.red_max_th_packets, self.red_min_th_bytes, self.red_max_th_bytes) {
+            (Some(lo), Some(hi), _, _) | (_, _, Some(lo), Some(hi)) => Some((lo, hi)),
+            _ => None,
+        }
+    }
 }
 
 /// A static route entry.
@@ -427,6 +458,29 @@ fn validate_red(q: &QueueSpec, p: &dyn Fn(&str) -> String) -> Result<(), SpecErr
     Ok(())
 }
 
+/// Check an event's new RED thresholds: the link's queue is RED, one complete pair is given, in
+/// the unit of the queue's own thresholds, with min_th < max_th.
+fn validate_red_change(c: &LinkChangeSpec, link: &LinkSpec, index: usize, p: &dyn Fn(&str) -> String) -> Result<(), SpecError> {
+    let Some(red) = link.queue.red.as_ref().filter(|_| link.queue.discipline == Discipline::Red) else {
+        return Err(err(p("set"), format!("link {index}'s queue is not RED: it has no thresholds to change")));
+    };
+    let in_packets = red.min_th_packets.is_some();
+    let (lo, hi, lo_name, hi_name, other) = if in_packets {
+        (c.red_min_th_packets, c.red_max_th_packets, "red_min_th_packets", "red_max_th_packets", [c.red_min_th_bytes, c.red_max_th_bytes])
+    } else {
+        (c.red_min_th_bytes, c.red_max_th_bytes, "red_min_th_bytes", "red_max_th_bytes", [c.red_min_th_packets, c.red_max_th_packets])
+    };
+    if other.iter().any(Option::is_some) {
+        let unit = if in_packets { "packets; set red_min_th_packets and red_max_th_packets" } else { "bytes; set red_min_th_bytes and red_max_th_bytes" };
+        return Err(err(p("set"), format!("link {index}'s RED thresholds are in {unit}")));
+    }
+    match (lo, hi) {
+        (Some(lo), Some(hi)) if hi > lo => Ok(()),
+        (Some(lo), Some(_)) => Err(err(p(&format!("set.{hi_name}")), format!("must be greater than {lo_name} ({lo})"))),
+        _ => Err(err(p("set"), format!("set both {lo_name} and {hi_name}, or neither"))),
+    }
+}
+
 impl Spec {
     /// Parse and validate a spec from JSON.
     ///
@@ -609,7 +663,8 @@ impl Spec {
                 return Err(err(p("link"), format!("link index {} out of range (0..{})", e.link, self.links.len())));
             };
             let c = &e.set;
-            if c.rate_bps.is_none() && c.delay_ns.is_none() && c.loss.is_none() && c.limit_packets.is_none() && c.limit_bytes.is_none() {
+            let sets_red = [c.red_min_th_packets, c.red_max_th_packets, c.red_min_th_bytes, c.red_max_th_bytes].iter().any(Option::is_some);
+            if c.rate_bps.is_none() && c.delay_ns.is_none() && c.loss.is_none() && c.limit_packets.is_none() && c.limit_bytes.is_none() && !sets_red {
                 return Err(err(p("set"), "changes nothing: give at least one non-null value"));
             }
             if c.rate_bps == Some(0) {
@@ -626,6 +681,9 @@ impl Spec {
             }
             if c.limit_bytes.is_some() && in_packets {
                 return Err(err(p("set.limit_bytes"), format!("link {}'s queue is limited in packets; set limit_packets", e.link)));
+            }
+            if sets_red {
+                validate_red_change(c, link, e.link, &p)?;
             }
         }
         Ok(())

@@ -98,6 +98,7 @@ pub fn red_packets(min_th: u64, max_th: u64) -> RedSpec {
         gentle: true,
         ecn: false,
         idle_packet_bytes: 1500,
+        wait: false,
     }
 }
 

@@ -5,7 +5,10 @@
 //! - in the simulator, too, the growth per RTT is the number of layers at the current window
 //!   (K = 1 below 50 packets, layer K + 1 added at W_K + 15·K) and each loss keeps
 //!   1 − 1/(2K) of the window, so the decrease is smaller at a larger window (100 Mbps / 40 ms
-//!   with K ≈ 6–9, against 500 Mbps / 100 ms with K ≈ 26).
+//!   with K ≈ 6–9, against 500 Mbps / 100 ms with K ≈ 26);
+//! - the congestion event that ends slow start halves the window (slow start adds no layers), so
+//!   a flow whose slow start overshot the path comes back under it at once instead of cutting
+//!   1/(2K) of an overshot window per recovery while losing a fifth of its packets (issue 19).
 
 mod common;
 
@@ -108,4 +111,43 @@ fn growth_is_k_per_rtt_and_decrease_is_one_over_2k() {
         mean(&small_dec) > 2.0 * mean(&large_dec),
         "a larger window (more layers) must back off less"
     );
+}
+
+#[test]
+fn the_first_flow_backs_off_after_slow_start_and_its_loss_rate_stays_low() {
+    // A scaled-down seed 001: 100 Mbps, 100 ms RTT, one BDP of drop-tail buffer (833 packets),
+    // three flows entering 20 s apart. Before the fix the first flow's slow start overshot to
+    // ~2 440 packets (the path holds 1 666), each recovery then cut 1/(2K) ≈ 1/44 of it, and the
+    // flow lost ~8% of everything it sent, most of it in the first 20 s.
+    let d = Dumbbell::new(3, mbps(100), ms(50), 833);
+    let flows = (0..3)
+        .map(|i| {
+            let mut f = tcp_flow(&format!("f{i}"), d.left(i), d.right(i), "ltcp");
+            f.start_ns = secs(20 * i as u64);
+            tcp(f)
+        })
+        .collect();
+    let res = run(d.spec(1, secs(60), ms(500), flows));
+    assert_conservation(&res);
+    let sent = res.flows.f64("packets_sent");
+    let retx = res.flows.f64("packets_retransmitted");
+    let loss = retx[0] / sent[0];
+    let t = res.samples.f64("time_s");
+    let flow = res.samples.f64("flow");
+    let cwnd = res.samples.f64("cwnd_bytes");
+    let first: Vec<f64> =
+        (0..t.len()).filter(|&i| flow[i] == 0.0 && t[i] <= 20.0).map(|i| cwnd[i] / MSS).collect();
+    let peak = first.iter().cloned().fold(0.0, f64::max);
+    let settled = first[first.len() - 1];
+    let total: f64 = (0..3).map(|i| mean_goodput_bps(&res, i, 45.0, 60.0)).sum();
+    eprintln!(
+        "first flow: {:.2}% of its packets retransmitted, cwnd peak {peak:.0} then {settled:.0} \
+         packets at 20 s; the three flows {:.1} Mbps over 45–60 s",
+        100.0 * loss,
+        total / 1e6
+    );
+    assert!(loss < 0.02, "the first flow retransmitted {:.1}% of its packets", 100.0 * loss);
+    // The path holds 1 666 packets: after slow start the window is back within it.
+    assert!(settled < 1_700.0, "cwnd {settled:.0} packets at 20 s (peak {peak:.0})");
+    assert!(total > 0.9 * 100e6 * MSS / 1500.0);
 }
