@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from typing import Annotated, Any, Literal, Union
+from typing import Annotated, Any, ClassVar, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field, model_serializer
 
@@ -32,19 +32,20 @@ def canonical_json(value: Any) -> str:
 class SpecModel(BaseModel):
     """Base of the spec models: immutable, no unknown fields.
 
-    ``_OMIT_IF_NONE`` names fields the Rust side reads as absent-or-null (``#[serde(default)]``);
-    they are left out of the JSON while unset, so a spec that does not use them serializes exactly
-    as it did before they existed (its ``spec_sha256`` and stored runs stay valid).
+    ``_OPTIONAL`` names fields the Rust side reads as optional (``#[serde(default)]``): they are
+    left out of the JSON while they hold their default, so a spec that does not use them
+    serializes exactly as it did before they existed (its ``spec_sha256`` and stored runs stay
+    valid).
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
-    _OMIT_IF_NONE: frozenset[str] = frozenset()
+    _OPTIONAL: ClassVar[frozenset[str]] = frozenset()
 
     @model_serializer(mode="wrap")
-    def _omit_unset_optionals(self, handler: Any) -> dict[str, Any]:
+    def _omit_defaults_of_optionals(self, handler: Any) -> dict[str, Any]:
         data = handler(self)
-        for name in self._OMIT_IF_NONE:
-            if data.get(name, 0) is None:
+        for name in self._OPTIONAL:
+            if name in data and data[name] == type(self).model_fields[name].default:
                 del data[name]
         return data
 
@@ -61,7 +62,8 @@ class RedSpec(SpecModel):
 
     Exactly one pair of thresholds on the average queue is set: packets or bytes, the unit of the
     queue's limit. ``max_p`` and ``w_q`` are in (0, 1]; ``idle_packet_bytes`` is the "typical small
-    packet" whose transmission time ages the average over an idle period.
+    packet" whose transmission time ages the average over an idle period; ``wait`` is ns-2's and
+    ns-3's spacing of early drops (docs/engine-spec.md).
     """
 
     min_th_packets: int | None
@@ -73,13 +75,16 @@ class RedSpec(SpecModel):
     gentle: bool
     ecn: bool
     idle_packet_bytes: int
+    wait: bool = False
+
+    _OPTIONAL = frozenset({"wait"})
 
 
 class QueueSpec(SpecModel):
     """An egress queue: DropTail or RED, limited in packets or in bytes (exactly one is set), with
     an optional ECN step-marking threshold K (RFC 8257 §3.1; DropTail only)."""
 
-    _OMIT_IF_NONE = frozenset({"red"})
+    _OPTIONAL = frozenset({"red"})
 
     discipline: Literal["droptail", "red"]
     limit_packets: int | None
@@ -113,13 +118,21 @@ class RouteSpec(SpecModel):
 
 class LinkChangeSpec(SpecModel):
     """New values for a link at an event; ``None`` keeps a value. Rates in bit/s, delays in ns,
-    limits in the queue's own unit."""
+    limits in the queue's own unit; RED's new thresholds (one pair, in the unit of the queue's
+    thresholds) when the limit they are fractions of changes."""
 
     rate_bps: int | None = None
     delay_ns: int | None = None
     loss: float | None = None
     limit_packets: int | None = None
     limit_bytes: int | None = None
+    red_min_th_packets: int | None = None
+    red_max_th_packets: int | None = None
+    red_min_th_bytes: int | None = None
+    red_max_th_bytes: int | None = None
+
+    _OPTIONAL = frozenset({"red_min_th_packets", "red_max_th_packets", "red_min_th_bytes",
+                           "red_max_th_bytes"})
 
 
 class EventSpec(SpecModel):

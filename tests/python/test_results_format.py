@@ -7,9 +7,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import pytest
-
 import ccarena
+import pytest
 from ccarena.errors import UserError
 from ccarena.store import FORMAT_VERSION, ExperimentStore
 

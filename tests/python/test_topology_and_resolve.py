@@ -113,3 +113,31 @@ def test_spec_hash_changes_with_any_value():
     other["topology"]["bottleneck"]["delay"] = "11ms"
     assert a.spec_sha256() == resolved(DUMBBELL).spec_sha256()
     assert a.spec_sha256() != resolved(other).spec_sha256()
+
+
+def _growing_red(queue: dict) -> dict:
+    raw = copy.deepcopy(DUMBBELL)
+    raw["duration"] = "10s"
+    raw["topology"]["bottleneck"]["queue"] = {"discipline": "red", "limit": "20pkt", **queue}
+    raw["events"] = [{"at": "2s", "every": "2s", "link": "r0->r1", "increase": {"limit": "20pkt"}}]
+    return raw
+
+
+def test_red_thresholds_left_to_their_defaults_follow_a_growing_limit():
+    spec = resolved(_growing_red({})).spec
+    changes = [(e.set.limit_packets, e.set.red_min_th_packets, e.set.red_max_th_packets)
+               for e in spec.events]
+    # A quarter and three quarters of each new limit, as the thresholds of the first one are.
+    assert changes == [(40, 10, 30), (60, 15, 45), (80, 20, 60), (100, 25, 75)]
+    red = next(link for link in spec.links if link.name == "r0->r1").queue.red
+    assert (red.min_th_packets, red.max_th_packets) == (5, 15)
+
+
+def test_explicit_red_thresholds_stay_and_one_default_follows():
+    explicit = resolved(_growing_red({"min_th": "2pkt", "max_th": "8pkt"})).spec
+    assert all(e.set.red_min_th_packets is None and e.set.red_max_th_packets is None
+               for e in explicit.events)
+    assert '"red_min_th_packets"' not in explicit.to_json()  # optional keys stay out when unset
+    mixed = resolved(_growing_red({"min_th": "2pkt"})).spec
+    assert [(e.set.red_min_th_packets, e.set.red_max_th_packets) for e in mixed.events][:2] == \
+        [(2, 30), (2, 45)]

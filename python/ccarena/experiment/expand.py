@@ -145,7 +145,8 @@ def _expand_part(raw_part: dict[str, Any], scenario: Scenario, part: str, first_
     plans: list[RunPlan] = []
     for offset, (raw, params, point_id, pair) in enumerate(points):
         try:
-            point_scenario = validate_scenario(raw)
+            # A point that sets nothing is the part's scenario, validated already.
+            point_scenario = scenario if raw is base else validate_scenario(raw)
         except UserError as err:
             shown = ", ".join(f"{p} = {v!r}" for p, v in params.items())
             where = f"part '{part}', " if part else ""

@@ -118,7 +118,7 @@ def resolve_run(scenario: Scenario, seed: int) -> ResolvedRun:
     Raises:
         UserError: a flow's destination is unreachable.
     """
-    net = scenario.topology.build()
+    net = scenario.network()
     index = net.node_index()
     names = scenario.flow_names()
     jitter_ns = _start_jitter(scenario, seed)

@@ -27,7 +27,9 @@ values in force (applied once per firing). ``every`` repeats the event from ``at
 is before ``until`` (default: the end of the run).
 
 The engine receives absolute values only: :func:`resolve_events` walks every firing in time order,
-tracking each link's current rate, delay, loss and limit (docs/engine-spec.md, "events").
+tracking each link's current rate, delay, loss and limit (docs/engine-spec.md, "events"). When
+a change of the limit applies to a RED queue whose thresholds are defaults (fractions of the limit),
+the event also gives the thresholds of the new limit; thresholds given explicitly stay.
 """
 
 from __future__ import annotations
@@ -235,9 +237,13 @@ def _apply(state: _LinkState, link: DirectedLink, event: Event, as_pair: bool) -
         state.limit = QueueLimit(packets=amount) if state.limit.packets is not None else QueueLimit(bytes=amount)
         red = link.queue.red
         if red is not None:
-            max_th = red.max_th_packets if red.max_th_packets is not None else red.max_th_bytes
-            if amount < max_th:
+            min_th, max_th = link.setting.red_thresholds(state.limit)
+            if _limit_amount(max_th) > amount:
                 raise FieldError(f"{kind}.limit", f"{amount} is below the RED queue's max_th "
-                                                  f"({max_th}); RED needs max_th ≤ limit")
+                                                  f"({_limit_amount(max_th)}); RED needs max_th ≤ limit")
+            if link.setting.red_follows_limit:
+                unit = "packets" if min_th.packets is not None else "bytes"
+                out[f"red_min_th_{unit}"] = _limit_amount(min_th)
+                out[f"red_max_th_{unit}"] = _limit_amount(max_th)
         out["limit_packets"], out["limit_bytes"] = state.limit.packets, state.limit.bytes
     return LinkChangeSpec(**out)

@@ -13,13 +13,20 @@ from __future__ import annotations
 import re
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    field_validator,
+    model_validator,
+)
 
 from ccarena import flavors as flavor_catalog
 from ccarena.errors import FieldError, UserError
 from ccarena.quantities import Packets, RateBps, SizeBytes, StrictModel, TimeNs
 from ccarena.scenario.events import Event, resolve_events
-from ccarena.topology import Topology
+from ccarena.topology import Network, Topology
 from ccarena.units import format_time
 
 RECOVERIES = ("tahoe", "reno", "newreno", "sack", "prr")
@@ -323,6 +330,7 @@ class Scenario(StrictModel):
     seed: int = Field(1, ge=0, lt=2**63)
     start_jitter_ns: TimeNs = Field("0s", alias="start_jitter")
     backend: Literal["sim", "kernel"] = "sim"
+    _network: Network | None = PrivateAttr(default=None)
     topology: Topology
     flows: list[Flow]
     output: Output = Output()
@@ -394,11 +402,18 @@ class Scenario(StrictModel):
                                  f"before the end of the run (duration {format_time(self.duration_ns / 1e9)})")
         if self.events:
             try:
-                resolve_events(self.events, self.topology.build(), self.duration_ns)
+                resolve_events(self.events, self.network(), self.duration_ns)
             except UserError as err:
                 field, _, message = str(err).partition(": ")
                 raise FieldError(field, message) from None
         return self
+
+    def network(self) -> Network:
+        """The topology as an explicit network, built on first use and kept (a run builds its
+        topology once: validation and the run spec share it)."""
+        if self._network is None:
+            self._network = self.topology.build()
+        return self._network
 
     def flow_names(self) -> list[str]:
         """Each flow's name: as given, else its flavor, numbered (``reno0``, ``reno1``) when

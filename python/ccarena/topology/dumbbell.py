@@ -61,7 +61,7 @@ class Dumbbell(StrictModel):
         net = Network(nodes=nodes)
         b = self.bottleneck
         net.add_duplex("r0", "r1", rate_bps=b.rate_bps, delay_ns=b.delay_ns, loss_ab=b.loss,
-                       loss_ba=b.reverse_loss, queue=b.queue.spec_fields(),
+                       loss_ba=b.reverse_loss, queue=b.queue,
                        role="bottleneck", reverse_role="bottleneck-reverse")
         for i in range(self.pairs):
             a = self.access_for(i)
@@ -72,6 +72,6 @@ class Dumbbell(StrictModel):
                 net.add_duplex(host, router, rate_bps=a.rate_bps, delay_ns=a.delay_ns,
                                loss_ab=a.loss if forward_from_host else a.reverse_loss,
                                loss_ba=a.reverse_loss if forward_from_host else a.loss,
-                               queue=a.queue.spec_fields(), role="access",
+                               queue=a.queue, role="access",
                                forward_is_ab=forward_from_host)
         return net

@@ -11,7 +11,7 @@ from ccarena.quantities import Fraction, QueueLimitValue, RateBps, StrictModel, 
 from ccarena.runspec import QueueSpec, RedSpec
 from ccarena.units import QueueLimit
 
-RED_FIELDS = ("min_th", "max_th", "max_p", "w_q", "gentle", "ecn")
+RED_FIELDS = ("min_th", "max_th", "max_p", "w_q", "gentle", "ecn", "wait")
 """Queue fields that only a ``discipline = "red"`` queue takes."""
 
 RED_IDLE_PACKET_BYTES = 1500
@@ -45,9 +45,11 @@ class Queue(StrictModel):
     ``min_th`` / ``max_th`` (the average-queue thresholds, in the limit's unit; defaults a quarter
     and three quarters of the limit), ``max_p`` (drop probability at max_th, default 0.1),
     ``w_q`` (the average's weight, default 0.002), ``gentle`` (default true: the drop probability
-    rises from max_p to 1 between max_th and 2·max_th instead of jumping to 1) and ``ecn``
-    (default false: mark ECN-capable packets instead of dropping them early). ``limit`` stays the
-    hard limit.
+    rises from max_p to 1 between max_th and 2·max_th instead of jumping to 1), ``ecn``
+    (default false: mark ECN-capable packets instead of dropping them early) and ``wait``
+    (default false: ns-2's and ns-3's option that spaces early drops 1/p_b to 2/p_b arrivals
+    apart, as their default RED does; docs/engine-spec.md). ``limit`` stays the hard limit; a
+    default threshold follows it when an ``[[events]]`` change of the limit applies.
     """
 
     discipline: Literal["droptail", "red"] = "droptail"
@@ -59,6 +61,7 @@ class Queue(StrictModel):
     w_q: float | None = Field(None, gt=0, le=1)
     gentle: bool | None = None
     ecn: bool | None = None
+    wait: bool | None = None
 
     @model_validator(mode="after")
     def _fields_fit_the_discipline(self) -> "Queue":
@@ -87,12 +90,19 @@ class Queue(StrictModel):
                                        "max_th ≤ limit")
         return self
 
-    def red_thresholds(self) -> tuple[QueueLimit, QueueLimit]:
-        """(min_th, max_th) as given, or the defaults: a quarter and three quarters of the limit
-        (at least 1 and 2 packets)."""
-        min_th = self.min_th or _scaled(self.limit, 0.25, 1)
-        max_th = self.max_th or _scaled(self.limit, 0.75, 2)
+    def red_thresholds(self, limit: QueueLimit | None = None) -> tuple[QueueLimit, QueueLimit]:
+        """(min_th, max_th) as given, or the defaults: a quarter and three quarters of ``limit``
+        (default: the queue's own limit; at least 1 and 2 packets). A threshold left to its default
+        follows the limit when an event changes it; one given explicitly stays."""
+        limit = limit or self.limit
+        min_th = self.min_th or _scaled(limit, 0.25, 1)
+        max_th = self.max_th or _scaled(limit, 0.75, 2)
         return min_th, max_th
+
+    @property
+    def red_follows_limit(self) -> bool:
+        """True for a RED queue with a threshold left to its default (a fraction of the limit)."""
+        return self.discipline == "red" and (self.min_th is None or self.max_th is None)
 
     def spec_fields(self) -> QueueSpec:
         """The run spec's queue for this queue (:class:`ccarena.runspec.QueueSpec`)."""
@@ -108,6 +118,7 @@ class Queue(StrictModel):
                 gentle=True if self.gentle is None else self.gentle,
                 ecn=bool(self.ecn),
                 idle_packet_bytes=RED_IDLE_PACKET_BYTES,
+                wait=bool(self.wait),
             )
         return QueueSpec(discipline=self.discipline,
                          limit_packets=self.limit.packets, limit_bytes=self.limit.bytes,

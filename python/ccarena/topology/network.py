@@ -15,6 +15,7 @@ import networkx as nx
 
 from ccarena.errors import UserError
 from ccarena.runspec import QueueSpec
+from ccarena.topology.links import Queue
 
 
 @dataclass(frozen=True)
@@ -29,7 +30,8 @@ class Node:
 class DirectedLink:
     """One direction of a link: egress queue at ``src``, serialization at ``rate_bps``, then
     ``delay_ns`` of propagation to ``dst``. ``queue`` is the run spec's queue
-    (:class:`ccarena.runspec.QueueSpec`, from :meth:`ccarena.topology.links.Queue.spec_fields`).
+    (:class:`ccarena.runspec.QueueSpec`), ``setting`` the scenario's queue table it was made from
+    (:class:`ccarena.topology.links.Queue`: which RED thresholds follow the limit).
 
     ``role`` says what the link is in its topology ("bottleneck", "bottleneck-reverse",
     "access", "link", "link-reverse"); the report uses it to pick the queues to draw.
@@ -45,6 +47,7 @@ class DirectedLink:
     delay_ns: int
     loss: float
     queue: QueueSpec
+    setting: Queue
     role: str
     physical: str
     forward: bool
@@ -113,14 +116,15 @@ class Network:
         return [g[a][b]["link"] for a, b in zip(nodes, nodes[1:])]
 
     def add_duplex(self, a: str, b: str, *, rate_bps: int, delay_ns: int, loss_ab: float,
-                   loss_ba: float, queue: QueueSpec, role: str, reverse_role: str | None = None,
+                   loss_ba: float, queue: Queue, role: str, reverse_role: str | None = None,
                    forward_is_ab: bool = True) -> None:
         """Add the two directions of a physical link between ``a`` and ``b``; both directions'
-        queues get ``queue`` (:class:`ccarena.runspec.QueueSpec`). ``forward_is_ab``: whether a→b is the
+        queues get ``queue`` (the scenario's queue table). ``forward_is_ab``: whether a→b is the
         direction the topology's ``loss`` field describes (see :class:`DirectedLink`)."""
         self._graph = None
+        spec = queue.spec_fields()
         for src, dst, loss, r, fwd in ((a, b, loss_ab, role, forward_is_ab),
                                        (b, a, loss_ba, reverse_role or role, not forward_is_ab)):
             self.links.append(DirectedLink(
                 name=f"{src}->{dst}", src=src, dst=dst, rate_bps=rate_bps, delay_ns=delay_ns,
-                loss=loss, queue=queue, role=r, physical=f"{a}-{b}", forward=fwd))
+                loss=loss, queue=spec, setting=queue, role=r, physical=f"{a}-{b}", forward=fwd))

@@ -36,5 +36,5 @@ class SingleLink(StrictModel):
         q = self.link.queue
         net.add_duplex("a", "b", rate_bps=self.link.rate_bps, delay_ns=self.link.delay_ns,
                        loss_ab=self.link.loss, loss_ba=self.link.reverse_loss,
-                       queue=q.spec_fields(), role="link", reverse_role="link-reverse")
+                       queue=q, role="link", reverse_role="link-reverse")
         return net
