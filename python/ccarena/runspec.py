@@ -157,7 +157,9 @@ class TcpFlowSpec(_FlowBase):
     """A TCP transfer: congestion controller ``flavor`` with ``params``, loss ``recovery``, and the
     host settings. The defaults are Linux's (README.md, "Scenario reference"): MSS 1448 B, IW 10 (RFC 6928),
     RTO in [200 ms, 120 s] starting at 1 s (RFC 6298 §2), delayed ACK every 2nd segment or 40 ms
-    (RFC 5681 §4.2)."""
+    (RFC 5681 §4.2). ``rwnd_bytes`` (the receiver advertises its free space, RFC 9293 §3.8.6; the
+    sender sends at most min(cwnd, rwnd), RFC 5681 §3) and ``sndbuf_bytes`` bound a flow as a
+    host's socket buffers do; unset, the flow is bounded by its congestion window alone."""
 
     kind: Literal["tcp"] = "tcp"
     bytes: int | None = None
@@ -176,6 +178,10 @@ class TcpFlowSpec(_FlowBase):
     delayed_ack_ns: int = 40_000_000           # Linux TCP_DELACK_MIN
     ack_every_segments: int = 2                # RFC 5681 §4.2 / RFC 1122
     ecn: bool = False
+    rwnd_bytes: int | None = None              # receive buffer, advertised as the window; None = unlimited
+    sndbuf_bytes: int | None = None            # send buffer: caps unacknowledged data; None = unlimited
+
+    _OPTIONAL = frozenset({"rwnd_bytes", "sndbuf_bytes"})
 
 
 class CbrFlowSpec(_FlowBase):

@@ -30,7 +30,8 @@ from ccarena.scenario.events import resolve_events
 from ccarena.topology.network import Network
 
 _FLOW_FIELDS = tuple(name for name in TCP_DEFAULTS if name not in ("header_bytes", "ack_bytes",
-                                                                   "clock_granularity_ns"))
+                                                                   "clock_granularity_ns")) \
+    + ("rwnd_bytes", "sndbuf_bytes")
 """Host settings a scenario's flow may give (the rest of :data:`TCP_DEFAULTS` are fixed)."""
 
 

@@ -25,6 +25,7 @@ from pydantic import (
 from ccarena import flavors as flavor_catalog
 from ccarena.errors import FieldError, UserError
 from ccarena.quantities import Packets, RateBps, SizeBytes, StrictModel, TimeNs
+from ccarena.runspec import TCP_DEFAULTS
 from ccarena.scenario.events import Event, resolve_events
 from ccarena.topology import Network, Topology
 from ccarena.units import format_time
@@ -33,7 +34,7 @@ RECOVERIES = ("tahoe", "reno", "newreno", "sack", "prr")
 """Loss recovery algorithms a TCP flow may use (README.md, "Flavors": RFC 5681 §3.2, RFC 6582, RFC 6675, RFC 6937)."""
 
 TCP_ONLY_FIELDS = ("bytes", "recovery", "params", "mss", "initial_cwnd", "min_rto", "initial_rto",
-                   "max_rto", "delayed_ack", "ack_every", "dupthresh", "ecn")
+                   "max_rto", "delayed_ack", "ack_every", "dupthresh", "ecn", "rwnd", "sndbuf")
 UDP_ONLY_FIELDS = ("rate", "packet_size")
 
 SIMPLE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
@@ -48,7 +49,8 @@ class Flow(StrictModel):
     TCP only: ``bytes`` (a finite transfer; default: send until stop), ``recovery`` (default: the
     flavor's), ``params`` (the controller's named parameters), ``mss``, ``initial_cwnd``,
     ``min_rto``, ``initial_rto``, ``max_rto``, ``delayed_ack``, ``ack_every``, ``dupthresh``, ``ecn``
-    (defaults in :mod:`ccarena.runspec`).
+    (defaults in :mod:`ccarena.runspec`), ``rwnd`` and ``sndbuf`` (the receive and send buffers, a
+    host's socket buffers as iperf's ``-w`` sets them; default: unlimited).
     UDP CBR only: ``rate`` (payload bit rate, required), ``packet_size`` (payload per datagram).
     UDT (``flavor = "udt"``): ``bytes`` and ``params`` as for TCP; the rest of UDT's settings are
     the defaults in :mod:`ccarena.runspec`.
@@ -87,6 +89,8 @@ class Flow(StrictModel):
     ack_every_segments: int | None = Field(None, alias="ack_every", ge=1, le=64)
     dupthresh: int | None = Field(None, ge=1, le=1000)
     ecn: bool | None = None
+    rwnd_bytes: SizeBytes | None = Field(None, alias="rwnd")
+    sndbuf_bytes: SizeBytes | None = Field(None, alias="sndbuf")
     rate_bps: RateBps | None = Field(None, alias="rate")
     packet_bytes: SizeBytes | None = Field(None, alias="packet_size")
 
@@ -141,6 +145,11 @@ class Flow(StrictModel):
                         f"; {self.flavor} takes no parameters"
                     raise FieldError(f"params.{param}",
                                      f"unknown parameter of {self.flavor}{hint}{listing}")
+        mss = self.mss_bytes or TCP_DEFAULTS["mss_bytes"]
+        for name, value in (("rwnd", self.rwnd_bytes), ("sndbuf", self.sndbuf_bytes)):
+            if value is not None and value < mss:
+                raise FieldError(name, f"{value} B is less than one segment ({mss} B); give at "
+                                       f'least the MSS, e.g. {name} = "16MB"')
         if self.stop_ns is not None and self.stop_ns <= self.start_ns:
             raise FieldError("stop", f"{format_time(self.stop_ns / 1e9)} is not after start "
                                      f"({format_time(self.start_ns / 1e9)})")

@@ -99,6 +99,8 @@ def start_flows(spec: RunSpec, plan: NetworkPlan, workdir: Path, t0_ns: int,
         role = _role(flow, "recv")
         cfg = _base_config(spec, i, t0_ns, workdir, role)
         cfg["bind"] = plan.host_addresses[int(flow.dst)][0]
+        if flow.kind == "tcp":
+            cfg["rwnd_bytes"] = flow.rwnd_bytes
         ns = plan.ns(int(flow.dst))
         stderr = workdir / f"flow{i}-{role}.stderr"
         ep = Endpoint(i, role, ns, Path(cfg["out"]), _start(ns, cfg, stderr), stderr)
@@ -110,7 +112,8 @@ def start_flows(spec: RunSpec, plan: NetworkPlan, workdir: Path, t0_ns: int,
         cfg["bind"] = plan.host_addresses[int(flow.src)][0]
         cfg["peer"] = plan.host_addresses[int(flow.dst)][0]
         if flow.kind == "tcp":
-            cfg.update(flavor=flow.flavor, bytes=flow.bytes, mss_bytes=flow.mss_bytes)
+            cfg.update(flavor=flow.flavor, bytes=flow.bytes, mss_bytes=flow.mss_bytes,
+                       sndbuf_bytes=flow.sndbuf_bytes)
         else:
             cfg.update(rate_bps=flow.rate_bps, packet_bytes=flow.packet_bytes)
         ns = plan.ns(int(flow.src))

@@ -63,6 +63,7 @@ CHUNK = 1 << 16
 DEFAULT_PAYLOAD_MSS = 1448  # what Linux uses on a 1500-byte MTU with timestamps
 TIMESTAMP_OPTION_BYTES = 12
 SO_RCVBUFFORCE = 33  # <asm-generic/socket.h>; Python's socket module does not name it
+SO_SNDBUFFORCE = 32
 UDP_RCVBUF_BYTES = 4 << 20
 GRACE_NS = 2_000_000_000  # after the run's end: time for in-flight data to drain
 
@@ -185,6 +186,18 @@ class Clock:
 
 # ----------------------------------------------------------------------------- TCP
 
+def set_buffer(sock: socket.socket, force: int, option: int, size_bytes: int | None) -> None:
+    """Fix a socket buffer at ``size_bytes`` as iperf's ``-w`` does (it turns off Linux's
+    autotuning of that buffer); None leaves Linux's defaults and autotuning. FORCE (root, which the
+    backend has) is not capped by net.core.rmem_max / wmem_max."""
+    if size_bytes is None:
+        return
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, force, int(size_bytes))
+    except OSError:
+        sock.setsockopt(socket.SOL_SOCKET, option, int(size_bytes))
+
+
 def tcp_send(cfg: dict) -> dict:
     clock = Clock(cfg)
     t0 = cfg["t0_mono_ns"]
@@ -192,6 +205,7 @@ def tcp_send(cfg: dict) -> dict:
                                              else cfg["duration_ns"])
     limit = cfg["bytes"]
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    set_buffer(sock, SO_SNDBUFFORCE, socket.SO_SNDBUF, cfg.get("sndbuf_bytes"))
     try:
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, cfg["flavor"].encode())
     except OSError as err:
@@ -263,6 +277,8 @@ def tcp_recv(cfg: dict) -> dict:
     clock = Clock(cfg)
     srv = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    # Before listen(): the accepted socket inherits it and the window scale is chosen from it.
+    set_buffer(srv, SO_RCVBUFFORCE, socket.SO_RCVBUF, cfg.get("rwnd_bytes"))
     try:
         srv.bind((cfg["bind"], cfg["port"]))
     except OSError as err:
