@@ -76,9 +76,9 @@ def run_cli(*args: str, cwd: Path, env: dict[str, str] | None = None, timeout: f
 
 
 def spec_of(raw: dict) -> tuple[RunSpec, dict]:
-    """(resolved spec, derived facts) of a scenario dict."""
-    from ccarena.experiment import expand
+    """(resolved spec, derived facts) of a scenario dict, as a kernel run gets them."""
+    from ccarena.experiment import apply_backends, expand
     from ccarena.scenario import load_scenario
 
-    plan = expand(load_scenario(raw))[0]
+    plan = apply_backends(expand(load_scenario(raw))[:1], ["kernel"])[0]
     return plan.resolved.spec, plan.resolved.derived

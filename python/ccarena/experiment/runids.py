@@ -3,6 +3,11 @@
 A run of a non-sim backend has the id of the same run on the simulator plus ``@<backend>``
 (``r0`` and ``r0@kernel``), so sim run ids never change and each kernel run sits beside its
 simulated twin: the same resolved spec, the same seed.
+
+Linux recovers every flavor's losses the same way (SACK + RACK-TLP + PRR, ``reno`` included), so
+when a run goes to the kernel backend, its TCP flows whose recovery the scenario leaves to the
+flavor's default use recovery ``"linux"`` — on the kernel and on its simulated twin alike, so the
+two compare like with like (:data:`LINUX_RECOVERY`).
 """
 
 from __future__ import annotations
@@ -11,6 +16,13 @@ import dataclasses
 from typing import Sequence
 
 from ccarena.experiment.expand import RunPlan
+from ccarena.runspec import RunSpec, TcpFlowSpec
+
+LINUX_RECOVERY = "linux"
+"""The recovery profile of a Linux host: SACK (RFC 6675) + RACK-TLP (RFC 8985) + PRR (RFC 6937)."""
+
+REAL_TCP_BACKENDS = ("kernel",)
+"""Backends whose TCP is Linux's own: runs on them (and their twins) use :data:`LINUX_RECOVERY`."""
 
 
 def run_id_for(run_id: str, backend: str) -> str:
@@ -28,10 +40,25 @@ def sim_twin(run_id: str) -> tuple[str, str]:
 
 def apply_backends(plans: Sequence[RunPlan], backends: Sequence[str] | None) -> list[RunPlan]:
     """Each plan once per backend (default: its scenario's ``backend``), ids per
-    :func:`run_id_for`."""
+    :func:`run_id_for`; with the Linux recovery profile when one of them is a
+    :data:`REAL_TCP_BACKENDS` backend (:func:`with_linux_recovery`)."""
     out = []
     for plan in plans:
-        for backend in (backends or [plan.scenario.backend]):
+        chosen = list(backends or [plan.scenario.backend])
+        if any(b in REAL_TCP_BACKENDS for b in chosen):
+            plan = with_linux_recovery(plan)
+        for backend in chosen:
             out.append(dataclasses.replace(plan, backend=backend,
                                            run_id=run_id_for(plan.run_id, backend)))
     return out
+
+
+def with_linux_recovery(plan: RunPlan) -> RunPlan:
+    """``plan`` with :data:`LINUX_RECOVERY` for every TCP flow whose scenario leaves recovery to
+    the flavor (a recovery the scenario names stays, and the kernel backend refuses it)."""
+    flows = tuple(
+        spec.model_copy(update={"recovery": LINUX_RECOVERY})
+        if isinstance(spec, TcpFlowSpec) and flow.recovery is None else spec
+        for flow, spec in zip(plan.scenario.flows, plan.resolved.spec.flows))
+    spec: RunSpec = plan.resolved.spec.model_copy(update={"flows": flows})
+    return dataclasses.replace(plan, resolved=dataclasses.replace(plan.resolved, spec=spec))

@@ -176,7 +176,9 @@ def section_html(result: Any, figures_dir: Path) -> str:
     records = {k: result.store.read_run_record(k) for _, k in pair_list}
     parts = ['<section id="side-by-side"><h2>Simulator vs kernel, side by side</h2>',
              "<p>Each run on ccarena's simulator and on this machine's Linux TCP stack (network "
-             "namespaces), with the same resolved spec and seed. Differences are kernel − sim.</p>",
+             "namespaces), with the same resolved spec and seed. Differences are kernel − sim. "
+             "Both sides recover losses as Linux does for every flavor: SACK, RACK-TLP and PRR "
+             "(recovery = \"linux\"; RFC 6675, RFC 8985, RFC 6937).</p>",
              comparison_html(table), lateness_html(records)]
     for title, name, png in figures(result, pair_list, figures_dir):
         uri = "data:image/png;base64," + base64.b64encode(png).decode("ascii")

@@ -30,7 +30,7 @@ from ccarena.scenario.events import Event, resolve_events
 from ccarena.topology import Network, Topology
 from ccarena.units import format_time
 
-RECOVERIES = ("tahoe", "reno", "newreno", "sack", "prr")
+RECOVERIES = ("tahoe", "reno", "newreno", "sack", "prr", "linux")
 """Loss recovery algorithms a TCP flow may use (README.md, "Flavors": RFC 5681 §3.2, RFC 6582, RFC 6675, RFC 6937)."""
 
 TCP_ONLY_FIELDS = ("bytes", "recovery", "params", "mss", "initial_cwnd", "min_rto", "initial_rto",

@@ -14,6 +14,9 @@ from ccarena.runspec import TCP_DEFAULTS, RunSpec
 
 NOT_ROOT = "the kernel backend needs root (or CAP_NET_ADMIN)"
 
+LINUX_RECOVERY = "linux"
+"""The only loss recovery a kernel flow can have: Linux's own (SACK + RACK-TLP + PRR)."""
+
 TCP_FIELDS_FIXED_BY_LINUX = {
     "header_bytes": "header_bytes", "ack_bytes": "ack_bytes",
     "initial_cwnd_packets": "initial_cwnd", "min_rto_ns": "min_rto", "initial_rto_ns": "initial_rto",
@@ -74,9 +77,10 @@ def check_spec(spec: RunSpec, caps: Capabilities, emulation: Emulation) -> None:
             if name in defaults and float(value) != defaults[name]:
                 raise UserError(f"{where}.params.{name}: the kernel's {flavor} cannot be given "
                                 "parameters per flow; remove it or use --backend sim")
-        if entry.get("default_recovery") and flow.recovery != entry["default_recovery"]:
-            raise UserError(f"{where}.recovery: Linux chooses loss recovery itself (SACK with PRR); "
-                            f"remove recovery = \"{flow.recovery}\" or use --backend sim")
+        if flow.recovery != LINUX_RECOVERY:
+            raise UserError(f"{where}.recovery: Linux recovers losses its own way (SACK, RACK-TLP "
+                            f"and PRR: recovery = \"linux\"); remove recovery = "
+                            f"\"{flow.recovery}\" or use --backend sim")
         for key, field in TCP_FIELDS_FIXED_BY_LINUX.items():
             if getattr(flow, key) != TCP_DEFAULTS.get(key):
                 raise UserError(f"{where}.{field}: the kernel backend uses Linux's own value; "
