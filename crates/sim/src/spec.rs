@@ -2,8 +2,8 @@
 //!
 //! The format is documented in `docs/engine-spec.md`; this module is its Rust mirror. The Python
 //! front end resolves every default and sends a spec that names all fields, so the engine rejects
-//! both unknown and missing fields ([`Spec::from_json`]) and then checks the values
-//! ([`Spec::validate`]), reporting the first problem as `path: message`.
+//! both unknown and missing fields ([`Spec::from_json`]); [`Spec::validate`] then checks the values
+//! (called once, by `Simulation::new`), reporting the first problem as `path: message`.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -428,15 +428,13 @@ fn validate_red(q: &QueueSpec, p: &dyn Fn(&str) -> String) -> Result<(), SpecErr
 }
 
 impl Spec {
-    /// Parse and validate a spec from JSON.
+    /// Parse a spec from JSON: structure only (unknown and missing fields are errors), no value
+    /// checks. [`Simulation::new`](crate::Simulation::new) validates, once, before it builds a run.
     ///
     /// # Errors
-    /// [`SpecError`] for malformed JSON, unknown or missing fields, and every check of
-    /// [`Spec::validate`].
+    /// [`SpecError`] with an empty path for malformed JSON and unknown or missing fields.
     pub fn from_json(json: &str) -> Result<Spec, SpecError> {
-        let spec: Spec = serde_json::from_str(json).map_err(|e| err("", format!("invalid spec: {e}")))?;
-        spec.validate()?;
-        Ok(spec)
+        serde_json::from_str(json).map_err(|e| err("", format!("invalid spec: {e}")))
     }
 
     /// Check values and references: indices in range, positive rates, probabilities in [0, 1],
