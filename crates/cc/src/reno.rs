@@ -35,6 +35,28 @@ pub fn cong_avoid_ai(st: &mut CwndState, w_bytes: u64, acc_bytes: &mut u64, byte
     }
 }
 
+/// Slow start for one ACK if cwnd is below ssthresh (RFC 5681 §3.1): the acked bytes left for
+/// congestion avoidance, all of them outside slow start, or `None` when slow start used them all
+/// (the first half of Linux's `tcp_reno_cong_avoid`, which other flavors call the same way).
+pub fn slow_start_first(st: &mut CwndState, bytes_acked: u64) -> Option<u64> {
+    if !st.in_slow_start() {
+        return Some(bytes_acked);
+    }
+    let left = slow_start(st, bytes_acked);
+    (left > 0).then_some(left)
+}
+
+/// Reno's growth for `bytes_acked` newly acknowledged bytes: slow start, then one MSS per window
+/// acked (RFC 5681 §3.1; Linux's `tcp_reno_cong_avoid` without its cwnd-limited check), with
+/// `acc_bytes` as in [`cong_avoid_ai`]. Flavors that grow like Reno call this (as Linux's Vegas,
+/// DCTCP and Westwood+ call `tcp_reno_cong_avoid`).
+pub fn grow(st: &mut CwndState, acc_bytes: &mut u64, bytes_acked: u64) {
+    if let Some(acked) = slow_start_first(st, bytes_acked) {
+        let w = st.cwnd_bytes;
+        cong_avoid_ai(st, w, acc_bytes, acked);
+    }
+}
+
 /// RFC 5681 §3.1 eq. 4: ssthresh = max(FlightSize / 2, 2·MSS).
 pub fn halve_flight(st: &CwndState, ev: &LossEvent) -> u64 {
     (ev.flight_size_bytes / 2).max(2 * st.mss_bytes)
@@ -62,18 +84,9 @@ impl CongestionControl for Reno {
     }
 
     fn cong_avoid(&mut self, st: &mut CwndState, ack: &AckSample) {
-        if !ack.cwnd_limited {
-            return;
+        if ack.cwnd_limited {
+            grow(st, &mut self.ca_acc_bytes, ack.bytes_acked);
         }
-        let mut acked = ack.bytes_acked;
-        if st.in_slow_start() {
-            acked = slow_start(st, acked);
-            if acked == 0 {
-                return;
-            }
-        }
-        let w = st.cwnd_bytes;
-        cong_avoid_ai(st, w, &mut self.ca_acc_bytes, acked);
     }
 
     fn ssthresh(&mut self, st: &CwndState, ev: &LossEvent) -> u64 {
