@@ -100,8 +100,9 @@ pub struct QueueSpec {
     /// marking by bytes. At most one of the two is set.
     #[serde(default)]
     pub ecn_threshold_bytes: Option<u64>,
-    /// RED's parameters: required with `discipline = "red"`, absent or null otherwise.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// RED's parameters: required with `discipline = "red"`, absent or null otherwise (written
+    /// as null, so a serialized spec names every field).
+    #[serde(default)]
     pub red: Option<RedSpec>,
 }
 
@@ -437,6 +438,22 @@ impl Spec {
         serde_json::from_str(json).map_err(|e| err("", format!("invalid spec: {e}")))
     }
 
+    /// The spec as JSON, every field named (null where a value is absent), as [`Spec::from_json`]
+    /// reads it back.
+    pub fn to_json(&self) -> String {
+        serde_json::to_string(self).expect("a spec always serializes")
+    }
+
+    /// Parse `json` as a spec ([`Spec::from_json`]: structure only, no value checks) and write it
+    /// back ([`Spec::to_json`]): what the engine understood, field for field, so a front end can
+    /// check that its own spec model and this one agree.
+    ///
+    /// # Errors
+    /// As [`Spec::from_json`].
+    pub fn roundtrip_json(json: &str) -> Result<String, SpecError> {
+        Ok(Spec::from_json(json)?.to_json())
+    }
+
     /// Check values and references: indices in range, positive rates, probabilities in [0, 1],
     /// exactly one queue limit, RED parameters, known flavors and recovery modes, a route for
     /// every hop of every flow's path in both directions, and events that name a link and set
@@ -647,5 +664,56 @@ impl Spec {
             }
         }
         Err(format!("routing loop between '{}' and '{}'", self.nodes[src].name, self.nodes[dst].name))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testkit::{cbr_flow, link_event, make_red, red_bytes, tcp_flow, udt_flow, Dumbbell};
+
+    /// A spec that uses every kind of struct and every optional value, both null and set.
+    fn full_spec() -> Spec {
+        let d = Dumbbell::new(3, 10_000_000, 5_000_000, 50);
+        let mut tcp = tcp_flow("tcp", d.left(0), d.right(0), "cubic");
+        tcp.params.insert("beta".into(), 0.7);
+        tcp.stop_ns = Some(4_000_000_000);
+        tcp.bytes = Some(123_456);
+        let mut cbr = cbr_flow("cbr", d.left(1), d.right(1), 1_000_000, 1200);
+        cbr.stop_ns = Some(3_000_000_000);
+        let udt = udt_flow("udt", d.left(2), d.right(2));
+        let mut s = d.spec(42, 5_000_000_000, 100_000_000, vec![FlowSpec::Tcp(tcp), FlowSpec::UdpCbr(cbr), FlowSpec::Udt(udt)]);
+        make_red(&mut s.links[0].queue, red_bytes(15_000, 45_000));
+        s.links[1].queue.ecn_threshold_packets = Some(20);
+        s.links[1].loss = 0.0125;
+        s.events.push(link_event(1_000_000_000, 0, |c| c.loss = Some(0.3)));
+        s
+    }
+
+    #[test]
+    fn roundtrip_is_lossless_and_names_every_field() {
+        let spec = full_spec();
+        spec.validate().expect("valid");
+        let json = spec.to_json();
+        let back = Spec::roundtrip_json(&json).expect("parses");
+        assert_eq!(back, json, "serialize → parse → serialize is the identity");
+        assert_eq!(Spec::from_json(&back).unwrap(), spec);
+        // Absent values are written as null, not left out: DropTail's `red` included.
+        let v: serde_json::Value = serde_json::from_str(&back).unwrap();
+        let droptail = &v["links"][1]["queue"];
+        assert_eq!(droptail.get("red"), Some(&serde_json::Value::Null), "{droptail}");
+        assert_eq!(droptail.get("limit_bytes"), Some(&serde_json::Value::Null));
+        assert_eq!(v["flows"][2].get("stop_ns"), Some(&serde_json::Value::Null));
+        assert_eq!(v["events"][0]["set"].get("rate_bps"), Some(&serde_json::Value::Null));
+    }
+
+    #[test]
+    fn roundtrip_checks_structure_not_values() {
+        let mut spec = full_spec();
+        spec.links[0].rate_bps = 0;
+        let json = spec.to_json();
+        assert_eq!(Spec::roundtrip_json(&json).unwrap(), json, "a zero rate is a value problem, not a parse error");
+        let e = Spec::roundtrip_json(&json.replace("\"seed\":42", "\"seed\":42,\"extra\":1")).unwrap_err();
+        assert!(e.message.contains("unknown field `extra`"), "{e}");
     }
 }
