@@ -417,6 +417,14 @@ fn validate_red(q: &QueueSpec, p: &dyn Fn(&str) -> String) -> Result<(), SpecErr
     if max_th <= min_th {
         return Err(err(p(&format!("queue.red.{max_name}")), format!("must be greater than {min_name} ({min_th})")));
     }
+    if let Some(limit) = red_limit_in_threshold_unit(q, red) {
+        if max_th > limit {
+            return Err(err(
+                p(&format!("queue.red.{max_name}")),
+                format!("{max_th} exceeds the queue limit ({limit}); RED needs max_th ≤ limit"),
+            ));
+        }
+    }
     for (field, v) in [("max_p", red.max_p), ("w_q", red.w_q)] {
         if !(v > 0.0 && v <= 1.0) {
             return Err(err(p(&format!("queue.red.{field}")), format!("{v} is not in (0, 1]")));
@@ -426,6 +434,23 @@ fn validate_red(q: &QueueSpec, p: &dyn Fn(&str) -> String) -> Result<(), SpecErr
         return Err(err(p("queue.red.idle_packet_bytes"), "must be positive"));
     }
     Ok(())
+}
+
+/// RED's max_th, if `red`'s thresholds are in the same unit as the queue's limit `(limit_packets,
+/// limit_bytes)`: only then can the two be compared (the thresholds' unit may differ from the
+/// limit's, `docs/engine-spec.md`).
+fn red_max_th_in_limit_unit(red: &RedSpec, limit_packets: Option<u64>, limit_bytes: Option<u64>) -> Option<u64> {
+    match (limit_packets, limit_bytes) {
+        (Some(_), _) => red.max_th_packets,
+        (None, Some(_)) => red.max_th_bytes,
+        (None, None) => None,
+    }
+}
+
+/// The queue's limit, if RED's thresholds are in its unit.
+fn red_limit_in_threshold_unit(q: &QueueSpec, red: &RedSpec) -> Option<u64> {
+    red_max_th_in_limit_unit(red, q.limit_packets, q.limit_bytes)?;
+    q.limit_packets.or(q.limit_bytes)
 }
 
 impl Spec {
@@ -641,6 +666,16 @@ impl Spec {
             }
             if c.limit_bytes.is_some() && in_packets {
                 return Err(err(p("set.limit_bytes"), format!("link {}'s queue is limited in packets; set limit_packets", e.link)));
+            }
+            // RED needs max_th ≤ limit after the change too (checked when both are in one unit).
+            if let Some(red) = &link.queue.red {
+                let new_limit = c.limit_packets.or(c.limit_bytes);
+                if let (Some(limit), Some(max_th)) = (new_limit, red_max_th_in_limit_unit(red, c.limit_packets, c.limit_bytes)) {
+                    if limit < max_th {
+                        let field = if c.limit_packets.is_some() { "set.limit_packets" } else { "set.limit_bytes" };
+                        return Err(err(p(field), format!("{limit} is below the RED queue's max_th ({max_th}); RED needs max_th ≤ limit")));
+                    }
+                }
             }
         }
         Ok(())

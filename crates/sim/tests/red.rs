@@ -223,3 +223,35 @@ fn red_json_requires_every_key_and_droptail_may_omit_red() {
     v["links"][0]["queue"]["red"]["maxp"] = 0.1.into();
     assert!(Simulation::from_json(&v.to_string()).unwrap_err().to_string().contains("unknown field `maxp`"));
 }
+
+#[test]
+fn red_max_th_must_not_exceed_the_queue_limit_in_its_unit() {
+    // Thresholds in packets against a 100-packet limit, at spec time and after a limit change.
+    let (_, spec) = red_dumbbell(false, false);
+    let mut s = spec.clone();
+    red(&mut s).max_th_packets = Some(101);
+    assert_eq!(
+        s.validate().unwrap_err().to_string(),
+        "links[0].queue.red.max_th_packets: 101 exceeds the queue limit (100); RED needs max_th ≤ limit"
+    );
+    red(&mut s).max_th_packets = Some(100);
+    s.validate().expect("max_th = limit is allowed");
+    let mut s = spec.clone();
+    s.events.push(ccarena_sim::testkit::link_event(secs(1), 0, |c| c.limit_packets = Some(MAX_TH - 1)));
+    assert_eq!(
+        s.validate().unwrap_err().to_string(),
+        "events[0].set.limit_packets: 14 is below the RED queue's max_th (15); RED needs max_th ≤ limit"
+    );
+    // Thresholds in bytes: compared with a limit in bytes, not with one in packets.
+    let (_, bytes) = red_dumbbell(false, true);
+    let mut s = bytes.clone();
+    let limit = s.links[0].queue.limit_bytes.expect("limit in bytes");
+    red(&mut s).max_th_bytes = Some(limit + 1);
+    assert_eq!(
+        s.validate().unwrap_err().to_string(),
+        format!("links[0].queue.red.max_th_bytes: {} exceeds the queue limit ({limit}); RED needs max_th ≤ limit", limit + 1)
+    );
+    s.links[0].queue.limit_bytes = None;
+    s.links[0].queue.limit_packets = Some(100);
+    s.validate().expect("byte thresholds are not compared with a packet limit");
+}
