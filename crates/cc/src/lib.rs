@@ -49,6 +49,7 @@
 
 pub mod bbr;
 pub mod bbr3;
+mod bbr_common;
 pub mod bic;
 pub mod cdg;
 pub mod compound;
