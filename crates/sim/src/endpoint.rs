@@ -5,11 +5,11 @@
 //! the engine drives every transfer through it with one send loop, one timer handler and one
 //! arrival path (`engine.rs`), so the two transports cannot drift apart in how they are driven.
 
-use ccarena_cc::SimTime;
+use ccarena_cc::{Duration, SimTime};
 use ccarena_transport::udt::{ToReceiver, ToSender};
 
-use crate::flow::{Flow, TcpFlow, Transfer, UdtFlow};
-use crate::packet::Payload;
+use crate::flow::{TcpFlow, Transfer, UdtFlow};
+use crate::packet::{Packet, Payload};
 
 /// Bytes a SACK option adds to an ACK: 2 for kind and length, 8 per block (RFC 2018 §3).
 const SACK_OPTION_HEADER_BYTES: u32 = 2;
@@ -78,12 +78,52 @@ pub trait Endpoint {
     fn app_stop(&mut self);
 }
 
-/// The transfer of `flow`, or `None` for a flow without a reliable transport (UDP CBR).
-pub fn endpoint(flow: &mut Flow) -> Option<&mut dyn Endpoint> {
-    match flow {
-        Flow::Tcp(t) => Some(&mut **t),
-        Flow::Udt(u) => Some(&mut **u),
-        Flow::Cbr(_) => None,
+/// `with_endpoint!(flow, ep => body)`: run `body` with `ep` bound to the [`Endpoint`] of `flow`
+/// (a `&mut Flow` of a transfer), dispatched statically per transport so the per-packet path
+/// pays no virtual call. Panics for a CBR flow, which has no transport endpoints.
+macro_rules! with_endpoint {
+    ($flow:expr, $ep:ident => $body:expr) => {
+        match $flow {
+            $crate::flow::Flow::Tcp(t) => {
+                let $ep = &mut **t;
+                $body
+            }
+            $crate::flow::Flow::Udt(u) => {
+                let $ep = &mut **u;
+                $body
+            }
+            $crate::flow::Flow::Cbr(_) => unreachable!("a CBR flow has no transport endpoints"),
+        }
+    };
+}
+pub(crate) use with_endpoint;
+
+/// Collect into `out` every packet `side` of `ep` (flow index `flow`) sends at `now`, and note its
+/// next deadline. Returns the host the packets leave from and, if the heap needs a new timer
+/// entry for `side`, its time (see `timer_to_arm`).
+#[inline]
+pub fn drain<E: Endpoint>(ep: &mut E, side: Side, now: SimTime, flow: u32, out: &mut Vec<Packet>) -> (u32, Option<SimTime>) {
+    let dst = side.peer_host(ep.transfer());
+    while let Some((payload, size_bytes)) = ep.poll_packet(side, now) {
+        out.push(Packet { flow, dst, size_bytes, enqueued_at: now, payload });
+    }
+    let want = ep.poll_timeout(side);
+    let t = ep.transfer();
+    (side.host(t), timer_to_arm(side.timer_at(t), want, now))
+}
+
+/// When to schedule an endpoint's timer event, if a new entry is needed: `want` (the endpoint's
+/// `poll_timeout`) clamped to at least 1 ns after `now`, so a timer that stays due cannot spin at
+/// one instant, and only when earlier than the endpoint's earliest pending entry `armed_at`, which
+/// is then updated. Later deadlines need no entry: the pending one fires early and re-arms (lazy
+/// timers, see `event.rs`).
+fn timer_to_arm(armed_at: &mut SimTime, want: Option<SimTime>, now: SimTime) -> Option<SimTime> {
+    let at = want?.max(now + Duration(1));
+    if at < *armed_at {
+        *armed_at = at;
+        Some(at)
+    } else {
+        None
     }
 }
 
@@ -99,6 +139,7 @@ impl Endpoint for TcpFlow {
         &mut self.transfer
     }
 
+    #[inline]
     fn poll_packet(&mut self, side: Side, now: SimTime) -> Option<(Payload, u32)> {
         match side {
             Side::Sender => {
@@ -118,6 +159,7 @@ impl Endpoint for TcpFlow {
         }
     }
 
+    #[inline]
     fn poll_timeout(&self, side: Side) -> Option<SimTime> {
         match side {
             Side::Sender => self.sender.poll_timeout(),
@@ -164,6 +206,7 @@ impl Endpoint for UdtFlow {
         &mut self.transfer
     }
 
+    #[inline]
     fn poll_packet(&mut self, side: Side, now: SimTime) -> Option<(Payload, u32)> {
         let t = &self.transfer;
         match side {
@@ -186,6 +229,7 @@ impl Endpoint for UdtFlow {
         }
     }
 
+    #[inline]
     fn poll_timeout(&self, side: Side) -> Option<SimTime> {
         match side {
             Side::Sender => self.sender.poll_timeout(),

@@ -6,7 +6,7 @@
 
 use ccarena_cc::{Duration, SimTime};
 
-use crate::endpoint::{endpoint, Side};
+use crate::endpoint::{drain, with_endpoint, Endpoint, Side};
 use crate::event::{Event, EventQueue};
 use crate::flow::{CbrFlow, Flow, TcpFlow, UdtFlow};
 use crate::link::Link;
@@ -20,21 +20,6 @@ use crate::table::Results;
 
 /// Marks "no route" in the dense routing table.
 const NO_ROUTE: u32 = u32::MAX;
-
-/// When to schedule an endpoint's timer event, if a new entry is needed: `want` (the endpoint's
-/// `poll_timeout`) clamped to at least 1 ns after `now`, so a timer that stays due cannot spin at
-/// one instant, and only when earlier than the endpoint's earliest pending entry `armed_at`, which
-/// is then updated. Later deadlines need no entry: the pending one fires early and re-arms (lazy
-/// timers, see `event.rs`).
-fn timer_to_arm(armed_at: &mut SimTime, want: Option<SimTime>, now: SimTime) -> Option<SimTime> {
-    let at = want?.max(now + Duration(1));
-    if at < *armed_at {
-        *armed_at = at;
-        Some(at)
-    } else {
-        None
-    }
-}
 
 /// A simulation of one resolved [`Spec`].
 #[derive(Debug)]
@@ -261,8 +246,7 @@ impl Simulation {
             return;
         }
         let now = self.now;
-        let ep = endpoint(&mut self.flows[f]).expect("transport packets belong to transfers");
-        let side = ep.receive(now, &pkt.payload);
+        let side = with_endpoint!(&mut self.flows[f], ep => ep.receive(now, &pkt.payload));
         self.flush(f, side);
     }
 
@@ -273,15 +257,13 @@ impl Simulation {
     fn flush(&mut self, f: usize, side: Side) {
         let now = self.now;
         let mut out = std::mem::take(&mut self.outgoing);
-        let ep = endpoint(&mut self.flows[f]).expect("flow is a transfer");
-        while let Some((payload, size_bytes)) = ep.poll_packet(side, now) {
-            let dst = side.peer_host(ep.transfer());
-            out.push(Packet { flow: f as u32, dst, size_bytes, enqueued_at: now, payload });
-        }
-        let want = ep.poll_timeout(side);
-        let t = ep.transfer();
-        let host = side.host(t);
-        if let Some(at) = timer_to_arm(side.timer_at(t), want, now) {
+        // One arm per side so each inlined drain sees its side as a constant.
+        let flow = &mut self.flows[f];
+        let (host, arm_at) = match side {
+            Side::Sender => with_endpoint!(flow, ep => drain(ep, Side::Sender, now, f as u32, &mut out)),
+            Side::Receiver => with_endpoint!(flow, ep => drain(ep, Side::Receiver, now, f as u32, &mut out)),
+        };
+        if let Some(at) = arm_at {
             let event = match side {
                 Side::Sender => Event::SenderTimer(f as u32),
                 Side::Receiver => Event::ReceiverTimer(f as u32),
@@ -298,34 +280,35 @@ impl Simulation {
     /// be stale), then send and re-arm.
     fn on_timer(&mut self, f: usize, side: Side) {
         let now = self.now;
-        let ep = endpoint(&mut self.flows[f]).expect("timers belong to transfers");
-        let armed_at = side.timer_at(ep.transfer());
-        if *armed_at == now {
-            *armed_at = SimTime::NEVER;
-        }
-        if ep.poll_timeout(side).is_some_and(|due| due <= now) {
-            ep.handle_timeout(side, now);
-        }
+        with_endpoint!(&mut self.flows[f], ep => {
+            let armed_at = side.timer_at(ep.transfer());
+            if *armed_at == now {
+                *armed_at = SimTime::NEVER;
+            }
+            if ep.poll_timeout(side).is_some_and(|due| due <= now) {
+                ep.handle_timeout(side, now);
+            }
+        });
         self.flush(f, side);
     }
 
     // ---- applications ----------------------------------------------------------------------
 
     fn on_flow_start(&mut self, f: usize) {
-        match endpoint(&mut self.flows[f]) {
-            Some(ep) => {
-                let bytes = ep.transfer().app_bytes();
-                ep.app_write(bytes);
-                self.flush(f, Side::Sender);
-            }
-            None => self.on_cbr_send(f),
+        if let Flow::Cbr(_) = self.flows[f] {
+            return self.on_cbr_send(f);
         }
+        with_endpoint!(&mut self.flows[f], ep => {
+            let bytes = ep.transfer().app_bytes();
+            ep.app_write(bytes);
+        });
+        self.flush(f, Side::Sender);
     }
 
     fn on_flow_stop(&mut self, f: usize) {
         // CBR flows check their stop time when they send.
-        if let Some(ep) = endpoint(&mut self.flows[f]) {
-            ep.app_stop();
+        if !matches!(self.flows[f], Flow::Cbr(_)) {
+            with_endpoint!(&mut self.flows[f], ep => ep.app_stop());
         }
     }
 
