@@ -44,9 +44,10 @@
 //! - Send quantum (§4.2.2) only sizes the `3·send_quantum` allowance in the window (the transport
 //!   sends single segments).
 
+use crate::splitmix::splitmix64;
 use crate::bbr_common::{
     app_limited, apply_pacing_rate, grow_cwnd, initial_pacing_rate_bps, min_pipe, reinit_pacing_on_first_rtt, saved_cwnd,
-    splitmix64, RoundMaxFilter, FULL_BW_COUNT, FULL_BW_THRESH, INITIAL_RTT_GUESS_S, SEND_QUANTUM_INTERVAL_S,
+    RoundMaxFilter, FULL_BW_COUNT, FULL_BW_THRESH, INITIAL_RTT_GUESS_S, SEND_QUANTUM_INTERVAL_S,
     SEND_QUANTUM_MAX_BYTES,
 };
 use crate::{

@@ -46,9 +46,10 @@
 //! - `MarkConnectionAppLimited()` in PROBE_RTT is emulated inside the controller as in `bbr`.
 //! - The offload budget is TCP's `3 · send_quantum` (§5.5.8.1).
 
+use crate::splitmix::{splitmix64, unit_f64};
 use crate::bbr_common::{
     app_limited, apply_pacing_rate, grow_cwnd, initial_pacing_rate_bps, min_pipe, reinit_pacing_on_first_rtt, saved_cwnd,
-    splitmix64, RoundMaxFilter, FULL_BW_COUNT, FULL_BW_THRESH, INITIAL_RTT_GUESS_S, SEND_QUANTUM_INTERVAL_S,
+    RoundMaxFilter, FULL_BW_COUNT, FULL_BW_THRESH, INITIAL_RTT_GUESS_S, SEND_QUANTUM_INTERVAL_S,
     SEND_QUANTUM_MAX_BYTES,
 };
 use crate::{
@@ -455,8 +456,7 @@ impl Bbr3 {
 
     /// A uniform draw in [0, 1) from the deterministic generator.
     fn random_unit(&self, now: SimTime, salt: u64) -> f64 {
-        let x = splitmix64(self.seed ^ now.as_nanos().rotate_left(23) ^ salt.wrapping_mul(0x2545_F491_4F6C_DD1D));
-        (x >> 11) as f64 / (1u64 << 53) as f64
+        unit_f64(splitmix64(self.seed ^ now.as_nanos().rotate_left(23) ^ salt.wrapping_mul(0x2545_F491_4F6C_DD1D)))
     }
 
     /// `rate_bps · min_rtt · gain` in bytes, or None before min_rtt is known.

@@ -1,6 +1,5 @@
 //! What BBR v1 (draft-cardwell-iccrg-bbr-congestion-control-00) and BBRv3
-//! (draft-ietf-ccwg-bbr) share: the windowed max filter over rounds, the deterministic draw, the
-//! minimum pipe window, full-pipe thresholds, the send quantum's bounds, and the pacing and cwnd
+//! (draft-ietf-ccwg-bbr) share: the windowed max filter over rounds, the minimum pipe window, full-pipe thresholds, the send quantum's bounds, and the pacing and cwnd
 //! steps both drafts write the same way. `bbr.rs` and `bbr3.rs` call these instead of each keeping
 //! a copy; where the drafts differ (gains, quantum rules, model bounds) each keeps its own code.
 
@@ -148,14 +147,5 @@ impl RoundMaxFilter {
             .max()
             .unwrap_or(0)
     }
-}
-
-/// SplitMix64 (Steele, Lea, Flood, OOPSLA 2014): a one-step deterministic mixer for the few
-/// random draws BBR's sources ask for.
-pub(crate) fn splitmix64(x: u64) -> u64 {
-    let mut z = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
 }
 

@@ -27,7 +27,7 @@
 //!   acknowledged (RFC 8257 §3.3 leaves the initial `WindowEnd` to the implementation).
 //! - The reduced window is floored at 2·MSS, as Linux's `dctcp_ssthresh` does.
 
-use crate::reno::{grow, halve_flight};
+use crate::reno::{halve_flight, reno_cong_avoid};
 use crate::{AckSample, CcError, CongestionControl, CwndState, LossEvent, LossKind, ParamInfo, Params};
 
 /// Default estimation gain g, dimensionless (RFC 8257 §3.3: "g = 1/16 ... a good choice"; §4
@@ -127,10 +127,7 @@ impl CongestionControl for Dctcp {
     }
 
     fn cong_avoid(&mut self, st: &mut CwndState, ack: &AckSample) {
-        if !ack.cwnd_limited {
-            return;
-        }
-        grow(st, &mut self.ca_acc_bytes, ack.bytes_acked);
+        reno_cong_avoid(st, &mut self.ca_acc_bytes, ack);
     }
 
     fn ssthresh(&mut self, st: &CwndState, ev: &LossEvent) -> u64 {

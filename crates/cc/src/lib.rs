@@ -69,6 +69,7 @@ pub mod nv;
 pub mod registry;
 pub mod reno;
 pub mod scalable;
+mod splitmix;
 pub mod time;
 pub mod udt;
 pub mod vegas;

@@ -57,6 +57,14 @@ pub fn grow(st: &mut CwndState, acc_bytes: &mut u64, bytes_acked: u64) {
     }
 }
 
+/// Linux's `tcp_reno_cong_avoid`: [`grow`] for an ACK, but only while the sender is limited by
+/// cwnd (RFC 7661 §4.2: a window the application does not fill is not validated by its ACKs).
+pub fn reno_cong_avoid(st: &mut CwndState, acc_bytes: &mut u64, ack: &AckSample) {
+    if ack.cwnd_limited {
+        grow(st, acc_bytes, ack.bytes_acked);
+    }
+}
+
 /// RFC 5681 §3.1 eq. 4: ssthresh = max(FlightSize / 2, 2·MSS).
 pub fn halve_flight(st: &CwndState, ev: &LossEvent) -> u64 {
     (ev.flight_size_bytes / 2).max(2 * st.mss_bytes)
@@ -84,9 +92,7 @@ impl CongestionControl for Reno {
     }
 
     fn cong_avoid(&mut self, st: &mut CwndState, ack: &AckSample) {
-        if ack.cwnd_limited {
-            grow(st, &mut self.ca_acc_bytes, ack.bytes_acked);
-        }
+        reno_cong_avoid(st, &mut self.ca_acc_bytes, ack);
     }
 
     fn ssthresh(&mut self, st: &CwndState, ev: &LossEvent) -> u64 {
@@ -98,26 +104,12 @@ impl CongestionControl for Reno {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{CaState, Duration, LossKind, SimTime};
+    use crate::{Duration, LossKind, SimTime};
 
     const MSS: u64 = 1448;
 
     fn ack(bytes: u64) -> AckSample {
-        AckSample {
-            now: SimTime::ZERO,
-            bytes_acked: bytes,
-            rtt: Some(Duration::from_millis(10)),
-            min_rtt: Some(Duration::from_millis(10)),
-            srtt: Some(Duration::from_millis(10)),
-            one_way_delay: None,
-            prior_in_flight_bytes: 0,
-            in_flight_bytes: 0,
-            snd_una: 0,
-            snd_nxt: 0,
-            ece: false,
-            cwnd_limited: true,
-            state: CaState::Open,
-        }
+        crate::growth::testing::ack(SimTime::ZERO, bytes, Duration::from_millis(10))
     }
 
     #[test]

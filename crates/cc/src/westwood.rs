@@ -33,7 +33,7 @@
 //! - Growth is Reno's by composition ([`crate::reno::slow_start`],
 //!   [`crate::reno::cong_avoid_ai`]).
 
-use crate::reno::{grow, halve_flight};
+use crate::reno::{halve_flight, reno_cong_avoid};
 use crate::{
     AckSample, CcError, CongestionControl, CwndState, LossEvent, ParamInfo, Params, SimTime,
 };
@@ -140,10 +140,7 @@ impl CongestionControl for Westwood {
 
     /// Reno: slow start, then one MSS per RTT.
     fn cong_avoid(&mut self, st: &mut CwndState, ack: &AckSample) {
-        if !ack.cwnd_limited {
-            return;
-        }
-        grow(st, &mut self.ca_acc_bytes, ack.bytes_acked);
+        reno_cong_avoid(st, &mut self.ca_acc_bytes, ack);
     }
 
     /// ssthresh = max(BWE·RTT_min, 2 MSS) after duplicate ACKs and timeouts alike; Reno's

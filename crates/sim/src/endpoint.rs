@@ -134,6 +134,37 @@ fn note_completion(t: &mut Transfer, now: SimTime, sender_complete: bool) {
     }
 }
 
+/// The [`Endpoint`] methods that TCP's and UDT's flows implement alike, by handing the call to
+/// their `sender` or `receiver` (both transports' ends have `poll_timeout`, `handle_timeout`,
+/// `app_write` and `app_stop` of the same meaning; they share no trait, so one definition is
+/// expanded into each impl).
+macro_rules! delegate_to_ends {
+    () => {
+        #[inline]
+        fn poll_timeout(&self, side: Side) -> Option<SimTime> {
+            match side {
+                Side::Sender => self.sender.poll_timeout(),
+                Side::Receiver => self.receiver.poll_timeout(),
+            }
+        }
+
+        fn handle_timeout(&mut self, side: Side, now: SimTime) {
+            match side {
+                Side::Sender => self.sender.handle_timeout(now),
+                Side::Receiver => self.receiver.handle_timeout(now),
+            }
+        }
+
+        fn app_write(&mut self, bytes: u64) {
+            self.sender.app_write(bytes);
+        }
+
+        fn app_stop(&mut self) {
+            self.sender.app_stop();
+        }
+    };
+}
+
 impl Endpoint for TcpFlow {
     fn transfer(&mut self) -> &mut Transfer {
         &mut self.transfer
@@ -159,20 +190,7 @@ impl Endpoint for TcpFlow {
         }
     }
 
-    #[inline]
-    fn poll_timeout(&self, side: Side) -> Option<SimTime> {
-        match side {
-            Side::Sender => self.sender.poll_timeout(),
-            Side::Receiver => self.receiver.poll_timeout(),
-        }
-    }
-
-    fn handle_timeout(&mut self, side: Side, now: SimTime) {
-        match side {
-            Side::Sender => self.sender.handle_timeout(now),
-            Side::Receiver => self.receiver.handle_timeout(now),
-        }
-    }
+    delegate_to_ends!();
 
     fn receive(&mut self, now: SimTime, payload: &Payload) -> Side {
         match payload {
@@ -190,14 +208,6 @@ impl Endpoint for TcpFlow {
             }
             other => unreachable!("TCP flow got {other:?}"),
         }
-    }
-
-    fn app_write(&mut self, bytes: u64) {
-        self.sender.app_write(bytes);
-    }
-
-    fn app_stop(&mut self) {
-        self.sender.app_stop();
     }
 }
 
@@ -229,20 +239,7 @@ impl Endpoint for UdtFlow {
         }
     }
 
-    #[inline]
-    fn poll_timeout(&self, side: Side) -> Option<SimTime> {
-        match side {
-            Side::Sender => self.sender.poll_timeout(),
-            Side::Receiver => self.receiver.poll_timeout(),
-        }
-    }
-
-    fn handle_timeout(&mut self, side: Side, now: SimTime) {
-        match side {
-            Side::Sender => self.sender.handle_timeout(now),
-            Side::Receiver => self.receiver.handle_timeout(now),
-        }
-    }
+    delegate_to_ends!();
 
     fn receive(&mut self, now: SimTime, payload: &Payload) -> Side {
         match payload {
@@ -266,13 +263,5 @@ impl Endpoint for UdtFlow {
             }
             other => unreachable!("UDT flow got {other:?}"),
         }
-    }
-
-    fn app_write(&mut self, bytes: u64) {
-        self.sender.app_write(bytes);
-    }
-
-    fn app_stop(&mut self) {
-        self.sender.app_stop();
     }
 }
