@@ -44,6 +44,12 @@
 //! - Send quantum (§4.2.2) only sizes the `3·send_quantum` allowance in the window (the transport
 //!   sends single segments).
 
+use crate::splitmix::splitmix64;
+use crate::bbr_common::{
+    app_limited, apply_pacing_rate, grow_cwnd, initial_pacing_rate_bps, min_pipe, reinit_pacing_on_first_rtt, saved_cwnd,
+    RoundMaxFilter, FULL_BW_COUNT, FULL_BW_THRESH, INITIAL_RTT_GUESS_S, SEND_QUANTUM_INTERVAL_S,
+    SEND_QUANTUM_MAX_BYTES,
+};
 use crate::{
     AckSample, CaState, CcError, CongestionControl, CwndEvent, CwndState, Duration, LossEvent, ParamInfo, Params,
     RateSample, SimTime,
@@ -72,30 +78,14 @@ pub const DEFAULT_RTPROP_FILTER_S: f64 = 10.0;
 /// Default minimum PROBE_RTT duration, milliseconds (draft-00 §4.3.5 `ProbeRTTDuration` = 200 ms).
 pub const DEFAULT_PROBE_RTT_MS: f64 = 200.0;
 
-/// Smallest cwnd, packets (draft-00 §4.2.3.3 `BBRMinPipeCwnd` = 4: keeps a delayed-ACK receiver
-/// that acknowledges every other packet pipelining); also the PROBE_RTT window.
-const MIN_PIPE_CWND_PACKETS: u64 = 4;
-
-/// STARTUP is full when BtlBw grows by less than this factor in a round (draft-00 §4.3.2.2).
-const FULL_BW_THRESH: f64 = 1.25;
-
-/// ... for this many consecutive non-app-limited rounds (draft-00 §4.3.2.2).
-const FULL_BW_COUNT: u32 = 3;
-
 /// Send quantum thresholds (draft-00 §4.2.2): below 1.2 Mbps one packet, below 24 Mbps two, else
-/// one millisecond of data capped at 64 KB.
+/// one millisecond of data capped at 64 KB (`bbr_common`).
 const SEND_QUANTUM_LOW_BPS: f64 = 1.2e6;
 const SEND_QUANTUM_MID_BPS: f64 = 24e6;
-const SEND_QUANTUM_MAX_BYTES: f64 = 65536.0;
-const SEND_QUANTUM_INTERVAL_S: f64 = 0.001;
 
 /// Send quanta the window allows on top of gain·BDP (draft-00 §4.2.3.2 `quanta = 3 *
 /// send_quantum`: one in the qdisc, one in TSO, one in the receiver's delayed ACK).
 const QUANTA_IN_WINDOW: f64 = 3.0;
-
-/// RTT assumed for the initial pacing rate when there is no sample yet (draft-00 §4.2.1:
-/// `InitialCwnd / (SRTT ? SRTT : 1ms)`).
-const INITIAL_RTT_GUESS: Duration = Duration::from_millis(1);
 
 /// The `bbr` flavor's tunable parameters, with defaults (listed in the registry's catalogue).
 pub const PARAMS: &[ParamInfo] = &[
@@ -158,56 +148,6 @@ impl Mode {
             Mode::ProbeRtt => "PROBE_RTT",
         }
     }
-}
-
-/// Exact windowed maximum over packet-timed rounds: the largest value recorded in rounds
-/// `(now − len, now]`.
-#[derive(Clone, Debug)]
-pub(crate) struct RoundMaxFilter {
-    /// `(round, max value in that round)`, indexed by round modulo the window length.
-    slots: Vec<(u64, u64)>,
-}
-
-impl RoundMaxFilter {
-    pub(crate) fn new(len: usize) -> RoundMaxFilter {
-        RoundMaxFilter { slots: vec![(u64::MAX, 0); len] }
-    }
-
-    /// Record `value` in `round` and return the windowed max as of `round`.
-    pub(crate) fn update(&mut self, round: u64, value: u64) -> u64 {
-        let n = self.slots.len() as u64;
-        let slot = &mut self.slots[(round % n) as usize];
-        if slot.0 != round {
-            *slot = (round, value);
-        } else {
-            slot.1 = slot.1.max(value);
-        }
-        self.get(round)
-    }
-
-    /// The max over rounds `(round − len, round]`.
-    pub(crate) fn get(&self, round: u64) -> u64 {
-        self.get_within(round, self.slots.len() as u64)
-    }
-
-    /// The max over rounds `(round − n, round]`, for `n` up to the filter's length.
-    pub(crate) fn get_within(&self, round: u64, n: u64) -> u64 {
-        self.slots
-            .iter()
-            .filter(|(r, _)| *r != u64::MAX && *r <= round && round - *r < n)
-            .map(|(_, v)| *v)
-            .max()
-            .unwrap_or(0)
-    }
-}
-
-/// SplitMix64 (Steele, Lea, Flood, OOPSLA 2014): a one-step deterministic mixer for the few
-/// random draws BBR's sources ask for.
-pub(crate) fn splitmix64(x: u64) -> u64 {
-    let mut z = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
 }
 
 /// The BBR v1 controller. See the module documentation.
@@ -380,10 +320,6 @@ impl Bbr {
         }
     }
 
-    fn min_pipe_cwnd(st: &CwndState) -> u64 {
-        MIN_PIPE_CWND_PACKETS * st.mss_bytes
-    }
-
     fn enter_startup(&mut self) {
         self.mode = Mode::Startup;
         self.pacing_gain = self.high_gain;
@@ -426,11 +362,7 @@ impl Bbr {
     }
 
     fn save_cwnd(&self, st: &CwndState) -> u64 {
-        if !self.in_loss_recovery && self.mode != Mode::ProbeRtt {
-            st.cwnd_bytes
-        } else {
-            self.prior_cwnd.max(st.cwnd_bytes)
-        }
+        saved_cwnd(self.prior_cwnd, st.cwnd_bytes, self.in_loss_recovery || self.mode == Mode::ProbeRtt)
     }
 
     fn restore_cwnd(&self, st: &mut CwndState) {
@@ -449,12 +381,7 @@ impl Bbr {
     fn update_model_and_state(&mut self, st: &mut CwndState, ack: &AckSample, rs: &RateSample) {
         let now = ack.now;
         let has_data = rs.newly_acked_bytes > 0;
-        // PROBE_RTT's emulated app-limited mark: packets sent before `until` was delivered.
-        let app_limited =
-            rs.is_app_limited || self.app_limited_until.is_some_and(|u| has_data && rs.prior_delivered_bytes <= u);
-        if self.app_limited_until.is_some_and(|u| rs.total_delivered_bytes > u) {
-            self.app_limited_until = None;
-        }
+        let app_limited = app_limited(rs, &mut self.app_limited_until);
 
         // BBRUpdateRound.
         self.round_start = false;
@@ -524,7 +451,7 @@ impl Bbr {
         // MarkConnectionAppLimited(): C.app_limited = C.delivered + packets_in_flight.
         self.app_limited_until = Some((rs.total_delivered_bytes + ack.in_flight_bytes).max(1));
         match self.probe_rtt_done_stamp {
-            None if ack.in_flight_bytes <= Self::min_pipe_cwnd(st) => {
+            None if ack.in_flight_bytes <= min_pipe(st) => {
                 self.probe_rtt_done_stamp = Some(now + self.probe_rtt_duration);
                 self.probe_rtt_round_done = false;
                 self.next_round_delivered = rs.total_delivered_bytes;
@@ -549,9 +476,7 @@ impl Bbr {
             return;
         }
         let rate = (self.pacing_gain * self.btlbw_bps as f64) as u64;
-        if self.filled_pipe || st.pacing_rate_bps.is_none_or(|r| rate > r) {
-            st.pacing_rate_bps = Some(rate.max(1));
-        }
+        apply_pacing_rate(st, rate, self.filled_pipe);
     }
 
     /// draft-00 §4.2.3 `BBRSetCwnd`, with §4.2.3.4 loss recovery and §4.2.3.5 PROBE_RTT.
@@ -573,16 +498,11 @@ impl Bbr {
         if self.packet_conservation {
             cwnd = cwnd.max(ack.in_flight_bytes + delivered);
         } else {
-            if self.filled_pipe {
-                cwnd = (cwnd + delivered).min(target);
-            } else if cwnd < target || rs.total_delivered_bytes < self.initial_cwnd {
-                cwnd += delivered;
-            }
-            cwnd = cwnd.max(Self::min_pipe_cwnd(st));
+            cwnd = grow_cwnd(st, cwnd, delivered, target, self.filled_pipe, rs.total_delivered_bytes, self.initial_cwnd);
         }
         // BBRModulateCwndForProbeRTT.
         if self.mode == Mode::ProbeRtt {
-            cwnd = cwnd.min(Self::min_pipe_cwnd(st));
+            cwnd = cwnd.min(min_pipe(st));
         }
         st.cwnd_bytes = cwnd.max(st.mss_bytes);
     }
@@ -598,8 +518,7 @@ impl CongestionControl for Bbr {
         self.initial_cwnd = st.cwnd_bytes;
         self.rtprop_stamp = now;
         self.cycle_stamp = now;
-        let nominal_bps = st.cwnd_bytes as f64 * 8.0 / INITIAL_RTT_GUESS.as_secs_f64();
-        st.pacing_rate_bps = Some((self.high_gain * nominal_bps) as u64);
+        st.pacing_rate_bps = Some(initial_pacing_rate_bps(st.cwnd_bytes, self.high_gain, INITIAL_RTT_GUESS_S));
         self.started = true;
     }
 
@@ -651,15 +570,7 @@ impl CongestionControl for Bbr {
     }
 
     fn cong_control(&mut self, st: &mut CwndState, ack: &AckSample, rs: &RateSample) -> bool {
-        // InitPacingRate() again with the first RTT sample: gain · InitialCwnd / SRTT (the 1 ms
-        // guess of init() is only for the first flight).
-        if !self.has_seen_rtt {
-            if let Some(srtt) = ack.srtt.filter(|d| *d > Duration::ZERO) {
-                self.has_seen_rtt = true;
-                let nominal_bps = self.initial_cwnd as f64 * 8.0 / srtt.as_secs_f64();
-                st.pacing_rate_bps = Some((self.high_gain * nominal_bps) as u64);
-            }
-        }
+        reinit_pacing_on_first_rtt(st, &mut self.has_seen_rtt, ack.srtt, self.initial_cwnd, self.high_gain);
         self.update_model_and_state(st, ack, rs);
         self.set_pacing_rate(st);
         self.set_cwnd(st, ack, rs);

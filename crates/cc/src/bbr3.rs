@@ -46,7 +46,12 @@
 //! - `MarkConnectionAppLimited()` in PROBE_RTT is emulated inside the controller as in `bbr`.
 //! - The offload budget is TCP's `3 · send_quantum` (§5.5.8.1).
 
-use crate::bbr::{splitmix64, RoundMaxFilter};
+use crate::splitmix::{splitmix64, unit_f64};
+use crate::bbr_common::{
+    app_limited, apply_pacing_rate, grow_cwnd, initial_pacing_rate_bps, min_pipe, reinit_pacing_on_first_rtt, saved_cwnd,
+    RoundMaxFilter, FULL_BW_COUNT, FULL_BW_THRESH, INITIAL_RTT_GUESS_S, SEND_QUANTUM_INTERVAL_S,
+    SEND_QUANTUM_MAX_BYTES,
+};
 use crate::{
     AckSample, CaState, CcError, CongestionControl, CwndEvent, CwndState, Duration, LossEvent, ParamInfo, Params,
     RateSample, SimTime,
@@ -101,14 +106,6 @@ const EXTRA_ACKED_FILTER_ROUNDS: u64 = 10;
 /// Pacing margin: pace at 99% of bw (§2.5 `BBR.PacingMarginPercent` = 1).
 const PACING_MARGIN_PERCENT: f64 = 1.0;
 
-/// Smallest cwnd, packets (§2.8 `BBR.MinPipeCwnd` = 4 · SMSS).
-const MIN_PIPE_CWND_PACKETS: u64 = 4;
-
-/// Full-pipe detection: growth under this factor ... (§5.3.1.2: 25%) ...
-const FULL_BW_THRESH: f64 = 1.25;
-/// ... for this many non-app-limited rounds (§5.3.1.2: 3).
-const FULL_BW_COUNT: u32 = 3;
-
 /// STARTUP loss exit: at least this many discontiguous lost ranges in a round (§5.3.1.3
 /// `BBRStartupFullLossCnt` = 6).
 const STARTUP_FULL_LOSS_COUNT: u32 = 6;
@@ -128,15 +125,8 @@ const PROBE_WAIT_RANDOM: Duration = Duration::from_secs(1);
 /// `min(bw_probe_up_rounds + 1, 30)`).
 const MAX_PROBE_UP_ROUNDS: u32 = 30;
 
-/// Send quantum: 1 ms of data at the pacing rate, at most 64 KB, at least 2 SMSS (§5.6.3).
-const SEND_QUANTUM_INTERVAL_S: f64 = 0.001;
-const SEND_QUANTUM_MAX_BYTES: f64 = 65536.0;
-
 /// TCP offload budget: 3 send quanta (§5.5.8.1).
 const OFFLOAD_QUANTA: f64 = 3.0;
-
-/// RTT assumed for the initial pacing rate before any sample (§5.6.2: 1 ms).
-const INITIAL_RTT_GUESS_S: f64 = 0.001;
 
 /// "Infinity" for volumes and rates.
 const INF: u64 = u64::MAX;
@@ -466,8 +456,7 @@ impl Bbr3 {
 
     /// A uniform draw in [0, 1) from the deterministic generator.
     fn random_unit(&self, now: SimTime, salt: u64) -> f64 {
-        let x = splitmix64(self.seed ^ now.as_nanos().rotate_left(23) ^ salt.wrapping_mul(0x2545_F491_4F6C_DD1D));
-        (x >> 11) as f64 / (1u64 << 53) as f64
+        unit_f64(splitmix64(self.seed ^ now.as_nanos().rotate_left(23) ^ salt.wrapping_mul(0x2545_F491_4F6C_DD1D)))
     }
 
     /// `rate_bps · min_rtt · gain` in bytes, or None before min_rtt is known.
@@ -628,11 +617,7 @@ impl Bbr3 {
     // ---- loss -----------------------------------------------------------------------------
 
     fn save_cwnd(&mut self, st: &CwndState) {
-        if !self.in_loss_recovery && self.state != State::ProbeRtt {
-            self.prior_cwnd = st.cwnd_bytes;
-        } else {
-            self.prior_cwnd = self.prior_cwnd.max(st.cwnd_bytes);
-        }
+        self.prior_cwnd = saved_cwnd(self.prior_cwnd, st.cwnd_bytes, self.in_loss_recovery || self.state == State::ProbeRtt);
     }
 
     fn restore_cwnd(&self, st: &mut CwndState) {
@@ -1014,21 +999,14 @@ impl Bbr3 {
             return;
         }
         let rate = (self.pacing_gain * self.bw as f64 * (100.0 - PACING_MARGIN_PERCENT) / 100.0) as u64;
-        if self.full_bw_reached || st.pacing_rate_bps.is_none_or(|r| rate > r) {
-            st.pacing_rate_bps = Some(rate.max(1));
-        }
+        apply_pacing_rate(st, rate, self.full_bw_reached);
     }
 
     /// §5.6.4.6 `SetCwnd()` with `BoundCwndForProbeRTT()` and `BoundCwndForModel()` (§5.6.4.7).
     fn set_cwnd(&self, st: &mut CwndState, newly_acked: u64) {
         let max_inflight = self.quantization_budget(st, self.bdp_multiple(self.cwnd_gain).saturating_add(self.extra_acked));
-        let mut cwnd = st.cwnd_bytes;
-        if self.full_bw_reached {
-            cwnd = cwnd.saturating_add(newly_acked).min(max_inflight);
-        } else if cwnd < max_inflight || self.delivered < self.initial_cwnd {
-            cwnd = cwnd.saturating_add(newly_acked);
-        }
-        cwnd = cwnd.max(min_pipe(st));
+        let mut cwnd =
+            grow_cwnd(st, st.cwnd_bytes, newly_acked, max_inflight, self.full_bw_reached, self.delivered, self.initial_cwnd);
         if self.state == State::ProbeRtt {
             cwnd = cwnd.min(self.probe_rtt_cwnd(st));
         }
@@ -1042,10 +1020,6 @@ impl Bbr3 {
         cap = cap.min(self.inflight_shortterm).max(min_pipe(st));
         st.cwnd_bytes = cwnd.min(cap).max(st.mss_bytes);
     }
-}
-
-fn min_pipe(st: &CwndState) -> u64 {
-    MIN_PIPE_CWND_PACKETS * st.mss_bytes
 }
 
 fn bad(param: &'static str, value: f64, reason: &'static str) -> CcError {
@@ -1064,8 +1038,7 @@ impl CongestionControl for Bbr3 {
         self.probe_rtt_min_stamp = now;
         self.extra_acked_interval_start = now;
         self.cycle_stamp = now;
-        let nominal_bps = st.cwnd_bytes as f64 * 8.0 / INITIAL_RTT_GUESS_S;
-        st.pacing_rate_bps = Some((STARTUP_PACING_GAIN * nominal_bps) as u64);
+        st.pacing_rate_bps = Some(initial_pacing_rate_bps(st.cwnd_bytes, STARTUP_PACING_GAIN, INITIAL_RTT_GUESS_S));
         self.enter_startup();
         self.started = true;
     }
@@ -1124,24 +1097,12 @@ impl CongestionControl for Bbr3 {
 
     /// §5.2.3 `UpdateOnACK()`; losses this ACK reported are handled first (§5.2.4).
     fn cong_control(&mut self, st: &mut CwndState, ack: &AckSample, rs: &RateSample) -> bool {
-        // InitPacingRate() again with the first RTT sample: gain · InitialCwnd / SRTT (the 1 ms
-        // guess of init() is only for the first flight).
-        if !self.has_seen_rtt {
-            if let Some(srtt) = ack.srtt.filter(|d| *d > Duration::ZERO) {
-                self.has_seen_rtt = true;
-                let nominal_bps = self.initial_cwnd as f64 * 8.0 / srtt.as_secs_f64();
-                st.pacing_rate_bps = Some((STARTUP_PACING_GAIN * nominal_bps) as u64);
-            }
-        }
+        reinit_pacing_on_first_rtt(st, &mut self.has_seen_rtt, ack.srtt, self.initial_cwnd, STARTUP_PACING_GAIN);
         let now = ack.now;
         let inflight = ack.in_flight_bytes;
         let has_data = rs.newly_acked_bytes > 0;
         self.delivered = rs.total_delivered_bytes;
-        let app_limited =
-            rs.is_app_limited || self.app_limited_until.is_some_and(|u| has_data && rs.prior_delivered_bytes <= u);
-        if self.app_limited_until.is_some_and(|u| self.delivered > u) {
-            self.app_limited_until = None;
-        }
+        let app_limited = app_limited(rs, &mut self.app_limited_until);
         if ack.cwnd_limited {
             self.cwnd_limited_this_round = true;
         }

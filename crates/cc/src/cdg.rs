@@ -44,6 +44,7 @@
 //!   default in the paper's Linux port and is not implemented; nor is HyStart, which the Linux
 //!   port adds.
 
+use crate::splitmix::SplitMix64;
 use crate::reno::{cong_avoid_ai, slow_start};
 use crate::vegas::{RoundRtt, MIN_ROUND_SAMPLES};
 use crate::{
@@ -114,25 +115,6 @@ pub const PARAMS: &[ParamInfo] = &[
 ];
 
 const PARAM_NAMES: &[&str] = &["beta", "g", "window", "ineffective", "shadow", "seed"];
-
-/// SplitMix64 (Steele, Lea, Flood, OOPSLA 2014): a small, well-mixed deterministic generator.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct SplitMix64(u64);
-
-impl SplitMix64 {
-    fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    /// Uniform in [0, 1).
-    fn next_f64(&mut self) -> f64 {
-        (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
-    }
-}
 
 /// Moving average of the last `len` values (fewer while filling).
 #[derive(Clone, Debug, PartialEq)]

@@ -567,7 +567,6 @@ fn flag(params: &Params, name: &'static str) -> Result<bool, CcError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::CaState;
 
     const MSS: u64 = 1448;
 
@@ -577,21 +576,7 @@ mod tests {
     }
 
     fn ack_at(now: SimTime, bytes: u64, rtt: Duration) -> AckSample {
-        AckSample {
-            now,
-            bytes_acked: bytes,
-            rtt: Some(rtt),
-            min_rtt: Some(rtt),
-            srtt: Some(rtt),
-            one_way_delay: None,
-            prior_in_flight_bytes: 0,
-            in_flight_bytes: 0,
-            snd_una: 0,
-            snd_nxt: 0,
-            ece: false,
-            cwnd_limited: true,
-            state: CaState::Open,
-        }
+        crate::growth::testing::ack(now, bytes, rtt)
     }
 
     fn loss_at(now: SimTime, kind: LossKind, st: &CwndState) -> LossEvent {

@@ -27,7 +27,7 @@
 //!   acknowledged (RFC 8257 §3.3 leaves the initial `WindowEnd` to the implementation).
 //! - The reduced window is floored at 2·MSS, as Linux's `dctcp_ssthresh` does.
 
-use crate::reno::{cong_avoid_ai, halve_flight, slow_start};
+use crate::reno::{halve_flight, reno_cong_avoid};
 use crate::{AckSample, CcError, CongestionControl, CwndState, LossEvent, LossKind, ParamInfo, Params};
 
 /// Default estimation gain g, dimensionless (RFC 8257 §3.3: "g = 1/16 ... a good choice"; §4
@@ -127,18 +127,7 @@ impl CongestionControl for Dctcp {
     }
 
     fn cong_avoid(&mut self, st: &mut CwndState, ack: &AckSample) {
-        if !ack.cwnd_limited {
-            return;
-        }
-        let mut acked = ack.bytes_acked;
-        if st.in_slow_start() {
-            acked = slow_start(st, acked);
-            if acked == 0 {
-                return;
-            }
-        }
-        let w = st.cwnd_bytes;
-        cong_avoid_ai(st, w, &mut self.ca_acc_bytes, acked);
+        reno_cong_avoid(st, &mut self.ca_acc_bytes, ack);
     }
 
     fn ssthresh(&mut self, st: &CwndState, ev: &LossEvent) -> u64 {

@@ -35,7 +35,7 @@
 //!   flavor.
 
 use crate::growth::PerRttIncrease;
-use crate::reno::slow_start;
+use crate::reno::slow_start_first;
 use crate::{AckSample, CcError, CongestionControl, CwndState, LossEvent, ParamInfo, Params};
 
 /// Default Low_Window, packets (RFC 3649 §5): at or below it HighSpeed TCP is standard TCP.
@@ -178,13 +178,9 @@ impl CongestionControl for HighSpeed {
         if !ack.cwnd_limited {
             return;
         }
-        let mut acked = ack.bytes_acked;
-        if st.in_slow_start() {
-            acked = slow_start(st, acked);
-            if acked == 0 {
-                return;
-            }
-        }
+        let Some(acked) = slow_start_first(st, ack.bytes_acked) else {
+            return;
+        };
         let a = self.a(st.cwnd_packets());
         self.growth.apply(st, a, acked);
     }

@@ -23,7 +23,7 @@
 use crate::growth::PerRttIncrease;
 use crate::highspeed::HighSpeed;
 use crate::lp::{EarlyCongestion, Reaction, INFERENCE_PARAMS};
-use crate::reno::slow_start;
+use crate::reno::slow_start_first;
 use crate::{AckSample, CcError, CongestionControl, CwndState, LossEvent, ParamInfo, Params, SimTime};
 
 /// HighSpeed's parameters accepted by `hstcp-lp` and handed to [`HighSpeed::new`].
@@ -118,13 +118,9 @@ impl CongestionControl for HstcpLp {
         if !ack.cwnd_limited || self.eci.in_inference(ack.now) {
             return;
         }
-        let mut acked = ack.bytes_acked;
-        if st.in_slow_start() {
-            acked = slow_start(st, acked);
-            if acked == 0 {
-                return;
-            }
-        }
+        let Some(acked) = slow_start_first(st, ack.bytes_acked) else {
+            return;
+        };
         let a = self.hs.a(st.cwnd_packets());
         self.growth.apply(st, a, acked);
     }

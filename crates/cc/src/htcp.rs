@@ -38,7 +38,7 @@
 //!   of the PFLDnet 2004 algorithm and is not implemented.
 
 use crate::growth::PerRttIncrease;
-use crate::reno::slow_start;
+use crate::reno::slow_start_first;
 use crate::{
     AckSample, CcError, CongestionControl, CwndState, Duration, LossEvent, ParamInfo, Params,
     SimTime,
@@ -259,13 +259,9 @@ impl CongestionControl for Htcp {
         if !ack.cwnd_limited {
             return;
         }
-        let mut acked = ack.bytes_acked;
-        if st.in_slow_start() {
-            acked = slow_start(st, acked);
-            if acked == 0 {
-                return;
-            }
-        }
+        let Some(acked) = slow_start_first(st, ack.bytes_acked) else {
+            return;
+        };
         let since = self.last_event.map_or(0.0, |t| ack.now.saturating_since(t).as_secs_f64());
         let alpha = self.alpha(since);
         self.growth.apply(st, alpha, acked);

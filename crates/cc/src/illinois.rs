@@ -39,7 +39,7 @@
 //! - The decrease uses cwnd (the paper's W), not FlightSize.
 
 use crate::growth::PerRttIncrease;
-use crate::reno::slow_start;
+use crate::reno::slow_start_first;
 use crate::{AckSample, CcError, CongestionControl, CwndState, LossEvent, ParamInfo, Params};
 
 /// Default α_max, packets per RTT (Liu et al. 2006: 10).
@@ -310,13 +310,9 @@ impl CongestionControl for Illinois {
         if !ack.cwnd_limited {
             return;
         }
-        let mut acked = ack.bytes_acked;
-        if st.in_slow_start() {
-            acked = slow_start(st, acked);
-            if acked == 0 {
-                return;
-            }
-        }
+        let Some(acked) = slow_start_first(st, ack.bytes_acked) else {
+            return;
+        };
         let a = if st.cwnd_packets() < self.win_thresh { STANDARD_ALPHA } else { self.alpha };
         self.growth.apply(st, a, acked);
     }

@@ -49,6 +49,7 @@
 
 pub mod bbr;
 pub mod bbr3;
+mod bbr_common;
 pub mod bic;
 pub mod cdg;
 pub mod compound;
@@ -68,6 +69,7 @@ pub mod nv;
 pub mod registry;
 pub mod reno;
 pub mod scalable;
+mod splitmix;
 pub mod time;
 pub mod udt;
 pub mod vegas;

@@ -44,7 +44,7 @@
 //!   response is in charge.
 //! - d_max is the largest one-way delay of the connection (no ageing); d_min the smallest.
 
-use crate::reno::{cong_avoid_ai, halve_flight, slow_start};
+use crate::reno::{grow, halve_flight};
 use crate::{AckSample, CaState, CcError, CongestionControl, CwndState, Duration, LossEvent, ParamInfo, Params, SimTime};
 
 /// Default δ: congestion when sd > d_min + δ(d_max − d_min).
@@ -246,15 +246,7 @@ impl CongestionControl for Lp {
         if !ack.cwnd_limited || self.eci.in_inference(ack.now) {
             return;
         }
-        let mut acked = ack.bytes_acked;
-        if st.in_slow_start() {
-            acked = slow_start(st, acked);
-            if acked == 0 {
-                return;
-            }
-        }
-        let w = st.cwnd_bytes;
-        cong_avoid_ai(st, w, &mut self.ca_acc_bytes, acked);
+        grow(st, &mut self.ca_acc_bytes, ack.bytes_acked);
     }
 
     /// Reno's: max(FlightSize/2, 2 MSS).

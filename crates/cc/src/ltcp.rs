@@ -65,7 +65,7 @@
 //! - Slow start is standard slow start ([`crate::reno::slow_start`]).
 
 use crate::growth::PerRttIncrease;
-use crate::reno::slow_start;
+use crate::reno::slow_start_first;
 use crate::{AckSample, CcError, CongestionControl, CwndState, LossEvent, ParamInfo, Params};
 
 /// Default low window W_L, packets: the window at which layer 2 is added; LTCP is Reno below it.
@@ -168,13 +168,9 @@ impl CongestionControl for Ltcp {
         if !ack.cwnd_limited {
             return;
         }
-        let mut acked = ack.bytes_acked;
-        if st.in_slow_start() {
-            acked = slow_start(st, acked);
-            if acked == 0 {
-                return;
-            }
-        }
+        let Some(acked) = slow_start_first(st, ack.bytes_acked) else {
+            return;
+        };
         self.layers = self.layers.max(self.layers_at(st.cwnd_packets()));
         self.growth.apply(st, self.layers as f64, acked);
     }

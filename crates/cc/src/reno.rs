@@ -35,6 +35,36 @@ pub fn cong_avoid_ai(st: &mut CwndState, w_bytes: u64, acc_bytes: &mut u64, byte
     }
 }
 
+/// Slow start for one ACK if cwnd is below ssthresh (RFC 5681 §3.1): the acked bytes left for
+/// congestion avoidance, all of them outside slow start, or `None` when slow start used them all
+/// (the first half of Linux's `tcp_reno_cong_avoid`, which other flavors call the same way).
+pub fn slow_start_first(st: &mut CwndState, bytes_acked: u64) -> Option<u64> {
+    if !st.in_slow_start() {
+        return Some(bytes_acked);
+    }
+    let left = slow_start(st, bytes_acked);
+    (left > 0).then_some(left)
+}
+
+/// Reno's growth for `bytes_acked` newly acknowledged bytes: slow start, then one MSS per window
+/// acked (RFC 5681 §3.1; Linux's `tcp_reno_cong_avoid` without its cwnd-limited check), with
+/// `acc_bytes` as in [`cong_avoid_ai`]. Flavors that grow like Reno call this (as Linux's Vegas,
+/// DCTCP and Westwood+ call `tcp_reno_cong_avoid`).
+pub fn grow(st: &mut CwndState, acc_bytes: &mut u64, bytes_acked: u64) {
+    if let Some(acked) = slow_start_first(st, bytes_acked) {
+        let w = st.cwnd_bytes;
+        cong_avoid_ai(st, w, acc_bytes, acked);
+    }
+}
+
+/// Linux's `tcp_reno_cong_avoid`: [`grow`] for an ACK, but only while the sender is limited by
+/// cwnd (RFC 7661 §4.2: a window the application does not fill is not validated by its ACKs).
+pub fn reno_cong_avoid(st: &mut CwndState, acc_bytes: &mut u64, ack: &AckSample) {
+    if ack.cwnd_limited {
+        grow(st, acc_bytes, ack.bytes_acked);
+    }
+}
+
 /// RFC 5681 §3.1 eq. 4: ssthresh = max(FlightSize / 2, 2·MSS).
 pub fn halve_flight(st: &CwndState, ev: &LossEvent) -> u64 {
     (ev.flight_size_bytes / 2).max(2 * st.mss_bytes)
@@ -62,18 +92,7 @@ impl CongestionControl for Reno {
     }
 
     fn cong_avoid(&mut self, st: &mut CwndState, ack: &AckSample) {
-        if !ack.cwnd_limited {
-            return;
-        }
-        let mut acked = ack.bytes_acked;
-        if st.in_slow_start() {
-            acked = slow_start(st, acked);
-            if acked == 0 {
-                return;
-            }
-        }
-        let w = st.cwnd_bytes;
-        cong_avoid_ai(st, w, &mut self.ca_acc_bytes, acked);
+        reno_cong_avoid(st, &mut self.ca_acc_bytes, ack);
     }
 
     fn ssthresh(&mut self, st: &CwndState, ev: &LossEvent) -> u64 {
@@ -85,26 +104,12 @@ impl CongestionControl for Reno {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{CaState, Duration, LossKind, SimTime};
+    use crate::{Duration, LossKind, SimTime};
 
     const MSS: u64 = 1448;
 
     fn ack(bytes: u64) -> AckSample {
-        AckSample {
-            now: SimTime::ZERO,
-            bytes_acked: bytes,
-            rtt: Some(Duration::from_millis(10)),
-            min_rtt: Some(Duration::from_millis(10)),
-            srtt: Some(Duration::from_millis(10)),
-            one_way_delay: None,
-            prior_in_flight_bytes: 0,
-            in_flight_bytes: 0,
-            snd_una: 0,
-            snd_nxt: 0,
-            ece: false,
-            cwnd_limited: true,
-            state: CaState::Open,
-        }
+        crate::growth::testing::ack(SimTime::ZERO, bytes, Duration::from_millis(10))
     }
 
     #[test]

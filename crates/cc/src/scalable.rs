@@ -27,7 +27,7 @@
 //! - Slow start is standard slow start ([`crate::reno::slow_start`]).
 
 use crate::growth::PerRttIncrease;
-use crate::reno::slow_start;
+use crate::reno::slow_start_first;
 use crate::{AckSample, CcError, CongestionControl, CwndState, LossEvent, ParamInfo, Params};
 
 /// Default increase a, packets per packet acknowledged (Kelly 2003: a = 0.01).
@@ -119,13 +119,9 @@ impl CongestionControl for Scalable {
         if !ack.cwnd_limited {
             return;
         }
-        let mut acked = ack.bytes_acked;
-        if st.in_slow_start() {
-            acked = slow_start(st, acked);
-            if acked == 0 {
-                return;
-            }
-        }
+        let Some(acked) = slow_start_first(st, ack.bytes_acked) else {
+            return;
+        };
         let w = st.cwnd_packets();
         let per_rtt = if self.legacy(w) { 1.0 } else { self.a * w };
         self.growth.apply(st, per_rtt, acked);

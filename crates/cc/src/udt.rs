@@ -84,6 +84,7 @@
 //! - DecRandom comes from a SplitMix64 generator seeded by the `seed` parameter (mixed with the
 //!   flow's identity by [`Udt::mix_seed`]), never from the OS.
 
+use crate::splitmix::SplitMix64;
 use crate::{
     AckSample, CcError, CongestionControl, CwndEvent, CwndState, Duration, LossEvent, LossKind, ParamInfo,
     Params, RateSample, SimTime,
@@ -156,20 +157,6 @@ enum Phase {
     SlowStart,
     /// DAIMD rate control (§3, §4).
     RateControl,
-}
-
-/// SplitMix64 (Steele, Lea, Flood, OOPSLA 2014): the DecRandom generator.
-#[derive(Clone, Debug)]
-struct SplitMix64(u64);
-
-impl SplitMix64 {
-    fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
 }
 
 /// Counters of what the controller did.
@@ -528,7 +515,6 @@ fn bad(param: &'static str, value: f64, reason: &'static str) -> CcError {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::CaState;
 
     /// 1500 B packets make the increase table of Gu & Grossman (2007) exact.
     const MSS: u64 = 1500;
@@ -543,22 +529,7 @@ mod tests {
     }
 
     fn ack(now: SimTime, bytes_acked: u64, srtt_ms: u64) -> AckSample {
-        let rtt = Duration::from_millis(srtt_ms);
-        AckSample {
-            now,
-            bytes_acked,
-            rtt: Some(rtt),
-            min_rtt: Some(rtt),
-            srtt: Some(rtt),
-            one_way_delay: None,
-            prior_in_flight_bytes: 0,
-            in_flight_bytes: 0,
-            snd_una: 0,
-            snd_nxt: 0,
-            ece: false,
-            cwnd_limited: true,
-            state: CaState::Open,
-        }
+        crate::growth::testing::ack(now, bytes_acked, Duration::from_millis(srtt_ms))
     }
 
     /// A UDT ACK's receive-rate report: AS packets/s as payload bits/s.

@@ -35,7 +35,7 @@
 //! - Vegas runs only in the `Open` state; in the other states (and in rounds that began in them)
 //!   Reno's growth rules apply, and the measurement restarts when the connection is Open again.
 
-use crate::reno::{cong_avoid_ai, halve_flight, slow_start};
+use crate::reno::{cong_avoid_ai, grow, halve_flight, slow_start};
 use crate::{
     AckSample, CaState, CcError, CongestionControl, CwndState, Duration, LossEvent, LossKind,
     ParamInfo, Params, SimTime,
@@ -356,15 +356,7 @@ impl Vegas {
 
     /// Reno's growth for one ACK (slow start, then one MSS per window).
     fn reno_growth(&mut self, st: &mut CwndState, bytes_acked: u64) {
-        let mut acked = bytes_acked;
-        if st.in_slow_start() {
-            acked = slow_start(st, acked);
-            if acked == 0 {
-                return;
-            }
-        }
-        let w = st.cwnd_bytes;
-        cong_avoid_ai(st, w, &mut self.ca_acc_bytes, acked);
+        grow(st, &mut self.ca_acc_bytes, bytes_acked);
     }
 }
 

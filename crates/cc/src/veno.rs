@@ -28,7 +28,7 @@
 //!   ([`crate::reno::cong_avoid_ai`] with `w = 2·cwnd`).
 //! - An ECN echo is treated as congestive (`cwnd/2`): a mark is never random loss.
 
-use crate::reno::{cong_avoid_ai, halve_flight, slow_start};
+use crate::reno::{cong_avoid_ai, halve_flight, slow_start_first};
 use crate::vegas::{queued_packets, RoundRtt};
 use crate::{AckSample, CcError, CongestionControl, CwndState, LossEvent, LossKind, ParamInfo, Params};
 
@@ -122,13 +122,9 @@ impl CongestionControl for Veno {
         if !ack.cwnd_limited {
             return;
         }
-        let mut acked = ack.bytes_acked;
-        if st.in_slow_start() {
-            acked = slow_start(st, acked);
-            if acked == 0 {
-                return;
-            }
-        }
+        let Some(acked) = slow_start_first(st, ack.bytes_acked) else {
+            return;
+        };
         // One MSS per RTT while N < β, one MSS every other RTT once N ≥ β.
         let w = if self.congested() { 2 * st.cwnd_bytes } else { st.cwnd_bytes };
         cong_avoid_ai(st, w, &mut self.ca_acc_bytes, acked);

@@ -33,7 +33,7 @@
 //! - Growth is Reno's by composition ([`crate::reno::slow_start`],
 //!   [`crate::reno::cong_avoid_ai`]).
 
-use crate::reno::{cong_avoid_ai, halve_flight, slow_start};
+use crate::reno::{halve_flight, reno_cong_avoid};
 use crate::{
     AckSample, CcError, CongestionControl, CwndState, LossEvent, ParamInfo, Params, SimTime,
 };
@@ -140,18 +140,7 @@ impl CongestionControl for Westwood {
 
     /// Reno: slow start, then one MSS per RTT.
     fn cong_avoid(&mut self, st: &mut CwndState, ack: &AckSample) {
-        if !ack.cwnd_limited {
-            return;
-        }
-        let mut acked = ack.bytes_acked;
-        if st.in_slow_start() {
-            acked = slow_start(st, acked);
-            if acked == 0 {
-                return;
-            }
-        }
-        let w = st.cwnd_bytes;
-        cong_avoid_ai(st, w, &mut self.ca_acc_bytes, acked);
+        reno_cong_avoid(st, &mut self.ca_acc_bytes, ack);
     }
 
     /// ssthresh = max(BWE·RTT_min, 2 MSS) after duplicate ACKs and timeouts alike; Reno's

@@ -199,12 +199,25 @@ fn version() -> &'static str {
     env!("CARGO_PKG_VERSION")
 }
 
+/// Parse a spec (JSON) as the engine does, structure only (unknown and missing fields are
+/// errors, values are not checked), and write it back as JSON naming every field (null where
+/// absent): what the engine understood, for checking that a front end's spec model agrees with
+/// `ccarena_sim::spec::Spec` field for field. Raises ValueError for a malformed spec.
+#[pyfunction]
+fn spec_roundtrip(json: &str) -> PyResult<String> {
+    ccarena_sim::Spec::roundtrip_json(json).map_err(|e| PyValueError::new_err(e.to_string()))
+}
+
 /// The module.
 #[pymodule]
 fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PySimulation>()?;
     m.add_function(wrap_pyfunction!(flavors, m)?)?;
     m.add_function(wrap_pyfunction!(version, m)?)?;
+    m.add_function(wrap_pyfunction!(spec_roundtrip, m)?)?;
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    // The commit the extension was built from (build.rs), "unknown" when built outside git.
+    m.add("__git_revision__", env!("CCARENA_GIT_REVISION"))?;
     m.add_function(wrap_pyfunction!(relay::relay_run, m)?)?;
     m.add_function(wrap_pyfunction!(relay::relay_set_start, m)?)?;
     m.add("EngineError", m.py().get_type::<EngineError>())?;

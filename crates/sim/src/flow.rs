@@ -14,20 +14,17 @@ use crate::spec::{CbrFlowSpec, SpecError, TcpFlowSpec, UdtFlowSpec};
 /// Bytes a bulk flow with no byte count offers: effectively unlimited.
 pub const UNLIMITED_BYTES: u64 = u64::MAX / 4;
 
-/// A bulk TCP transfer: the sender lives on `src`, the receiver on `dst`.
+/// What the engine keeps about a bulk transfer of either transport (TCP or UDT): its hosts, its
+/// wire sizes, its lazy timers and what it delivered.
 #[derive(Debug)]
-pub struct TcpFlow {
+pub struct Transfer {
     /// Sending host.
     pub src: u32,
     /// Receiving host.
     pub dst: u32,
-    /// The transport's sending side.
-    pub sender: Sender,
-    /// The transport's receiving side.
-    pub receiver: Receiver,
-    /// Header bytes per data segment on the wire.
+    /// Header bytes per data packet on the wire (TCP: IP + TCP; UDT: IP + UDP + UDT).
     pub header_bytes: u32,
-    /// ACK bytes on the wire without SACK blocks.
+    /// Bytes of an ACK on the wire (TCP: without SACK blocks; UDT: a full ACK).
     pub ack_bytes: u32,
     /// Bytes to send, or `None` for unlimited.
     pub bytes: Option<u64>,
@@ -37,12 +34,45 @@ pub struct TcpFlow {
     pub receiver_timer_at: SimTime,
     /// In-order payload bytes delivered to the receiving application.
     pub delivered_bytes: u64,
-    /// ACK packets the receiver sent.
-    pub acks_sent: u64,
-    /// RTT samples, ns.
+    /// RTT samples, ns (TCP: the sender's; UDT: the receiver's ACK → ACK2 times).
     pub rtt: Histogram,
     /// When the last byte of a finite transfer was acknowledged.
     pub completed_at: Option<SimTime>,
+}
+
+impl Transfer {
+    fn new(src: usize, dst: usize, header_bytes: u32, ack_bytes: u32, bytes: Option<u64>) -> Transfer {
+        Transfer {
+            src: src as u32,
+            dst: dst as u32,
+            header_bytes,
+            ack_bytes,
+            bytes,
+            sender_timer_at: SimTime::NEVER,
+            receiver_timer_at: SimTime::NEVER,
+            delivered_bytes: 0,
+            rtt: Histogram::default(),
+            completed_at: None,
+        }
+    }
+
+    /// Bytes the application offers: the transfer's size, or effectively unlimited.
+    pub fn app_bytes(&self) -> u64 {
+        self.bytes.unwrap_or(UNLIMITED_BYTES)
+    }
+}
+
+/// A bulk TCP transfer: the sender lives on `src`, the receiver on `dst`.
+#[derive(Debug)]
+pub struct TcpFlow {
+    /// Hosts, sizes, timers, delivery.
+    pub transfer: Transfer,
+    /// The transport's sending side.
+    pub sender: Sender,
+    /// The transport's receiving side.
+    pub receiver: Receiver,
+    /// ACK packets the receiver sent.
+    pub acks_sent: u64,
 }
 
 impl TcpFlow {
@@ -80,19 +110,10 @@ impl TcpFlow {
         cfg.validate().map_err(bad)?;
         rcfg.validate().map_err(bad)?;
         Ok(TcpFlow {
-            src: f.src as u32,
-            dst: f.dst as u32,
+            transfer: Transfer::new(f.src, f.dst, f.header_bytes, f.ack_bytes, f.bytes),
             sender: Sender::new(cfg, cc, SimTime(f.start_ns)),
             receiver: Receiver::new(rcfg),
-            header_bytes: f.header_bytes,
-            ack_bytes: f.ack_bytes,
-            bytes: f.bytes,
-            sender_timer_at: SimTime::NEVER,
-            receiver_timer_at: SimTime::NEVER,
-            delivered_bytes: 0,
             acks_sent: 0,
-            rtt: Histogram::default(),
-            completed_at: None,
         })
     }
 }
@@ -151,30 +172,12 @@ impl CbrFlow {
 /// A bulk UDT transfer: the UDT sender lives on `src`, the receiver on `dst`.
 #[derive(Debug)]
 pub struct UdtFlow {
-    /// Sending host.
-    pub src: u32,
-    /// Receiving host.
-    pub dst: u32,
+    /// Hosts, sizes, timers, delivery.
+    pub transfer: Transfer,
     /// UDT's sending side (with its `udt` controller).
     pub sender: UdtSender,
     /// UDT's receiving side.
     pub receiver: UdtReceiver,
-    /// IP + UDP + UDT header bytes per packet.
-    pub header_bytes: u32,
-    /// Bytes of a full ACK on the wire.
-    pub ack_bytes: u32,
-    /// Bytes to send, or `None` for unlimited.
-    pub bytes: Option<u64>,
-    /// Earliest pending sender-timer event in the heap.
-    pub sender_timer_at: SimTime,
-    /// Earliest pending receiver-timer event in the heap.
-    pub receiver_timer_at: SimTime,
-    /// In-order payload bytes delivered to the receiving application.
-    pub delivered_bytes: u64,
-    /// RTT samples (the receiver's ACK → ACK2 times), ns.
-    pub rtt: Histogram,
-    /// When the last byte of a finite transfer was acknowledged.
-    pub completed_at: Option<SimTime>,
 }
 
 impl UdtFlow {
@@ -206,18 +209,9 @@ impl UdtFlow {
         rcfg.validate().map_err(bad)?;
         let start = SimTime(f.start_ns);
         Ok(UdtFlow {
-            src: f.src as u32,
-            dst: f.dst as u32,
+            transfer: Transfer::new(f.src, f.dst, f.header_bytes, f.ack_bytes, f.bytes),
             sender: UdtSender::new(scfg, cc, start),
             receiver: UdtReceiver::new(rcfg, start),
-            header_bytes: f.header_bytes,
-            ack_bytes: f.ack_bytes,
-            bytes: f.bytes,
-            sender_timer_at: SimTime::NEVER,
-            receiver_timer_at: SimTime::NEVER,
-            delivered_bytes: 0,
-            rtt: Histogram::default(),
-            completed_at: None,
         })
     }
 }

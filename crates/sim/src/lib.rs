@@ -9,6 +9,7 @@
 //! events are ordered by (time, insertion sequence); every random process has its own stream, so a
 //! spec and seed give bit-identical results. [`Simulation::results`] returns columnar tables.
 
+pub mod endpoint;
 pub mod engine;
 pub mod event;
 pub mod flow;
@@ -17,6 +18,7 @@ pub mod link;
 pub mod packet;
 pub mod queue;
 pub mod red;
+pub mod results;
 pub mod rng;
 pub mod sampler;
 pub mod spec;

@@ -2,8 +2,8 @@
 //!
 //! The format is documented in `docs/engine-spec.md`; this module is its Rust mirror. The Python
 //! front end resolves every default and sends a spec that names all fields, so the engine rejects
-//! both unknown and missing fields ([`Spec::from_json`]) and then checks the values
-//! ([`Spec::validate`]), reporting the first problem as `path: message`.
+//! both unknown and missing fields ([`Spec::from_json`]); [`Spec::validate`] then checks the values
+//! (called once, by `Simulation::new`), reporting the first problem as `path: message`.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -100,8 +100,9 @@ pub struct QueueSpec {
     /// marking by bytes. At most one of the two is set.
     #[serde(default)]
     pub ecn_threshold_bytes: Option<u64>,
-    /// RED's parameters: required with `discipline = "red"`, absent or null otherwise.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// RED's parameters: required with `discipline = "red"`, absent or null otherwise (written
+    /// as null, so a serialized spec names every field).
+    #[serde(default)]
     pub red: Option<RedSpec>,
 }
 
@@ -447,6 +448,14 @@ fn validate_red(q: &QueueSpec, p: &dyn Fn(&str) -> String) -> Result<(), SpecErr
     if max_th <= min_th {
         return Err(err(p(&format!("queue.red.{max_name}")), format!("must be greater than {min_name} ({min_th})")));
     }
+    if let Some(limit) = red_limit_in_threshold_unit(q, red) {
+        if max_th > limit {
+            return Err(err(
+                p(&format!("queue.red.{max_name}")),
+                format!("{max_th} exceeds the queue limit ({limit}); RED needs max_th ≤ limit"),
+            ));
+        }
+    }
     for (field, v) in [("max_p", red.max_p), ("w_q", red.w_q)] {
         if !(v > 0.0 && v <= 1.0) {
             return Err(err(p(&format!("queue.red.{field}")), format!("{v} is not in (0, 1]")));
@@ -481,16 +490,47 @@ fn validate_red_change(c: &LinkChangeSpec, link: &LinkSpec, index: usize, p: &dy
     }
 }
 
+/// RED's max_th, if `red`'s thresholds are in the same unit as the queue's limit `(limit_packets,
+/// limit_bytes)`: only then can the two be compared (the thresholds' unit may differ from the
+/// limit's, `docs/engine-spec.md`).
+fn red_max_th_in_limit_unit(red: &RedSpec, limit_packets: Option<u64>, limit_bytes: Option<u64>) -> Option<u64> {
+    match (limit_packets, limit_bytes) {
+        (Some(_), _) => red.max_th_packets,
+        (None, Some(_)) => red.max_th_bytes,
+        (None, None) => None,
+    }
+}
+
+/// The queue's limit, if RED's thresholds are in its unit.
+fn red_limit_in_threshold_unit(q: &QueueSpec, red: &RedSpec) -> Option<u64> {
+    red_max_th_in_limit_unit(red, q.limit_packets, q.limit_bytes)?;
+    q.limit_packets.or(q.limit_bytes)
+}
+
 impl Spec {
-    /// Parse and validate a spec from JSON.
+    /// Parse a spec from JSON: structure only (unknown and missing fields are errors), no value
+    /// checks. [`Simulation::new`](crate::Simulation::new) validates, once, before it builds a run.
     ///
     /// # Errors
-    /// [`SpecError`] for malformed JSON, unknown or missing fields, and every check of
-    /// [`Spec::validate`].
+    /// [`SpecError`] with an empty path for malformed JSON and unknown or missing fields.
     pub fn from_json(json: &str) -> Result<Spec, SpecError> {
-        let spec: Spec = serde_json::from_str(json).map_err(|e| err("", format!("invalid spec: {e}")))?;
-        spec.validate()?;
-        Ok(spec)
+        serde_json::from_str(json).map_err(|e| err("", format!("invalid spec: {e}")))
+    }
+
+    /// The spec as JSON, every field named (null where a value is absent), as [`Spec::from_json`]
+    /// reads it back.
+    pub fn to_json(&self) -> String {
+        serde_json::to_string(self).expect("a spec always serializes")
+    }
+
+    /// Parse `json` as a spec ([`Spec::from_json`]: structure only, no value checks) and write it
+    /// back ([`Spec::to_json`]): what the engine understood, field for field, so a front end can
+    /// check that its own spec model and this one agree.
+    ///
+    /// # Errors
+    /// As [`Spec::from_json`].
+    pub fn roundtrip_json(json: &str) -> Result<String, SpecError> {
+        Ok(Spec::from_json(json)?.to_json())
     }
 
     /// Check values and references: indices in range, positive rates, probabilities in [0, 1],
@@ -685,6 +725,18 @@ impl Spec {
             if sets_red {
                 validate_red_change(c, link, e.link, &p)?;
             }
+            // RED needs max_th ≤ limit after the change too (checked when both are in one unit);
+            // an event that also sets the thresholds is checked against its own.
+            if let Some(red) = &link.queue.red {
+                let new_limit = c.limit_packets.or(c.limit_bytes);
+                if let (Some(limit), Some(old_max_th)) = (new_limit, red_max_th_in_limit_unit(red, c.limit_packets, c.limit_bytes)) {
+                    let max_th = c.red_thresholds().map_or(old_max_th, |(_, hi)| hi);
+                    if limit < max_th {
+                        let field = if c.limit_packets.is_some() { "set.limit_packets" } else { "set.limit_bytes" };
+                        return Err(err(p(field), format!("{limit} is below the RED queue's max_th ({max_th}); RED needs max_th ≤ limit")));
+                    }
+                }
+            }
         }
         Ok(())
     }
@@ -707,5 +759,56 @@ impl Spec {
             }
         }
         Err(format!("routing loop between '{}' and '{}'", self.nodes[src].name, self.nodes[dst].name))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testkit::{cbr_flow, link_event, make_red, red_bytes, tcp_flow, udt_flow, Dumbbell};
+
+    /// A spec that uses every kind of struct and every optional value, both null and set.
+    fn full_spec() -> Spec {
+        let d = Dumbbell::new(3, 10_000_000, 5_000_000, 50);
+        let mut tcp = tcp_flow("tcp", d.left(0), d.right(0), "cubic");
+        tcp.params.insert("beta".into(), 0.7);
+        tcp.stop_ns = Some(4_000_000_000);
+        tcp.bytes = Some(123_456);
+        let mut cbr = cbr_flow("cbr", d.left(1), d.right(1), 1_000_000, 1200);
+        cbr.stop_ns = Some(3_000_000_000);
+        let udt = udt_flow("udt", d.left(2), d.right(2));
+        let mut s = d.spec(42, 5_000_000_000, 100_000_000, vec![FlowSpec::Tcp(tcp), FlowSpec::UdpCbr(cbr), FlowSpec::Udt(udt)]);
+        make_red(&mut s.links[0].queue, red_bytes(15_000, 45_000));
+        s.links[1].queue.ecn_threshold_packets = Some(20);
+        s.links[1].loss = 0.0125;
+        s.events.push(link_event(1_000_000_000, 0, |c| c.loss = Some(0.3)));
+        s
+    }
+
+    #[test]
+    fn roundtrip_is_lossless_and_names_every_field() {
+        let spec = full_spec();
+        spec.validate().expect("valid");
+        let json = spec.to_json();
+        let back = Spec::roundtrip_json(&json).expect("parses");
+        assert_eq!(back, json, "serialize → parse → serialize is the identity");
+        assert_eq!(Spec::from_json(&back).unwrap(), spec);
+        // Absent values are written as null, not left out: DropTail's `red` included.
+        let v: serde_json::Value = serde_json::from_str(&back).unwrap();
+        let droptail = &v["links"][1]["queue"];
+        assert_eq!(droptail.get("red"), Some(&serde_json::Value::Null), "{droptail}");
+        assert_eq!(droptail.get("limit_bytes"), Some(&serde_json::Value::Null));
+        assert_eq!(v["flows"][2].get("stop_ns"), Some(&serde_json::Value::Null));
+        assert_eq!(v["events"][0]["set"].get("rate_bps"), Some(&serde_json::Value::Null));
+    }
+
+    #[test]
+    fn roundtrip_checks_structure_not_values() {
+        let mut spec = full_spec();
+        spec.links[0].rate_bps = 0;
+        let json = spec.to_json();
+        assert_eq!(Spec::roundtrip_json(&json).unwrap(), json, "a zero rate is a value problem, not a parse error");
+        let e = Spec::roundtrip_json(&json.replace("\"seed\":42", "\"seed\":42,\"extra\":1")).unwrap_err();
+        assert!(e.message.contains("unknown field `extra`"), "{e}");
     }
 }

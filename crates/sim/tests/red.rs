@@ -207,11 +207,12 @@ fn red_json_requires_every_key_and_droptail_may_omit_red() {
     assert_eq!(json["links"][0]["queue"]["discipline"], "red");
     assert_eq!(json["links"][0]["queue"]["red"]["min_th_bytes"], serde_json::Value::Null);
     Simulation::from_json(&json.to_string()).expect("round trip");
-    // DropTail queues are written without `red`, and `"red": null` is accepted too.
-    assert!(json["links"][1]["queue"].get("red").is_none());
+    // DropTail queues are written with `"red": null` (a serialized spec names every field), and
+    // a spec without the key is accepted too.
+    assert_eq!(json["links"][1]["queue"].get("red"), Some(&serde_json::Value::Null));
     let mut v = json.clone();
-    v["links"][1]["queue"]["red"] = serde_json::Value::Null;
-    Simulation::from_json(&v.to_string()).expect("red: null on a droptail queue");
+    v["links"][1]["queue"].as_object_mut().unwrap().remove("red");
+    Simulation::from_json(&v.to_string()).expect("no red key on a droptail queue");
     for key in ["min_th_bytes", "max_p", "idle_packet_bytes"] {
         let mut v = json.clone();
         v["links"][0]["queue"]["red"].as_object_mut().unwrap().remove(key);
@@ -348,4 +349,35 @@ fn ns_wait_option_spaces_drops_and_keeps_the_link_fuller() {
     eprintln!("paper RED {:.1}% of the link, with wait {:.1}%", 100.0 * paper / capacity, 100.0 * wait / capacity);
     assert!(wait > 0.97 * capacity);
     assert!(paper < wait - 0.03 * capacity);
+
+#[test]
+fn red_max_th_must_not_exceed_the_queue_limit_in_its_unit() {
+    // Thresholds in packets against a 100-packet limit, at spec time and after a limit change.
+    let (_, spec) = red_dumbbell(false, false);
+    let mut s = spec.clone();
+    red(&mut s).max_th_packets = Some(101);
+    assert_eq!(
+        s.validate().unwrap_err().to_string(),
+        "links[0].queue.red.max_th_packets: 101 exceeds the queue limit (100); RED needs max_th ≤ limit"
+    );
+    red(&mut s).max_th_packets = Some(100);
+    s.validate().expect("max_th = limit is allowed");
+    let mut s = spec.clone();
+    s.events.push(ccarena_sim::testkit::link_event(secs(1), 0, |c| c.limit_packets = Some(MAX_TH - 1)));
+    assert_eq!(
+        s.validate().unwrap_err().to_string(),
+        "events[0].set.limit_packets: 14 is below the RED queue's max_th (15); RED needs max_th ≤ limit"
+    );
+    // Thresholds in bytes: compared with a limit in bytes, not with one in packets.
+    let (_, bytes) = red_dumbbell(false, true);
+    let mut s = bytes.clone();
+    let limit = s.links[0].queue.limit_bytes.expect("limit in bytes");
+    red(&mut s).max_th_bytes = Some(limit + 1);
+    assert_eq!(
+        s.validate().unwrap_err().to_string(),
+        format!("links[0].queue.red.max_th_bytes: {} exceeds the queue limit ({limit}); RED needs max_th ≤ limit", limit + 1)
+    );
+    s.links[0].queue.limit_bytes = None;
+    s.links[0].queue.limit_packets = Some(100);
+    s.validate().expect("byte thresholds are not compared with a packet limit");
 }

@@ -173,6 +173,7 @@ impl Receiver {
 
     /// A data segment arrived at `now`. Returns the bytes newly delivered in order to the
     /// application (`rcv_nxt` advances by that much). Call [`Receiver::poll_ack`] afterwards.
+    #[must_use]
     pub fn on_segment(&mut self, now: SimTime, seg: &DataSegment) -> u64 {
         let len = seg.len as u64;
         self.stats.segments_received += 1;
@@ -303,6 +304,7 @@ impl Receiver {
 
     /// The ACK to send at `now`, if one is due (an immediate ACK, enough unacknowledged
     /// segments, or the delayed-ACK deadline has passed).
+    #[must_use]
     pub fn poll_ack(&mut self, now: SimTime) -> Option<AckSegment> {
         if let Some(ack) = self.state_change_ack.take() {
             return Some(ack);
@@ -335,6 +337,7 @@ impl Receiver {
     }
 
     /// The delayed-ACK deadline, if an ACK is being delayed.
+    #[must_use]
     pub fn poll_timeout(&self) -> Option<SimTime> {
         self.ack_deadline
     }

@@ -307,6 +307,7 @@ impl Sender {
     /// and unless it returns `true`, the recovery window arithmetic and `cong_avoid`.
     ///
     /// An ACK for data never sent (beyond snd.nxt) is ignored.
+    #[must_use]
     pub fn on_ack(&mut self, now: SimTime, ack: &AckSegment) -> AckOutcome {
         self.stats.acks_received += 1;
         if ack.ack > self.snd_nxt {
@@ -739,6 +740,7 @@ impl Sender {
     /// The earliest time [`Sender::handle_timeout`] (for the RTO) or [`Sender::poll_transmit`]
     /// (for a pacing release, reported only when the last poll found data waiting for it) must
     /// be called; `None` when nothing is pending.
+    #[must_use]
     pub fn poll_timeout(&self) -> Option<SimTime> {
         let pace = self.paced_data_waiting.then(|| self.pacer.release_time());
         match (self.rto_deadline, pace) {
@@ -776,6 +778,7 @@ impl Sender {
     /// data, then in SACK recovery rules 3 and 4), `cwnd − pipe ≥ 1 MSS` (or it is the
     /// episode's forced first retransmission), and the pacer allows it. Segments are at most one
     /// MSS; new data is sent as soon as any is offered (no Nagle).
+    #[must_use]
     pub fn poll_transmit(&mut self, now: SimTime) -> Option<DataSegment> {
         self.paced_data_waiting = false;
         let pipe = self.in_flight_bytes();

@@ -80,7 +80,7 @@ fn segments_are_mss_sized_and_the_last_is_short() {
         (0, 2 * M + 500, 2 * M + 500)
     );
     assert_eq!(s.in_flight_bytes(), 2 * M + 500);
-    s.on_ack(ms(20), &ack_seg(2 * M + 500, &[], SimTime::ZERO));
+    let _ = s.on_ack(ms(20), &ack_seg(2 * M + 500, &[], SimTime::ZERO));
     assert!(s.is_complete());
     assert_eq!(s.in_flight_bytes(), 0);
 }
@@ -137,7 +137,7 @@ fn acks_for_unsent_data_and_old_acks_are_harmless() {
     let out = s.on_ack(ms(20), &ack_seg(100 * M, &[], SimTime::ZERO));
     assert_eq!(out.bytes_newly_acked, 0);
     assert_eq!(s.snd_una(), 0);
-    s.on_ack(ms(20), &ack_seg(2 * M, &[], SimTime::ZERO));
+    let _ = s.on_ack(ms(20), &ack_seg(2 * M, &[], SimTime::ZERO));
     let out = s.on_ack(ms(21), &ack_seg(M, &[], SimTime::ZERO));
     assert_eq!(out, Default::default());
     assert_eq!(s.snd_una(), 2 * M);

@@ -82,7 +82,7 @@ fn ece_is_ignored_without_ecn_and_retransmissions_are_not_ect() {
     assert!(segs.iter().all(|x| !x.ect));
     let mut a = ack_seg(2 * M, &[], SimTime::ZERO);
     a.ece = true;
-    s.on_ack(ms(20), &a);
+    let _ = s.on_ack(ms(20), &a);
     assert_eq!(s.ca_state(), CaState::Open);
     assert_eq!(s.stats().ecn_reductions, 0);
 

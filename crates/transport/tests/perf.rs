@@ -78,14 +78,14 @@ fn run(mode: RecoveryMode, rate: u64, one_way_ms: u64, qlim: usize, loss: f64, s
         now = now.max(t);
         while fwd.front().is_some_and(|e| e.0 <= now) {
             let (_, seg) = fwd.pop_front().unwrap();
-            r.on_segment(now, &seg);
+            let _ = r.on_segment(now, &seg);
             if let Some(a) = r.poll_ack(now) {
                 rev.push_back((now + delay, a));
             }
         }
         while rev.front().is_some_and(|e| e.0 <= now) {
             let (_, a) = rev.pop_front().unwrap();
-            s.on_ack(now, &a);
+            let _ = s.on_ack(now, &a);
             nack += 1;
             while let Some(seg) = s.poll_transmit(now) {
                 nseg += 1;

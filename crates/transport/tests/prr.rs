@@ -70,7 +70,7 @@ fn prr_follows_rfc6937_on_the_hand_checked_example() {
     let mut s = twenty_in_flight(RecoveryMode::Prr);
     let t = ms(20);
     for k in 1..=2 {
-        s.on_ack(t, &sack_ack(k));
+        let _ = s.on_ack(t, &sack_ack(k));
         assert_eq!(s.ca_state(), CaState::Disorder);
         // Not polled here, so the window is not grown by these SACKs (no cwnd-limited flag).
     }
@@ -96,7 +96,7 @@ fn prr_follows_rfc6937_on_the_hand_checked_example() {
     ];
     let mut new_seq = 20 * M;
     for (k, pipe, cwnd, sends) in table {
-        s.on_ack(t, &sack_ack(k));
+        let _ = s.on_ack(t, &sack_ack(k));
         assert_eq!(s.ca_state(), CaState::Recovery, "ACK {k}");
         assert_eq!(s.cwnd().ssthresh_bytes, 10 * M);
         assert_eq!(s.in_flight_bytes(), pipe * M, "pipe after ACK {k}");
@@ -116,7 +116,7 @@ fn prr_follows_rfc6937_on_the_hand_checked_example() {
     assert_eq!(s.prr().prr_delivered, 17 * M);
     assert_eq!(s.prr().prr_out, 10 * M);
     // The retransmission arrives: cumulative ACK of all 20 (RecoveryPoint), new data unacked.
-    s.on_ack(ms(40), &ack_seg(20 * M, &[], SimTime::ZERO));
+    let _ = s.on_ack(ms(40), &ack_seg(20 * M, &[], SimTime::ZERO));
     assert_eq!(s.ca_state(), CaState::Open);
     assert_eq!(s.cwnd().cwnd_bytes, 10 * M, "cwnd = ssthresh on exit");
     assert_eq!(s.stats().fast_recoveries, 1);
@@ -129,11 +129,11 @@ fn sack_mode_sets_cwnd_to_ssthresh_and_sends_only_below_it() {
     let mut s = twenty_in_flight(RecoveryMode::Sack);
     let t = ms(20);
     for k in 1..=2 {
-        s.on_ack(t, &sack_ack(k));
+        let _ = s.on_ack(t, &sack_ack(k));
     }
     let mut sent_at = Vec::new();
     for k in 3..=19 {
-        s.on_ack(t, &sack_ack(k));
+        let _ = s.on_ack(t, &sack_ack(k));
         assert_eq!(s.cwnd().cwnd_bytes, 10 * M, "ACK {k}");
         let out = drain(&mut s, t);
         if k == 3 {
@@ -177,7 +177,7 @@ fn prr_ssrb_rebuilds_the_flight_after_a_burst_loss() {
     let t = ms(20);
     let ack = |k: u64| ack_seg(0, &[(10 * M, (10 + k) * M)], SimTime::ZERO);
     for k in 1..=2 {
-        s.on_ack(t, &ack(k));
+        let _ = s.on_ack(t, &ack(k));
         assert_eq!(s.ca_state(), CaState::Disorder);
     }
     let table: [(u64, u64, u64, usize); 8] = [
@@ -192,7 +192,7 @@ fn prr_ssrb_rebuilds_the_flight_after_a_burst_loss() {
     ];
     let mut next_rtx = 0;
     for (k, pipe, cwnd, sends) in table {
-        s.on_ack(t, &ack(k));
+        let _ = s.on_ack(t, &ack(k));
         assert_eq!(s.ca_state(), CaState::Recovery);
         assert_eq!(s.in_flight_bytes(), pipe * M, "pipe after ACK {k}");
         assert_eq!(s.cwnd().cwnd_bytes, cwnd * M, "cwnd after ACK {k}");

@@ -68,12 +68,12 @@ fn segments_sent_while_the_application_is_idle_give_app_limited_samples() {
     s.app_write(2 * M);
     let second = drain(&mut s, ms(1));
     assert_eq!(second.len(), 2);
-    s.on_ack(ms(20), &ack_seg(2 * M, &[], SimTime::ZERO));
+    let _ = s.on_ack(ms(20), &ack_seg(2 * M, &[], SimTime::ZERO));
     assert!(
         !s.last_rate_sample().unwrap().is_app_limited,
         "measured over a segment sent before"
     );
-    s.on_ack(ms(21), &ack_seg(5 * M, &[], SimTime::ZERO));
+    let _ = s.on_ack(ms(21), &ack_seg(5 * M, &[], SimTime::ZERO));
     let rs = *s.last_rate_sample().unwrap();
     assert!(
         rs.is_app_limited,

@@ -49,7 +49,7 @@ fn acks_every_second_full_segment() {
 #[test]
 fn delayed_ack_timer_fires_at_40ms() {
     let mut r = Receiver::new(receiver_cfg());
-    r.on_segment(ms(5), &seg(0));
+    let _ = r.on_segment(ms(5), &seg(0));
     assert_eq!(r.poll_timeout(), Some(ms(45)));
     r.handle_timeout(ms(44));
     assert_eq!(r.poll_ack(ms(44)), None, "not yet");
@@ -58,7 +58,7 @@ fn delayed_ack_timer_fires_at_40ms() {
     assert_eq!(a.ack, M);
     assert_eq!(r.poll_timeout(), None);
     // A late caller gets the ACK too (lazy timer).
-    r.on_segment(ms(50), &seg(1));
+    let _ = r.on_segment(ms(50), &seg(1));
     assert!(r.poll_ack(ms(200)).is_some());
 }
 
@@ -70,19 +70,19 @@ fn short_segments_count_bytes_towards_the_ack_threshold() {
         len: MSS / 2,
         ..seg(0)
     };
-    r.on_segment(ms(1), &half(0));
-    r.on_segment(ms(2), &half(1));
-    r.on_segment(ms(3), &half(2));
+    let _ = r.on_segment(ms(1), &half(0));
+    let _ = r.on_segment(ms(2), &half(1));
+    let _ = r.on_segment(ms(3), &half(2));
     assert_eq!(r.poll_ack(ms(3)), None, "1.5 MSS: below two full segments");
-    r.on_segment(ms(4), &half(3));
+    let _ = r.on_segment(ms(4), &half(3));
     assert_eq!(r.poll_ack(ms(4)).unwrap().ack, 2 * M);
 }
 
 #[test]
 fn immediate_ack_on_out_of_order_and_on_hole_fill() {
     let mut r = Receiver::new(receiver_cfg());
-    r.on_segment(ms(1), &seg(0));
-    r.on_segment(ms(2), &seg(1));
+    let _ = r.on_segment(ms(1), &seg(0));
+    let _ = r.on_segment(ms(2), &seg(1));
     r.poll_ack(ms(2)).unwrap();
     // Segment 2 lost; 3 arrives out of order: duplicate ACK at once, SACKing it. TS.Recent is
     // still segment 0's TSval: segment 1 arrived above Last.ACK.sent (0) and 3 is above 2·MSS.
@@ -114,11 +114,11 @@ fn immediate_ack_on_out_of_order_and_on_hole_fill() {
 #[test]
 fn immediate_ack_on_partial_hole_fill() {
     let mut r = Receiver::new(receiver_cfg());
-    r.on_segment(ms(1), &seg(0));
-    r.poll_ack(ms(1));
+    let _ = r.on_segment(ms(1), &seg(0));
+    let _ = r.poll_ack(ms(1));
     r.handle_timeout(ms(100));
-    r.poll_ack(ms(100));
-    r.on_segment(ms(101), &seg(3));
+    let _ = r.poll_ack(ms(100));
+    let _ = r.on_segment(ms(101), &seg(3));
     r.poll_ack(ms(101)).unwrap();
     // Segment 1 fills the first part of the hole 1..3.
     assert_eq!(r.on_segment(ms(102), &seg(1)), M);
@@ -129,15 +129,15 @@ fn immediate_ack_on_partial_hole_fill() {
 #[test]
 fn duplicate_segments_are_acked_at_once_and_counted() {
     let mut r = Receiver::new(receiver_cfg());
-    r.on_segment(ms(1), &seg(0));
-    r.on_segment(ms(2), &seg(1));
-    r.poll_ack(ms(2));
+    let _ = r.on_segment(ms(1), &seg(0));
+    let _ = r.on_segment(ms(2), &seg(1));
+    let _ = r.poll_ack(ms(2));
     assert_eq!(r.on_segment(ms(3), &seg(0)), 0);
     assert_eq!(r.poll_ack(ms(3)).unwrap().ack, 2 * M);
     // A duplicate of out-of-order data too.
-    r.on_segment(ms(4), &seg(5));
-    r.poll_ack(ms(4));
-    r.on_segment(ms(5), &seg(5));
+    let _ = r.on_segment(ms(4), &seg(5));
+    let _ = r.poll_ack(ms(4));
+    let _ = r.on_segment(ms(5), &seg(5));
     assert!(r.poll_ack(ms(5)).is_some());
     assert_eq!(r.stats().duplicate_bytes, 2 * M);
     assert_eq!(r.stats().segments_received, 5);
@@ -146,13 +146,13 @@ fn duplicate_segments_are_acked_at_once_and_counted() {
 #[test]
 fn sack_blocks_most_recent_first_at_most_three() {
     let mut r = Receiver::new(receiver_cfg());
-    r.on_segment(ms(0), &seg(0));
+    let _ = r.on_segment(ms(0), &seg(0));
     for n in [2, 4, 6, 8] {
-        r.on_segment(ms(n), &seg(n));
+        let _ = r.on_segment(ms(n), &seg(n));
         r.poll_ack(ms(n)).unwrap();
     }
     let mut last = None;
-    r.on_segment(ms(10), &seg(8)); // duplicate inside [8, 9): reported first
+    let _ = r.on_segment(ms(10), &seg(8)); // duplicate inside [8, 9): reported first
     if let Some(a) = r.poll_ack(ms(10)) {
         last = Some(blocks(&a));
     }
@@ -162,16 +162,16 @@ fn sack_blocks_most_recent_first_at_most_three() {
         "newest first, three at most"
     );
     // Segment 5 joins [4,5) and [6,7): the merged block leads, then the others by recency.
-    r.on_segment(ms(11), &seg(5));
+    let _ = r.on_segment(ms(11), &seg(5));
     let a = r.poll_ack(ms(11)).unwrap();
     assert_eq!(blocks(&a), vec![(4, 7), (8, 9), (2, 3)]);
     // Segment 2 again, then 3: [2,3) then [2,7) lead.
-    r.on_segment(ms(12), &seg(2));
+    let _ = r.on_segment(ms(12), &seg(2));
     assert_eq!(
         blocks(&r.poll_ack(ms(12)).unwrap()),
         vec![(2, 3), (4, 7), (8, 9)]
     );
-    r.on_segment(ms(13), &seg(3));
+    let _ = r.on_segment(ms(13), &seg(3));
     assert_eq!(blocks(&r.poll_ack(ms(13)).unwrap()), vec![(2, 7), (8, 9)]);
     // Segment 1 fills the first hole: 0..7 in order, only [8,9) left.
     assert_eq!(r.on_segment(ms(14), &seg(1)), 6 * M);
@@ -190,14 +190,14 @@ fn no_delay_when_configured_off() {
         ..receiver_cfg()
     };
     let mut r = Receiver::new(cfg);
-    r.on_segment(ms(1), &seg(0));
+    let _ = r.on_segment(ms(1), &seg(0));
     assert_eq!(r.poll_ack(ms(1)).unwrap().ack, M);
     let cfg = ReceiverConfig {
         ack_every_segments: 1,
         ..receiver_cfg()
     };
     let mut r = Receiver::new(cfg);
-    r.on_segment(ms(1), &seg(0));
+    let _ = r.on_segment(ms(1), &seg(0));
     assert_eq!(r.poll_ack(ms(1)).unwrap().ack, M);
 }
 
@@ -208,29 +208,29 @@ fn ecn_echo_from_ce_until_cwr() {
         ..receiver_cfg()
     };
     let mut r = Receiver::new(cfg);
-    r.on_segment(ms(1), &seg(0));
-    r.on_segment(ms(2), &DataSegment { ce: true, ..seg(1) });
+    let _ = r.on_segment(ms(1), &seg(0));
+    let _ = r.on_segment(ms(2), &DataSegment { ce: true, ..seg(1) });
     let a = r.poll_ack(ms(2)).unwrap();
     assert!(a.ece);
-    r.on_segment(ms(3), &DataSegment { ce: true, ..seg(2) });
+    let _ = r.on_segment(ms(3), &DataSegment { ce: true, ..seg(2) });
     assert!(r.poll_ack(ms(3)).expect("CE: ACK at once").ece);
-    r.on_segment(ms(4), &seg(3));
-    r.on_segment(ms(5), &seg(4));
+    let _ = r.on_segment(ms(4), &seg(3));
+    let _ = r.on_segment(ms(5), &seg(4));
     assert!(r.poll_ack(ms(5)).unwrap().ece, "ECE persists until CWR");
-    r.on_segment(
+    let _ = r.on_segment(
         ms(6),
         &DataSegment {
             cwr: true,
             ..seg(5)
         },
     );
-    r.on_segment(ms(7), &seg(6));
+    let _ = r.on_segment(ms(7), &seg(6));
     assert!(!r.poll_ack(ms(7)).unwrap().ece, "CWR seen: ECE off");
     assert_eq!(r.stats().ce_segments, 2);
     // Without ECN, CE is not echoed.
     let mut r = Receiver::new(receiver_cfg());
-    r.on_segment(ms(1), &DataSegment { ce: true, ..seg(0) });
-    r.on_segment(ms(2), &seg(1));
+    let _ = r.on_segment(ms(1), &DataSegment { ce: true, ..seg(0) });
+    let _ = r.on_segment(ms(2), &seg(1));
     assert!(!r.poll_ack(ms(2)).unwrap().ece);
 }
 
@@ -243,29 +243,29 @@ fn dctcp_echo_mirrors_ce_exactly_with_an_ack_on_each_state_change() {
     };
     let mut r = Receiver::new(cfg);
     let ce = |i| DataSegment { ce: true, ..seg(i) };
-    r.on_segment(ms(1), &seg(0));
+    let _ = r.on_segment(ms(1), &seg(0));
     assert!(r.poll_ack(ms(1)).is_none(), "delayed");
-    r.on_segment(ms(2), &seg(1));
+    let _ = r.on_segment(ms(2), &seg(1));
     let a = r.poll_ack(ms(2)).unwrap();
     assert_eq!((a.ack, a.ece), (2 * M, false));
     // CE begins with nothing unacknowledged: no extra ACK, and the CE segment is delayed.
-    r.on_segment(ms(3), &ce(2));
+    let _ = r.on_segment(ms(3), &ce(2));
     assert!(r.poll_ack(ms(3)).is_none(), "CE itself does not force an ACK");
-    r.on_segment(ms(4), &ce(3));
+    let _ = r.on_segment(ms(4), &ce(3));
     let a = r.poll_ack(ms(4)).unwrap();
     assert_eq!((a.ack, a.ece), (4 * M, true));
     // One marked segment waiting, then an unmarked one: the marked one is acknowledged at once
     // with ECE, the unmarked one waits and is acknowledged without.
-    r.on_segment(ms(5), &ce(4));
-    r.on_segment(ms(6), &seg(5));
+    let _ = r.on_segment(ms(5), &ce(4));
+    let _ = r.on_segment(ms(6), &seg(5));
     let a = r.poll_ack(ms(6)).expect("state change: immediate ACK");
     assert_eq!((a.ack, a.ece), (5 * M, true));
     assert!(r.poll_ack(ms(6)).is_none(), "the unmarked segment is delayed");
     // CWR does not clear anything in DCTCP mode; a marked segment after one unmarked one.
-    r.on_segment(ms(7), &DataSegment { cwr: true, ..ce(6) });
+    let _ = r.on_segment(ms(7), &DataSegment { cwr: true, ..ce(6) });
     let a = r.poll_ack(ms(7)).expect("state change again");
     assert_eq!((a.ack, a.ece), (6 * M, false));
-    r.on_segment(ms(8), &ce(7));
+    let _ = r.on_segment(ms(8), &ce(7));
     let a = r.poll_ack(ms(8)).unwrap();
     assert_eq!((a.ack, a.ece), (8 * M, true));
     assert_eq!(r.stats().ce_segments, 5);
@@ -274,8 +274,8 @@ fn dctcp_echo_mirrors_ce_exactly_with_an_ack_on_each_state_change() {
 #[test]
 fn one_way_delay_stamp_is_the_echoed_segments_arrival() {
     let mut r = Receiver::new(receiver_cfg());
-    r.on_segment(SimTime(7_000_000), &seg(0)); // sent at 0 ms, arrives at 7 ms
-    r.on_segment(SimTime(9_000_000), &seg(1));
+    let _ = r.on_segment(SimTime(7_000_000), &seg(0)); // sent at 0 ms, arrives at 7 ms
+    let _ = r.on_segment(SimTime(9_000_000), &seg(1));
     let a = r.poll_ack(SimTime(9_000_000)).unwrap();
     assert_eq!(
         a.ts_recv.saturating_since(a.ts_ecr),

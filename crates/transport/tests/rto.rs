@@ -79,9 +79,9 @@ fn timer_starts_on_send_restarts_on_new_ack_stops_when_idle() {
         "started at the first send with the initial RTO"
     );
     // First segment acked at 500 ms: sample 500 ms, RTO = 500 + 4·250 = 1500 ms, restarted.
-    s.on_ack(ms(500), &ack_seg(M, &[], SimTime::ZERO));
+    let _ = s.on_ack(ms(500), &ack_seg(M, &[], SimTime::ZERO));
     assert_eq!(s.poll_timeout(), Some(ms(2000)));
-    s.on_ack(ms(600), &ack_seg(2 * M, &[], SimTime::ZERO));
+    let _ = s.on_ack(ms(600), &ack_seg(2 * M, &[], SimTime::ZERO));
     assert_eq!(s.poll_timeout(), None, "nothing outstanding: stopped");
     assert!(s.is_complete());
 }
@@ -152,7 +152,7 @@ fn eifel_undoes_a_spurious_timeout() {
     assert_eq!(drain(&mut s, ms(1000)).len(), 1);
     assert_eq!(s.cwnd().cwnd_bytes, M);
     // The ACK echoes the original transmission's timestamp (0): the original arrived.
-    s.on_ack(ms(1010), &ack_seg(M, &[], SimTime::ZERO));
+    let _ = s.on_ack(ms(1010), &ack_seg(M, &[], SimTime::ZERO));
     assert_eq!(s.stats().spurious_rtos, 1);
     assert_eq!(s.ca_state(), CaState::Open);
     assert_eq!(
@@ -175,7 +175,7 @@ fn eifel_keeps_a_needed_timeout() {
     s.handle_timeout(ms(1000));
     drain(&mut s, ms(1000));
     // The ACK echoes the retransmission (1000 ms): the original was lost.
-    s.on_ack(ms(1010), &ack_seg(M, &[], ms(1000)));
+    let _ = s.on_ack(ms(1010), &ack_seg(M, &[], ms(1000)));
     assert_eq!(s.stats().spurious_rtos, 0);
     assert_eq!(s.cwnd().ssthresh_bytes, 2 * M);
     assert_eq!(s.cwnd().cwnd_bytes, M);

@@ -435,8 +435,8 @@ fn periodic_nak_reports_an_unrepaired_loss_after_k_rtt() {
         timestamp: SimTime::ZERO,
         retransmit: false,
     };
-    r.on_data(ms(1), &data(0));
-    r.on_data(ms(2), &data(3)); // 1 and 2 lost
+    let _ = r.on_data(ms(1), &data(0));
+    let _ = r.on_data(ms(2), &data(3)); // 1 and 2 lost
     let naks = |r: &mut UdtReceiver, now: SimTime| {
         r.handle_timeout(now);
         let mut v = Vec::new();
@@ -460,7 +460,7 @@ fn periodic_nak_reports_an_unrepaired_loss_after_k_rtt() {
     assert_eq!(second[0].ranges(), &[LossRange { start: 1, end: 3 }]);
     // Packet 2 arrives: the entry shrinks to packet 1, keeping its report history (k = 3, so due
     // 300 ms after 460 ms); the next fire at 920 ms reports it.
-    r.on_data(ms(500), &data(2));
+    let _ = r.on_data(ms(500), &data(2));
     assert_eq!(r.loss_list_packets(), 1);
     assert!(naks(&mut r, ms(919)).is_empty());
     let third = naks(&mut r, ms(920));

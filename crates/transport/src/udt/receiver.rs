@@ -194,6 +194,7 @@ impl UdtReceiver {
     }
 
     /// A data packet arrived at `now`. Returns the payload bytes newly delivered in order.
+    #[must_use]
     pub fn on_data(&mut self, now: SimTime, pkt: &DataPacket) -> u64 {
         self.stats.packets_received += 1;
         self.stats.bytes_received += pkt.len as u64;
@@ -300,6 +301,7 @@ impl UdtReceiver {
     }
 
     /// An ACK2 arrived at `now` (draft-gg-udt-03 §6.2 ACK2 steps 1–4). Returns the RTT sample.
+    #[must_use]
     pub fn on_ack2(&mut self, now: SimTime, a: &Ack2Packet) -> Option<Duration> {
         let idx = self.ack_history.iter().rposition(|r| r.ack_seq == a.ack_seq)?;
         let rec = self.ack_history[idx];
@@ -374,12 +376,14 @@ impl UdtReceiver {
     }
 
     /// The next control packet to send.
+    #[must_use]
     pub fn poll_transmit(&mut self, _now: SimTime) -> Option<ToSender> {
         self.outbox.pop_front()
     }
 
     /// When [`UdtReceiver::handle_timeout`] must be called next: the ACK timer while there is
     /// something an ACK2 has not confirmed, the NAK timer while the loss list is not empty.
+    #[must_use]
     pub fn poll_timeout(&self) -> Option<SimTime> {
         let ack = (self.rcv_nxt != self.ack2_ack_no).then_some(self.next_ack_at);
         let nak = (!self.loss.is_empty()).then_some(self.next_nak_at);

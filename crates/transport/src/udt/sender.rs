@@ -341,6 +341,7 @@ impl UdtSender {
 
     /// The earliest time [`UdtSender::handle_timeout`] (EXP) or [`UdtSender::poll_transmit`] (a
     /// pacing release, when the last poll found a packet waiting) must be called.
+    #[must_use]
     pub fn poll_timeout(&self) -> Option<SimTime> {
         let pace = self.paced_waiting.then(|| self.release_time());
         match (self.exp_deadline(), pace) {
@@ -357,6 +358,7 @@ impl UdtSender {
     /// The next packet to send at `now`, or `None`. Call repeatedly until `None` after every
     /// [`UdtSender::on_ack`], [`UdtSender::on_nak`], [`UdtSender::handle_timeout`] and
     /// [`UdtSender::app_write`].
+    #[must_use]
     pub fn poll_transmit(&mut self, now: SimTime) -> Option<ToReceiver> {
         if let Some(ack_seq) = self.ack2_out.pop_front() {
             self.stats.ack2_sent += 1;

@@ -381,7 +381,7 @@ impl Pair {
             self.receive(seg);
         }
         while let Some(a) = self.acks.pop_due(self.now) {
-            self.sender.on_ack(self.now, &a);
+            let _ = self.sender.on_ack(self.now, &a);
             let cw = self.sender.cwnd();
             self.trace.push(AckTrace {
                 now: self.now,

@@ -1,0 +1,267 @@
+//! The engine's one view of a reliable transfer's two ends, whatever the transport.
+//!
+//! TCP ([`TcpFlow`]) and UDT ([`UdtFlow`]) are both sans-IO pairs of a sender and a receiver that
+//! take packets and timer ticks and emit packets and a next deadline. [`Endpoint`] is that shape;
+//! the engine drives every transfer through it with one send loop, one timer handler and one
+//! arrival path (`engine.rs`), so the two transports cannot drift apart in how they are driven.
+
+use ccarena_cc::{Duration, SimTime};
+use ccarena_transport::udt::{ToReceiver, ToSender};
+
+use crate::flow::{TcpFlow, Transfer, UdtFlow};
+use crate::packet::{Packet, Payload};
+
+/// Bytes a SACK option adds to an ACK: 2 for kind and length, 8 per block (RFC 2018 §3).
+const SACK_OPTION_HEADER_BYTES: u32 = 2;
+const SACK_BLOCK_BYTES: u32 = 8;
+
+/// One end of a transfer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Side {
+    /// The data sender, on the transfer's `src` host.
+    Sender,
+    /// The data receiver, on the transfer's `dst` host.
+    Receiver,
+}
+
+impl Side {
+    /// The host this end lives on.
+    pub fn host(self, t: &Transfer) -> u32 {
+        match self {
+            Side::Sender => t.src,
+            Side::Receiver => t.dst,
+        }
+    }
+
+    /// The host this end sends to (the other end's).
+    pub fn peer_host(self, t: &Transfer) -> u32 {
+        match self {
+            Side::Sender => t.dst,
+            Side::Receiver => t.src,
+        }
+    }
+
+    /// The time of this end's earliest pending timer entry in the heap (lazy timers, `event.rs`).
+    pub fn timer_at(self, t: &mut Transfer) -> &mut SimTime {
+        match self {
+            Side::Sender => &mut t.sender_timer_at,
+            Side::Receiver => &mut t.receiver_timer_at,
+        }
+    }
+}
+
+/// A reliable transfer as the engine drives it: a sans-IO sender and receiver pair plus the
+/// engine's bookkeeping ([`Transfer`]).
+pub trait Endpoint {
+    /// Hosts, sizes, timers and delivery counters.
+    fn transfer(&mut self) -> &mut Transfer;
+
+    /// The next packet `side` sends at `now`, as (headers, wire size in bytes); `None` when it
+    /// has nothing more to send now.
+    fn poll_packet(&mut self, side: Side, now: SimTime) -> Option<(Payload, u32)>;
+
+    /// When `side` next needs [`Endpoint::handle_timeout`], if ever.
+    fn poll_timeout(&self, side: Side) -> Option<SimTime>;
+
+    /// Let `side` act on its due timers.
+    fn handle_timeout(&mut self, side: Side, now: SimTime);
+
+    /// Hand `payload`, which reached its destination host at `now`, to the end it is for; returns
+    /// that end (whose output the engine then sends). Panics on another transport's payload (a
+    /// routing bug: packets carry their flow's index).
+    fn receive(&mut self, now: SimTime, payload: &Payload) -> Side;
+
+    /// The application offers `bytes` more bytes.
+    fn app_write(&mut self, bytes: u64);
+
+    /// The application stops offering data.
+    fn app_stop(&mut self);
+}
+
+/// `with_endpoint!(flow, ep => body)`: run `body` with `ep` bound to the [`Endpoint`] of `flow`
+/// (a `&mut Flow` of a transfer), dispatched statically per transport so the per-packet path
+/// pays no virtual call. Panics for a CBR flow, which has no transport endpoints.
+macro_rules! with_endpoint {
+    ($flow:expr, $ep:ident => $body:expr) => {
+        match $flow {
+            $crate::flow::Flow::Tcp(t) => {
+                let $ep = &mut **t;
+                $body
+            }
+            $crate::flow::Flow::Udt(u) => {
+                let $ep = &mut **u;
+                $body
+            }
+            $crate::flow::Flow::Cbr(_) => unreachable!("a CBR flow has no transport endpoints"),
+        }
+    };
+}
+pub(crate) use with_endpoint;
+
+/// Collect into `out` every packet `side` of `ep` (flow index `flow`) sends at `now`, and note its
+/// next deadline. Returns the host the packets leave from and, if the heap needs a new timer
+/// entry for `side`, its time (see `timer_to_arm`).
+#[inline]
+pub fn drain<E: Endpoint>(ep: &mut E, side: Side, now: SimTime, flow: u32, out: &mut Vec<Packet>) -> (u32, Option<SimTime>) {
+    let dst = side.peer_host(ep.transfer());
+    while let Some((payload, size_bytes)) = ep.poll_packet(side, now) {
+        out.push(Packet { flow, dst, size_bytes, enqueued_at: now, payload });
+    }
+    let want = ep.poll_timeout(side);
+    let t = ep.transfer();
+    (side.host(t), timer_to_arm(side.timer_at(t), want, now))
+}
+
+/// When to schedule an endpoint's timer event, if a new entry is needed: `want` (the endpoint's
+/// `poll_timeout`) clamped to at least 1 ns after `now`, so a timer that stays due cannot spin at
+/// one instant, and only when earlier than the endpoint's earliest pending entry `armed_at`, which
+/// is then updated. Later deadlines need no entry: the pending one fires early and re-arms (lazy
+/// timers, see `event.rs`).
+fn timer_to_arm(armed_at: &mut SimTime, want: Option<SimTime>, now: SimTime) -> Option<SimTime> {
+    let at = want?.max(now + Duration(1));
+    if at < *armed_at {
+        *armed_at = at;
+        Some(at)
+    } else {
+        None
+    }
+}
+
+/// Record the completion time of a finite transfer once its sender has everything acknowledged.
+fn note_completion(t: &mut Transfer, now: SimTime, sender_complete: bool) {
+    if t.completed_at.is_none() && t.bytes.is_some() && sender_complete {
+        t.completed_at = Some(now);
+    }
+}
+
+/// The [`Endpoint`] methods that TCP's and UDT's flows implement alike, by handing the call to
+/// their `sender` or `receiver` (both transports' ends have `poll_timeout`, `handle_timeout`,
+/// `app_write` and `app_stop` of the same meaning; they share no trait, so one definition is
+/// expanded into each impl).
+macro_rules! delegate_to_ends {
+    () => {
+        #[inline]
+        fn poll_timeout(&self, side: Side) -> Option<SimTime> {
+            match side {
+                Side::Sender => self.sender.poll_timeout(),
+                Side::Receiver => self.receiver.poll_timeout(),
+            }
+        }
+
+        fn handle_timeout(&mut self, side: Side, now: SimTime) {
+            match side {
+                Side::Sender => self.sender.handle_timeout(now),
+                Side::Receiver => self.receiver.handle_timeout(now),
+            }
+        }
+
+        fn app_write(&mut self, bytes: u64) {
+            self.sender.app_write(bytes);
+        }
+
+        fn app_stop(&mut self) {
+            self.sender.app_stop();
+        }
+    };
+}
+
+impl Endpoint for TcpFlow {
+    fn transfer(&mut self) -> &mut Transfer {
+        &mut self.transfer
+    }
+
+    #[inline]
+    fn poll_packet(&mut self, side: Side, now: SimTime) -> Option<(Payload, u32)> {
+        match side {
+            Side::Sender => {
+                let seg = self.sender.poll_transmit(now)?;
+                Some((Payload::Data(seg), seg.len + self.transfer.header_bytes))
+            }
+            Side::Receiver => {
+                let ack = self.receiver.poll_ack(now)?;
+                let sack_bytes = if ack.sack_count > 0 {
+                    SACK_OPTION_HEADER_BYTES + SACK_BLOCK_BYTES * ack.sack_count as u32
+                } else {
+                    0
+                };
+                self.acks_sent += 1;
+                Some((Payload::Ack(ack), self.transfer.ack_bytes + sack_bytes))
+            }
+        }
+    }
+
+    delegate_to_ends!();
+
+    fn receive(&mut self, now: SimTime, payload: &Payload) -> Side {
+        match payload {
+            Payload::Data(seg) => {
+                self.transfer.delivered_bytes += self.receiver.on_segment(now, seg);
+                Side::Receiver
+            }
+            Payload::Ack(ack) => {
+                let outcome = self.sender.on_ack(now, ack);
+                if let Some(rtt) = outcome.rtt {
+                    self.transfer.rtt.record(rtt.as_nanos());
+                }
+                note_completion(&mut self.transfer, now, self.sender.is_complete());
+                Side::Sender
+            }
+            other => unreachable!("TCP flow got {other:?}"),
+        }
+    }
+}
+
+impl Endpoint for UdtFlow {
+    fn transfer(&mut self) -> &mut Transfer {
+        &mut self.transfer
+    }
+
+    #[inline]
+    fn poll_packet(&mut self, side: Side, now: SimTime) -> Option<(Payload, u32)> {
+        let t = &self.transfer;
+        match side {
+            Side::Sender => {
+                let p = self.sender.poll_transmit(now)?;
+                let size_bytes = match p {
+                    ToReceiver::Data(d) => d.len + t.header_bytes,
+                    ToReceiver::Ack2(_) => t.header_bytes,
+                };
+                Some((Payload::UdtToReceiver(p), size_bytes))
+            }
+            Side::Receiver => {
+                let p = self.receiver.poll_transmit(now)?;
+                let size_bytes = match p {
+                    ToSender::Ack(_) => t.ack_bytes,
+                    ToSender::Nak(n) => t.header_bytes + n.loss_info_bytes(),
+                };
+                Some((Payload::UdtToSender(p), size_bytes))
+            }
+        }
+    }
+
+    delegate_to_ends!();
+
+    fn receive(&mut self, now: SimTime, payload: &Payload) -> Side {
+        match payload {
+            Payload::UdtToReceiver(ToReceiver::Data(d)) => {
+                self.transfer.delivered_bytes += self.receiver.on_data(now, d);
+                Side::Receiver
+            }
+            Payload::UdtToReceiver(ToReceiver::Ack2(a)) => {
+                if let Some(rtt) = self.receiver.on_ack2(now, a) {
+                    self.transfer.rtt.record(rtt.as_nanos());
+                }
+                Side::Receiver
+            }
+            Payload::UdtToSender(p) => {
+                match p {
+                    ToSender::Ack(a) => self.sender.on_ack(now, a),
+                    ToSender::Nak(n) => self.sender.on_nak(now, n),
+                }
+                note_completion(&mut self.transfer, now, self.sender.is_complete());
+                Side::Sender
+            }
+            other => unreachable!("UDT flow got {other:?}"),
+        }
+    }
+}

@@ -1,0 +1,355 @@
+//! What each flow and link reports: one named row per flow and per link at the end of a run, and
+//! one per flow at each sample instant (columns documented in `docs/engine-spec.md`).
+//!
+//! A row is a struct whose field names are the column names; [`table!`] turns a slice of rows into
+//! a [`Table`] in the documented column order, so no value is placed by position.
+
+use ccarena_cc::{Duration, SimTime};
+
+use crate::flow::{CbrFlow, Flow, TcpFlow, Transfer, UdtFlow};
+use crate::link::Link;
+use crate::sampler::{ca_state_code, FlowSample};
+use crate::spec::{FlowSpec, LinkSpec};
+use crate::table::{Column, Table};
+
+/// A value type that makes a column.
+trait Cell: Sized {
+    fn column(values: Vec<Self>) -> Column;
+}
+
+impl Cell for f64 {
+    fn column(values: Vec<f64>) -> Column {
+        Column::F64(values)
+    }
+}
+
+impl Cell for String {
+    fn column(values: Vec<String>) -> Column {
+        Column::Str(values)
+    }
+}
+
+/// `table!(rows; a, b, c)`: a [`Table`] with columns `a`, `b`, `c` (in that order) taken from the
+/// like-named fields of each row.
+macro_rules! table {
+    ($rows:expr; $($field:ident),+ $(,)?) => {
+        Table { columns: vec![$((stringify!($field), Cell::column($rows.iter().map(|r| r.$field.clone()).collect()))),+] }
+    };
+}
+
+/// A flow's summary row (the `flows` table). Counts are f64 so a column can hold NaN where a
+/// value does not apply to the flow's kind.
+#[derive(Clone, Debug)]
+pub struct FlowRow {
+    /// Flow index.
+    pub flow: f64,
+    /// The spec's flow name.
+    pub name: String,
+    /// `tcp`, `udt` or `udp_cbr`.
+    pub kind: String,
+    /// Congestion controller (`udt` for UDT, `udp-cbr` for CBR).
+    pub flavor: String,
+    /// Loss recovery (`nak` for UDT, empty for CBR).
+    pub recovery: String,
+    /// Application start, s.
+    pub start_s: f64,
+    /// Completion, stop or run end (whichever is first), s.
+    pub end_s: f64,
+    /// Bytes the application offered.
+    pub bytes_offered: f64,
+    /// Payload bytes sent, retransmissions included.
+    pub bytes_sent: f64,
+    /// Payload bytes retransmitted.
+    pub bytes_retransmitted: f64,
+    /// In-order payload bytes delivered to the receiving application.
+    pub bytes_delivered: f64,
+    /// Data packets sent.
+    pub packets_sent: f64,
+    /// Data packets retransmitted.
+    pub packets_retransmitted: f64,
+    /// Data packets received.
+    pub packets_received: f64,
+    /// Data packets that never arrived: sent minus received.
+    pub packets_lost: f64,
+    /// Retransmission timeouts (UDT: EXP timeouts).
+    pub rto_count: f64,
+    /// Fast recoveries (UDT: congestion periods).
+    pub fast_recoveries: f64,
+    /// Timeouts found spurious.
+    pub spurious_rtos: f64,
+    /// Payload bytes received more than once.
+    pub duplicate_bytes_received: f64,
+    /// Start to last byte acknowledged, s; NaN unless finished.
+    pub completion_time_s: f64,
+    /// Smallest RTT sample, s.
+    pub rtt_min_s: f64,
+    /// Mean RTT sample, s.
+    pub rtt_mean_s: f64,
+    /// Median RTT sample, s.
+    pub rtt_p50_s: f64,
+    /// 95th percentile RTT sample, s.
+    pub rtt_p95_s: f64,
+    /// 99th percentile RTT sample, s.
+    pub rtt_p99_s: f64,
+    /// RTT samples taken.
+    pub rtt_samples: f64,
+}
+
+/// A link's summary row (the `links` table).
+#[derive(Clone, Debug)]
+pub struct LinkRow {
+    /// Link index.
+    pub link: f64,
+    /// The spec's link name.
+    pub name: String,
+    /// Serialization rate in the spec, bits/s.
+    pub rate_bps: f64,
+    /// Propagation delay in the spec, ns.
+    pub delay_ns: f64,
+    /// Packets offered to the queue.
+    pub packets_in: f64,
+    /// Bytes offered to the queue.
+    pub bytes_in: f64,
+    /// Packets that reached the far end.
+    pub packets_delivered: f64,
+    /// Packets the queue dropped.
+    pub packets_dropped_queue: f64,
+    /// Packets the queue marked CE.
+    pub packets_marked: f64,
+    /// Packets lost on the wire.
+    pub packets_lost_wire: f64,
+    /// Packets waiting at the end.
+    pub packets_queued_end: f64,
+    /// Packets propagating at the end.
+    pub packets_in_flight_end: f64,
+    /// Bytes serialized.
+    pub bytes_transmitted: f64,
+    /// Busy time over elapsed time; NaN at time 0.
+    pub utilization: f64,
+}
+
+/// The `flows` table.
+pub fn flow_table(rows: &[FlowRow]) -> Table {
+    table!(rows;
+        flow, name, kind, flavor, recovery, start_s, end_s, bytes_offered, bytes_sent, bytes_retransmitted,
+        bytes_delivered, packets_sent, packets_retransmitted, packets_received, packets_lost, rto_count,
+        fast_recoveries, spurious_rtos, duplicate_bytes_received, completion_time_s, rtt_min_s, rtt_mean_s,
+        rtt_p50_s, rtt_p95_s, rtt_p99_s, rtt_samples,
+    )
+}
+
+/// The `links` table.
+pub fn link_table(rows: &[LinkRow]) -> Table {
+    table!(rows;
+        link, name, rate_bps, delay_ns, packets_in, bytes_in, packets_delivered, packets_dropped_queue,
+        packets_marked, packets_lost_wire, packets_queued_end, packets_in_flight_end, bytes_transmitted,
+        utilization,
+    )
+}
+
+/// A row with every value NaN and no names: the base each kind fills in.
+fn nan_row(index: usize) -> FlowRow {
+    let nan = f64::NAN;
+    FlowRow {
+        flow: index as f64,
+        name: String::new(),
+        kind: String::new(),
+        flavor: String::new(),
+        recovery: String::new(),
+        start_s: nan,
+        end_s: nan,
+        bytes_offered: nan,
+        bytes_sent: nan,
+        bytes_retransmitted: nan,
+        bytes_delivered: nan,
+        packets_sent: nan,
+        packets_retransmitted: nan,
+        packets_received: nan,
+        packets_lost: nan,
+        rto_count: nan,
+        fast_recoveries: nan,
+        spurious_rtos: nan,
+        duplicate_bytes_received: nan,
+        completion_time_s: nan,
+        rtt_min_s: nan,
+        rtt_mean_s: nan,
+        rtt_p50_s: nan,
+        rtt_p95_s: nan,
+        rtt_p99_s: nan,
+        rtt_samples: nan,
+    }
+}
+
+/// Fill in what every reliable transfer reports the same way: end, delivery, completion and the
+/// RTT distribution.
+fn transfer_fields(row: &mut FlowRow, t: &Transfer, start_ns: u64, stop_end_s: f64) {
+    row.end_s = t.completed_at.map(|c| c.as_secs_f64()).unwrap_or(stop_end_s);
+    row.bytes_delivered = t.delivered_bytes as f64;
+    row.completion_time_s = t.completed_at.map_or(f64::NAN, |c| (c - SimTime(start_ns)).as_secs_f64());
+    let h = &t.rtt;
+    row.rtt_min_s = h.min() / 1e9;
+    row.rtt_mean_s = h.mean() / 1e9;
+    row.rtt_p50_s = h.quantile(0.5) / 1e9;
+    row.rtt_p95_s = h.quantile(0.95) / 1e9;
+    row.rtt_p99_s = h.quantile(0.99) / 1e9;
+    row.rtt_samples = h.count() as f64;
+}
+
+/// Flow `index`'s summary row at `now`.
+pub fn flow_row(index: usize, flow: &Flow, spec: &FlowSpec, now: SimTime) -> FlowRow {
+    let (start_ns, stop_ns) = spec.schedule();
+    let end_s = now.as_secs_f64();
+    // Stop time (within the run), else the run's end; a finished transfer ends at completion.
+    let stop_end_s = stop_ns.map(|s| (s as f64 / 1e9).min(end_s)).unwrap_or(end_s);
+    let mut row = nan_row(index);
+    row.name = spec.name().to_string();
+    row.start_s = start_ns as f64 / 1e9;
+    match (flow, spec) {
+        (Flow::Tcp(t), FlowSpec::Tcp(ts)) => tcp_fields(&mut row, t, &ts.flavor, &ts.recovery),
+        (Flow::Udt(u), FlowSpec::Udt(_)) => udt_fields(&mut row, u),
+        (Flow::Cbr(c), _) => cbr_fields(&mut row, c),
+        _ => unreachable!("flow kinds follow the spec"),
+    }
+    match flow {
+        Flow::Tcp(t) => transfer_fields(&mut row, &t.transfer, start_ns, stop_end_s),
+        Flow::Udt(u) => transfer_fields(&mut row, &u.transfer, start_ns, stop_end_s),
+        Flow::Cbr(_) => row.end_s = stop_end_s,
+    }
+    row
+}
+
+fn tcp_fields(row: &mut FlowRow, t: &TcpFlow, flavor: &str, recovery: &str) {
+    let st = t.sender.stats();
+    let r = t.receiver.stats();
+    row.kind = "tcp".to_string();
+    row.flavor = flavor.to_string();
+    row.recovery = recovery.to_string();
+    row.bytes_offered = t.sender.bytes_offered().min(t.transfer.bytes.unwrap_or(u64::MAX)) as f64;
+    row.bytes_sent = st.bytes_sent as f64;
+    row.bytes_retransmitted = st.bytes_retransmitted as f64;
+    row.packets_sent = st.segments_sent as f64;
+    row.packets_retransmitted = st.segments_retransmitted as f64;
+    row.packets_received = r.segments_received as f64;
+    // Duplicates are counted once each on both sides, so spurious retransmissions cancel.
+    row.packets_lost = st.segments_sent.saturating_sub(r.segments_received) as f64;
+    row.rto_count = st.rto_count as f64;
+    row.fast_recoveries = st.fast_recoveries as f64;
+    row.spurious_rtos = st.spurious_rtos as f64;
+    row.duplicate_bytes_received = r.duplicate_bytes as f64;
+}
+
+fn udt_fields(row: &mut FlowRow, u: &UdtFlow) {
+    let st = u.sender.stats();
+    let r = u.receiver.stats();
+    row.kind = "udt".to_string();
+    row.flavor = "udt".to_string();
+    row.recovery = "nak".to_string();
+    row.bytes_offered = u.sender.bytes_offered().min(u.transfer.bytes.unwrap_or(u64::MAX)) as f64;
+    row.bytes_sent = st.bytes_sent as f64;
+    row.bytes_retransmitted = st.bytes_retransmitted as f64;
+    row.packets_sent = st.packets_sent as f64;
+    row.packets_retransmitted = st.packets_retransmitted as f64;
+    row.packets_received = r.packets_received as f64;
+    row.packets_lost = st.packets_sent.saturating_sub(r.packets_received) as f64;
+    // EXP timeouts; congestion periods (NAKs that started one); no spurious timeout detection.
+    row.rto_count = st.exp_timeouts as f64;
+    row.fast_recoveries = u.sender.cc().stats().congestion_periods as f64;
+    row.duplicate_bytes_received = r.duplicate_bytes as f64;
+}
+
+fn cbr_fields(row: &mut FlowRow, c: &CbrFlow) {
+    let pb = c.packet_bytes as f64;
+    row.kind = "udp_cbr".to_string();
+    row.flavor = "udp-cbr".to_string();
+    row.bytes_offered = c.sent as f64 * pb;
+    row.bytes_sent = c.sent as f64 * pb;
+    row.bytes_retransmitted = 0.0;
+    row.bytes_delivered = c.received as f64 * pb;
+    row.packets_sent = c.sent as f64;
+    row.packets_retransmitted = 0.0;
+    row.packets_received = c.received as f64;
+    row.packets_lost = c.sent.saturating_sub(c.received) as f64;
+    row.duplicate_bytes_received = 0.0;
+    row.rtt_samples = 0.0;
+}
+
+/// Link `index`'s summary row at `now` (after [`Link::advance`] to `now`).
+pub fn link_row(index: usize, link: &Link, spec: &LinkSpec, now: SimTime) -> LinkRow {
+    let c = link.counters();
+    let elapsed_ns = now.as_nanos();
+    LinkRow {
+        link: index as f64,
+        name: spec.name.clone(),
+        rate_bps: spec.rate_bps as f64,
+        delay_ns: spec.delay_ns as f64,
+        packets_in: c.packets_in as f64,
+        bytes_in: c.bytes_in as f64,
+        packets_delivered: c.packets_delivered as f64,
+        packets_dropped_queue: c.packets_dropped_queue as f64,
+        packets_marked: c.packets_marked as f64,
+        packets_lost_wire: c.packets_lost_wire as f64,
+        packets_queued_end: link.queued_packets() as f64,
+        packets_in_flight_end: link.in_pipe_packets() as f64,
+        bytes_transmitted: c.bytes_transmitted as f64,
+        // Busy time over elapsed time: right when events change the rate.
+        utilization: if elapsed_ns > 0 { link.busy_ns(now) as f64 / elapsed_ns as f64 } else { f64::NAN },
+    }
+}
+
+/// Flow `index`'s row at a sample instant.
+pub fn flow_sample(index: usize, flow: &Flow) -> FlowSample {
+    let nan = f64::NAN;
+    match flow {
+        Flow::Tcp(t) => {
+            let s = &t.sender;
+            let cw = s.cwnd();
+            let secs = |d: Option<Duration>| d.map_or(nan, |d| d.as_secs_f64());
+            FlowSample {
+                flow: index as u32,
+                delivered_bytes: t.transfer.delivered_bytes,
+                sent_bytes: s.stats().bytes_sent,
+                cwnd_bytes: cw.cwnd_bytes as f64,
+                ssthresh_bytes: if cw.ssthresh_bytes == u64::MAX { nan } else { cw.ssthresh_bytes as f64 },
+                srtt_s: secs(s.srtt()),
+                rttvar_s: secs(s.rttvar()),
+                rto_s: s.rto().as_secs_f64(),
+                inflight_bytes: s.in_flight_bytes() as f64,
+                pacing_rate_bps: cw.pacing_rate_bps.map_or(nan, |r| r as f64),
+                retransmits: s.stats().segments_retransmitted as f64,
+                ca_state: ca_state_code(s.ca_state()),
+            }
+        }
+        Flow::Udt(u) => {
+            let s = &u.sender;
+            FlowSample {
+                flow: index as u32,
+                delivered_bytes: u.transfer.delivered_bytes,
+                sent_bytes: s.stats().bytes_sent,
+                // The window new packets are held to: min(congestion, flow window).
+                cwnd_bytes: (s.window_packets() * s.config().mss_bytes as u64) as f64,
+                ssthresh_bytes: nan,
+                srtt_s: s.rtt().as_secs_f64(),
+                rttvar_s: s.rtt_var().as_secs_f64(),
+                rto_s: s.exp_period().as_secs_f64(),
+                inflight_bytes: s.unacked_bytes() as f64,
+                pacing_rate_bps: s.cwnd().pacing_rate_bps.map_or(nan, |r| r as f64),
+                retransmits: s.stats().packets_retransmitted as f64,
+                ca_state: nan,
+            }
+        }
+        Flow::Cbr(c) => FlowSample {
+            flow: index as u32,
+            delivered_bytes: c.received * c.packet_bytes as u64,
+            sent_bytes: c.sent * c.packet_bytes as u64,
+            cwnd_bytes: nan,
+            ssthresh_bytes: nan,
+            srtt_s: nan,
+            rttvar_s: nan,
+            rto_s: nan,
+            inflight_bytes: nan,
+            pacing_rate_bps: nan,
+            retransmits: nan,
+            ca_state: nan,
+        },
+    }
+}
