@@ -579,7 +579,7 @@ impl Sender {
             let ev = LossEvent {
                 now,
                 kind: LossKind::FastRetransmit,
-                flight_size_bytes: self.snd_nxt - self.snd_una,
+                flight_size_bytes: self.flight_size_for_reduction(),
                 in_flight_bytes: self.in_flight_bytes(),
             };
             self.cwnd.ssthresh_bytes = self.cc.ssthresh(&self.cwnd, &ev);
@@ -643,7 +643,7 @@ impl Sender {
         let ev = LossEvent {
             now,
             kind: LossKind::Ecn,
-            flight_size_bytes: self.snd_nxt - self.snd_una,
+            flight_size_bytes: self.flight_size_for_reduction(),
             in_flight_bytes: self.in_flight_bytes(),
         };
         self.cwnd.ssthresh_bytes = self.cc.ssthresh(&self.cwnd, &ev);
@@ -652,6 +652,16 @@ impl Sender {
         self.cwr_pending = true;
         self.stats.ecn_reductions += 1;
         self.set_state(CaState::Cwr, now);
+    }
+
+    /// FlightSize for a window reduction (RFC 5681 eq. 4): the bytes sent and not cumulatively
+    /// acknowledged, but never more than cwnd. Duplicate and SACK ACKs clock data out beyond
+    /// cwnd when counted as snd.nxt − snd.una (RFC 6675 sends by pipe, which leaves SACKed
+    /// bytes out), and RFC 3042 §2 excludes data sent that way from FlightSize; after a long
+    /// SACK recovery snd.nxt − snd.una can be many windows, and halving it would *raise*
+    /// ssthresh on a loss.
+    fn flight_size_for_reduction(&self) -> u64 {
+        (self.snd_nxt - self.snd_una).min(self.cwnd.cwnd_bytes)
     }
 
     /// ssthresh as a window value: never below one MSS.
@@ -706,7 +716,7 @@ impl Sender {
             let ev = LossEvent {
                 now,
                 kind: LossKind::Timeout,
-                flight_size_bytes: self.snd_nxt - self.snd_una,
+                flight_size_bytes: self.flight_size_for_reduction(),
                 in_flight_bytes: self.in_flight_bytes(),
             };
             self.cwnd.ssthresh_bytes = self.cc.ssthresh(&self.cwnd, &ev);
