@@ -38,6 +38,10 @@
 //! (RFC 5681 §3.1), as Linux does — and never on an ACK that starts or ends Recovery, nor during
 //! Recovery or CWR.
 //!
+//! Flow control: new data goes no further than the peer's advertised receive window above the
+//! ACK that advertised it and the send buffer above snd.una ([`SenderConfig::sndbuf_bytes`]);
+//! see `window`. Retransmissions are never held back by it (they lie below snd.nxt).
+//!
 //! ECN (RFC 3168 §6.1.2): an ECE in Open or Disorder calls `ssthresh(Ecn)`, sets
 //! `cwnd = min(cwnd, ssthresh)` at once (no PRR-style spreading) and enters CWR; the next new
 //! data segment carries CWR, and CWR lasts until data beyond everything sent before it is
@@ -55,6 +59,7 @@ use crate::recovery::{newreno_full_ack_cwnd, newreno_partial_ack_cwnd, Prr, Reco
 use crate::rtt::RttEstimator;
 use crate::scoreboard::{Scoreboard, SegRecord};
 use crate::segment::{AckSegment, DataSegment};
+use crate::window::FlowControl;
 
 /// Sender parameters. Every value is explicit; ccarena's front end fills in Linux-like defaults
 /// (MSS 1448 B, IW 10 MSS, min RTO 200 ms, initial RTO 1 s, dupthresh 3).
@@ -78,6 +83,12 @@ pub struct SenderConfig {
     pub dupthresh: u32,
     /// Negotiate ECN (RFC 3168): send ECT data and react to ECE.
     pub ecn: bool,
+    /// The receive window the peer offered at connection setup (not modelled), bytes: bounds
+    /// new data until the first ACK brings the current one. `None`: unlimited.
+    pub initial_rwnd_bytes: Option<u64>,
+    /// Send buffer, bytes: the data held unacknowledged is at most this (a bulk application
+    /// keeps the buffer full, so it caps what is outstanding). `None`: unlimited.
+    pub sndbuf_bytes: Option<u64>,
 }
 
 /// Why a [`SenderConfig`] or [`crate::ReceiverConfig`] was rejected.
@@ -118,6 +129,12 @@ impl SenderConfig {
         }
         if self.dupthresh == 0 {
             return err("dupthresh", "must be at least 1");
+        }
+        if self.initial_rwnd_bytes == Some(0) {
+            return err("initial_rwnd_bytes", "must be positive (or None for unlimited)");
+        }
+        if self.sndbuf_bytes == Some(0) {
+            return err("sndbuf_bytes", "must be positive (or None for unlimited)");
         }
         Ok(())
     }
@@ -199,6 +216,9 @@ pub struct Sender {
     rate: RateEstimator,
     pacer: Pacer,
     prr: Prr,
+    flow: FlowControl,
+    /// The last NextSeg found new data that the receive window or send buffer held back.
+    flow_limited: bool,
     state: CaState,
     snd_una: u64,
     snd_nxt: u64,
@@ -256,6 +276,8 @@ impl Sender {
             rate: RateEstimator::new(),
             pacer: Pacer::new(),
             prr: Prr::default(),
+            flow: FlowControl::new(cfg.initial_rwnd_bytes, cfg.sndbuf_bytes),
+            flow_limited: false,
             state: CaState::Open,
             snd_una: 0,
             snd_nxt: 0,
@@ -312,6 +334,7 @@ impl Sender {
         if ack.ack > self.snd_nxt {
             return AckOutcome::default();
         }
+        self.flow.on_ack(ack.ack, ack.rwnd_bytes);
         let prior_state = self.state;
         let prior_pipe = self.in_flight_bytes();
         let prior_una = self.snd_una;
@@ -762,9 +785,17 @@ impl Sender {
         if let Some(abs) = self.sb.next_lost() {
             return Some(Candidate::Retransmit(abs));
         }
+        // Rule (2): new data, as far as the receive window and send buffer allow; when they
+        // hold it back, rules (3) and (4) may still retransmit.
+        self.flow_limited = false;
         if self.snd_nxt < self.bytes_offered {
-            let len = (self.bytes_offered - self.snd_nxt).min(self.mss);
-            return Some(Candidate::New(len as u32));
+            match self
+                .flow
+                .next_len(self.snd_una, self.snd_nxt, self.bytes_offered, self.mss)
+            {
+                Some(len) => return Some(Candidate::New(len)),
+                None => self.flow_limited = true,
+            }
         }
         if self.cfg.recovery.uses_sack() && self.state == CaState::Recovery {
             if let Some(abs) = self.sb.rule3_candidate() {
@@ -790,8 +821,9 @@ impl Sender {
         self.paced_data_waiting = false;
         let pipe = self.in_flight_bytes();
         let Some(cand) = self.next_candidate() else {
-            // draft-cheng §3.3: nothing to send and the window not full: app-limited.
-            if pipe + self.mss <= self.cwnd.cwnd_bytes {
+            // draft-cheng §3.3: nothing to send and the window not full: app-limited (a sender
+            // held back by the peer's window is not: Linux counts that apart, as rwnd-limited).
+            if pipe + self.mss <= self.cwnd.cwnd_bytes && !self.flow_limited {
                 self.rate.mark_app_limited(pipe);
             }
             return None;
