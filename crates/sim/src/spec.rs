@@ -230,7 +230,7 @@ pub struct TcpFlowSpec {
     pub flavor: String,
     /// Controller parameters.
     pub params: BTreeMap<String, f64>,
-    /// Loss recovery: tahoe | reno | newreno | sack | prr.
+    /// Loss recovery: tahoe | reno | newreno | sack | prr | linux.
     pub recovery: String,
     /// Maximum segment size (payload), bytes.
     pub mss_bytes: u32,

@@ -13,6 +13,7 @@
 //! - [`receiver`]: reassembly, ACK policy, SACK blocks, timestamp and ECN echo.
 //! - [`rtt`]: RFC 6298 RTT estimator and RTO.
 //! - [`recovery`]: the loss-recovery modes and their window arithmetic (PRR, NewReno).
+//! - `rack` (private): RACK time-based loss detection state (RFC 8985 §6).
 //! - [`rate`]: delivery-rate sampling (draft-cheng-iccrg-delivery-rate-estimation).
 //! - [`pacing`]: spacing transmissions at the controller's pacing rate.
 //! - `window` (private): flow control — the peer's receive window and the send buffer.
@@ -22,13 +23,14 @@
 //!
 //! Sequence numbers are `u64` byte offsets from 0 and never wrap. Not implemented: connection
 //! setup and teardown, zero-window probing (the receiving application reads at once), Nagle, limited transmit
-//! (RFC 3042), D-SACK (RFC 2883), RACK-TLP (RFC 8985), F-RTO (RFC 5682), detection of lost
+//! (RFC 3042), D-SACK (RFC 2883), F-RTO (RFC 5682), detection of lost
 //! retransmissions without SACK (they wait for the RTO), cwnd restart after idle (RFC 5681 §4.1),
 //! receiver reneging.
 
 #![warn(missing_docs)]
 
 pub mod pacing;
+mod rack;
 pub mod rate;
 pub mod receiver;
 pub mod recovery;

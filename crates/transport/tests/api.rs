@@ -11,14 +11,14 @@ const M: u64 = MSS as u64;
 #[test]
 fn recovery_mode_names() {
     let names: Vec<_> = ALL_RECOVERY_MODES.iter().map(|m| m.as_str()).collect();
-    assert_eq!(names, ["tahoe", "reno", "newreno", "sack", "prr"]);
+    assert_eq!(names, ["tahoe", "reno", "newreno", "sack", "prr", "linux"]);
     for m in ALL_RECOVERY_MODES {
         assert_eq!(m.as_str().parse::<RecoveryMode>().unwrap(), m);
     }
     let e = "Reno".parse::<RecoveryMode>().unwrap_err();
     assert_eq!(
         e.to_string(),
-        "unknown recovery mode 'Reno' (choose one of: tahoe, reno, newreno, sack, prr)"
+        "unknown recovery mode 'Reno' (choose one of: tahoe, reno, newreno, sack, prr, linux)"
     );
     assert!(RecoveryMode::Sack.uses_sack() && RecoveryMode::Prr.uses_sack());
     assert!(!RecoveryMode::NewReno.uses_sack());

@@ -269,7 +269,7 @@ pub fn controller_for(mode: RecoveryMode) -> Box<dyn CongestionControl> {
         RecoveryMode::Tahoe => "tahoe",
         RecoveryMode::Reno => "reno",
         RecoveryMode::NewReno => "newreno",
-        RecoveryMode::Sack | RecoveryMode::Prr => "reno",
+        RecoveryMode::Sack | RecoveryMode::Prr | RecoveryMode::Linux => "reno",
     };
     new_controller(name, &Params::default()).expect("reno-family controller")
 }
