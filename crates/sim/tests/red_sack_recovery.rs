@@ -76,7 +76,7 @@ fn run_pair(flavor: &str, recovery: &str) -> Outcome {
 fn reno_and_newreno_with_sack_recovery_behave_on_red() {
     let mut bad = Vec::new();
     for flavor in ["reno", "newreno"] {
-        for recovery in ["sack", "prr"] {
+        for recovery in ["sack", "prr", "linux"] {
             let o = run_pair(flavor, recovery);
             // RED at these thresholds drops ~1–2% of packets, each repaired by one
             // retransmission; SACK repairs them without the timer; the two flows split the link.
