@@ -98,12 +98,16 @@ impl TcpFlow {
             recovery,
             dupthresh: f.dupthresh,
             ecn: f.ecn,
+            // The handshake (not modelled) would have carried the receiver's window.
+            initial_rwnd_bytes: f.rwnd_bytes,
+            sndbuf_bytes: f.sndbuf_bytes,
         };
         let rcfg = ReceiverConfig {
             mss_bytes: f.mss_bytes,
             delayed_ack: Duration(f.delayed_ack_ns),
             ack_every_segments: f.ack_every_segments,
             ecn: receiver_ecn_mode(f),
+            rcvbuf_bytes: f.rwnd_bytes,
         };
         // The transport checks its own invariants; report a violation against the spec's flow.
         let bad = |e: ccarena_transport::ConfigError| SpecError { path: path(e.field), message: e.reason.to_string() };

@@ -262,7 +262,7 @@ pub struct TcpFlowSpec {
     pub flavor: String,
     /// Controller parameters.
     pub params: BTreeMap<String, f64>,
-    /// Loss recovery: tahoe | reno | newreno | sack | prr.
+    /// Loss recovery: tahoe | reno | newreno | sack | prr | linux.
     pub recovery: String,
     /// Maximum segment size (payload), bytes.
     pub mss_bytes: u32,
@@ -288,6 +288,14 @@ pub struct TcpFlowSpec {
     pub ack_every_segments: u32,
     /// ECN negotiated (RFC 3168).
     pub ecn: bool,
+    /// Receive buffer, bytes: the receiver advertises its free space as the receive window
+    /// (RFC 9293 §3.8.6) and the sender keeps at most that much outstanding. Null = unlimited.
+    #[serde(default)]
+    pub rwnd_bytes: Option<u64>,
+    /// Send buffer, bytes: the sender holds at most this much unacknowledged data, which caps
+    /// what is outstanding. Null = unlimited.
+    #[serde(default)]
+    pub sndbuf_bytes: Option<u64>,
 }
 
 /// A UDP constant-bit-rate flow.
@@ -667,6 +675,12 @@ impl Spec {
                     }
                     if t.bytes == Some(0) {
                         return Err(err(p("bytes"), "must be positive (or null for unlimited)"));
+                    }
+                    if t.rwnd_bytes.is_some_and(|w| w < t.mss_bytes as u64) {
+                        return Err(err(p("rwnd_bytes"), "must be at least mss_bytes (or null for unlimited)"));
+                    }
+                    if t.sndbuf_bytes.is_some_and(|w| w < t.mss_bytes as u64) {
+                        return Err(err(p("sndbuf_bytes"), "must be at least mss_bytes (or null for unlimited)"));
                     }
                 }
                 FlowSpec::UdpCbr(c) => {

@@ -55,6 +55,8 @@ pub fn tcp_flow(name: &str, src: usize, dst: usize, flavor: &str) -> TcpFlowSpec
         delayed_ack_ns: ms(40),
         ack_every_segments: 2,
         ecn: needs_ecn,
+        rwnd_bytes: None,
+        sndbuf_bytes: None,
     }
 }
 

@@ -13,21 +13,24 @@
 //! - [`receiver`]: reassembly, ACK policy, SACK blocks, timestamp and ECN echo.
 //! - [`rtt`]: RFC 6298 RTT estimator and RTO.
 //! - [`recovery`]: the loss-recovery modes and their window arithmetic (PRR, NewReno).
+//! - `rack` (private): RACK time-based loss detection state (RFC 8985 §6).
 //! - [`rate`]: delivery-rate sampling (draft-cheng-iccrg-delivery-rate-estimation).
 //! - [`pacing`]: spacing transmissions at the controller's pacing rate.
+//! - `window` (private): flow control — the peer's receive window and the send buffer.
 //! - `scoreboard` (private): outstanding segments and SACK state, O(1) pipe.
 //! - [`udt`]: UDT (draft-gg-udt-03), a separate reliable transport over datagrams with its own
 //!   packets, NAKs and rate-based congestion control, in the same sans-IO style.
 //!
 //! Sequence numbers are `u64` byte offsets from 0 and never wrap. Not implemented: connection
-//! setup and teardown, flow control (the receive window is unlimited), Nagle, limited transmit
-//! (RFC 3042), D-SACK (RFC 2883), RACK-TLP (RFC 8985), F-RTO (RFC 5682), detection of lost
+//! setup and teardown, zero-window probing (the receiving application reads at once), Nagle, limited transmit
+//! (RFC 3042), D-SACK (RFC 2883), F-RTO (RFC 5682), detection of lost
 //! retransmissions without SACK (they wait for the RTO), cwnd restart after idle (RFC 5681 §4.1),
 //! receiver reneging.
 
 #![warn(missing_docs)]
 
 pub mod pacing;
+mod rack;
 pub mod rate;
 pub mod receiver;
 pub mod recovery;
@@ -36,6 +39,7 @@ mod scoreboard;
 pub mod segment;
 pub mod sender;
 pub mod udt;
+mod window;
 
 pub use receiver::{EcnMode, Receiver, ReceiverConfig, ReceiverStats};
 pub use recovery::{ParseRecoveryModeError, RecoveryMode, ALL_RECOVERY_MODES};

@@ -23,6 +23,14 @@
 //! newest first (a history of the last 8 first blocks is kept, so merges free slots for older
 //! ranges). No D-SACK (RFC 2883). The receiver never reneges.
 //!
+//! # Receive window (RFC 9293 §3.8.6)
+//!
+//! With a receive buffer (`rcvbuf_bytes`), every ACK advertises the buffer's free space: the
+//! receiving application reads in-order data at once, so what occupies the buffer is the
+//! out-of-order data held above a hole. The right edge (RCV.NXT + RCV.WND) never moves left: the
+//! window shrinks only as RCV.NXT advances into it. Segments beyond the window are still
+//! accepted (a sender that honours the window sends none).
+//!
 //! # Timestamps (RFC 7323 §4.3)
 //!
 //! `TS.Recent` takes a segment's TSval when `TSval ≥ TS.Recent` and `SEG.SEQ ≤ Last.ACK.sent`, so
@@ -68,6 +76,9 @@ pub struct ReceiverConfig {
     pub ack_every_segments: u32,
     /// How CE marks are echoed with ECE.
     pub ecn: EcnMode,
+    /// Receive buffer, bytes: the window advertised is the space left in it (see the module
+    /// documentation). `None`: unlimited (every ACK advertises `u64::MAX`).
+    pub rcvbuf_bytes: Option<u64>,
 }
 
 /// How a receiver echoes CE marks (see the module documentation).
@@ -100,6 +111,12 @@ impl ReceiverConfig {
                 reason: "must be at least 1",
             });
         }
+        if self.rcvbuf_bytes.is_some_and(|b| b < self.mss_bytes as u64) {
+            return Err(ConfigError {
+                field: "rcvbuf_bytes",
+                reason: "must be at least one MSS (or None for unlimited)",
+            });
+        }
         Ok(())
     }
 }
@@ -128,6 +145,10 @@ pub struct Receiver {
     rcv_nxt: u64,
     /// Received ranges above rcv_nxt: sorted, disjoint, not adjacent.
     ooo: VecDeque<(u64, u64)>,
+    /// Bytes in `ooo`: held in the receive buffer until the hole below them fills.
+    ooo_bytes: u64,
+    /// Right edge of the window last advertised (RCV.NXT + RCV.WND), never moved left.
+    rcv_right_edge: u64,
     /// Ranges to report as SACK blocks, most recent first.
     recent: [SackBlock; SACK_HISTORY],
     recent_len: usize,
@@ -157,6 +178,8 @@ impl Receiver {
             cfg,
             rcv_nxt: 0,
             ooo: VecDeque::new(),
+            ooo_bytes: 0,
+            rcv_right_edge: 0,
             recent: [SackBlock::default(); SACK_HISTORY],
             recent_len: 0,
             ts_recent: SimTime::ZERO,
@@ -225,6 +248,7 @@ impl Receiver {
                 }
                 self.stats.duplicate_bytes += overlap(start, end, a, b);
                 nxt = nxt.max(b);
+                self.ooo_bytes -= b - a;
                 self.ooo.pop_front();
             }
             let delivered = nxt - self.rcv_nxt;
@@ -261,6 +285,7 @@ impl Receiver {
         while j < self.ooo.len() && self.ooo[j].0 <= e {
             let (a, b) = self.ooo[j];
             self.stats.duplicate_bytes += overlap(s, e, a, b);
+            self.ooo_bytes -= b - a;
             ms = ms.min(a);
             me = me.max(b);
             j += 1;
@@ -271,6 +296,7 @@ impl Receiver {
         } else {
             self.ooo.insert(i, (ms, me));
         }
+        self.ooo_bytes += me - ms;
         SackBlock { start: ms, end: me }
     }
 
@@ -333,7 +359,21 @@ impl Receiver {
             ts_ecr: self.ts_recent,
             ts_recv: self.ts_recent_recv,
             ece: self.cfg.ecn != EcnMode::Off && self.ece,
+            rwnd_bytes: self.advertised_window(),
         }
+    }
+
+    /// RCV.WND: the receive buffer's free space — out-of-order data held counts against it,
+    /// in-order data is read by the application at once — as a right edge that never moves
+    /// left (RFC 9293 §3.8.6: a receiver SHOULD NOT shrink the window). `u64::MAX` without a
+    /// buffer limit.
+    fn advertised_window(&mut self) -> u64 {
+        let Some(buf) = self.cfg.rcvbuf_bytes else {
+            return u64::MAX;
+        };
+        let edge = self.rcv_nxt + buf.saturating_sub(self.ooo_bytes);
+        self.rcv_right_edge = self.rcv_right_edge.max(edge);
+        self.rcv_right_edge - self.rcv_nxt
     }
 
     /// The delayed-ACK deadline, if an ACK is being delayed.

@@ -23,19 +23,24 @@ pub enum RecoveryMode {
     Sack,
     /// `Sack` with Proportional Rate Reduction of the window during recovery (RFC 6937).
     Prr,
+    /// What Linux does by default: SACK, loss detection by RACK (RFC 8985 §6, time-based,
+    /// instead of the duplicate-ACK threshold), Tail Loss Probes (RFC 8985 §7) and PRR.
+    Linux,
 }
 
 /// Every mode, in the order the catalogue lists them.
-pub const ALL_RECOVERY_MODES: [RecoveryMode; 5] = [
+pub const ALL_RECOVERY_MODES: [RecoveryMode; 6] = [
     RecoveryMode::Tahoe,
     RecoveryMode::Reno,
     RecoveryMode::NewReno,
     RecoveryMode::Sack,
     RecoveryMode::Prr,
+    RecoveryMode::Linux,
 ];
 
 impl RecoveryMode {
-    /// The name as a scenario spells it: `"tahoe"`, `"reno"`, `"newreno"`, `"sack"` or `"prr"`.
+    /// The name as a scenario spells it: `"tahoe"`, `"reno"`, `"newreno"`, `"sack"`, `"prr"` or
+    /// `"linux"`.
     pub fn as_str(self) -> &'static str {
         match self {
             RecoveryMode::Tahoe => "tahoe",
@@ -43,13 +48,27 @@ impl RecoveryMode {
             RecoveryMode::NewReno => "newreno",
             RecoveryMode::Sack => "sack",
             RecoveryMode::Prr => "prr",
+            RecoveryMode::Linux => "linux",
         }
     }
 
-    /// True for the modes that read SACK blocks (`sack`, `prr`). The others behave as if SACK
-    /// had not been negotiated.
+    /// True for the modes that read SACK blocks (`sack`, `prr`, `linux`). The others behave as if
+    /// SACK had not been negotiated.
     pub fn uses_sack(self) -> bool {
-        matches!(self, RecoveryMode::Sack | RecoveryMode::Prr)
+        matches!(
+            self,
+            RecoveryMode::Sack | RecoveryMode::Prr | RecoveryMode::Linux
+        )
+    }
+
+    /// True for the modes that shape the window in recovery with PRR (`prr`, `linux`).
+    pub fn uses_prr(self) -> bool {
+        matches!(self, RecoveryMode::Prr | RecoveryMode::Linux)
+    }
+
+    /// True for the mode that detects losses with RACK and probes tails with TLP (`linux`).
+    pub fn uses_rack_tlp(self) -> bool {
+        self == RecoveryMode::Linux
     }
 }
 
@@ -59,7 +78,7 @@ impl fmt::Display for RecoveryMode {
     }
 }
 
-/// Error parsing a [`RecoveryMode`]: the name given is not one of the five.
+/// Error parsing a [`RecoveryMode`]: the name given is not one of the six.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ParseRecoveryModeError {
     /// The name that was given.
@@ -201,7 +220,7 @@ mod tests {
         let err = "cubic".parse::<RecoveryMode>().unwrap_err();
         assert_eq!(
             err.to_string(),
-            "unknown recovery mode 'cubic' (choose one of: tahoe, reno, newreno, sack, prr)"
+            "unknown recovery mode 'cubic' (choose one of: tahoe, reno, newreno, sack, prr, linux)"
         );
     }
 

@@ -39,7 +39,7 @@
 
 use std::collections::VecDeque;
 
-use ccarena_cc::SimTime;
+use ccarena_cc::{Duration, SimTime};
 
 use crate::rate::TxStamp;
 
@@ -425,6 +425,66 @@ impl Scoreboard {
             self.newly_lost_bytes += len;
             self.relost.push_back(e.abs);
         }
+    }
+
+    /// RACK loss detection (RFC 8985 §6.2 step 5): every record not SACKed and not already
+    /// waiting for a retransmission, sent before `newest` (RACK.xmit_ts, RACK.end_seq), is lost
+    /// once `sent_time + wait ≤ now`; a lost retransmission is offered again. Returns the
+    /// deadline of the reordering timer (the latest `sent_time + wait` still in the future, as
+    /// the RFC's `max(remaining)`), if any record is waiting.
+    ///
+    /// Records are in sequence order; the walk stops at the first never-retransmitted record
+    /// sent after `newest`, since every record above it was sent later still (originals in
+    /// order, retransmissions after the originals they follow). O(records below that point).
+    pub fn rack_detect_loss(
+        &mut self,
+        now: SimTime,
+        newest: (SimTime, u64),
+        wait: Duration,
+    ) -> Option<SimTime> {
+        let mut deadline: Option<SimTime> = None;
+        for idx in 0..self.segs.len() {
+            let r = self.segs[idx];
+            if crate::rack::sent_after((r.sent_time, r.end()), newest) {
+                if r.ever_retransmitted() {
+                    continue;
+                }
+                break;
+            }
+            if r.is_sacked() || (r.is_lost() && !r.is_retrans()) {
+                continue;
+            }
+            let due = r.sent_time + wait;
+            if due > now {
+                deadline = Some(deadline.map_or(due, |d| d.max(due)));
+            } else if r.is_retrans() {
+                let len = r.len as u64;
+                self.segs[idx].flags &= !RETRANS;
+                self.retrans_bytes -= len;
+                if !r.is_lost() {
+                    self.segs[idx].flags |= LOST;
+                    self.lost_bytes += len;
+                }
+                self.pending_bytes += len;
+                self.newly_lost_bytes += len;
+                self.relost.push_back(self.base + idx as u64);
+            } else {
+                self.mark_lost_idx(idx);
+            }
+        }
+        deadline
+    }
+
+    /// The last outstanding record if it is not SACKed: what a tail loss probe retransmits
+    /// (RFC 8985 §7.3).
+    pub fn last_unsacked(&self) -> Option<u64> {
+        let r = self.segs.back()?;
+        (!r.is_sacked()).then(|| self.base + self.segs.len() as u64 - 1)
+    }
+
+    /// Records SACKed (for RACK's "DupThresh segments SACKed").
+    pub fn sacked_segments(&self) -> u64 {
+        self.sacked_segs
     }
 
     fn mark_lost_idx(&mut self, idx: usize) {

@@ -57,6 +57,9 @@ pub struct AckSegment {
     pub ts_recv: SimTime,
     /// ECN-Echo (RFC 3168 §6.1.3; per RFC 8257 §3.2 for DCTCP receivers).
     pub ece: bool,
+    /// Receive window (RFC 9293 §3.8.6), bytes above `ack` the receiver can take;
+    /// `u64::MAX` when the receiver's buffer is unlimited.
+    pub rwnd_bytes: u64,
 }
 
 impl AckSegment {

@@ -38,6 +38,10 @@
 //! (RFC 5681 §3.1), as Linux does — and never on an ACK that starts or ends Recovery, nor during
 //! Recovery or CWR.
 //!
+//! Flow control: new data goes no further than the peer's advertised receive window above the
+//! ACK that advertised it and the send buffer above snd.una ([`SenderConfig::sndbuf_bytes`]);
+//! see `window`. Retransmissions are never held back by it (they lie below snd.nxt).
+//!
 //! ECN (RFC 3168 §6.1.2): an ECE in Open or Disorder calls `ssthresh(Ecn)`, sets
 //! `cwnd = min(cwnd, ssthresh)` at once (no PRR-style spreading) and enters CWR; the next new
 //! data segment carries CWR, and CWR lasts until data beyond everything sent before it is
@@ -50,11 +54,13 @@ use ccarena_cc::{
 };
 
 use crate::pacing::Pacer;
+use crate::rack::Rack;
 use crate::rate::RateEstimator;
 use crate::recovery::{newreno_full_ack_cwnd, newreno_partial_ack_cwnd, Prr, RecoveryMode};
 use crate::rtt::RttEstimator;
 use crate::scoreboard::{Scoreboard, SegRecord};
 use crate::segment::{AckSegment, DataSegment};
+use crate::window::FlowControl;
 
 /// Sender parameters. Every value is explicit; ccarena's front end fills in Linux-like defaults
 /// (MSS 1448 B, IW 10 MSS, min RTO 200 ms, initial RTO 1 s, dupthresh 3).
@@ -78,6 +84,12 @@ pub struct SenderConfig {
     pub dupthresh: u32,
     /// Negotiate ECN (RFC 3168): send ECT data and react to ECE.
     pub ecn: bool,
+    /// The receive window the peer offered at connection setup (not modelled), bytes: bounds
+    /// new data until the first ACK brings the current one. `None`: unlimited.
+    pub initial_rwnd_bytes: Option<u64>,
+    /// Send buffer, bytes: the data held unacknowledged is at most this (a bulk application
+    /// keeps the buffer full, so it caps what is outstanding). `None`: unlimited.
+    pub sndbuf_bytes: Option<u64>,
 }
 
 /// Why a [`SenderConfig`] or [`crate::ReceiverConfig`] was rejected.
@@ -119,6 +131,12 @@ impl SenderConfig {
         if self.dupthresh == 0 {
             return err("dupthresh", "must be at least 1");
         }
+        if self.initial_rwnd_bytes == Some(0) {
+            return err("initial_rwnd_bytes", "must be positive (or None for unlimited)");
+        }
+        if self.sndbuf_bytes == Some(0) {
+            return err("sndbuf_bytes", "must be positive (or None for unlimited)");
+        }
         Ok(())
     }
 }
@@ -151,6 +169,8 @@ pub struct SenderStats {
     pub rtt_samples: u64,
     /// Bytes declared lost (by SACK, dupacks or timeouts; a byte can be counted more than once).
     pub bytes_marked_lost: u64,
+    /// Tail loss probes sent (RFC 8985 §7; `linux` mode only).
+    pub tlp_probes: u64,
 }
 
 /// What one ACK did, for the caller's bookkeeping.
@@ -199,6 +219,20 @@ pub struct Sender {
     rate: RateEstimator,
     pacer: Pacer,
     prr: Prr,
+    flow: FlowControl,
+    /// The last NextSeg found new data that the receive window or send buffer held back.
+    flow_limited: bool,
+    /// RACK state (`linux` mode).
+    rack: Rack,
+    /// RACK's reordering timer (RFC 8985 §6.2 step 5).
+    rack_deadline: Option<SimTime>,
+    /// The tail-loss-probe timer (PTO, RFC 8985 §7.2).
+    pto_deadline: Option<SimTime>,
+    /// The PTO fired: the next poll sends one probe whatever cwnd says (§7.3).
+    tlp_probe_due: bool,
+    /// TLP.end_seq (snd.nxt after the probe) while a probe episode is open, and whether the
+    /// probe was a retransmission (TLP.is_retrans).
+    tlp_end: Option<(u64, bool)>,
     state: CaState,
     snd_una: u64,
     snd_nxt: u64,
@@ -256,6 +290,13 @@ impl Sender {
             rate: RateEstimator::new(),
             pacer: Pacer::new(),
             prr: Prr::default(),
+            flow: FlowControl::new(cfg.initial_rwnd_bytes, cfg.sndbuf_bytes),
+            flow_limited: false,
+            rack: Rack::default(),
+            rack_deadline: None,
+            pto_deadline: None,
+            tlp_probe_due: false,
+            tlp_end: None,
             state: CaState::Open,
             snd_una: 0,
             snd_nxt: 0,
@@ -313,6 +354,7 @@ impl Sender {
         if ack.ack > self.snd_nxt {
             return AckOutcome::default();
         }
+        self.flow.on_ack(ack.ack, ack.rwnd_bytes);
         let prior_state = self.state;
         let prior_pipe = self.in_flight_bytes();
         let prior_una = self.snd_una;
@@ -326,12 +368,17 @@ impl Sender {
         let mut cum_covers_retransmission = false;
         let mut sack_clean_send: Option<SimTime> = None;
         self.rate.begin_ack();
+        let rack_tlp = self.cfg.recovery.uses_rack_tlp();
+        let min_rtt = self.rtt.min_rtt();
         if ack.ack > self.snd_una {
-            let rate = &mut self.rate;
+            let (rate, rack) = (&mut self.rate, &mut self.rack);
             self.sb.advance(ack.ack, |rec, was_sacked| {
                 cum_covers_retransmission |= rec.ever_retransmitted();
                 if !was_sacked {
                     account_delivery(rate, now, rec, &mut delivered, &mut cum_clean_send);
+                    if rack_tlp {
+                        rack.on_delivered(now, rec.sent_time, rec.end(), rec.ever_retransmitted(), ack.ts_ecr, min_rtt);
+                    }
                 }
             });
             self.snd_una = ack.ack;
@@ -340,13 +387,23 @@ impl Sender {
         let mut sacked = 0u64;
         if self.cfg.recovery.uses_sack() {
             for b in ack.sack_blocks() {
-                let rate = &mut self.rate;
+                let (rate, rack) = (&mut self.rate, &mut self.rack);
                 self.sb.sack(b.start, b.end, |rec| {
                     account_delivery(rate, now, rec, &mut sacked, &mut sack_clean_send);
+                    if rack_tlp {
+                        rack.on_delivered(now, rec.sent_time, rec.end(), rec.ever_retransmitted(), ack.ts_ecr, min_rtt);
+                    }
                 });
             }
-            self.sb.finish_sack();
+            // RFC 6675's IsLost and lost-retransmission rules; RACK replaces both (as in Linux,
+            // where RACK turns the duplicate-ACK threshold off).
+            if !rack_tlp {
+                self.sb.finish_sack();
+            }
             delivered += sacked;
+        }
+        if rack_tlp {
+            self.rack.finish_ack(now);
         }
 
         // RTT sample (Karn's rule, RFC 6298 §3): from the most recently sent segment this ACK
@@ -390,6 +447,9 @@ impl Sender {
             self.rto_deadline = Some(now + self.rtt.rto());
         }
 
+        if rack_tlp {
+            self.rack_detect_loss(now);
+        }
         let newly_lost = self.sb.take_newly_lost();
         self.stats.bytes_marked_lost += newly_lost;
         let rs = self
@@ -439,7 +499,10 @@ impl Sender {
         self.run_state_machine(now, is_dupack, cum_advanced, cum_acked, delivered, &mut w);
 
         if sample.ece && matches!(self.state, CaState::Open | CaState::Disorder) {
-            self.enter_cwr(now, &mut w);
+            self.enter_cwr(now, LossKind::Ecn, &mut w);
+        }
+        if rack_tlp {
+            self.tlp_on_ack(now, &mut w);
         }
 
         // Window update.
@@ -455,6 +518,7 @@ impl Sender {
         }
         self.cwnd.cwnd_bytes = self.cwnd.cwnd_bytes.max(self.mss);
         self.cwnd_limited = false;
+        self.arm_pto(now);
 
         AckOutcome {
             rtt: rtt_sample,
@@ -498,8 +562,12 @@ impl Sender {
         let mode = self.cfg.recovery;
         match self.state {
             CaState::Open | CaState::Disorder | CaState::Cwr => {
-                let lost = self.dupacks >= self.cfg.dupthresh
-                    || (mode.uses_sack() && self.sb.front_is_lost_by_sack());
+                let lost = if mode.uses_rack_tlp() {
+                    self.sb.pending_retransmit_bytes() > 0
+                } else {
+                    self.dupacks >= self.cfg.dupthresh
+                        || (mode.uses_sack() && self.sb.front_is_lost_by_sack())
+                };
                 if lost && self.snd_nxt > self.snd_una && self.may_start_episode() {
                     self.enter_fast_retransmit(now, delivered, w);
                 } else if self.state == CaState::Cwr {
@@ -541,11 +609,11 @@ impl Sender {
                         *w = w.saturating_add(self.mss);
                     }
                 }
-                RecoveryMode::Sack | RecoveryMode::Prr => {
+                RecoveryMode::Sack | RecoveryMode::Prr | RecoveryMode::Linux => {
                     if self.snd_una >= self.recover {
                         *w = self.ssthresh_floor();
                         self.exit_recovery(now);
-                    } else if mode == RecoveryMode::Prr {
+                    } else if mode.uses_prr() {
                         let pipe = self.in_flight_bytes();
                         let sndcnt =
                             self.prr
@@ -580,7 +648,7 @@ impl Sender {
             let ev = LossEvent {
                 now,
                 kind: LossKind::FastRetransmit,
-                flight_size_bytes: self.snd_nxt - self.snd_una,
+                flight_size_bytes: self.flight_size_for_reduction(),
                 in_flight_bytes: self.in_flight_bytes(),
             };
             self.cwnd.ssthresh_bytes = self.cc.ssthresh(&self.cwnd, &ev);
@@ -589,6 +657,10 @@ impl Sender {
         self.rescue_rxt = None;
         self.force_rtx = true;
         self.partial_acks_in_recovery = 0;
+        // A probe episode ends in the recovery its ACK started: that recovery's reduction is
+        // the one for this window (RFC 8985 §7.4.2).
+        self.tlp_end = None;
+        self.pto_deadline = None;
         let ssthresh = self.ssthresh_floor();
         match mode {
             RecoveryMode::Tahoe => {
@@ -608,8 +680,11 @@ impl Sender {
                 self.sb.mark_front_for_retransmit();
                 *w = ssthresh;
             }
-            RecoveryMode::Prr => {
-                self.sb.mark_front_for_retransmit();
+            RecoveryMode::Prr | RecoveryMode::Linux => {
+                // RACK has marked what is lost; the others mark the first segment.
+                if mode == RecoveryMode::Prr {
+                    self.sb.mark_front_for_retransmit();
+                }
                 self.prr.start(self.snd_nxt - self.snd_una);
                 let pipe = self.in_flight_bytes();
                 *w = pipe.saturating_add(self.prr.on_ack(delivered, pipe, ssthresh, self.mss));
@@ -640,19 +715,114 @@ impl Sender {
     }
 
     /// ECN echo in Open/Disorder (RFC 3168 §6.1.2): one reduction per window of data.
-    fn enter_cwr(&mut self, now: SimTime, w: &mut u64) {
+    /// Also the reduction after a tail loss probe repaired a loss (RFC 8985 §7.4.2, `kind`
+    /// FastRetransmit): the same once-per-window cut, without the CWR flag.
+    fn enter_cwr(&mut self, now: SimTime, kind: LossKind, w: &mut u64) {
         let ev = LossEvent {
             now,
-            kind: LossKind::Ecn,
-            flight_size_bytes: self.snd_nxt - self.snd_una,
+            kind,
+            flight_size_bytes: self.flight_size_for_reduction(),
             in_flight_bytes: self.in_flight_bytes(),
         };
         self.cwnd.ssthresh_bytes = self.cc.ssthresh(&self.cwnd, &ev);
         *w = (*w).min(self.ssthresh_floor());
         self.cwr_high = self.snd_nxt;
-        self.cwr_pending = true;
-        self.stats.ecn_reductions += 1;
+        if kind == LossKind::Ecn {
+            self.cwr_pending = true;
+            self.stats.ecn_reductions += 1;
+        }
         self.set_state(CaState::Cwr, now);
+    }
+
+    /// RACK loss detection (RFC 8985 §6.2 steps 4–5) and its reordering timer.
+    fn rack_detect_loss(&mut self, now: SimTime) {
+        self.rack_deadline = None;
+        let Some(newest) = self.rack.newest() else { return };
+        let in_recovery = matches!(self.state, CaState::Recovery | CaState::Loss);
+        let dupthresh_sacked = self.sb.sacked_segments() >= self.cfg.dupthresh as u64;
+        let reo_wnd =
+            self.rack
+                .reo_wnd(in_recovery, dupthresh_sacked, self.rtt.min_rtt(), self.rtt.srtt());
+        self.rack_deadline = self
+            .sb
+            .rack_detect_loss(now, newest, self.rack.wait(reo_wnd));
+    }
+
+    /// The end of a TLP episode (RFC 8985 §7.4): once the probe is acknowledged, a probe that
+    /// retransmitted data repaired a loss — ccarena's receiver sends no D-SACK that could say the
+    /// original arrived — so the window is cut once, unless recovery already did.
+    fn tlp_on_ack(&mut self, now: SimTime, w: &mut u64) {
+        let Some((end, is_retrans)) = self.tlp_end else { return };
+        if self.snd_una < end {
+            return;
+        }
+        self.tlp_end = None;
+        if is_retrans && matches!(self.state, CaState::Open | CaState::Disorder) {
+            self.enter_cwr(now, LossKind::FastRetransmit, w);
+        }
+    }
+
+    /// Arm (or disarm) the probe timeout (RFC 8985 §7.2): with data outstanding, outside
+    /// recovery, no probe episode open: PTO = 2·SRTT, plus the worst-case delayed ACK when one
+    /// segment is in flight (1 s before any RTT sample), and never after the RTO.
+    fn arm_pto(&mut self, now: SimTime) {
+        self.pto_deadline = None;
+        let eligible = self.cfg.recovery.uses_rack_tlp()
+            && matches!(self.state, CaState::Open | CaState::Disorder | CaState::Cwr)
+            && self.snd_nxt > self.snd_una
+            && self.tlp_end.is_none()
+            && !self.tlp_probe_due;
+        if !eligible {
+            return;
+        }
+        let pto = match self.rtt.srtt() {
+            Some(srtt) => {
+                let mut p = srtt.saturating_mul(2);
+                if self.snd_nxt - self.snd_una <= self.mss {
+                    p = p + TLP_MAX_ACK_DELAY;
+                }
+                p
+            }
+            None => Duration::from_secs(1),
+        };
+        let at = now + pto;
+        self.pto_deadline = Some(self.rto_deadline.map_or(at, |r| at.min(r)));
+    }
+
+    /// The PTO fired: send a probe on the next poll (RFC 8985 §7.3).
+    fn on_pto(&mut self) {
+        self.pto_deadline = None;
+        if matches!(self.state, CaState::Open | CaState::Disorder | CaState::Cwr)
+            && self.snd_nxt > self.snd_una
+            && self.tlp_end.is_none()
+        {
+            self.tlp_probe_due = true;
+        }
+    }
+
+    /// RACK's reordering timer fired: detect again, and start recovery if something is lost.
+    fn on_rack_timer(&mut self, now: SimTime) {
+        self.rack_detect_loss(now);
+        let newly_lost = self.sb.take_newly_lost();
+        self.stats.bytes_marked_lost += newly_lost;
+        if matches!(self.state, CaState::Open | CaState::Disorder | CaState::Cwr)
+            && self.sb.pending_retransmit_bytes() > 0
+        {
+            let mut w = self.cwnd.cwnd_bytes;
+            self.enter_fast_retransmit(now, 0, &mut w);
+            self.cwnd.cwnd_bytes = w.max(self.mss);
+            self.pto_deadline = None;
+        }
+    }
+
+    /// FlightSize for a window reduction (RFC 5681 eq. 4): the bytes sent and not cumulatively
+    /// acknowledged, but never more than cwnd. Duplicate and SACK ACKs clock data out beyond
+    /// cwnd when counted as snd.nxt − snd.una (RFC 6675 sends by pipe, which leaves SACKed
+    /// bytes out), and RFC 3042 §2 excludes data sent that way from FlightSize; after a long
+    /// SACK recovery snd.nxt − snd.una can be many windows, and halving it would *raise*
+    /// ssthresh on a loss.
+    fn flight_size_for_reduction(&self) -> u64 {
+        (self.snd_nxt - self.snd_una).min(self.cwnd.cwnd_bytes)
     }
 
     /// ssthresh as a window value: never below one MSS.
@@ -707,7 +877,7 @@ impl Sender {
             let ev = LossEvent {
                 now,
                 kind: LossKind::Timeout,
-                flight_size_bytes: self.snd_nxt - self.snd_una,
+                flight_size_bytes: self.flight_size_for_reduction(),
                 in_flight_bytes: self.in_flight_bytes(),
             };
             self.cwnd.ssthresh_bytes = self.cc.ssthresh(&self.cwnd, &ev);
@@ -725,6 +895,10 @@ impl Sender {
         self.force_rtx = true;
         self.rtt.backoff();
         self.rto_deadline = Some(now + self.rtt.rto());
+        self.pto_deadline = None;
+        self.rack_deadline = None;
+        self.tlp_probe_due = false;
+        self.tlp_end = None;
         self.set_state(CaState::Loss, now);
     }
 
@@ -735,6 +909,12 @@ impl Sender {
         if self.rto_deadline.is_some_and(|d| now >= d) {
             self.on_rto(now);
         }
+        if self.pto_deadline.is_some_and(|d| now >= d) {
+            self.on_pto();
+        }
+        if self.rack_deadline.is_some_and(|d| now >= d) {
+            self.on_rack_timer(now);
+        }
     }
 
     /// The earliest time [`Sender::handle_timeout`] (for the RTO) or [`Sender::poll_transmit`]
@@ -743,10 +923,10 @@ impl Sender {
     #[must_use]
     pub fn poll_timeout(&self) -> Option<SimTime> {
         let pace = self.paced_data_waiting.then(|| self.pacer.release_time());
-        match (self.rto_deadline, pace) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        }
+        [self.rto_deadline, pace, self.pto_deadline, self.rack_deadline]
+            .into_iter()
+            .flatten()
+            .min()
     }
 
     /// NextSeg (RFC 6675 §4): what to send next, ignoring the window and pacing.
@@ -754,9 +934,17 @@ impl Sender {
         if let Some(abs) = self.sb.next_lost() {
             return Some(Candidate::Retransmit(abs));
         }
+        // Rule (2): new data, as far as the receive window and send buffer allow; when they
+        // hold it back, rules (3) and (4) may still retransmit.
+        self.flow_limited = false;
         if self.snd_nxt < self.bytes_offered {
-            let len = (self.bytes_offered - self.snd_nxt).min(self.mss);
-            return Some(Candidate::New(len as u32));
+            match self
+                .flow
+                .next_len(self.snd_una, self.snd_nxt, self.bytes_offered, self.mss)
+            {
+                Some(len) => return Some(Candidate::New(len)),
+                None => self.flow_limited = true,
+            }
         }
         if self.cfg.recovery.uses_sack() && self.state == CaState::Recovery {
             if let Some(abs) = self.sb.rule3_candidate() {
@@ -782,14 +970,23 @@ impl Sender {
     pub fn poll_transmit(&mut self, now: SimTime) -> Option<DataSegment> {
         self.paced_data_waiting = false;
         let pipe = self.in_flight_bytes();
-        let Some(cand) = self.next_candidate() else {
-            // draft-cheng §3.3: nothing to send and the window not full: app-limited.
-            if pipe + self.mss <= self.cwnd.cwnd_bytes {
+        // A tail loss probe (RFC 8985 §7.3): new data if the windows allow it, else the last
+        // segment again, sent whatever cwnd says.
+        let probe = std::mem::take(&mut self.tlp_probe_due);
+        let next = match self.next_candidate() {
+            Some(Candidate::New(len)) => Some(Candidate::New(len)),
+            c if probe => self.sb.last_unsacked().map(Candidate::Retransmit).or(c),
+            c => c,
+        };
+        let Some(cand) = next else {
+            // draft-cheng §3.3: nothing to send and the window not full: app-limited (a sender
+            // held back by the peer's window is not: Linux counts that apart, as rwnd-limited).
+            if pipe + self.mss <= self.cwnd.cwnd_bytes && !self.flow_limited {
                 self.rate.mark_app_limited(pipe);
             }
             return None;
         };
-        let forced = self.force_rtx && !matches!(cand, Candidate::New(_));
+        let forced = probe || (self.force_rtx && !matches!(cand, Candidate::New(_)));
         if !forced && pipe + self.mss > self.cwnd.cwnd_bytes {
             self.cwnd_limited = true;
             return None;
@@ -838,12 +1035,21 @@ impl Sender {
                 }
             }
         };
-        if self.state == CaState::Recovery && self.cfg.recovery == RecoveryMode::Prr {
+        if self.state == CaState::Recovery && self.cfg.recovery.uses_prr() {
             self.prr.on_sent(seg.len as u64);
         }
         self.pacer.on_send(now, seg.len as u64, rate);
-        if self.rto_deadline.is_none() {
+        if probe {
+            // §7.3: the probe's episode ends when snd.nxt at this point is acknowledged; the RTO
+            // is re-armed behind it.
+            self.tlp_end = Some((self.snd_nxt, seg.retransmit));
+            self.stats.tlp_probes += 1;
             self.rto_deadline = Some(now + self.rtt.rto());
+        } else if self.rto_deadline.is_none() {
+            self.rto_deadline = Some(now + self.rtt.rto());
+        }
+        if !seg.retransmit && !probe && self.cfg.recovery.uses_rack_tlp() {
+            self.arm_pto(now);
         }
         self.stats.bytes_sent += seg.len as u64;
         self.stats.segments_sent += 1;
@@ -957,6 +1163,10 @@ impl Sender {
         &self.prr
     }
 }
+
+/// RFC 8985 §7.2 WCDelAckT: the worst-case delayed-ACK time added to the PTO when only one
+/// segment is in flight (200 ms, as the RFC recommends and Linux uses).
+pub const TLP_MAX_ACK_DELAY: Duration = Duration::from_millis(200);
 
 /// Window growth is allowed on ACKs in these states (see the module documentation).
 fn may_grow(s: CaState) -> bool {

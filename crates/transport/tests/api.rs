@@ -11,14 +11,14 @@ const M: u64 = MSS as u64;
 #[test]
 fn recovery_mode_names() {
     let names: Vec<_> = ALL_RECOVERY_MODES.iter().map(|m| m.as_str()).collect();
-    assert_eq!(names, ["tahoe", "reno", "newreno", "sack", "prr"]);
+    assert_eq!(names, ["tahoe", "reno", "newreno", "sack", "prr", "linux"]);
     for m in ALL_RECOVERY_MODES {
         assert_eq!(m.as_str().parse::<RecoveryMode>().unwrap(), m);
     }
     let e = "Reno".parse::<RecoveryMode>().unwrap_err();
     assert_eq!(
         e.to_string(),
-        "unknown recovery mode 'Reno' (choose one of: tahoe, reno, newreno, sack, prr)"
+        "unknown recovery mode 'Reno' (choose one of: tahoe, reno, newreno, sack, prr, linux)"
     );
     assert!(RecoveryMode::Sack.uses_sack() && RecoveryMode::Prr.uses_sack());
     assert!(!RecoveryMode::NewReno.uses_sack());
@@ -167,4 +167,33 @@ fn non_sack_modes_ignore_sack_blocks() {
             "{mode}: one dupack is not a loss"
         );
     }
+}
+
+#[test]
+fn sender_keeps_within_the_advertised_window_and_the_send_buffer() {
+    // RFC 9293 §3.8.6: never more than the window outstanding, whatever cwnd (10 MSS) allows.
+    let cfg = SenderConfig {
+        initial_rwnd_bytes: Some(3 * M),
+        ..sender_cfg(RecoveryMode::Prr)
+    };
+    let mut s = Sender::new(cfg, controller_for(RecoveryMode::Prr), SimTime::ZERO);
+    s.app_write(100 * M);
+    assert_eq!(drain(&mut s, ms(0)).len(), 3, "the handshake's window bounds the first flight");
+    // ACK of 1 segment advertising 5: the edge moves to 1 + 5 = 6, three more segments.
+    let mut a = ack_seg(M, &[], ms(0));
+    a.rwnd_bytes = 5 * M;
+    s.on_ack(ms(10), &a);
+    assert_eq!(drain(&mut s, ms(10)).len(), 3);
+    assert_eq!(s.snd_nxt(), 6 * M);
+    // The send buffer: 4 segments unacknowledged at most.
+    let cfg = SenderConfig {
+        sndbuf_bytes: Some(4 * M),
+        ..sender_cfg(RecoveryMode::Prr)
+    };
+    let mut s = Sender::new(cfg, controller_for(RecoveryMode::Prr), SimTime::ZERO);
+    s.app_write(100 * M);
+    assert_eq!(drain(&mut s, ms(0)).len(), 4);
+    s.on_ack(ms(10), &ack_seg(2 * M, &[], ms(0)));
+    assert_eq!(drain(&mut s, ms(10)).len(), 2);
+    assert_eq!(s.snd_nxt() - s.snd_una(), 4 * M);
 }

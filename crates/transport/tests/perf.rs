@@ -17,6 +17,8 @@ fn run(mode: RecoveryMode, rate: u64, one_way_ms: u64, qlim: usize, loss: f64, s
         recovery: mode,
         dupthresh: 3,
         ecn: false,
+        initial_rwnd_bytes: None,
+        sndbuf_bytes: None,
     };
     let mut s = Sender::new(
         scfg,
@@ -28,6 +30,7 @@ fn run(mode: RecoveryMode, rate: u64, one_way_ms: u64, qlim: usize, loss: f64, s
         delayed_ack: Duration::from_millis(40),
         ack_every_segments: 2,
         ecn: ccarena_transport::EcnMode::Off,
+        rcvbuf_bytes: None,
     });
     let delay = Duration::from_millis(one_way_ms);
     let mut fwd: VecDeque<(SimTime, DataSegment)> = VecDeque::new();

@@ -160,6 +160,9 @@ proptest! {
 
     #[test]
     fn prr_delivers_everything(f in faults()) { run(RecoveryMode::Prr, f) }
+
+    #[test]
+    fn linux_delivers_everything(f in faults()) { run(RecoveryMode::Linux, f) }
 }
 
 #[test]

@@ -248,6 +248,8 @@ pub fn sender_cfg(recovery: RecoveryMode) -> SenderConfig {
         recovery,
         dupthresh: 3,
         ecn: false,
+        initial_rwnd_bytes: None,
+        sndbuf_bytes: None,
     }
 }
 
@@ -257,6 +259,7 @@ pub fn receiver_cfg() -> ReceiverConfig {
         delayed_ack: Duration::from_millis(40),
         ack_every_segments: 2,
         ecn: ccarena_transport::EcnMode::Off,
+        rcvbuf_bytes: None,
     }
 }
 
@@ -266,7 +269,7 @@ pub fn controller_for(mode: RecoveryMode) -> Box<dyn CongestionControl> {
         RecoveryMode::Tahoe => "tahoe",
         RecoveryMode::Reno => "reno",
         RecoveryMode::NewReno => "newreno",
-        RecoveryMode::Sack | RecoveryMode::Prr => "reno",
+        RecoveryMode::Sack | RecoveryMode::Prr | RecoveryMode::Linux => "reno",
     };
     new_controller(name, &Params::default()).expect("reno-family controller")
 }
@@ -498,6 +501,7 @@ pub fn ack_seg(ack: u64, blocks: &[(u64, u64)], ts_ecr: SimTime) -> AckSegment {
         ts_ecr,
         ts_recv: ts_ecr,
         ece: false,
+        rwnd_bytes: u64::MAX,
     }
 }
 
