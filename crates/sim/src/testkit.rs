@@ -31,7 +31,7 @@ pub const fn mbps(v: u64) -> u64 {
 /// on exactly when the catalogue says the flavor needs it (as the front end does).
 pub fn tcp_flow(name: &str, src: usize, dst: usize, flavor: &str) -> TcpFlowSpec {
     let info = ccarena_cc::catalogue().iter().find(|f| f.name == flavor);
-    let recovery = info.map_or("prr", |f| f.default_recovery);
+    let recovery = info.map_or("linux", |f| f.default_recovery);
     let needs_ecn = info.is_some_and(|f| f.needs_ecn);
     TcpFlowSpec {
         name: name.to_string(),
