@@ -4,7 +4,7 @@
 //! nanosecond run in the order they were scheduled. Entries are 24 bytes and never own heap data.
 //! Timers re-armed on every ACK are not cancelled and reinserted: their owners keep the time of
 //! their earliest pending entry and push a new one only when they need to fire earlier (see
-//! `engine.rs`), so a stale entry costs one cheap no-op when it fires.
+//! `endpoint.rs`), so a stale entry costs one cheap no-op when it fires.
 
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
