@@ -140,5 +140,5 @@ def test_flavors_catalogue_lists_names_sources_and_parameters():
     cat = {f["name"]: f for f in _engine.flavors()}
     assert {"tahoe", "reno", "newreno", "cubic"} <= set(cat)
     cubic = cat["cubic"]
-    assert cubic["default_recovery"] == "prr" and "RFC 9438" in cubic["source"]
+    assert cubic["default_recovery"] == "linux" and "RFC 9438" in cubic["source"]
     assert {p["name"]: p["default"] for p in cubic["params"]}["beta"] == 0.7

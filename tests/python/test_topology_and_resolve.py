@@ -74,7 +74,7 @@ def test_every_default_is_explicit_and_overrides_apply():
         if key not in ("mss_bytes",):
             assert reno[key] == value, key
     assert cubic["mss_bytes"] == 1448 and reno["mss_bytes"] == 1000
-    assert cubic["recovery"] == catalogue["cubic"]["default_recovery"] == "prr"
+    assert cubic["recovery"] == catalogue["cubic"]["default_recovery"] == "linux"
     assert reno["recovery"] == "reno"
     assert cubic["params"] == {p["name"]: float(p["default"]) for p in catalogue["cubic"]["params"]}
     assert reno["start_ns"] == 500_000_000 and reno["stop_ns"] is None and reno["bytes"] is None
