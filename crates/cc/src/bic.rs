@@ -33,9 +33,9 @@
 //!   the midpoint once per RTT: the distance to W_max shrinks by a factor e^(−1/2) ≈ 0.61 per RTT
 //!   instead of 1/2, and past W_max the distance grows by a factor e per RTT instead of 2.
 //! - Before the first loss there is no W_max: congestion avoidance grows by S_max per RTT.
-//! - β is given as the fraction of the window *kept* (0.8: a 20% decrease), as FLAVORS.md and
-//!   the authors' Linux implementation (819/1024) give it; S_max = 16 is that implementation's
-//!   value too.
+//! - β is given as the fraction of the window *kept* (0.8: a 20% decrease), as the paper's
+//!   multiplicative decrease and the authors' Linux implementation (819/1024) give it; S_max = 16
+//!   is that implementation's value too.
 //! - Slow start is standard slow start ([`crate::reno::slow_start`]).
 
 use crate::growth::PerRttIncrease;

@@ -182,7 +182,7 @@ fn sender_keeps_within_the_advertised_window_and_the_send_buffer() {
     // ACK of 1 segment advertising 5: the edge moves to 1 + 5 = 6, three more segments.
     let mut a = ack_seg(M, &[], ms(0));
     a.rwnd_bytes = 5 * M;
-    s.on_ack(ms(10), &a);
+    let _ = s.on_ack(ms(10), &a);
     assert_eq!(drain(&mut s, ms(10)).len(), 3);
     assert_eq!(s.snd_nxt(), 6 * M);
     // The send buffer: 4 segments unacknowledged at most.
@@ -193,7 +193,7 @@ fn sender_keeps_within_the_advertised_window_and_the_send_buffer() {
     let mut s = Sender::new(cfg, controller_for(RecoveryMode::Prr), SimTime::ZERO);
     s.app_write(100 * M);
     assert_eq!(drain(&mut s, ms(0)).len(), 4);
-    s.on_ack(ms(10), &ack_seg(2 * M, &[], ms(0)));
+    let _ = s.on_ack(ms(10), &ack_seg(2 * M, &[], ms(0)));
     assert_eq!(drain(&mut s, ms(10)).len(), 2);
     assert_eq!(s.snd_nxt() - s.snd_una(), 4 * M);
 }

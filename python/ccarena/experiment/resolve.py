@@ -74,7 +74,11 @@ def _tcp_flow(flow: Flow, base: dict[str, Any]) -> TcpFlowSpec:
 
 def _udt_flow(flow: Flow, base: dict[str, Any]) -> UdtFlowSpec:
     entry = flavor_catalog.engine_flavors()[flow.flavor]
-    return UdtFlowSpec(**base, bytes=flow.size_bytes, params=_params(flow, entry))
+    window: dict[str, Any] = {}
+    if flow.rwnd_bytes is not None:  # UDT's flow window is the receiver's buffer, in packets
+        mss = UdtFlowSpec.model_fields["mss_bytes"].default
+        window["flow_window_packets"] = max(2, flow.rwnd_bytes // mss)
+    return UdtFlowSpec(**base, bytes=flow.size_bytes, params=_params(flow, entry), **window)
 
 
 def _udp_flow(flow: Flow, base: dict[str, Any]) -> CbrFlowSpec:

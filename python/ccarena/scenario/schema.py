@@ -52,8 +52,9 @@ class Flow(StrictModel):
     (defaults in :mod:`ccarena.runspec`), ``rwnd`` and ``sndbuf`` (the receive and send buffers, a
     host's socket buffers as iperf's ``-w`` sets them; default: unlimited).
     UDP CBR only: ``rate`` (payload bit rate, required), ``packet_size`` (payload per datagram).
-    UDT (``flavor = "udt"``): ``bytes`` and ``params`` as for TCP; the rest of UDT's settings are
-    the defaults in :mod:`ccarena.runspec`.
+    UDT (``flavor = "udt"``): ``bytes`` and ``params`` as for TCP, and ``rwnd``: the receiver's
+    buffer, which UDT's flow window is (draft-gg-udt-03 §3; in packets of UDT's MSS); the rest of
+    UDT's settings are the defaults in :mod:`ccarena.runspec`.
     ``flavor`` may also be a table naming the flavor and its parameters:
     ``flavor = { name = "vegas", alpha = 1, beta = 3 }`` (the same as ``flavor = "vegas"`` with
     ``params = { alpha = 1, beta = 3 }``).
@@ -134,9 +135,9 @@ class Flow(StrictModel):
                     raise FieldError(name, f"only udp-cbr flows take `{name}` ({self.flavor} is TCP)")
             if self.transport == "udt":
                 for name in TCP_ONLY_FIELDS:
-                    if name in given and name not in ("bytes", "params"):
-                        raise FieldError(name, f"a udt flow takes `bytes` and `params` but not `{name}` "
-                                               "(UDT is not TCP)")
+                    if name in given and name not in ("bytes", "params", "rwnd"):
+                        raise FieldError(name, f"a udt flow takes `bytes`, `params` and `rwnd` but "
+                                               f"not `{name}` (UDT is not TCP)")
             known = [p["name"] for p in flavor_catalog.engine_flavors()[self.flavor]["params"]]
             for param in (self.params or {}):
                 if param not in known:
