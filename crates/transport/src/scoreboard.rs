@@ -414,17 +414,24 @@ impl Scoreboard {
                 break;
             }
             self.rtx_fifo.pop_front();
-            let len = r.len as u64;
-            self.segs[idx].flags &= !RETRANS;
-            self.retrans_bytes -= len;
-            if !r.is_lost() {
-                self.segs[idx].flags |= LOST;
-                self.lost_bytes += len;
-            }
-            self.pending_bytes += len;
-            self.newly_lost_bytes += len;
-            self.relost.push_back(e.abs);
+            self.retransmission_lost(idx);
         }
+    }
+
+    /// Record `idx`'s retransmission as lost: it leaves the retransmitted bytes, counts as lost
+    /// (once) and is offered for retransmission again.
+    fn retransmission_lost(&mut self, idx: usize) {
+        let r = self.segs[idx];
+        let len = r.len as u64;
+        self.segs[idx].flags &= !RETRANS;
+        self.retrans_bytes -= len;
+        if !r.is_lost() {
+            self.segs[idx].flags |= LOST;
+            self.lost_bytes += len;
+        }
+        self.pending_bytes += len;
+        self.newly_lost_bytes += len;
+        self.relost.push_back(self.base + idx as u64);
     }
 
     /// RACK loss detection (RFC 8985 §6.2 step 5): every record not SACKed and not already
@@ -458,16 +465,7 @@ impl Scoreboard {
             if due > now {
                 deadline = Some(deadline.map_or(due, |d| d.max(due)));
             } else if r.is_retrans() {
-                let len = r.len as u64;
-                self.segs[idx].flags &= !RETRANS;
-                self.retrans_bytes -= len;
-                if !r.is_lost() {
-                    self.segs[idx].flags |= LOST;
-                    self.lost_bytes += len;
-                }
-                self.pending_bytes += len;
-                self.newly_lost_bytes += len;
-                self.relost.push_back(self.base + idx as u64);
+                self.retransmission_lost(idx);
             } else {
                 self.mark_lost_idx(idx);
             }

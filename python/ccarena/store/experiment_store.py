@@ -1,19 +1,7 @@
-"""The experiment directory: one directory per experiment, one sub-directory per run (README.md,
-"Results reference")::
-
-    <experiment>/
-      experiment.json          the scenario as given and as resolved, software versions
-      runs/<run_id>/run.json   the run's parameters, seed, backend, status, timings, resolved spec
-      runs/<run_id>/flows.parquet, samples.parquet, queues.parquet, links.parquet, regions.parquet
-      summary.parquet          one row per run and flow, sweep parameters as columns
-      failed/<run_id>.json     runs the engine failed on (spec and seed for replay)
-      report.html, figures/*.png
-
-A run directory is written whole in ``.tmp/`` and renamed into ``runs/`` (rename is atomic on one
-file system), so ``runs/`` never holds a half-written run: a run is complete exactly when its
-directory exists. JSON and summary files are written to a temporary name and renamed too.
-One process at a time should write an experiment directory.
-"""
+"""The experiment directory (layout: :mod:`ccarena.store`): runs written whole and renamed into
+place, failures kept for replay, experiment.json and summary.parquet written atomically, every
+record read through the format upgrade (:mod:`ccarena.store.format`). One process at a time should
+write an experiment directory."""
 
 from __future__ import annotations
 
