@@ -97,7 +97,8 @@ def _cell(rows: pd.DataFrame) -> dict[str, Any]:
     kind = "pair" if len(rows) > 1 else ("loss" if loss > 0 else "single")
     bdp_packets = float(first["bottleneck_rate_bps"]) * float(first["base_rtt_s"]) / 8 / PACKET_BYTES
     limit = _limit_packets(first.get(LIMIT_PARAMETER)) if LIMIT_PARAMETER in rows.columns else math.nan
-    buffer_bdp = round(limit / bdp_packets, 1) if bdp_packets > 0 else math.nan
+    # Nearest quarter BDP: the base RTT includes serialization, so 267 packets are 3.93 BDP.
+    buffer_bdp = round(4 * limit / bdp_packets) / 4 if bdp_packets > 0 else math.nan
     names = "-vs-".join(flavors)
     label = f"{names} {buffer_bdp:g} BDP" + (f" {100 * loss:g}% loss" if kind == "loss" else "")
     return {"cell": label, "part": str(first.get("part", "")), "kind": kind, "flavors": names,

@@ -61,7 +61,7 @@ def calibration_scenario(flavors: list[str], quick: bool = False) -> dict[str, A
     """
     if not flavors:
         raise ValueError("the calibration needs at least one flavor")
-    single_s, pair_s, loss_s = ("5s", "10s", "10s") if quick else ("20s", "30s", "20s")
+    single_s, pair_s, loss_s = ("5s", "12s", "20s") if quick else ("20s", "30s", "20s")
     single_bdps = [1.0] if quick else [0.5, 1.0]
     mixed_bdps = [1.0] if quick else [0.5, 1.0, 4.0]
     loss_flavors = ["cubic" if "cubic" in flavors else flavors[0]] if quick else list(flavors)
