@@ -139,7 +139,8 @@ def table_html(table: pd.DataFrame) -> str:
             "utilization kernel", "utilization error", "RTT floor sim", "RTT floor kernel",
             "RTT floor error", "verdict"]
     out = ['<div class="scroll"><table class="calibration" id="calibration-table"><thead><tr>']
-    out += [f'<th{" class=\"text\"" if h == "cell" else ""}>{html.escape(h)}</th>' for h in head]
+    th_text = ' class="text"'
+    out += [f"<th{th_text if h == 'cell' else ''}>{html.escape(h)}</th>" for h in head]
     out.append("</tr></thead><tbody>")
     for rec in table.to_dict("records"):
         cells = [f'<td class="text">{html.escape(str(rec["cell"]))}</td>',
