@@ -156,8 +156,8 @@ def test_the_suite_covers_every_flavor_pair_and_buffer():
 
 
 def test_the_terminal_table_fits_80_columns():
-    from rich.console import Console
     from ccarena.report.calibration import terminal_table
+    from rich.console import Console
 
     table = cal.calibration_table(summary_of(
         pair("cubic", "cubic", [10e6, 10e6], [10.5e6, 9.5e6]),
@@ -225,7 +225,8 @@ def test_no_calibration_section_for_other_experiments(tmp_path):
     from ccarena.report.calibration import section_html
 
     class Fake:
-        experiment = {"name": "kernel-vs-sim"}
-        run_ids = ["r0"]
+        def __init__(self) -> None:
+            self.experiment = {"name": "kernel-vs-sim"}
+            self.run_ids = ["r0"]
 
     assert section_html(Fake(), tmp_path) == ""

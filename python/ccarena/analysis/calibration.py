@@ -167,7 +167,7 @@ def overall(table: pd.DataFrame) -> dict[str, Any]:
     shares = np.abs(shares[np.isfinite(shares)])
     median = float(np.median(shares)) if shares.size else math.nan
     median_ok = not (math.isfinite(median) and median > SHARE_MEDIAN_BAND)
-    return {"cells": int(len(table)), "cells_off": cells_off, "median_abs_share_error": median,
+    return {"cells": len(table), "cells_off": cells_off, "median_abs_share_error": median,
             "median_ok": median_ok, "ok": bool(len(table)) and not cells_off and median_ok}
 
 

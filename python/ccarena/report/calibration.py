@@ -103,7 +103,7 @@ def share_heatmap(table: pd.DataFrame, title: str) -> Any | None:
     if not len(pairs):
         return None
     rows = list(dict.fromkeys(pairs["flavors"]))
-    cols = sorted(set(float(b) for b in pairs["buffer_bdp"]))
+    cols = sorted({float(b) for b in pairs["buffer_bdp"]})
     grid = np.full((len(rows), len(cols)), np.nan)
     for rec in pairs.to_dict("records"):
         grid[rows.index(rec["flavors"]), cols.index(float(rec["buffer_bdp"]))] = float(rec["share_error"])
@@ -179,12 +179,12 @@ def section_html(result: Any, figures_dir: Path) -> str:
     table = cal.calibration_table(result.summary)
     if not len(table):
         return ""
-    parts = ['<section id="calibration"><h2>Calibration: the simulator against this machine\'s '
-             "Linux TCP stack</h2>",
-             "<p>Each cell of the suite ran on ccarena's simulator and on this machine's kernel "
+    parts = [('<section id="calibration"><h2>Calibration: the simulator against this machine\'s '
+              "Linux TCP stack</h2>"),
+             ("<p>Each cell of the suite ran on ccarena's simulator and on this machine's kernel "
              "(network namespaces, the same resolved spec and seed). A cell is <em>ok</em> when "
              "every figure it has is within its band, <em>off</em> otherwise; an off cell is a "
-             "measured departure of the model from this kernel, not a failure.</p>",
+             "measured departure of the model from this kernel, not a failure.</p>"),
              f"<p>{html.escape(bands_text())}</p>",
              f'<p class="verdict"><strong>{html.escape(cal.verdict_line(table))}</strong></p>']
     fig = share_heatmap(table, "First flow's share error (sim − kernel)")
