@@ -4,5 +4,7 @@
   regions, utilization, mean ± CI over repeats;
 - :mod:`ccarena.analysis.theory`: Mathis, Padhye (PFTK) and CUBIC response functions;
 - :mod:`ccarena.analysis.studies`: the seed studies' tables (matrix, regions, drop rates,
-  goodput per interval, references).
+  goodput per interval, references);
+- :mod:`ccarena.analysis.calibration`: ``ccarena calibrate``'s cells, simulator vs kernel, with
+  bands and verdicts.
 """

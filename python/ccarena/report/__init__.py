@@ -6,6 +6,7 @@
 - :mod:`ccarena.report.figures`: the figures an experiment's report draws;
 - :mod:`ccarena.report.studies`: the study tables and figures a part asks for;
 - :mod:`ccarena.report.compare`: the simulator beside the kernel (``--backend sim,kernel``);
+- :mod:`ccarena.report.calibration`: ``ccarena calibrate``'s table and share-error heatmap;
 - :mod:`ccarena.report.html`: the page (:func:`write_report`).
 """
 

@@ -14,6 +14,7 @@ from typing import Any
 
 from jinja2 import Environment, PackageLoader, select_autoescape
 
+from ccarena.report import calibration
 from ccarena.report.compare import insert_section
 from ccarena.report.figures import Figure, draw_figures
 from ccarena.report.studies import study_content
@@ -87,6 +88,7 @@ def write_report(result: Any, path: str | Path | None = None) -> Path:
     sections = [build_section(part, path.parent / "figures") for part in result.parts()
                 if part.run_ids]
     page = render_html(result, sections)
+    page = calibration.insert_section(page, result, path.parent / "figures")
     page = insert_section(page, result, path.parent / "figures")
     atomic_write_bytes(path, page.encode("utf-8"))
     return path

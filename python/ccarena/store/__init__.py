@@ -6,6 +6,7 @@
       runs/<run_id>/run.json   the run's parameters, seed, backend, status, timings, resolved spec
       runs/<run_id>/flows.parquet, samples.parquet, queues.parquet, links.parquet, regions.parquet
       summary.parquet          one row per run and flow, sweep parameters as columns
+      calibration.parquet      ``ccarena calibrate`` only: one row per cell, sim vs kernel
       failed/<run_id>.json     runs the engine failed on (spec and seed for replay)
       report.html, figures/*.png
 

@@ -159,3 +159,15 @@ class ExperimentStore:
         if not path.is_file():
             raise UserError(f"{self.root}: no summary.parquet (no run has finished yet)")
         return pq.read_table(path).to_pandas()
+
+    def write_experiment_table(self, name: str, table: pd.DataFrame) -> None:
+        """Write an experiment-level table computed from the runs (``<name>.parquet`` beside
+        summary.parquet, e.g. ``calibration``) atomically."""
+        sink = pa.BufferOutputStream()
+        pq.write_table(pa.Table.from_pandas(table, preserve_index=False), sink)
+        atomic_write_bytes(self.root / f"{name}.parquet", sink.getvalue().to_pybytes())
+
+    def read_experiment_table(self, name: str) -> pd.DataFrame | None:
+        """An experiment-level table written by :meth:`write_experiment_table`, or None."""
+        path = self.root / f"{name}.parquet"
+        return pq.read_table(path).to_pandas() if path.is_file() else None

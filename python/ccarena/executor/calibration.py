@@ -1,0 +1,73 @@
+"""``ccarena calibrate``: the calibration suite (:mod:`ccarena.experiment.calibration`) run on the
+simulator and on this machine's kernel through :func:`ccarena.executor.run_experiment`, and its
+per-cell comparison (:mod:`ccarena.analysis.calibration`) stored beside the summary as
+``calibration.parquet``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+from rich.console import Console
+
+from ccarena.analysis.calibration import calibration_table
+from ccarena.errors import UserError
+from ccarena.executor import ExperimentOutcome, run_experiment
+from ccarena.experiment.calibration import calibration_flavors, calibration_scenario
+from ccarena.flavors import tcp_flavors
+from ccarena.scenario import load_scenario
+from ccarena.store import ExperimentStore
+
+CALIBRATION_TABLE = "calibration"
+"""The stored table's name (``calibration.parquet``)."""
+
+
+def kernel_flavors() -> list[str]:
+    """The catalogue's TCP flavors this kernel offers (``tcp_available_congestion_control``), in
+    catalogue order.
+
+    Raises:
+        UserError: the kernel offers none of them.
+    """
+    from ccarena.backends.kernel.capabilities import available_congestion_controls
+
+    available = available_congestion_controls()
+    flavors = calibration_flavors(list(tcp_flavors()), available)
+    if not flavors:
+        raise UserError("calibrate: this kernel offers none of ccarena's TCP flavors (available: "
+                        f"{' '.join(available) or 'none'}); `ccarena doctor` says more")
+    return flavors
+
+
+def run_calibration(root: str | Path, *, quick: bool = False, flavors: list[str] | None = None,
+                    jobs: int | None = None, resume: bool = False, console: Console | None = None,
+                    show_progress: bool = True) -> tuple[ExperimentOutcome, pd.DataFrame]:
+    """Run the calibration suite into ``root`` on ``["sim", "kernel"]`` and store its table.
+
+    Args:
+        root: the experiment directory.
+        quick: the quick suite (fewer cells, shorter runs).
+        flavors: the flavors to calibrate (default: :func:`kernel_flavors`).
+        jobs: worker processes for the simulator's runs (kernel runs go one at a time).
+        resume: keep runs already complete in ``root`` (after Ctrl-C); by default every run is
+            done again, since a calibration measures the machine and the engine as they are now.
+        console, show_progress: as for :func:`ccarena.executor.run_experiment`.
+
+    Returns:
+        The outcome and the per-cell table (:func:`ccarena.analysis.calibration.calibration_table`;
+        empty when no cell finished on both backends).
+
+    Raises:
+        UserError: the kernel backend cannot run here (not root, no flavor, ...).
+    """
+    flavors = flavors or kernel_flavors()
+    loaded = load_scenario(calibration_scenario(flavors, quick=quick))
+    outcome = run_experiment(loaded, root, jobs=jobs, force=not resume, console=console,
+                             show_progress=show_progress, backends=["sim", "kernel"])
+    store = ExperimentStore(root)
+    table = pd.DataFrame()
+    if (Path(root) / "summary.parquet").is_file():
+        table = calibration_table(store.read_summary())
+        store.write_experiment_table(CALIBRATION_TABLE, table)
+    return outcome, table
