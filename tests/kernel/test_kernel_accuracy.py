@@ -91,7 +91,7 @@ def test_scheduled_link_changes_apply_on_time_like_the_simulators(tag: str) -> N
     # queue to 20 packets. The same spec through the simulator for comparison.
     from ccarena.backends.sim import run_spec
 
-    raw = {"name": "events", "duration": "9s",
+    raw = {"name": "events", "duration": "10s",
            "topology": {"kind": "single_link",
                         "link": {"rate": "20Mbps", "delay": "20ms", "queue": {"limit": "100pkt"}}},
            "flows": [{"from": "a", "to": "b", "flavor": "cubic"}],
@@ -113,16 +113,19 @@ def test_scheduled_link_changes_apply_on_time_like_the_simulators(tag: str) -> N
 
     # Windows where both have settled (slow start's recovery, and the losses when the queue
     # shrinks, deliver in bursts). Goodput counts payload, 1448 of every 1500 bytes; a 100 ms
-    # sample holds whole packets, hence the 3 % above the rate.
+    # sample holds whole packets, hence the 3 % above the rate. The recovery after the queue
+    # shrinks from 100 to 20 packets at 6 s lasts until ~8.5 s in the simulator with Linux's
+    # recovery profile (~8.1 s with PRR alone); Linux settles sooner (a known departure, noted
+    # on issue 19), so the last window starts at 8.6 s.
     payload = 1448 / 1500
-    for lo, hi, rate in [(2.0, 3.0, 20e6), (4.0, 6.0, 5e6), (8.0, 9.0, 5e6)]:
+    for lo, hi, rate in [(2.0, 3.0, 20e6), (4.0, 6.0, 5e6), (8.6, 9.6, 5e6)]:
         k, s = goodput(kernel, lo, hi), goodput(sim, lo, hi)
         print(f"({lo}, {hi}] s: kernel {k / 1e6:.2f} Mbit/s, sim {s / 1e6:.2f} Mbit/s, link {rate / 1e6:.0f}")
         assert 0.8 * rate * payload <= k <= rate * payload * 1.03
         assert abs(k - s) <= 0.15 * s
     # CUBIC kept the 100-packet queue busy at 5 Mbit/s; from 6 s it never holds more than 20.
     assert backlog_max(kernel, 4.0, 6.0) > 20
-    assert backlog_max(kernel, 6.2, 9.0) <= 20
+    assert backlog_max(kernel, 6.2, 9.6) <= 20
     link = kernel["links"].iloc[0]
     print(f"utilization {float(link['utilization']):.3f} (sim {float(sim['links'].iloc[0]['utilization']):.3f})")
     assert float(link["utilization"]) > 0.85  # busy time, right across the rate change
