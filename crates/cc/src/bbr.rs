@@ -11,7 +11,7 @@
 //!   packet-timed rounds (§4.1.1.2–3; app-limited samples count only if they raise it);
 //! - **RTprop**: the minimum RTT over the last 10 s (§4.1.2.2–3).
 //!
-//! It sends at `pacing_gain · BtlBw` and caps inflight at
+//! It sends at `pacing_gain · BtlBw`, less a 1% pacing margin (see below), and caps inflight at
 //! `cwnd_gain · BtlBw · RTprop + 3·send_quantum` (§4.2.3.2, `BBRInflight`), moving through four
 //! modes (§4.3):
 //!
@@ -41,12 +41,16 @@
 //!   packets the transport would have marked.
 //! - The draft-00 long-term ("policer") bandwidth sampling of later Linux versions and ACK
 //!   aggregation compensation are not part of draft-00 and not implemented.
+//! - Pacing margin: every rate set from BtlBw is 1% lower (`bbr_common::PACING_MARGIN_PERCENT`,
+//!   draft-ietf-ccwg-bbr §2.5 and §5.6.2; Linux's v1 does the same). Draft-00 has none; without it
+//!   v1 took 2–4 points more of a ~1 BDP buffer from CUBIC and Reno than Linux's `bbr` does.
 //! - Send quantum (§4.2.2) only sizes the `3·send_quantum` allowance in the window (the transport
 //!   sends single segments).
 
 use crate::splitmix::splitmix64;
 use crate::bbr_common::{
-    app_limited, apply_pacing_rate, grow_cwnd, initial_pacing_rate_bps, min_pipe, reinit_pacing_on_first_rtt, saved_cwnd,
+    app_limited, apply_pacing_rate, grow_cwnd, initial_pacing_rate_bps, min_pipe, pacing_rate_with_margin_bps,
+    reinit_pacing_on_first_rtt, saved_cwnd,
     RoundMaxFilter, FULL_BW_COUNT, FULL_BW_THRESH, INITIAL_RTT_GUESS_S, SEND_QUANTUM_INTERVAL_S,
     SEND_QUANTUM_MAX_BYTES,
 };
@@ -470,12 +474,13 @@ impl Bbr {
         }
     }
 
-    /// draft-00 §4.2.1 `BBRSetPacingRateWithGain`.
+    /// draft-00 §4.2.1 `BBRSetPacingRateWithGain`, 1% under `pacing_gain · BtlBw` as Linux's v1
+    /// and draft-ietf-ccwg-bbr §5.6.2 pace (see [`PACING_MARGIN_PERCENT`](crate::bbr_common::PACING_MARGIN_PERCENT)).
     fn set_pacing_rate(&mut self, st: &mut CwndState) {
         if self.btlbw_bps == 0 {
             return;
         }
-        let rate = (self.pacing_gain * self.btlbw_bps as f64) as u64;
+        let rate = pacing_rate_with_margin_bps(self.pacing_gain, self.btlbw_bps);
         apply_pacing_rate(st, rate, self.filled_pipe);
     }
 
@@ -562,7 +567,7 @@ impl CongestionControl for Bbr {
             CwndEvent::TxStart if self.started && self.btlbw_bps > 0 => {
                 self.idle_restart = true;
                 if self.mode == Mode::ProbeBw {
-                    st.pacing_rate_bps = Some(self.btlbw_bps.max(1));
+                    st.pacing_rate_bps = Some(pacing_rate_with_margin_bps(1.0, self.btlbw_bps).max(1));
                 }
             }
             _ => {}
@@ -688,7 +693,8 @@ mod tests {
         d.fill_pipe();
         assert_eq!(d.bbr.bbr_mode(), Mode::Drain);
         assert!((d.bbr.pacing_gain() * DEFAULT_HIGH_GAIN - 1.0).abs() < 1e-12);
-        assert_eq!(d.st.pacing_rate_bps, Some((BW as f64 / DEFAULT_HIGH_GAIN) as u64));
+        assert_eq!(d.st.pacing_rate_bps, Some(pacing_rate_with_margin_bps(1.0 / DEFAULT_HIGH_GAIN, BW)));
+        assert!((d.st.pacing_rate_bps.unwrap() as f64 * DEFAULT_HIGH_GAIN / BW as f64 - 0.99).abs() < 1e-6, "1% pacing margin");
     }
 
     #[test]

@@ -48,7 +48,8 @@
 
 use crate::splitmix::{splitmix64, unit_f64};
 use crate::bbr_common::{
-    app_limited, apply_pacing_rate, grow_cwnd, initial_pacing_rate_bps, min_pipe, reinit_pacing_on_first_rtt, saved_cwnd,
+    app_limited, apply_pacing_rate, grow_cwnd, initial_pacing_rate_bps, min_pipe, pacing_rate_with_margin_bps,
+    reinit_pacing_on_first_rtt, saved_cwnd,
     RoundMaxFilter, FULL_BW_COUNT, FULL_BW_THRESH, INITIAL_RTT_GUESS_S, SEND_QUANTUM_INTERVAL_S,
     SEND_QUANTUM_MAX_BYTES,
 };
@@ -102,9 +103,6 @@ const MAX_BW_FILTER_CYCLES: usize = 2;
 
 /// `extra_acked` filter window, rounds (§2.12 `BBR.ExtraAckedFilterLen` = 10; 1 in STARTUP).
 const EXTRA_ACKED_FILTER_ROUNDS: u64 = 10;
-
-/// Pacing margin: pace at 99% of bw (§2.5 `BBR.PacingMarginPercent` = 1).
-const PACING_MARGIN_PERCENT: f64 = 1.0;
 
 /// STARTUP loss exit: at least this many discontiguous lost ranges in a round (§5.3.1.3
 /// `BBRStartupFullLossCnt` = 6).
@@ -998,7 +996,7 @@ impl Bbr3 {
         if self.bw == 0 {
             return;
         }
-        let rate = (self.pacing_gain * self.bw as f64 * (100.0 - PACING_MARGIN_PERCENT) / 100.0) as u64;
+        let rate = pacing_rate_with_margin_bps(self.pacing_gain, self.bw);
         apply_pacing_rate(st, rate, self.full_bw_reached);
     }
 
@@ -1085,7 +1083,7 @@ impl CongestionControl for Bbr3 {
                 self.idle_restart = true;
                 self.extra_acked_interval_start = now;
                 if self.state.is_probe_bw() {
-                    let rate = (self.bw as f64 * (100.0 - PACING_MARGIN_PERCENT) / 100.0) as u64;
+                    let rate = pacing_rate_with_margin_bps(1.0, self.bw);
                     st.pacing_rate_bps = Some(rate.max(1));
                 } else if self.state == State::ProbeRtt {
                     self.check_probe_rtt_done(st, now);

@@ -23,6 +23,20 @@ pub(crate) const SEND_QUANTUM_INTERVAL_S: f64 = 0.001;
 /// ... capped at 64 KB (both drafts).
 pub(crate) const SEND_QUANTUM_MAX_BYTES: f64 = 65536.0;
 
+/// Pacing margin, percent: both BBRs pace at `(100 − margin)%` of `gain · bw`, so that the
+/// long-run sending rate sits slightly under the bandwidth estimate and the bottleneck queue
+/// drains (draft-ietf-ccwg-bbr §2.5 `BBR.PacingMarginPercent` = 1, used in §5.6.2
+/// `BBRSetPacingRateWithGain`; Linux's BBR v1, `tcp_bbr.c`, applies the same 1% to every rate it
+/// sets from the bandwidth estimate). Draft-00 §4.2.1 paces at exactly `gain · BtlBw`; the margin
+/// matters for v1 against loss-based flows: a flow paced at its windowed-max bandwidth with no
+/// margin keeps the queue that much fuller and leaves CUBIC or Reno a smaller share.
+pub(crate) const PACING_MARGIN_PERCENT: f64 = 1.0;
+
+/// `BBRSetPacingRateWithGain`'s rate: `gain · bw_bps` less the [`PACING_MARGIN_PERCENT`], bits/s.
+pub(crate) fn pacing_rate_with_margin_bps(gain: f64, bw_bps: u64) -> u64 {
+    (gain * bw_bps as f64 * (100.0 - PACING_MARGIN_PERCENT) / 100.0) as u64
+}
+
 /// RTT assumed for the initial pacing rate before any sample, s (draft-00 §4.2.1,
 /// draft-ietf-ccwg-bbr §5.6.2: `InitialCwnd / (SRTT ? SRTT : 1ms)`).
 pub(crate) const INITIAL_RTT_GUESS_S: f64 = 0.001;
