@@ -3,7 +3,7 @@
 //! steps both drafts write the same way. `bbr.rs` and `bbr3.rs` call these instead of each keeping
 //! a copy; where the drafts differ (gains, quantum rules, model bounds) each keeps its own code.
 
-use crate::{CwndState, Duration, RateSample};
+use crate::{CwndState, Duration, RateSample, SimTime};
 
 /// Smallest cwnd, packets (draft-00 §4.2.3.3 `BBRMinPipeCwnd`, draft-ietf-ccwg-bbr §2.8
 /// `BBR.MinPipeCwnd`: 4 SMSS, which keeps a delayed-ACK receiver pipelining); also the PROBE_RTT
@@ -120,6 +120,39 @@ pub(crate) fn app_limited(rs: &RateSample, until: &mut Option<u64>) -> bool {
         *until = None;
     }
     limited
+}
+
+/// The ACK-aggregation epoch both BBRs measure `extra_acked` with (draft-ietf-ccwg-bbr §5.5.9
+/// `BBRUpdateACKAggregation`; Linux's v1 `bbr_update_ack_aggregation` is the same estimator):
+/// the data ACKed since the epoch began beyond what `bw` would have delivered in that time. An
+/// ACK that finds no excess starts a new epoch.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct AckAggregationEpoch {
+    /// When the current epoch began.
+    start: SimTime,
+    /// Bytes ACKed in the current epoch.
+    acked_bytes: u64,
+}
+
+impl AckAggregationEpoch {
+    /// Start a new epoch at `now` (at connection start and on restart from idle).
+    pub(crate) fn restart(&mut self, now: SimTime) {
+        self.start = now;
+        self.acked_bytes = 0;
+    }
+
+    /// Account `newly_acked_bytes` at `now` with the bandwidth estimate `bw_bps`; returns this
+    /// ACK's excess in bytes (before any cap).
+    pub(crate) fn on_ack(&mut self, now: SimTime, bw_bps: u64, newly_acked_bytes: u64) -> u64 {
+        let interval_s = now.saturating_since(self.start).as_secs_f64();
+        let mut expected_bytes = (bw_bps as f64 / 8.0 * interval_s) as u64;
+        if self.acked_bytes <= expected_bytes {
+            self.restart(now);
+            expected_bytes = 0;
+        }
+        self.acked_bytes += newly_acked_bytes;
+        self.acked_bytes.saturating_sub(expected_bytes)
+    }
 }
 
 /// Exact windowed maximum over packet-timed rounds: the largest value recorded in rounds
