@@ -349,6 +349,7 @@ fn ns_wait_option_spaces_drops_and_keeps_the_link_fuller() {
     eprintln!("paper RED {:.1}% of the link, with wait {:.1}%", 100.0 * paper / capacity, 100.0 * wait / capacity);
     assert!(wait > 0.97 * capacity);
     assert!(paper < wait - 0.03 * capacity);
+}
 
 #[test]
 fn red_max_th_must_not_exceed_the_queue_limit_in_its_unit() {
