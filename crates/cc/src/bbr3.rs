@@ -1024,7 +1024,7 @@ impl CongestionControl for Bbr3 {
         self.initial_cwnd = st.cwnd_bytes;
         self.min_rtt_stamp = now;
         self.probe_rtt_min_stamp = now;
-        self.extra_acked_epoch.restart(now);
+        self.extra_acked_epoch.set_start(now);
         self.cycle_stamp = now;
         st.pacing_rate_bps = Some(initial_pacing_rate_bps(st.cwnd_bytes, STARTUP_PACING_GAIN, INITIAL_RTT_GUESS_S));
         self.enter_startup();
@@ -1071,7 +1071,7 @@ impl CongestionControl for Bbr3 {
             // §5.4.1 HandleRestartFromIdle.
             CwndEvent::TxStart if self.started && self.bw > 0 => {
                 self.idle_restart = true;
-                self.extra_acked_epoch.restart(now);
+                self.extra_acked_epoch.set_start(now);
                 if self.state.is_probe_bw() {
                     let rate = pacing_rate_with_margin_bps(1.0, self.bw);
                     st.pacing_rate_bps = Some(rate.max(1));

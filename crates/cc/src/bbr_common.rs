@@ -135,10 +135,17 @@ pub(crate) struct AckAggregationEpoch {
 }
 
 impl AckAggregationEpoch {
-    /// Start a new epoch at `now` (at connection start and on restart from idle).
+    /// Start a new epoch at `now`, forgetting what the old one ACKed (Linux's v1 on restart from
+    /// idle).
     pub(crate) fn restart(&mut self, now: SimTime) {
         self.start = now;
         self.acked_bytes = 0;
+    }
+
+    /// Move the epoch's start to `now` and keep its ACKed bytes (draft-ietf-ccwg-bbr §5.4.1
+    /// `BBRHandleRestartFromIdle` sets only `BBR.extra_acked_interval_start`).
+    pub(crate) fn set_start(&mut self, now: SimTime) {
+        self.start = now;
     }
 
     /// Account `newly_acked_bytes` at `now` with the bandwidth estimate `bw_bps`; returns this
