@@ -11,8 +11,9 @@
 //!   packet-timed rounds (§4.1.1.2–3; app-limited samples count only if they raise it);
 //! - **RTprop**: the minimum RTT over the last 10 s (§4.1.2.2–3).
 //!
-//! It sends at `pacing_gain · BtlBw` and caps inflight at
-//! `cwnd_gain · BtlBw · RTprop + 3·send_quantum` (§4.2.3.2, `BBRInflight`), moving through four
+//! It sends at `pacing_gain · BtlBw`, less a 1% pacing margin (see below), and caps inflight at
+//! `cwnd_gain · BtlBw · RTprop + 3·send_quantum` (§4.2.3.2, `BBRInflight`) plus an ACK-aggregation
+//! allowance (see below), moving through four
 //! modes (§4.3):
 //!
 //! | mode | pacing_gain | cwnd_gain | leaves when |
@@ -39,14 +40,22 @@
 //!   remembers `C.delivered + inflight` on each PROBE_RTT ACK and treats every sample measured
 //!   over a packet sent before that much was delivered as app-limited, which is exactly which
 //!   packets the transport would have marked.
-//! - The draft-00 long-term ("policer") bandwidth sampling of later Linux versions and ACK
-//!   aggregation compensation are not part of draft-00 and not implemented.
+//! - ACK aggregation: as Linux's v1 does (it added this after draft-00), the window target gets
+//!   `extra_acked`, the windowed max (10 rounds) of data ACKed beyond what BtlBw explains, at
+//!   most cwnd and 100 ms at BtlBw, once the pipe is full (draft-ietf-ccwg-bbr §5.5.9 and
+//!   §5.6.4.2 specify the same estimator; `bbr_common::AckAggregationEpoch`, shared with `bbr3`).
+//! - The long-term ("policer") bandwidth sampling of Linux's v1 is not part of draft-00 and not
+//!   implemented: it acts only at loss rates ≥ 20%.
+//! - Pacing margin: every rate set from BtlBw is 1% lower (`bbr_common::PACING_MARGIN_PERCENT`,
+//!   draft-ietf-ccwg-bbr §2.5 and §5.6.2; Linux's v1 does the same). Draft-00 has none; without it
+//!   v1 took 2–4 points more of a ~1 BDP buffer from CUBIC and Reno than Linux's `bbr` does.
 //! - Send quantum (§4.2.2) only sizes the `3·send_quantum` allowance in the window (the transport
 //!   sends single segments).
 
 use crate::splitmix::splitmix64;
 use crate::bbr_common::{
-    app_limited, apply_pacing_rate, grow_cwnd, initial_pacing_rate_bps, min_pipe, reinit_pacing_on_first_rtt, saved_cwnd,
+    app_limited, apply_pacing_rate, AckAggregationEpoch, grow_cwnd, initial_pacing_rate_bps, min_pipe, pacing_rate_with_margin_bps,
+    reinit_pacing_on_first_rtt, saved_cwnd,
     RoundMaxFilter, FULL_BW_COUNT, FULL_BW_THRESH, INITIAL_RTT_GUESS_S, SEND_QUANTUM_INTERVAL_S,
     SEND_QUANTUM_MAX_BYTES,
 };
@@ -86,6 +95,15 @@ const SEND_QUANTUM_MID_BPS: f64 = 24e6;
 /// Send quanta the window allows on top of gain·BDP (draft-00 §4.2.3.2 `quanta = 3 *
 /// send_quantum`: one in the qdisc, one in TSO, one in the receiver's delayed ACK).
 const QUANTA_IN_WINDOW: f64 = 3.0;
+
+/// ACK aggregation: the window of the `extra_acked` max filter, packet-timed rounds. Linux's v1
+/// keeps the max of two 5-round halves (5–10 rounds); this is the exact max over 10, the
+/// length draft-ietf-ccwg-bbr §2.12 gives (`BBR.ExtraAckedFilterLen` = 10).
+const EXTRA_ACKED_FILTER_ROUNDS: usize = 10;
+
+/// ACK aggregation: the window allowance never exceeds this much time at BtlBw, s (Linux's v1
+/// `bbr_extra_acked_max_us` = 100 ms), so one burst cannot open the window without bound.
+const EXTRA_ACKED_MAX_S: f64 = 0.1;
 
 /// The `bbr` flavor's tunable parameters, with defaults (listed in the registry's catalogue).
 pub const PARAMS: &[ParamInfo] = &[
@@ -184,6 +202,11 @@ pub struct Bbr {
     /// delivered are app-limited.
     app_limited_until: Option<u64>,
     idle_restart: bool,
+    // ACK aggregation.
+    extra_acked_epoch: AckAggregationEpoch,
+    extra_acked_filter: RoundMaxFilter,
+    /// Windowed max of the ACKed-beyond-BtlBw excess, bytes.
+    extra_acked_bytes: u64,
     // Loss recovery.
     prior_cwnd: u64,
     packet_conservation: bool,
@@ -253,6 +276,9 @@ impl Bbr {
             probe_rtt_round_done: false,
             app_limited_until: None,
             idle_restart: false,
+            extra_acked_epoch: AckAggregationEpoch::default(),
+            extra_acked_filter: RoundMaxFilter::new(EXTRA_ACKED_FILTER_ROUNDS),
+            extra_acked_bytes: 0,
             prior_cwnd: 0,
             packet_conservation: false,
             in_loss_recovery: false,
@@ -396,6 +422,8 @@ impl Bbr {
             self.btlbw_bps = self.bw_filter.update(self.round_count, rs.delivery_rate_bps);
         }
 
+        self.update_ack_aggregation(st, now, rs);
+
         // BBRCheckCyclePhase.
         if self.mode == Mode::ProbeBw && self.is_next_cycle_phase(st, now, ack.prior_in_flight_bytes, rs.newly_lost_bytes) {
             self.advance_cycle_phase(now);
@@ -445,6 +473,29 @@ impl Bbr {
         self.idle_restart = false;
     }
 
+    /// ACK aggregation (draft-ietf-ccwg-bbr §5.5.9 `BBRUpdateACKAggregation`, the estimator
+    /// Linux's v1 added after draft-00): the windowed max of data ACKed beyond what BtlBw
+    /// explains, capped at cwnd. Only ACKs with a valid rate sample count, as in Linux.
+    fn update_ack_aggregation(&mut self, st: &CwndState, now: SimTime, rs: &RateSample) {
+        if rs.newly_acked_bytes == 0 || rs.interval == Duration::ZERO {
+            return;
+        }
+        let extra = self.extra_acked_epoch.on_ack(now, self.btlbw_bps, rs.newly_acked_bytes).min(st.cwnd_bytes);
+        self.extra_acked_bytes = self.extra_acked_filter.update(self.round_count, extra);
+    }
+
+    /// The window allowance for ACK aggregation, bytes: `extra_acked`, at most
+    /// [`EXTRA_ACKED_MAX_S`] of data at BtlBw, and none before the pipe is full (as Linux's v1
+    /// `bbr_ack_aggregation_cwnd`; draft-ietf-ccwg-bbr §5.6.4.2 adds it to the target window the
+    /// same way).
+    fn ack_aggregation_cwnd(&self) -> u64 {
+        if !self.filled_pipe {
+            return 0;
+        }
+        let cap = (self.btlbw_bps as f64 / 8.0 * EXTRA_ACKED_MAX_S) as u64;
+        self.extra_acked_bytes.min(cap)
+    }
+
     /// draft-00 §4.3.5 `BBRHandleProbeRTT`.
     fn handle_probe_rtt(&mut self, st: &mut CwndState, ack: &AckSample, rs: &RateSample) {
         let now = ack.now;
@@ -470,19 +521,20 @@ impl Bbr {
         }
     }
 
-    /// draft-00 §4.2.1 `BBRSetPacingRateWithGain`.
+    /// draft-00 §4.2.1 `BBRSetPacingRateWithGain`, 1% under `pacing_gain · BtlBw` as Linux's v1
+    /// and draft-ietf-ccwg-bbr §5.6.2 pace (see [`PACING_MARGIN_PERCENT`](crate::bbr_common::PACING_MARGIN_PERCENT)).
     fn set_pacing_rate(&mut self, st: &mut CwndState) {
         if self.btlbw_bps == 0 {
             return;
         }
-        let rate = (self.pacing_gain * self.btlbw_bps as f64) as u64;
+        let rate = pacing_rate_with_margin_bps(self.pacing_gain, self.btlbw_bps);
         apply_pacing_rate(st, rate, self.filled_pipe);
     }
 
     /// draft-00 §4.2.3 `BBRSetCwnd`, with §4.2.3.4 loss recovery and §4.2.3.5 PROBE_RTT.
     fn set_cwnd(&mut self, st: &mut CwndState, ack: &AckSample, rs: &RateSample) {
         let delivered = rs.newly_acked_bytes;
-        let target = self.inflight(st, self.cwnd_gain);
+        let target = self.inflight(st, self.cwnd_gain) + self.ack_aggregation_cwnd();
         let mut cwnd = st.cwnd_bytes;
         if std::mem::take(&mut self.entering_fast_recovery) {
             // BBROnEnterFastRecovery: cwnd = inflight + max(delivered, 1 packet); conserve
@@ -518,6 +570,7 @@ impl CongestionControl for Bbr {
         self.initial_cwnd = st.cwnd_bytes;
         self.rtprop_stamp = now;
         self.cycle_stamp = now;
+        self.extra_acked_epoch.restart(now);
         st.pacing_rate_bps = Some(initial_pacing_rate_bps(st.cwnd_bytes, self.high_gain, INITIAL_RTT_GUESS_S));
         self.started = true;
     }
@@ -550,7 +603,7 @@ impl CongestionControl for Bbr {
         }
     }
 
-    fn cwnd_event(&mut self, st: &mut CwndState, ev: CwndEvent, _now: SimTime) {
+    fn cwnd_event(&mut self, st: &mut CwndState, ev: CwndEvent, now: SimTime) {
         match ev {
             // Upon RTO: save cwnd (the transport then sets the one-packet loss window).
             CwndEvent::Loss => {
@@ -561,8 +614,9 @@ impl CongestionControl for Bbr {
             // draft-00 §4.3.4.4 `BBRHandleRestartFromIdle`.
             CwndEvent::TxStart if self.started && self.btlbw_bps > 0 => {
                 self.idle_restart = true;
+                self.extra_acked_epoch.restart(now);
                 if self.mode == Mode::ProbeBw {
-                    st.pacing_rate_bps = Some(self.btlbw_bps.max(1));
+                    st.pacing_rate_bps = Some(pacing_rate_with_margin_bps(1.0, self.btlbw_bps).max(1));
                 }
             }
             _ => {}
@@ -688,7 +742,8 @@ mod tests {
         d.fill_pipe();
         assert_eq!(d.bbr.bbr_mode(), Mode::Drain);
         assert!((d.bbr.pacing_gain() * DEFAULT_HIGH_GAIN - 1.0).abs() < 1e-12);
-        assert_eq!(d.st.pacing_rate_bps, Some((BW as f64 / DEFAULT_HIGH_GAIN) as u64));
+        assert_eq!(d.st.pacing_rate_bps, Some(pacing_rate_with_margin_bps(1.0 / DEFAULT_HIGH_GAIN, BW)));
+        assert!((d.st.pacing_rate_bps.unwrap() as f64 * DEFAULT_HIGH_GAIN / BW as f64 - 0.99).abs() < 1e-6, "1% pacing margin");
     }
 
     #[test]
@@ -755,11 +810,13 @@ mod tests {
         }
         d.ack(Duration::from_millis(1), MSS, d.delivered, BW, RTT, d.bbr.inflight(&d.st, 1.0) - MSS, 0);
         assert_eq!(d.bbr.pacing_gain(), 1.0, "left the drain phase at one BDP in flight");
-        // cwnd in PROBE_BW: 2·BDP + 3 quanta.
+        // cwnd in PROBE_BW: 2·BDP + 3 quanta + the ACK-aggregation allowance (these ACKs come
+        // ten times faster than BtlBw, so that allowance is large).
         for _ in 0..2000 {
             d.ack(Duration::from_micros(100), 10 * MSS, d.delivered, BW, RTT, 0, 0);
         }
-        assert_eq!(d.st.cwnd_bytes, d.bbr.inflight(&d.st, 2.0));
+        assert!(d.bbr.ack_aggregation_cwnd() > 0);
+        assert_eq!(d.st.cwnd_bytes, d.bbr.inflight(&d.st, 2.0) + d.bbr.ack_aggregation_cwnd());
     }
 
     #[test]
@@ -798,11 +855,50 @@ mod tests {
         assert!(stay > Duration::from_millis(200) && stay <= Duration::from_millis(202), "stayed {stay:?}");
         assert_eq!(d.bbr.bbr_mode(), Mode::ProbeBw);
         // Restored, then bounded by the current phase's target as on every ACK.
-        let target = d.bbr.inflight(&d.st, 2.0);
+        let target = d.bbr.inflight(&d.st, 2.0) + d.bbr.ack_aggregation_cwnd();
         assert_eq!(d.st.cwnd_bytes, cwnd_before.min(target), "cwnd restored");
         assert_eq!(d.bbr.rtprop(), Some(RTT), "new minimum measured in PROBE_RTT");
         // Low-rate samples of PROBE_RTT were app-limited: BtlBw kept.
         assert_eq!(d.bbr.btlbw_bps(), BW);
+    }
+
+    #[test]
+    fn ack_aggregation_widens_the_window_by_the_excess_acked_beyond_btlbw() {
+        let mut d = Driver::new(Params::default());
+        // Before the pipe is full there is no allowance, however bursty the ACKs.
+        for _ in 0..3 {
+            d.ack(Duration::from_micros(10), 10 * MSS, d.delivered, BW / 2, RTT, 100 * MSS, 0);
+        }
+        assert_eq!(d.bbr.ack_aggregation_cwnd(), 0);
+        d.fill_pipe();
+        // ACKs exactly at BtlBw: each epoch's ACKed data is what BtlBw explains, no excess
+        // beyond the one ACK that opens an epoch.
+        let gap = Duration(10 * MSS * 8 * 1_000_000_000 / BW);
+        for _ in 0..2000 {
+            d.ack(gap, 10 * MSS, d.delivered, BW, RTT, 300 * MSS, 0);
+        }
+        assert_eq!(d.bbr.ack_aggregation_cwnd(), 10 * MSS, "steady ACKs: one ACK's worth");
+        assert_eq!(d.st.cwnd_bytes, d.bbr.inflight(&d.st, 2.0) + 10 * MSS);
+        // A 2 ms silence, then 60 packets ACKed in one burst: the silence ended the epoch (BtlBw
+        // explains more than it ACKed), so the whole burst is excess.
+        d.ack(Duration::from_millis(2), 60 * MSS, d.delivered, BW, RTT, 300 * MSS, 0);
+        let excess = 60 * MSS;
+        assert_eq!(d.bbr.ack_aggregation_cwnd(), excess);
+        // 20 packets more 1 ms later: that 1 ms at BtlBw explains 12.5 KB of the epoch's data.
+        d.ack(Duration::from_millis(1), 20 * MSS, d.delivered, BW, RTT, 300 * MSS, 0);
+        let excess = 80 * MSS - BW / 8 / 1000;
+        assert_eq!(d.bbr.ack_aggregation_cwnd(), excess);
+        // It stays for the filter's 10 rounds, then ages out.
+        d.round(10, 10 * MSS, BW, RTT, 300 * MSS);
+        assert_eq!(d.bbr.ack_aggregation_cwnd(), excess);
+        for _ in 0..10 {
+            d.round(10, 10 * MSS, BW, RTT, 300 * MSS);
+        }
+        assert!(d.bbr.ack_aggregation_cwnd() < excess);
+        // The allowance never exceeds cwnd nor 100 ms at BtlBw.
+        let cwnd = d.st.cwnd_bytes;
+        d.ack(Duration::from_millis(50), 3000 * MSS, d.delivered, BW, RTT, 300 * MSS, 0);
+        assert_eq!(d.bbr.ack_aggregation_cwnd(), cwnd.min(BW / 8 / 10));
     }
 
     #[test]

@@ -48,7 +48,8 @@
 
 use crate::splitmix::{splitmix64, unit_f64};
 use crate::bbr_common::{
-    app_limited, apply_pacing_rate, grow_cwnd, initial_pacing_rate_bps, min_pipe, reinit_pacing_on_first_rtt, saved_cwnd,
+    app_limited, apply_pacing_rate, AckAggregationEpoch, grow_cwnd, initial_pacing_rate_bps, min_pipe, pacing_rate_with_margin_bps,
+    reinit_pacing_on_first_rtt, saved_cwnd,
     RoundMaxFilter, FULL_BW_COUNT, FULL_BW_THRESH, INITIAL_RTT_GUESS_S, SEND_QUANTUM_INTERVAL_S,
     SEND_QUANTUM_MAX_BYTES,
 };
@@ -102,9 +103,6 @@ const MAX_BW_FILTER_CYCLES: usize = 2;
 
 /// `extra_acked` filter window, rounds (§2.12 `BBR.ExtraAckedFilterLen` = 10; 1 in STARTUP).
 const EXTRA_ACKED_FILTER_ROUNDS: u64 = 10;
-
-/// Pacing margin: pace at 99% of bw (§2.5 `BBR.PacingMarginPercent` = 1).
-const PACING_MARGIN_PERCENT: f64 = 1.0;
 
 /// STARTUP loss exit: at least this many discontiguous lost ranges in a round (§5.3.1.3
 /// `BBRStartupFullLossCnt` = 6).
@@ -253,8 +251,7 @@ pub struct Bbr3 {
     probe_rtt_min_stamp: SimTime,
     probe_rtt_expired: bool,
     // Aggregation.
-    extra_acked_interval_start: SimTime,
-    extra_acked_delivered: u64,
+    extra_acked_epoch: AckAggregationEpoch,
     extra_acked_filter: RoundMaxFilter,
     extra_acked: u64,
     // Startup.
@@ -359,8 +356,7 @@ impl Bbr3 {
             probe_rtt_min_delay: None,
             probe_rtt_min_stamp: SimTime::ZERO,
             probe_rtt_expired: false,
-            extra_acked_interval_start: SimTime::ZERO,
-            extra_acked_delivered: 0,
+            extra_acked_epoch: AckAggregationEpoch::default(),
             extra_acked_filter: RoundMaxFilter::new(EXTRA_ACKED_FILTER_ROUNDS as usize),
             extra_acked: 0,
             full_bw_reached: false,
@@ -735,15 +731,7 @@ impl Bbr3 {
 
     /// §5.5.9 `UpdateACKAggregation()`.
     fn update_ack_aggregation(&mut self, st: &CwndState, now: SimTime, newly_acked: u64) {
-        let interval = now.saturating_since(self.extra_acked_interval_start).as_secs_f64();
-        let mut expected = (self.bw as f64 / 8.0 * interval) as u64;
-        if self.extra_acked_delivered <= expected {
-            self.extra_acked_delivered = 0;
-            self.extra_acked_interval_start = now;
-            expected = 0;
-        }
-        self.extra_acked_delivered += newly_acked;
-        let extra = self.extra_acked_delivered.saturating_sub(expected).min(st.cwnd_bytes);
+        let extra = self.extra_acked_epoch.on_ack(now, self.bw, newly_acked).min(st.cwnd_bytes);
         let len = if self.full_bw_reached { EXTRA_ACKED_FILTER_ROUNDS } else { 1 };
         self.extra_acked_filter.update(self.round_count, extra);
         self.extra_acked = self.extra_acked_filter.get_within(self.round_count, len);
@@ -998,7 +986,7 @@ impl Bbr3 {
         if self.bw == 0 {
             return;
         }
-        let rate = (self.pacing_gain * self.bw as f64 * (100.0 - PACING_MARGIN_PERCENT) / 100.0) as u64;
+        let rate = pacing_rate_with_margin_bps(self.pacing_gain, self.bw);
         apply_pacing_rate(st, rate, self.full_bw_reached);
     }
 
@@ -1036,7 +1024,7 @@ impl CongestionControl for Bbr3 {
         self.initial_cwnd = st.cwnd_bytes;
         self.min_rtt_stamp = now;
         self.probe_rtt_min_stamp = now;
-        self.extra_acked_interval_start = now;
+        self.extra_acked_epoch.set_start(now);
         self.cycle_stamp = now;
         st.pacing_rate_bps = Some(initial_pacing_rate_bps(st.cwnd_bytes, STARTUP_PACING_GAIN, INITIAL_RTT_GUESS_S));
         self.enter_startup();
@@ -1083,9 +1071,9 @@ impl CongestionControl for Bbr3 {
             // §5.4.1 HandleRestartFromIdle.
             CwndEvent::TxStart if self.started && self.bw > 0 => {
                 self.idle_restart = true;
-                self.extra_acked_interval_start = now;
+                self.extra_acked_epoch.set_start(now);
                 if self.state.is_probe_bw() {
-                    let rate = (self.bw as f64 * (100.0 - PACING_MARGIN_PERCENT) / 100.0) as u64;
+                    let rate = pacing_rate_with_margin_bps(1.0, self.bw);
                     st.pacing_rate_bps = Some(rate.max(1));
                 } else if self.state == State::ProbeRtt {
                     self.check_probe_rtt_done(st, now);

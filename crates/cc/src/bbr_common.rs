@@ -3,7 +3,7 @@
 //! steps both drafts write the same way. `bbr.rs` and `bbr3.rs` call these instead of each keeping
 //! a copy; where the drafts differ (gains, quantum rules, model bounds) each keeps its own code.
 
-use crate::{CwndState, Duration, RateSample};
+use crate::{CwndState, Duration, RateSample, SimTime};
 
 /// Smallest cwnd, packets (draft-00 §4.2.3.3 `BBRMinPipeCwnd`, draft-ietf-ccwg-bbr §2.8
 /// `BBR.MinPipeCwnd`: 4 SMSS, which keeps a delayed-ACK receiver pipelining); also the PROBE_RTT
@@ -22,6 +22,20 @@ pub(crate) const SEND_QUANTUM_INTERVAL_S: f64 = 0.001;
 
 /// ... capped at 64 KB (both drafts).
 pub(crate) const SEND_QUANTUM_MAX_BYTES: f64 = 65536.0;
+
+/// Pacing margin, percent: both BBRs pace at `(100 − margin)%` of `gain · bw`, so that the
+/// long-run sending rate sits slightly under the bandwidth estimate and the bottleneck queue
+/// drains (draft-ietf-ccwg-bbr §2.5 `BBR.PacingMarginPercent` = 1, used in §5.6.2
+/// `BBRSetPacingRateWithGain`; Linux's BBR v1, `tcp_bbr.c`, applies the same 1% to every rate it
+/// sets from the bandwidth estimate). Draft-00 §4.2.1 paces at exactly `gain · BtlBw`; the margin
+/// matters for v1 against loss-based flows: a flow paced at its windowed-max bandwidth with no
+/// margin keeps the queue that much fuller and leaves CUBIC or Reno a smaller share.
+pub(crate) const PACING_MARGIN_PERCENT: f64 = 1.0;
+
+/// `BBRSetPacingRateWithGain`'s rate: `gain · bw_bps` less the [`PACING_MARGIN_PERCENT`], bits/s.
+pub(crate) fn pacing_rate_with_margin_bps(gain: f64, bw_bps: u64) -> u64 {
+    (gain * bw_bps as f64 * (100.0 - PACING_MARGIN_PERCENT) / 100.0) as u64
+}
 
 /// RTT assumed for the initial pacing rate before any sample, s (draft-00 §4.2.1,
 /// draft-ietf-ccwg-bbr §5.6.2: `InitialCwnd / (SRTT ? SRTT : 1ms)`).
@@ -106,6 +120,46 @@ pub(crate) fn app_limited(rs: &RateSample, until: &mut Option<u64>) -> bool {
         *until = None;
     }
     limited
+}
+
+/// The ACK-aggregation epoch both BBRs measure `extra_acked` with (draft-ietf-ccwg-bbr §5.5.9
+/// `BBRUpdateACKAggregation`; Linux's v1 `bbr_update_ack_aggregation` is the same estimator):
+/// the data ACKed since the epoch began beyond what `bw` would have delivered in that time. An
+/// ACK that finds no excess starts a new epoch.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct AckAggregationEpoch {
+    /// When the current epoch began.
+    start: SimTime,
+    /// Bytes ACKed in the current epoch.
+    acked_bytes: u64,
+}
+
+impl AckAggregationEpoch {
+    /// Start a new epoch at `now`, forgetting what the old one ACKed (Linux's v1 on restart from
+    /// idle).
+    pub(crate) fn restart(&mut self, now: SimTime) {
+        self.start = now;
+        self.acked_bytes = 0;
+    }
+
+    /// Move the epoch's start to `now` and keep its ACKed bytes (draft-ietf-ccwg-bbr §5.4.1
+    /// `BBRHandleRestartFromIdle` sets only `BBR.extra_acked_interval_start`).
+    pub(crate) fn set_start(&mut self, now: SimTime) {
+        self.start = now;
+    }
+
+    /// Account `newly_acked_bytes` at `now` with the bandwidth estimate `bw_bps`; returns this
+    /// ACK's excess in bytes (before any cap).
+    pub(crate) fn on_ack(&mut self, now: SimTime, bw_bps: u64, newly_acked_bytes: u64) -> u64 {
+        let interval_s = now.saturating_since(self.start).as_secs_f64();
+        let mut expected_bytes = (bw_bps as f64 / 8.0 * interval_s) as u64;
+        if self.acked_bytes <= expected_bytes {
+            self.restart(now);
+            expected_bytes = 0;
+        }
+        self.acked_bytes += newly_acked_bytes;
+        self.acked_bytes.saturating_sub(expected_bytes)
+    }
 }
 
 /// Exact windowed maximum over packet-timed rounds: the largest value recorded in rounds

@@ -121,10 +121,12 @@ const FLAVORS: &[FlavorInfo] = &[
     FlavorInfo {
         name: "bbr",
         family: "model",
-        summary: "BBR v1: paced at gain·BtlBw (max filter, 10 rounds), cwnd 2·BDP (RTprop min filter, \
-                  10 s); STARTUP 2/ln2, DRAIN, PROBE_BW gains [1.25, 0.75, 1×6], PROBE_RTT 200 ms",
+        summary: "BBR v1: paced at 99% of gain·BtlBw (max filter, 10 rounds), cwnd 2·BDP (RTprop min \
+                  filter, 10 s) + ACK-aggregation allowance; STARTUP 2/ln2, DRAIN, PROBE_BW gains \
+                  [1.25, 0.75, 1×6], PROBE_RTT 200 ms",
         source: "Cardwell et al., BBR: Congestion-Based Congestion Control, ACM Queue 2016; \
-                 draft-cardwell-iccrg-bbr-congestion-control-00",
+                 draft-cardwell-iccrg-bbr-congestion-control-00; pacing margin and extra_acked as \
+                 Linux's tcp_bbr (draft-ietf-ccwg-bbr §5.5.9, §5.6.2)",
         default_recovery: "linux",
         transport: "tcp",
         needs_ecn: false,
