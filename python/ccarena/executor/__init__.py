@@ -21,7 +21,6 @@ from ccarena.backends import get_backend
 from ccarena.errors import EngineFault, UserError
 from ccarena.executor.local import run_here, run_pool
 from ccarena.executor.run import (
-    backend_options,
     execute_run,
     now_utc,
     run_record,
@@ -195,7 +194,7 @@ def _check_backends(plans: list[RunPlan]) -> set[str]:
     backends: dict[tuple[str, str], Any] = {}
     realtime: set[str] = set()
     for plan in plans:
-        options = backend_options({"backend": plan.backend, plan.backend: _options_of(plan)})
+        options = _options_of(plan)
         key = (plan.backend, repr(sorted(options.items())))
         if key not in backends:
             backends[key] = get_backend(plan.backend, options)
