@@ -12,9 +12,8 @@
 //! - **RTprop**: the minimum RTT over the last 10 s (§4.1.2.2–3).
 //!
 //! It sends at `pacing_gain · BtlBw`, less a 1% pacing margin (see below), and caps inflight at
-//! `cwnd_gain · BtlBw · RTprop + 3·send_quantum` (§4.2.3.2, `BBRInflight`) plus an ACK-aggregation
-//! allowance (see below), moving through four
-//! modes (§4.3):
+//! `cwnd_gain · BtlBw · RTprop + 3·send_quantum` (§4.2.3.2, `BBRInflight`) plus an
+//! ACK-aggregation allowance (see below), moving through four modes (§4.3):
 //!
 //! | mode | pacing_gain | cwnd_gain | leaves when |
 //! |---|---|---|---|
@@ -42,8 +41,10 @@
 //!   packets the transport would have marked.
 //! - ACK aggregation: as Linux's v1 does (it added this after draft-00), the window target gets
 //!   `extra_acked`, the windowed max (10 rounds) of data ACKed beyond what BtlBw explains, at
-//!   most cwnd and 100 ms at BtlBw, once the pipe is full (draft-ietf-ccwg-bbr §5.5.9 and
-//!   §5.6.4.2 specify the same estimator; `bbr_common::AckAggregationEpoch`, shared with `bbr3`).
+//!   most cwnd and 100 ms at BtlBw, once the pipe is full (Linux commit 78dc70ebaa38, "tcp_bbr:
+//!   adapt cwnd based on ack aggregation estimation"; draft-ietf-ccwg-bbr §5.5.9 specifies the
+//!   same estimator and `BBRUpdateMaxInflight` adds it to the target the same way;
+//!   `bbr_common::AckAggregationEpoch`, shared with `bbr3`).
 //! - The long-term ("policer") bandwidth sampling of Linux's v1 is not part of draft-00 and not
 //!   implemented: it acts only at loss rates ≥ 20%.
 //! - Pacing margin: every rate set from BtlBw is 1% lower (`bbr_common::PACING_MARGIN_PERCENT`,
@@ -486,8 +487,8 @@ impl Bbr {
 
     /// The window allowance for ACK aggregation, bytes: `extra_acked`, at most
     /// [`EXTRA_ACKED_MAX_S`] of data at BtlBw, and none before the pipe is full (as Linux's v1
-    /// `bbr_ack_aggregation_cwnd`; draft-ietf-ccwg-bbr §5.6.4.2 adds it to the target window the
-    /// same way).
+    /// `bbr_ack_aggregation_cwnd`; draft-ietf-ccwg-bbr's `BBRUpdateMaxInflight` adds it to the
+    /// target window the same way).
     fn ack_aggregation_cwnd(&self) -> u64 {
         if !self.filled_pipe {
             return 0;
