@@ -41,6 +41,29 @@ class UnitError(ValueError):
     """A quantity string that does not parse, or whose value is out of range."""
 
 
+MAX_TIME_NS = 10**18
+"""Largest time a scenario may give: 10⁹ s (about 31 years). The engine keeps time in unsigned
+64-bit nanoseconds (at most 1.8·10¹⁹); this bound leaves room for a start plus a duration plus a
+delay to add up without overflow."""
+
+MAX_RATE_BPS = 10**15
+"""Largest bit rate: 1 Pbps. The engine's rates are unsigned 64-bit bits per second, and above
+this a full-size packet serializes in less than the engine's 1 ns clock tick."""
+
+MAX_SIZE_BYTES = 10**15
+"""Largest size (a transfer, a buffer, a queue limit): 1 PB, so that sizes in bits (×8) and sums
+of them stay within the engine's unsigned 64-bit counters."""
+
+MAX_PACKETS = 10**9
+"""Largest packet count (a queue limit, an initial window): 10⁹ packets."""
+
+MIN_NONZERO_FRACTION = 1e-12
+"""Smallest non-zero fraction (1e-10 %): smaller values would become 0 in a double or never
+happen in any run the engine can finish; write 0% for none."""
+
+
+
+
 def _split(text: object, what: str, units: dict, example: str) -> tuple[Decimal, str]:
     """Split ``text`` into (number, unit) and check that the unit is one of ``units``.
 
@@ -83,42 +106,55 @@ def parse_rate_bps(text: object) -> int:
     number, unit = _split(text, "a rate", RATE_UNITS_BPS, "100Mbps")
     if number <= 0:
         raise UnitError(f"rate must be positive, got {text!r}")
-    return _whole(number * RATE_UNITS_BPS[unit], str(text), "bits per second")
+    value = number * RATE_UNITS_BPS[unit]
+    if value > MAX_RATE_BPS:
+        raise UnitError(f"{text!r} is too large: a rate must be at most '1000Tbps'")
+    return _whole(value, str(text), "bits per second")
 
 
 def parse_time_ns(text: object) -> int:
     """Parse a time or duration such as ``"20ms"`` to nanoseconds (>= 0).
 
     Raises:
-        UnitError: not a time, unknown unit, negative, or a fraction of a nanosecond.
+        UnitError: not a time, unknown unit, negative, a fraction of a nanosecond, or above
+            :data:`MAX_TIME_NS`.
     """
     number, unit = _split(text, "a time", TIME_UNITS_NS, "20ms")
     if number < 0:
         raise UnitError(f"time must not be negative, got {text!r}")
-    return _whole(number * TIME_UNITS_NS[unit], str(text), "nanoseconds")
+    value = number * TIME_UNITS_NS[unit]
+    if value > MAX_TIME_NS:
+        raise UnitError(f"{text!r} is too large: a time must be at most '1e9s' (about 31 years)")
+    return _whole(value, str(text), "nanoseconds")
 
 
 def parse_size_bytes(text: object) -> int:
     """Parse a size such as ``"1.5MB"`` (1 500 000) or ``"64KiB"`` (65 536) to bytes (> 0).
 
     Raises:
-        UnitError: not a size, unknown unit, not positive, or a fraction of a byte.
+        UnitError: not a size, unknown unit, not positive, a fraction of a byte, or above
+            :data:`MAX_SIZE_BYTES`.
     """
     number, unit = _split(text, "a size", SIZE_UNITS_BYTES, "1.5MB")
     if number <= 0:
         raise UnitError(f"size must be positive, got {text!r}")
-    return _whole(number * SIZE_UNITS_BYTES[unit], str(text), "bytes")
+    value = number * SIZE_UNITS_BYTES[unit]
+    if value > MAX_SIZE_BYTES:
+        raise UnitError(f"{text!r} is too large: a size must be at most '1000TB'")
+    return _whole(value, str(text), "bytes")
 
 
 def parse_packets(text: object) -> int:
     """Parse a packet count such as ``"100pkt"`` to an int (> 0).
 
     Raises:
-        UnitError: not a packet count, not positive, or not whole.
+        UnitError: not a packet count, not positive, not whole, or above :data:`MAX_PACKETS`.
     """
     number, unit = _split(text, "a packet count", PACKET_UNITS, "100pkt")
     if number <= 0:
         raise UnitError(f"packet count must be positive, got {text!r}")
+    if number > MAX_PACKETS:
+        raise UnitError(f"{text!r} is too large: a packet count must be at most '1e9pkt'")
     return _whole(number, str(text), "packets")
 
 
@@ -126,12 +162,17 @@ def parse_fraction(text: object) -> float:
     """Parse a percentage such as ``"0.5%"`` to a fraction in [0, 1] (0.005).
 
     Raises:
-        UnitError: not a percentage, or outside 0%..100%.
+        UnitError: not a percentage, outside 0%..100%, or non-zero but below
+            :data:`MIN_NONZERO_FRACTION` (it would silently become 0).
     """
     number, unit = _split(text, "a percentage", PERCENT_UNITS, "0.5%")
     if number < 0 or number > 100:
         raise UnitError(f"{text!r} is outside 0%..100%")
-    return float(number * PERCENT_UNITS[unit])
+    fraction = number * PERCENT_UNITS[unit]
+    if 0 < fraction < Decimal(str(MIN_NONZERO_FRACTION)):
+        raise UnitError(f"{text!r} is too small to represent: write '0%' for none, or at least "
+                        f"'1e-10%'")
+    return float(fraction)
 
 
 @dataclass(frozen=True)

@@ -66,6 +66,23 @@ CORPUS = [
      "matrix: a scenario takes [matrix] or [sweep], not both"),
     ("parts-same-name", QUICKSTART + '\n[[parts]]\nname = "a"\n[[parts]]\nname = "a"\n', "parts[1].name: 'a' names two parts"),
     ("part-bad-field", QUICKSTART + '\n[[parts]]\nname = "a"\nduration = "0s"\n', "parts[0] (a): duration"),
+    # Issue 18, item 1: values that validated and then failed inside the engine.
+    ("rate-beyond-u64", edit('rate = "20Mbps"', 'rate = "1e30Tbps"'), "topology.bottleneck.rate: '1e30Tbps' is too large"),
+    ("rate-beyond-double", edit('rate = "20Mbps"', 'rate = "1e309Mbps"'), "topology.bottleneck.rate: '1e309Mbps' is too large"),
+    ("mss-beyond-a-segment", edit('flavor = "reno"', 'flavor = "reno"\nmss = "1e12B"'), "flows[1].mss"),
+    ("mss-one-megabyte", edit('flavor = "reno"', 'flavor = "reno"\nmss = "1MB"'), "flows[1].mss: 1000000 B is more than one segment"),
+    ("bytes-beyond-u64", edit('flavor = "reno"', 'flavor = "reno"\nbytes = "1e30B"'), "flows[1].bytes: '1e30B' is too large"),
+    ("duration-beyond-u64", edit('duration = "20s"', 'duration = "18446744073709551616ns"'), "duration: '18446744073709551616ns' is too large"),
+    ("delay-beyond-u64", edit('delay = "18ms"', 'delay = "1e12s"'), "topology.bottleneck.delay: '1e12s' is too large"),
+    ("limit-beyond-u64", edit('limit = "100pkt"', 'limit = "1e30B"'), "topology.bottleneck.queue.limit"),
+    ("limit-1e18-packets", edit('limit = "100pkt"', 'limit = "1e18pkt"'), "topology.bottleneck.queue.limit: '1e18pkt' is too large"),
+    ("flavor-param-nan", edit('flavor = "reno"', 'flavor = { name = "vegas", alpha = nan, beta = inf }'), "flows[1].params.alpha: Input should be a finite number"),
+    ("loss-underflows-to-zero", edit('delay = "18ms",', 'delay = "18ms", loss = "1e-400%",'), "topology.bottleneck.loss: '1e-400%' is too small"),
+    ("initial-cwnd-1e10", edit('flavor = "reno"', 'flavor = "reno"\ninitial_cwnd = "1e10pkt"'), "flows[1].initial_cwnd"),
+    # Issue 18, item 2: tracebacks instead of one line.
+    ("start-beyond-double", edit('start = "2s"', 'start = "1e400s"'), "flows[1].start: '1e400s' is too large"),
+    ("deep-inline-tables", QUICKSTART + "\ndeep = " + "{ a = " * 5000 + "1" + " }" * 5000 + "\n", "nested too deeply"),
+    ("deep-arrays", QUICKSTART + "\ndeep = " + "[" * 100_000 + "]" * 100_000 + "\n", "nested too deeply"),
 ]
 
 

@@ -139,6 +139,9 @@ def read_toml(path: str | Path) -> tuple[dict[str, Any], str]:
         raw = tomllib.loads(text)
     except tomllib.TOMLDecodeError as err:
         raise UserError(f"{path}: not valid TOML: {err}") from None
+    except RecursionError:
+        raise UserError(f"{path}: tables or arrays nested too deeply to read; a scenario needs "
+                        "only a few levels") from None
     return raw, text
 
 

@@ -17,6 +17,7 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    FiniteFloat,
     PrivateAttr,
     field_validator,
     model_validator,
@@ -32,6 +33,10 @@ from ccarena.units import format_time
 
 RECOVERIES = ("tahoe", "reno", "newreno", "sack", "prr", "linux")
 """Loss recovery algorithms a TCP flow may use (README.md, "Flavors": RFC 5681 §3.2, RFC 6582, RFC 6675, RFC 6937)."""
+
+MAX_MSS_BYTES = 65_495
+"""Largest MSS: an IPv4 datagram's 16-bit total length (65,535 B) less 20 B of IP and 20 B of TCP
+header (RFC 791 §3.1, RFC 9293 §3.7.1)."""
 
 TCP_ONLY_FIELDS = ("bytes", "recovery", "params", "mss", "initial_cwnd", "min_rto", "initial_rto",
                    "max_rto", "delayed_ack", "ack_every", "dupthresh", "ecn", "rwnd", "sndbuf")
@@ -80,7 +85,7 @@ class Flow(StrictModel):
     stop_ns: TimeNs | None = Field(None, alias="stop")
     size_bytes: SizeBytes | None = Field(None, alias="bytes")
     recovery: Literal[RECOVERIES] | None = None  # type: ignore[valid-type]
-    params: dict[str, float] | None = None
+    params: dict[str, FiniteFloat] | None = None
     mss_bytes: SizeBytes | None = Field(None, alias="mss")
     initial_cwnd_packets: Packets | None = Field(None, alias="initial_cwnd")
     min_rto_ns: TimeNs | None = Field(None, alias="min_rto")
@@ -146,6 +151,10 @@ class Flow(StrictModel):
                         f"; {self.flavor} takes no parameters"
                     raise FieldError(f"params.{param}",
                                      f"unknown parameter of {self.flavor}{hint}{listing}")
+        if self.mss_bytes is not None and self.mss_bytes > MAX_MSS_BYTES:
+            raise FieldError("mss", f"{self.mss_bytes} B is more than one segment can carry: at "
+                                    f"most {MAX_MSS_BYTES} B (IPv4's 16-bit length less 40 B of "
+                                    "headers); jumbo frames use 8960")
         mss = self.mss_bytes or TCP_DEFAULTS["mss_bytes"]
         for name, value in (("rwnd", self.rwnd_bytes), ("sndbuf", self.sndbuf_bytes)):
             if value is not None and value < mss:
