@@ -2,12 +2,14 @@
 
 A user's mistake is one line on stderr (``error: <field>: <problem>``) and exit status 2, never a
 traceback. An engine fault is one line naming the run, its seed and the file holding its spec, with
-exit status 1. Ctrl-C keeps finished runs and exits with status 130.
+exit status 1. Ctrl-C keeps finished runs and exits with status 130 (SIGTERM: the same, status
+143 — 128 plus the signal's number, as shells report it).
 """
 
 from __future__ import annotations
 
 import functools
+import signal
 import sys
 from pathlib import Path
 from typing import Any, Callable, Optional
@@ -34,6 +36,28 @@ stderr = Console(stderr=True)
 EXIT_USER_ERROR = 2
 EXIT_ENGINE_FAULT = 1
 EXIT_INTERRUPTED = 130
+EXIT_TERMINATED = 143
+
+_stopped_by = signal.SIGINT
+"""The signal that stopped the command (SIGINT unless SIGTERM arrived): its exit status is 128 + it."""
+
+
+def _interrupted_status() -> int:
+    return EXIT_TERMINATED if _stopped_by == signal.SIGTERM else EXIT_INTERRUPTED
+
+
+def _on_sigterm(signum: int, frame: Any) -> None:  # noqa: ARG001
+    """SIGTERM stops the command the way Ctrl-C does (finished runs kept), then exits 143."""
+    global _stopped_by
+    _stopped_by = signal.SIGTERM
+    raise KeyboardInterrupt("terminated")
+
+
+def _install_signal_handlers() -> None:
+    """Ctrl-C raises KeyboardInterrupt even when the process started with SIGINT ignored (as
+    ``nohup … &`` starts it), and SIGTERM stops like Ctrl-C."""
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGTERM, _on_sigterm)
 
 
 def _fail(message: str, code: int) -> None:
@@ -101,7 +125,7 @@ def run(
     if outcome.interrupted:
         print(f"interrupted: {done} of {total} runs complete, kept in {root}; "
               "run the same command again to finish the rest", file=sys.stderr, flush=True)
-        raise typer.Exit(EXIT_INTERRUPTED)
+        raise typer.Exit(_interrupted_status())
     if outcome.skipped:
         stderr.print(f"{len(outcome.skipped)} of {total} runs were already complete (skipped; "
                      "--force redoes them)")
@@ -186,7 +210,7 @@ def calibrate(
         print(f"interrupted: {done} of {len(outcome.plans)} runs complete, kept in {root}; "
               "run `ccarena calibrate --resume` with the same options to finish the rest",
               file=sys.stderr, flush=True)
-        raise typer.Exit(EXIT_INTERRUPTED)
+        raise typer.Exit(_interrupted_status())
     narrow = Console(width=80, force_terminal=stdout.is_terminal)
     if len(table):
         narrow.print(calibration_terminal_table(table))
@@ -333,11 +357,12 @@ def doctor(
 
 def main() -> None:
     """Entry point for ``python -m ccarena``."""
+    _install_signal_handlers()
     try:
         app()
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
-        sys.exit(EXIT_INTERRUPTED)
+        sys.exit(_interrupted_status())
 
 
 if __name__ == "__main__":

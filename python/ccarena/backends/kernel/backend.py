@@ -70,6 +70,8 @@ def sigterm_interrupts() -> Iterator[None]:
     def handler(signum: int, frame: Any) -> None:  # noqa: ARG001
         if os.getpid() != owner:  # a forked helper (pyroute2's netns child) must just exit
             os._exit(128 + signum)
+        if callable(previous):  # the CLI's handler records SIGTERM for its exit status
+            previous(signum, frame)
         raise KeyboardInterrupt("SIGTERM")
 
     previous = signal.signal(signal.SIGTERM, handler)
