@@ -60,9 +60,15 @@ def _install_signal_handlers() -> None:
     signal.signal(signal.SIGTERM, _on_sigterm)
 
 
+def printable(text: str) -> str:
+    """``text`` with control characters (a NUL, an escape sequence) shown as escapes, so an error
+    quoting the user's input stays one readable line and cannot drive the terminal."""
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+
+
 def _fail(message: str, code: int) -> None:
     sys.stdout.flush()
-    print(f"error: {message}", file=sys.stderr, flush=True)
+    print(f"error: {printable(message)}", file=sys.stderr, flush=True)
     raise typer.Exit(code)
 
 

@@ -82,6 +82,8 @@ CORPUS = [
     # Issue 18, item 2: tracebacks instead of one line.
     ("start-beyond-double", edit('start = "2s"', 'start = "1e400s"'), "flows[1].start: '1e400s' is too large"),
     ("deep-inline-tables", QUICKSTART + "\ndeep = " + "{ a = " * 5000 + "1" + " }" * 5000 + "\n", "nested too deeply"),
+    # Issue 18, item 8: a control character in a name is shown escaped, not written raw.
+    ("nul-in-name", edit('name = "quickstart"', 'name = "a\\u0000b\\u001b[2J"'), "'a\\x00b\\x1b[2J' is not a usable directory name"),
     ("deep-arrays", QUICKSTART + "\ndeep = " + "[" * 100_000 + "]" * 100_000 + "\n", "nested too deeply"),
 ]
 

@@ -103,6 +103,10 @@ def test_sigkill_then_doctor_cleanup_leaves_nothing(tag: str, tmp_path: Path) ->
     time.sleep(0.5)
     assert namespaces(f"cca-{tag}"), "a SIGKILLed run leaves its namespaces (nothing could remove them)"
     assert processes(f"cca-{tag}") == [], "generators and relay die with ccarena (PDEATHSIG)"
+    # Plain `doctor` names what is left and how to remove it (issue 18, item 8).
+    report = run_cli("doctor", cwd=tmp_path)
+    assert report.returncode == 0, report.stderr
+    assert "leftovers of killed runs" in report.stdout and "--cleanup" in report.stdout, report.stdout
     done = run_cli("doctor", "--cleanup", "--tag", tag, cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert "removed namespace" in done.stdout

@@ -30,6 +30,7 @@ from ccarena.experiment import RunPlan, apply_backends, expand
 from ccarena.runspec import TCP_DEFAULTS, UDP_DEFAULTS
 from ccarena.scenario import LoadedScenario
 from ccarena.store import STORE_FORMAT, ExperimentStore, build_summary
+from ccarena.store.guard import StoreError, check_tree, experiment_lock
 
 __all__ = ["ExperimentOutcome", "execute_run", "experiment_meta", "run_experiment", "run_record",
            "software_versions"]
@@ -140,18 +141,35 @@ def run_experiment(loaded: LoadedScenario, root: str | Path, *, jobs: int | None
     plans = apply_backends(expand(loaded), backends)
     realtime = _check_backends(plans)
     root = Path(root)
+    check_tree(root)
     if root.exists() and not root.is_dir():
         raise UserError(f"{root}: exists and is not a directory")
     store = ExperimentStore(root)
     check_store(store, plans, force)
-    root.mkdir(parents=True, exist_ok=True)
-    store.cleanup_tmp()
-    store.write_experiment(experiment_meta(loaded, plans))
-    if force:
-        wanted = {p.run_id for p in plans}
-        for run_id in store.complete_runs():
-            if run_id not in wanted:
-                store.remove_run(run_id)
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise StoreError.from_os_error(root, err) from None
+    with experiment_lock(root):
+        return _run_locked(loaded, plans, realtime, store, jobs=jobs, force=force,
+                           console=console, show_progress=show_progress)
+
+
+def _run_locked(loaded: LoadedScenario, plans: list[RunPlan], realtime: set[str],
+                store: ExperimentStore, *, jobs: int | None, force: bool,
+                console: Console | None, show_progress: bool) -> ExperimentOutcome:
+    """:func:`run_experiment` once the directory is checked and locked."""
+    root = store.root
+    try:
+        store.cleanup_tmp()
+        store.write_experiment(experiment_meta(loaded, plans))
+        if force:
+            wanted = {p.run_id for p in plans}
+            for run_id in store.complete_runs():
+                if run_id not in wanted:
+                    store.remove_run(run_id)
+    except OSError as err:
+        raise StoreError.from_os_error(root, err) from None
     outcome = ExperimentOutcome(root=root, plans=plans)
     pending = []
     for plan in plans:
@@ -164,6 +182,7 @@ def run_experiment(loaded: LoadedScenario, root: str | Path, *, jobs: int | None
     jobs = max(1, min(jobs or os.cpu_count() or 1, len(pending) or 1))
     console = console or Console(stderr=True)
     name = loaded.scenario.name
+    summary_error: StoreError | None = None
     try:
         if pending:
             if jobs == 1:
@@ -175,10 +194,15 @@ def run_experiment(loaded: LoadedScenario, root: str | Path, *, jobs: int | None
     except KeyboardInterrupt:
         outcome.interrupted = True
     finally:
-        store.cleanup_tmp()
-        done = [p for p in plans if store.is_complete(p.run_id)]
-        if done:
-            store.write_summary(build_summary(store, done))
+        try:
+            store.cleanup_tmp()
+            done = [p for p in plans if store.is_complete(p.run_id)]
+            if done:
+                store.write_summary(build_summary(store, done))
+        except OSError as err:
+            summary_error = StoreError.from_os_error(root, err)
+    if summary_error is not None:
+        raise summary_error
     return outcome
 
 

@@ -19,6 +19,7 @@ from ccarena.errors import UserError
 from ccarena.experiment import RunPlan
 from ccarena.runspec import RunSpec
 from ccarena.store import STORE_FORMAT, ExperimentStore
+from ccarena.store.guard import StoreError
 
 
 def software_versions() -> dict[str, str]:
@@ -112,9 +113,12 @@ def execute_run(root: str, record: dict[str, Any],
                             "simulated_per_wall": duration_s / wall_s if wall_s > 0 else None},
                     software=software_versions())
         full.update(result.record)  # how the backend ran it (the kernel's link emulation)
-        store.write_run(record["run_id"], full, out)
+        try:
+            store.write_run(record["run_id"], full, out)
+        except OSError as err:
+            raise StoreError.from_os_error(store.root, err) from None
         return {"run_id": record["run_id"], "status": "complete", "wall_s": wall_s}
-    except (KeyboardInterrupt, SystemExit):
+    except (KeyboardInterrupt, SystemExit, StoreError):
         raise
     except UserError as err:
         if backend.realtime:

@@ -47,7 +47,24 @@ def doctor_rows(caps: capabilities.Capabilities | None = None) -> list[tuple[str
                  " ".join(caps.congestion_controls)))
     rows.append(("MPTCP", yes(caps.mptcp), "net.mptcp.enabled in a new namespace"))
     rows.append(("/proc/config.gz", yes(bool(caps.kernel_config)), ""))
+    if caps.privileged:
+        rows.append(leftovers_row())
     return rows
+
+
+def leftovers_row() -> tuple[str, str, str]:
+    """The doctor row for what killed runs left behind (namespaces, processes, links, work
+    directories): ``ok`` when nothing, else how much and the command that removes it."""
+    found = find_leftovers()
+    counts = [(len(found.namespaces), "namespace", "namespaces"),
+              (len(found.processes), "process", "processes"), (len(found.links), "link", "links"),
+              (len(found.workdirs), "work directory", "work directories")]
+    parts = [f"{n} {one if n == 1 else many}" for n, one, many in counts if n]
+    if not parts:
+        return ("leftovers of killed runs", "ok", "none")
+    names = ", ".join(found.namespaces[:3]) + (" …" if len(found.namespaces) > 3 else "")
+    return ("leftovers of killed runs", "found",
+            f"{', '.join(parts)}{f' ({names})' if names else ''}: ccarena doctor --cleanup removes them")
 
 
 def doctor_table() -> Table:
