@@ -205,7 +205,8 @@ def calibrate(
     from ccarena.analysis.calibration import CALIBRATION_NAME, verdict_line
     from ccarena.executor.calibration import run_calibration
     from ccarena.report import write_report
-    from ccarena.report.calibration import bands_text, terminal_table as calibration_terminal_table
+    from ccarena.report.calibration import bands_text
+    from ccarena.report.calibration import terminal_table as calibration_terminal_table
     from ccarena.results import Result
 
     root = out if out is not None else results / (CALIBRATION_NAME + ("-quick" if quick else ""))

@@ -9,7 +9,6 @@ result columns (little-endian float64 bytes or lists of names) into pandas DataF
 from __future__ import annotations
 
 import time
-
 from typing import Any
 
 import numpy as np
