@@ -86,6 +86,22 @@ def handles_errors(command: Callable[..., Any]) -> Callable[..., Any]:
     return wrapper
 
 
+def _memory_option(text: str | None) -> int | None:
+    """``--max-memory`` in bytes (None when not given).
+
+    Raises:
+        UserError: not a size such as ``8GB``.
+    """
+    if text is None:
+        return None
+    from ccarena.units import UnitError, parse_size_bytes
+
+    try:
+        return parse_size_bytes(text)
+    except UnitError as err:
+        raise UserError(f"--max-memory: {err}") from None
+
+
 @app.command()
 @handles_errors
 def run(
@@ -101,6 +117,9 @@ def run(
     backend: Optional[str] = typer.Option(
         None, "--backend", "-b",
         help="sim, kernel, or sim,kernel (both, side by side) [default: the scenario's backend]."),
+    max_memory: Optional[str] = typer.Option(
+        None, "--max-memory", help="Refuse a run estimated to need more memory than this, e.g. 8GB "
+                                   "[default: half this machine's memory]."),
 ) -> None:
     """Run a scenario: every sweep point and repeat, then print the summary and write the report.
 
@@ -125,7 +144,8 @@ def run(
     loaded = load_scenario(scenario)
     root = out if out is not None else results / loaded.scenario.name
     outcome = run_experiment(loaded, root, jobs=jobs, force=force, console=stderr,
-                             show_progress=not quiet, backends=parse_backend_names(backend))
+                             show_progress=not quiet, backends=parse_backend_names(backend),
+                             max_memory_bytes=_memory_option(max_memory))
     total = len(outcome.plans)
     done = len(outcome.completed) + len(outcome.skipped)
     if outcome.interrupted:
@@ -311,18 +331,24 @@ def flavors() -> None:
 @handles_errors
 def validate(
     scenario: Path = typer.Argument(..., help="Scenario file (TOML)."),
+    max_memory: Optional[str] = typer.Option(
+        None, "--max-memory", help="The per-run memory budget to check against, e.g. 8GB "
+                                   "[default: half this machine's memory]."),
 ) -> None:
-    """Check a scenario file without running it: schema, units, nodes, flows, every sweep point.
+    """Check a scenario file without running it: schema, units, nodes, flows, every sweep point,
+    and each run's estimated memory against the budget.
 
     Example:
 
       ccarena validate examples/quickstart.toml
     """
     from ccarena.experiment import expand
+    from ccarena.experiment.budget import check_budget
     from ccarena.scenario import load_scenario
 
     loaded = load_scenario(scenario)
     plans = expand(loaded)
+    check_budget(plans, _memory_option(max_memory))
     s = loaded.scenario
     if len(loaded.parts) > 1 or loaded.parts[0].name:
         counts = {p.name: sum(1 for plan in plans if plan.part == p.name) for p in loaded.parts}

@@ -84,6 +84,16 @@ CORPUS = [
     ("deep-inline-tables", QUICKSTART + "\ndeep = " + "{ a = " * 5000 + "1" + " }" * 5000 + "\n", "nested too deeply"),
     # Issue 18, item 8: a control character in a name is shown escaped, not written raw.
     ("nul-in-name", edit('name = "quickstart"', 'name = "a\\u0000b\\u001b[2J"'), "'a\\x00b\\x1b[2J' is not a usable directory name"),
+    ("sweep-grid-1e6", QUICKSTART + '\n[sweep]\n"topology.bottleneck.delay" = [' + ", ".join(f'"{i + 1}ms"' for i in range(1000))
+     + ']\n"flows[0].start" = [' + ", ".join(f'"{i}ms"' for i in range(1000)) + "]\n",
+     "sweep: 1000 × 1000 values × 1 repeats is more than 100,000 runs"),
+    ("matrix-repeats-1e6", QUICKSTART.split("[[flows]]")[0] + '\n[matrix]\nflavors = ["cubic", "reno", "bbr", "vegas", "htcp"]\nrepeats = 10000\n',
+     "matrix.repeats: 5² pairs × 10000 repeats"),
+    # Issue 18, item 3: runs that would exhaust memory are refused before they start.
+    ("sample-interval-1ns", edit('sample_interval = "100ms"', 'sample_interval = "1ns"'),
+     "would need ~"),
+    ("initial-cwnd-1e9", edit('flavor = "reno"', 'flavor = "reno"\ninitial_cwnd = "1000000000pkt"'),
+     "would need ~"),
     ("deep-arrays", QUICKSTART + "\ndeep = " + "[" * 100_000 + "]" * 100_000 + "\n", "nested too deeply"),
 ]
 

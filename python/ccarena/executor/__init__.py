@@ -27,6 +27,7 @@ from ccarena.executor.run import (
     software_versions,
 )
 from ccarena.experiment import RunPlan, apply_backends, expand
+from ccarena.experiment.budget import check_budget
 from ccarena.runspec import TCP_DEFAULTS, UDP_DEFAULTS
 from ccarena.scenario import LoadedScenario
 from ccarena.store import STORE_FORMAT, ExperimentStore, build_summary
@@ -118,7 +119,8 @@ def check_store(store: ExperimentStore, plans: list[RunPlan], force: bool) -> No
 def run_experiment(loaded: LoadedScenario, root: str | Path, *, jobs: int | None = None,
                    force: bool = False, console: Console | None = None,
                    show_progress: bool = True,
-                   backends: list[str] | None = None) -> ExperimentOutcome:
+                   backends: list[str] | None = None,
+                   max_memory_bytes: int | None = None) -> ExperimentOutcome:
     """Expand, check, and execute an experiment into ``root``; write experiment.json and
     summary.parquet.
 
@@ -133,12 +135,15 @@ def run_experiment(loaded: LoadedScenario, root: str | Path, *, jobs: int | None
         backends: run every run on each of these (``["sim", "kernel"]``); default: the
             scenario's ``backend``. Kernel runs execute one at a time in this process, after the
             simulator's.
+        max_memory_bytes: per-run memory budget (:func:`ccarena.experiment.budget.check_budget`;
+            None = half this machine's memory).
 
     Raises:
-        UserError: the scenario expands into an invalid run, ``root`` holds another scenario's
-            runs, or the kernel cannot run a kernel run (checked before anything is written).
+        UserError: the scenario expands into an invalid run, a run is over the memory budget,
+            ``root`` holds another scenario's runs, or the kernel cannot run a kernel run (checked before anything is written).
     """
     plans = apply_backends(expand(loaded), backends)
+    check_budget(plans, max_memory_bytes)
     realtime = _check_backends(plans)
     root = Path(root)
     check_tree(root)

@@ -182,6 +182,10 @@ class Output(StrictModel):
         return value
 
 
+MAX_RUNS = 100_000
+"""Most runs one experiment (a sweep grid × repeats, or a matrix) may expand into."""
+
+
 class Sweep(BaseModel):
     """``[sweep]``: a grid of values per field path, and ``repeats`` per grid point.
 
@@ -221,6 +225,20 @@ class Sweep(BaseModel):
                 raise FieldError(f'"{key}"', "a swept field takes a non-empty list of values, "
                                              f'e.g. "{key}" = [...]')
         return flat
+
+    @model_validator(mode="after")
+    def _grid_is_not_too_large(self) -> "Sweep":
+        # Counted before anything is expanded: a huge grid is refused in microseconds, not after
+        # minutes and gigabytes of expansion.
+        runs = self.repeats
+        for values in self.parameters.values():
+            runs *= len(values)
+            if runs > MAX_RUNS:
+                sizes = " × ".join(str(len(v)) for v in self.parameters.values())
+                raise FieldError("sweep", f"{sizes} values × {self.repeats} repeats is more than "
+                                          f"{MAX_RUNS:,} runs; sweep fewer values, or split the "
+                                          "study into several scenarios")
+        return self
 
     @property
     def parameters(self) -> dict[str, list[Any]]:
@@ -305,6 +323,9 @@ class Matrix(StrictModel):
                                                   "transport; a matrix compares flavors that share")
         if len(set(flavors)) != len(flavors):
             raise FieldError("flavors", "lists a flavor twice")
+        if len(flavors) ** 2 * self.repeats > MAX_RUNS:
+            raise FieldError("repeats", f"{len(flavors)}² pairs × {self.repeats} repeats is more "
+                                        f"than {MAX_RUNS:,} runs; use fewer repeats")
         return self
 
     def pairs(self) -> list[tuple[str, str]]:
