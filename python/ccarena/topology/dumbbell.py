@@ -57,7 +57,7 @@ class Dumbbell(StrictModel):
         role "bottleneck", r1->r0 "bottleneck-reverse"; access links have role "access"."""
         nodes = [Node(f"left{i}", "host") for i in range(self.pairs)]
         nodes += [Node(f"right{i}", "host") for i in range(self.pairs)]
-        nodes += [Node("r0", "router"), Node("r1", "router")]
+        nodes += [Node("r0", "router", 1), Node("r1", "router", 1)]
         net = Network(nodes=nodes)
         b = self.bottleneck
         net.add_duplex("r0", "r1", rate_bps=b.rate_bps, delay_ns=b.delay_ns, loss_ab=b.loss,
