@@ -101,5 +101,6 @@ class FatTree(Wired):
     def summary(self) -> str:
         """One line: the kind's size."""
         k = self.k
-        return (f"fat-tree k = {k}: {k ** 3 // 4} hosts, {k * k // 2} edge, {k * k // 2} "
-                f"aggregation, {k * k // 4} core switches, {3 * k ** 3 // 4} links")
+        return (f"fat-tree k = {k}: {k ** 3 // 4} hosts, {3 * k ** 3 // 4} links\n"
+                f"{5 * k * k // 4} switches: {k * k // 2} edge, {k * k // 2} aggregation, "
+                f"{k * k // 4} core")

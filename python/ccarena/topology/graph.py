@@ -294,7 +294,7 @@ class Graph(StrictModel):
         """Lines for ``ccarena validate`` and ``ccarena topo``."""
         nodes, wires = self._planned()
         hosts = sum(1 for n in nodes if n.kind == "host")
-        source = f" from {self.file}" if self.file else ""
+        source = f" from {Path(self.file).name}" if self.file else ""
         lines = [f"graph{source}: {hosts} hosts, {len(nodes) - hosts} routers, {len(wires)} links"]
         if self.default is not None:
             lines.append(f"default: {describe_link(self.default)}")

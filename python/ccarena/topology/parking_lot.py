@@ -82,5 +82,5 @@ class ParkingLot(Wired):
 
     def summary(self) -> str:
         """One line: the kind's size."""
-        return (f"parking lot, {self.hops} hops: {LONG_SRC} → {LONG_DST} over all, "
-                f"cross{{i}}-src → cross{{i}}-dst over hop i")
+        return (f"parking lot, {self.hops} hops: {LONG_SRC} → {LONG_DST} over all hops,\n"
+                f"cross{{i}}-src → cross{{i}}-dst over hop i (r{{i}}–r{{i+1}})")

@@ -113,8 +113,8 @@ class SuperSpine(Wired):
     def summary(self) -> str:
         """One line: the kind's size and oversubscription."""
         hosts = self.pods * self.leaves_per_pod * self.hosts_per_leaf
-        return (f"super-spine: {hosts} hosts in {self.pods} pods ({self.leaves_per_pod} leaves, "
-                f"{self.spines_per_pod} spines each), {self.super_spines} super-spines in "
+        return (f"super-spine: {hosts} hosts, {self.pods} pods of {self.leaves_per_pod} leaves "
+                f"and {self.spines_per_pod} spines,\n{self.super_spines} super-spines in "
                 f"{self.spines_per_pod} planes; oversubscription leaf "
                 f"{oversubscription_text(self.oversubscription)}, spine "
                 f"{oversubscription_text(self.spine_oversubscription)}")

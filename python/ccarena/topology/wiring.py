@@ -163,8 +163,8 @@ class Wired(StrictModel):
         return getattr(self, cls)
 
     def summary(self) -> str:
-        """One line: the kind's size."""
-        return ""
+        """The kind's size, in lines of at most 80 characters."""
+        return self.kind if hasattr(self, "kind") else ""
 
     @model_validator(mode="after")
     def _overrides_name_links(self) -> "Wired":
@@ -202,7 +202,7 @@ class Wired(StrictModel):
 
     def describe(self) -> list[str]:
         """Lines for ``ccarena validate`` and ``ccarena topo``: the size, then each link class."""
-        lines = [self.summary()] if self.summary() else []
+        lines = self.summary().splitlines()
         for cls in self.CLASSES:
             link = getattr(self, cls, None)
             if link is not None:
