@@ -301,6 +301,12 @@ def test_topo_command_draws_svg_and_png(tmp_path):
     assert (tmp_path / "topo.png").read_bytes()[:4] == b"\x89PNG"
     done = runner.invoke(app, ["topo", str(toml), "--out", str(tmp_path / "topo.gif")])
     assert done.exit_code == 2 and "--out" in done.output
+    toml.write_text(toml.read_text().replace("k = 4", "k = 3"))
+    done = runner.invoke(app, ["topo", str(toml)])
+    assert done.exit_code == 2
+    assert done.output.strip().splitlines() == [f"error: {toml}: topology.k: must be even (k = 3); "
+                                                "a k-ary fat-tree has k/2 ports up and k/2 down per "
+                                                "switch, e.g. k = 4"]
 
 
 @pytest.mark.parametrize("kind", sorted(TOPOLOGIES))
