@@ -61,14 +61,20 @@ def error_of(raw: dict) -> str:
     return str(err.value)
 
 
+def undirected(net: Network) -> nx.Graph:
+    return nx.Graph([(link.src, link.dst) for link in net.links])
+
+
 def all_hosts_reachable(net: Network) -> bool:
     """Every host reaches every other: one breadth-first search from the first host over the
     directed links (both directions of each duplex link are present)."""
-    g = net.graph()
+    out: dict[str, list[str]] = {}
+    for link in net.links:
+        out.setdefault(link.src, []).append(link.dst)
     hosts = net.hosts()
     seen, todo = {hosts[0]}, deque([hosts[0]])
     while todo:
-        for nb in g.successors(todo.popleft()):
+        for nb in out.get(todo.popleft(), ()):
             if nb not in seen:
                 seen.add(nb)
                 todo.append(nb)
@@ -87,7 +93,7 @@ def test_fat_tree_sizes_and_wiring(k):
     roles = Counter(link.role for link in net.links)
     assert roles == {"host": k ** 3 // 2, "edge": k ** 3 // 2, "core": k ** 3 // 2}
     assert len({link.name for link in net.links}) == len(net.links)
-    g = nx.Graph(net.graph())
+    g = undirected(net)
     h = k // 2
     for c in range(h * h):
         # Core c reaches aggregation switch c // (k/2) of every pod, once (Al-Fares et al. §3.2).
@@ -119,7 +125,7 @@ def test_leaf_spine_oversubscription_and_counts():
     net = model.build()
     assert Counter(n.layer for n in net.nodes) == {0: 32, 1: 4, 2: 2}
     assert Counter(link.role for link in net.links) == {"host": 64, "fabric": 16}
-    g = nx.Graph(net.graph())
+    g = undirected(net)
     assert set(g["leaf3"]) == {f"leaf3-h{i}" for i in range(8)} | {"spine0", "spine1"}
 
 
@@ -131,7 +137,7 @@ def test_super_spine_counts_planes_and_oversubscription():
     # host links + leaf–spine (every leaf to every pod spine) + spine–super-spine (each spine to
     # the 3 super-spines of its plane).
     assert Counter(link.role for link in net.links) == {"host": 120, "fabric": 2 * 24, "spine": 2 * 18}
-    g = nx.Graph(net.graph())
+    g = undirected(net)
     for p in range(3):
         assert {n for n in g[f"pod{p}-spine0"] if n.startswith("super")} == \
             {"superspine0", "superspine1", "superspine2"}

@@ -64,6 +64,14 @@ def _physical_links(net: Network) -> list[tuple[str, str, str, tuple[int, int, f
     return list(seen.values())
 
 
+def _neighbours(net: Network) -> dict[str, list[str]]:
+    """Each node's neighbours, in link order."""
+    out: dict[str, list[str]] = defaultdict(list)
+    for link in net.links:
+        out[link.src].append(link.dst)
+    return out
+
+
 def _layered_positions(net: Network) -> dict[str, tuple[float, float]]:
     by_layer: dict[int, list[str]] = defaultdict(list)
     for node in net.nodes:
@@ -81,10 +89,10 @@ def _line_positions(net: Network) -> dict[str, tuple[float, float]]:
     if not routers:
         return {h: (float(i), 0.5) for i, h in enumerate(hosts)}
     pos = {r: (float(i), 1.0) for i, r in enumerate(routers)}
-    g = net.graph()
+    neighbours = _neighbours(net)
     under: dict[str, list[str]] = defaultdict(list)
     for h in hosts:
-        router = next((n for n in g.successors(h) if n in pos), routers[0])
+        router = next((n for n in neighbours[h] if n in pos), routers[0])
         under[router].append(h)
     for router, attached in under.items():
         x0 = pos[router][0]
@@ -96,7 +104,9 @@ def _line_positions(net: Network) -> dict[str, tuple[float, float]]:
 
 
 def _graph_positions(net: Network) -> dict[str, tuple[float, float]]:
-    g = nx.Graph(net.graph())
+    g = nx.Graph()
+    g.add_nodes_from(n.name for n in net.nodes)
+    g.add_edges_from((link.src, link.dst) for link in net.links)
     if len(g) <= 300:
         try:
             return {k: (float(v[0]), float(v[1])) for k, v in nx.kamada_kawai_layout(g).items()}
@@ -205,7 +215,7 @@ def draw_topology(topology: Any, title: str | None = None) -> plt.Figure:
                    s=router_size, marker="s", color="#4a4a8a", zorder=3, linewidths=0)
 
     # Labels.
-    g = net.graph()
+    neighbours = _neighbours(net)
     ys_all = [p[1] for p in pos.values()]
     label_drop = 0.025 * ((max(ys_all) - min(ys_all)) or 1.0)
     per_layer = Counter(n.layer for n in net.nodes)
@@ -216,7 +226,7 @@ def draw_topology(topology: Any, title: str | None = None) -> plt.Figure:
         if node.kind == "host":
             if n_hosts > MAX_HOST_LABELS:
                 continue
-            parent = next(iter(g.successors(node.name)), None) if layered else None
+            parent = next(iter(neighbours[node.name]), None) if layered else None
             text = _short_label(node.name, parent) if layered else node.name
         else:
             if count > MAX_LAYER_LABELS:
