@@ -313,5 +313,5 @@ def report_figure(part: Any, figures_dir: Path, prefix: str = "") -> list[Figure
         fig = draw_topology(topology)
     except (UserError, OSError, TypeError, AttributeError, KeyError):
         return []
-    return [Figure.draw(fig, f"Network: {heading(topology)}", f"{prefix}topology.png",
+    return [Figure.draw(fig, "Network: " + heading(topology).replace("\n", "; "), f"{prefix}topology.png",
                         figures_dir)]
