@@ -313,5 +313,5 @@ def report_figure(part: Any, figures_dir: Path, prefix: str = "") -> list[Figure
         fig = draw_topology(topology)
     except (UserError, OSError, TypeError, AttributeError, KeyError):
         return []
-    return [Figure.draw(fig, "Network: " + heading(topology).replace("\n", "; "), f"{prefix}topology.png",
-                        figures_dir)]
+    caption = "Network: " + heading(topology).replace("\n", "; ")
+    return [Figure.draw(fig, caption, f"{prefix}topology.png", figures_dir)]
