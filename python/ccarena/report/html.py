@@ -14,7 +14,7 @@ from typing import Any
 
 from jinja2 import Environment, PackageLoader, select_autoescape
 
-from ccarena.report import calibration
+from ccarena.report import calibration, topology_figure
 from ccarena.report.compare import insert_section
 from ccarena.report.figures import Figure, draw_figures
 from ccarena.report.studies import study_content
@@ -46,6 +46,7 @@ def build_section(part: Any, figures_dir: Path) -> Section:
     params = part.parameters
     summary = part.summary
     prefix = f"{part.part}__" if part.part else ""
+    drawing = topology_figure.report_figure(part, figures_dir, prefix)  # the report opens with the network
     figures = draw_figures(part, figures_dir, prefix=prefix)
     studies, study_figures = study_content(part, figures_dir, prefix)
     agg = None
@@ -56,7 +57,7 @@ def build_section(part: Any, figures_dir: Path) -> Section:
         title=part.part, description=str(part.meta.get("description", "")),
         summary=summary_rows(summary, params), aggregate=agg,
         regions=region_rows(part.regions) if len(part.regions) else None,
-        studies=studies, figures=study_figures + figures)
+        studies=studies, figures=drawing + study_figures + figures)
 
 
 def render_html(result: Any, sections: list[Section]) -> str:

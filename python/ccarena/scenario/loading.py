@@ -166,6 +166,8 @@ def load_scenario(source: str | Path | dict[str, Any]) -> LoadedScenario:
     parts: list[Part] = []
     try:
         for name, description, merged in split_parts(raw):
+            if origin is not None:
+                merged = with_absolute_files(merged, Path(origin).parent)
             where = f"parts[{len(parts)}] ({name}): " if name else ""
             try:
                 scenario = validate_scenario(merged)
@@ -178,6 +180,28 @@ def load_scenario(source: str | Path | dict[str, Any]) -> LoadedScenario:
         raise UserError(f"{origin}: {err}" if origin else str(err)) from None
     return LoadedScenario(raw=raw, scenario=parts[0].scenario, source=origin, text=text,
                           parts=tuple(parts))
+
+
+def with_absolute_files(raw: dict[str, Any], base: Path) -> dict[str, Any]:
+    """``raw`` with a relative ``topology.file`` (a graph file; also its swept values) made
+    relative to ``base``, the scenario file's directory, so the part runs from any directory."""
+    def absolute(value: Any) -> Any:
+        return str(base / value) if isinstance(value, str) and not Path(value).is_absolute() else value
+
+    out = dict(raw)
+    topology = out.get("topology")
+    if isinstance(topology, dict) and "file" in topology:
+        out["topology"] = dict(topology, file=absolute(topology["file"]))
+    sweep = out.get("sweep")
+    if isinstance(sweep, dict):
+        sweep = dict(sweep)
+        if isinstance(sweep.get("topology.file"), list):
+            sweep["topology.file"] = [absolute(v) for v in sweep["topology.file"]]
+        nested = sweep.get("topology")
+        if isinstance(nested, dict) and isinstance(nested.get("file"), list):
+            sweep["topology"] = dict(nested, file=[absolute(v) for v in nested["file"]])
+        out["sweep"] = sweep
+    return out
 
 
 def without_sweep(raw: dict[str, Any]) -> dict[str, Any]:

@@ -408,6 +408,8 @@ class Scenario(StrictModel):
             raise FieldError("flows", "a scenario needs at least one [[flows]] table")
         nodes = self.topology.node_names()
         hosts = [n for n, kind in nodes.items() if kind == "host"]
+        if len(hosts) > 8:  # a data-center topology has thousands: name a few and the count
+            hosts = hosts[:3] + [f"… {hosts[-1]} ({len(hosts)} hosts)"]
         for i, flow in enumerate(self.flows):
             for key, node in (("from", flow.src), ("to", flow.dst)):
                 if node not in nodes:

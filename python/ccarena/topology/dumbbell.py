@@ -24,6 +24,7 @@ from ccarena.errors import FieldError
 from ccarena.quantities import StrictModel
 from ccarena.topology.links import AccessLink, Link
 from ccarena.topology.network import Network, Node
+from ccarena.topology.wiring import describe_link
 
 
 class Dumbbell(StrictModel):
@@ -57,7 +58,7 @@ class Dumbbell(StrictModel):
         role "bottleneck", r1->r0 "bottleneck-reverse"; access links have role "access"."""
         nodes = [Node(f"left{i}", "host") for i in range(self.pairs)]
         nodes += [Node(f"right{i}", "host") for i in range(self.pairs)]
-        nodes += [Node("r0", "router"), Node("r1", "router")]
+        nodes += [Node("r0", "router", 1), Node("r1", "router", 1)]
         net = Network(nodes=nodes)
         b = self.bottleneck
         net.add_duplex("r0", "r1", rate_bps=b.rate_bps, delay_ns=b.delay_ns, loss_ab=b.loss,
@@ -75,3 +76,10 @@ class Dumbbell(StrictModel):
                                queue=a.queue, role="access",
                                forward_is_ab=forward_from_host)
         return net
+
+    def describe(self) -> list[str]:
+        """Lines for ``ccarena validate`` and ``ccarena topo``."""
+        access = "access: " + ("one table per pair" if isinstance(self.access, list)
+                               else describe_link(self.access))
+        return [f"dumbbell: {self.pairs} host pair(s) left{{i}} → right{{i}} over r0–r1",
+                f"bottleneck: {describe_link(self.bottleneck)}", access]

@@ -20,10 +20,15 @@ from ccarena.topology.links import Queue
 
 @dataclass(frozen=True)
 class Node:
-    """A node: a ``host`` runs flow endpoints, a ``router`` only forwards."""
+    """A node: a ``host`` runs flow endpoints, a ``router`` only forwards.
+
+    ``layer`` is the node's tier in its topology: hosts 0, edge/leaf (or a line's routers) 1,
+    aggregation/spine 2, core/super-spine 3; drawings and per-tier metrics group by it.
+    """
 
     name: str
     kind: Literal["host", "router"]
+    layer: int = 0
 
 
 @dataclass(frozen=True)
@@ -117,14 +122,16 @@ class Network:
 
     def add_duplex(self, a: str, b: str, *, rate_bps: int, delay_ns: int, loss_ab: float,
                    loss_ba: float, queue: Queue, role: str, reverse_role: str | None = None,
-                   forward_is_ab: bool = True) -> None:
+                   forward_is_ab: bool = True, physical: str | None = None) -> None:
         """Add the two directions of a physical link between ``a`` and ``b``; both directions'
         queues get ``queue`` (the scenario's queue table). ``forward_is_ab``: whether a→b is the
-        direction the topology's ``loss`` field describes (see :class:`DirectedLink`)."""
+        direction the topology's ``loss`` field describes (see :class:`DirectedLink`).
+        ``physical``: the duplex link's name (default ``"a-b"``)."""
         self._graph = None
         spec = queue.spec_fields()
+        physical = physical or f"{a}-{b}"
         for src, dst, loss, r, fwd in ((a, b, loss_ab, role, forward_is_ab),
                                        (b, a, loss_ba, reverse_role or role, not forward_is_ab)):
             self.links.append(DirectedLink(
                 name=f"{src}->{dst}", src=src, dst=dst, rate_bps=rate_bps, delay_ns=delay_ns,
-                loss=loss, queue=spec, setting=queue, role=r, physical=f"{a}-{b}", forward=fwd))
+                loss=loss, queue=spec, setting=queue, role=r, physical=physical, forward=fwd))

@@ -16,6 +16,7 @@ from typing import Literal
 from ccarena.quantities import StrictModel
 from ccarena.topology.links import Link
 from ccarena.topology.network import Network, Node
+from ccarena.topology.wiring import describe_link
 
 HOSTS = ("a", "b")
 
@@ -38,3 +39,7 @@ class SingleLink(StrictModel):
                        loss_ab=self.link.loss, loss_ba=self.link.reverse_loss,
                        queue=q, role="link", reverse_role="link-reverse")
         return net
+
+    def describe(self) -> list[str]:
+        """Lines for ``ccarena validate`` and ``ccarena topo``."""
+        return ["single link: hosts a and b", f"link: {describe_link(self.link)}"]
