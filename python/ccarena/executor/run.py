@@ -106,7 +106,8 @@ def execute_run(root: str, record: dict[str, Any],
         for df in out.values():
             df.insert(0, "run_id", record["run_id"])
         full = dict(record, status="complete",
-                    summary=metrics.run_summary(flows, links, regions),
+                    summary=metrics.run_summary(flows, links, regions, queues=tables["queues"],
+                                                duration_s=duration_s),
                     timing={"started": started, "finished": now_utc(), "wall_s": wall_s,
                             "simulated_s": duration_s,
                             "simulated_per_wall": duration_s / wall_s if wall_s > 0 else None},

@@ -65,8 +65,8 @@ from pydantic import Field, field_validator, model_validator
 
 from ccarena import flavors as flavor_catalog
 from ccarena.errors import FieldError
-from ccarena.quantities import RateBps, SizeBytes, StrictModel, TimeNs
-from ccarena.units import format_rate, format_time
+from ccarena.quantities import SizeBytes, StrictModel, TimeNs
+from ccarena.units import format_rate, format_time, parse_rate_bps
 
 PATTERNS = {"permutation": "perm", "all_to_all": "a2a", "incast": "incast", "stride": "stride",
             "poisson": "poisson"}
@@ -191,7 +191,6 @@ class TrafficPattern(StrictModel):
                                             'globs, e.g. senders = ["left*"]')
             if self.capacity != "hosts":
                 try:
-                    from ccarena.units import parse_rate_bps
                     parse_rate_bps(self.capacity)
                 except ValueError as err:
                     raise FieldError("capacity", f'"hosts" or a rate: {err}') from None
@@ -466,8 +465,6 @@ def _poisson(pattern: TrafficPattern, pool: list[str], hosts: Sequence[str],
         raise FieldError("receivers", "needs a receiver other than each sender")
     assert pattern.sizes is not None and pattern.load is not None
     cdf = size_cdf(pattern.sizes)
-    from ccarena.units import parse_rate_bps
-
     capacity = sum(access_rate_bps(h) for h in senders) if pattern.capacity == "hosts" \
         else float(parse_rate_bps(pattern.capacity))
     rate_per_s = pattern.load * capacity / (8.0 * cdf.mean_bytes)
