@@ -4,15 +4,18 @@ occupancy per link role, ECMP load balance.
 Definitions:
 
 - **ideal FCT** of a finite flow of S payload bytes: the time it would take alone on an empty
-  network — the base RTT (propagation both ways plus one data packet's serialization at every hop
-  out and one ACK's back, :func:`ccarena.experiment.resolve`'s ``base_rtt_s``) plus the rest of
-  its bytes on the wire at the path's bottleneck rate:
-  ``ideal = base_rtt_s + 8 · (W − w₁) / bottleneck_rate_bps``, with W = S + ⌈S / MSS⌉ · header the
-  bytes on the wire and w₁ = min(S, MSS) + header the first packet's (already in the base RTT).
-  This is the definition of pFabric (Alizadeh et al., SIGCOMM 2013, §5: FCT "normalized to the
-  best possible FCT" for the flow's size) and HPCC (Li et al., SIGCOMM 2019, §5.1: "the FCT
-  when the network has only this flow"), base RTT + size / line rate, counted exactly, so that
-  it is a lower bound: a flow's slowdown on an empty network is ≥ 1.
+  network, sending back to back from its first packet — the definition of pFabric (Alizadeh et
+  al., SIGCOMM 2013, §5: FCT "normalized to the best possible FCT" for the flow's size) and HPCC
+  (Li et al., SIGCOMM 2019, §5.1: "the FCT when the network has only this flow"), base RTT +
+  size / line rate, here counted exactly so that it is a lower bound (a flow's slowdown on an
+  empty network is ≥ 1): the flow's n = ⌈S / MSS⌉ packets (wire bytes p₁ … pₙ, each payload +
+  header; W = Σ p) cross store-and-forward hops of rates r₁ … r_h; the last packet is delivered
+  no earlier than max over hops j of Σ_{i<j} p₁/rᵢ + W/r_j + Σ_{i>j} pₙ/rᵢ after the start, plus
+  the propagation delays; its ACK then returns. So
+  ``ideal = base_rtt_s − Σᵢ p_full/rᵢ + maxⱼ(…)`` (bits: ×8), with ``base_rtt_s`` (propagation
+  both ways, one full data packet p_full = MSS + header serialized at every hop out and one ACK
+  back: :func:`ccarena.experiment.resolve`) and the path's link rates. Without the path's rates,
+  the bottleneck alone stands for the path: base RTT + 8 · (W − p_full) / bottleneck rate.
 - **FCT slowdown** = FCT / ideal FCT (the engine's ``completion_time_s``: start until the last
   byte is acknowledged). Flows still running at the end of the run have no FCT and are counted
   apart (``unfinished``), as the percentiles would otherwise favour short flows.
@@ -57,17 +60,22 @@ HEADER_BYTES = {"tcp": TcpFlowSpec.model_fields["header_bytes"].default,
 never changes)."""
 
 
-def ideal_fct_s(size_bytes: Any, base_rtt_s: Any, bottleneck_rate_bps: Any, mss_bytes: Any,
-                header_bytes: Any) -> np.ndarray:
-    """The ideal FCT (seconds) of flows of ``size_bytes`` payload (module doc): base RTT plus the
-    wire bytes after the first packet at the bottleneck rate. Vectorized; NaN where an input is."""
-    s = np.asarray(size_bytes, dtype=float)
-    mss = np.asarray(mss_bytes, dtype=float)
-    hdr = np.asarray(header_bytes, dtype=float)
-    wire = s + np.ceil(s / mss) * hdr
-    first = np.minimum(s, mss) + hdr
-    return np.asarray(base_rtt_s, dtype=float) + 8.0 * np.maximum(wire - first, 0.0) \
-        / np.asarray(bottleneck_rate_bps, dtype=float)
+def ideal_fct_s(size_bytes: float, base_rtt_s: float, path_rates_bps: Sequence[float],
+                mss_bytes: float, header_bytes: float) -> float:
+    """The ideal FCT (seconds) of a flow of ``size_bytes`` payload over links of
+    ``path_rates_bps`` (in path order; module doc); NaN when an input is NaN or the path empty."""
+    values = (size_bytes, base_rtt_s, mss_bytes, header_bytes)
+    if not path_rates_bps or any(not math.isfinite(float(v)) for v in values):
+        return math.nan
+    s, mss, hdr = float(size_bytes), float(mss_bytes), float(header_bytes)
+    n = math.ceil(s / mss)
+    first = min(s, mss) + hdr
+    last = s - (n - 1) * mss + hdr
+    wire = s + n * hdr
+    inv = [8.0 / float(r) for r in path_rates_bps]
+    best = max(sum(inv[:j]) * first + inv[j] * wire + sum(inv[j + 1:]) * last
+               for j in range(len(inv)))
+    return float(base_rtt_s) - (mss + hdr) * sum(inv) + best
 
 
 def size_bucket(size_bytes: Any) -> np.ndarray:
@@ -84,8 +92,9 @@ def slowdown_table(flows: pd.DataFrame) -> pd.DataFrame:
 
     Args:
         flows: :func:`ccarena.analysis.metrics.flow_table` rows (``kind``, ``bytes_offered``,
-            ``fct_s``, ``base_rtt_s``, ``bottleneck_rate_bps``, ``mss_bytes``; any other column,
-            e.g. ``flavor`` or ``run_id``, is kept).
+            ``fct_s``, ``base_rtt_s``, ``bottleneck_rate_bps``, ``mss_bytes``, and
+            ``ideal_fct_s`` where the caller knew the path's rates; any other column, e.g.
+            ``flavor`` or ``run_id``, is kept).
 
     Returns:
         One row per finite flow (TCP or UDT with a size) with ``size_bytes``, ``ideal_fct_s``,
@@ -99,9 +108,11 @@ def slowdown_table(flows: pd.DataFrame) -> pd.DataFrame:
     finite = kind.isin(list(HEADER_BYTES)).to_numpy() & np.isfinite(size) & (size > 0)
     out = flows[finite].copy()
     out["size_bytes"] = size[finite]
-    header = out["kind"].astype(str).map(HEADER_BYTES).to_numpy(dtype=float)
-    out["ideal_fct_s"] = ideal_fct_s(out["size_bytes"], out["base_rtt_s"], out["bottleneck_rate_bps"],
-                                     out["mss_bytes"], header)
+    if "ideal_fct_s" not in out.columns:  # the bottleneck stands for the path
+        header = out["kind"].astype(str).map(HEADER_BYTES).to_numpy(dtype=float)
+        out["ideal_fct_s"] = [ideal_fct_s(sz, rtt, [rate], mss, hdr) for sz, rtt, rate, mss, hdr in
+                              zip(out["size_bytes"], out["base_rtt_s"], out["bottleneck_rate_bps"],
+                                  out["mss_bytes"], header)]
     fct = pd.to_numeric(out["fct_s"], errors="coerce").to_numpy(dtype=float)
     out["fct_slowdown"] = fct / out["ideal_fct_s"].to_numpy(dtype=float)
     out["finished"] = np.isfinite(fct)

@@ -374,7 +374,8 @@ FLOW_METRICS = (
 
 
 def flow_table(flows: pd.DataFrame, samples: pd.DataFrame, derived: dict[str, Any],
-               duration_s: float, sample_interval_s: float) -> pd.DataFrame:
+               duration_s: float, sample_interval_s: float,
+               links: pd.DataFrame | None = None) -> pd.DataFrame:
     """The engine's flows table with per-flow metrics and theory added.
 
     Added columns:
@@ -388,7 +389,8 @@ def flow_table(flows: pd.DataFrame, samples: pd.DataFrame, derived: dict[str, An
         ``fct_s`` = the engine's ``completion_time_s`` for finite transfers: the time from the
         flow's start until its last byte is acknowledged (NaN otherwise);
         ``ideal_fct_s`` and ``fct_slowdown`` = fct_s / ideal_fct_s for finite TCP/UDT flows
-        (:mod:`ccarena.analysis.datacenter`; NaN otherwise);
+        (:mod:`ccarena.analysis.datacenter`, over the path's link rates from ``links``, the
+        engine's links table, when given; NaN for other flows);
         ``base_rtt_s``, ``path_loss``, ``bottleneck_rate_bps``, ``mss_bytes`` (payload per
         packet) from the resolved spec and topology;
         ``mathis_bps``, ``padhye_bps``, ``cubic_bps``: :mod:`ccarena.analysis.theory` at the path's loss
@@ -440,6 +442,13 @@ def flow_table(flows: pd.DataFrame, samples: pd.DataFrame, derived: dict[str, An
     out["mathis_bps"] = mathis
     out["padhye_bps"] = padhye
     out["cubic_bps"] = cubic
+    if links is not None:
+        rates = dict(zip(links["link"].astype(int), links["rate_bps"].astype(float)))
+        out["ideal_fct_s"] = [
+            datacenter.ideal_fct_s(size, rtt, [rates[i] for i in facts.get(str(name), {}).get("path_links", [])],
+                                   mss, datacenter.HEADER_BYTES.get(str(kind), math.nan))
+            for name, kind, size, rtt, mss in zip(out["name"], out["kind"], out["bytes_offered"],
+                                                  out["base_rtt_s"], out["mss_bytes"])]
     finite = datacenter.slowdown_table(out)
     out["ideal_fct_s"] = finite["ideal_fct_s"].reindex(out.index).to_numpy(dtype=float)
     out["fct_slowdown"] = finite["fct_slowdown"].reindex(out.index).to_numpy(dtype=float)

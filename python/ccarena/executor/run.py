@@ -94,7 +94,8 @@ def execute_run(root: str, record: dict[str, Any],
         duration_s = spec.duration_ns / 1e9
         interval_s = spec.sample_interval_ns / 1e9
         derived = record["derived"]
-        flows = metrics.flow_table(tables["flows"], tables["samples"], derived, duration_s, interval_s)
+        flows = metrics.flow_table(tables["flows"], tables["samples"], derived, duration_s, interval_s,
+                                   links=tables["links"])
         links = metrics.link_table(tables["links"], tables["queues"], derived, duration_s)
         regions = metrics.region_table(tables["flows"], tables["samples"], duration_s, interval_s)
         names = dict(zip(tables["flows"]["flow"], tables["flows"]["name"]))
