@@ -77,7 +77,14 @@ def test_slowdown_is_fct_over_ideal_on_a_poisson_run(tmp_path):
     assert "fct_slowdown_p99" in result.summary.columns
 
 
-def test_a_bulk_dumbbell_run_gets_no_datacenter_numbers():
+def test_a_bulk_dumbbell_run_gets_no_datacenter_numbers(tmp_path):
+    result = ccarena.run({"name": "bulk", "duration": "0.5s", "topology": dumbbell(pairs=2),
+                          "flows": [{"from": "left0", "to": "right0", "flavor": "cubic"},
+                                    {"from": "left1", "to": "right1", "flavor": "reno"}]},
+                         tmp_path / "bulk", jobs=1)
+    assert result.flows["fct_slowdown"].isna().all()
+    assert not any(c.startswith(("fct_slowdown_", "flows_", "utilization_mean_", "queue_p", "ecmp_"))
+                   for c in result.summary.columns)
     flows = pd.DataFrame({"kind": ["tcp", "tcp"], "bytes_offered": [np.nan, np.nan],
                           "fct_s": [np.nan, np.nan], "base_rtt_s": [0.01, 0.01],
                           "bottleneck_rate_bps": [1e8, 1e8], "mss_bytes": [1448, 1448]})

@@ -54,6 +54,10 @@ SINGLE_PATH_ROLES = ("access", "bottleneck", "bottleneck-reverse", "link", "link
 """Roles of links that are no one's alternative (a host's access link, the one bottleneck):
 ECMP balance is not computed for them."""
 
+UNLIMITED_BYTES = (2**64 - 1) // 4
+"""The ``bytes_offered`` the engine reports for a flow without a size (``UNLIMITED_BYTES`` in
+crates/sim/src/flow.rs): such a flow is bulk, not finite."""
+
 HEADER_BYTES = {"tcp": TcpFlowSpec.model_fields["header_bytes"].default,
                 "udt": UdtFlowSpec.model_fields["header_bytes"].default}
 """Bytes of headers per data packet by flow kind (the run spec's defaults, which the front end
@@ -105,7 +109,8 @@ def slowdown_table(flows: pd.DataFrame) -> pd.DataFrame:
                                      "finished", "size_bucket"])
     kind = flows["kind"].astype(str)
     size = pd.to_numeric(flows["bytes_offered"], errors="coerce").to_numpy(dtype=float)
-    finite = kind.isin(list(HEADER_BYTES)).to_numpy() & np.isfinite(size) & (size > 0)
+    finite = kind.isin(list(HEADER_BYTES)).to_numpy() & np.isfinite(size) & (size > 0) \
+        & (size < UNLIMITED_BYTES / 2)
     out = flows[finite].copy()
     out["size_bytes"] = size[finite]
     if "ideal_fct_s" not in out.columns:  # the bottleneck stands for the path
