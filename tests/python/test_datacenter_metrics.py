@@ -75,6 +75,10 @@ def test_slowdown_is_fct_over_ideal_on_a_poisson_run(tmp_path):
     assert "ecmp_cv_access" not in summary  # no multipath role on a dumbbell
     assert 0 < summary["utilization_mean_bottleneck"] < 1
     assert "fct_slowdown_p99" in result.summary.columns
+    html = result.report().read_text()
+    assert '<table id="datacenter">' in html
+    for name in ("dc-fct-slowdown.png", "dc-utilization.png", "dc-queues.png"):
+        assert f'data-file="figures/{name}"' in html
 
 
 def test_a_bulk_dumbbell_run_gets_no_datacenter_numbers(tmp_path):
@@ -85,6 +89,8 @@ def test_a_bulk_dumbbell_run_gets_no_datacenter_numbers(tmp_path):
     assert result.flows["fct_slowdown"].isna().all()
     assert not any(c.startswith(("fct_slowdown_", "flows_", "utilization_mean_", "queue_p", "ecmp_"))
                    for c in result.summary.columns)
+    html = result.report().read_text()
+    assert 'id="datacenter"' not in html and "dc-" not in html
     flows = pd.DataFrame({"kind": ["tcp", "tcp"], "bytes_offered": [np.nan, np.nan],
                           "fct_s": [np.nan, np.nan], "base_rtt_s": [0.01, 0.01],
                           "bottleneck_rate_bps": [1e8, 1e8], "mss_bytes": [1448, 1448]})

@@ -116,8 +116,8 @@ def role_bars(data: pd.DataFrame, value: str, err_high: str | None, title: str, 
                       label=flavor)
         if err_high is not None:
             hi = np.array([mine[err_high].get(r, math.nan) for r in roles]) / scale
-            ax.errorbar(x, np.nan_to_num(y), yerr=[np.zeros_like(y), np.nan_to_num(hi - y).clip(0)],
-                        fmt="none", ecolor="black", capsize=3, linewidth=0.8)
+            ax.vlines(x, np.nan_to_num(y), hi, color="black", linewidth=0.8)
+            ax.plot(x, hi, linestyle="none", marker="_", markersize=10, color="black")
     ax.set_xticks(range(len(roles)), roles, rotation=20 if len(roles) > 4 else 0)
     ax.set_ylim(bottom=0)
     return plots._finish(fig, ax)
@@ -146,15 +146,24 @@ def _slowdown_text(x: float) -> str:
     return "–" if not math.isfinite(x) else (f"{x:.3g}" if x < 100 else f"{x:.0f}")
 
 
+def _has_multipath_roles(part: Any) -> bool:
+    """Whether the part's (first run's) network has a role of parallel links (not in
+    :data:`ccarena.analysis.datacenter.SINGLE_PATH_ROLES`, at least two links)."""
+    links = part.store.read_table(part.run_ids[0], "links")
+    counts = links["role"].astype(str).value_counts()
+    return any(n >= 2 and role not in datacenter.SINGLE_PATH_ROLES for role, n in counts.items())
+
+
 def datacenter_content(part: Any, figures_dir: Path, prefix: str = "") -> tuple[
         tuple[list[str], list[list[Cell]]] | None, list[Figure]]:
     """The slowdown table and the data-center figures of a part; ``(None, [])`` when the part
     has no finite flow and no multipath role."""
-    table = slowdown_rows(part)
-    util, queue = _per_run_roles(part) if part.run_ids else (pd.DataFrame(), pd.DataFrame())
-    multipath = len(util) and bool(set(util["role"]) - set(datacenter.SINGLE_PATH_ROLES))
-    if table.empty and not multipath:
+    if not part.run_ids:
         return None, []
+    table = slowdown_rows(part)
+    if table.empty and not _has_multipath_roles(part):
+        return None, []
+    util, queue = _per_run_roles(part)
     params, _ = _groups(part)
     flavors = list(dict.fromkeys(part.summary["flavor"].astype(str)))
     run_flavor = _run_flavor(part)
@@ -163,17 +172,19 @@ def datacenter_content(part: Any, figures_dir: Path, prefix: str = "") -> tuple[
     rows = None
     if not table.empty:
         rows = slowdown_table_rows(table, params)
-        fig = slowdown_figure(table, params, colors)
-        figures.append(Figure.draw(fig, "FCT slowdown p50 (solid) and p99 (dashed) per flow size "
-                                        "and flavor", f"{prefix}dc-fct-slowdown.png", figures_dir))
-    if len(util):
+        if table["fct_slowdown"].notna().any():
+            fig = slowdown_figure(table, params, colors)
+            figures.append(Figure.draw(fig, "FCT slowdown p50 (solid) and p99 (dashed) per flow "
+                                            "size and flavor", f"{prefix}dc-fct-slowdown.png",
+                                       figures_dir))
+    if len(util) and (util["utilization_max"] > 0).any():
         util = util.assign(flavor=util["run_id"].map(run_flavor))
         fig = role_bars(util, "utilization_mean", "utilization_max", "Link utilization per role",
                         "utilization (%; whisker: busiest link)", colors, scale=0.01)
         figures.append(Figure.draw(fig, "Utilization per link role (8·bytes sent / (rate·duration), "
                                         "mean over the role's links)",
                                    f"{prefix}dc-utilization.png", figures_dir))
-    if len(queue):
+    if len(queue) and (queue["backlog_p99_packets"] > 0).any():
         queue = queue.assign(flavor=queue["run_id"].map(run_flavor))
         fig = role_bars(queue, "backlog_p50_packets", "backlog_p99_packets",
                         "Queue occupancy per role (tier)", "backlog (packets; bar p50, whisker p99)",
@@ -182,4 +193,3 @@ def datacenter_content(part: Any, figures_dir: Path, prefix: str = "") -> tuple[
                                         "(whisker) of the sampled backlog",
                                    f"{prefix}dc-queues.png", figures_dir))
     return rows, figures
-
