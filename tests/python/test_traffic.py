@@ -208,6 +208,7 @@ def test_bad_inputs_name_the_field(tmp_path):
         "traffic[0].flow.to: the generator sets each flow's `to`")
     bad({"pattern": "incast", "response": "1KB", "flow": {"flavor": "udp-cbr", "rate": "1Mbps"}},
         "traffic[0].flow.flavor: udp-cbr sends until stop")
+    bad(poisson() | {"jitter": "1ms"}, "traffic[0].jitter: poisson arrivals are random already")
     bad(poisson() | {"sizes": "nosuch"}, "traffic[0].sizes: 'nosuch' is neither websearch nor datamining")
     for text, problem in (("0,0\n10,0.6\n20,0.5\n30,1\n", "line 3: cdf 0.5 is less than the previous 0.6"),
                           ("0,0\n10,0.6\n5,0.8\n30,1\n", "line 3: size 5 is less than the previous 10"),

@@ -77,20 +77,25 @@ def slowdown_figure(table: pd.DataFrame, params: list[str], colors: dict[str, An
     return plots._finish(fig, ax)
 
 
-def _per_run_roles(part: Any) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Per run and role: utilization (mean over the role's links) and pooled queue percentiles."""
-    util_rows, queue_rows = [], []
+def _per_run_roles(part: Any) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """Per run and role: utilization (mean over the role's links), pooled queue percentiles and
+    ECMP balance (multipath roles only)."""
+    util_rows, queue_rows, balance_rows = [], [], []
     for run_id in part.run_ids:
         links = part.store.read_table(run_id, "links")
         queues = part.store.read_table(run_id, "queues")
         record = part.store.read_run_record(run_id)
         duration_s = record["spec"]["duration_ns"] / 1e9
         util_rows.append(datacenter.utilization_by_role(links, duration_s).assign(run_id=run_id))
+        balance = datacenter.ecmp_balance(links)
+        if len(balance):
+            balance_rows.append(balance.assign(run_id=run_id))
         if len(queues):
             queue_rows.append(datacenter.queue_by_role(queues, links).assign(run_id=run_id))
     util = pd.concat(util_rows, ignore_index=True) if util_rows else pd.DataFrame()
+    balance = pd.concat(balance_rows, ignore_index=True) if balance_rows else pd.DataFrame()
     queue = pd.concat(queue_rows, ignore_index=True) if queue_rows else pd.DataFrame()
-    return util, queue
+    return util, queue, balance
 
 
 def _run_flavor(part: Any) -> dict[str, str]:
@@ -163,7 +168,7 @@ def datacenter_content(part: Any, figures_dir: Path, prefix: str = "") -> tuple[
     table = slowdown_rows(part)
     if table.empty and not _has_multipath_roles(part):
         return None, []
-    util, queue = _per_run_roles(part)
+    util, queue, balance = _per_run_roles(part)
     params, _ = _groups(part)
     flavors = list(dict.fromkeys(part.summary["flavor"].astype(str)))
     run_flavor = _run_flavor(part)
@@ -192,4 +197,11 @@ def datacenter_content(part: Any, figures_dir: Path, prefix: str = "") -> tuple[
         figures.append(Figure.draw(fig, "Queue occupancy per link role: p50 (bar) and p99 "
                                         "(whisker) of the sampled backlog",
                                    f"{prefix}dc-queues.png", figures_dir))
+    if len(balance) and balance["max_over_mean"].notna().any():
+        balance = balance.assign(flavor=balance["run_id"].map(run_flavor))
+        fig = role_bars(balance, "max_over_mean", None, "ECMP load balance per role",
+                        "max / mean bytes over the role's links", colors)
+        figures.append(Figure.draw(fig, "ECMP load balance: the busiest link's bytes over the mean "
+                                        "of its role's parallel links (1 = perfect)",
+                                   f"{prefix}dc-ecmp-balance.png", figures_dir))
     return rows, figures

@@ -393,7 +393,7 @@ class Scenario(StrictModel):
             hosts = [n for n, kind in self.topology.node_names().items() if kind == "host"]
             object.__setattr__(self, "flows", [*self.flows, *expand_traffic(
                 self.traffic, hosts=hosts, scenario_seed=self.seed, duration_ns=self.duration_ns,
-                access_rate_bps=self._access_rate_bps)])
+                access_rates_bps=self._access_rates_bps)])
         if not self.flows:
             raise FieldError("flows", "a scenario needs at least one [[flows]] or [[traffic]] table")
         nodes = self.topology.node_names()
@@ -438,9 +438,12 @@ class Scenario(StrictModel):
                 raise FieldError(field, message) from None
         return self
 
-    def _access_rate_bps(self, host: str) -> float:
-        """The total rate of ``host``'s links out (its access capacity)."""
-        return float(sum(link.rate_bps for link in self.network().links if link.src == host))
+    def _access_rates_bps(self) -> dict[str, float]:
+        """Each node's total rate of links out (a host's access capacity)."""
+        rates: dict[str, float] = {}
+        for link in self.network().links:
+            rates[link.src] = rates.get(link.src, 0.0) + link.rate_bps
+        return rates
 
     def network(self) -> Network:
         """The topology as an explicit network, built on first use and kept (a run builds its

@@ -177,6 +177,9 @@ class TrafficPattern(StrictModel):
             if isinstance(self.senders, int) and self.senders < 1:
                 raise FieldError("senders", "an incast needs at least 1 sender")
         if self.pattern == "poisson":
+            if "jitter" in given:
+                raise FieldError("jitter", "poisson arrivals are random already; a poisson "
+                                           "pattern does not take `jitter`")
             if self.load is None:
                 raise FieldError("load", "a poisson pattern needs load = <fraction in (0, 1]> "
                                          "of its capacity")
@@ -368,14 +371,15 @@ def _too_many(count: float, what: str, fix: str) -> FieldError:
 
 
 def generate(pattern: TrafficPattern, hosts: Sequence[str], *, seed: np.random.SeedSequence,
-             duration_ns: int, access_rate_bps: Callable[[str], float]) -> list[Generated]:
+             duration_ns: int, access_rates_bps: Callable[[], dict[str, float]]) -> list[Generated]:
     """The flows of one pattern over the topology's ``hosts`` (module doc for each pattern).
 
     Args:
         hosts: the topology's host names, in its order.
         seed: the pattern's stream (:func:`pattern_seed`).
         duration_ns: the run's duration (starts must fall before it).
-        access_rate_bps: a host → the total rate of its links out (poisson's default capacity).
+        access_rates_bps: gives each host's total rate of links out (poisson's default
+            capacity); called only when needed (it may build the network).
 
     Raises:
         FieldError: a field (relative to the pattern) and the problem.
@@ -416,7 +420,7 @@ def generate(pattern: TrafficPattern, hosts: Sequence[str], *, seed: np.random.S
                 for (a, b), t in zip(pairs, starts)]
     if kind == "incast":
         return _incast(pattern, pool, hosts, rng, duration_ns, jitter)
-    return _poisson(pattern, pool, hosts, rng, duration_ns, access_rate_bps)
+    return _poisson(pattern, pool, hosts, rng, duration_ns, access_rates_bps)
 
 
 def _incast(pattern: TrafficPattern, pool: list[str], hosts: Sequence[str],
@@ -458,15 +462,18 @@ def _incast(pattern: TrafficPattern, pool: list[str], hosts: Sequence[str],
 
 def _poisson(pattern: TrafficPattern, pool: list[str], hosts: Sequence[str],
              rng: np.random.Generator, duration_ns: int,
-             access_rate_bps: Callable[[str], float]) -> list[Generated]:
+             access_rates_bps: Callable[[], dict[str, float]]) -> list[Generated]:
     senders = _match(pattern.senders, pool, "senders", hosts) if pattern.senders else pool
     receivers = _match(pattern.receivers, pool, "receivers", hosts) if pattern.receivers else pool
     if len(set(senders) | set(receivers)) < 2 or (len(receivers) == 1 and receivers == senders):
         raise FieldError("receivers", "needs a receiver other than each sender")
     assert pattern.sizes is not None and pattern.load is not None
     cdf = size_cdf(pattern.sizes)
-    capacity = sum(access_rate_bps(h) for h in senders) if pattern.capacity == "hosts" \
-        else float(parse_rate_bps(pattern.capacity))
+    if pattern.capacity == "hosts":
+        rates = access_rates_bps()
+        capacity = float(sum(rates.get(h, 0.0) for h in senders))
+    else:
+        capacity = float(parse_rate_bps(pattern.capacity))
     rate_per_s = pattern.load * capacity / (8.0 * cdf.mean_bytes)
     end_ns = pattern.stop_ns or duration_ns
     window_s = (end_ns - pattern.start_ns) / 1e9
@@ -511,7 +518,7 @@ def _poisson(pattern: TrafficPattern, pool: list[str], hosts: Sequence[str],
 
 
 def expand_traffic(patterns: Sequence[Any], *, hosts: Sequence[str], scenario_seed: int,
-                   duration_ns: int, access_rate_bps: Callable[[str], float]) -> list[Any]:
+                   duration_ns: int, access_rates_bps: Callable[[], dict[str, float]]) -> list[Any]:
     """Every pattern's flows as Flow models: each pattern's ``flow`` template (a validated Flow)
     copied with the generated endpoints, name, start, stop and size.
 
@@ -533,7 +540,7 @@ def expand_traffic(patterns: Sequence[Any], *, hosts: Sequence[str], scenario_se
                              "a pattern of finite flows needs a TCP or UDT flavor")
         try:
             flows = generate(pattern, hosts, seed=pattern_seed(scenario_seed, i, pattern.seed),
-                             duration_ns=duration_ns, access_rate_bps=access_rate_bps)
+                             duration_ns=duration_ns, access_rates_bps=access_rates_bps)
         except FieldError as err:
             field = f"traffic[{i}].{err.field}" if err.field else f"traffic[{i}]"
             raise FieldError(field, err.message) from None
