@@ -69,9 +69,14 @@ def slowdown_figure(table: pd.DataFrame, params: list[str], colors: dict[str, An
         color = colors.get(str(key[0]), "black")
         ax.plot(x, group["slowdown_p50"], color=color, marker="o", label=f"{label} p50")
         ax.plot(x, group["slowdown_p99"], color=color, marker="^", linestyle="--", label=f"{label} p99")
-    counts = table.groupby("size_bucket").size()
+    # Flows per bucket: per group when every group has the same (the same traffic per flavor).
+    per_group = table.groupby(["flavor", *params, "size_bucket"], dropna=False).size() \
+        .unstack("size_bucket").fillna(0)
+    same = len(per_group) > 1 and bool((per_group.nunique() == 1).all())
+    counts = per_group.iloc[0] if same else per_group.sum()
+    each = " each" if same else ""
     ax.set_xticks(range(len(buckets)),
-                  [f"{b}\n({int(counts.get(b, 0))} flows)" for b in buckets])
+                  [f"{b}\n({int(counts.get(b, 0))} flows{each})" for b in buckets])
     ax.set_yscale("log")
     ax.axhline(1.0, color="grey", linewidth=0.8, linestyle=":")
     return plots._finish(fig, ax)

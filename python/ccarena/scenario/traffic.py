@@ -28,7 +28,8 @@ Every pattern takes ``start`` (default ``"0s"``) and ``jitter`` (each flow start
   request every ``interval``: round r starts at start + r·interval. The engine starts flows at
   fixed times, so this is a fixed-interval approximation of the paper's barrier (the next
   request after the last response of the previous one): choose an ``interval`` longer than a
-  round takes, or rounds overlap.
+  round takes, or rounds overlap. Flows are numbered round by round (with N senders, round r's
+  are ``incast-{rN}`` … ``incast-{rN + N − 1}``).
 - ``poisson``: finite flows between random pairs (a sender drawn uniformly from ``senders``, a
   receiver uniformly from ``receivers`` other than the sender; both default to the pool), arriving
   as a Poisson process from ``start`` until ``stop`` (default: the end of the run) at rate
