@@ -28,7 +28,7 @@ from typing import Any, Iterable, Sequence
 import numpy as np
 import pandas as pd
 
-from ccarena.analysis import theory
+from ccarena.analysis import datacenter, theory
 
 # ----------------------------------------------------------------------------- basic statistics
 
@@ -367,14 +367,15 @@ def region_ranges(regions: pd.DataFrame) -> dict[str, float]:
 
 FLOW_METRICS = (
     "goodput_mean_bps", "throughput_mean_bps", "loss_rate", "retransmission_rate",
-    "delivery_ratio", "stability", "fct_s", "rtt_min_s", "rtt_mean_s", "rtt_p50_s", "rtt_p95_s",
+    "delivery_ratio", "stability", "fct_s", "fct_slowdown", "rtt_min_s", "rtt_mean_s", "rtt_p50_s", "rtt_p95_s",
     "rtt_p99_s",
 )
 """Per-flow metric columns :func:`flow_table` adds (RTT columns come from the engine)."""
 
 
 def flow_table(flows: pd.DataFrame, samples: pd.DataFrame, derived: dict[str, Any],
-               duration_s: float, sample_interval_s: float) -> pd.DataFrame:
+               duration_s: float, sample_interval_s: float,
+               links: pd.DataFrame | None = None) -> pd.DataFrame:
     """The engine's flows table with per-flow metrics and theory added.
 
     Added columns:
@@ -387,6 +388,9 @@ def flow_table(flows: pd.DataFrame, samples: pd.DataFrame, derived: dict[str, An
         ``stability`` = SD/mean of the flow's goodput samples in its active interval;
         ``fct_s`` = the engine's ``completion_time_s`` for finite transfers: the time from the
         flow's start until its last byte is acknowledged (NaN otherwise);
+        ``ideal_fct_s`` and ``fct_slowdown`` = fct_s / ideal_fct_s for finite TCP/UDT flows
+        (:mod:`ccarena.analysis.datacenter`, over the path's link rates from ``links``, the
+        engine's links table, when given; NaN for other flows);
         ``base_rtt_s``, ``path_loss``, ``bottleneck_rate_bps``, ``mss_bytes`` (payload per
         packet) from the resolved spec and topology;
         ``mathis_bps``, ``padhye_bps``, ``cubic_bps``: :mod:`ccarena.analysis.theory` at the path's loss
@@ -438,6 +442,16 @@ def flow_table(flows: pd.DataFrame, samples: pd.DataFrame, derived: dict[str, An
     out["mathis_bps"] = mathis
     out["padhye_bps"] = padhye
     out["cubic_bps"] = cubic
+    if links is not None:
+        rates = dict(zip(links["link"].astype(int), links["rate_bps"].astype(float)))
+        out["ideal_fct_s"] = [
+            datacenter.ideal_fct_s(size, rtt, [rates[i] for i in facts.get(str(name), {}).get("path_links", [])],
+                                   mss, datacenter.HEADER_BYTES.get(str(kind), math.nan))
+            for name, kind, size, rtt, mss in zip(out["name"], out["kind"], out["bytes_offered"],
+                                                  out["base_rtt_s"], out["mss_bytes"])]
+    finite = datacenter.slowdown_table(out)
+    out["ideal_fct_s"] = finite["ideal_fct_s"].reindex(out.index).to_numpy(dtype=float)
+    out["fct_slowdown"] = finite["fct_slowdown"].reindex(out.index).to_numpy(dtype=float)
     return out
 
 
@@ -478,12 +492,15 @@ BOTTLENECK_ROLES = ("bottleneck", "link")
 
 
 def run_summary(flow_metrics: pd.DataFrame, link_metrics: pd.DataFrame,
-                regions: pd.DataFrame) -> dict[str, float]:
+                regions: pd.DataFrame, queues: pd.DataFrame | None = None,
+                duration_s: float | None = None) -> dict[str, float]:
     """Run-level numbers put on every row of the run in summary.parquet.
 
     ``jain_index`` over all flows' mean goodputs; the region min–max (:func:`region_ranges`);
     ``bottleneck_utilization``, ``bottleneck_queueing_delay_s``, ``bottleneck_drops``,
-    ``bottleneck_drop_rate`` of the (first) link whose role is in :data:`BOTTLENECK_ROLES`.
+    ``bottleneck_drop_rate`` of the (first) link whose role is in :data:`BOTTLENECK_ROLES`;
+    with ``duration_s``, the data-center numbers where they apply (finite flows, multipath
+    roles: :func:`ccarena.analysis.datacenter.run_summary`).
     """
     out: dict[str, float] = {"jain_index": jain_index(flow_metrics["goodput_mean_bps"])}
     out.update(region_ranges(regions))
@@ -499,6 +516,8 @@ def run_summary(flow_metrics: pd.DataFrame, link_metrics: pd.DataFrame,
         for key in ("bottleneck_utilization", "bottleneck_queueing_delay_s", "bottleneck_drops",
                     "bottleneck_drop_rate"):
             out[key] = math.nan
+    if duration_s is not None:
+        out.update(datacenter.run_summary(flow_metrics, link_metrics, queues, duration_s))
     return out
 
 
@@ -507,6 +526,7 @@ def run_summary(flow_metrics: pd.DataFrame, link_metrics: pd.DataFrame,
 SUMMARY_METRICS = FLOW_METRICS + (
     "jain_index", "fairness_min", "fairness_max", "stability_min", "stability_max",
     "bottleneck_utilization", "bottleneck_queueing_delay_s", "bottleneck_drop_rate",
+    "fct_slowdown_p50", "fct_slowdown_p99",
 )
 """Columns of summary.parquet aggregated over repeats by :func:`aggregate_repeats`."""
 

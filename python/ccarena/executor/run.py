@@ -95,7 +95,8 @@ def execute_run(root: str, record: dict[str, Any],
         duration_s = spec.duration_ns / 1e9
         interval_s = spec.sample_interval_ns / 1e9
         derived = record["derived"]
-        flows = metrics.flow_table(tables["flows"], tables["samples"], derived, duration_s, interval_s)
+        flows = metrics.flow_table(tables["flows"], tables["samples"], derived, duration_s, interval_s,
+                                   links=tables["links"])
         links = metrics.link_table(tables["links"], tables["queues"], derived, duration_s)
         regions = metrics.region_table(tables["flows"], tables["samples"], duration_s, interval_s)
         names = dict(zip(tables["flows"]["flow"], tables["flows"]["name"]))
@@ -107,7 +108,8 @@ def execute_run(root: str, record: dict[str, Any],
         for df in out.values():
             df.insert(0, "run_id", record["run_id"])
         full = dict(record, status="complete",
-                    summary=metrics.run_summary(flows, links, regions),
+                    summary=metrics.run_summary(flows, links, regions, queues=tables["queues"],
+                                                duration_s=duration_s),
                     timing={"started": started, "finished": now_utc(), "wall_s": wall_s,
                             "simulated_s": duration_s,
                             "simulated_per_wall": duration_s / wall_s if wall_s > 0 else None},

@@ -16,6 +16,7 @@ from jinja2 import Environment, PackageLoader, select_autoescape
 
 from ccarena.report import calibration, topology_figure
 from ccarena.report.compare import insert_section
+from ccarena.report.datacenter import datacenter_content
 from ccarena.report.figures import Figure, draw_figures
 from ccarena.report.studies import study_content
 from ccarena.report.tables import Cell, aggregate_rows, region_rows, summary_rows
@@ -39,6 +40,7 @@ class Section:
     regions: tuple[list[str], list[list[Cell]]] | None
     studies: list[tuple[str, str, str, tuple[list[str], list[list[Cell]]]]]
     figures: list[Figure]
+    datacenter: tuple[list[str], list[list[Cell]]] | None = None
 
 
 def build_section(part: Any, figures_dir: Path) -> Section:
@@ -49,6 +51,7 @@ def build_section(part: Any, figures_dir: Path) -> Section:
     drawing = topology_figure.report_figure(part, figures_dir, prefix)  # the report opens with the network
     figures = draw_figures(part, figures_dir, prefix=prefix)
     studies, study_figures = study_content(part, figures_dir, prefix)
+    dc_table, dc_figures = datacenter_content(part, figures_dir, prefix)
     agg = None
     if params or (len(summary) and int(summary["repeat"].max()) > 0):
         agg = aggregate_rows(part.aggregate(), params)
@@ -57,7 +60,7 @@ def build_section(part: Any, figures_dir: Path) -> Section:
         title=part.part, description=str(part.meta.get("description", "")),
         summary=summary_rows(summary, params), aggregate=agg,
         regions=region_rows(part.regions) if len(part.regions) else None,
-        studies=studies, figures=drawing + study_figures + figures)
+        studies=studies, figures=drawing + study_figures + dc_figures + figures, datacenter=dc_table)
 
 
 def render_html(result: Any, sections: list[Section]) -> str:

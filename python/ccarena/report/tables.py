@@ -36,6 +36,11 @@ def index_text(x: float) -> str:
     return "–" if not math.isfinite(x) else f"{x:.3f}"
 
 
+def ratio_text(x: float) -> str:
+    """A ratio ≥ 0 (FCT slowdown) to 3 significant digits (``–`` when not finite)."""
+    return "–" if not math.isfinite(x) else f"{x:.3g}"
+
+
 COLUMNS: dict[str, tuple[str, Callable[[float], str]]] = {
     "goodput_mean_bps": ("goodput", units.format_rate),
     "throughput_mean_bps": ("throughput", units.format_rate),
@@ -48,6 +53,7 @@ COLUMNS: dict[str, tuple[str, Callable[[float], str]]] = {
     "rtt_p99_s": ("RTT p99", units.format_time),
     "stability": ("stability", index_text),
     "fct_s": ("completion", units.format_time),
+    "fct_slowdown": ("FCT slowdown", ratio_text),
     "jain_index": ("Jain (run)", index_text),
     "bottleneck_utilization": ("bottleneck util.", pct_text),
     "bottleneck_queueing_delay_s": ("queueing delay", units.format_time),
@@ -147,7 +153,7 @@ def region_rows(regions: pd.DataFrame) -> tuple[list[str], list[list[Cell]]]:
 
 
 TERMINAL_COLUMNS = ("goodput_mean_bps", "loss_rate", "retransmission_rate", "delivery_ratio",
-                    "rtt_mean_s", "rtt_p95_s", "stability", "fct_s", "jain_index")
+                    "rtt_mean_s", "rtt_p95_s", "stability", "fct_s", "fct_slowdown", "jain_index")
 """The summary columns the terminal table shows (the report shows all of :data:`COLUMNS`)."""
 
 

@@ -28,6 +28,7 @@ from ccarena.errors import FieldError, UserError
 from ccarena.quantities import Packets, RateBps, SizeBytes, StrictModel, TimeNs
 from ccarena.runspec import TCP_DEFAULTS
 from ccarena.scenario.events import Event, resolve_events
+from ccarena.scenario.traffic import TrafficPattern, expand_traffic, flow_template
 from ccarena.topology import Network, Topology
 from ccarena.units import format_time
 
@@ -167,6 +168,18 @@ class Flow(StrictModel):
 
     def _given_by_alias(self) -> dict[str, Any]:
         return {(f.alias or name): getattr(self, name) for name, f in type(self).model_fields.items()}
+
+
+class Traffic(TrafficPattern):
+    """``[[traffic]]``: a flow generator (:mod:`ccarena.scenario.traffic`) with ``flow``, the
+    template of its flows (a :class:`Flow` table without from, to, name, start, stop, bytes)."""
+
+    flow: Flow
+
+    @field_validator("flow", mode="before")
+    @classmethod
+    def _template(cls, value: Any) -> Any:
+        return flow_template(value)
 
 
 class Output(StrictModel):
@@ -358,7 +371,8 @@ class Scenario(StrictModel):
     """A whole scenario file (see the README's scenario reference).
 
     Fields: ``name`` (the experiment's directory name), ``description``, ``duration`` (> 0),
-    ``seed`` (default 1), ``backend`` (``"sim"`` or ``"kernel"``), ``topology``, ``flows`` (at least one),
+    ``seed`` (default 1), ``backend`` (``"sim"`` or ``"kernel"``), ``topology``, ``flows`` and
+    ``traffic`` (:class:`Traffic`, expanded into more flows; at least one flow in all),
     ``output``, ``sweep``, ``matrix`` (:class:`Matrix`; not with ``sweep``), ``events``
     (:class:`ccarena.scenario.events.Event`), ``report`` (:class:`ReportOptions`), ``kernel``
     (:class:`KernelOptions`), ``parts`` (see :func:`split_parts`).
@@ -372,7 +386,8 @@ class Scenario(StrictModel):
     backend: Literal["sim", "kernel"] = "sim"
     _network: Network | None = PrivateAttr(default=None)
     topology: Topology
-    flows: list[Flow]
+    flows: list[Flow] = []
+    traffic: list[Traffic] = []
     output: Output = Output()
     sweep: Sweep | None = None
     matrix: Matrix | None = None
@@ -404,8 +419,13 @@ class Scenario(StrictModel):
 
     @model_validator(mode="after")
     def _flows_fit_topology_and_time(self) -> "Scenario":
+        if self.traffic:  # generated flows join the explicit ones and are checked like them
+            hosts = [n for n, kind in self.topology.node_names().items() if kind == "host"]
+            object.__setattr__(self, "flows", [*self.flows, *expand_traffic(
+                self.traffic, hosts=hosts, scenario_seed=self.seed, duration_ns=self.duration_ns,
+                access_rates_bps=self._access_rates_bps)])
         if not self.flows:
-            raise FieldError("flows", "a scenario needs at least one [[flows]] table")
+            raise FieldError("flows", "a scenario needs at least one [[flows]] or [[traffic]] table")
         nodes = self.topology.node_names()
         hosts = [n for n, kind in nodes.items() if kind == "host"]
         if len(hosts) > 8:  # a data-center topology has thousands: name a few and the count
@@ -449,6 +469,13 @@ class Scenario(StrictModel):
                 field, _, message = str(err).partition(": ")
                 raise FieldError(field, message) from None
         return self
+
+    def _access_rates_bps(self) -> dict[str, float]:
+        """Each node's total rate of links out (a host's access capacity)."""
+        rates: dict[str, float] = {}
+        for link in self.network().links:
+            rates[link.src] = rates.get(link.src, 0.0) + link.rate_bps
+        return rates
 
     def network(self) -> Network:
         """The topology as an explicit network, built on first use and kept (a run builds its
