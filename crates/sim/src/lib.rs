@@ -2,7 +2,8 @@
 //!
 //! A [`Simulation`] runs one fully resolved [`Spec`] (every value explicit; format in
 //! `docs/engine-spec.md`): hosts and routers joined by directed links (rate, propagation delay,
-//! random loss, an egress queue: DropTail or RED), scheduled link changes, static routes, and
+//! random loss, an egress queue: DropTail or RED), scheduled link changes (a link may go down and up), routes (a static table, or computed
+//! shortest paths with ECMP or per-packet spraying, `routing`), and
 //! applications (bulk TCP through the
 //! `ccarena-transport` sans-IO sender and receiver, UDP CBR, bulk UDT through the transport's
 //! `udt` endpoints). Time is integer nanoseconds and
@@ -20,6 +21,7 @@ pub mod queue;
 pub mod red;
 pub mod results;
 pub mod rng;
+pub mod routing;
 pub mod sampler;
 pub mod spec;
 pub mod table;
