@@ -196,58 +196,82 @@ impl Routes {
     /// destination is unreachable without any override involved.
     pub fn check_flows(&self, spec: &Spec, graph: &Graph) -> Result<(), SpecError> {
         let n = self.n_nodes;
-        // Pairs grouped by destination so node colours carry over between flows to one host.
-        let mut pairs: Vec<(usize, usize, usize)> = Vec::with_capacity(2 * spec.flows.len());
+        // Pairs grouped by destination so node colours carry over between flows to one host;
+        // the error reported is that of the first flow in spec order (data direction first).
+        let mut pairs: Vec<(usize, usize, u8, usize)> = Vec::with_capacity(2 * spec.flows.len());
         for (i, f) in spec.flows.iter().enumerate() {
             let (s, d) = f.endpoints();
-            pairs.push((d, i, s));
-            pairs.push((s, i, d));
+            pairs.push((d, i, 0, s));
+            pairs.push((s, i, 1, d));
         }
         pairs.sort_unstable();
         // 0 unvisited, 1 on the current search stack, 2 every path from it reaches the dst.
         let mut colour = vec![0u8; n];
         let mut stack: Vec<(u32, usize)> = Vec::new();
         let mut current = usize::MAX;
-        let name = |v: usize| spec.nodes[v].name.as_str();
-        for &(dst, flow, src) in &pairs {
+        let mut first: Option<((usize, u8), SpecError)> = None;
+        for &(dst, flow, dir, src) in &pairs {
             if dst != current {
                 colour.fill(0);
                 current = dst;
             }
-            if colour[src] == 2 {
+            if let Err(e) = self.check_pair(spec, graph, &mut colour, &mut stack, src, dst, flow) {
+                if first.as_ref().is_none_or(|(at, _)| (flow, dir) < *at) {
+                    first = Some(((flow, dir), e));
+                }
+                colour.fill(0);
+                current = usize::MAX;
+            }
+        }
+        first.map_or(Ok(()), |(_, e)| Err(e))
+    }
+
+    /// Depth-first search of every path the table allows from `src` to `dst`.
+    #[allow(clippy::too_many_arguments)]
+    fn check_pair(
+        &self,
+        spec: &Spec,
+        graph: &Graph,
+        colour: &mut [u8],
+        stack: &mut Vec<(u32, usize)>,
+        src: usize,
+        dst: usize,
+        flow: usize,
+    ) -> Result<(), SpecError> {
+        let name = |v: usize| spec.nodes[v].name.as_str();
+        if colour[src] == 2 {
+            return Ok(());
+        }
+        stack.clear();
+        stack.push((src as u32, 0));
+        colour[src] = 1;
+        while let Some(&mut (v, ref mut next)) = stack.last_mut() {
+            let entry = self.entry(v, dst as u32);
+            let links = self.links(&entry);
+            if links.is_empty() {
+                return Err(self.blame(spec, stack, dst, flow, src, || format!("dead-end at node '{}'", name(v as usize))));
+            }
+            if *next == links.len() {
+                colour[v as usize] = 2;
+                stack.pop();
                 continue;
             }
-            stack.clear();
-            stack.push((src as u32, 0));
-            colour[src] = 1;
-            while let Some(&mut (v, ref mut next)) = stack.last_mut() {
-                let entry = self.entry(v, dst as u32);
-                let links = self.links(&entry);
-                if links.is_empty() {
-                    return Err(self.blame(spec, &stack, dst, flow, src, || format!("dead-end at node '{}'", name(v as usize))));
-                }
-                if *next == links.len() {
-                    colour[v as usize] = 2;
-                    stack.pop();
-                    continue;
-                }
-                let u = graph.to(links[*next]) as usize;
-                *next += 1;
-                if u == dst || colour[u] == 2 {
-                    continue;
-                }
-                if graph.is_host[u] {
-                    let host = name(u);
-                    return Err(self.blame(spec, &stack, dst, flow, src, || format!("dead-end at host '{host}' (hosts do not forward)")));
-                }
-                if colour[u] == 1 {
-                    let at = stack.iter().position(|&(w, _)| w as usize == u).expect("grey nodes are on the stack");
-                    let cycle: Vec<&str> = stack[at..].iter().map(|&(w, _)| name(w as usize)).chain([name(u)]).collect();
-                    return Err(self.blame(spec, &stack[at..], dst, flow, src, || format!("loops ({})", cycle.join(" → "))));
-                }
-                colour[u] = 1;
-                stack.push((u as u32, 0));
+            let u = graph.to(links[*next]) as usize;
+            *next += 1;
+            if u == dst || colour[u] == 2 {
+                continue;
             }
+            if graph.is_host[u] {
+                let host = name(u);
+                return Err(self.blame(spec, stack, dst, flow, src, || format!("dead-end at host '{host}' (hosts do not forward)")));
+            }
+            if colour[u] == 1 {
+                let at = stack.iter().position(|&(w, _)| w as usize == u).expect("grey nodes are on the stack");
+                let cycle: Vec<&str> = stack[at..].iter().map(|&(w, _)| name(w as usize)).chain([name(u)]).collect();
+                return Err(self.blame(spec, &stack[at..], dst, flow, src, || format!("loop ({})", cycle.join(" → "))));
+            }
+            colour[u] = 1;
+            stack.push((u as u32, 0));
         }
         Ok(())
     }
