@@ -839,6 +839,9 @@ mod tests {
         s.links[1].queue.ecn_threshold_packets = Some(20);
         s.links[1].loss = 0.0125;
         s.events.push(link_event(1_000_000_000, 0, |c| c.loss = Some(0.3)));
+        s.events.push(link_event(2_000_000_000, 0, |c| c.up = Some(false)));
+        // The dumbbell's table, now as static overrides of computed routes.
+        s.routing = Some(RoutingSpec { mode: RoutingMode::Spray });
         s
     }
 

@@ -263,7 +263,7 @@ pub struct FatTree {
 impl FatTree {
     /// A fat-tree with `k`-port switches and uniform links.
     pub fn new(k: usize, rate_bps: u64, delay_ns: u64, queue_packets: u64) -> FatTree {
-        assert!(k >= 2 && k % 2 == 0, "k must be even and at least 2");
+        assert!(k >= 2 && k.is_multiple_of(2), "k must be even and at least 2");
         FatTree { k, rate_bps, delay_ns, queue_packets }
     }
 

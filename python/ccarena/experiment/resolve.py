@@ -10,10 +10,9 @@ routes), so each flow's path is asked of it (``_engine.flow_paths``): the path t
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
-
-import re
 
 import numpy as np
 
@@ -144,7 +143,8 @@ def _flow_paths(spec: RunSpec, net: Network, names: list[str]) -> list[tuple[lis
         UserError: a flow's destination is unreachable (``flow 'x': no route from 'a' to 'b'``) or
             a static route loops (``routes[i]: ...``).
     """
-    from ccarena import _engine  # the compiled engine routes; imported where it is needed
+    # The compiled engine routes; imported where it is needed.
+    from ccarena import _engine
 
     try:
         return [(list(d), list(a)) for d, a in _engine.flow_paths(spec.to_json())]
