@@ -19,6 +19,9 @@ use crate::sampler::{QueueSample, Sampler};
 use crate::spec::{EventSpec, FlowSpec, RoutingMode, Spec, SpecError};
 use crate::table::Results;
 
+/// `via` of a packet its own host sends (it arrived over no link).
+const FROM_HOST: u32 = u32::MAX;
+
 /// A simulation of one resolved [`Spec`].
 #[derive(Debug)]
 pub struct Simulation {
@@ -209,39 +212,48 @@ impl Simulation {
 
     // ---- network ---------------------------------------------------------------------------
 
-    /// Put `pkt` on the link `node` routes its destination to; false when `node` has no route
-    /// (the packet is dropped).
+    /// Put `pkt`, which reached `node` over link `via` (`FROM_HOST` when `node` sent it), on the
+    /// link `node` routes its destination to.
     #[inline]
-    fn send_from(&mut self, node: u32, pkt: Packet) -> bool {
+    fn send_from(&mut self, node: u32, via: u32, pkt: Packet) {
         let entry = self.routes.entry(node, pkt.dst);
+        if entry & MULTI != 0 {
+            return self.send_multi(node, via, pkt, entry);
+        }
         // One next hop (every entry of a static table): a plain index, no further work.
-        let l = if entry & MULTI == 0 {
-            entry as usize
-        } else {
-            match self.choose(node, &pkt, entry) {
-                Some(l) => l,
-                None => return false,
-            }
-        };
+        let l = entry as usize;
         self.links[l].enqueue(self.now, pkt);
         self.ensure_link_event(l);
-        true
     }
 
-    /// The link of a next-hop set `pkt` leaves `node` on: hash-threshold on the flow's 5-tuple
-    /// (ECMP) or a draw from the node's stream (spray); `None` for no route.
+    /// [`Simulation::send_from`] for an entry that is a next-hop set or no route: pick the link
+    /// by hash-threshold on the flow's 5-tuple (ECMP) or a draw from the node's stream (spray);
+    /// without a route drop the packet and count it on `via`. Out of line so the single-next-hop
+    /// path stays small where it is inlined.
     #[inline(never)]
-    fn choose(&mut self, node: u32, pkt: &Packet, entry: u32) -> Option<usize> {
+    fn send_multi(&mut self, node: u32, via: u32, pkt: Packet, entry: u32) {
         let links = self.routes.links(&entry);
         let i = match (links.len(), self.mode) {
-            (0, _) => return None,
+            (0, _) => return self.no_route(via),
             (1, _) | (_, None) => 0,
             (n, Some(RoutingMode::Ecmp)) => {
                 hash_threshold(self.flow_keys[pkt.flow as usize].for_dst(pkt.dst), self.node_salt[node as usize], n)
             }
             (n, Some(RoutingMode::Spray)) => uniform_index(self.node_rng[node as usize].next_u64(), n),
         };
-        Some(links[i] as usize)
+        let l = links[i] as usize;
+        self.links[l].enqueue(self.now, pkt);
+        self.ensure_link_event(l);
+    }
+
+    /// Count a packet dropped for want of a route: on the link it arrived over; a packet its own
+    /// host cannot route never entered the network and shows only as its flow's loss.
+    #[cold]
+    #[inline(never)]
+    fn no_route(&mut self, via: u32) {
+        if via != FROM_HOST {
+            self.no_route_drops[via as usize] += 1;
+        }
     }
 
     /// Per flow, the links of its data path and of its ACK path as routed now: exact with a
@@ -319,8 +331,8 @@ impl Simulation {
         for pkt in arrived.drain(..) {
             if pkt.dst == node {
                 self.deliver(pkt);
-            } else if !self.send_from(node, pkt) {
-                self.no_route_drops[l] += 1;
+            } else {
+                self.send_from(node, l as u32, pkt);
             }
         }
         self.arrivals = arrived;
@@ -362,8 +374,7 @@ impl Simulation {
             self.events.push(at, event);
         }
         for pkt in out.drain(..) {
-            // A host without a route (its links down) drops its own packet: a flow loss only.
-            self.send_from(host, pkt);
+            self.send_from(host, FROM_HOST, pkt);
         }
         self.outgoing = out;
     }
@@ -420,7 +431,7 @@ impl Simulation {
         c.sent += 1;
         let (src, next) = (c.src, now + c.interval);
         self.events.push(next, Event::CbrSend(f as u32));
-        self.send_from(src, pkt);
+        self.send_from(src, FROM_HOST, pkt);
     }
 
     // ---- sampling --------------------------------------------------------------------------
