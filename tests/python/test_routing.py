@@ -67,7 +67,7 @@ def test_static_routes_go_into_the_spec_and_bad_ones_name_their_field():
     assert spec["links"][route["link"]]["name"] == "r0->r1"
     # r1 sends right0's packets back to r0, which sends them to r1 again.
     looping = _dumbbell(routing={"static": [{"node": "r1", "dst": "right0", "via": "r0"}]})
-    with pytest.raises(ccarena.UserError, match=r"routing\.static: routes\[0\]: .*loop"):
+    with pytest.raises(ccarena.UserError, match=r"routing\.static\[0\]: the static route at 'r1' for 'right0' .*loop"):
         resolve_run(validate_scenario(looping), seed=1)
     unknown = _dumbbell(routing={"static": [{"node": "r9", "dst": "right0", "via": "r1"}]})
     with pytest.raises(ccarena.UserError, match=r"routing\.static\[0\]\.node: unknown node 'r9'"):

@@ -134,6 +134,7 @@ def _static_routes(scenario: Scenario, net: Network, index: dict[str, int]) -> l
 
 
 _NO_ROUTE = re.compile(r"^flows\[(\d+)\]\.dst: (no route .*)$")
+_BAD_ROUTE = re.compile(r"^routes\[(\d+)\](?:\.\w+)?: (.*)$")
 
 
 def _flow_paths(spec: RunSpec, net: Network, names: list[str]) -> list[tuple[list[int], list[int]]]:
@@ -141,7 +142,7 @@ def _flow_paths(spec: RunSpec, net: Network, names: list[str]) -> list[tuple[lis
 
     Raises:
         UserError: a flow's destination is unreachable (``flow 'x': no route from 'a' to 'b'``) or
-            a static route loops (``routes[i]: ...``).
+            a static route loops or dead-ends (``routing.static[i]: ...``).
     """
     # The compiled engine routes; imported where it is needed.
     from ccarena import _engine
@@ -153,8 +154,9 @@ def _flow_paths(spec: RunSpec, net: Network, names: list[str]) -> list[tuple[lis
         found = _NO_ROUTE.match(message)
         if found:
             raise UserError(f"flow '{names[int(found.group(1))]}': {found.group(2)}") from None
-        if message.startswith("routes["):
-            raise UserError(f"routing.static: {message}") from None
+        found = _BAD_ROUTE.match(message)
+        if found:  # routes[i] is the scenario's routing.static[i]
+            raise UserError(f"routing.static[{found.group(1)}]: {found.group(2)}") from None
         # Any other problem is the backend's to report, as for every spec; the paths of the
         # topology's own shortest routes stand in until then.
         flows = [(f.src, f.dst) for f in spec.flows]
