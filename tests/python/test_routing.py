@@ -72,3 +72,22 @@ def test_static_routes_go_into_the_spec_and_bad_ones_name_their_field():
     unknown = _dumbbell(routing={"static": [{"node": "r9", "dst": "right0", "via": "r1"}]})
     with pytest.raises(ccarena.UserError, match=r"routing\.static\[0\]\.node: unknown node 'r9'"):
         resolve_run(validate_scenario(unknown), seed=1)
+
+
+def test_the_kernel_backend_routes_the_paths_the_engine_takes():
+    from ccarena.backends.kernel.routes import next_hops
+
+    run = resolve_run(validate_scenario(_dumbbell()), seed=1)
+    spec = run.spec
+    table = {(node, dst): link for node, dst, link in next_hops(spec)}
+    for flow, facts in zip(spec.flows, run.derived["flows"]):
+        for src, dst, path in ((flow.src, flow.dst, facts["path_links"]),
+                               (flow.dst, flow.src, facts["reverse_path_links"])):
+            at, walked = src, []
+            while at != dst:
+                walked.append(table[(at, dst)])
+                at = spec.links[walked[-1]].to
+            assert walked == path
+    # A spec written before routing was computed is its own table.
+    legacy = spec.model_copy(update={"routing": None})
+    assert next_hops(legacy) == []
