@@ -303,3 +303,20 @@ fn computed_routes_on_a_dumbbell_run_bit_identical_to_its_static_table() {
     common::assert_identical(&reference, &common::run(computed));
     common::assert_identical(&reference, &common::run(spray));
 }
+
+#[test]
+fn a_static_table_keeps_routing_onto_a_down_link_and_loses_those_packets() {
+    let d = ccarena_sim::testkit::Dumbbell::new(1, mbps(10), ms(10), 50);
+    let mut spec = d.spec(2, secs(3), ms(100), vec![FlowSpec::UdpCbr(cbr_flow("cbr", d.left(0), d.right(0), mbps(4), 1000))]);
+    let b = d.bottleneck_link();
+    spec.events = vec![link_event(secs(1), b, |c| c.up = Some(false)), link_event(secs(2), b, |c| c.up = Some(true))];
+    let res = common::run(spec);
+    assert_conservation(&res);
+    let (sent, received) = (res.flows.f64("packets_sent")[0], res.flows.f64("packets_received")[0]);
+    let lost = res.links.f64("down_drops_packets")[b];
+    // 4 Mbps of 1028-byte packets: ~486 per second; one second of them meets the down link.
+    eprintln!("sent {sent}, received {received}, lost to the down link {lost}");
+    assert!((lost - sent / 3.0).abs() < 5.0, "one third of the packets: {lost} of {sent}");
+    let pending: f64 = ["packets_queued_end", "packets_in_flight_end"].iter().map(|c| res.links.f64(c).iter().sum::<f64>()).sum();
+    assert_eq!(received + lost + pending, sent, "every other packet arrives (or is on its way at the end)");
+}
