@@ -84,7 +84,7 @@ pub struct NodeSpec {
 #[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq)]
 #[serde(rename_all = "snake_case")]
 pub enum NodeKind {
-    /// Runs flow endpoints; may also forward.
+    /// Runs flow endpoints; forwards others' packets only if a static table (no `routing`) says so.
     Host,
     /// Forwards only.
     Router,
