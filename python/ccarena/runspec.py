@@ -1,7 +1,7 @@
 """The resolved run spec: the one input every backend consumes (the "narrow waist").
 
 Frozen pydantic models that mirror ``crates/sim/src/spec.rs`` field for field (documented in
-``docs/engine-spec.md``): nodes, directed links with their queue, static routes, flows by transport
+``docs/engine-spec.md``): nodes, directed links with their queue, routing and static routes, flows by transport
 kind, scheduled link changes. :func:`ccarena.experiment.resolve.resolve_run` builds one per run with
 every value explicit; :meth:`RunSpec.to_json` serializes it once, canonically, for the engine and for
 ``run.json``. ``tests/engine/test_spec_agreement.py`` round-trips every example's spec through the
@@ -109,7 +109,9 @@ class LinkSpec(SpecModel):
 
 
 class RouteSpec(SpecModel):
-    """At node ``node``, packets for host ``dst`` leave on link ``link``."""
+    """At node ``node``, packets for host ``dst`` leave on link ``link``. With
+    :attr:`RunSpec.routing` a static override: all entries for one (node, dst) replace that node's
+    computed next-hop set (docs/engine-spec.md, "Routing")."""
 
     node: int
     dst: int
@@ -130,9 +132,20 @@ class LinkChangeSpec(SpecModel):
     red_max_th_packets: int | None = None
     red_min_th_bytes: int | None = None
     red_max_th_bytes: int | None = None
+    up: bool | None = None
+    """``False`` takes the link down (queued and in-flight packets are lost), ``True`` brings it
+    back; ``None`` leaves its state alone."""
 
     _OPTIONAL = frozenset({"red_min_th_packets", "red_max_th_packets", "red_min_th_bytes",
-                           "red_max_th_bytes"})
+                           "red_max_th_bytes", "up"})
+
+
+class RoutingSpec(SpecModel):
+    """Routes computed by the engine: shortest paths by hop count with equal-cost sets; ``mode``
+    picks one next hop of a set by the flow's 5-tuple hash (``"ecmp"``, RFC 2992 hash-threshold)
+    or per packet at random (``"spray"``)."""
+
+    mode: Literal["ecmp", "spray"] = "ecmp"
 
 
 class EventSpec(SpecModel):
@@ -225,8 +238,14 @@ class RunSpec(SpecModel):
     nodes: tuple[NodeSpec, ...]
     links: tuple[LinkSpec, ...]
     routes: tuple[RouteSpec, ...]
+    routing: RoutingSpec | None = None
+    """``None``: :attr:`routes` is the complete static table (specs written before routing was
+    computed in the engine). The front end always sets it now; :attr:`routes` then holds only
+    static overrides."""
     flows: tuple[FlowSpec, ...]
     events: tuple[EventSpec, ...] = ()
+
+    _OPTIONAL = frozenset({"routing"})
 
     def to_dict(self) -> dict[str, Any]:
         """The spec as JSON-ready data (``from`` for :attr:`LinkSpec.from_`)."""

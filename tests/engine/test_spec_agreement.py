@@ -35,7 +35,10 @@ EVERY_OPTION = {
               {"from": "left2", "to": "right2", "flavor": "udp-cbr", "rate": "1Mbps"}],
     "events": [{"at": "1s", "link": "bottleneck", "increase": {"limit": "40pkt", "rate": "1Mbps",
                                                                  "delay": "1ms", "loss": "1%"}},
-               {"at": "2s", "link": "access", "set": {"limit": "400KB"}}],
+               {"at": "2s", "link": "access", "set": {"limit": "400KB"}},
+               {"at": "3s", "link": "r0-r1", "up": False},
+               {"at": "3.5s", "link": "r0->r1", "up": True, "set": {"rate": "10Mbps"}}],
+    "routing": {"mode": "spray", "static": [{"node": "r0", "dst": "right0", "via": "r1"}]},
 }
 
 
@@ -76,6 +79,10 @@ def test_the_specs_cover_every_model() -> None:
     assert kinds == {"TcpFlowSpec", "CbrFlowSpec", "UdtFlowSpec"}
     assert any(link.queue.red is not None for _, s in SPECS for link in s.links)
     assert any(s.events for _, s in SPECS)
+    assert any(e.set.up is False for _, s in SPECS for e in s.events)
+    assert any(s.routes for _, s in SPECS), "a static route override"
+    assert all(s.routing is not None for _, s in SPECS), "the front end always sends routing"
+    assert {s.routing.mode for _, s in SPECS if s.routing} == {"ecmp", "spray"}
 
 
 @pytest.mark.parametrize("name,spec", SPECS, ids=[name for name, _ in SPECS])

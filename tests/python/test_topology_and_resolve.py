@@ -41,29 +41,22 @@ def test_dumbbell_graph_links_and_routes():
     assert by_name["r0->r1"]["queue"] == {"discipline": "droptail", "limit_packets": 100, "limit_bytes": None,
                                           "ecn_threshold_packets": None, "ecn_threshold_bytes": None}
     assert by_name["left0->r0"]["queue"]["limit_packets"] == 1000
-    # Follow the routes hop by hop from left0 to right0 and back.
-    route = {(r["node"], r["dst"]): r["link"] for r in spec["routes"]}
-
-    def walk(src: str, dst: str) -> list[str]:
-        node, hops = names.index(src), []
-        while node != names.index(dst):
-            link = spec["links"][route[(node, names.index(dst))]]
-            hops.append(link["name"])
-            node = link["to"]
-        return hops
-
-    assert walk("left0", "right0") == ["left0->r0", "r0->r1", "r1->right0"]
-    assert walk("right0", "left0") == ["right0->r1", "r1->r0", "r0->left0"]
+    # The engine computes the routes: no table in the spec, the paths asked of the engine.
+    assert spec["routes"] == [] and spec["routing"] == {"mode": "ecmp"}
+    cubic = run.derived["flows"][0]
+    assert [spec["links"][i]["name"] for i in cubic["path_links"]] == ["left0->r0", "r0->r1", "r1->right0"]
+    assert [spec["links"][i]["name"] for i in cubic["reverse_path_links"]] == ["right0->r1", "r1->r0", "r0->left0"]
 
 
 def test_single_link_graph():
     raw = {"name": "s", "duration": "1s",
            "topology": {"kind": "single_link", "link": {"rate": "5Mbps", "delay": "7ms", "reverse_loss": "2%"}},
            "flows": [{"from": "a", "to": "b", "flavor": "newreno"}]}
-    spec = resolved(raw).spec.to_dict()
+    run = resolved(raw)
+    spec = run.spec.to_dict()
     assert [link["name"] for link in spec["links"]] == ["a->b", "b->a"]
     assert spec["links"][1]["loss"] == pytest.approx(0.02)
-    assert {(r["node"], r["dst"], r["link"]) for r in spec["routes"]} == {(0, 1, 0), (1, 0, 1)}
+    assert (run.derived["flows"][0]["path_links"], run.derived["flows"][0]["reverse_path_links"]) == ([0], [1])
 
 
 def test_every_default_is_explicit_and_overrides_apply():

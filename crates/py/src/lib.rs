@@ -208,6 +208,23 @@ fn spec_roundtrip(json: &str) -> PyResult<String> {
     ccarena_sim::Spec::roundtrip_json(json).map_err(|e| PyValueError::new_err(e.to_string()))
 }
 
+/// Per flow, the link indices of its data path and of its ACK path at time 0, as the engine
+/// routes them: `[(data_links, ack_links)]` in flow order. Exact with a static table and with
+/// `routing.mode = "ecmp"` (the flow's 5-tuple hash, docs/engine-spec.md "Routing"); with
+/// `"spray"` each packet picks its own next hop, and this is the path of every node's first
+/// choice (its lowest-index next hop), one of the paths the flow's packets take. Validates the
+/// spec as `Simulation(spec_json)` does: raises ValueError("path: message") for a bad spec (an
+/// unreachable destination is `flows[i].dst: no route from 'a' to 'b'`).
+#[pyfunction]
+fn flow_paths(py: Python<'_>, spec_json: &str) -> PyResult<Vec<(Vec<usize>, Vec<usize>)>> {
+    let built = py.detach(|| catch_unwind(|| Simulation::from_json(spec_json).map(|sim| sim.flow_paths())));
+    match built {
+        Ok(Ok(paths)) => Ok(paths),
+        Ok(Err(e)) => Err(PyValueError::new_err(e.to_string())),
+        Err(p) => Err(EngineError::new_err(format!("engine fault while routing: {}", panic_message(&*p)))),
+    }
+}
+
 /// The module.
 #[pymodule]
 fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -215,6 +232,7 @@ fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(flavors, m)?)?;
     m.add_function(wrap_pyfunction!(version, m)?)?;
     m.add_function(wrap_pyfunction!(spec_roundtrip, m)?)?;
+    m.add_function(wrap_pyfunction!(flow_paths, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     // The commit the extension was built from (build.rs), "unknown" when built outside git.
     m.add("__git_revision__", env!("CCARENA_GIT_REVISION"))?;

@@ -14,12 +14,13 @@ use crate::packet::{Packet, Payload};
 use crate::queue::Aqm;
 use crate::results::{flow_row, flow_sample, flow_table, link_row, link_table};
 use crate::rng::{Rng, StreamKind};
+use crate::routing::{hash_threshold, uniform_index, FlowKeys, Graph, Routes, MULTI};
 use crate::sampler::{QueueSample, Sampler};
-use crate::spec::{EventSpec, FlowSpec, Spec, SpecError};
+use crate::spec::{EventSpec, FlowSpec, RoutingMode, Spec, SpecError};
 use crate::table::Results;
 
-/// Marks "no route" in the dense routing table.
-const NO_ROUTE: u32 = u32::MAX;
+/// `via` of a packet its own host sends (it arrived over no link).
+const FROM_HOST: u32 = u32::MAX;
 
 /// A simulation of one resolved [`Spec`].
 #[derive(Debug)]
@@ -29,9 +30,20 @@ pub struct Simulation {
     end: SimTime,
     events: EventQueue,
     links: Vec<Link>,
-    /// `routes[node * n_nodes + dst]` = link index.
-    routes: Vec<u32>,
-    n_nodes: usize,
+    /// The forwarding table (`crate::routing`).
+    routes: Routes,
+    /// How a node picks from a next-hop set; `None` = the static table (one link per entry).
+    mode: Option<RoutingMode>,
+    /// The graph routes are computed over (computed routing only).
+    graph: Graph,
+    /// Per node: its ECMP hash salt.
+    node_salt: Vec<u64>,
+    /// Per node: its spraying stream.
+    node_rng: Vec<Rng>,
+    /// Per flow: the 5-tuple hashes of both directions.
+    flow_keys: Vec<FlowKeys>,
+    /// Per link: packets that arrived over it at a node with no route onward.
+    no_route_drops: Vec<u64>,
     flows: Vec<Flow>,
     /// The spec's scheduled link changes sorted by time (stable), indexed by `Event::LinkChange`.
     changes: Vec<EventSpec>,
@@ -68,10 +80,18 @@ impl Simulation {
                 )
             })
             .collect();
-        let mut routes = vec![NO_ROUTE; n * n];
-        for r in &spec.routes {
-            routes[r.node * n + r.dst] = r.link as u32;
-        }
+        let mode = crate::routing::mode(&spec);
+        let graph = Graph::new(&spec);
+        let routes = if mode.is_some() {
+            let routes = Routes::compute(&spec, &graph, &vec![true; spec.links.len()]);
+            routes.check_flows(&spec, &graph)?;
+            routes
+        } else {
+            Routes::from_static(&spec)
+        };
+        let mut node_rng: Vec<Rng> = (0..n).map(|v| Rng::stream(spec.seed, StreamKind::Routing, v as u64)).collect();
+        let node_salt = node_rng.iter_mut().map(Rng::next_u64).collect();
+        let flow_keys = spec.flows.iter().enumerate().map(|(i, f)| FlowKeys::new(spec.seed, i, f)).collect();
         let mut flows = Vec::with_capacity(spec.flows.len());
         let mut events = EventQueue::new();
         // Scheduled changes go in first: at equal times the heap pops in insertion order, so a
@@ -100,7 +120,12 @@ impl Simulation {
             end: SimTime(spec.duration_ns),
             events,
             routes,
-            n_nodes: n,
+            mode,
+            graph,
+            node_salt,
+            node_rng,
+            flow_keys,
+            no_route_drops: vec![0; spec.links.len()],
             sampler: Sampler::new(flows.len(), spec.links.len(), sample_interval.as_secs_f64()),
             flows,
             changes,
@@ -187,13 +212,86 @@ impl Simulation {
 
     // ---- network ---------------------------------------------------------------------------
 
-    /// Put `pkt` on the link `node` routes its destination to.
-    fn send_from(&mut self, node: u32, pkt: Packet) {
-        let link = self.routes[node as usize * self.n_nodes + pkt.dst as usize];
-        debug_assert!(link != NO_ROUTE, "validated specs route every flow");
-        let l = link as usize;
+    /// Put `pkt`, which reached `node` over link `via` (`FROM_HOST` when `node` sent it), on the
+    /// link `node` routes its destination to.
+    #[inline]
+    fn send_from(&mut self, node: u32, via: u32, pkt: Packet) {
+        let entry = self.routes.entry(node, pkt.dst);
+        if entry & MULTI != 0 {
+            return self.send_multi(node, via, pkt, entry);
+        }
+        // One next hop (every entry of a static table): a plain index, no further work.
+        let l = entry as usize;
         self.links[l].enqueue(self.now, pkt);
         self.ensure_link_event(l);
+    }
+
+    /// [`Simulation::send_from`] for an entry that is a next-hop set or no route: pick the link
+    /// by hash-threshold on the flow's 5-tuple (ECMP) or a draw from the node's stream (spray);
+    /// without a route drop the packet and count it on `via`. Out of line so the single-next-hop
+    /// path stays small where it is inlined.
+    #[inline(never)]
+    fn send_multi(&mut self, node: u32, via: u32, pkt: Packet, entry: u32) {
+        let links = self.routes.links(&entry);
+        let i = match (links.len(), self.mode) {
+            (0, _) => return self.no_route(via),
+            (1, _) | (_, None) => 0,
+            (n, Some(RoutingMode::Ecmp)) => {
+                hash_threshold(self.flow_keys[pkt.flow as usize].for_dst(pkt.dst), self.node_salt[node as usize], n)
+            }
+            (n, Some(RoutingMode::Spray)) => uniform_index(self.node_rng[node as usize].next_u64(), n),
+        };
+        let l = links[i] as usize;
+        self.links[l].enqueue(self.now, pkt);
+        self.ensure_link_event(l);
+    }
+
+    /// Count a packet dropped for want of a route: on the link it arrived over; a packet its own
+    /// host cannot route never entered the network and shows only as its flow's loss.
+    #[cold]
+    #[inline(never)]
+    fn no_route(&mut self, via: u32) {
+        if via != FROM_HOST {
+            self.no_route_drops[via as usize] += 1;
+        }
+    }
+
+    /// Per flow, the links of its data path and of its ACK path as routed now: exact with a
+    /// static table and with ECMP; with spraying, the path of every node's first next hop
+    /// (lowest link index), one of the many a flow's packets take. A path that dead-ends or loops
+    /// (possible only after a link change) stops where it does.
+    pub fn flow_paths(&self) -> Vec<(Vec<usize>, Vec<usize>)> {
+        let walk = |f: usize, src: usize, dst: usize| {
+            let mut path = Vec::new();
+            let mut at = src as u32;
+            let key = self.flow_keys[f].for_dst(dst as u32);
+            while at as usize != dst && path.len() <= self.links.len() {
+                let entry = self.routes.entry(at, dst as u32);
+                let links = self.routes.links(&entry);
+                let i = match (links.len(), self.mode) {
+                    (0, _) => break,
+                    (n, Some(RoutingMode::Ecmp)) if n > 1 => hash_threshold(key, self.node_salt[at as usize], n),
+                    _ => 0,
+                };
+                path.push(links[i] as usize);
+                at = self.graph.to(links[i]);
+            }
+            path
+        };
+        self.spec
+            .flows
+            .iter()
+            .enumerate()
+            .map(|(f, spec)| {
+                let (s, d) = spec.endpoints();
+                (walk(f, s, d), walk(f, d, s))
+            })
+            .collect()
+    }
+
+    /// The forwarding table in use.
+    pub fn routes(&self) -> &Routes {
+        &self.routes
     }
 
     #[inline]
@@ -214,8 +312,13 @@ impl Simulation {
     fn on_link_change(&mut self, c: usize) {
         let change = &self.changes[c];
         let l = change.link;
+        let up = change.set.up;
         self.links[l].apply_change(self.now, &change.set);
         self.ensure_link_event(l);
+        if up.is_some() && self.mode.is_some() {
+            let up: Vec<bool> = self.links.iter().map(Link::is_up).collect();
+            self.routes = Routes::compute(&self.spec, &self.graph, &up);
+        }
     }
 
     fn on_link_arrival(&mut self, l: usize) {
@@ -229,7 +332,7 @@ impl Simulation {
             if pkt.dst == node {
                 self.deliver(pkt);
             } else {
-                self.send_from(node, pkt);
+                self.send_from(node, l as u32, pkt);
             }
         }
         self.arrivals = arrived;
@@ -271,7 +374,7 @@ impl Simulation {
             self.events.push(at, event);
         }
         for pkt in out.drain(..) {
-            self.send_from(host, pkt);
+            self.send_from(host, FROM_HOST, pkt);
         }
         self.outgoing = out;
     }
@@ -328,7 +431,7 @@ impl Simulation {
         c.sent += 1;
         let (src, next) = (c.src, now + c.interval);
         self.events.push(next, Event::CbrSend(f as u32));
-        self.send_from(src, pkt);
+        self.send_from(src, FROM_HOST, pkt);
     }
 
     // ---- sampling --------------------------------------------------------------------------
@@ -376,7 +479,7 @@ impl Simulation {
         let flow_rows: Vec<_> =
             self.flows.iter().zip(&self.spec.flows).enumerate().map(|(i, (f, s))| flow_row(i, f, s, self.now)).collect();
         let link_rows: Vec<_> =
-            self.links.iter().zip(&self.spec.links).enumerate().map(|(i, (l, s))| link_row(i, l, s, self.now)).collect();
+            self.links.iter().zip(&self.spec.links).enumerate().map(|(i, (l, s))| link_row(i, l, s, self.now, self.no_route_drops[i])).collect();
         Results {
             flows: flow_table(&flow_rows),
             samples: self.sampler.flow_table(),

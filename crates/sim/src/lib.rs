@@ -2,8 +2,9 @@
 //!
 //! A [`Simulation`] runs one fully resolved [`Spec`] (every value explicit; format in
 //! `docs/engine-spec.md`): hosts and routers joined by directed links (rate, propagation delay,
-//! random loss, an egress queue: DropTail or RED), scheduled link changes, static routes, and
-//! applications (bulk TCP through the
+//! random loss, an egress queue: DropTail or RED), scheduled link changes (a link may also go
+//! down and up), routes (a static table, or shortest paths computed with ECMP or per-packet
+//! spraying: [`routing`]), and applications (bulk TCP through the
 //! `ccarena-transport` sans-IO sender and receiver, UDP CBR, bulk UDT through the transport's
 //! `udt` endpoints). Time is integer nanoseconds and
 //! events are ordered by (time, insertion sequence); every random process has its own stream, so a
@@ -20,6 +21,7 @@ pub mod queue;
 pub mod red;
 pub mod results;
 pub mod rng;
+pub mod routing;
 pub mod sampler;
 pub mod spec;
 pub mod table;

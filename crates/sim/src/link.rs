@@ -22,7 +22,8 @@ use crate::rng::Rng;
 use crate::spec::LinkChangeSpec;
 
 /// Cumulative per-link counters. Conservation: `packets_in = packets_delivered +
-/// packets_dropped_queue + packets_lost_wire + queued + in pipe` at every instant.
+/// packets_dropped_queue + packets_lost_wire + packets_dropped_down + queued + in pipe` at every
+/// instant.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct LinkCounters {
     /// Packets offered to the queue.
@@ -47,6 +48,9 @@ pub struct LinkCounters {
     pub sojourn_total_ns: u64,
     /// Sum of serialization times of departed packets (the one on the wire in full), ns.
     pub busy_ns: u64,
+    /// Packets lost to the link being down: queued or on the wire when it went down, or offered
+    /// while it was down.
+    pub packets_dropped_down: u64,
 }
 
 /// One direction of a link.
@@ -72,6 +76,8 @@ pub struct Link {
     /// Time of this link's earliest pending arrival event in the engine's heap (`NEVER` if none).
     pub scheduled_at: SimTime,
     counters: LinkCounters,
+    /// False while a scheduled change holds the link down.
+    up: bool,
 }
 
 impl Link {
@@ -94,6 +100,7 @@ impl Link {
             last_in_pipe: false,
             scheduled_at: SimTime::NEVER,
             counters: LinkCounters::default(),
+            up: true,
         }
     }
 
@@ -103,6 +110,10 @@ impl Link {
         self.advance(now);
         self.counters.packets_in += 1;
         self.counters.bytes_in += pkt.size_bytes as u64;
+        if !self.up {
+            self.counters.packets_dropped_down += 1;
+            return false;
+        }
         let ect = matches!(pkt.payload, Payload::Data(seg) if seg.ect);
         let (waiting_packets, waiting_bytes, size_bytes) = (self.queue.len() as u64, self.queued_bytes, pkt.size_bytes as u64);
         let verdict = if self.aqm.is_red() {
@@ -266,6 +277,34 @@ impl Link {
         if let Some((min_th, max_th)) = change.red_thresholds() {
             self.aqm.set_red_thresholds(min_th, max_th);
         }
+        match change.up {
+            Some(false) if self.up => self.go_down(now),
+            Some(up) => self.up = up,
+            None => {}
+        }
+    }
+
+    /// True unless a scheduled change holds the link down.
+    pub fn is_up(&self) -> bool {
+        self.up
+    }
+
+    /// Take the link down at `now` (after [`Link::advance`] to just before `now`): every packet
+    /// waiting or on the wire is lost, the transmitter stops mid-packet.
+    fn go_down(&mut self, now: SimTime) {
+        self.up = false;
+        let lost = self.queue.len() + self.pipe.len();
+        self.counters.packets_dropped_down += lost as u64;
+        self.queue.clear();
+        self.queued_bytes = 0;
+        self.pipe.clear();
+        // The packet being serialized was counted busy in full; the rest of it never happens.
+        if self.tx_free_at > now {
+            self.counters.busy_ns -= (self.tx_free_at - now).as_nanos();
+            self.tx_free_at = now;
+        }
+        self.last_arrival = now;
+        self.last_in_pipe = false;
     }
 }
 

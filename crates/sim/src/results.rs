@@ -118,6 +118,11 @@ pub struct LinkRow {
     pub packets_marked: f64,
     /// Packets lost on the wire.
     pub packets_lost_wire: f64,
+    /// Packets lost to the link being down (queued or on the wire when it went down, or offered
+    /// while down).
+    pub down_drops_packets: f64,
+    /// Packets that arrived over this link at a node with no route to their destination.
+    pub no_route_drops_packets: f64,
     /// Packets waiting at the end.
     pub packets_queued_end: f64,
     /// Packets propagating at the end.
@@ -142,7 +147,7 @@ pub fn flow_table(rows: &[FlowRow]) -> Table {
 pub fn link_table(rows: &[LinkRow]) -> Table {
     table!(rows;
         link, name, rate_bps, delay_ns, packets_in, bytes_in, packets_delivered, packets_dropped_queue,
-        packets_marked, packets_lost_wire, packets_queued_end, packets_in_flight_end, bytes_transmitted,
+        packets_marked, packets_lost_wire, down_drops_packets, no_route_drops_packets, packets_queued_end, packets_in_flight_end, bytes_transmitted,
         utilization,
     )
 }
@@ -273,8 +278,9 @@ fn cbr_fields(row: &mut FlowRow, c: &CbrFlow) {
     row.rtt_samples = 0.0;
 }
 
-/// Link `index`'s summary row at `now` (after [`Link::advance`] to `now`).
-pub fn link_row(index: usize, link: &Link, spec: &LinkSpec, now: SimTime) -> LinkRow {
+/// Link `index`'s summary row at `now` (after [`Link::advance`] to `now`); `no_route_drops` is
+/// the engine's count of packets that arrived over it and had no route onward.
+pub fn link_row(index: usize, link: &Link, spec: &LinkSpec, now: SimTime, no_route_drops: u64) -> LinkRow {
     let c = link.counters();
     let elapsed_ns = now.as_nanos();
     LinkRow {
@@ -288,6 +294,8 @@ pub fn link_row(index: usize, link: &Link, spec: &LinkSpec, now: SimTime) -> Lin
         packets_dropped_queue: c.packets_dropped_queue as f64,
         packets_marked: c.packets_marked as f64,
         packets_lost_wire: c.packets_lost_wire as f64,
+        down_drops_packets: c.packets_dropped_down as f64,
+        no_route_drops_packets: no_route_drops as f64,
         packets_queued_end: link.queued_packets() as f64,
         packets_in_flight_end: link.in_pipe_packets() as f64,
         bytes_transmitted: c.bytes_transmitted as f64,

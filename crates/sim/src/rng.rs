@@ -16,6 +16,8 @@ pub enum StreamKind {
     Application = 2,
     /// A queue discipline's randomness, RED's early drops (index: link index).
     QueueAqm = 3,
+    /// A node's routing randomness: its ECMP hash salt and its spraying draws (index: node index).
+    Routing = 4,
 }
 
 /// A SplitMix64 generator.
@@ -26,7 +28,8 @@ pub struct Rng {
 
 const GOLDEN_GAMMA: u64 = 0x9e37_79b9_7f4a_7c15;
 
-fn mix64(mut z: u64) -> u64 {
+/// SplitMix64's finalizer: a bijective 64-bit mix (also the ECMP flow hash, `crate::routing`).
+pub(crate) fn mix64(mut z: u64) -> u64 {
     z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
     z ^ (z >> 31)

@@ -31,13 +31,43 @@ pub struct Spec {
     pub nodes: Vec<NodeSpec>,
     /// Directed links; referenced by index.
     pub links: Vec<LinkSpec>,
-    /// Static routes: at `node`, packets for host `dst` leave on `link`.
+    /// Static routes: at `node`, packets for host `dst` leave on `link`. Without `routing` this
+    /// is the complete table (one entry per node and destination on every flow's path; the last
+    /// entry for a (node, dst) wins). With `routing` the engine computes the routes and these
+    /// entries are static overrides: all entries for one (node, dst) together replace that
+    /// node's computed next-hop set for `dst` (docs/engine-spec.md, "Routing").
     pub routes: Vec<RouteSpec>,
+    /// Routes computed by the engine (shortest paths by hop count with equal-cost multipath),
+    /// or null/absent for the static `routes` table alone.
+    #[serde(default)]
+    pub routing: Option<RoutingSpec>,
     /// Traffic.
     pub flows: Vec<FlowSpec>,
     /// Scheduled link changes, in any order (applied in time order, ties in list order). Required;
     /// may be empty.
     pub events: Vec<EventSpec>,
+}
+
+/// Routing computed by the engine: for each destination host, a breadth-first search by hop
+/// count over the links that are up; a node's next-hop set for a destination is every link to a
+/// neighbour one hop closer (hosts other than the destination never forward).
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct RoutingSpec {
+    /// How a node picks one link from a next-hop set of more than one.
+    pub mode: RoutingMode,
+}
+
+/// How a node chooses among equal-cost next hops.
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum RoutingMode {
+    /// Hash-threshold ECMP (RFC 2992) on a seeded, per-node-salted hash of the flow's 5-tuple
+    /// (Linux `fib_multipath_hash_policy = 1`): one path per flow and direction, no reordering.
+    Ecmp,
+    /// Per-packet spraying: each packet draws its next hop uniformly from the node's own
+    /// random stream.
+    Spray,
 }
 
 /// A node.
@@ -54,7 +84,7 @@ pub struct NodeSpec {
 #[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq)]
 #[serde(rename_all = "snake_case")]
 pub enum NodeKind {
-    /// Runs flow endpoints; may also forward.
+    /// Runs flow endpoints; forwards others' packets only if a static table (no `routing`) says so.
     Host,
     /// Forwards only.
     Router,
@@ -205,6 +235,12 @@ pub struct LinkChangeSpec {
     /// See [`LinkChangeSpec::red_min_th_bytes`].
     #[serde(default)]
     pub red_max_th_bytes: Option<u64>,
+    /// Take the link down (`false`) or bring it back up (`true`). Down: every packet queued or
+    /// on the wire is dropped (`down_drops_packets`) and packets offered later are dropped too;
+    /// with `routing` the routes are recomputed over the up links at that instant. Optional:
+    /// absent or null leaves the link's state alone.
+    #[serde(default)]
+    pub up: Option<bool>,
 }
 
 impl LinkChangeSpec {
@@ -422,7 +458,7 @@ impl fmt::Display for SpecError {
 
 impl std::error::Error for SpecError {}
 
-fn err(path: impl Into<String>, message: impl Into<String>) -> SpecError {
+pub(crate) fn err(path: impl Into<String>, message: impl Into<String>) -> SpecError {
     SpecError { path: path.into(), message: message.into() }
 }
 
@@ -603,8 +639,13 @@ impl Spec {
             }
             validate_red(q, &p)?;
         }
+        // Without `routing` the routes are the whole table and every flow's path is checked here;
+        // with it, the engine computes the table and checks the paths (`crate::routing`).
+        let legacy = self.routing.is_none();
         let mut table = vec![None; 0];
-        table.resize(n * n, None);
+        if legacy {
+            table.resize(n * n, None);
+        }
         for (i, r) in self.routes.iter().enumerate() {
             let p = |f: &str| format!("routes[{i}].{f}");
             if r.node >= n {
@@ -619,7 +660,9 @@ impl Spec {
             if self.links[r.link].from != r.node {
                 return Err(err(p("link"), format!("link {} does not leave node {}", r.link, r.node)));
             }
-            table[r.node * n + r.dst] = Some(r.link);
+            if legacy {
+                table[r.node * n + r.dst] = Some(r.link);
+            }
         }
         let mut flow_names = std::collections::HashSet::new();
         for (i, f) in self.flows.iter().enumerate() {
@@ -645,7 +688,7 @@ impl Spec {
                     return Err(err(p("stop_ns"), "must be after start_ns"));
                 }
             }
-            for (a, b) in [(src, dst), (dst, src)] {
+            for (a, b) in [(src, dst), (dst, src)].into_iter().filter(|_| legacy) {
                 self.check_path(&table, a, b).map_err(|m| err(p("dst"), m))?;
             }
             match f {
@@ -718,7 +761,7 @@ impl Spec {
             };
             let c = &e.set;
             let sets_red = [c.red_min_th_packets, c.red_max_th_packets, c.red_min_th_bytes, c.red_max_th_bytes].iter().any(Option::is_some);
-            if c.rate_bps.is_none() && c.delay_ns.is_none() && c.loss.is_none() && c.limit_packets.is_none() && c.limit_bytes.is_none() && !sets_red {
+            if c.rate_bps.is_none() && c.delay_ns.is_none() && c.loss.is_none() && c.limit_packets.is_none() && c.limit_bytes.is_none() && !sets_red && c.up.is_none() {
                 return Err(err(p("set"), "changes nothing: give at least one non-null value"));
             }
             if c.rate_bps == Some(0) {
@@ -796,6 +839,9 @@ mod tests {
         s.links[1].queue.ecn_threshold_packets = Some(20);
         s.links[1].loss = 0.0125;
         s.events.push(link_event(1_000_000_000, 0, |c| c.loss = Some(0.3)));
+        s.events.push(link_event(2_000_000_000, 0, |c| c.up = Some(false)));
+        // The dumbbell's table, now as static overrides of computed routes.
+        s.routing = Some(RoutingSpec { mode: RoutingMode::Spray });
         s
     }
 

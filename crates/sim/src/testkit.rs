@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 
 use crate::spec::{
     CbrFlowSpec, Discipline, EventSpec, FlowSpec, LinkChangeSpec, LinkSpec, NodeKind, NodeSpec, QueueSpec, RedSpec,
-    RouteSpec, Spec, TcpFlowSpec, UdtFlowSpec, SPEC_FORMAT,
+    RouteSpec, RoutingMode, RoutingSpec, Spec, TcpFlowSpec, UdtFlowSpec, SPEC_FORMAT,
 };
 
 /// Milliseconds to nanoseconds.
@@ -236,6 +236,119 @@ impl Dumbbell {
             routes.push(RouteSpec { node: r0, dst: r, link: 0 });
             routes.push(RouteSpec { node: r1, dst: l, link: 1 });
         }
-        Spec { format: SPEC_FORMAT, seed, duration_ns, sample_interval_ns, nodes, links, routes, flows, events: Vec::new() }
+        Spec { format: SPEC_FORMAT, seed, duration_ns, sample_interval_ns, nodes, links, routes, routing: None, flows, events: Vec::new() }
+    }
+}
+
+/// A k-ary fat-tree (Al-Fares, Loukissas, Vahdat, "A Scalable, Commodity Data Center Network
+/// Architecture", SIGCOMM 2008, §3): k pods of k/2 edge and k/2 aggregation switches, (k/2)²
+/// core switches, k³/4 hosts (k/2 per edge switch). Edge switch e of a pod joins every
+/// aggregation switch of its pod; aggregation switch a of every pod joins core switches
+/// a·k/2 .. a·k/2 + k/2 − 1. Every link has the same rate, delay and DropTail queue.
+///
+/// Node indices: hosts `0..k³/4` (host j of edge e of pod p is `(p·k/2 + e)·k/2 + j`), then edge,
+/// aggregation and core switches. Each cable is two directed links, the upward one first.
+#[derive(Clone, Debug)]
+pub struct FatTree {
+    /// Switch ports; even, ≥ 2.
+    pub k: usize,
+    /// Every link's rate, bits/s.
+    pub rate_bps: u64,
+    /// Every link's one-way propagation delay, ns.
+    pub delay_ns: u64,
+    /// Every queue's limit, packets.
+    pub queue_packets: u64,
+}
+
+impl FatTree {
+    /// A fat-tree with `k`-port switches and uniform links.
+    pub fn new(k: usize, rate_bps: u64, delay_ns: u64, queue_packets: u64) -> FatTree {
+        assert!(k >= 2 && k.is_multiple_of(2), "k must be even and at least 2");
+        FatTree { k, rate_bps, delay_ns, queue_packets }
+    }
+
+    /// Number of hosts, k³/4.
+    pub fn hosts(&self) -> usize {
+        self.k * self.k * self.k / 4
+    }
+
+    /// Node index of host `i` (`0..hosts()`).
+    pub fn host(&self, i: usize) -> usize {
+        i
+    }
+
+    /// The pod of host `i`.
+    pub fn pod_of(&self, i: usize) -> usize {
+        i / (self.k * self.k / 4)
+    }
+
+    /// Node index of core switch `c` (`0..k²/4`).
+    pub fn core(&self, c: usize) -> usize {
+        self.hosts() + self.k * self.k + c
+    }
+
+    /// Node index of aggregation switch `a` of pod `p`.
+    pub fn agg(&self, p: usize, a: usize) -> usize {
+        self.hosts() + self.k * self.k / 2 + p * self.k / 2 + a
+    }
+
+    /// The spec with `flows`, computed ECMP routing (`routing.mode = "ecmp"`) and no static
+    /// routes.
+    pub fn spec(&self, seed: u64, duration_ns: u64, sample_interval_ns: u64, flows: Vec<FlowSpec>) -> Spec {
+        let (k, h) = (self.k, self.k / 2);
+        let n_hosts = self.hosts();
+        let edge = |p: usize, e: usize| n_hosts + p * h + e;
+        let mut nodes: Vec<NodeSpec> = (0..n_hosts).map(|i| NodeSpec { name: format!("h{i}"), kind: NodeKind::Host }).collect();
+        for (role, count) in [("edge", k * h), ("agg", k * h), ("core", h * h)] {
+            nodes.extend((0..count).map(|i| NodeSpec { name: format!("{role}{i}"), kind: NodeKind::Router }));
+        }
+        let mut links = Vec::new();
+        let mut cable = |a: usize, b: usize| {
+            for (from, to) in [(a, b), (b, a)] {
+                links.push(LinkSpec {
+                    name: format!("{}->{}", nodes[from].name, nodes[to].name),
+                    from,
+                    to,
+                    rate_bps: self.rate_bps,
+                    delay_ns: self.delay_ns,
+                    loss: 0.0,
+                    queue: QueueSpec {
+                        discipline: Discipline::Droptail,
+                        limit_packets: Some(self.queue_packets),
+                        limit_bytes: None,
+                        ecn_threshold_packets: None,
+                        ecn_threshold_bytes: None,
+                        red: None,
+                    },
+                });
+            }
+        };
+        for p in 0..k {
+            for e in 0..h {
+                for j in 0..h {
+                    cable((p * h + e) * h + j, edge(p, e));
+                }
+                for a in 0..h {
+                    cable(edge(p, e), self.agg(p, a));
+                }
+            }
+            for a in 0..h {
+                for c in 0..h {
+                    cable(self.agg(p, a), self.core(a * h + c));
+                }
+            }
+        }
+        Spec {
+            format: SPEC_FORMAT,
+            seed,
+            duration_ns,
+            sample_interval_ns,
+            nodes,
+            links,
+            routes: Vec::new(),
+            routing: Some(RoutingSpec { mode: RoutingMode::Ecmp }),
+            flows,
+            events: Vec::new(),
+        }
     }
 }

@@ -44,7 +44,8 @@ INTEGER_COLUMNS = {
     "fast_recoveries", "spurious_rtos", "duplicate_bytes_received", "rtt_samples",
     "delivered_bytes", "sent_bytes", "retransmits", "ca_state", "backlog_bytes", "backlog_packets",
     "drops", "marks", "arrivals", "departures", "rate_bps", "delay_ns", "packets_in", "bytes_in",
-    "packets_delivered", "packets_dropped_queue", "packets_marked", "packets_lost_wire", "packets_queued_end",
+    "packets_delivered", "packets_dropped_queue", "packets_marked", "packets_lost_wire",
+    "down_drops_packets", "no_route_drops_packets", "packets_queued_end",
     "packets_in_flight_end", "bytes_transmitted",
 }
 """Columns that hold counts or ids: stored as int64 when every value is finite."""

@@ -3,17 +3,21 @@
 The engine decides no defaults: the defaults are the run spec models' own, and the resolved spec is
 stored with each run (``run.json``), so a run can be replayed from it alone. Beside the spec,
 :func:`resolve_run` returns facts derived from the topology that the metrics and theory need but
-the engine does not (each flow's path, base RTT, bottleneck rate, path loss, link roles).
+the engine does not (each flow's path, base RTT, bottleneck rate, path loss, link roles). The
+engine computes the routes (the spec's ``routing``; ``routes`` holds only the scenario's static
+routes), so each flow's path is asked of it (``_engine.flow_paths``): the path the run takes.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from ccarena import flavors as flavor_catalog
+from ccarena.errors import UserError
 from ccarena.runspec import (
     TCP_DEFAULTS,
     CbrFlowSpec,
@@ -21,6 +25,7 @@ from ccarena.runspec import (
     LinkSpec,
     NodeSpec,
     RouteSpec,
+    RoutingSpec,
     RunSpec,
     TcpFlowSpec,
     UdtFlowSpec,
@@ -103,6 +108,62 @@ def _path_facts(net: Network, links: list[int], back: list[int], data_bytes: int
             "path_loss": 1.0 - survive}
 
 
+def _static_routes(scenario: Scenario, net: Network, index: dict[str, int]) -> list[RouteSpec]:
+    """The scenario's ``[[routing.static]]`` as spec route entries (the link from ``node`` to
+    ``via``).
+
+    Raises:
+        UserError: ``routing.static[i].<field>``: an unknown node, a ``dst`` that is not a host,
+            or no link from ``node`` to ``via``.
+    """
+    kinds = {n.name: n.kind for n in net.nodes}
+    out = []
+    for i, route in enumerate(scenario.routing.static):
+        for key in ("node", "dst", "via"):
+            name = getattr(route, key)
+            if name not in kinds:
+                raise UserError(f"routing.static[{i}].{key}: unknown node '{name}'"
+                                f"{flavor_catalog.suggest(name, list(kinds))}")
+        if kinds[route.dst] != "host":
+            raise UserError(f"routing.static[{i}].dst: '{route.dst}' is a router; routes lead to hosts")
+        link = next((k for k, l in enumerate(net.links) if l.src == route.node and l.dst == route.via), None)
+        if link is None:
+            raise UserError(f"routing.static[{i}].via: no link from '{route.node}' to '{route.via}'")
+        out.append(RouteSpec(node=index[route.node], dst=index[route.dst], link=link))
+    return out
+
+
+_NO_ROUTE = re.compile(r"^flows\[(\d+)\]\.dst: (no route .*)$")
+_BAD_ROUTE = re.compile(r"^routes\[(\d+)\](?:\.\w+)?: (.*)$")
+
+
+def _flow_paths(spec: RunSpec, net: Network, names: list[str]) -> list[tuple[list[int], list[int]]]:
+    """Each flow's data and ACK path (link indices) as the engine routes them at time 0.
+
+    Raises:
+        UserError: a flow's destination is unreachable (``flow 'x': no route from 'a' to 'b'``) or
+            a static route loops or dead-ends (``routing.static[i]: ...``).
+    """
+    # The compiled engine routes; imported where it is needed.
+    from ccarena import _engine
+
+    try:
+        return [(list(d), list(a)) for d, a in _engine.flow_paths(spec.to_json())]
+    except ValueError as err:
+        message = str(err)
+        found = _NO_ROUTE.match(message)
+        if found:
+            raise UserError(f"flow '{names[int(found.group(1))]}': {found.group(2)}") from None
+        found = _BAD_ROUTE.match(message)
+        if found:  # routes[i] is the scenario's routing.static[i]
+            raise UserError(f"routing.static[{found.group(1)}]: {found.group(2)}") from None
+        # Any other problem is the backend's to report, as for every spec; the paths of the
+        # topology's own shortest routes stand in until then.
+        flows = [(f.src, f.dst) for f in spec.flows]
+        return [(net.path(net.nodes[s].name, net.nodes[d].name),
+                 net.path(net.nodes[d].name, net.nodes[s].name)) for s, d in flows]
+
+
 def _start_jitter(scenario: Scenario, seed: int) -> list[int]:
     """Each flow's start offset (ns): uniform on [0, start_jitter) from the run's seed, kept
     before the flow's stop and the end of the run; all 0 without jitter."""
@@ -121,30 +182,19 @@ def resolve_run(scenario: Scenario, seed: int) -> ResolvedRun:
     """Build the topology and write the engine spec for ``scenario`` with ``seed``.
 
     Raises:
-        UserError: a flow's destination is unreachable.
+        UserError: a flow's destination is unreachable, or a static route is wrong.
     """
     net = scenario.network()
     index = net.node_index()
     names = scenario.flow_names()
     jitter_ns = _start_jitter(scenario, seed)
     flows_spec: list[FlowSpec] = []
-    flows_derived: list[dict[str, Any]] = []
     for flow, name in zip(scenario.flows, names):
         start_ns = flow.start_ns + jitter_ns.pop(0)
         base = {"name": name, "src": index[flow.src], "dst": index[flow.dst],
                 "start_ns": start_ns, "stop_ns": flow.stop_ns}
         build = {"tcp": _tcp_flow, "udt": _udt_flow}.get(flow.transport, _udp_flow)
-        spec = build(flow, base)
-        flows_spec.append(spec)
-        forward, back = net.path(flow.src, flow.dst), net.path(flow.dst, flow.src)
-        if isinstance(spec, CbrFlowSpec):
-            facts = _path_facts(net, forward, back, spec.packet_bytes + spec.header_bytes, 0)
-            facts["mss_bytes"] = spec.packet_bytes
-        else:
-            facts = _path_facts(net, forward, back, spec.mss_bytes + spec.header_bytes,
-                                spec.ack_bytes)
-            facts["mss_bytes"] = spec.mss_bytes
-        flows_derived.append({"name": name, **facts})
+        flows_spec.append(build(flow, base))
     spec = RunSpec(
         seed=int(seed),
         duration_ns=scenario.duration_ns,
@@ -156,10 +206,21 @@ def resolve_run(scenario: Scenario, seed: int) -> ResolvedRun:
                      queue=link.queue)
             for link in net.links
         ),
-        routes=tuple(RouteSpec(node=n, dst=d, link=k) for n, d, k in net.routes()),
+        routes=tuple(_static_routes(scenario, net, index)),
+        routing=RoutingSpec(mode=scenario.routing.mode),
         flows=tuple(flows_spec),
         events=tuple(resolve_events(scenario.events, net, scenario.duration_ns)),
     )
+    flows_derived: list[dict[str, Any]] = []
+    for flow_spec, name, (forward, back) in zip(flows_spec, names, _flow_paths(spec, net, names)):
+        if isinstance(flow_spec, CbrFlowSpec):
+            facts = _path_facts(net, forward, back, flow_spec.packet_bytes + flow_spec.header_bytes, 0)
+            facts["mss_bytes"] = flow_spec.packet_bytes
+        else:
+            facts = _path_facts(net, forward, back, flow_spec.mss_bytes + flow_spec.header_bytes,
+                                flow_spec.ack_bytes)
+            facts["mss_bytes"] = flow_spec.mss_bytes
+        flows_derived.append({"name": name, **facts})
     derived = {"flows": flows_derived,
                "links": [{"name": link.name, "role": link.role} for link in net.links]}
     return ResolvedRun(spec=spec, derived=derived)

@@ -13,6 +13,19 @@ TOML::
     link = "bottleneck"
     increase = { limit = "10pkt" }
 
+A link can be taken down and brought back up (the simulator drops what it holds and reroutes
+around it; docs/engine-spec.md, "Routing")::
+
+    [[events]]                 # the cable r0-r1 fails at 10 s (both directions) ...
+    at = "10s"
+    link = "r0-r1"
+    up = false
+
+    [[events]]                 # ... and is repaired at 15 s
+    at = "15s"
+    link = "r0-r1"
+    up = true
+
 The same change can be written with the scenario's field paths, as the README's scenario reference shows:
 ``set = { "topology.bottleneck.queue.limit" = "20pkt" }`` (``topology.<link table>.<field>``, the
 link table being ``bottleneck``, ``link`` or ``access``, the field ``rate``, ``delay``, ``loss``,
@@ -110,12 +123,17 @@ class Event(StrictModel):
     link: str
     set: LinkChange | None = None
     increase: LinkChange | None = None
+    up: bool | None = None
 
     @model_validator(mode="after")
     def _one_change(self) -> "Event":
-        if (self.set is None) == (self.increase is None):
-            raise FieldError("set", "give exactly one of set = {...} (new values) or "
-                                    "increase = {...} (added to the values in force)")
+        if self.set is not None and self.increase is not None:
+            raise FieldError("set", "give one of set = {...} (new values) or increase = {...} "
+                                    "(added to the values in force), not both")
+        if self.set is None and self.increase is None and self.up is None:
+            raise FieldError("set", "give set = {...} (new values), increase = {...} (added to the "
+                                    "values in force) or up = false / true (the link fails or "
+                                    "comes back)")
         if self.every_ns is not None and self.every_ns <= 0:
             raise FieldError("every", "must be > 0")
         if self.until_ns is not None and self.every_ns is None:
@@ -125,9 +143,9 @@ class Event(StrictModel):
         return self
 
     @property
-    def change(self) -> LinkChange:
-        """The ``set`` or ``increase`` table."""
-        return self.set if self.set is not None else self.increase  # type: ignore[return-value]
+    def change(self) -> LinkChange | None:
+        """The ``set`` or ``increase`` table (``None`` for an event that only sets ``up``)."""
+        return self.set if self.set is not None else self.increase
 
     def firings(self, duration_ns: int) -> list[int]:
         """The times (ns) at which the event applies, before ``duration_ns``."""
@@ -208,10 +226,13 @@ def resolve_events(events: list[Event], net: Network, duration_ns: int) -> list[
 
 def _apply(state: _LinkState, link: DirectedLink, event: Event, as_pair: bool) -> LinkChangeSpec:
     """Update ``state`` by one firing of ``event`` and return the spec's ``set``."""
-    change, add = event.change, event.increase is not None
+    add = event.increase is not None
     kind = "increase" if add else "set"
     out: dict[str, Any] = {"rate_bps": None, "delay_ns": None, "loss": None,
-                           "limit_packets": None, "limit_bytes": None}
+                           "limit_packets": None, "limit_bytes": None, "up": event.up}
+    change = event.change
+    if change is None:
+        return LinkChangeSpec(**out)
     if change.rate_bps is not None:
         state.rate_bps = state.rate_bps + change.rate_bps if add else change.rate_bps
         out["rate_bps"] = state.rate_bps

@@ -303,6 +303,25 @@ class KernelOptions(StrictModel):
     emulation: Literal["auto", "relay", "tc"] = "auto"
 
 
+class StaticRoute(StrictModel):
+    """``[[routing.static]]``: at node ``node``, packets for host ``dst`` leave towards neighbour
+    ``via``. Several entries for one (node, dst) make a next-hop set (ECMP among them)."""
+
+    node: str
+    dst: str
+    via: str
+
+
+class Routing(StrictModel):
+    """``[routing]``: the simulator computes shortest paths with equal-cost multipath; ``mode``
+    picks among equal-cost next hops by a hash of the flow's 5-tuple (``"ecmp"``, default: one
+    path per flow) or per packet (``"spray"``). ``static``: routes that replace the computed ones
+    (:class:`StaticRoute`). docs/engine-spec.md, "Routing"."""
+
+    mode: Literal["ecmp", "spray"] = "ecmp"
+    static: list[StaticRoute] = []
+
+
 class ReportOptions(StrictModel):
     """``[report]``: ``references`` (a study's published tables, :class:`Reference`) and
     ``group_by`` (the summary column the study tables are grouped by, e.g. ``"flavor"``; default:
@@ -374,7 +393,8 @@ class Scenario(StrictModel):
     ``seed`` (default 1), ``backend`` (``"sim"`` or ``"kernel"``), ``topology``, ``flows`` and
     ``traffic`` (:class:`Traffic`, expanded into more flows; at least one flow in all),
     ``output``, ``sweep``, ``matrix`` (:class:`Matrix`; not with ``sweep``), ``events``
-    (:class:`ccarena.scenario.events.Event`), ``report`` (:class:`ReportOptions`), ``kernel``
+    (:class:`ccarena.scenario.events.Event`), ``routing`` (:class:`Routing`), ``report``
+    (:class:`ReportOptions`), ``kernel``
     (:class:`KernelOptions`), ``parts`` (see :func:`split_parts`).
     """
 
@@ -392,6 +412,7 @@ class Scenario(StrictModel):
     sweep: Sweep | None = None
     matrix: Matrix | None = None
     events: list[Event] = []
+    routing: Routing = Routing()
     report: ReportOptions = ReportOptions()
     kernel: KernelOptions = KernelOptions()
 

@@ -1,9 +1,8 @@
-"""The explicit network a topology builder produces: nodes, directed links, routes.
+"""The explicit network a topology builder produces: nodes and directed links.
 
 This is the form the engine takes (docs/engine-spec.md): every link is one direction of a physical
-link, and routes give, for each (node, destination host), the link to send on. Routes are computed
-with networkx shortest paths (fewest hops; ties broken by the order links were added, so the result
-is deterministic).
+link. The engine computes the routes (shortest paths with equal-cost multipath, ``routing``);
+:meth:`Network.path` is a stand-in for code that needs one fewest-hops path without the engine.
 """
 
 from __future__ import annotations
@@ -92,33 +91,54 @@ class Network:
         self._graph = g
         return g
 
-    def routes(self) -> list[tuple[int, int, int]]:
-        """Routes as ``(node index, destination host index, link index)`` for every node that can
-        reach every host (the next hop on a fewest-hops path)."""
-        g = self.graph()
-        index = self.node_index()
-        out: list[tuple[int, int, int]] = []
-        for dst in self.hosts():
-            paths = nx.single_target_shortest_path(g, dst)
-            for node in self.nodes:
-                if node.name == dst or node.name not in paths:
+    _toward: dict[str, dict[str, int]] = field(default_factory=dict, init=False, repr=False,
+                                               compare=False)
+
+    def _next_hops(self, dst: str) -> dict[str, int]:
+        """Node name → the link it sends ``dst``'s packets on: the lowest-index link to a node one
+        hop closer (one breadth-first search by hop count, cached per destination). Hosts other
+        than ``dst`` do not forward, as in the engine."""
+        if dst in self._toward:
+            return self._toward[dst]
+        kinds = {n.name: n.kind for n in self.nodes}
+        into: dict[str, list[int]] = {}
+        for i, link in enumerate(self.links):
+            into.setdefault(link.dst, []).append(i)
+        dist, frontier = {dst: 0}, [dst]
+        while frontier:
+            later = []
+            for node in frontier:
+                if node != dst and kinds[node] == "host":
                     continue
-                next_hop = paths[node.name][1]
-                out.append((index[node.name], index[dst], g[node.name][next_hop]["link"]))
-        return out
+                for i in into.get(node, []):
+                    src = self.links[i].src
+                    if src not in dist:
+                        dist[src] = dist[node] + 1
+                        later.append(src)
+            frontier = later
+        hops: dict[str, int] = {}
+        for i, link in enumerate(self.links):
+            if (link.src in dist and link.src not in hops and dist.get(link.dst) == dist[link.src] - 1
+                    and (link.dst == dst or kinds[link.dst] != "host")):
+                hops[link.src] = i
+        self._toward[dst] = hops
+        return hops
 
     def path(self, src: str, dst: str) -> list[int]:
-        """Link indices from host ``src`` to host ``dst`` along the routes.
+        """Link indices of a fewest-hops path from host ``src`` to host ``dst`` (at each node the
+        lowest-index next hop; the engine may spread flows over equal-cost paths).
 
         Raises:
             UserError: ``dst`` is unreachable from ``src``.
         """
-        g = self.graph()
-        try:
-            nodes = nx.shortest_path(g, src, dst)
-        except nx.NetworkXNoPath:
-            raise UserError(f"no path from {src} to {dst} in the topology") from None
-        return [g[a][b]["link"] for a, b in zip(nodes, nodes[1:])]
+        hops = self._next_hops(dst)
+        out, at = [], src
+        while at != dst:
+            if at not in hops:
+                raise UserError(f"no path from {src} to {dst} in the topology")
+            out.append(hops[at])
+            at = self.links[hops[at]].dst
+        return out
 
     def add_duplex(self, a: str, b: str, *, rate_bps: int, delay_ns: int, loss_ab: float,
                    loss_ba: float, queue: Queue, role: str, reverse_role: str | None = None,
@@ -128,6 +148,7 @@ class Network:
         direction the topology's ``loss`` field describes (see :class:`DirectedLink`).
         ``physical``: the duplex link's name (default ``"a-b"``)."""
         self._graph = None
+        self._toward = {}
         spec = queue.spec_fields()
         physical = physical or f"{a}-{b}"
         for src, dst, loss, r, fwd in ((a, b, loss_ab, role, forward_is_ab),

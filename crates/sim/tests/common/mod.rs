@@ -32,7 +32,8 @@ pub fn jain(xs: &[f64]) -> f64 {
     s * s / (xs.len() as f64 * s2)
 }
 
-/// Every link conserves packets: in = delivered + dropped + lost + queued + in flight.
+/// Every link conserves packets: in = delivered + dropped + lost + lost to the link being down +
+/// queued + in flight.
 pub fn assert_conservation(res: &Results) {
     let l = &res.links;
     for i in 0..l.rows() {
@@ -40,6 +41,7 @@ pub fn assert_conservation(res: &Results) {
         let out = l.f64("packets_delivered")[i]
             + l.f64("packets_dropped_queue")[i]
             + l.f64("packets_lost_wire")[i]
+            + l.f64("down_drops_packets")[i]
             + l.f64("packets_queued_end")[i]
             + l.f64("packets_in_flight_end")[i];
         assert_eq!(inn, out, "link {i} does not conserve packets");

@@ -20,7 +20,8 @@ propagation delay before the queue or after it gives the same departures shifted
 the order (delay, then queue) in tc mode does not change what flows see.
 
 Addresses: ``a`` gets ``10.0.0.0 + 4k + 1``, ``b`` ``+ 2`` (a /30 per physical link). Each
-route of the spec ``(node, destination host, link)`` becomes ``/32`` routes to every address of
+route ``(node, destination host, link)`` (:func:`ccarena.backends.kernel.routes.next_hops`: the
+spec's routing, computed here as the engine does) becomes ``/32`` routes to every address of
 the host via the next hop's address on that link. Neighbours are static (permanent entries with
 the peer's MAC): no ARP traffic in the queues and no first-packet delay. IPv6 is disabled
 (no router solicitations or DAD in the queues); routers forward IPv4. Offloads (TSO, GSO, GRO,
@@ -42,6 +43,7 @@ from typing import Any
 
 from ccarena.backends.kernel.emulation import Emulation
 from ccarena.backends.kernel.names import RunNames
+from ccarena.backends.kernel.routes import next_hops
 from ccarena.errors import UserError
 from ccarena.runspec import RunSpec
 
@@ -160,8 +162,7 @@ def plan_network(spec: RunSpec, names: RunNames, emulation: Emulation) -> Networ
         for node, addr in ((phys.a, phys.addr_a), (phys.b, phys.addr_b)):
             if plan.node_kinds[node] == "host":
                 plan.host_addresses.setdefault(node, []).append(addr)
-    for route in spec.routes:
-        node, dst, link = int(route.node), int(route.dst), int(route.link)
+    for node, dst, link in next_hops(spec):
         phys, forward = link_of[link]
         next_hop, gateway = (phys.b, phys.addr_b) if forward else (phys.a, phys.addr_a)
         for addr in plan.host_addresses.get(dst, []):

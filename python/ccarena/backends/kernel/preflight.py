@@ -55,6 +55,9 @@ def check_spec(spec: RunSpec, caps: Capabilities, emulation: Emulation) -> None:
     check_tools(caps)
     if caps.netns is False:
         raise UserError(f"the kernel backend cannot create network namespaces here: {caps.probe_error}")
+    if any(event.set.up is not None for event in spec.events):
+        raise UserError("events: taking a link down or up (up = false / true) is simulated only; "
+                        "use --backend sim")
     if spec.events and emulation.rate_and_queue != "relay":
         raise UserError("events: scheduled link changes on the kernel backend need the relay's link "
                         "emulation; set kernel.emulation = \"relay\" (or use --backend sim)")

@@ -1,0 +1,359 @@
+//! Forwarding tables: per (node, destination) a next-hop link or a set of equal-cost links, and
+//! the choice of one link from a set (hash-threshold ECMP or per-packet spraying).
+//!
+//! Without the spec's `routing` the table is the spec's static `routes`, one link per entry. With
+//! it, the table is computed from the graph: for each destination host `d`, a breadth-first
+//! search by hop count from `d` backwards over the links that are up gives every node's distance
+//! to `d`; a node's next-hop set is every up link (in link index order) to a neighbour one hop
+//! closer. Hosts other than `d` are never expanded, so they never forward others' traffic (as
+//! data-center and Mininet hosts do not). Every next hop strictly lowers the distance, so the
+//! computed routes are loop-free; the spec's `routes` entries then replace the computed set of
+//! their (node, dst), and [`Routes::check_flows`] rejects overrides that loop or dead-end.
+//!
+//! Storage: one `u32` per (node, destination node) — a link index, or a tagged index into a
+//! table of deduplicated link sets — so the single-next-hop case on the per-packet path is one
+//! array index. A k = 16 fat-tree (1,344 nodes) takes 7 MB.
+
+use std::collections::HashMap;
+
+use crate::rng::mix64;
+use crate::spec::{err, FlowSpec, NodeKind, RoutingMode, Spec, SpecError};
+
+/// Entry value: no route.
+pub const NO_ROUTE: u32 = u32::MAX;
+/// Entry tag: the low 31 bits index the set table.
+pub const MULTI: u32 = 1 << 31;
+
+/// The forwarding table of a run.
+#[derive(Clone, Debug)]
+pub struct Routes {
+    n_nodes: usize,
+    /// `entries[node * n_nodes + dst]`: a link index (bit 31 clear), `MULTI | set`, or `NO_ROUTE`.
+    entries: Vec<u32>,
+    /// Set `i` is `pool[sets[i].0 as usize..][..sets[i].1 as usize]`.
+    sets: Vec<(u32, u32)>,
+    pool: Vec<u32>,
+    /// Static overrides (computed mode): (node, dst) → (links in entry order, first entry index).
+    overrides: HashMap<(u32, u32), (Vec<u32>, usize)>,
+}
+
+/// The graph the routes are computed over, read once from the spec.
+#[derive(Clone, Debug)]
+pub struct Graph {
+    is_host: Vec<bool>,
+    from: Vec<u32>,
+    to: Vec<u32>,
+    /// Links leaving each node, in link index order.
+    out_links: Vec<Vec<u32>>,
+    /// Links entering each node.
+    in_links: Vec<Vec<u32>>,
+}
+
+impl Graph {
+    /// The spec's nodes and links (indices already validated).
+    pub fn new(spec: &Spec) -> Graph {
+        let n = spec.nodes.len();
+        let mut out_links = vec![Vec::new(); n];
+        let mut in_links = vec![Vec::new(); n];
+        for (i, l) in spec.links.iter().enumerate() {
+            out_links[l.from].push(i as u32);
+            in_links[l.to].push(i as u32);
+        }
+        Graph {
+            is_host: spec.nodes.iter().map(|v| v.kind == NodeKind::Host).collect(),
+            from: spec.links.iter().map(|l| l.from as u32).collect(),
+            to: spec.links.iter().map(|l| l.to as u32).collect(),
+            out_links,
+            in_links,
+        }
+    }
+
+    /// The node link `l` leads to.
+    pub fn to(&self, l: u32) -> u32 {
+        self.to[l as usize]
+    }
+}
+
+impl Routes {
+    /// The spec's `routes` as the complete table (no `routing`): the last entry for a (node,
+    /// dst) wins.
+    pub fn from_static(spec: &Spec) -> Routes {
+        let n = spec.nodes.len();
+        let mut entries = vec![NO_ROUTE; n * n];
+        for r in &spec.routes {
+            entries[r.node * n + r.dst] = r.link as u32;
+        }
+        Routes { n_nodes: n, entries, sets: Vec::new(), pool: Vec::new(), overrides: HashMap::new() }
+    }
+
+    /// Shortest-path routes with equal-cost sets over the links with `up[l]`, then the spec's
+    /// `routes` as overrides (their links that are down left out; none left = no route).
+    pub fn compute(spec: &Spec, graph: &Graph, up: &[bool]) -> Routes {
+        let n = spec.nodes.len();
+        let mut overrides: HashMap<(u32, u32), (Vec<u32>, usize)> = HashMap::new();
+        for (i, r) in spec.routes.iter().enumerate() {
+            let o = overrides.entry((r.node as u32, r.dst as u32)).or_insert_with(|| (Vec::new(), i));
+            if !o.0.contains(&(r.link as u32)) {
+                o.0.push(r.link as u32);
+            }
+        }
+        let mut routes = Routes { n_nodes: n, entries: vec![NO_ROUTE; n * n], sets: Vec::new(), pool: Vec::new(), overrides };
+        let mut interned: HashMap<Vec<u32>, u32> = HashMap::new();
+        let mut dist = vec![u32::MAX; n];
+        let mut queue = Vec::with_capacity(n);
+        let mut set = Vec::new();
+        for d in (0..n).filter(|&d| graph.is_host[d]) {
+            dist.fill(u32::MAX);
+            dist[d] = 0;
+            queue.clear();
+            queue.push(d as u32);
+            let mut head = 0;
+            while head < queue.len() {
+                let x = queue[head] as usize;
+                head += 1;
+                if x != d && graph.is_host[x] {
+                    continue; // hosts do not forward
+                }
+                for &l in &graph.in_links[x] {
+                    let u = graph.from[l as usize] as usize;
+                    if up[l as usize] && dist[u] == u32::MAX {
+                        dist[u] = dist[x] + 1;
+                        queue.push(u as u32);
+                    }
+                }
+            }
+            for &v in &queue[1..] {
+                let v = v as usize;
+                set.clear();
+                for &l in &graph.out_links[v] {
+                    let u = graph.to[l as usize] as usize;
+                    if up[l as usize] && dist[u] + 1 == dist[v] && (u == d || !graph.is_host[u]) {
+                        set.push(l);
+                    }
+                }
+                routes.entries[v * n + d] = routes.intern(&mut interned, &set);
+            }
+        }
+        let overrides = std::mem::take(&mut routes.overrides);
+        for (&(node, dst), (links, _)) in &overrides {
+            set.clear();
+            set.extend(links.iter().copied().filter(|&l| up[l as usize]));
+            routes.entries[node as usize * n + dst as usize] = routes.intern(&mut interned, &set);
+        }
+        routes.overrides = overrides;
+        routes
+    }
+
+    /// The entry for `set`: a plain link index for one link, a shared set for more.
+    fn intern(&mut self, interned: &mut HashMap<Vec<u32>, u32>, set: &[u32]) -> u32 {
+        match set {
+            [] => NO_ROUTE,
+            [l] => *l,
+            _ => {
+                if let Some(&i) = interned.get(set) {
+                    return MULTI | i;
+                }
+                let i = self.sets.len() as u32;
+                self.sets.push((self.pool.len() as u32, set.len() as u32));
+                self.pool.extend_from_slice(set);
+                interned.insert(set.to_vec(), i);
+                MULTI | i
+            }
+        }
+    }
+
+    /// The raw entry at `node` for `dst`: a link index when bit 31 is clear, otherwise
+    /// [`NO_ROUTE`] or a set for [`Routes::set`].
+    #[inline(always)]
+    pub fn entry(&self, node: u32, dst: u32) -> u32 {
+        self.entries[node as usize * self.n_nodes + dst as usize]
+    }
+
+    /// The links of a tagged entry (`MULTI | set`); empty for [`NO_ROUTE`], the link itself for a
+    /// plain link entry.
+    pub fn links<'a>(&'a self, entry: &'a u32) -> &'a [u32] {
+        if entry & MULTI == 0 {
+            return std::slice::from_ref(entry);
+        }
+        if *entry == NO_ROUTE {
+            return &[];
+        }
+        let (off, len) = self.sets[(entry & !MULTI) as usize];
+        &self.pool[off as usize..][..len as usize]
+    }
+
+    /// Approximate heap bytes of the table (entries, set pool), for benchmarks.
+    pub fn heap_bytes(&self) -> usize {
+        self.entries.len() * 4 + self.sets.len() * 8 + self.pool.len() * 4
+    }
+
+    /// Check that every flow's data and ACK paths reach their destination along every next hop
+    /// the table allows.
+    ///
+    /// # Errors
+    /// `routes[i]` when a static override makes a path loop or dead-end (`i` its first entry for
+    /// that node and destination); `flows[i].dst` ("no route from 'a' to 'b'") when the
+    /// destination is unreachable without any override involved.
+    pub fn check_flows(&self, spec: &Spec, graph: &Graph) -> Result<(), SpecError> {
+        let n = self.n_nodes;
+        // Pairs grouped by destination so node colours carry over between flows to one host;
+        // the error reported is that of the first flow in spec order (data direction first).
+        let mut pairs: Vec<(usize, usize, u8, usize)> = Vec::with_capacity(2 * spec.flows.len());
+        for (i, f) in spec.flows.iter().enumerate() {
+            let (s, d) = f.endpoints();
+            pairs.push((d, i, 0, s));
+            pairs.push((s, i, 1, d));
+        }
+        pairs.sort_unstable();
+        // 0 unvisited, 1 on the current search stack, 2 every path from it reaches the dst.
+        let mut colour = vec![0u8; n];
+        let mut stack: Vec<(u32, usize)> = Vec::new();
+        let mut current = usize::MAX;
+        let mut first: Option<((usize, u8), SpecError)> = None;
+        for &(dst, flow, dir, src) in &pairs {
+            if dst != current {
+                colour.fill(0);
+                current = dst;
+            }
+            if let Err(e) = self.check_pair(spec, graph, &mut colour, &mut stack, src, dst, flow) {
+                if first.as_ref().is_none_or(|(at, _)| (flow, dir) < *at) {
+                    first = Some(((flow, dir), e));
+                }
+                colour.fill(0);
+                current = usize::MAX;
+            }
+        }
+        first.map_or(Ok(()), |(_, e)| Err(e))
+    }
+
+    /// Depth-first search of every path the table allows from `src` to `dst`.
+    #[allow(clippy::too_many_arguments)]
+    fn check_pair(
+        &self,
+        spec: &Spec,
+        graph: &Graph,
+        colour: &mut [u8],
+        stack: &mut Vec<(u32, usize)>,
+        src: usize,
+        dst: usize,
+        flow: usize,
+    ) -> Result<(), SpecError> {
+        let name = |v: usize| spec.nodes[v].name.as_str();
+        if colour[src] == 2 {
+            return Ok(());
+        }
+        stack.clear();
+        stack.push((src as u32, 0));
+        colour[src] = 1;
+        while let Some(&mut (v, ref mut next)) = stack.last_mut() {
+            let entry = self.entry(v, dst as u32);
+            let links = self.links(&entry);
+            if links.is_empty() {
+                return Err(self.blame(spec, stack, dst, flow, src, || format!("dead-end at node '{}'", name(v as usize))));
+            }
+            if *next == links.len() {
+                colour[v as usize] = 2;
+                stack.pop();
+                continue;
+            }
+            let u = graph.to(links[*next]) as usize;
+            *next += 1;
+            if u == dst || colour[u] == 2 {
+                continue;
+            }
+            if graph.is_host[u] {
+                let host = name(u);
+                return Err(self.blame(spec, stack, dst, flow, src, || format!("dead-end at host '{host}' (hosts do not forward)")));
+            }
+            if colour[u] == 1 {
+                let at = stack.iter().position(|&(w, _)| w as usize == u).expect("grey nodes are on the stack");
+                let cycle: Vec<&str> = stack[at..].iter().map(|&(w, _)| name(w as usize)).chain([name(u)]).collect();
+                return Err(self.blame(spec, &stack[at..], dst, flow, src, || format!("loop ({})", cycle.join(" → "))));
+            }
+            colour[u] = 1;
+            stack.push((u as u32, 0));
+        }
+        Ok(())
+    }
+
+    /// The error for a bad path: the deepest override on `stack` if there is one, else the flow.
+    fn blame(
+        &self,
+        spec: &Spec,
+        stack: &[(u32, usize)],
+        dst: usize,
+        flow: usize,
+        src: usize,
+        what: impl FnOnce() -> String,
+    ) -> SpecError {
+        let (a, b) = (spec.nodes[src].name.as_str(), spec.nodes[dst].name.as_str());
+        for &(v, _) in stack.iter().rev() {
+            if let Some((_, i)) = self.overrides.get(&(v, dst as u32)) {
+                let at = spec.nodes[v as usize].name.as_str();
+                return err(
+                    format!("routes[{i}]"),
+                    format!("the static route at '{at}' for '{b}' makes the path from '{a}' to '{b}' {}", what()),
+                );
+            }
+        }
+        err(format!("flows[{flow}].dst"), format!("no route from '{a}' to '{b}'"))
+    }
+}
+
+/// The 5-tuple hash of each flow's two directions: what a switch hashes, seeded by the run.
+///
+/// The simulator has no addresses or ports, so the tuple is (source node, destination node, IP
+/// protocol — 6 for TCP, 17 for UDP and UDT —, source port 49152 + flow index, destination port
+/// 5201); the ACK direction hashes the reversed tuple, as a switch sees it.
+#[derive(Clone, Copy, Debug)]
+pub struct FlowKeys {
+    /// The data direction's destination host (to tell a packet's direction).
+    pub data_dst: u32,
+    /// Hash of the data direction's tuple.
+    pub data: u64,
+    /// Hash of the ACK direction's tuple.
+    pub ack: u64,
+}
+
+impl FlowKeys {
+    /// Keys of flow `index` of a run with `seed`.
+    pub fn new(seed: u64, index: usize, flow: &FlowSpec) -> FlowKeys {
+        let (src, dst) = flow.endpoints();
+        let proto = if matches!(flow, FlowSpec::Tcp(_)) { 6 } else { 17 };
+        let (sport, dport) = (49_152 + index as u64, 5201);
+        let hash = |a: usize, b: usize, sp: u64, dp: u64| {
+            [a as u64, b as u64, proto, sp, dp].iter().fold(mix64(seed ^ 0x5eed_ecb0), |h, &w| mix64(h ^ w))
+        };
+        FlowKeys { data_dst: dst as u32, data: hash(src, dst, sport, dport), ack: hash(dst, src, dport, sport) }
+    }
+
+    /// The key of a packet of this flow headed to `dst`.
+    #[inline]
+    pub fn for_dst(&self, dst: u32) -> u64 {
+        if dst == self.data_dst {
+            self.data
+        } else {
+            self.ack
+        }
+    }
+}
+
+/// Hash-threshold choice (RFC 2992 §2.2): the 64-bit hash space is cut into `n` equal regions
+/// and the key's region is the next hop, so adding or removing a next hop moves few flows.
+/// `salt` is the node's own hash seed (as switches use per-switch seeds, avoiding polarization:
+/// the same choice at every tier).
+#[inline]
+pub fn hash_threshold(key: u64, salt: u64, n: usize) -> usize {
+    ((mix64(key ^ salt) as u128 * n as u128) >> 64) as usize
+}
+
+/// A uniform index in `0..n` from 64 random bits (multiply-shift).
+#[inline]
+pub fn uniform_index(bits: u64, n: usize) -> usize {
+    ((bits as u128 * n as u128) >> 64) as usize
+}
+
+/// The mode of a run's routing, for the engine: static table, hash or spray.
+pub fn mode(spec: &Spec) -> Option<RoutingMode> {
+    spec.routing.as_ref().map(|r| r.mode)
+}
