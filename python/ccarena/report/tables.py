@@ -157,9 +157,68 @@ TERMINAL_COLUMNS = ("goodput_mean_bps", "loss_rate", "retransmission_rate", "del
 """The summary columns the terminal table shows (the report shows all of :data:`COLUMNS`)."""
 
 
-def terminal_table(summary: pd.DataFrame, params: list[str], title: str) -> Table:
+MAX_FLOW_ROWS_PER_RUN = 8
+"""Above this many flows in a run, the terminal shows one row per run (totals, Jain, FCT
+percentiles) instead of one per flow: a permutation or incast of hundreds of flows would otherwise
+print hundreds of rows."""
+
+
+def per_run_table(summary: pd.DataFrame, params: list[str], title: str) -> Any:
+    """One row per run: flows, the flavors, total goodput, Jain's index over the run's flows,
+    retransmitted share, and the FCT p99 of finite flows and their slowdown p99 (a report of
+    the same runs has every per-flow number). With ``[[parts]]``, one such table per part, titled
+    by it (a rich ``Group``), so the rows fit 80 columns."""
+    from rich.console import Group
+
+    has_parts = "part" in summary and summary["part"].astype(str).str.len().gt(0).any()
+    if not has_parts:
+        return _per_run_rows(summary, params, title)
+    tables = [_per_run_rows(rows, params, f"{title} — {part}")
+              for part, rows in summary.groupby("part", sort=False)]
+    return Group(*tables)
+
+
+def _per_run_rows(summary: pd.DataFrame, params: list[str], title: str) -> Table:
+    from rich import box
+
+    table = Table(title=title, box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False,
+                  padding=(0, 1), title_justify="left")
+    flavors = summary["flavor"].astype(str)
+    # A swept flavor is shown once, in the flavor column.
+    keys = [p for p in params if not (summary[p].astype(str) == flavors).all()
+            and summary[p].astype(str).nunique() > 1]
+    if int(summary["repeat"].max()) > 0:
+        keys.append("repeat")
+    for k in keys:
+        table.add_column(k, overflow="fold")
+    finite = bool(summary["fct_s"].notna().any()) if "fct_s" in summary else False
+    heads = ["flows", "flavor", "goodput Σ", "Jain", "retx"] + (
+        ["FCT p99", "slowdown p99"] if finite else [])
+    for i, h in enumerate(heads):
+        table.add_column(h, justify="left" if i == 1 else "right")
+    for _, run in summary.groupby("run_id", sort=False):
+        first = run.iloc[0]
+        goodput = run["goodput_mean_bps"]
+        cells = [cell(k, first.get(k), None).text for k in keys]
+        cells += [str(len(run)), ",".join(dict.fromkeys(run["flavor"].astype(str))),
+                  units.format_rate(float(goodput.sum())),
+                  index_text(float(first.get("jain_index", float("nan")))),
+                  pct_text(float(run["retransmission_rate"].mean()))]
+        if finite:
+            fct = run["fct_s"].dropna()
+            slow = run["fct_slowdown"].dropna() if "fct_slowdown" in run else pd.Series(dtype=float)
+            cells += [units.format_time(float(fct.quantile(0.99))) if len(fct) else "–",
+                      ratio_text(float(slow.quantile(0.99))) if len(slow) else "–"]
+        table.add_row(*cells)
+    return table
+
+
+def terminal_table(summary: pd.DataFrame, params: list[str], title: str) -> Any:
     """The summary as a rich table: one row per run and flow, or, when there are repeats, one row
-    per grid point and flow with mean ± 95% CI."""
+    per grid point and flow with mean ± 95% CI; runs of more than :data:`MAX_FLOW_ROWS_PER_RUN`
+    flows get one row per run (:func:`per_run_table`)."""
+    if int(summary.groupby("run_id").size().max()) > MAX_FLOW_ROWS_PER_RUN:
+        return per_run_table(summary, params, title)
     columns = {c: COLUMNS[c] for c in TERMINAL_COLUMNS}
     cols = shown_columns(summary, columns)
     table = Table(title=title)

@@ -59,8 +59,9 @@ SAMPLE_COLUMNS = ("time_s", "flow", "goodput_bps", "throughput_bps", "delivered_
 QUEUE_COLUMNS = ("time_s", "link", "backlog_bytes", "backlog_packets", "drops", "marks", "arrivals",
                  "departures", "sojourn_mean_s", "red_avg", "early_drops")
 LINK_COLUMNS = ("link", "name", "rate_bps", "delay_ns", "packets_in", "bytes_in", "packets_delivered",
-                "packets_dropped_queue", "packets_marked", "packets_lost_wire", "packets_queued_end",
-                "packets_in_flight_end", "bytes_transmitted", "utilization")
+                "packets_dropped_queue", "packets_marked", "packets_lost_wire", "down_drops_packets",
+                "no_route_drops_packets", "packets_queued_end", "packets_in_flight_end",
+                "bytes_transmitted", "utilization")
 STRING_COLUMNS = ("name", "kind", "flavor", "recovery")
 
 
@@ -222,6 +223,9 @@ def link_rows(spec: RunSpec, final: dict[int, Any], baseline: dict[int, Any],
             "packets_in": departures + drops + q.backlog_packets, "bytes_in": None,
             "packets_delivered": None if lost is None else departures - lost,
             "packets_dropped_queue": drops, "packets_marked": 0, "packets_lost_wire": lost,
+            # The kernel backend takes no link down (preflight refuses `up` events) and routes
+            # every flow (static routes to every host).
+            "down_drops_packets": 0, "no_route_drops_packets": 0,
             "packets_queued_end": q.backlog_packets, "packets_in_flight_end": None,
             "bytes_transmitted": sent_bytes,
             "utilization": busy_s / duration_s,
