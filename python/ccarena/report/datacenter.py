@@ -187,6 +187,10 @@ def datacenter_content(part: Any, figures_dir: Path, prefix: str = "") -> tuple[
             figures.append(Figure.draw(fig, "FCT slowdown p50 (solid) and p99 (dashed) per flow "
                                             "size and flavor", f"{prefix}dc-fct-slowdown.png",
                                        figures_dir))
+    if _has_multipath_roles(part):
+        from ccarena.report.topology_figure import utilization_map
+
+        figures += utilization_map(part, figures_dir, prefix)
     if len(util) and (util["utilization_max"] > 0).any():
         util = util.assign(flavor=util["run_id"].map(run_flavor))
         fig = role_bars(util, "utilization_mean", "utilization_max", "Link utilization per role",

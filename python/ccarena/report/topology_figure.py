@@ -130,8 +130,15 @@ def heading(topology: Any) -> str:
     return topology.describe()[0] if hasattr(topology, "describe") else topology.kind
 
 
-def draw_topology(topology: Any, title: str | None = None) -> plt.Figure:
-    """A figure of ``topology`` (a validated ``[topology]`` model)."""
+def draw_topology(topology: Any, title: str | None = None,
+                  link_values: dict[frozenset[str], float] | None = None,
+                  value_label: str = "utilization") -> plt.Figure:
+    """A figure of ``topology`` (a validated ``[topology]`` model).
+
+    With ``link_values`` (``frozenset({a, b})`` of a duplex link's two node names → a value in
+    [0, 1], e.g. the busier direction's utilization), links are coloured by that value on one
+    scale with a colour bar labelled ``value_label`` instead of by class: a utilization map. Links
+    without a value are drawn light grey."""
     net = topology.build()
     kind = topology.kind
     layered = kind in LAYERED or (kind == "graph" and len({n.layer for n in net.nodes}) > 2)
@@ -181,6 +188,9 @@ def draw_topology(topology: Any, title: str | None = None) -> plt.Figure:
     colors = plt.get_cmap("tab10").colors
     handles = []
     odd_links: list[tuple[str, str, tuple[int, int, float], Any]] = []
+    if link_values is not None:
+        _draw_link_values(fig, ax, links, pos, link_values, lw, value_label)
+        classes = {}
     for i, (cls, members) in enumerate(classes.items()):
         if not members:
             continue
@@ -272,6 +282,28 @@ def draw_topology(topology: Any, title: str | None = None) -> plt.Figure:
     return fig
 
 
+def _draw_link_values(fig: plt.Figure, ax: Any, links: list, pos: dict, values: dict,
+                      lw: float, label: str) -> None:
+    """Links coloured by ``values`` on one scale (0 … max(1, largest)), with a colour bar."""
+    from matplotlib.colors import Normalize
+
+    cmap = plt.get_cmap("plasma_r")
+    norm = Normalize(0.0, max(1.0, max(values.values(), default=1.0)))
+    known = [(a, b, values[frozenset((a, b))]) for a, b, _, _ in links if frozenset((a, b)) in values]
+    missing = [(pos[a], pos[b]) for a, b, _, _ in links if frozenset((a, b)) not in values]
+    if missing:
+        ax.add_collection(LineCollection(missing, colors=["0.85"], linewidths=lw, zorder=1))
+    # Busier links on top, and drawn thicker, so hot spots stand out in dense fabrics.
+    known.sort(key=lambda t: t[2])
+    ax.add_collection(LineCollection([(pos[a], pos[b]) for a, b, _ in known],
+                                     colors=[cmap(norm(v)) for _, _, v in known],
+                                     linewidths=[lw * (1 + 2 * norm(v)) for _, _, v in known],
+                                     zorder=2))
+    bar = fig.colorbar(plt.cm.ScalarMappable(norm=norm, cmap=cmap), ax=ax, fraction=0.025, pad=0.01)
+    bar.set_label(label, fontsize=8)
+    bar.ax.tick_params(labelsize=7)
+
+
 def parse_topology(table: dict[str, Any]) -> Any:
     """The validated model of a ``[topology]`` table.
 
@@ -315,3 +347,32 @@ def report_figure(part: Any, figures_dir: Path, prefix: str = "") -> list[Figure
         return []
     caption = "Network: " + heading(topology).replace("\n", "; ")
     return [Figure.draw(fig, caption, f"{prefix}topology.png", figures_dir)]
+
+
+def utilization_map(part: Any, figures_dir: Path, prefix: str = "") -> list[Figure]:
+    """The network of a part's first run with every link coloured by the utilization of its
+    busier direction (8·bytes sent / (rate·duration)); none when the topology cannot be rebuilt."""
+    run_ids = list(part.run_ids)
+    if not run_ids:
+        return []
+    try:
+        record = part.store.read_run_record(run_ids[0])
+        topology = parse_topology(record.get("scenario", {}).get("topology"))
+        links = part.store.read_table(run_ids[0], "links")
+    except (UserError, OSError, TypeError, AttributeError, KeyError):
+        return []
+    values: dict[frozenset[str], float] = {}
+    for name, util in zip(links["name"].astype(str), links["utilization"].astype(float)):
+        if "->" not in name:
+            continue
+        a, b = name.split("->", 1)
+        key = frozenset((a, b))
+        values[key] = max(values.get(key, 0.0), util)
+    flavors = ", ".join(dict.fromkeys(part.summary.loc[part.summary["run_id"] == run_ids[0],
+                                                       "flavor"].astype(str)))
+    title = f"Link utilization, run {run_ids[0]} ({flavors})"
+    fig = draw_topology(topology, title=title, link_values=values,
+                        value_label="utilization (busier direction)")
+    caption = (f"Utilization map of run {run_ids[0]}: each link coloured (and thickened) by the "
+               "utilization of its busier direction; grey links carried nothing")
+    return [Figure.draw(fig, caption, f"{prefix}dc-utilization-map.png", figures_dir)]
