@@ -57,7 +57,7 @@ CORPUS = [
     ("event-limit-wrong-unit", QUICKSTART + '\n[[events]]\nat = "5s"\nlink = "bottleneck"\nset = { limit = "30KB" }\n',
      "events[0].set.limit: this queue's limit is in packets"),
     ("event-set-and-increase", QUICKSTART + '\n[[events]]\nat = "5s"\nlink = "bottleneck"\nset = { rate = "5Mbps" }\nincrease = { rate = "1Mbps" }\n',
-     "events[0].set: give exactly one of set"),
+     "events[0].set: give one of set = {...} (new values) or increase"),
     ("unknown-kernel-emulation", QUICKSTART + '\n[kernel]\nemulation = "netem"\n',
      "kernel.emulation: Input should be 'auto', 'relay' or 'tc' (got 'netem')"),
     ("matrix-unknown-flavor", QUICKSTART.split("[[flows]]")[0] + '\n[matrix]\nflavors = ["cubic", "vegaz"]\n',
