@@ -129,9 +129,14 @@ impl Link {
             }
         }
         pkt.enqueued_at = now;
-        self.queued_bytes += pkt.size_bytes as u64;
-        self.queue.push_back(pkt);
-        self.advance(now);
+        if self.queue.is_empty() && self.tx_free_at <= now {
+            // The transmitter is idle: the packet starts at once (what `advance` would do after
+            // queueing it), without passing through the queue.
+            self.transmit(now, pkt);
+        } else {
+            self.queued_bytes += pkt.size_bytes as u64;
+            self.queue.push_back(pkt);
+        }
         true
     }
 
@@ -142,6 +147,7 @@ impl Link {
     }
 
     /// Move every packet whose serialization starts at or before `now` from the queue to the pipe.
+    #[inline]
     pub fn advance(&mut self, now: SimTime) {
         while let Some(head) = self.queue.front() {
             let start = self.tx_free_at.max(head.enqueued_at);
@@ -149,26 +155,33 @@ impl Link {
                 break;
             }
             let pkt = self.queue.pop_front().expect("front exists");
-            let size = pkt.size_bytes as u64;
-            self.queued_bytes -= size;
-            let serialization = Duration::transmission(size, self.rate_bps);
-            let end = start + serialization;
-            self.tx_free_at = end;
-            self.counters.departures += 1;
-            self.counters.bytes_transmitted += size;
-            self.counters.busy_ns += serialization.as_nanos();
-            self.counters.sojourn_total_ns += (start - pkt.enqueued_at).as_nanos();
-            if self.loss > 0.0 && self.rng.bernoulli(self.loss) {
-                self.counters.packets_lost_wire += 1;
-                self.last_in_pipe = false;
-                continue;
-            }
-            // A link does not reorder: if the delay was lowered mid-run, later packets wait.
-            let arrival = (end + self.delay).max(self.last_arrival);
-            self.last_arrival = arrival;
-            self.last_in_pipe = true;
-            self.pipe.push_back((arrival, pkt));
+            self.queued_bytes -= pkt.size_bytes as u64;
+            self.transmit(start, pkt);
         }
+    }
+
+    /// Serialize `pkt` from `start` (the transmitter is free then) and put it in the pipe, unless
+    /// the wire loses it.
+    #[inline]
+    fn transmit(&mut self, start: SimTime, pkt: Packet) {
+        let size = pkt.size_bytes as u64;
+        let serialization = Duration::transmission(size, self.rate_bps);
+        let end = start + serialization;
+        self.tx_free_at = end;
+        self.counters.departures += 1;
+        self.counters.bytes_transmitted += size;
+        self.counters.busy_ns += serialization.as_nanos();
+        self.counters.sojourn_total_ns += (start - pkt.enqueued_at).as_nanos();
+        if self.loss > 0.0 && self.rng.bernoulli(self.loss) {
+            self.counters.packets_lost_wire += 1;
+            self.last_in_pipe = false;
+            return;
+        }
+        // A link does not reorder: if the delay was lowered mid-run, later packets wait.
+        let arrival = (end + self.delay).max(self.last_arrival);
+        self.last_arrival = arrival;
+        self.last_in_pipe = true;
+        self.pipe.push_back((arrival, pkt));
     }
 
     /// When the next packet reaches the far end, if any is queued or in the pipe.

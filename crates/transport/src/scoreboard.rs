@@ -442,7 +442,10 @@ impl Scoreboard {
     ///
     /// Records are in sequence order; the walk stops at the first never-retransmitted record
     /// sent after `newest`, since every record above it was sent later still (originals in
-    /// order, retransmissions after the originals they follow). O(records below that point).
+    /// order, retransmissions after the originals they follow), or as soon as it has passed
+    /// every record it could act on (not SACKed, not waiting for a retransmission; their bytes
+    /// are known from the counters), so a long recovery does not walk the whole window of
+    /// SACKed and lost records on every ACK. O(records below the last one it acts on).
     pub fn rack_detect_loss(
         &mut self,
         now: SimTime,
@@ -450,24 +453,32 @@ impl Scoreboard {
         wait: Duration,
     ) -> Option<SimTime> {
         let mut deadline: Option<SimTime> = None;
-        for idx in 0..self.segs.len() {
+        // Bytes of records neither SACKed nor lost-and-not-retransmitted, not yet passed.
+        let mut candidate_bytes = self.total_bytes - self.sacked_bytes - self.pending_bytes;
+        let mut idx = 0;
+        while candidate_bytes > 0 && idx < self.segs.len() {
             let r = self.segs[idx];
+            idx += 1;
+            if r.is_sacked() || (r.is_lost() && !r.is_retrans()) {
+                if crate::rack::sent_after((r.sent_time, r.end()), newest) && !r.ever_retransmitted() {
+                    break;
+                }
+                continue;
+            }
+            candidate_bytes -= r.len as u64;
             if crate::rack::sent_after((r.sent_time, r.end()), newest) {
                 if r.ever_retransmitted() {
                     continue;
                 }
                 break;
             }
-            if r.is_sacked() || (r.is_lost() && !r.is_retrans()) {
-                continue;
-            }
             let due = r.sent_time + wait;
             if due > now {
                 deadline = Some(deadline.map_or(due, |d| d.max(due)));
             } else if r.is_retrans() {
-                self.retransmission_lost(idx);
+                self.retransmission_lost(idx - 1);
             } else {
-                self.mark_lost_idx(idx);
+                self.mark_lost_idx(idx - 1);
             }
         }
         deadline
