@@ -14,6 +14,7 @@
 //! their count so that permutation traffic spreads).
 
 use std::collections::VecDeque;
+use std::hash::{Hash, Hasher};
 use std::process::Command;
 use std::time::Instant;
 
@@ -21,6 +22,7 @@ use ccarena_sim::spec::{
     Discipline, FlowSpec, LinkSpec, NodeKind, NodeSpec, QueueSpec, RouteSpec, Spec, SPEC_FORMAT,
 };
 use ccarena_sim::testkit::{mbps, ms, secs, tcp_flow};
+use ccarena_sim::table::{Column, Results};
 use ccarena_sim::Simulation;
 
 /// The scenarios: dumbbells by flow count, fat-trees by k.
@@ -28,6 +30,9 @@ use ccarena_sim::Simulation;
 enum Scenario {
     Dumbbell(usize),
     FatTree(usize),
+    /// One host pair with this many flows that start only at the end of the run: what an idle
+    /// flow costs in memory.
+    Idle(usize),
 }
 
 const SCENARIOS: &[(&str, Scenario)] = &[
@@ -38,6 +43,7 @@ const SCENARIOS: &[(&str, Scenario)] = &[
     ("dumbbell-10000", Scenario::Dumbbell(10_000)),
     ("fattree-k8", Scenario::FatTree(8)),
     ("fattree-k16", Scenario::FatTree(16)),
+    ("idle-10000", Scenario::Idle(10_000)),
 ];
 
 const DUMBBELL_RATE_BPS: u64 = mbps(1000);
@@ -94,6 +100,7 @@ fn link(nodes: &[NodeSpec], from: usize, to: usize, rate_bps: u64, delay_ns: u64
         delay_ns,
         loss: 0.0,
         queue: droptail(queue_packets),
+        sample: None,
     }
 }
 
@@ -213,11 +220,45 @@ fn fat_tree(k: usize) -> Spec {
     spec(nodes, links, routes, flows)
 }
 
+fn rss_kib() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmRSS:"))
+                .and_then(|l| l.split_whitespace().nth(1).and_then(|v| v.parse().ok()))
+        })
+        .unwrap_or(0)
+}
+
+/// Bytes of memory per idle flow: the resident memory the flows' specs and the built
+/// simulation add over an empty process, divided by the flows.
+fn idle_flow_bytes(n: usize) -> f64 {
+    let before = rss_kib();
+    let mut spec = dumbbell(1);
+    let end = spec.duration_ns;
+    spec.flows = (0..n)
+        .map(|i| {
+            let mut f = tcp_flow(&format!("idle{i}"), 0, 3, "cubic");
+            f.start_ns = end;
+            FlowSpec::Tcp(f)
+        })
+        .collect();
+    let sim = Simulation::new(spec).expect("valid spec");
+    let bytes = (rss_kib() - before) as f64 * 1024.0 / n as f64;
+    drop(sim);
+    bytes
+}
+
 fn run_one(name: &str) {
     let &(_, scenario) = SCENARIOS.iter().find(|s| s.0 == name).expect("known scenario");
     let spec = match scenario {
         Scenario::Dumbbell(n) => dumbbell(n),
         Scenario::FatTree(k) => fat_tree(k),
+        Scenario::Idle(n) => {
+            println!("{name:<15} memory per idle flow {:.0} bytes (spec and engine state, {n} flows)", idle_flow_bytes(n));
+            return;
+        }
     };
     let json = serde_json::to_string(&spec).expect("serializable spec");
     drop(spec);
@@ -232,9 +273,10 @@ fn run_one(name: &str) {
     let res = sim.results();
     let hops: f64 = sim.links().iter().map(|l| l.counters().departures as f64).sum();
     let dur_s = sim.end().as_secs_f64();
+    let fingerprint = fingerprint(&res);
     let goodput: f64 = res.flows.f64("bytes_delivered").iter().sum::<f64>() * 8.0 / dur_s;
     println!(
-        "{name:<15} hops/s {:>10.0}  ns/hop {:>6.0}  events/hop {:>5.2}  build {build:6.2} s  run {run:7.2} s  spec {:>8.1} MB  peak RSS {:>8} KiB  ({hops:.0} hops, {} events, goodput {:.1} Mbps)",
+        "{name:<15} hops/s {:>10.0}  ns/hop {:>6.0}  events/hop {:>5.2}  build {build:6.2} s  run {run:7.2} s  spec {:>8.1} MB  peak RSS {:>8} KiB  ({hops:.0} hops, {} events, goodput {:.1} Mbps, results {fingerprint:016x})",
         hops / run,
         run * 1e9 / hops,
         sim.events_processed() as f64 / hops,
@@ -243,6 +285,22 @@ fn run_one(name: &str) {
         sim.events_processed(),
         goodput / 1e6,
     );
+}
+
+/// A hash of every value of every result table: two builds that print the same one computed
+/// bit-identical results.
+fn fingerprint(res: &Results) -> u64 {
+    let mut h = std::hash::DefaultHasher::new();
+    for table in [&res.flows, &res.samples, &res.queues, &res.links] {
+        for (name, column) in &table.columns {
+            name.hash(&mut h);
+            match column {
+                Column::F64(v) => v.iter().for_each(|x| x.to_bits().hash(&mut h)),
+                Column::Str(v) => v.hash(&mut h),
+            }
+        }
+    }
+    h.finish()
 }
 
 fn main() {

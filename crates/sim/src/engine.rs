@@ -14,7 +14,7 @@ use crate::packet::{Packet, Payload};
 use crate::queue::Aqm;
 use crate::results::{flow_row, flow_sample, flow_table, link_row, link_table};
 use crate::rng::{Rng, StreamKind};
-use crate::sampler::{QueueSample, Sampler};
+use crate::sampler::Sampler;
 use crate::spec::{EventSpec, FlowSpec, Spec, SpecError};
 use crate::table::Results;
 
@@ -101,7 +101,7 @@ impl Simulation {
             events,
             routes,
             n_nodes: n,
-            sampler: Sampler::new(flows.len(), spec.links.len(), sample_interval.as_secs_f64()),
+            sampler: Sampler::new(flows.len(), &spec.links, sample_interval.as_secs_f64()),
             flows,
             changes,
             links,
@@ -343,23 +343,7 @@ impl Simulation {
             let row = flow_sample(i, flow);
             self.sampler.flow(time_s, &row);
         }
-        for (i, link) in self.links.iter_mut().enumerate() {
-            link.advance(now);
-            let c = link.counters();
-            let row = QueueSample {
-                link: i as u32,
-                backlog_bytes: link.queued_bytes(),
-                backlog_packets: link.queued_packets(),
-                drops: c.packets_dropped_queue,
-                marks: c.packets_marked,
-                arrivals: c.packets_in,
-                departures: c.departures,
-                sojourn_total_ns: c.sojourn_total_ns,
-                red_avg: link.red_avg(now),
-                early_drops: c.packets_dropped_early,
-            };
-            self.sampler.queue(time_s, &row);
-        }
+        self.sampler.sample_queues(now, time_s, &mut self.links);
         let next = now + self.sample_interval;
         if next <= self.end {
             self.events.push(next, Event::Sample);
