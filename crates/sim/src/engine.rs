@@ -8,14 +8,14 @@ use ccarena_cc::{Duration, SimTime};
 
 use crate::endpoint::{drain, with_endpoint, Endpoint, Side};
 use crate::event::{Event, EventQueue};
-use crate::flow::{CbrFlow, Flow, TcpFlow, UdtFlow};
+use crate::flow::Flow;
 use crate::link::Link;
 use crate::packet::{Packet, Payload};
 use crate::queue::Aqm;
 use crate::results::{flow_row, flow_sample, flow_table, link_row, link_table};
 use crate::rng::{Rng, StreamKind};
 use crate::sampler::Sampler;
-use crate::spec::{EventSpec, FlowSpec, Spec, SpecError};
+use crate::spec::{EventSpec, Spec, SpecError};
 use crate::table::Results;
 
 /// Marks "no route" in the dense routing table.
@@ -82,11 +82,7 @@ impl Simulation {
             events.push(SimTime(c.time_ns), Event::LinkChange(i as u32));
         }
         for (i, f) in spec.flows.iter().enumerate() {
-            flows.push(match f {
-                FlowSpec::Tcp(t) => Flow::Tcp(Box::new(TcpFlow::new(i, t)?)),
-                FlowSpec::UdpCbr(c) => Flow::Cbr(CbrFlow::new(c)),
-                FlowSpec::Udt(u) => Flow::Udt(Box::new(UdtFlow::new(i, u, spec.seed)?)),
-            });
+            flows.push(Flow::idle(i, f, spec.seed)?);
             let (start, stop) = f.schedule();
             events.push(SimTime(start), Event::FlowStart(i as u32));
             if let Some(stop) = stop {
@@ -151,7 +147,7 @@ impl Simulation {
         &self.links
     }
 
-    /// The flows, in spec order.
+    /// The flows, in spec order (a TCP or UDT transfer is [`Flow::Idle`] until it starts).
     pub fn flows(&self) -> &[Flow] {
         &self.flows
     }
@@ -295,6 +291,7 @@ impl Simulation {
     // ---- applications ----------------------------------------------------------------------
 
     fn on_flow_start(&mut self, f: usize) {
+        self.flows[f].start(f, &self.spec.flows[f]);
         if let Flow::Cbr(_) = self.flows[f] {
             return self.on_cbr_send(f);
         }
