@@ -453,32 +453,41 @@ impl Scoreboard {
         wait: Duration,
     ) -> Option<SimTime> {
         let mut deadline: Option<SimTime> = None;
-        // Bytes of records neither SACKed nor lost-and-not-retransmitted, not yet passed.
+        // Bytes of the records the walk may act on (neither SACKed nor lost and waiting for a
+        // retransmission) that it has not passed yet; once none is left, the rest is inert.
         let mut candidate_bytes = self.total_bytes - self.sacked_bytes - self.pending_bytes;
-        let mut idx = 0;
-        while candidate_bytes > 0 && idx < self.segs.len() {
+        if candidate_bytes == 0 {
+            return None;
+        }
+        for idx in 0..self.segs.len() {
             let r = self.segs[idx];
-            idx += 1;
-            if r.is_sacked() || (r.is_lost() && !r.is_retrans()) {
-                if crate::rack::sent_after((r.sent_time, r.end()), newest) && !r.ever_retransmitted() {
+            let inert = r.is_sacked() || (r.is_lost() && !r.is_retrans());
+            if crate::rack::sent_after((r.sent_time, r.end()), newest) {
+                if !r.ever_retransmitted() {
                     break;
+                }
+                if !inert {
+                    candidate_bytes -= r.len as u64;
+                    if candidate_bytes == 0 {
+                        break;
+                    }
                 }
                 continue;
             }
-            candidate_bytes -= r.len as u64;
-            if crate::rack::sent_after((r.sent_time, r.end()), newest) {
-                if r.ever_retransmitted() {
-                    continue;
-                }
-                break;
+            if inert {
+                continue;
             }
             let due = r.sent_time + wait;
             if due > now {
                 deadline = Some(deadline.map_or(due, |d| d.max(due)));
             } else if r.is_retrans() {
-                self.retransmission_lost(idx - 1);
+                self.retransmission_lost(idx);
             } else {
-                self.mark_lost_idx(idx - 1);
+                self.mark_lost_idx(idx);
+            }
+            candidate_bytes -= r.len as u64;
+            if candidate_bytes == 0 {
+                break;
             }
         }
         deadline
