@@ -268,7 +268,12 @@ fn run_one(name: &str) {
     let json_bytes = json.len();
     drop(json);
     let t1 = Instant::now();
-    sim.run();
+    let mut max_pending = 0;
+    while !sim.finished() {
+        let t = sim.now() + ccarena_cc::Duration(ms(10));
+        sim.run_until(t);
+        max_pending = max_pending.max(sim.pending_events());
+    }
     let run = t1.elapsed().as_secs_f64();
     let res = sim.results();
     let hops: f64 = sim.links().iter().map(|l| l.counters().departures as f64).sum();
@@ -276,7 +281,7 @@ fn run_one(name: &str) {
     let fingerprint = fingerprint(&res);
     let goodput: f64 = res.flows.f64("bytes_delivered").iter().sum::<f64>() * 8.0 / dur_s;
     println!(
-        "{name:<15} hops/s {:>10.0}  ns/hop {:>6.0}  events/hop {:>5.2}  build {build:6.2} s  run {run:7.2} s  spec {:>8.1} MB  peak RSS {:>8} KiB  ({hops:.0} hops, {} events, goodput {:.1} Mbps, results {fingerprint:016x})",
+        "{name:<15} hops/s {:>10.0}  ns/hop {:>6.0}  events/hop {:>5.2}  build {build:6.2} s  run {run:7.2} s  spec {:>8.1} MB  peak RSS {:>8} KiB  ({hops:.0} hops, {} events, goodput {:.1} Mbps, results {fingerprint:016x}, heap ≤ {max_pending})",
         hops / run,
         run * 1e9 / hops,
         sim.events_processed() as f64 / hops,

@@ -137,6 +137,11 @@ impl Simulation {
         self.events_processed
     }
 
+    /// Entries in the event queue now, stale timer entries included (for benchmarks).
+    pub fn pending_events(&self) -> usize {
+        self.events.len()
+    }
+
     /// The spec being run.
     pub fn spec(&self) -> &Spec {
         &self.spec
