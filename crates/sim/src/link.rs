@@ -71,6 +71,9 @@ pub struct Link {
     last_in_pipe: bool,
     /// Time of this link's earliest pending arrival event in the engine's heap (`NEVER` if none).
     pub scheduled_at: SimTime,
+    /// The last (size in bytes, serialization time) computed at the current rate: a direction
+    /// carries mostly one size (data one way, ACKs the other), and the exact division is costly.
+    serialization_cache: (u64, Duration),
     counters: LinkCounters,
 }
 
@@ -93,6 +96,7 @@ impl Link {
             last_arrival: SimTime::ZERO,
             last_in_pipe: false,
             scheduled_at: SimTime::NEVER,
+            serialization_cache: (0, Duration::ZERO),
             counters: LinkCounters::default(),
         }
     }
@@ -165,7 +169,7 @@ impl Link {
     #[inline]
     fn transmit(&mut self, start: SimTime, pkt: Packet) {
         let size = pkt.size_bytes as u64;
-        let serialization = Duration::transmission(size, self.rate_bps);
+        let serialization = self.serialization(size);
         let end = start + serialization;
         self.tx_free_at = end;
         self.counters.departures += 1;
@@ -184,6 +188,15 @@ impl Link {
         self.pipe.push_back((arrival, pkt));
     }
 
+    /// Time to serialize `size` bytes at the current rate ([`Duration::transmission`]).
+    #[inline]
+    fn serialization(&mut self, size: u64) -> Duration {
+        if self.serialization_cache.0 != size {
+            self.serialization_cache = (size, Duration::transmission(size, self.rate_bps));
+        }
+        self.serialization_cache.1
+    }
+
     /// When the next packet reaches the far end, if any is queued or in the pipe.
     pub fn next_arrival(&self) -> Option<SimTime> {
         if let Some((t, _)) = self.pipe.front() {
@@ -191,7 +204,13 @@ impl Link {
         }
         self.queue.front().map(|head| {
             let start = self.tx_free_at.max(head.enqueued_at);
-            (start + Duration::transmission(head.size_bytes as u64, self.rate_bps) + self.delay)
+            let size = head.size_bytes as u64;
+            let serialization = if self.serialization_cache.0 == size {
+                self.serialization_cache.1
+            } else {
+                Duration::transmission(size, self.rate_bps)
+            };
+            (start + serialization + self.delay)
                 .max(self.last_arrival)
         })
     }
@@ -259,6 +278,7 @@ impl Link {
         }
         if let Some(rate) = change.rate_bps {
             self.rate_bps = rate;
+            self.serialization_cache = (0, Duration::ZERO);
         }
         if let Some(loss) = change.loss {
             self.loss = loss;
