@@ -442,10 +442,7 @@ impl Scoreboard {
     ///
     /// Records are in sequence order; the walk stops at the first never-retransmitted record
     /// sent after `newest`, since every record above it was sent later still (originals in
-    /// order, retransmissions after the originals they follow), or as soon as it has passed
-    /// every record it could act on (not SACKed, not waiting for a retransmission; their bytes
-    /// are known from the counters), so a long recovery does not walk the whole window of
-    /// SACKed and lost records on every ACK. O(records below the last one it acts on).
+    /// order, retransmissions after the originals they follow). O(records below that point).
     pub fn rack_detect_loss(
         &mut self,
         now: SimTime,
@@ -453,28 +450,15 @@ impl Scoreboard {
         wait: Duration,
     ) -> Option<SimTime> {
         let mut deadline: Option<SimTime> = None;
-        // Bytes of the records the walk may act on (neither SACKed nor lost and waiting for a
-        // retransmission) that it has not passed yet; once none is left, the rest is inert.
-        let mut candidate_bytes = self.total_bytes - self.sacked_bytes - self.pending_bytes;
-        if candidate_bytes == 0 {
-            return None;
-        }
         for idx in 0..self.segs.len() {
             let r = self.segs[idx];
-            let inert = r.is_sacked() || (r.is_lost() && !r.is_retrans());
             if crate::rack::sent_after((r.sent_time, r.end()), newest) {
-                if !r.ever_retransmitted() {
-                    break;
+                if r.ever_retransmitted() {
+                    continue;
                 }
-                if !inert {
-                    candidate_bytes -= r.len as u64;
-                    if candidate_bytes == 0 {
-                        break;
-                    }
-                }
-                continue;
+                break;
             }
-            if inert {
+            if r.is_sacked() || (r.is_lost() && !r.is_retrans()) {
                 continue;
             }
             let due = r.sent_time + wait;
@@ -484,10 +468,6 @@ impl Scoreboard {
                 self.retransmission_lost(idx);
             } else {
                 self.mark_lost_idx(idx);
-            }
-            candidate_bytes -= r.len as u64;
-            if candidate_bytes == 0 {
-                break;
             }
         }
         deadline
