@@ -25,6 +25,11 @@ const SCENARIOS: &[(&str, usize, u64, u64, &str)] = &[
 
 const BOTTLENECK_DELAY_NS: u64 = ms(20);
 const DURATION_NS: u64 = secs(60);
+
+/// The run's length: 60 simulated s, or `DUMBBELL_DURATION_S` (for callgrind).
+fn duration_ns() -> u64 {
+    std::env::var("DUMBBELL_DURATION_S").ok().and_then(|v| v.parse().ok()).map(secs).unwrap_or(DURATION_NS)
+}
 const MTU_BYTES: u64 = 1500;
 
 fn peak_rss_kib() -> u64 {
@@ -48,14 +53,14 @@ fn run_one(name: &str) {
     let flows = (0..pairs)
         .map(|i| FlowSpec::Tcp(tcp_flow(&format!("{flavor}{i}"), d.left(i), d.right(i), flavor)))
         .collect();
-    let spec = d.spec(1, DURATION_NS, ms(100), flows);
+    let spec = d.spec(1, duration_ns(), ms(100), flows);
     let mut sim = Simulation::new(spec).expect("valid spec");
     let t0 = Instant::now();
     sim.run();
     let wall = t0.elapsed().as_secs_f64();
     let res = sim.results();
     let pkts = res.links.f64("packets_delivered")[d.bottleneck_link()];
-    let goodput: f64 = res.flows.f64("bytes_delivered").iter().sum::<f64>() * 8.0 / 60.0;
+    let goodput: f64 = res.flows.f64("bytes_delivered").iter().sum::<f64>() * 8.0 / (duration_ns() as f64 / 1e9);
     println!(
         "{name:<20} wall {wall:7.2} s  bottleneck {:>10.0} pkt/s  events {:>11.0} /s  peak RSS {:>7} KiB  ({} bottleneck pkts, goodput {:.1} Mbps, BDP {} pkts)",
         pkts / wall,

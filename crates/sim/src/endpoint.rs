@@ -80,7 +80,8 @@ pub trait Endpoint {
 
 /// `with_endpoint!(flow, ep => body)`: run `body` with `ep` bound to the [`Endpoint`] of `flow`
 /// (a `&mut Flow` of a transfer), dispatched statically per transport so the per-packet path
-/// pays no virtual call. Panics for a CBR flow, which has no transport endpoints.
+/// pays no virtual call. Panics for a CBR flow, which has no transport endpoints, and for a
+/// transfer that has not started (no packet or timer reaches it before then).
 macro_rules! with_endpoint {
     ($flow:expr, $ep:ident => $body:expr) => {
         match $flow {
@@ -93,6 +94,7 @@ macro_rules! with_endpoint {
                 $body
             }
             $crate::flow::Flow::Cbr(_) => unreachable!("a CBR flow has no transport endpoints"),
+            $crate::flow::Flow::Idle { .. } => unreachable!("a transfer has endpoints from its start"),
         }
     };
 }

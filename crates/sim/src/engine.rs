@@ -8,15 +8,15 @@ use ccarena_cc::{Duration, SimTime};
 
 use crate::endpoint::{drain, with_endpoint, Endpoint, Side};
 use crate::event::{Event, EventQueue};
-use crate::flow::{CbrFlow, Flow, TcpFlow, UdtFlow};
+use crate::flow::Flow;
 use crate::link::Link;
 use crate::packet::{Packet, Payload};
 use crate::queue::Aqm;
 use crate::results::{flow_row, flow_sample, flow_table, link_row, link_table};
 use crate::rng::{Rng, StreamKind};
 use crate::routing::{hash_threshold, uniform_index, FlowKeys, Graph, Routes, MULTI};
-use crate::sampler::{QueueSample, Sampler};
-use crate::spec::{EventSpec, FlowSpec, RoutingMode, Spec, SpecError};
+use crate::sampler::Sampler;
+use crate::spec::{EventSpec, RoutingMode, Spec, SpecError};
 use crate::table::Results;
 
 /// `via` of a packet its own host sends (it arrived over no link).
@@ -102,11 +102,7 @@ impl Simulation {
             events.push(SimTime(c.time_ns), Event::LinkChange(i as u32));
         }
         for (i, f) in spec.flows.iter().enumerate() {
-            flows.push(match f {
-                FlowSpec::Tcp(t) => Flow::Tcp(Box::new(TcpFlow::new(i, t)?)),
-                FlowSpec::UdpCbr(c) => Flow::Cbr(CbrFlow::new(c)),
-                FlowSpec::Udt(u) => Flow::Udt(Box::new(UdtFlow::new(i, u, spec.seed)?)),
-            });
+            flows.push(Flow::idle(i, f, spec.seed)?);
             let (start, stop) = f.schedule();
             events.push(SimTime(start), Event::FlowStart(i as u32));
             if let Some(stop) = stop {
@@ -126,7 +122,7 @@ impl Simulation {
             node_rng,
             flow_keys,
             no_route_drops: vec![0; spec.links.len()],
-            sampler: Sampler::new(flows.len(), spec.links.len(), sample_interval.as_secs_f64()),
+            sampler: Sampler::new(flows.len(), &spec.links, sample_interval.as_secs_f64()),
             flows,
             changes,
             links,
@@ -166,6 +162,11 @@ impl Simulation {
         self.events_processed
     }
 
+    /// Entries in the event queue now, stale timer entries included (for benchmarks).
+    pub fn pending_events(&self) -> usize {
+        self.events.len()
+    }
+
     /// The spec being run.
     pub fn spec(&self) -> &Spec {
         &self.spec
@@ -176,7 +177,7 @@ impl Simulation {
         &self.links
     }
 
-    /// The flows, in spec order.
+    /// The flows, in spec order (a TCP or UDT transfer is [`Flow::Idle`] until it starts).
     pub fn flows(&self) -> &[Flow] {
         &self.flows
     }
@@ -398,6 +399,7 @@ impl Simulation {
     // ---- applications ----------------------------------------------------------------------
 
     fn on_flow_start(&mut self, f: usize) {
+        self.flows[f].start(f, &self.spec.flows[f]);
         if let Flow::Cbr(_) = self.flows[f] {
             return self.on_cbr_send(f);
         }
@@ -446,23 +448,7 @@ impl Simulation {
             let row = flow_sample(i, flow);
             self.sampler.flow(time_s, &row);
         }
-        for (i, link) in self.links.iter_mut().enumerate() {
-            link.advance(now);
-            let c = link.counters();
-            let row = QueueSample {
-                link: i as u32,
-                backlog_bytes: link.queued_bytes(),
-                backlog_packets: link.queued_packets(),
-                drops: c.packets_dropped_queue,
-                marks: c.packets_marked,
-                arrivals: c.packets_in,
-                departures: c.departures,
-                sojourn_total_ns: c.sojourn_total_ns,
-                red_avg: link.red_avg(now),
-                early_drops: c.packets_dropped_early,
-            };
-            self.sampler.queue(time_s, &row);
-        }
+        self.sampler.sample_queues(now, time_s, &mut self.links);
         let next = now + self.sample_interval;
         if next <= self.end {
             self.events.push(next, Event::Sample);

@@ -9,7 +9,7 @@ use ccarena_transport::udt::{UdtReceiver, UdtReceiverConfig, UdtSender, UdtSende
 
 use crate::histogram::Histogram;
 use crate::rng::{Rng, StreamKind};
-use crate::spec::{CbrFlowSpec, SpecError, TcpFlowSpec, UdtFlowSpec};
+use crate::spec::{CbrFlowSpec, FlowSpec, SpecError, TcpFlowSpec, UdtFlowSpec};
 
 /// Bytes a bulk flow with no byte count offers: effectively unlimited.
 pub const UNLIMITED_BYTES: u64 = u64::MAX / 4;
@@ -229,4 +229,47 @@ pub enum Flow {
     Cbr(CbrFlow),
     /// Bulk UDT.
     Udt(Box<UdtFlow>),
+    /// A TCP or UDT transfer that has not started: its endpoints (about 2 KB) are built when it
+    /// starts ([`Flow::start`]), so a run with many flows waiting to start (data-center
+    /// workloads) holds only their specs. `run_seed` is the run's seed, which UDT's needs.
+    Idle {
+        /// The run's seed.
+        run_seed: u64,
+    },
+}
+
+impl Flow {
+    /// Flow `index` of a run with seed `run_seed`, built from its spec with its state at its start.
+    ///
+    /// # Errors
+    /// A [`SpecError`] if the transport rejects the spec's values (validation normally catches it).
+    pub fn build(index: usize, spec: &FlowSpec, run_seed: u64) -> Result<Flow, SpecError> {
+        Ok(match spec {
+            FlowSpec::Tcp(t) => Flow::Tcp(Box::new(TcpFlow::new(index, t)?)),
+            FlowSpec::UdpCbr(c) => Flow::Cbr(CbrFlow::new(c)),
+            FlowSpec::Udt(u) => Flow::Udt(Box::new(UdtFlow::new(index, u, run_seed)?)),
+        })
+    }
+
+    /// What the engine holds for flow `index` before it starts: [`Flow::Idle`] for a transfer
+    /// (built once here so a bad spec is still reported when the simulation is built), the CBR
+    /// source itself (a few words) for CBR.
+    ///
+    /// # Errors
+    /// As [`Flow::build`].
+    pub fn idle(index: usize, spec: &FlowSpec, run_seed: u64) -> Result<Flow, SpecError> {
+        match Flow::build(index, spec, run_seed)? {
+            Flow::Cbr(c) => Ok(Flow::Cbr(c)),
+            _ => Ok(Flow::Idle { run_seed }),
+        }
+    }
+
+    /// Build an idle transfer's endpoints at its start; other flows are left as they are. The
+    /// endpoints do not depend on when they are built, so the run is the same as if they had
+    /// been built with the simulation.
+    pub fn start(&mut self, index: usize, spec: &FlowSpec) {
+        if let Flow::Idle { run_seed } = *self {
+            *self = Flow::build(index, spec, run_seed).expect("checked when the simulation was built");
+        }
+    }
 }

@@ -1,5 +1,7 @@
-//! A log-linear histogram of nanosecond values (RTT samples): constant memory, ~1.6% relative
-//! precision, so per-ACK samples need no per-sample storage.
+//! A log-linear histogram of nanosecond values (RTT samples): bounded memory, ~1.6% relative
+//! precision, so per-ACK samples need no per-sample storage. Only the span of buckets between the
+//! smallest and largest value recorded is stored (an idle flow's histogram allocates nothing; RTTs
+//! within a factor of two of each other take about 64 buckets).
 
 /// Sub-buckets per power of two; relative bucket width is at most 1/SUB_BUCKETS.
 const SUB_BUCKETS: u64 = 64;
@@ -10,7 +12,9 @@ const OCTAVES: usize = 41;
 /// Histogram of `u64` nanosecond values with exact count, sum, min and max.
 #[derive(Clone, Debug)]
 pub struct Histogram {
+    /// Counts of buckets `first_bucket ..first_bucket + counts.len()`; the others are zero.
     counts: Vec<u64>,
+    first_bucket: usize,
     count: u64,
     sum: u128,
     min: u64,
@@ -19,7 +23,7 @@ pub struct Histogram {
 
 impl Default for Histogram {
     fn default() -> Self {
-        Histogram { counts: vec![0; OCTAVES * SUB_BUCKETS as usize], count: 0, sum: 0, min: u64::MAX, max: 0 }
+        Histogram { counts: Vec::new(), first_bucket: 0, count: 0, sum: 0, min: u64::MAX, max: 0 }
     }
 }
 
@@ -47,7 +51,20 @@ fn bucket_mid(b: usize) -> f64 {
 impl Histogram {
     /// Record one value.
     pub fn record(&mut self, v: u64) {
-        self.counts[bucket_of(v)] += 1;
+        let b = bucket_of(v);
+        if self.counts.is_empty() {
+            self.first_bucket = b;
+        } else if b < self.first_bucket {
+            // Rare (a new minimum below the stored span): prepend zeros.
+            let grow = self.first_bucket - b;
+            self.counts.splice(0..0, std::iter::repeat_n(0, grow));
+            self.first_bucket = b;
+        }
+        let i = b - self.first_bucket;
+        if i >= self.counts.len() {
+            self.counts.resize(i + 1, 0);
+        }
+        self.counts[i] += 1;
         self.count += 1;
         self.sum += v as u128;
         self.min = self.min.min(v);
@@ -88,7 +105,7 @@ impl Histogram {
         for (b, &c) in self.counts.iter().enumerate() {
             seen += c;
             if seen >= rank {
-                return bucket_mid(b).clamp(self.min as f64, self.max as f64);
+                return bucket_mid(self.first_bucket + b).clamp(self.min as f64, self.max as f64);
             }
         }
         self.max as f64
@@ -111,6 +128,27 @@ mod tests {
         }
         assert_eq!(h.min(), 1000.0);
         assert!((h.mean() - 50_000_500.0).abs() < 1.0);
+    }
+
+    /// Recording out of order (a new minimum below the stored span) gives the same quantiles as
+    /// recording in order, and an empty histogram stores nothing.
+    #[test]
+    fn span_grows_both_ways() {
+        assert!(Histogram::default().counts.is_empty());
+        let values: Vec<u64> = (0..2000u64).map(|i| (i * 7919) % 1_000_003 * 1000 + 5).collect();
+        let (mut a, mut b) = (Histogram::default(), Histogram::default());
+        let mut sorted = values.clone();
+        sorted.sort_unstable();
+        for &v in &values {
+            a.record(v);
+        }
+        for &v in &sorted {
+            b.record(v);
+        }
+        for q in [0.0, 0.01, 0.25, 0.5, 0.9, 0.99, 1.0] {
+            assert_eq!(a.quantile(q), b.quantile(q), "q{q}");
+        }
+        assert_eq!(a.counts, b.counts);
     }
 
     #[test]

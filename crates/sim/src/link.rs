@@ -75,6 +75,9 @@ pub struct Link {
     last_in_pipe: bool,
     /// Time of this link's earliest pending arrival event in the engine's heap (`NEVER` if none).
     pub scheduled_at: SimTime,
+    /// The last (size in bytes, serialization time) computed at the current rate: a direction
+    /// carries mostly one size (data one way, ACKs the other), and the exact division is costly.
+    serialization_cache: (u64, Duration),
     counters: LinkCounters,
     /// False while a scheduled change holds the link down.
     up: bool,
@@ -99,6 +102,7 @@ impl Link {
             last_arrival: SimTime::ZERO,
             last_in_pipe: false,
             scheduled_at: SimTime::NEVER,
+            serialization_cache: (0, Duration::ZERO),
             counters: LinkCounters::default(),
             up: true,
         }
@@ -140,9 +144,14 @@ impl Link {
             }
         }
         pkt.enqueued_at = now;
-        self.queued_bytes += pkt.size_bytes as u64;
-        self.queue.push_back(pkt);
-        self.advance(now);
+        if self.queue.is_empty() && self.tx_free_at <= now {
+            // The transmitter is idle: the packet starts at once (what `advance` would do after
+            // queueing it), without passing through the queue.
+            self.transmit(now, pkt);
+        } else {
+            self.queued_bytes += pkt.size_bytes as u64;
+            self.queue.push_back(pkt);
+        }
         true
     }
 
@@ -153,6 +162,7 @@ impl Link {
     }
 
     /// Move every packet whose serialization starts at or before `now` from the queue to the pipe.
+    #[inline]
     pub fn advance(&mut self, now: SimTime) {
         while let Some(head) = self.queue.front() {
             let start = self.tx_free_at.max(head.enqueued_at);
@@ -160,26 +170,42 @@ impl Link {
                 break;
             }
             let pkt = self.queue.pop_front().expect("front exists");
-            let size = pkt.size_bytes as u64;
-            self.queued_bytes -= size;
-            let serialization = Duration::transmission(size, self.rate_bps);
-            let end = start + serialization;
-            self.tx_free_at = end;
-            self.counters.departures += 1;
-            self.counters.bytes_transmitted += size;
-            self.counters.busy_ns += serialization.as_nanos();
-            self.counters.sojourn_total_ns += (start - pkt.enqueued_at).as_nanos();
-            if self.loss > 0.0 && self.rng.bernoulli(self.loss) {
-                self.counters.packets_lost_wire += 1;
-                self.last_in_pipe = false;
-                continue;
-            }
-            // A link does not reorder: if the delay was lowered mid-run, later packets wait.
-            let arrival = (end + self.delay).max(self.last_arrival);
-            self.last_arrival = arrival;
-            self.last_in_pipe = true;
-            self.pipe.push_back((arrival, pkt));
+            self.queued_bytes -= pkt.size_bytes as u64;
+            self.transmit(start, pkt);
         }
+    }
+
+    /// Serialize `pkt` from `start` (the transmitter is free then) and put it in the pipe, unless
+    /// the wire loses it.
+    #[inline]
+    fn transmit(&mut self, start: SimTime, pkt: Packet) {
+        let size = pkt.size_bytes as u64;
+        let serialization = self.serialization(size);
+        let end = start + serialization;
+        self.tx_free_at = end;
+        self.counters.departures += 1;
+        self.counters.bytes_transmitted += size;
+        self.counters.busy_ns += serialization.as_nanos();
+        self.counters.sojourn_total_ns += (start - pkt.enqueued_at).as_nanos();
+        if self.loss > 0.0 && self.rng.bernoulli(self.loss) {
+            self.counters.packets_lost_wire += 1;
+            self.last_in_pipe = false;
+            return;
+        }
+        // A link does not reorder: if the delay was lowered mid-run, later packets wait.
+        let arrival = (end + self.delay).max(self.last_arrival);
+        self.last_arrival = arrival;
+        self.last_in_pipe = true;
+        self.pipe.push_back((arrival, pkt));
+    }
+
+    /// Time to serialize `size` bytes at the current rate ([`Duration::transmission`]).
+    #[inline]
+    fn serialization(&mut self, size: u64) -> Duration {
+        if self.serialization_cache.0 != size {
+            self.serialization_cache = (size, Duration::transmission(size, self.rate_bps));
+        }
+        self.serialization_cache.1
     }
 
     /// When the next packet reaches the far end, if any is queued or in the pipe.
@@ -189,7 +215,13 @@ impl Link {
         }
         self.queue.front().map(|head| {
             let start = self.tx_free_at.max(head.enqueued_at);
-            (start + Duration::transmission(head.size_bytes as u64, self.rate_bps) + self.delay)
+            let size = head.size_bytes as u64;
+            let serialization = if self.serialization_cache.0 == size {
+                self.serialization_cache.1
+            } else {
+                Duration::transmission(size, self.rate_bps)
+            };
+            (start + serialization + self.delay)
                 .max(self.last_arrival)
         })
     }
@@ -257,6 +289,7 @@ impl Link {
         }
         if let Some(rate) = change.rate_bps {
             self.rate_bps = rate;
+            self.serialization_cache = (0, Duration::ZERO);
         }
         if let Some(loss) = change.loss {
             self.loss = loss;

@@ -206,6 +206,15 @@ pub fn flow_row(index: usize, flow: &Flow, spec: &FlowSpec, now: SimTime) -> Flo
     let end_s = now.as_secs_f64();
     // Stop time (within the run), else the run's end; a finished transfer ends at completion.
     let stop_end_s = stop_ns.map(|s| (s as f64 / 1e9).min(end_s)).unwrap_or(end_s);
+    // A transfer that has not started reports what it would hold at its start.
+    let built;
+    let flow = match flow {
+        Flow::Idle { run_seed } => {
+            built = Flow::build(index, spec, *run_seed).expect("checked when the simulation was built");
+            &built
+        }
+        other => other,
+    };
     let mut row = nan_row(index);
     row.name = spec.name().to_string();
     row.start_s = start_ns as f64 / 1e9;
@@ -219,6 +228,7 @@ pub fn flow_row(index: usize, flow: &Flow, spec: &FlowSpec, now: SimTime) -> Flo
         Flow::Tcp(t) => transfer_fields(&mut row, &t.transfer, start_ns, stop_end_s),
         Flow::Udt(u) => transfer_fields(&mut row, &u.transfer, start_ns, stop_end_s),
         Flow::Cbr(_) => row.end_s = stop_end_s,
+        Flow::Idle { .. } => unreachable!("built above"),
     }
     row
 }
@@ -345,6 +355,7 @@ pub fn flow_sample(index: usize, flow: &Flow) -> FlowSample {
                 ca_state: nan,
             }
         }
+        Flow::Idle { .. } => unreachable!("flows are sampled from their start, when they are built"),
         Flow::Cbr(c) => FlowSample {
             flow: index as u32,
             delivered_bytes: c.received * c.packet_bytes as u64,

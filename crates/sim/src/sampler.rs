@@ -3,8 +3,10 @@
 //! Sampling is per interval, never per packet: the per-packet path only bumps counters, and a
 //! sample turns counter differences into rates.
 
-use ccarena_cc::CaState;
+use ccarena_cc::{CaState, SimTime};
 
+use crate::link::Link;
+use crate::spec::LinkSpec;
 use crate::table::{Column, Table};
 
 /// One flow's state at a sample instant.
@@ -114,17 +116,45 @@ pub struct Sampler {
     queues: QueueColumns,
     last_flow: Vec<(u64, u64)>,
     last_queue: Vec<(u64, u64)>,
+    /// Indices of the links whose queues are sampled, ascending.
+    sampled_links: Vec<u32>,
 }
 
 impl Sampler {
-    /// A sampler for `n_flows` flows and `n_links` links, sampling every `interval_s` seconds.
-    pub fn new(n_flows: usize, n_links: usize, interval_s: f64) -> Sampler {
+    /// A sampler for `n_flows` flows and the spec's `links` (those whose [`LinkSpec::sample`]
+    /// is not false), sampling every `interval_s` seconds.
+    pub fn new(n_flows: usize, links: &[LinkSpec], interval_s: f64) -> Sampler {
         Sampler {
             interval_s,
             flows: FlowColumns::default(),
             queues: QueueColumns::default(),
             last_flow: vec![(0, 0); n_flows],
-            last_queue: vec![(0, 0); n_links],
+            last_queue: vec![(0, 0); links.len()],
+            sampled_links: (0..links.len() as u32).filter(|&i| links[i as usize].sampled()).collect(),
+        }
+    }
+
+    /// Record a row for every sampled link at `now` (`time_s` in seconds), bringing each up to
+    /// `now` first. Links not sampled are left alone: they are advanced lazily when next touched.
+    pub fn sample_queues(&mut self, now: SimTime, time_s: f64, links: &mut [Link]) {
+        for k in 0..self.sampled_links.len() {
+            let i = self.sampled_links[k];
+            let link = &mut links[i as usize];
+            link.advance(now);
+            let c = link.counters();
+            let row = QueueSample {
+                link: i,
+                backlog_bytes: link.queued_bytes(),
+                backlog_packets: link.queued_packets(),
+                drops: c.packets_dropped_queue,
+                marks: c.packets_marked,
+                arrivals: c.packets_in,
+                departures: c.departures,
+                sojourn_total_ns: c.sojourn_total_ns,
+                red_avg: link.red_avg(now),
+                early_drops: c.packets_dropped_early,
+            };
+            self.queue(time_s, &row);
         }
     }
 

@@ -109,6 +109,18 @@ pub struct LinkSpec {
     pub loss: f64,
     /// The egress queue.
     pub queue: QueueSpec,
+    /// Record this link's queue in the `queues` samples. Optional: absent or null = true (every
+    /// link sampled); a front end turns it off for links nobody asked about (access links), whose
+    /// rows would dominate the samples at thousands of hosts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sample: Option<bool>,
+}
+
+impl LinkSpec {
+    /// True when the link's queue is sampled ([`LinkSpec::sample`], default true).
+    pub fn sampled(&self) -> bool {
+        self.sample.unwrap_or(true)
+    }
 }
 
 /// An egress queue.

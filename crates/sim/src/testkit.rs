@@ -208,6 +208,7 @@ impl Dumbbell {
             delay_ns: delay,
             loss,
             queue: q(limit),
+            sample: None,
         };
         let mut links = vec![
             link("r0->r1".into(), r0, r1, self.bottleneck_rate_bps, self.bottleneck_delay_ns, self.bottleneck_loss, self.bottleneck_queue_packets),
@@ -320,6 +321,7 @@ impl FatTree {
                         ecn_threshold_bytes: None,
                         red: None,
                     },
+                    sample: None,
                 });
             }
         };

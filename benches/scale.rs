@@ -1,0 +1,296 @@
+//! Engine benchmark at scale (issue 16, item 7): CUBIC bulk flows on a dumbbell at 1 to 10,000
+//! flows, and permutation traffic on k = 8 and k = 16 fat-trees, 1 simulated second each.
+//!
+//! `cargo bench -p ccarena-sim --bench scale` runs each scenario in its own process (so peak RSS
+//! is per scenario) and prints, per scenario: packet-hops (link departures, summed over links) per
+//! wall-second, nanoseconds per packet-hop, events per packet-hop, the engine's build and run
+//! seconds, the spec's JSON size and peak RSS. `... --bench scale -- NAME` runs one scenario in
+//! this process; `SCALE_DURATION_MS=200` shortens the simulated time (for callgrind). The
+//! fat-trees carry about a billion packet-hops per simulated second at k = 8 (128 flows at
+//! 10 Gbps over 6 hops, ACKs included), so their full second takes minutes (k = 8) to tens of
+//! minutes (k = 16); `SCALE_DURATION_MS=50` gives their per-hop figures in seconds. Each line
+//! also prints a hash of every result table (two builds with the same hash computed
+//! bit-identical results) and the largest event queue seen.
+//! Release build only; no assertions: the figures are for people (and the issue's note).
+//!
+//! Build time is `Simulation::from_json` on the serialized spec (parse, validate, build), as the
+//! bindings do it. Routes are computed by the engine (`routing = ecmp`: shortest paths, the next
+//! hop among equal-cost ones by a hash of each flow's 5-tuple), as the front end asks for them, so
+//! the spec holds no route table.
+
+use std::hash::{Hash, Hasher};
+use std::process::Command;
+use std::time::Instant;
+
+use ccarena_sim::spec::{
+    Discipline, FlowSpec, LinkSpec, NodeKind, NodeSpec, QueueSpec, RoutingMode, RoutingSpec, Spec,
+    SPEC_FORMAT,
+};
+use ccarena_sim::testkit::{mbps, ms, secs, tcp_flow};
+use ccarena_sim::table::{Column, Results};
+use ccarena_sim::Simulation;
+
+/// The scenarios: dumbbells by flow count, fat-trees by k.
+#[derive(Clone, Copy)]
+enum Scenario {
+    Dumbbell(usize),
+    FatTree(usize),
+    /// One host pair with this many flows that start only at the end of the run: what an idle
+    /// flow costs in memory.
+    Idle(usize),
+}
+
+const SCENARIOS: &[(&str, Scenario)] = &[
+    ("dumbbell-1", Scenario::Dumbbell(1)),
+    ("dumbbell-10", Scenario::Dumbbell(10)),
+    ("dumbbell-100", Scenario::Dumbbell(100)),
+    ("dumbbell-1000", Scenario::Dumbbell(1000)),
+    ("dumbbell-10000", Scenario::Dumbbell(10_000)),
+    ("fattree-k8", Scenario::FatTree(8)),
+    ("fattree-k16", Scenario::FatTree(16)),
+    ("idle-10000", Scenario::Idle(10_000)),
+];
+
+const DUMBBELL_RATE_BPS: u64 = mbps(1000);
+const DUMBBELL_ACCESS_BPS: u64 = mbps(10_000);
+const DUMBBELL_DELAY_NS: u64 = ms(20);
+const FAT_TREE_RATE_BPS: u64 = mbps(10_000);
+/// Per-link propagation delay in the fat-tree, ns.
+const FAT_TREE_DELAY_NS: u64 = 1_000;
+const FAT_TREE_QUEUE_PACKETS: u64 = 100;
+const MTU_BYTES: u64 = 1500;
+/// Flows start spread evenly over this first part of the run (no synchronized slow starts).
+const START_SPREAD_NS: u64 = ms(100);
+const SAMPLE_INTERVAL_NS: u64 = ms(100);
+
+fn duration_ns() -> u64 {
+    std::env::var("SCALE_DURATION_MS").ok().and_then(|v| v.parse().ok()).map(ms).unwrap_or(secs(1))
+}
+
+fn peak_rss_kib() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmHWM:"))
+                .and_then(|l| l.split_whitespace().nth(1).and_then(|v| v.parse().ok()))
+        })
+        .unwrap_or(0)
+}
+
+fn cubic(i: usize, n: usize, src: usize, dst: usize) -> FlowSpec {
+    let mut f = tcp_flow(&format!("cubic{i}"), src, dst, "cubic");
+    f.start_ns = START_SPREAD_NS * i as u64 / n as u64;
+    FlowSpec::Tcp(f)
+}
+
+/// A droptail queue of `limit` packets.
+fn droptail(limit: u64) -> QueueSpec {
+    QueueSpec {
+        discipline: Discipline::Droptail,
+        limit_packets: Some(limit),
+        limit_bytes: None,
+        ecn_threshold_packets: None,
+        ecn_threshold_bytes: None,
+        red: None,
+    }
+}
+
+fn link(nodes: &[NodeSpec], from: usize, to: usize, rate_bps: u64, delay_ns: u64, queue_packets: u64) -> LinkSpec {
+    LinkSpec {
+        name: format!("{}->{}", nodes[from].name, nodes[to].name),
+        from,
+        to,
+        rate_bps,
+        delay_ns,
+        loss: 0.0,
+        queue: droptail(queue_packets),
+        sample: None,
+    }
+}
+
+/// The dumbbell of `testkit::Dumbbell` (left hosts, r0, r1, right hosts; link 0 the forward
+/// bottleneck) with `n` CUBIC flows left i → right i, a BDP bottleneck buffer, 10,000-packet
+/// access queues.
+fn dumbbell(n: usize) -> Spec {
+    let rtt_ns = 2 * DUMBBELL_DELAY_NS;
+    let bdp_packets = (DUMBBELL_RATE_BPS as u128 * rtt_ns as u128 / 8 / 1_000_000_000 / MTU_BYTES as u128) as u64;
+    let (r0, r1) = (n, n + 1);
+    let right = |i: usize| n + 2 + i;
+    let mut nodes: Vec<NodeSpec> = (0..n).map(|i| NodeSpec { name: format!("left{i}"), kind: NodeKind::Host }).collect();
+    nodes.push(NodeSpec { name: "r0".into(), kind: NodeKind::Router });
+    nodes.push(NodeSpec { name: "r1".into(), kind: NodeKind::Router });
+    nodes.extend((0..n).map(|i| NodeSpec { name: format!("right{i}"), kind: NodeKind::Host }));
+    let mut links = vec![
+        link(&nodes, r0, r1, DUMBBELL_RATE_BPS, DUMBBELL_DELAY_NS, bdp_packets),
+        link(&nodes, r1, r0, DUMBBELL_RATE_BPS, DUMBBELL_DELAY_NS, bdp_packets),
+    ];
+    for i in 0..n {
+        let (l, r) = (i, right(i));
+        for (from, to) in [(l, r0), (r0, l), (r, r1), (r1, r)] {
+            links.push(link(&nodes, from, to, DUMBBELL_ACCESS_BPS, 0, 10_000));
+        }
+    }
+    let flows = (0..n).map(|i| cubic(i, n, i, right(i))).collect();
+    spec(nodes, links, flows)
+}
+
+fn spec(nodes: Vec<NodeSpec>, links: Vec<LinkSpec>, flows: Vec<FlowSpec>) -> Spec {
+    Spec {
+        format: SPEC_FORMAT,
+        seed: 1,
+        duration_ns: duration_ns(),
+        sample_interval_ns: SAMPLE_INTERVAL_NS,
+        nodes,
+        links,
+        routing: Some(RoutingSpec { mode: RoutingMode::Ecmp }),
+        routes: Vec::new(),
+        flows,
+        events: Vec::new(),
+    }
+}
+
+/// A k-ary fat-tree (Al-Fares et al., SIGCOMM 2008): k pods of k/2 edge and k/2 aggregation
+/// switches, (k/2)² core switches, k/2 hosts per edge switch; every link `FAT_TREE_RATE_BPS`.
+/// Traffic: host h sends to host (h + hosts/2) mod hosts (a permutation across pods).
+fn fat_tree(k: usize) -> Spec {
+    let half = k / 2;
+    let n_hosts = k * k * k / 4;
+    let mut nodes: Vec<NodeSpec> = Vec::new();
+    let mut node = |name: String, kind: NodeKind| {
+        nodes.push(NodeSpec { name, kind });
+        nodes.len() - 1
+    };
+    let hosts: Vec<usize> = (0..n_hosts).map(|h| node(format!("h{h}"), NodeKind::Host)).collect();
+    let edge: Vec<usize> = (0..k * half).map(|e| node(format!("edge{e}"), NodeKind::Router)).collect();
+    let agg: Vec<usize> = (0..k * half).map(|a| node(format!("agg{a}"), NodeKind::Router)).collect();
+    let core: Vec<usize> = (0..half * half).map(|c| node(format!("core{c}"), NodeKind::Router)).collect();
+    let mut links = Vec::new();
+    let mut connect = |a: usize, b: usize| {
+        for (from, to) in [(a, b), (b, a)] {
+            links.push(link(&nodes, from, to, FAT_TREE_RATE_BPS, FAT_TREE_DELAY_NS, FAT_TREE_QUEUE_PACKETS));
+        }
+    };
+    for (h, &host) in hosts.iter().enumerate() {
+        connect(host, edge[h / half]);
+    }
+    for pod in 0..k {
+        for e in 0..half {
+            for a in 0..half {
+                connect(edge[pod * half + e], agg[pod * half + a]);
+            }
+        }
+        for a in 0..half {
+            for c in 0..half {
+                connect(agg[pod * half + a], core[a * half + c]);
+            }
+        }
+    }
+    let flows = (0..n_hosts).map(|h| cubic(h, n_hosts, hosts[h], hosts[(h + n_hosts / 2) % n_hosts])).collect();
+    spec(nodes, links, flows)
+}
+
+fn rss_kib() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmRSS:"))
+                .and_then(|l| l.split_whitespace().nth(1).and_then(|v| v.parse().ok()))
+        })
+        .unwrap_or(0)
+}
+
+/// Bytes of memory per idle flow: the resident memory the flows' specs and the built
+/// simulation add over an empty process, divided by the flows.
+fn idle_flow_bytes(n: usize) -> f64 {
+    let before = rss_kib();
+    let mut spec = dumbbell(1);
+    let end = spec.duration_ns;
+    spec.flows = (0..n)
+        .map(|i| {
+            let mut f = tcp_flow(&format!("idle{i}"), 0, 3, "cubic");
+            f.start_ns = end;
+            FlowSpec::Tcp(f)
+        })
+        .collect();
+    let sim = Simulation::new(spec).expect("valid spec");
+    let bytes = (rss_kib() - before) as f64 * 1024.0 / n as f64;
+    drop(sim);
+    bytes
+}
+
+fn run_one(name: &str) {
+    let &(_, scenario) = SCENARIOS.iter().find(|s| s.0 == name).expect("known scenario");
+    let spec = match scenario {
+        Scenario::Dumbbell(n) => dumbbell(n),
+        Scenario::FatTree(k) => fat_tree(k),
+        Scenario::Idle(n) => {
+            println!("{name:<15} memory per idle flow {:.0} bytes (spec and engine state, {n} flows)", idle_flow_bytes(n));
+            return;
+        }
+    };
+    let json = serde_json::to_string(&spec).expect("serializable spec");
+    drop(spec);
+    let t0 = Instant::now();
+    let mut sim = Simulation::from_json(&json).expect("valid spec");
+    let build = t0.elapsed().as_secs_f64();
+    let json_bytes = json.len();
+    drop(json);
+    let t1 = Instant::now();
+    let mut max_pending = 0;
+    while !sim.finished() {
+        let t = sim.now() + ccarena_cc::Duration(ms(10));
+        sim.run_until(t);
+        max_pending = max_pending.max(sim.pending_events());
+    }
+    let run = t1.elapsed().as_secs_f64();
+    let res = sim.results();
+    let hops: f64 = sim.links().iter().map(|l| l.counters().departures as f64).sum();
+    let dur_s = sim.end().as_secs_f64();
+    let fingerprint = fingerprint(&res);
+    let goodput: f64 = res.flows.f64("bytes_delivered").iter().sum::<f64>() * 8.0 / dur_s;
+    println!(
+        "{name:<15} hops/s {:>10.0}  ns/hop {:>6.0}  events/hop {:>5.2}  build {build:6.2} s  run {run:7.2} s  spec {:>8.1} MB  peak RSS {:>8} KiB  ({hops:.0} hops, {} events, goodput {:.1} Mbps, results {fingerprint:016x}, heap ≤ {max_pending})",
+        hops / run,
+        run * 1e9 / hops,
+        sim.events_processed() as f64 / hops,
+        json_bytes as f64 / 1e6,
+        peak_rss_kib(),
+        sim.events_processed(),
+        goodput / 1e6,
+    );
+}
+
+/// A hash of every value of every result table: two builds that print the same one computed
+/// bit-identical results.
+fn fingerprint(res: &Results) -> u64 {
+    let mut h = std::hash::DefaultHasher::new();
+    for table in [&res.flows, &res.samples, &res.queues, &res.links] {
+        for (name, column) in &table.columns {
+            name.hash(&mut h);
+            match column {
+                Column::F64(v) => v.iter().for_each(|x| x.to_bits().hash(&mut h)),
+                Column::Str(v) => v.hash(&mut h),
+            }
+        }
+    }
+    h.finish()
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).filter(|a| !a.starts_with("--")).collect();
+    if let Some(name) = args.first() {
+        run_one(name);
+        return;
+    }
+    let exe = std::env::current_exe().expect("own path");
+    println!(
+        "ccarena engine benchmark at scale: CUBIC, {} simulated ms, 100 ms samples",
+        duration_ns() / 1_000_000
+    );
+    for (name, _) in SCENARIOS {
+        let status = Command::new(&exe).arg(name).status().expect("spawn scenario");
+        assert!(status.success(), "scenario {name} failed");
+    }
+}
