@@ -97,7 +97,11 @@ class QueueSpec(SpecModel):
 class LinkSpec(SpecModel):
     """One direction of a link: the egress queue at node ``from_``, serialization at ``rate_bps``,
     then ``delay_ns`` of propagation to node ``to``; ``loss`` is the wire loss probability after
-    serialization."""
+    serialization. ``sample``: whether the engine records the queue's time series (the queues
+    table): None (the default, left out of the JSON) or True = yes, False = no; an unsampled link
+    still has its row of totals in the links table."""
+
+    _OPTIONAL = frozenset({"sample"})
 
     name: str
     from_: int = Field(alias="from")
@@ -106,6 +110,7 @@ class LinkSpec(SpecModel):
     delay_ns: int
     loss: float
     queue: QueueSpec
+    sample: bool | None = None
 
 
 class RouteSpec(SpecModel):

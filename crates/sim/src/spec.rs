@@ -112,7 +112,7 @@ pub struct LinkSpec {
     /// Record this link's queue in the `queues` samples. Optional: absent or null = true (every
     /// link sampled); a front end turns it off for links nobody asked about (access links), whose
     /// rows would dominate the samples at thousands of hosts.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub sample: Option<bool>,
 }
 

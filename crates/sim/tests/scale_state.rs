@@ -62,10 +62,12 @@ fn unsampled_links_leave_the_queue_samples_and_change_nothing_else() {
 }
 
 #[test]
-fn a_sample_flag_round_trips_and_absent_is_left_out() {
+fn a_sample_flag_round_trips_and_absent_means_sampled() {
     let (_, mut spec) = spec();
-    let json = spec.to_json();
-    assert!(!json.contains("\"sample\""), "an absent flag is not written");
+    let mut value: serde_json::Value = serde_json::from_str(&spec.to_json()).expect("json");
+    value["links"][3].as_object_mut().expect("a link").remove("sample");
+    let absent = Spec::from_json(&value.to_string()).expect("an absent flag parses");
+    assert!(absent.links[3].sampled(), "absent = sampled");
     spec.links[2].sample = Some(false);
     let back = Spec::from_json(&spec.to_json()).expect("parses");
     assert_eq!(back.links[2].sample, Some(false));

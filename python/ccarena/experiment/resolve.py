@@ -178,6 +178,11 @@ def _start_jitter(scenario: Scenario, seed: int) -> list[int]:
     return out
 
 
+UNSAMPLED_ROLES = frozenset({"access"})
+"""Link roles whose queues ``output.queues = "auto"`` leaves unsampled (their totals stay in the
+links table)."""
+
+
 def resolve_run(scenario: Scenario, seed: int) -> ResolvedRun:
     """Build the topology and write the engine spec for ``scenario`` with ``seed``.
 
@@ -203,7 +208,9 @@ def resolve_run(scenario: Scenario, seed: int) -> ResolvedRun:
         links=tuple(
             LinkSpec(name=link.name, from_=index[link.src], to=index[link.dst],
                      rate_bps=link.rate_bps, delay_ns=link.delay_ns, loss=link.loss,
-                     queue=link.queue)
+                     queue=link.queue,
+                     sample=None if scenario.output.queues == "all" or link.role not in UNSAMPLED_ROLES
+                     else False)
             for link in net.links
         ),
         routes=tuple(_static_routes(scenario, net, index)),

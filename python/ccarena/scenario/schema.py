@@ -183,9 +183,13 @@ class Traffic(TrafficPattern):
 
 
 class Output(StrictModel):
-    """``[output]``: ``sample_interval`` (default ``"100ms"``) between time-series samples."""
+    """``[output]``: ``sample_interval`` (default ``"100ms"``) between time-series samples;
+    ``queues``: which links' queues are sampled over time — ``"auto"`` (default: every link but
+    the hosts' access links of a dumbbell, chain or parking lot, role ``access``, whose queues
+    rarely hold anything and which are 4 per flow pair) or ``"all"``."""
 
     sample_interval_ns: TimeNs = Field("100ms", alias="sample_interval")
+    queues: Literal["auto", "all"] = "auto"
 
     @field_validator("sample_interval_ns")
     @classmethod
