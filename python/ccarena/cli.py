@@ -137,7 +137,7 @@ def run(
     """
     from ccarena.backends import parse_backend_names
     from ccarena.executor import run_experiment
-    from ccarena.report import terminal_table, write_report
+    from ccarena.report import terminal_table
     from ccarena.results import Result
     from ccarena.scenario import load_scenario
 
@@ -159,6 +159,8 @@ def run(
     if done:
         stdout.print(terminal_table(result.summary, result.parameters, f"{result.name}: summary"))
         if report:
+            from ccarena.report import write_report
+
             path = write_report(result)
             stdout.print(f"report: {path}")
     stdout.print(f"results: {root}")

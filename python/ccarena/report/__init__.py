@@ -10,7 +10,18 @@
 - :mod:`ccarena.report.html`: the page (:func:`write_report`).
 """
 
-from ccarena.report.html import write_report
+from typing import Any
+
 from ccarena.report.tables import terminal_table
 
 __all__ = ["terminal_table", "write_report"]
+
+
+def __getattr__(name: str) -> Any:
+    # The page needs matplotlib (half a second to import): loaded only when a report is written,
+    # so `ccarena run --no-report` and the terminal summary start without it.
+    if name == "write_report":
+        from ccarena.report.html import write_report
+
+        return write_report
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
