@@ -140,19 +140,39 @@ fn a_recovery_with_a_real_loss_is_not_undone() {
     assert_eq!(s.cwnd().ssthresh_bytes, reduced);
 }
 
+/// Reordering first (segment 5 arrives after 6, so RACK has seen reordering and its window is
+/// min_rtt / 4 = 25 ms), then segment 10 is late by more than that: RACK's timer retransmits it,
+/// the original arrives, and at 300 ms the retransmission's D-SACK (when `dsack`) or an ACK
+/// without it. Then 15 is SACKed above a hole at 14. Returns the sender.
+fn late_after_reordering(dsack: bool) -> Sender {
+    let mut s = sender(RecoveryMode::Linux, 100);
+    assert_eq!(drain(&mut s, ms(0)).len(), 10);
+    s.on_ack(ms(100), &ack(5, &[(6, 7)], ms(0)));
+    drain(&mut s, ms(100));
+    s.on_ack(ms(101), &ack(10, &[], ms(0)));
+    let sent = drain(&mut s, ms(101));
+    assert!(sent.iter().all(|d| !d.retransmit && d.seq >= 10 * M), "5 was only late");
+    s.on_ack(ms(201), &ack(10, &[(11, 14)], ms(100)));
+    assert_ne!(s.ca_state(), CaState::Recovery, "within the reordering window");
+    let at = s.poll_timeout().expect("RACK timer");
+    s.handle_timeout(at);
+    let out = drain(&mut s, at);
+    assert!(out[0].retransmit && out[0].seq == 10 * M);
+    s.on_ack(at + ccarena_cc::Duration::from_millis(1), &ack(14, &[], ms(100)));
+    let sack: &[(u64, u64)] = if dsack { &[(10, 11)] } else { &[] };
+    s.on_ack(ms(300), &ack(14, sack, ms(100)));
+    s.on_ack(ms(301), &ack(14, &[(15, 16)], ms(100)));
+    s
+}
+
 #[test]
 fn d_sack_widens_rack_reordering_window() {
-    // After the undo, RACK has seen reordering and reo_wnd_mult is 2: the window is
-    // 2 · min_rtt / 4 = 50 ms instead of 25 ms. At 301 ms segment 15 (sent at 100 ms) is SACKed
-    // above the hole at 14 (sent at 100 ms): RACK.rtt is 201 ms, so 14 is lost at
-    // 100 + 201 + 50 = 351 ms.
-    let (mut s, _) = spurious_fast_retransmit(RecoveryMode::Linux);
-    s.on_ack(ms(301), &ack(14, &[(15, 16)], ms(100)));
-    assert!(drain(&mut s, ms(301)).iter().all(|d| !d.retransmit));
-    assert_eq!(s.poll_timeout(), Some(ms(351)));
-    s.handle_timeout(ms(350));
-    assert!(drain(&mut s, ms(350)).iter().all(|d| !d.retransmit));
-    s.handle_timeout(ms(351));
-    let out = drain(&mut s, ms(351));
-    assert!(out[0].retransmit && out[0].seq == 14 * M);
+    // RFC 8985 §6.2 step 4: the D-SACK makes reo_wnd_mult 2, so 14 is declared lost
+    // min_rtt / 4 = 25 ms later than without it.
+    let with = late_after_reordering(true);
+    let without = late_after_reordering(false);
+    assert_eq!(with.stats().dsack_undos, 1);
+    let (a, b) = (with.poll_timeout().unwrap(), without.poll_timeout().unwrap());
+    eprintln!("RACK deadline for 14: {a:?} with D-SACK, {b:?} without");
+    assert_eq!(a.saturating_since(b), ccarena_cc::Duration::from_millis(25));
 }
