@@ -33,6 +33,16 @@
 //! retransmission is detected when more than (DupThresh − 1)·MSS of data sent after it has been
 //! SACKed, and sent again; in the others only the timer repairs it.
 //!
+//! D-SACK (`linux` only; RFC 2883 §4, RFC 3708): an ACK whose first SACK block lies below the
+//! cumulative ACK or inside its second block reports a duplicate; that block SACKs nothing.
+//! Each fast recovery keeps the window and ssthresh it started from and counts the segments
+//! retransmitted since (Linux's `undo_retrans`); each D-SACK at or above the episode's start
+//! takes its segments off the count, and when the count reaches 0 every retransmission was
+//! spurious: cwnd and ssthresh are restored (never lowered; RFC 4015 §3.2 restores the window),
+//! the loss marks RACK made are forgotten and Recovery ends. The record is dropped by a timeout
+//! (Eifel's case) or a new window reduction. D-SACKs also feed RACK's reordering window
+//! (see `rack`).
+//!
 //! Window growth: `cong_avoid` is called for ACKs that deliver data in Open, Disorder and Loss —
 //! Loss included, because after a timeout the sender slow-starts from the loss window
 //! (RFC 5681 §3.1), as Linux does — and never on an ACK that starts or ends Recovery, nor during
@@ -839,8 +849,10 @@ impl Sender {
     }
 
     /// The end of a TLP episode (RFC 8985 §7.4): once the probe is acknowledged, a probe that
-    /// retransmitted data repaired a loss — ccarena's receiver sends no D-SACK that could say the
-    /// original arrived — so the window is cut once, unless recovery already did.
+    /// retransmitted data is taken to have repaired a loss, so the window is cut once, unless
+    /// recovery already did. (§7.4.2's exception, a D-SACK showing the probe itself was the
+    /// duplicate, is not implemented: that D-SACK usually arrives after the ACK ending the
+    /// episode.)
     fn tlp_on_ack(&mut self, now: SimTime, w: &mut u64) {
         let Some((end, is_retrans)) = self.tlp_end else { return };
         if self.snd_una < end {
