@@ -89,18 +89,18 @@ fn ack(una: u64, sack: &[(u64, u64)], ts: SimTime) -> AckSegment {
 fn spurious_fast_retransmit(mode: RecoveryMode) -> (Sender, (u64, u64)) {
     let mut s = sender(mode, 100);
     assert_eq!(drain(&mut s, ms(0)).len(), 10);
-    s.on_ack(ms(100), &ack(10, &[], ms(0)));
+    let _ = s.on_ack(ms(100), &ack(10, &[], ms(0)));
     assert_eq!(drain(&mut s, ms(100)).len(), 12);
     let prior = (s.cwnd().cwnd_bytes, s.cwnd().ssthresh_bytes);
-    s.on_ack(ms(200), &ack(10, &[(11, 14)], ms(100)));
+    let _ = s.on_ack(ms(200), &ack(10, &[(11, 14)], ms(100)));
     assert_eq!(s.ca_state(), CaState::Recovery);
     let out = drain(&mut s, ms(200));
     assert!(out[0].retransmit && out[0].seq == 10 * M, "fast retransmit of 10");
     assert_eq!(s.stats().segments_retransmitted, 1);
-    s.on_ack(ms(201), &ack(14, &[], ms(100)));
+    let _ = s.on_ack(ms(201), &ack(14, &[], ms(100)));
     drain(&mut s, ms(201));
     assert!(s.cwnd().ssthresh_bytes < prior.1, "recovery reduced ssthresh");
-    s.on_ack(ms(300), &ack(14, &[(10, 11)], ms(100)));
+    let _ = s.on_ack(ms(300), &ack(14, &[(10, 11)], ms(100)));
     drain(&mut s, ms(300));
     (s, prior)
 }
@@ -125,16 +125,16 @@ fn a_recovery_with_a_real_loss_is_not_undone() {
     // retransmission unaccounted for.
     let mut s = sender(RecoveryMode::Linux, 100);
     drain(&mut s, ms(0));
-    s.on_ack(ms(100), &ack(10, &[], ms(0)));
+    let _ = s.on_ack(ms(100), &ack(10, &[], ms(0)));
     drain(&mut s, ms(100));
-    s.on_ack(ms(200), &ack(10, &[(11, 12), (13, 16)], ms(100)));
+    let _ = s.on_ack(ms(200), &ack(10, &[(11, 12), (13, 16)], ms(100)));
     let mut rtx: Vec<u64> = drain(&mut s, ms(200)).iter().filter(|d| d.retransmit).map(|d| d.seq / M).collect();
     let reduced = s.cwnd().ssthresh_bytes;
     // The original 10 arrives, and 16 and 17: PRR lets the retransmission of 12 out.
-    s.on_ack(ms(201), &ack(11, &[(13, 18)], ms(100)));
+    let _ = s.on_ack(ms(201), &ack(11, &[(13, 18)], ms(100)));
     rtx.extend(drain(&mut s, ms(201)).iter().filter(|d| d.retransmit).map(|d| d.seq / M));
     assert_eq!(rtx, vec![10, 12]);
-    s.on_ack(ms(300), &ack(11, &[(10, 11), (13, 18)], ms(100)));
+    let _ = s.on_ack(ms(300), &ack(11, &[(10, 11), (13, 18)], ms(100)));
     drain(&mut s, ms(300));
     assert_eq!((s.stats().dsacks_received, s.stats().dsack_undos), (1, 0));
     assert_eq!(s.cwnd().ssthresh_bytes, reduced);
@@ -147,21 +147,21 @@ fn a_recovery_with_a_real_loss_is_not_undone() {
 fn late_after_reordering(dsack: bool) -> Sender {
     let mut s = sender(RecoveryMode::Linux, 100);
     assert_eq!(drain(&mut s, ms(0)).len(), 10);
-    s.on_ack(ms(100), &ack(5, &[(6, 7)], ms(0)));
+    let _ = s.on_ack(ms(100), &ack(5, &[(6, 7)], ms(0)));
     drain(&mut s, ms(100));
-    s.on_ack(ms(101), &ack(10, &[], ms(0)));
+    let _ = s.on_ack(ms(101), &ack(10, &[], ms(0)));
     let sent = drain(&mut s, ms(101));
     assert!(sent.iter().all(|d| !d.retransmit && d.seq >= 10 * M), "5 was only late");
-    s.on_ack(ms(201), &ack(10, &[(11, 14)], ms(100)));
+    let _ = s.on_ack(ms(201), &ack(10, &[(11, 14)], ms(100)));
     assert_ne!(s.ca_state(), CaState::Recovery, "within the reordering window");
     let at = s.poll_timeout().expect("RACK timer");
     s.handle_timeout(at);
     let out = drain(&mut s, at);
     assert!(out[0].retransmit && out[0].seq == 10 * M);
-    s.on_ack(at + ccarena_cc::Duration::from_millis(1), &ack(14, &[], ms(100)));
+    let _ = s.on_ack(at + ccarena_cc::Duration::from_millis(1), &ack(14, &[], ms(100)));
     let sack: &[(u64, u64)] = if dsack { &[(10, 11)] } else { &[] };
-    s.on_ack(ms(300), &ack(14, sack, ms(100)));
-    s.on_ack(ms(301), &ack(14, &[(15, 16)], ms(100)));
+    let _ = s.on_ack(ms(300), &ack(14, sack, ms(100)));
+    let _ = s.on_ack(ms(301), &ack(14, &[(15, 16)], ms(100)));
     s
 }
 
