@@ -64,7 +64,7 @@ fn a_duplicate_above_a_hole_is_followed_by_the_block_containing_it() {
     let _ = r.on_segment(ms(9), &seg(3));
     let a = r.poll_ack(ms(9)).unwrap();
     assert_eq!((a.ack, blocks(&a)), (M, vec![(3, 4), (2, 5), (8, 9)]));
-    assert_eq!(blocks(&r.poll_ack(ms(9)).unwrap_or(a)), vec![(3, 4), (2, 5), (8, 9)]);
+    assert_eq!(r.poll_ack(ms(9)), None, "no second ACK for one duplicate");
     let _ = r.on_segment(ms(10), &seg(10));
     assert_eq!(blocks(&r.poll_ack(ms(10)).unwrap()), vec![(10, 11), (2, 5), (8, 9)]);
 }
