@@ -108,6 +108,9 @@ impl TcpFlow {
             ack_every_segments: f.ack_every_segments,
             ecn: receiver_ecn_mode(f),
             rcvbuf_bytes: f.rwnd_bytes,
+            // Both ends run one stack: Linux's receiver sends D-SACK (tcp_dsack = 1), which
+            // only the `linux` profile's sender uses; the textbook modes keep plain SACK.
+            dsack: recovery == RecoveryMode::Linux,
         };
         // The transport checks its own invariants; report a violation against the spec's flow.
         let bad = |e: ccarena_transport::ConfigError| SpecError { path: path(e.field), message: e.reason.to_string() };

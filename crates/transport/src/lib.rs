@@ -23,7 +23,8 @@
 //!
 //! Sequence numbers are `u64` byte offsets from 0 and never wrap. Not implemented: connection
 //! setup and teardown, zero-window probing (the receiving application reads at once), Nagle, limited transmit
-//! (RFC 3042), D-SACK (RFC 2883), F-RTO (RFC 5682), detection of lost
+//! (RFC 3042), F-RTO (RFC 5682), D-SACK outside the `linux` recovery mode (the receiver sends it
+//! when configured to; only `linux` reads it), detection of lost
 //! retransmissions without SACK (they wait for the RTO), cwnd restart after idle (RFC 5681 §4.1),
 //! receiver reneging.
 

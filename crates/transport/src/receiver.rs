@@ -21,7 +21,16 @@
 //! Up to [`MAX_SACK_BLOCKS`] blocks: the first is the received range containing the segment that
 //! triggered the ACK, the others are the most recently reported ranges that it does not contain,
 //! newest first (a history of the last 8 first blocks is kept, so merges free slots for older
-//! ranges). No D-SACK (RFC 2883). The receiver never reneges.
+//! ranges). The receiver never reneges.
+//!
+//! # D-SACK (RFC 2883 §4)
+//!
+//! With [`ReceiverConfig::dsack`], a segment that carries bytes already received (below
+//! RCV.NXT, or inside a range already held above a hole) is acknowledged at once, and that ACK's
+//! first SACK block is the duplicate range (the first contiguous one, if the segment spans
+//! several); the SACK blocks that follow are the usual ones, so when the duplicate lies above
+//! RCV.NXT the second block is the received range containing it. A D-SACK block is reported
+//! once, in the next ACK, and takes one of the [`MAX_SACK_BLOCKS`] slots.
 //!
 //! # Receive window (RFC 9293 §3.8.6)
 //!
@@ -79,6 +88,9 @@ pub struct ReceiverConfig {
     /// Receive buffer, bytes: the window advertised is the space left in it (see the module
     /// documentation). `None`: unlimited (every ACK advertises `u64::MAX`).
     pub rcvbuf_bytes: Option<u64>,
+    /// Report duplicate segments with a D-SACK block (RFC 2883 §4; Linux's `tcp_dsack`, on by
+    /// default). `false`: plain SACK (RFC 2018).
+    pub dsack: bool,
 }
 
 /// How a receiver echoes CE marks (see the module documentation).
@@ -162,6 +174,8 @@ pub struct Receiver {
     ece: bool,
     /// DCTCP: the ACK that a change of CE state sent at once, waiting for `poll_ack`.
     state_change_ack: Option<AckSegment>,
+    /// The duplicate range the next ACK reports first (RFC 2883 §4).
+    dsack: Option<SackBlock>,
     stats: ReceiverStats,
 }
 
@@ -190,6 +204,7 @@ impl Receiver {
             ack_deadline: None,
             ece: false,
             state_change_ack: None,
+            dsack: None,
             stats: ReceiverStats::default(),
         }
     }
@@ -231,6 +246,12 @@ impl Receiver {
         let end = seg.end();
         if len == 0 {
             return 0;
+        }
+        if self.cfg.dsack {
+            if let Some(d) = self.duplicate_range(seg.seq, end) {
+                self.dsack = Some(d);
+                self.ack_now = true;
+            }
         }
         if end <= self.rcv_nxt {
             self.stats.duplicate_bytes += len;
@@ -274,6 +295,17 @@ impl Receiver {
             self.ack_now = true;
             0
         }
+    }
+
+    /// The first contiguous part of `[s, e)` already received: below rcv_nxt, else the lowest
+    /// overlap with a range held above it.
+    fn duplicate_range(&self, s: u64, e: u64) -> Option<SackBlock> {
+        if s < self.rcv_nxt {
+            return Some(SackBlock { start: s, end: e.min(self.rcv_nxt) });
+        }
+        let i = self.ooo.partition_point(|r| r.1 <= s);
+        let &(a, b) = self.ooo.get(i)?;
+        (a < e).then(|| SackBlock { start: s.max(a), end: e.min(b) })
     }
 
     /// Insert `[s, e)` above rcv_nxt, merging with touching ranges; returns the merged range and
@@ -349,9 +381,14 @@ impl Receiver {
         self.unacked_bytes = 0;
         self.last_ack_sent = self.rcv_nxt;
         self.stats.acks_sent += 1;
-        let n = self.recent_len.min(MAX_SACK_BLOCKS);
         let mut sack = [SackBlock::default(); MAX_SACK_BLOCKS];
-        sack[..n].copy_from_slice(&self.recent[..n]);
+        let d = usize::from(self.dsack.is_some());
+        if let Some(b) = self.dsack.take() {
+            sack[0] = b;
+        }
+        let n = self.recent_len.min(MAX_SACK_BLOCKS - d);
+        sack[d..d + n].copy_from_slice(&self.recent[..n]);
+        let n = n + d;
         AckSegment {
             ack: self.rcv_nxt,
             sack,

@@ -33,6 +33,16 @@
 //! retransmission is detected when more than (DupThresh − 1)·MSS of data sent after it has been
 //! SACKed, and sent again; in the others only the timer repairs it.
 //!
+//! D-SACK (`linux` only; RFC 2883 §4, RFC 3708): an ACK whose first SACK block lies below the
+//! cumulative ACK or inside its second block reports a duplicate; that block SACKs nothing.
+//! Each fast recovery keeps the window and ssthresh it started from and counts the segments
+//! retransmitted since (Linux's `undo_retrans`); each D-SACK at or above the episode's start
+//! takes its segments off the count, and when the count reaches 0 every retransmission was
+//! spurious: cwnd and ssthresh are restored (never lowered; RFC 4015 §3.2 restores the window),
+//! the loss marks RACK made are forgotten and Recovery ends. The record is dropped by a timeout
+//! (Eifel's case) or a new window reduction. D-SACKs also feed RACK's reordering window
+//! (see `rack`).
+//!
 //! Window growth: `cong_avoid` is called for ACKs that deliver data in Open, Disorder and Loss —
 //! Loss included, because after a timeout the sender slow-starts from the loss window
 //! (RFC 5681 §3.1), as Linux does — and never on an ACK that starts or ends Recovery, nor during
@@ -171,6 +181,14 @@ pub struct SenderStats {
     pub bytes_marked_lost: u64,
     /// Tail loss probes sent (RFC 8985 §7; `linux` mode only).
     pub tlp_probes: u64,
+    /// ACKs that carried a D-SACK block (RFC 2883; read in `linux` mode only).
+    pub dsacks_received: u64,
+    /// Segments that D-SACK reported received twice (RFC 3708 §2: each is a spurious
+    /// retransmission, or a duplicate the network made).
+    pub dsack_segments: u64,
+    /// Loss recoveries whose every retransmission D-SACK reported spurious, undone
+    /// (RFC 3708 §3, RFC 4015 §3.2; `linux` mode only).
+    pub dsack_undos: u64,
 }
 
 /// What one ACK did, for the caller's bookkeeping.
@@ -194,6 +212,19 @@ struct EifelState {
     retransmit_ts: SimTime,
     prior_cwnd: u64,
     prior_ssthresh: u64,
+}
+
+/// D-SACK-based undo of a fast recovery (RFC 3708 §3, with RFC 4015 §3.2's response): the
+/// window before the episode, and how many of the episode's retransmissions D-SACK has not yet
+/// reported spurious (Linux's `undo_retrans`).
+#[derive(Clone, Copy, Debug)]
+struct DsackUndo {
+    /// snd.una when the episode began: D-SACKs below it are about earlier data.
+    start: u64,
+    prior_cwnd: u64,
+    prior_ssthresh: u64,
+    /// Segments retransmitted since the episode began, less those D-SACK reported.
+    retrans_segments: u64,
 }
 
 /// What poll_transmit would send next (RFC 6675 NextSeg).
@@ -254,6 +285,9 @@ pub struct Sender {
     /// Partial ACKs seen in the current NewReno recovery.
     partial_acks_in_recovery: u32,
     eifel: Option<EifelState>,
+    /// The undo state of the latest fast recovery (`linux` mode), until it is undone or a
+    /// timeout or window reduction supersedes it.
+    dsack_undo: Option<DsackUndo>,
     cwr_pending: bool,
     cwnd_limited: bool,
     cc_owns_cwnd: bool,
@@ -311,6 +345,7 @@ impl Sender {
             last_rto_una: None,
             partial_acks_in_recovery: 0,
             eifel: None,
+            dsack_undo: None,
             cwr_pending: false,
             cwnd_limited: false,
             cc_owns_cwnd: false,
@@ -385,8 +420,12 @@ impl Sender {
         }
         let cum_acked = self.snd_una - prior_una;
         let mut sacked = 0u64;
+        // RFC 2883 §4: a first block below the cumulative ACK, or inside the second block,
+        // reports a duplicate (D-SACK); it SACKs nothing new.
+        let dsack = if rack_tlp { dsack_block(ack) } else { None };
         if self.cfg.recovery.uses_sack() {
-            for b in ack.sack_blocks() {
+            let blocks = &ack.sack_blocks()[usize::from(dsack.is_some())..];
+            for b in blocks {
                 let (rate, rack) = (&mut self.rate, &mut self.rack);
                 self.sb.sack(b.start, b.end, |rec| {
                     account_delivery(rate, now, rec, &mut sacked, &mut sack_clean_send);
@@ -447,7 +486,13 @@ impl Sender {
             self.rto_deadline = Some(now + self.rtt.rto());
         }
 
+        let mut dsack_undo_due = false;
+        let mut reo_wnd_grew = false;
         if rack_tlp {
+            if let Some(d) = dsack {
+                dsack_undo_due = self.on_dsack(d);
+            }
+            reo_wnd_grew = self.rack.on_ack_dsack(self.snd_una, self.snd_nxt, dsack.is_some());
             self.rack_detect_loss(now);
         }
         let newly_lost = self.sb.take_newly_lost();
@@ -497,6 +542,16 @@ impl Sender {
             self.dupacks = 0;
         }
         self.run_state_machine(now, is_dupack, cum_advanced, cum_acked, delivered, &mut w);
+        if dsack_undo_due {
+            self.dsack_undo(now, &mut w);
+        }
+        if rack_tlp
+            && !reo_wnd_grew
+            && matches!(prior_state, CaState::Recovery | CaState::Loss)
+            && !matches!(self.state, CaState::Recovery | CaState::Loss)
+        {
+            self.rack.on_recovery_exit();
+        }
 
         if sample.ece && matches!(self.state, CaState::Open | CaState::Disorder) {
             self.enter_cwr(now, LossKind::Ecn, &mut w);
@@ -547,6 +602,40 @@ impl Sender {
         self.force_rtx = false;
         let next = self.open_or_disorder();
         self.set_state(next, now);
+    }
+
+    /// A D-SACK block `d` arrived (`linux` mode): count it, and against the open undo state
+    /// when it reports data of that episode (RFC 3708 §3.2: the retransmission, or its
+    /// original, arrived twice, so one retransmission was unnecessary). Returns true when that
+    /// leaves none of the episode's retransmissions unaccounted for: undo it.
+    fn on_dsack(&mut self, d: crate::segment::SackBlock) -> bool {
+        let segments = (d.end - d.start).div_ceil(self.mss).max(1);
+        self.stats.dsacks_received += 1;
+        self.stats.dsack_segments += segments;
+        let Some(u) = self.dsack_undo.as_mut() else { return false };
+        if d.start < u.start || u.retrans_segments == 0 {
+            return false;
+        }
+        u.retrans_segments = u.retrans_segments.saturating_sub(segments);
+        u.retrans_segments == 0
+    }
+
+    /// Every retransmission of the last fast recovery was spurious: restore the window and
+    /// ssthresh from before it (RFC 4015 §3.2 step (4) restores the window; as Linux, never
+    /// lowering either), forget the loss marks RACK made with its too-small reordering window
+    /// (it marks again with the grown one), and leave Recovery.
+    fn dsack_undo(&mut self, now: SimTime, w: &mut u64) {
+        let Some(u) = self.dsack_undo.take() else { return };
+        self.stats.dsack_undos += 1;
+        self.cwnd.cwnd_bytes = *w;
+        self.cc.undo_cwnd(&mut self.cwnd, u.prior_cwnd);
+        self.cwnd.ssthresh_bytes = self.cwnd.ssthresh_bytes.max(u.prior_ssthresh);
+        *w = self.cwnd.cwnd_bytes;
+        if self.state == CaState::Recovery {
+            self.sb.clear_lost_marks();
+            self.force_rtx = false;
+            self.exit_recovery(now);
+        }
     }
 
     /// Loss detection and state transitions for one ACK (see the module table).
@@ -642,6 +731,7 @@ impl Sender {
     fn enter_fast_retransmit(&mut self, now: SimTime, delivered: u64, w: &mut u64) {
         let mode = self.cfg.recovery;
         self.stats.fast_recoveries += 1;
+        let prior_ssthresh = self.cwnd.ssthresh_bytes;
         // Coming from CWR the window was already reduced for this window of data (RFC 3168
         // §6.1.2: react once), so ssthresh stays.
         if self.state != CaState::Cwr {
@@ -681,6 +771,14 @@ impl Sender {
                 *w = ssthresh;
             }
             RecoveryMode::Prr | RecoveryMode::Linux => {
+                if mode == RecoveryMode::Linux {
+                    self.dsack_undo = Some(DsackUndo {
+                        start: self.snd_una,
+                        prior_cwnd: self.cwnd.cwnd_bytes,
+                        prior_ssthresh,
+                        retrans_segments: 0,
+                    });
+                }
                 // RACK has marked what is lost; the others mark the first segment.
                 if mode == RecoveryMode::Prr {
                     self.sb.mark_front_for_retransmit();
@@ -726,6 +824,8 @@ impl Sender {
         };
         self.cwnd.ssthresh_bytes = self.cc.ssthresh(&self.cwnd, &ev);
         *w = (*w).min(self.ssthresh_floor());
+        // A new reduction: an undo would now restore a window from before it.
+        self.dsack_undo = None;
         self.cwr_high = self.snd_nxt;
         if kind == LossKind::Ecn {
             self.cwr_pending = true;
@@ -749,8 +849,10 @@ impl Sender {
     }
 
     /// The end of a TLP episode (RFC 8985 §7.4): once the probe is acknowledged, a probe that
-    /// retransmitted data repaired a loss — ccarena's receiver sends no D-SACK that could say the
-    /// original arrived — so the window is cut once, unless recovery already did.
+    /// retransmitted data is taken to have repaired a loss, so the window is cut once, unless
+    /// recovery already did. (§7.4.2's exception, a D-SACK showing the probe itself was the
+    /// duplicate, is not implemented: that D-SACK usually arrives after the ACK ending the
+    /// episode.)
     fn tlp_on_ack(&mut self, now: SimTime, w: &mut u64) {
         let Some((end, is_retrans)) = self.tlp_end else { return };
         if self.snd_una < end {
@@ -873,6 +975,8 @@ impl Sender {
         } else if !repeated {
             self.eifel = None;
         }
+        // The timeout's own undo is Eifel's; a fast recovery it interrupts is not undone.
+        self.dsack_undo = None;
         if new_reduction {
             let ev = LossEvent {
                 now,
@@ -1004,6 +1108,9 @@ impl Sender {
                 }
                 let (seq, len) = self.sb.mark_retransmitted(abs, now, stamp, self.snd_nxt);
                 self.force_rtx = false;
+                if let Some(u) = self.dsack_undo.as_mut() {
+                    u.retrans_segments += 1;
+                }
                 self.stats.bytes_retransmitted += len as u64;
                 self.stats.segments_retransmitted += 1;
                 DataSegment {
@@ -1171,6 +1278,17 @@ pub const TLP_MAX_ACK_DELAY: Duration = Duration::from_millis(200);
 /// Window growth is allowed on ACKs in these states (see the module documentation).
 fn may_grow(s: CaState) -> bool {
     matches!(s, CaState::Open | CaState::Disorder | CaState::Loss)
+}
+
+/// The D-SACK block of `ack`, if its first SACK block is one (RFC 2883 §4 / RFC 3708 §2):
+/// below the cumulative ACK, or contained in the second block.
+fn dsack_block(ack: &AckSegment) -> Option<crate::segment::SackBlock> {
+    let blocks = ack.sack_blocks();
+    let first = *blocks.first()?;
+    let inside_second = blocks
+        .get(1)
+        .is_some_and(|b| b.start <= first.start && first.end <= b.end);
+    (first.end <= ack.ack || inside_second).then_some(first)
 }
 
 /// Count a newly delivered record: bytes, the rate sample, and the Karn-eligible send time.

@@ -31,6 +31,7 @@ fn run(mode: RecoveryMode, rate: u64, one_way_ms: u64, qlim: usize, loss: f64, s
         ack_every_segments: 2,
         ecn: ccarena_transport::EcnMode::Off,
         rcvbuf_bytes: None,
+        dsack: true,
     });
     let delay = Duration::from_millis(one_way_ms);
     let mut fwd: VecDeque<(SimTime, DataSegment)> = VecDeque::new();

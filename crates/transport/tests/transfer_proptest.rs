@@ -10,7 +10,7 @@ mod support;
 use ccarena_cc::{Duration, SimTime};
 use ccarena_transport::RecoveryMode;
 use proptest::prelude::*;
-use support::{controller_for, receiver_cfg, sender_cfg, Fate, FixedRate, LinkCfg, Pair, Rng, MSS};
+use support::{controller_for, receiver_cfg_for, sender_cfg, Fate, FixedRate, LinkCfg, Pair, Rng, MSS};
 
 /// Generous bound on simulated time. The worst case is 30 % loss on both paths with Tahoe: RTO
 /// backoffs of a few seconds (max_rto is 4 s here) on a ~300-segment transfer.
@@ -54,7 +54,7 @@ fn run(mode: RecoveryMode, f: Faults) {
     scfg.max_rto = Duration::from_secs(4);
     scfg.dupthresh = f.dupthresh;
     scfg.ecn = f.ce_mark.is_some();
-    let mut rcfg = receiver_cfg();
+    let mut rcfg = receiver_cfg_for(mode);
     rcfg.ecn = if f.ce_mark.is_some() { ccarena_transport::EcnMode::Classic } else { ccarena_transport::EcnMode::Off };
     if f.no_delayed_ack {
         rcfg.delayed_ack = Duration::ZERO;

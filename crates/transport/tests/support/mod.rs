@@ -253,6 +253,14 @@ pub fn sender_cfg(recovery: RecoveryMode) -> SenderConfig {
     }
 }
 
+/// The receiver a `mode` sender talks to: D-SACK on for `linux` (as the simulator does).
+pub fn receiver_cfg_for(mode: RecoveryMode) -> ReceiverConfig {
+    ReceiverConfig {
+        dsack: mode == RecoveryMode::Linux,
+        ..receiver_cfg()
+    }
+}
+
 pub fn receiver_cfg() -> ReceiverConfig {
     ReceiverConfig {
         mss_bytes: MSS,
@@ -260,6 +268,7 @@ pub fn receiver_cfg() -> ReceiverConfig {
         ack_every_segments: 2,
         ecn: ccarena_transport::EcnMode::Off,
         rcvbuf_bytes: None,
+        dsack: false,
     }
 }
 
@@ -305,7 +314,7 @@ impl Pair {
         Pair::new(
             sender_cfg(mode),
             controller_for(mode),
-            receiver_cfg(),
+            receiver_cfg_for(mode),
             LinkCfg::clean(one_way),
             LinkCfg::clean(one_way),
             1,
