@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
 from ccarena.analysis import metrics
 from ccarena.report import plots
@@ -37,6 +38,25 @@ class Figure:
         return "data:image/png;base64," + base64.b64encode(self.png).decode("ascii")
 
 
+MAX_QUEUES_DRAWN = 6
+"""Most queues one backlog figure draws (the busiest): a fabric has hundreds."""
+
+
+def _watched_queues(links: pd.DataFrame, queues: pd.DataFrame) -> pd.DataFrame:
+    """The links whose backlog a run's queue figure draws: its bottlenecks and the links that
+    dropped packets, else (a fabric with no bottleneck role) the sampled links that held a queue;
+    at most :data:`MAX_QUEUES_DRAWN`, the deepest first. Empty when no queue ever held a packet."""
+    sampled = set(queues["link"].unique()) if "link" in queues else set()
+    links = links[links["link"].isin(sampled)]
+    watched = links[links["role"].isin(metrics.BOTTLENECK_ROLES) | (links["packets_dropped_queue"] > 0)]
+    if watched.empty and "backlog_max_packets" in links:
+        watched = links[links["backlog_max_packets"] > 0]
+    if len(watched) > MAX_QUEUES_DRAWN:
+        depth = "backlog_max_packets" if "backlog_max_packets" in watched else "packets_dropped_queue"
+        watched = watched.sort_values(depth, ascending=False, kind="stable").head(MAX_QUEUES_DRAWN)
+    return watched
+
+
 def draw_figures(result: Any, figures_dir: Path, max_runs: int = 4, prefix: str = "") -> list[Figure]:
     """Draw every figure of the report into ``figures_dir``.
 
@@ -56,8 +76,7 @@ def draw_figures(result: Any, figures_dir: Path, max_runs: int = 4, prefix: str 
         mss = {int(f["flow"] if "flow" in f else i): float(f.get("mss_bytes") or 1448)
                for i, f in enumerate(flows.to_dict("records"))}
         label = run_id if len(shown) > 1 or record.get("params") else result.name
-        watched = links[links["role"].isin(metrics.BOTTLENECK_ROLES)
-                        | (links["packets_dropped_queue"] > 0)]
+        watched = _watched_queues(links, queues)
         # cwnd and RTT exist only for window-based flows: a UDP-only run has none to draw.
         windowed = bool(samples["cwnd_bytes"].notna().any()) if "cwnd_bytes" in samples else False
         timed = bool(samples["srtt_s"].notna().any()) if "srtt_s" in samples else False
@@ -67,7 +86,8 @@ def draw_figures(result: Any, figures_dir: Path, max_runs: int = 4, prefix: str 
               if windowed else []),
             *([("rtt", f"RTT — {label}", plots.rtt_vs_time(samples, flows, f"Smoothed RTT — {label}"))]
               if timed else []),
-            ("queue", f"Queue backlog — {label}", plots.backlog_vs_time(queues, watched, f"Queue backlog — {label}")),
+            *([("queue", f"Queue backlog — {label}", plots.backlog_vs_time(queues, watched, f"Queue backlog — {label}"))]
+              if len(watched) else []),
             ("delivered", f"Cumulative delivered bytes — {label}", plots.delivered_vs_time(samples, flows, f"Delivered — {label}")),
         ]
         for key, title, fig in figs:
