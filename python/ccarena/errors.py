@@ -21,6 +21,11 @@ class UserError(Exception):
         super().__init__(message.replace("\n", " "))
 
 
+class RunTooLarge(UserError):
+    """A run stopped by the engine at its memory budget: too large for this machine (one line,
+    exit 2; the runs already finished are kept)."""
+
+
 class FieldError(ValueError):
     """A validation error about the field at ``field`` (a path like ``flows[1].to``).
 

@@ -9,10 +9,13 @@ from __future__ import annotations
 import json
 import threading
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
 from ccarena import _engine
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 MS = 1_000_000
 S = 1_000_000_000
@@ -142,3 +145,27 @@ def test_flavors_catalogue_lists_names_sources_and_parameters():
     cubic = cat["cubic"]
     assert cubic["default_recovery"] == "linux" and "RFC 9438" in cubic["source"]
     assert {p["name"]: p["default"] for p in cubic["params"]}["beta"] == 0.7
+
+
+def test_an_engine_budget_stops_a_runaway_run_inside_one_run_until():
+    """A spec sampled every microsecond fills memory fast; with a memory budget the engine stops
+    it inside the one `run_until` call that would run to the end (issue 18)."""
+    import resource
+
+    from ccarena._engine import BudgetExceeded, Simulation
+    from ccarena.experiment import expand
+    from ccarena.scenario import load_scenario
+
+    spec = expand(load_scenario(EXAMPLES / "quickstart.toml"))[0].resolved.spec
+    runaway = json.loads(spec.to_json())
+    runaway["sample_interval_ns"] = 1_000  # 20 million sample rows per flow over 20 s
+    sim = Simulation(json.dumps(runaway))
+    rss_now = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    sim.set_budget(max_memory_bytes=rss_now + 200 * 2**20)
+    with pytest.raises(BudgetExceeded, match="over the memory budget"):
+        sim.run_until(int(sim.duration_ns))
+    assert sim.now_ns < sim.duration_ns
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    assert peak < rss_now + 600 * 2**20, "the budget is checked often enough to stop near it"
+    with pytest.raises(BudgetExceeded):  # and it stays stopped
+        sim.run_until(int(sim.duration_ns))

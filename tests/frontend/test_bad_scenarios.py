@@ -132,3 +132,17 @@ def test_bad_scenario_gives_one_clear_line_and_exit_2(existing_results: Path, na
         assert "Traceback" not in done.stderr + done.stdout
         assert fragment in lines[0], lines[0]
     assert tree_digest(existing_results / "out") == before, "a bad scenario altered stored results"
+
+
+def test_a_run_over_the_engines_memory_budget_stops_with_one_line(tmp_path: Path):
+    """The estimate lets the quickstart through a 100 MB budget, but the process already holds
+    more (Python, pandas): the engine stops the run at its first check, and the CLI says so in one
+    line with exit 2 (issue 18, item 3)."""
+    scenario = tmp_path / "q.toml"
+    scenario.write_text(QUICKSTART)
+    done = ccarena("run", str(scenario), "--out", "out", "-q", "--no-report", "-j", "1",
+                   "--max-memory", "100MB", cwd=tmp_path)
+    lines = [line for line in done.stderr.splitlines() if line.strip()]
+    assert done.returncode == 2, done.stderr
+    assert len(lines) == 1 and "Traceback" not in done.stderr, done.stderr
+    assert "over the memory budget of 95 MB" in lines[0] and "--max-memory" in lines[0], lines[0]

@@ -26,6 +26,13 @@ create_exception!(
     "An engine fault (a bug, not a user mistake); the message carries the run's seed and time so it can be replayed."
 );
 
+create_exception!(
+    _engine,
+    BudgetExceeded,
+    PyException,
+    "The run stopped at a budget set with Simulation.set_budget (events or memory): a run too large for this machine, not a fault."
+);
+
 /// A simulation of one resolved spec.
 ///
 /// The engine state sits behind a mutex because a Python object may be shared between threads;
@@ -100,7 +107,23 @@ impl PySimulation {
     /// Advance to min(t_ns, duration_ns), releasing the GIL. Raises EngineError on an engine fault.
     fn run_until(&self, py: Python<'_>, t_ns: u64) -> PyResult<()> {
         let mut st = self.state()?;
-        st.guarded(py, |sim| sim.run_until(SimTime(t_ns)))
+        st.guarded(py, |sim| sim.run_until(SimTime(t_ns)))?;
+        if let Some(why) = st.sim.over_budget() {
+            return Err(BudgetExceeded::new_err(format!(
+                "stopped at t = {} ns: {why}",
+                st.sim.now().as_nanos()
+            )));
+        }
+        Ok(())
+    }
+
+    /// Stop the run inside `run_until` (raising BudgetExceeded) once it has handled more than
+    /// `max_events` events or the process's resident memory exceeds `max_memory_bytes` (None = no
+    /// limit; checked every 65,536 events).
+    #[pyo3(signature = (max_events=None, max_memory_bytes=None))]
+    fn set_budget(&self, max_events: Option<u64>, max_memory_bytes: Option<u64>) -> PyResult<()> {
+        self.state()?.sim.set_budget(max_events, max_memory_bytes);
+        Ok(())
     }
 
     /// Run a deliberate panic inside the engine's guard, exactly as `run_until` runs the engine,
@@ -239,6 +262,7 @@ fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(relay::relay_run, m)?)?;
     m.add_function(wrap_pyfunction!(relay::relay_set_start, m)?)?;
     m.add("EngineError", m.py().get_type::<EngineError>())?;
+    m.add("BudgetExceeded", m.py().get_type::<BudgetExceeded>())?;
     m.add("SPEC_FORMAT", ccarena_sim::spec::SPEC_FORMAT)?;
     Ok(())
 }

@@ -22,6 +22,40 @@ use crate::table::Results;
 /// `via` of a packet its own host sends (it arrived over no link).
 const FROM_HOST: u32 = u32::MAX;
 
+/// Events between two budget checks (a power of two): a check reads a file, so it is amortized
+/// over many events, yet comes within milliseconds of wall time.
+pub const BUDGET_CHECK_EVERY: u64 = 1 << 16;
+
+/// Limits a run may not exceed ([`Simulation::set_budget`]).
+#[derive(Clone, Copy, Debug, Default)]
+struct Budget {
+    max_events: Option<u64>,
+    max_memory_bytes: Option<u64>,
+}
+
+impl Budget {
+    fn is_set(&self) -> bool {
+        self.max_events.is_some() || self.max_memory_bytes.is_some()
+    }
+
+    /// Why `events` handled so far, or the process's memory now, exceed the budget.
+    fn exceeded(&self, events: u64) -> Option<String> {
+        if let Some(max) = self.max_events.filter(|&m| events > m) {
+            return Some(format!("the run handled {events} events, over its budget of {max}"));
+        }
+        let max = self.max_memory_bytes?;
+        let rss = resident_bytes()?;
+        (rss > max).then(|| format!("the process holds {} MB, over the memory budget of {} MB", rss >> 20, max >> 20))
+    }
+}
+
+/// The process's resident memory in bytes (Linux), or None where it cannot be read.
+fn resident_bytes() -> Option<u64> {
+    let statm = std::fs::read_to_string("/proc/self/statm").ok()?;
+    let pages: u64 = statm.split_whitespace().nth(1)?.parse().ok()?;
+    Some(pages * 4096)
+}
+
 /// A simulation of one resolved [`Spec`].
 #[derive(Debug)]
 pub struct Simulation {
@@ -50,6 +84,9 @@ pub struct Simulation {
     sampler: Sampler,
     sample_interval: Duration,
     events_processed: u64,
+    /// Limits the run stops at ([`Simulation::set_budget`]), and why it stopped, if it did.
+    budget: Budget,
+    over_budget: Option<String>,
     /// Reused buffers so the per-packet path never allocates.
     arrivals: Vec<Packet>,
     outgoing: Vec<Packet>,
@@ -128,6 +165,8 @@ impl Simulation {
             links,
             sample_interval,
             events_processed: 0,
+            budget: Budget::default(),
+            over_budget: None,
             arrivals: Vec::new(),
             outgoing: Vec::new(),
             spec,
@@ -183,14 +222,39 @@ impl Simulation {
     }
 
     /// Handle every event due at or before `min(t, end)` and set the clock there.
+    ///
+    /// With a budget ([`Simulation::set_budget`]) the run stops inside this call once it has
+    /// handled more events, or the process holds more resident memory, than allowed:
+    /// [`Simulation::over_budget`] then says why, and further calls do nothing.
     pub fn run_until(&mut self, t: SimTime) {
+        if self.over_budget.is_some() {
+            return;
+        }
         let limit = t.min(self.end);
         while let Some((time, event)) = self.events.pop_until(limit) {
             self.now = time;
             self.events_processed += 1;
             self.handle(event);
+            if self.events_processed & (BUDGET_CHECK_EVERY - 1) == 0 && self.budget.is_set() {
+                if let Some(why) = self.budget.exceeded(self.events_processed) {
+                    self.over_budget = Some(why);
+                    return;
+                }
+            }
         }
         self.now = self.now.max(limit);
+    }
+
+    /// Stop the run inside [`Simulation::run_until`] once it has handled more than `max_events`
+    /// events or the process's resident memory (Linux `/proc/self/statm`) exceeds
+    /// `max_memory_bytes`; `None` = no limit. Checked every [`BUDGET_CHECK_EVERY`] events.
+    pub fn set_budget(&mut self, max_events: Option<u64>, max_memory_bytes: Option<u64>) {
+        self.budget = Budget { max_events, max_memory_bytes };
+    }
+
+    /// Why the run stopped before its end (a budget of [`Simulation::set_budget`]), if it did.
+    pub fn over_budget(&self) -> Option<&str> {
+        self.over_budget.as_deref()
     }
 
     /// Run to the end.

@@ -8,6 +8,7 @@ result columns (little-endian float64 bytes or lists of names) into pandas DataF
 
 from __future__ import annotations
 
+import os
 import time
 from typing import Any
 
@@ -21,7 +22,7 @@ from ccarena.backends import (
     ProgressCallback,
     RunResult,
 )
-from ccarena.errors import UserError
+from ccarena.errors import RunTooLarge, UserError
 from ccarena.runspec import RunSpec
 
 
@@ -64,6 +65,23 @@ def columns_to_frame(columns: dict[str, Any]) -> pd.DataFrame:
     return pd.DataFrame(data)
 
 
+MEMORY_BUDGET_ENV = "CCARENA_MAX_MEMORY_BYTES"
+"""Environment variable carrying the per-run memory budget to the engine (set by the executor from
+``--max-memory``; inherited by pool workers)."""
+
+
+def memory_budget_bytes() -> int:
+    """The memory the engine may hold before it stops a run (``BudgetExceeded``): the executor's
+    budget, else half of this machine's memory."""
+    try:
+        return int(os.environ[MEMORY_BUDGET_ENV])
+    except (KeyError, ValueError):
+        try:
+            return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 2
+        except (ValueError, OSError):
+            return 4 * 10**9
+
+
 CHUNK_WALL_S = 0.1
 """Wall time one chunk of simulation aims at: Ctrl-C and ``cancel`` are seen between chunks, so a
 run stops within about this long however fast or slow the simulation is (issue 18)."""
@@ -89,17 +107,24 @@ def run_spec(spec: RunSpec, *, progress: ProgressCallback | None = None,
     Raises:
         ValueError: the engine rejected the spec (a front-end bug: the spec is explicit).
         ccarena._engine.EngineError: the engine failed while running.
+        RunTooLarge: the run went over the memory budget (:func:`memory_budget_bytes`); the engine
+            stopped it inside one chunk.
         KeyboardInterrupt: Ctrl-C or ``cancel()`` between chunks.
     """
     engine = engine_module()
     sim = engine.Simulation(spec.to_json())
+    sim.set_budget(max_memory_bytes=memory_budget_bytes())
     duration_ns = int(sim.duration_ns)
     step_ns = max(1, min(duration_ns // 1000, 1_000_000))
     target = 0
     while not sim.finished:
         target = min(target + step_ns, duration_ns)
         started = time.perf_counter()
-        sim.run_until(target)
+        try:
+            sim.run_until(target)
+        except engine.BudgetExceeded as err:
+            raise RunTooLarge(f"run {spec_name(spec)}: {err}; a run this large cannot finish on "
+                              "this machine: shorten it, sample less often, or raise --max-memory") from None
         elapsed = time.perf_counter() - started
         # Grow (at most 4× a chunk) or shrink the step toward chunk_wall_s of wall time.
         scale = 4.0 if elapsed <= 0 else min(4.0, chunk_wall_s / elapsed)
@@ -113,6 +138,11 @@ def run_spec(spec: RunSpec, *, progress: ProgressCallback | None = None,
             break
     raw = sim.results()
     return {name: columns_to_frame(raw[name]) for name in TABLES}
+
+
+def spec_name(spec: RunSpec) -> str:
+    """A short description of a spec for messages: its flows and duration."""
+    return f"of {len(spec.flows)} flows over {spec.duration_ns / 1e9:g} s"
 
 
 class SimBackend:

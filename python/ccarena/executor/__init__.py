@@ -18,6 +18,7 @@ from typing import Any
 from rich.console import Console
 
 from ccarena.backends import get_backend
+from ccarena.backends.sim import MEMORY_BUDGET_ENV
 from ccarena.errors import EngineFault, UserError
 from ccarena.executor.local import run_here, run_pool
 from ccarena.executor.run import (
@@ -144,6 +145,8 @@ def run_experiment(loaded: LoadedScenario, root: str | Path, *, jobs: int | None
     """
     plans = apply_backends(expand(loaded), backends)
     check_budget(plans, max_memory_bytes)
+    if max_memory_bytes is not None:  # the engine's own stop, in this process and pool workers
+        os.environ[MEMORY_BUDGET_ENV] = str(max_memory_bytes)
     realtime = _check_backends(plans)
     root = Path(root)
     check_tree(root)

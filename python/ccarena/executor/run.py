@@ -15,7 +15,7 @@ from typing import Any, Callable
 
 from ccarena.analysis import metrics
 from ccarena.backends import get_backend
-from ccarena.errors import UserError
+from ccarena.errors import RunTooLarge, UserError
 from ccarena.experiment import RunPlan
 from ccarena.runspec import RunSpec
 from ccarena.store import STORE_FORMAT, ExperimentStore
@@ -120,7 +120,7 @@ def execute_run(root: str, record: dict[str, Any],
         except OSError as err:
             raise StoreError.from_os_error(store.root, err) from None
         return {"run_id": record["run_id"], "status": "complete", "wall_s": wall_s}
-    except (KeyboardInterrupt, SystemExit, StoreError):
+    except (KeyboardInterrupt, SystemExit, StoreError, RunTooLarge):
         raise
     except UserError as err:
         if backend.realtime:
