@@ -6,8 +6,9 @@ a billion packets, a queue limit of ``1e18pkt`` that the traffic can fill — in
 exhaust the machine. It counts:
 
 * packets: on every link, the smaller of what the link can carry in the run and what the flows
-  crossing it can offer (each flow at most its path's bottleneck rate; a CBR flow its rate);
-  acknowledgements on the reverse path one per ``ack_every`` segments;
+  crossing it can offer (each window-based flow at most its equal share of its path's tightest
+  link, rate / flows crossing it; a CBR flow its rate); acknowledgements on the reverse path one
+  per ``ack_every`` segments;
 * events: a few per packet per hop (enqueue, departure, arrival, timers);
 * memory: stored sample rows (per flow and per link and sample interval, as they pass through the
   engine, Python and the tables), each sender's window of segments in flight (the initial window,
@@ -71,6 +72,11 @@ def estimate_run(spec: RunSpec, derived: dict) -> RunEstimate:
             has ``path_links``, ``reverse_path_links``, ``bottleneck_rate_bps``, ``base_rtt_s``).
     """
     duration_s = spec.duration_ns / 1e9
+    sharing = [0] * len(spec.links)  # window-based flows whose data crosses each link
+    for flow, facts in zip(spec.flows, derived["flows"]):
+        if not isinstance(flow, CbrFlowSpec):
+            for i in facts["path_links"]:
+                sharing[i] += 1
     offered_pps = [0.0] * len(spec.links)  # packets per second offered to each link
     smallest_packet = [float("inf")] * len(spec.links)
     window_bytes = 0.0
@@ -80,11 +86,13 @@ def estimate_run(spec: RunSpec, derived: dict) -> RunEstimate:
             rate_pps, ack_pps, ack = flow.rate_bps / (8 * flow.packet_bytes), 0.0, packet
         else:
             packet = flow.mss_bytes + flow.header_bytes
-            rate_pps = facts["bottleneck_rate_bps"] / (8 * packet)
+            share_bps = min((spec.links[i].rate_bps / sharing[i] for i in facts["path_links"]),
+                            default=facts["bottleneck_rate_bps"])
+            rate_pps = share_bps / (8 * packet)
             ack_pps = rate_pps / max(1, getattr(flow, "ack_every_segments", 1))
             ack = flow.ack_bytes
             path_packets = rate_pps * facts["base_rtt_s"] + sum(
-                _limit_packets(spec.links[i], packet) for i in facts["path_links"])
+                _limit_packets(spec.links[i], packet) / sharing[i] for i in facts["path_links"])
             initial = getattr(flow, "initial_cwnd_packets", 0)
             window_bytes += (initial + min(path_packets, rate_pps * duration_s)) * SEGMENT_BYTES
         for i in facts["path_links"]:
