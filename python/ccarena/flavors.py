@@ -9,6 +9,7 @@ they become.
 from __future__ import annotations
 
 import difflib
+import functools
 from typing import Any
 
 from ccarena.errors import UserError
@@ -36,6 +37,13 @@ def _engine() -> Any:
     return _engine
 
 
+@functools.lru_cache(maxsize=1)
+def _catalogue() -> tuple[dict[str, Any], ...]:
+    """The engine's catalogue, read once per process (it is fixed by the build; a scenario of
+    100,000 flows asks for it for every flow)."""
+    return tuple(_engine().flavors())
+
+
 def available_flavors() -> list[dict[str, Any]]:
     """Every TCP flavor the engine implements, as ``_engine.flavors()`` returns them.
 
@@ -45,17 +53,22 @@ def available_flavors() -> list[dict[str, Any]]:
     Raises:
         UserError: the engine extension is not built.
     """
-    return list(_engine().flavors())
+    return list(_catalogue())
+
+
+@functools.lru_cache(maxsize=1)
+def _by_name() -> dict[str, dict[str, Any]]:
+    return {f["name"]: f for f in _catalogue()}
 
 
 def engine_flavors() -> dict[str, dict[str, Any]]:
-    """Every engine flavor (TCP congestion controllers and UDT) by name."""
-    return {f["name"]: f for f in available_flavors()}
+    """Every engine flavor (TCP congestion controllers and UDT) by name (a new dict each call)."""
+    return dict(_by_name())
 
 
 def tcp_flavors() -> dict[str, dict[str, Any]]:
     """TCP flavor name → catalogue entry: the engine flavors whose ``transport`` is ``"tcp"``."""
-    return {name: f for name, f in engine_flavors().items() if f.get("transport", "tcp") == "tcp"}
+    return {name: f for name, f in _by_name().items() if f.get("transport", "tcp") == "tcp"}
 
 
 def transport_of(name: str) -> str:
@@ -66,7 +79,7 @@ def transport_of(name: str) -> str:
     """
     if name in UDP_TRANSPORTS:
         return UDP_TRANSPORTS[name]["engine_kind"]
-    return engine_flavors()[name].get("transport", "tcp")
+    return _by_name()[name].get("transport", "tcp")
 
 
 def all_flavors() -> dict[str, dict[str, Any]]:

@@ -14,6 +14,7 @@ Every default a flow takes (MSS, initial window, RTO bounds, delayed ACK, …) i
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 from typing import Annotated, Any, ClassVar, Literal, Union
@@ -253,12 +254,19 @@ class RunSpec(SpecModel):
     _OPTIONAL = frozenset({"routing"})
 
     def to_dict(self) -> dict[str, Any]:
-        """The spec as JSON-ready data (``from`` for :attr:`LinkSpec.from_`)."""
-        return self.model_dump(mode="json", by_alias=True)
+        """The spec as JSON-ready data (``from`` for :attr:`LinkSpec.from_`); a new copy each call."""
+        return json.loads(self.to_json())
 
     def to_json(self) -> str:
         """The spec as canonical JSON (:func:`canonical_json`): what the engine is given."""
-        return canonical_json(self.to_dict())
+        return self.canonical_json_text
+
+    @functools.cached_property
+    def canonical_json_text(self) -> str:
+        """:meth:`to_json`, computed once."""
+        # The model is frozen, so its JSON is computed once (a 10,000-flow spec takes a second to
+        # dump, and a run asks for it for its hash, the engine, run.json and experiment.json).
+        return canonical_json(self.model_dump(mode="json", by_alias=True))
 
     def sha256(self) -> str:
         """SHA-256 of :meth:`to_json`: identifies the run's inputs (used to skip finished runs)."""
