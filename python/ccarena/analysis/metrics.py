@@ -224,8 +224,10 @@ def region_table(flows: pd.DataFrame, samples: pd.DataFrame, duration_s: float,
     for i, region in enumerate(find_regions(active_intervals(flows, duration_s))):
         inside = samples_within(samples, region.start_s, region.end_s, sample_interval_s)
         means, stabilities = [], []
+        per_flow = {int(k): g for k, g in inside.groupby("flow", sort=False)["goodput_bps"]}
         for flow in region.flows:
-            g = inside.loc[inside["flow"] == flow, "goodput_bps"].to_numpy(dtype=float)
+            series = per_flow.get(int(flow))
+            g = series.to_numpy(dtype=float) if series is not None else np.array([], dtype=float)
             means.append(float(np.mean(g)) if g.size else math.nan)
             stabilities.append(stability(g))
         finite_means = [m for m in means if np.isfinite(m)]
@@ -401,6 +403,8 @@ def flow_table(flows: pd.DataFrame, samples: pd.DataFrame, derived: dict[str, An
     facts = {f["name"]: f for f in derived.get("flows", [])}
     active, goodput, throughput, loss, retx, pdr, stab, fct = ([] for _ in range(8))
     base_rtt, path_loss, bottleneck, mathis, padhye, cubic, mss_col = ([] for _ in range(7))
+    by_flow = {int(k): g for k, g in samples.groupby("flow", sort=False)}
+    no_samples = samples.iloc[0:0]
     for row in out.itertuples(index=False):
         end = float(row.end_s) if np.isfinite(row.end_s) else duration_s
         span = min(end, duration_s) - float(row.start_s)
@@ -410,7 +414,7 @@ def flow_table(flows: pd.DataFrame, samples: pd.DataFrame, derived: dict[str, An
         loss.append(ratio(row.packets_lost, row.packets_sent))
         retx.append(ratio(row.packets_retransmitted, row.packets_sent))
         pdr.append(ratio(row.packets_received, row.packets_sent))
-        mine = samples[samples["flow"] == row.flow]
+        mine = by_flow.get(int(row.flow), no_samples)
         mine = samples_within(mine, float(row.start_s), min(end, duration_s), sample_interval_s)
         stab.append(stability(mine["goodput_bps"]))
         done = float(row.completion_time_s)
@@ -470,8 +474,12 @@ def link_table(links: pd.DataFrame, queues: pd.DataFrame, derived: dict[str, Any
     roles = [link["role"] for link in derived.get("links", [])]
     out["role"] = [roles[int(i)] if int(i) < len(roles) else "" for i in out["link"]]
     util, qdelay, bmean, bmax, bmaxp, drop = ([] for _ in range(6))
+    # One pass over the samples (links × samples masks took seconds at thousands of links).
+    by_link = {int(k): g for k, g in queues.sort_values(["link", "time_s"], kind="stable")
+               .groupby("link", sort=False)}
+    empty = queues.iloc[0:0]
     for row in out.itertuples(index=False):
-        q = queues[queues["link"] == row.link].sort_values("time_s")
+        q = by_link.get(int(row.link), empty)
         util.append(link_utilization(row.bytes_transmitted, row.rate_bps, duration_s))
         qdelay.append(queueing_delay_mean_s(q["sojourn_mean_s"], q["departures"]))
         bmean.append(float(q["backlog_bytes"].mean()) if len(q) else math.nan)
