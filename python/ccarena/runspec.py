@@ -261,6 +261,12 @@ class RunSpec(SpecModel):
         """The spec as canonical JSON (:func:`canonical_json`): what the engine is given."""
         return self.canonical_json_text
 
+    def model_copy(self, *, update: dict[str, Any] | None = None, deep: bool = False) -> "RunSpec":
+        """A copy with ``update`` applied (pydantic's), without the copied JSON of the original."""
+        copy = super().model_copy(update=update, deep=deep)
+        copy.__dict__.pop("canonical_json_text", None)
+        return copy
+
     @functools.cached_property
     def canonical_json_text(self) -> str:
         """:meth:`to_json`, computed once."""

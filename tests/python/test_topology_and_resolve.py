@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import json
+from pathlib import Path
 
 import pytest
 from ccarena import _engine
@@ -134,3 +135,17 @@ def test_explicit_red_thresholds_stay_and_one_default_follows():
     mixed = resolved(_growing_red({"min_th": "2pkt"})).spec
     assert [(e.set.red_min_th_packets, e.set.red_max_th_packets) for e in mixed.events][:2] == \
         [(2, 30), (2, 45)]
+
+
+def test_a_copied_spec_serializes_its_own_values():
+    """The spec's JSON is computed once per spec; a copy with changes (the Linux-recovery twin is
+    made this way) must not reuse the original's."""
+    from ccarena.experiment import expand
+    from ccarena.scenario import load_scenario
+
+    spec = expand(load_scenario(Path(__file__).resolve().parents[2] / "examples" / "quickstart.toml"))[0].resolved.spec
+    before = spec.to_json()
+    flows = tuple(f.model_copy(update={"recovery": "linux"}) for f in spec.flows)
+    twin = spec.model_copy(update={"flows": flows})
+    assert '"recovery":"linux"' in twin.to_json() and twin.to_json() != before
+    assert spec.to_json() == before and twin.sha256() != spec.sha256()

@@ -81,6 +81,12 @@ def sigterm_interrupts() -> Iterator[None]:
         signal.signal(signal.SIGTERM, previous)
 
 
+def _sampled_links(spec: Any) -> set[int]:
+    """The links whose queue the spec asks to sample (``LinkSpec.sample`` not False), as the
+    simulator samples them."""
+    return {i for i, link in enumerate(spec.links) if link.sample is not False}
+
+
 class KernelBackend:
     """The Linux TCP stack behind the backend protocol (:mod:`ccarena.backends`): runs in real time,
     one at a time, in the calling process.
@@ -191,7 +197,8 @@ def run_kernel(spec: RunSpec, progress: ProgressCallback | None = None,
             out = {
                 "flows": tables.frame(flows_rows, tables.FLOW_COLUMNS),
                 "samples": tables.frame(sample_rows, tables.SAMPLE_COLUMNS),
-                "queues": tables.frame(tables.queue_rows(measured["readings"], measured["baseline"]),
+                "queues": tables.frame(tables.queue_rows(measured["readings"], measured["baseline"],
+                                                         sampled=_sampled_links(spec)),
                                        tables.QUEUE_COLUMNS),
                 "links": tables.frame(tables.link_rows(spec, measured["final"], measured["baseline"],
                                                        lost_wire), tables.LINK_COLUMNS),

@@ -175,14 +175,17 @@ def _udp_flow_row(i: int, flow: dict[str, Any], send: dict[str, Any], recv: dict
     }
 
 
-def queue_rows(readings: list[tuple[float, dict[int, Any]]], baseline: dict[int, Any]
-               ) -> list[dict[str, Any]]:
+def queue_rows(readings: list[tuple[float, dict[int, Any]]], baseline: dict[int, Any],
+               sampled: set[int] | None = None) -> list[dict[str, Any]]:
     """Queue rows from ``[(time_s, {link: QueueReading})]``, counters relative to ``baseline``;
-    ``sojourn_mean_s`` over each interval's departures where the readings time packets."""
+    ``sojourn_mean_s`` over each interval's departures where the readings time packets. Only the
+    links in ``sampled`` (None = every link), as the simulator samples them."""
     rows = []
     previous = dict(baseline)
     for time_s, per_link in readings:
         for link in sorted(per_link):
+            if sampled is not None and link not in sampled:
+                continue
             q, b, p = per_link[link], baseline.get(link), previous.get(link)
             drops = q.drops - (b.drops if b else 0)
             departures = q.departures - (b.departures if b else 0)
