@@ -9,7 +9,7 @@ use std::process::Command;
 use std::time::Instant;
 
 use ccarena_sim::spec::FlowSpec;
-use ccarena_sim::testkit::{mbps, ms, secs, tcp_flow, Dumbbell};
+use ccarena_sim::testkit::{mbps, ms, proc_status_kib, secs, tcp_flow, Dumbbell};
 use ccarena_sim::Simulation;
 
 /// (name, pairs, bottleneck rate, access rate, flavor)
@@ -32,16 +32,6 @@ fn duration_ns() -> u64 {
 }
 const MTU_BYTES: u64 = 1500;
 
-fn peak_rss_kib() -> u64 {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("VmHWM:"))
-                .and_then(|l| l.split_whitespace().nth(1).and_then(|v| v.parse().ok()))
-        })
-        .unwrap_or(0)
-}
 
 fn run_one(name: &str) {
     let &(_, pairs, rate, access, flavor) = SCENARIOS.iter().find(|s| s.0 == name).expect("known scenario");
@@ -65,7 +55,7 @@ fn run_one(name: &str) {
         "{name:<20} wall {wall:7.2} s  bottleneck {:>10.0} pkt/s  events {:>11.0} /s  peak RSS {:>7} KiB  ({} bottleneck pkts, goodput {:.1} Mbps, BDP {} pkts)",
         pkts / wall,
         sim.events_processed() as f64 / wall,
-        peak_rss_kib(),
+        proc_status_kib("VmHWM"),
         pkts,
         goodput / 1e6,
         bdp_packets,

@@ -26,7 +26,7 @@ use ccarena_sim::spec::{
     Discipline, FlowSpec, LinkSpec, NodeKind, NodeSpec, QueueSpec, RoutingMode, RoutingSpec, Spec,
     SPEC_FORMAT,
 };
-use ccarena_sim::testkit::{mbps, ms, secs, tcp_flow};
+use ccarena_sim::testkit::{mbps, ms, proc_status_kib, secs, tcp_flow};
 use ccarena_sim::table::{Column, Results};
 use ccarena_sim::Simulation;
 
@@ -67,16 +67,6 @@ fn duration_ns() -> u64 {
     std::env::var("SCALE_DURATION_MS").ok().and_then(|v| v.parse().ok()).map(ms).unwrap_or(secs(1))
 }
 
-fn peak_rss_kib() -> u64 {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("VmHWM:"))
-                .and_then(|l| l.split_whitespace().nth(1).and_then(|v| v.parse().ok()))
-        })
-        .unwrap_or(0)
-}
 
 fn cubic(i: usize, n: usize, src: usize, dst: usize) -> FlowSpec {
     let mut f = tcp_flow(&format!("cubic{i}"), src, dst, "cubic");
@@ -190,21 +180,11 @@ fn fat_tree(k: usize) -> Spec {
     spec(nodes, links, flows)
 }
 
-fn rss_kib() -> u64 {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("VmRSS:"))
-                .and_then(|l| l.split_whitespace().nth(1).and_then(|v| v.parse().ok()))
-        })
-        .unwrap_or(0)
-}
 
 /// Bytes of memory per idle flow: the resident memory the flows' specs and the built
 /// simulation add over an empty process, divided by the flows.
 fn idle_flow_bytes(n: usize) -> f64 {
-    let before = rss_kib();
+    let before = proc_status_kib("VmRSS");
     let mut spec = dumbbell(1);
     let end = spec.duration_ns;
     spec.flows = (0..n)
@@ -215,7 +195,7 @@ fn idle_flow_bytes(n: usize) -> f64 {
         })
         .collect();
     let sim = Simulation::new(spec).expect("valid spec");
-    let bytes = (rss_kib() - before) as f64 * 1024.0 / n as f64;
+    let bytes = (proc_status_kib("VmRSS") - before) as f64 * 1024.0 / n as f64;
     drop(sim);
     bytes
 }
@@ -256,7 +236,7 @@ fn run_one(name: &str) {
         run * 1e9 / hops,
         sim.events_processed() as f64 / hops,
         json_bytes as f64 / 1e6,
-        peak_rss_kib(),
+        proc_status_kib("VmHWM"),
         sim.events_processed(),
         goodput / 1e6,
     );

@@ -354,3 +354,16 @@ impl FatTree {
         }
     }
 }
+
+/// A memory figure of this process from `/proc/self/status` in KiB (`"VmHWM"`: peak resident,
+/// `"VmRSS"`: resident now), or 0 where it cannot be read (not Linux). For the benchmarks.
+pub fn proc_status_kib(field: &str) -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.strip_prefix(field).is_some_and(|rest| rest.starts_with(':')))
+                .and_then(|l| l.split_whitespace().nth(1).and_then(|v| v.parse().ok()))
+        })
+        .unwrap_or(0)
+}
