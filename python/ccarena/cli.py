@@ -26,11 +26,19 @@ app = typer.Typer(
          "Quick start:  ccarena run examples/quickstart.toml",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
-    add_completion=False,
+    add_completion=True,
     rich_markup_mode=None,
 )
 
-stdout = Console(width=None if sys.stdout.isatty() else 200)
+def _stdout_width() -> int | None:
+    """The summary's width: the terminal's (rich reads it, or ``COLUMNS`` when set); 120 columns
+    when stdout is a pipe or file and ``COLUMNS`` is unset."""
+    import os
+
+    return None if sys.stdout.isatty() or os.environ.get("COLUMNS", "").isdigit() else 120
+
+
+stdout = Console(width=_stdout_width())
 stderr = Console(stderr=True)
 
 EXIT_USER_ERROR = 2
@@ -67,8 +75,10 @@ def printable(text: str) -> str:
 
 
 def _fail(message: str, code: int) -> None:
+    """Print each problem of ``message`` (one per line) as ``error: …`` on stderr and exit."""
     sys.stdout.flush()
-    print(f"error: {printable(message)}", file=sys.stderr, flush=True)
+    for line in message.split("\n") or [""]:
+        print(f"error: {printable(line)}", file=sys.stderr, flush=True)
     raise typer.Exit(code)
 
 
@@ -84,6 +94,38 @@ def handles_errors(command: Callable[..., Any]) -> Callable[..., Any]:
             _fail(str(err), EXIT_ENGINE_FAULT)
 
     return wrapper
+
+
+def version_text() -> str:
+    """``ccarena <package version> (engine <version>, git <revision>)``; the engine part reads
+    ``engine not built`` when the compiled engine is missing."""
+    from ccarena import __version__
+
+    try:
+        from ccarena import _engine
+
+        engine = (f"engine {getattr(_engine, '__version__', None) or _engine.version()}, "
+                  f"git {getattr(_engine, '__git_revision__', 'unknown')}")
+    except ImportError:
+        engine = "engine not built"
+    return f"ccarena {__version__} ({engine})"
+
+
+def _show_version(value: bool) -> None:
+    if value:
+        print(version_text())
+        raise typer.Exit(0)
+
+
+@app.callback()
+def _global_options(
+    version: bool = typer.Option(False, "--version", callback=_show_version, is_eager=True,
+                                 help="Print the package, engine and git revision, then exit."),
+) -> None:
+    """Compare TCP congestion controllers and UDP transports on network topologies.
+
+    Quick start:  ccarena run examples/quickstart.toml
+    """
 
 
 def _memory_option(text: str | None) -> int | None:
@@ -120,6 +162,9 @@ def run(
     max_memory: Optional[str] = typer.Option(
         None, "--max-memory", help="Refuse a run estimated to need more memory than this, e.g. 8GB "
                                    "[default: half this machine's memory]."),
+    wide: bool = typer.Option(False, "--wide", help="Show every summary column, however wide."),
+    as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON (one object per "
+                                                       "flow of each run) instead of a table."),
 ) -> None:
     """Run a scenario: every sweep point and repeat, then print the summary and write the report.
 
@@ -137,7 +182,6 @@ def run(
     """
     from ccarena.backends import parse_backend_names
     from ccarena.executor import run_experiment
-    from ccarena.report import terminal_table
     from ccarena.results import Result
     from ccarena.scenario import load_scenario
 
@@ -156,15 +200,33 @@ def run(
         stderr.print(f"{len(outcome.skipped)} of {total} runs were already complete (skipped; "
                      "--force redoes them)")
     result = Result(root, outcome)
+    # With --json, stdout carries only the JSON; the paths go to stderr.
+    where = stderr if as_json else stdout
     if done:
-        stdout.print(terminal_table(result.summary, result.parameters, f"{result.name}: summary"))
+        _print_summary(result, wide, as_json)
         if report:
             from ccarena.report import write_report
 
             path = write_report(result)
-            stdout.print(f"report: {path}")
-    stdout.print(f"results: {root}")
+            where.print(f"report: {path}")
+    where.print(f"results: {root}")
     outcome.raise_for_failures()
+
+
+def _print_summary(result: Any, wide: bool, as_json: bool) -> None:
+    """The summary table at the terminal's width (every column with ``wide``), or JSON."""
+    from ccarena.report.terminal import summary_json, table_width, terminal_table
+
+    if as_json:
+        print(summary_json(result.summary), flush=True)
+        return
+    table = terminal_table(result.summary, result.parameters, f"{result.name}: summary",
+                           width=stdout.width, wide=wide)
+    if wide and table_width(table) > stdout.width:
+        # Every column, uncut: wider than the terminal (it wraps) rather than cropped.
+        Console(width=table_width(table)).print(table)
+    else:
+        stdout.print(table)
 
 
 @app.command()
@@ -173,6 +235,8 @@ def report(
     directory: Path = typer.Argument(..., help="Experiment directory (holds experiment.json)."),
     output: Optional[Path] = typer.Option(None, "--output", "-o",
                                           help="Where to write the HTML [default: DIRECTORY/report.html]."),
+    wide: bool = typer.Option(False, "--wide", help="Show every summary column, however wide."),
+    as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON instead of a table."),
 ) -> None:
     """Rebuild report.html and figures/ from stored results (no simulation).
 
@@ -180,12 +244,12 @@ def report(
 
       ccarena report results/quickstart
     """
-    from ccarena.report import terminal_table, write_report
+    from ccarena.report import write_report
     from ccarena.results import Result
 
     result = Result(directory)
-    stdout.print(terminal_table(result.summary, result.parameters, f"{result.name}: summary"))
-    stdout.print(f"report: {write_report(result, output)}")
+    _print_summary(result, wide, as_json)
+    (stderr if as_json else stdout).print(f"report: {write_report(result, output)}")
 
 
 @app.command()

@@ -1,8 +1,8 @@
 """The two kinds of failure ccarena distinguishes.
 
 A :class:`UserError` is a mistake the user can fix (a bad scenario file, a bad value, an unknown
-node, a results directory made from another scenario). The CLI prints its message as one line on
-stderr and exits with status 2, without a traceback. Its message always names the field or the fix,
+node, a results directory made from another scenario). The CLI prints each of its problems as one
+line on stderr and exits with status 2, without a traceback. Its message always names the field or the fix,
 for example ``flows[2].flavor: unknown flavor 'cubik' (did you mean 'cubic'?)``.
 
 An :class:`EngineFault` is a failure inside the simulator. It carries the run's id, seed and the
@@ -11,14 +11,23 @@ resolved spec (and where the spec was saved) so the run can be replayed exactly.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Sequence
 
 
 class UserError(Exception):
-    """A mistake in the user's input; ``str(err)`` is one line that names the field or the fix."""
+    """A mistake in the user's input: each problem one line that names the field and the fix.
 
-    def __init__(self, message: str) -> None:
-        super().__init__(message.replace("\n", " "))
+    ``problems`` holds the lines (``message`` first, then ``more``, e.g. every field a scenario
+    gets wrong); ``str(err)`` joins them with newlines, so a single problem is a single line.
+    """
+
+    def __init__(self, message: str, more: Sequence[str] = ()) -> None:
+        self.problems = [line.replace("\n", " ") for line in (message, *more)]
+        super().__init__("\n".join(self.problems))
+
+    def prefixed(self, prefix: str) -> "UserError":
+        """The same problems, each line starting with ``prefix`` (e.g. the scenario file)."""
+        return UserError(prefix + self.problems[0], [prefix + p for p in self.problems[1:]])
 
 
 class RunTooLarge(UserError):

@@ -299,7 +299,21 @@ def format_mean_ci(formatter: Callable[[float], str], mean: float, half_width: f
         unit, scale = _scaled(mean, (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)), ("B", 1.0))
     else:
         return f"{formatter(mean)} ± {formatter(half_width)}"
-    return f"{mean / scale:.3g} ± {_two_significant(half_width / scale)} {unit}"
+    return f"{mean_ci_numbers(mean / scale, half_width / scale)} {unit}"
+
+
+def mean_ci_numbers(mean: float, half_width: float) -> str:
+    """``mean ± half_width`` as bare numbers: the mean to 3 significant digits, the half-width to
+    2 but never finer than the mean's last digit (``95.1 ± 0.0``, not ``± 0.000000000000045``)."""
+    if not (math.isfinite(mean) and math.isfinite(half_width)):
+        return f"{mean:.3g}"
+    text = _two_significant(half_width)
+    if mean == 0:
+        return f"0 ± {text}"
+    mean_decimals = max(0, 2 - math.floor(math.log10(abs(mean))))
+    if len(text.partition(".")[2]) > mean_decimals:
+        text = f"{round(half_width, mean_decimals):.{mean_decimals}f}"
+    return f"{mean:.{mean_decimals}f} ± {text}"
 
 
 def _two_significant(x: float) -> str:

@@ -118,6 +118,12 @@ RUN_LIMIT_EVENTS = 3e6
 """Generated scenarios that validate are run when their estimate is small (a short test)."""
 
 
+def assert_one_line_per_problem(err: UserError) -> None:
+    """Every problem is one non-empty line, and the message is exactly those lines."""
+    assert err.problems and all(p.strip() and "\n" not in p for p in err.problems), err.problems
+    assert str(err) == "\n".join(err.problems)
+
+
 @settings(max_examples=150, deadline=5000, suppress_health_check=[HealthCheck.too_slow],
           derandomize=True)
 @given(scenarios())
@@ -131,13 +137,13 @@ def test_generated_scenarios_validate_and_run_or_fail_with_one_line(doc: dict[st
             plans = expand(loaded)
             check_budget(plans)
         except UserError as err:
-            assert "\n" not in str(err).strip(), str(err)
+            assert_one_line_per_problem(err)
             return
         if all(estimate_run(p.resolved.spec, p.resolved.derived).events < RUN_LIMIT_EVENTS for p in plans):
             try:
                 ccarena.run(path, Path(tmp) / "out", jobs=1)
             except UserError as err:
-                assert "\n" not in str(err).strip(), str(err)
+                assert_one_line_per_problem(err)
 
 
 # ---------------------------------------------------------------------------- engine specs

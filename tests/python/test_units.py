@@ -65,7 +65,10 @@ def test_errors_say_what_was_expected(parse, text, fragment):
 def test_mean_and_ci_share_the_unit_of_the_mean():
     assert units.format_mean_ci(units.format_rate, 843e3, 252e3) == "843 ± 250 kbps"
     assert units.format_mean_ci(units.format_rate, 4.42e6, 0.52e6) == "4.42 ± 0.52 Mbps"
-    assert units.format_mean_ci(units.format_time, 0.0404, 0.00019) == "40.4 ± 0.19 ms"
+    # The half-width is never shown finer than the mean's last digit.
+    assert units.format_mean_ci(units.format_time, 0.0404, 0.00019) == "40.4 ± 0.2 ms"
+    assert units.format_mean_ci(units.format_rate, 95.1e6, 4.5e-8) == "95.1 ± 0.0 Mbps"
+    assert units.format_mean_ci(units.format_rate, 5e6, 0.85e6) == "5.00 ± 0.85 Mbps"
     assert units.format_mean_ci(units.format_rate, 4.42e6, float("nan")) == "4.42 Mbps"
 
 

@@ -1,6 +1,7 @@
 """Reports: the HTML page and the terminal summary of an experiment's stored results.
 
-- :mod:`ccarena.report.tables`: table cells and the terminal table;
+- :mod:`ccarena.report.tables`: table cells;
+- :mod:`ccarena.report.terminal`: the terminal summary (fits the terminal's width);
 - :mod:`ccarena.report.plots`: the matplotlib figures (time series, metric vs parameter);
 - :mod:`ccarena.report.study_plots`: the study figures (matrix heatmap, goodput per interval, RED);
 - :mod:`ccarena.report.figures`: the figures an experiment's report draws;
@@ -12,7 +13,7 @@
 
 from typing import Any
 
-from ccarena.report.tables import terminal_table
+from ccarena.report.terminal import terminal_table
 
 __all__ = ["terminal_table", "write_report"]
 

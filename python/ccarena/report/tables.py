@@ -1,4 +1,5 @@
-"""The report's tables as cells (shown text plus the exact value), and the terminal summary.
+"""The report's tables as cells (shown text plus the exact value); the terminal's are in
+:mod:`ccarena.report.terminal`.
 
 Every number shown comes from summary.parquet or the runs' regions.parquet; each cell carries the
 exact value (``data-value`` on the page) and its column, so tests and tools can check the page
@@ -13,10 +14,8 @@ from typing import Any, Callable
 
 import numpy as np
 import pandas as pd
-from rich.table import Table
 
 from ccarena import units
-from ccarena.analysis import metrics
 
 
 def pct_text(x: float) -> str:
@@ -27,7 +26,7 @@ def pct_text(x: float) -> str:
 def mean_ci_text(fmt: Callable[[float], str], mean: float, half: float) -> str:
     """mean ± half-width in one unit (percentages as ``1.09 ± 0.04%``)."""
     if fmt is pct_text and math.isfinite(mean) and math.isfinite(half):
-        return f"{100 * mean:.3g} ± {100 * half:.2g}%"
+        return f"{units.mean_ci_numbers(100 * mean, 100 * half)}%"
     return units.format_mean_ci(fmt, mean, half)
 
 
@@ -150,99 +149,3 @@ def region_rows(regions: pd.DataFrame) -> tuple[list[str], list[list[Cell]]]:
         row += [cell(c, rec.get(c), fmt) for c, (_, fmt) in REGION_COLUMNS.items()]
         rows.append(row)
     return headings, rows
-
-
-TERMINAL_COLUMNS = ("goodput_mean_bps", "loss_rate", "retransmission_rate", "delivery_ratio",
-                    "rtt_mean_s", "rtt_p95_s", "stability", "fct_s", "fct_slowdown", "jain_index")
-"""The summary columns the terminal table shows (the report shows all of :data:`COLUMNS`)."""
-
-
-MAX_FLOW_ROWS_PER_RUN = 8
-"""Above this many flows in a run, the terminal shows one row per run (totals, Jain, FCT
-percentiles) instead of one per flow: a permutation or incast of hundreds of flows would otherwise
-print hundreds of rows."""
-
-
-def per_run_table(summary: pd.DataFrame, params: list[str], title: str) -> Any:
-    """One row per run: flows, the flavors, total goodput, Jain's index over the run's flows,
-    retransmitted share, and the FCT p99 of finite flows and their slowdown p99 (a report of
-    the same runs has every per-flow number). With ``[[parts]]``, one such table per part, titled
-    by it (a rich ``Group``), so the rows fit 80 columns."""
-    from rich.console import Group
-
-    has_parts = "part" in summary and summary["part"].astype(str).str.len().gt(0).any()
-    if not has_parts:
-        return _per_run_rows(summary, params, title)
-    tables = [_per_run_rows(rows, params, f"{title} — {part}")
-              for part, rows in summary.groupby("part", sort=False)]
-    return Group(*tables)
-
-
-def _per_run_rows(summary: pd.DataFrame, params: list[str], title: str) -> Table:
-    from rich import box
-
-    table = Table(title=title, box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False,
-                  padding=(0, 1), title_justify="left")
-    flavors = summary["flavor"].astype(str)
-    # A swept flavor is shown once, in the flavor column.
-    keys = [p for p in params if not (summary[p].astype(str) == flavors).all()
-            and summary[p].astype(str).nunique() > 1]
-    if int(summary["repeat"].max()) > 0:
-        keys.append("repeat")
-    for k in keys:
-        table.add_column(k, overflow="fold")
-    finite = bool(summary["fct_s"].notna().any()) if "fct_s" in summary else False
-    heads = ["flows", "flavor", "goodput Σ", "Jain", "retx"] + (
-        ["FCT p99", "slowdown p99"] if finite else [])
-    for i, h in enumerate(heads):
-        table.add_column(h, justify="left" if i == 1 else "right")
-    for _, run in summary.groupby("run_id", sort=False):
-        first = run.iloc[0]
-        goodput = run["goodput_mean_bps"]
-        cells = [cell(k, first.get(k), None).text for k in keys]
-        cells += [str(len(run)), ",".join(dict.fromkeys(run["flavor"].astype(str))),
-                  units.format_rate(float(goodput.sum())),
-                  index_text(float(first.get("jain_index", float("nan")))),
-                  pct_text(float(run["retransmission_rate"].mean()))]
-        if finite:
-            fct = run["fct_s"].dropna()
-            slow = run["fct_slowdown"].dropna() if "fct_slowdown" in run else pd.Series(dtype=float)
-            cells += [units.format_time(float(fct.quantile(0.99))) if len(fct) else "–",
-                      ratio_text(float(slow.quantile(0.99))) if len(slow) else "–"]
-        table.add_row(*cells)
-    return table
-
-
-def terminal_table(summary: pd.DataFrame, params: list[str], title: str) -> Any:
-    """The summary as a rich table: one row per run and flow, or, when there are repeats, one row
-    per grid point and flow with mean ± 95% CI; runs of more than :data:`MAX_FLOW_ROWS_PER_RUN`
-    flows get one row per run (:func:`per_run_table`)."""
-    if int(summary.groupby("run_id").size().max()) > MAX_FLOW_ROWS_PER_RUN:
-        return per_run_table(summary, params, title)
-    columns = {c: COLUMNS[c] for c in TERMINAL_COLUMNS}
-    cols = shown_columns(summary, columns)
-    table = Table(title=title)
-    if int(summary["repeat"].max()) > 0:
-        aggregated = metrics.aggregate_repeats(summary, ["point", *params, "flow", "name", "flavor"])
-        keys = [*params, "name", "flavor", "n"]
-        for k in keys:
-            table.add_column("flow" if k == "name" else k)
-        for c in cols:
-            table.add_column(COLUMNS[c][0] + " (±95% CI)", justify="right")
-        for rec in aggregated.to_dict("records"):
-            cells = [cell(k, rec.get(k), None).text for k in keys]
-            for c in cols:
-                fmt = COLUMNS[c][1]
-                mean, half = float(rec[c]), float(rec[f"{c}_ci95"])
-                cells.append(mean_ci_text(fmt, mean, half))
-            table.add_row(*cells)
-        return table
-    keys = (["run_id"] if summary["run_id"].nunique() > 1 else []) + [*params, "name", "flavor"]
-    for k in keys:
-        table.add_column({"run_id": "run", "name": "flow"}.get(k, k))
-    for c in cols:
-        table.add_column(COLUMNS[c][0], justify="right")
-    for rec in summary.to_dict("records"):
-        table.add_row(*[cell(k, rec.get(k), None).text for k in keys],
-                      *[cell(c, rec.get(c), COLUMNS[c][1]).text for c in cols])
-    return table

@@ -64,9 +64,10 @@ def _model_class(annotation: Any) -> Any:
 
 
 def format_validation_error(err: ValidationError) -> str:
-    """One line for the first problem in ``err``: ``<field path>: <what is wrong>``.
+    """Every problem in ``err``, one line each: ``<field path>: <what is wrong>[; hint]``.
 
-    When pydantic found several problems, the line ends with ``(and N more problems)``.
+    A union's type mismatches for the branches the user did not mean are left out when a more
+    specific problem exists; the same line is not repeated.
     """
     errors = err.errors(include_url=False)
     # A union (e.g. one access table or a list of them) reports a type mismatch for each branch it
@@ -75,23 +76,27 @@ def format_validation_error(err: ValidationError) -> str:
     specific = [e for e in errors if e["type"] not in mismatches]
     if specific and len(specific) < len(errors):
         errors = specific
-    first = errors[0]
-    path = _loc_to_path(first["loc"])
-    kind = first["type"]
-    cause = (first.get("ctx") or {}).get("error")
+    return "\n".join(dict.fromkeys(_problem_line(e) for e in errors))
+
+
+def _problem_line(problem: Any) -> str:
+    """One pydantic error (a dict of ``err.errors()``) as ``<field path>: <what is wrong>``."""
+    path = _loc_to_path(problem["loc"])
+    kind = problem["type"]
+    cause = (problem.get("ctx") or {}).get("error")
     if isinstance(cause, FieldError):
         path = f"{path}.{cause.field}" if path else cause.field
         message = cause.message
     elif kind == "extra_forbidden":
-        allowed = _model_fields_by_alias(first["loc"])
-        name = str(first["loc"][-1])
+        allowed = _model_fields_by_alias(problem["loc"])
+        name = str(problem["loc"][-1])
         hint = flavor_catalog.suggest(name, allowed)
         listing = f"; allowed here: {', '.join(allowed)}" if allowed else ""
         message = f"unknown field{hint}{listing}"
     elif kind == "missing":
         message = "is required"
     elif kind == "union_tag_invalid":
-        tag = (first.get("ctx") or {}).get("tag")
+        tag = (problem.get("ctx") or {}).get("tag")
         path = f"{path}.kind" if path else "kind"
         message = (f"unknown topology kind '{tag}'{flavor_catalog.suggest(str(tag), list(TOPOLOGY_KINDS))}; "
                    f"available: {', '.join(TOPOLOGY_KINDS)}")
@@ -99,11 +104,9 @@ def format_validation_error(err: ValidationError) -> str:
         path = f"{path}.kind" if path else "kind"
         message = f"is required; one of {', '.join(TOPOLOGY_KINDS)}"
     elif kind == "value_error":
-        message = first["msg"].removeprefix("Value error, ")
+        message = problem["msg"].removeprefix("Value error, ")
     else:
-        message = first["msg"]
-        if "input" in first and not isinstance(first["input"], (dict, list)):
-            message = f"{message} (got {first['input']!r})"
-    more = len(errors) - 1
-    tail = f" (and {more} more problem{'s' if more > 1 else ''})" if more else ""
-    return f"{path}: {message}{tail}" if path else f"{message}{tail}"
+        message = problem["msg"]
+        if "input" in problem and not isinstance(problem["input"], (dict, list)):
+            message = f"{message} (got {problem['input']!r})"
+    return f"{path}: {message}" if path else message

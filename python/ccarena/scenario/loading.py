@@ -111,7 +111,8 @@ def validate_scenario(raw: dict[str, Any]) -> Scenario:
     try:
         return Scenario.model_validate(raw)
     except ValidationError as err:
-        raise UserError(format_validation_error(err)) from None
+        lines = format_validation_error(err).split("\n")
+        raise UserError(lines[0], lines[1:]) from None
 
 
 def read_toml(path: str | Path) -> tuple[dict[str, Any], str]:
@@ -174,10 +175,10 @@ def load_scenario(source: str | Path | dict[str, Any]) -> LoadedScenario:
                 if scenario.sweep is not None:
                     check_sweep(merged, scenario)
             except UserError as err:
-                raise UserError(f"{where}{err}") from None
+                raise err.prefixed(where) from None
             parts.append(Part(name=name, description=description, raw=merged, scenario=scenario))
     except UserError as err:
-        raise UserError(f"{origin}: {err}" if origin else str(err)) from None
+        raise (err.prefixed(f"{origin}: ") if origin else err) from None
     return LoadedScenario(raw=raw, scenario=parts[0].scenario, source=origin, text=text,
                           parts=tuple(parts))
 
@@ -222,7 +223,7 @@ def check_sweep(raw: dict[str, Any], scenario: Scenario) -> None:
             try:
                 validate_scenario(candidate)
             except UserError as err:
-                message = str(err)
+                message = err.problems[0]
                 rendered = render_path(parse_path(path))
                 if message.startswith(rendered + ": "):
                     message = message[len(rendered) + 2:]
