@@ -129,8 +129,9 @@ def lateness_html(records: dict[str, dict[str, Any]]) -> str:
 
 
 def overlay_figure(sim: pd.DataFrame, kernel: pd.DataFrame, column: str, scale: float, ylabel: str,
-                   title: str, names: dict[int, str]) -> Any:
-    """Both backends' ``column`` per flow against time on one axes (sim solid, kernel dashed)."""
+                   title: str, names: dict[int, str], flavors: dict[int, str] | None = None) -> Any:
+    """Both backends' ``column`` per flow against time on one axes (sim solid, kernel dashed),
+    coloured by the flow's flavor (``flavors``: flow → flavor; by flow index without it)."""
     from ccarena.report import plots
 
     fig, ax = plots._figure(title, "time (s)", ylabel)
@@ -140,7 +141,9 @@ def overlay_figure(sim: pd.DataFrame, kernel: pd.DataFrame, column: str, scale: 
             y = pd.to_numeric(g[column], errors="coerce").to_numpy(dtype=float) * scale
             if not np.any(np.isfinite(y)):
                 continue
-            ax.plot(g["time_s"], y, style, color=plots.color(int(flow)),
+            flavor = (flavors or {}).get(int(flow))
+            ax.plot(g["time_s"], y, style,
+                    color=plots.flavor_color(flavor) if flavor else plots.color(int(flow)),
                     label=f"{names.get(int(flow), flow)} ({label})")
     return plots._finish(fig, ax)
 
@@ -156,12 +159,13 @@ def figures(result: Any, pair_list: list[tuple[str, str]], figures_dir: Path,
         k = result.store.read_table(kernel_id, "samples")
         flows = result.store.read_table(sim_id, "flows")
         names = dict(zip(flows["flow"].astype(int), flows["name"].astype(str)))
+        flavors = dict(zip(flows["flow"].astype(int), flows["flavor"].astype(str)))
         mss = float(flows["mss_bytes"].iloc[0]) if "mss_bytes" in flows else 1448.0
         for key, column, scale, ylabel in (("goodput", "goodput_bps", 1e-6, "goodput (Mbit/s)"),
                                            ("rtt", "srtt_s", 1e3, "smoothed RTT (ms)"),
                                            ("cwnd", "cwnd_bytes", 1 / mss, "cwnd (segments)")):
             title = f"{ylabel.split(' (')[0]}: simulator vs kernel — {sim_id}"
-            fig = overlay_figure(s, k, column, scale, ylabel, title, names)
+            fig = overlay_figure(s, k, column, scale, ylabel, title, names, flavors)
             name = f"compare-{sim_id}-{key}.png".replace("/", "_")
             out.append((title, name, plots.save(fig, figures_dir / name)))
     return out

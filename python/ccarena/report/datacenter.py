@@ -3,7 +3,7 @@ per size bucket per flavor — the standard figure of data-center transport pape
 HPCC) — with its table, utilization per link role and queue occupancy per link role (tier).
 
 Shown only for a part with finite flows (or multipath link roles); each flavor keeps one colour
-in every figure (:func:`flavor_colors`, the palette of :func:`ccarena.report.plots.color`).
+in every figure (:func:`flavor_colors`, the palette of :func:`ccarena.report.plots.flavor_color`).
 Runs are pooled per flavor (and per value of any other swept parameter).
 """
 
@@ -24,10 +24,10 @@ from ccarena.report.figures import Figure
 from ccarena.report.tables import Cell, cell
 
 
-def flavor_colors(flavors: list[str]) -> dict[str, tuple[float, float, float]]:
-    """Each flavor's colour: :func:`ccarena.report.plots.color` of its position in ``flavors``
-    (the order they first appear in the experiment)."""
-    return {f: plots.color(i) for i, f in enumerate(dict.fromkeys(flavors))}
+def flavor_colors(flavors: list[str]) -> dict[str, str]:
+    """Each flavor's colour: :func:`ccarena.report.plots.flavor_color`, the report's one colour
+    per flavor."""
+    return {f: plots.flavor_color(f) for f in dict.fromkeys(flavors)}
 
 
 def _groups(part: Any) -> tuple[list[str], pd.DataFrame]:

@@ -5,6 +5,7 @@ swept parameter."""
 from __future__ import annotations
 
 import base64
+import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -25,12 +26,27 @@ class Figure:
     file: str
     png: bytes
     points: int = 0
+    series: tuple[str, ...] = ()
+    flavor_colors: dict[str, str] | None = None
 
     @classmethod
     def draw(cls, fig: Any, title: str, file: str, figures_dir: Path) -> "Figure":
-        """Count ``fig``'s data points, save it as ``figures_dir/file`` and close it."""
+        """Count ``fig``'s data points and note its flow series (``"<run_id>|<flow>|<flavor>"``) and
+        flavor colours, save it as ``figures_dir/file`` and close it."""
         points = plots.data_points(fig)
-        return cls(title, file, plots.save(fig, figures_dir / file), points)
+        series = tuple(plots.series_of(fig))
+        colours = plots.flavor_colors_of(fig)
+        return cls(title, file, plots.save(fig, figures_dir / file), points, series, colours)
+
+    @property
+    def series_attr(self) -> str:
+        """The series as one attribute value (space-separated) for the page."""
+        return " ".join(s.replace(" ", "_") for s in self.series)
+
+    @property
+    def colors_attr(self) -> str:
+        """``flavor=#rrggbb`` pairs (space-separated) for the page."""
+        return " ".join(f"{k}={v}" for k, v in sorted((self.flavor_colors or {}).items()))
 
     @property
     def data_uri(self) -> str:
@@ -57,6 +73,53 @@ def _watched_queues(links: pd.DataFrame, queues: pd.DataFrame) -> pd.DataFrame:
     return watched
 
 
+def _with_limits(watched: pd.DataFrame, record: dict[str, Any]) -> pd.DataFrame:
+    """``watched`` with each link's queue limit in packets (NaN for a byte limit) from the spec."""
+    links = (record.get("spec") or {}).get("links") or []
+
+    def limit(i: int) -> float:
+        queue = links[i].get("queue", {}) if 0 <= i < len(links) else {}
+        value = queue.get("limit_packets")
+        return float(value) if value is not None else float("nan")
+
+    return watched.assign(limit_packets=[limit(int(i)) for i in watched["link"]])
+
+
+def _references(links: pd.DataFrame, flows: pd.DataFrame) -> tuple[float | None, float | None]:
+    """The bottleneck's capacity (bits/s, the slowest bottleneck-role link) and the flows' base
+    RTT (s) when they share one, for reference lines; None where there is no single value."""
+    bottlenecks = links[links["role"].isin(metrics.BOTTLENECK_ROLES)] if "role" in links else links.iloc[0:0]
+    capacity = float(bottlenecks["rate_bps"].min()) if len(bottlenecks) else None
+    rtts = flows["base_rtt_s"].dropna().round(6).unique() if "base_rtt_s" in flows else []
+    return capacity, (float(rtts[0]) if len(rtts) == 1 else None)
+
+
+def _small_multiples(result: Any, first_repeats: pd.DataFrame, figures_dir: Path,
+                     prefix: str) -> list[Figure]:
+    """Goodput against time at every grid point (first repeat), in small panels titled by the
+    point's swept values, :data:`ccarena.report.plots.SMALL_MULTIPLES_PER_FIGURE` per figure."""
+    from ccarena.report.terminal import short_names
+
+    params = [p for p in result.parameters if p in first_repeats.columns]
+    names = short_names(params)
+    rows = first_repeats.to_dict("records")
+    per = plots.SMALL_MULTIPLES_PER_FIGURE
+    out = []
+    for page, start in enumerate(range(0, len(rows), per)):
+        panels = []
+        for rec in rows[start:start + per]:
+            run_id = str(rec["run_id"])
+            title = ", ".join(f"{names[p]}={rec[p]}" for p in params) or run_id
+            panels.append((title, run_id, result.store.read_table(run_id, "samples"),
+                           result.store.read_table(run_id, "flows")))
+        pages = math.ceil(len(rows) / per)
+        suffix = f" ({page + 1} of {pages})" if pages > 1 else ""
+        title = f"Goodput over time at every grid point{suffix}"
+        fig = plots.goodput_small_multiples(panels, title)
+        out.append(Figure.draw(fig, title, f"{prefix}every-point-goodput-{page + 1}.png", figures_dir))
+    return out
+
+
 def draw_figures(result: Any, figures_dir: Path, max_runs: int = 4, prefix: str = "") -> list[Figure]:
     """Draw every figure of the report into ``figures_dir``.
 
@@ -66,7 +129,9 @@ def draw_figures(result: Any, figures_dir: Path, max_runs: int = 4, prefix: str 
     """
     out: list[Figure] = []
     summary = result.summary
-    shown = summary[summary["repeat"] == 0].drop_duplicates("point")["run_id"].tolist()[:max_runs]
+    first_repeats = summary[summary["repeat"] == 0].drop_duplicates("point")
+    every_point = first_repeats["run_id"].tolist()
+    shown = every_point[:max_runs]
     for run_id in shown:
         flows = result.store.read_table(run_id, "flows")
         samples = result.store.read_table(run_id, "samples")
@@ -76,23 +141,30 @@ def draw_figures(result: Any, figures_dir: Path, max_runs: int = 4, prefix: str 
         mss = {int(f["flow"] if "flow" in f else i): float(f.get("mss_bytes") or 1448)
                for i, f in enumerate(flows.to_dict("records"))}
         label = run_id if len(shown) > 1 or record.get("params") else result.name
-        watched = _watched_queues(links, queues)
+        watched = _with_limits(_watched_queues(links, queues), record)
+        capacity, base_rtt = _references(links, flows)
         # cwnd and RTT exist only for window-based flows: a UDP-only run has none to draw.
         windowed = bool(samples["cwnd_bytes"].notna().any()) if "cwnd_bytes" in samples else False
         timed = bool(samples["srtt_s"].notna().any()) if "srtt_s" in samples else False
         figs = [
-            ("goodput", f"Goodput per flow — {label}", plots.goodput_vs_time(samples, flows, f"Goodput — {label}")),
-            *([("cwnd", f"cwnd and ssthresh — {label}", plots.cwnd_vs_time(samples, flows, mss, f"cwnd and ssthresh — {label}"))]
+            ("goodput", f"Goodput per flow — {label}",
+             plots.goodput_vs_time(samples, flows, f"Goodput — {label}", run_id, capacity)),
+            *([("cwnd", f"cwnd and ssthresh — {label}",
+                plots.cwnd_vs_time(samples, flows, mss, f"cwnd and ssthresh — {label}", run_id))]
               if windowed else []),
-            *([("rtt", f"RTT — {label}", plots.rtt_vs_time(samples, flows, f"Smoothed RTT — {label}"))]
+            *([("rtt", f"RTT — {label}",
+                plots.rtt_vs_time(samples, flows, f"Smoothed RTT — {label}", run_id, base_rtt))]
               if timed else []),
             *([("queue", f"Queue backlog — {label}", plots.backlog_vs_time(queues, watched, f"Queue backlog — {label}"))]
               if len(watched) else []),
-            ("delivered", f"Cumulative delivered bytes — {label}", plots.delivered_vs_time(samples, flows, f"Delivered — {label}")),
+            ("delivered", f"Cumulative delivered bytes — {label}",
+             plots.delivered_vs_time(samples, flows, f"Delivered — {label}", run_id)),
         ]
         for key, title, fig in figs:
             name = f"{run_id}-{key}.png"
             out.append(Figure.draw(fig, title, name, figures_dir))
+    if len(every_point) > len(shown):
+        out += _small_multiples(result, first_repeats, figures_dir, prefix)
     params = result.parameters
     if params:
         aggregated = result.aggregate()

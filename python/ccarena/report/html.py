@@ -14,7 +14,7 @@ from typing import Any
 
 from jinja2 import Environment, PackageLoader, select_autoescape
 
-from ccarena.report import calibration, topology_figure
+from ccarena.report import calibration, plots, topology_figure
 from ccarena.report.compare import insert_section
 from ccarena.report.datacenter import datacenter_content
 from ccarena.report.figures import Figure, draw_figures
@@ -89,6 +89,8 @@ def write_report(result: Any, path: str | Path | None = None) -> Path:
     """Draw the figures into ``<experiment>/figures/`` and write the report (default
     ``<experiment>/report.html``) atomically; returns its path."""
     path = Path(path) if path is not None else result.root / "report.html"
+    # One colour per flavor across every figure of the page, in the order flavors appear.
+    plots.set_flavor_order(result.summary["flavor"].astype(str).tolist() if len(result.summary) else [])
     sections = [build_section(part, path.parent / "figures") for part in result.parts()
                 if part.run_ids]
     page = render_html(result, sections)

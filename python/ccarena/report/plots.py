@@ -6,7 +6,10 @@ intervals as error bars, with the theory curve (Mathis for Reno-family flows, RF
 function for CUBIC) when the parameter is a loss probability.
 
 Every function returns a :class:`matplotlib.figure.Figure`; :func:`save` writes it as PNG.
-Each flow keeps its colour in every figure of a run (by flow index).
+Colour follows the flavor (:func:`flavor_color`: one colour-blind-safe colour per flavor across the
+whole report), line style the flow among flows of the same flavor. Legends sit outside the data.
+Each line of a flow's time series carries the gid ``"<run_id>|<flow>|<flavor>"`` so tests and the
+page can tell which series a figure draws (:func:`series_of`).
 """
 
 from __future__ import annotations
@@ -47,10 +50,88 @@ STYLE: dict[str, Any] = {
 COLORS = plt.get_cmap("tab10").colors
 RENO_FAMILY = ("tahoe", "reno", "newreno")
 
+PALETTE = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000",
+           "#332288", "#117733", "#882255", "#999933", "#44AA99", "#AA4499", "#DDCC77",
+           "#88CCEE", "#CC6677")
+"""Flavor colours: Okabe & Ito's colour-blind-safe set ("Color Universal Design", 2008; yellow
+left out, unreadable on white) followed by Paul Tol's "muted" scheme (personal.sron.nl/~pault)."""
+
+PINNED = {"cubic": 0, "reno": 1, "bbr": 2, "newreno": 3, "bbr3": 4, "dctcp": 5, "udt": 6,
+          "vegas": 7, "tahoe": 8, "udp-cbr": 9}
+"""Flavors that have the same colour in every report (an index into :data:`PALETTE`); the others
+take the free colours in the order they appear (:func:`set_flavor_order`)."""
+
+LINESTYLES = ("-", "--", ":", "-.", (0, (5, 1)), (0, (1, 1)), (0, (3, 1, 1, 1, 1, 1)))
+"""Line style of the n-th flow of one flavor in a figure (colour says the flavor)."""
+
+_flavor_slots: dict[str, int] = {}
+
+
+def set_flavor_order(flavors: Sequence[str]) -> None:
+    """Fix every flavor's colour for the figures that follow (a report calls this once with all
+    its flavors, in the order they appear): pinned flavors keep theirs, the rest take the free
+    palette entries in order; beyond the palette, colours repeat."""
+    _flavor_slots.clear()
+    for flavor in dict.fromkeys(str(f) for f in flavors):
+        _slot(flavor)
+
+
+def _slot(flavor: str) -> int:
+    if flavor not in _flavor_slots:
+        used = set(_flavor_slots.values())
+        pinned = PINNED.get(flavor)
+        if pinned is not None and pinned not in used:
+            _flavor_slots[flavor] = pinned
+        else:
+            free = [i for i in range(len(PALETTE)) if i not in used and i not in
+                    {PINNED[f] for f in PINNED if f not in _flavor_slots and f != flavor}]
+            _flavor_slots[flavor] = free[0] if free else len(_flavor_slots) % len(PALETTE)
+    return _flavor_slots[flavor]
+
+
+def flavor_color(flavor: str) -> str:
+    """The colour (hex) of ``flavor``: the same in every figure of a report."""
+    return PALETTE[_slot(str(flavor))]
+
 
 def color(flow: int) -> tuple[float, float, float]:
-    """The colour of flow index ``flow`` (the same in every figure)."""
+    """A colour by index, for things that are not flavors (queues, study roles)."""
     return COLORS[int(flow) % len(COLORS)]
+
+
+def flow_styles(flows: pd.DataFrame) -> dict[int, tuple[str, Any]]:
+    """Flow index → (colour of its flavor, line style: its rank among the flows of its flavor)."""
+    out: dict[int, tuple[str, Any]] = {}
+    seen: dict[str, int] = {}
+    for row in flows.itertuples(index=False):
+        flavor = str(getattr(row, "flavor", ""))
+        rank = seen.get(flavor, 0)
+        seen[flavor] = rank + 1
+        out[int(row.flow)] = (flavor_color(flavor), LINESTYLES[rank % len(LINESTYLES)])
+    return out
+
+
+def series_of(fig: plt.Figure) -> list[str]:
+    """The gids (``"<run_id>|<flow>|<flavor>"``) of the flow series ``fig`` draws."""
+    return [str(line.get_gid()) for ax in fig.axes for line in ax.get_lines() if line.get_gid()]
+
+
+def flavor_colors_of(fig: plt.Figure) -> dict[str, str]:
+    """Flavor → the colour (hex) its series have in ``fig``; a flavor drawn in two colours maps to
+    the last one seen (a test compares these across a report's figures)."""
+    from matplotlib.colors import to_hex
+
+    out: dict[str, str] = {}
+    for ax in fig.axes:
+        for line in ax.get_lines():
+            gid = line.get_gid()
+            if gid and gid.count("|") == 2:
+                out[gid.split("|")[2]] = to_hex(line.get_color())
+        for container in ax.containers:
+            gid = getattr(container, "_ccarena_flavor", None)
+            if gid:
+                out[gid] = to_hex(container.lines[0].get_color())
+    return out
 
 
 def _figure(title: str, xlabel: str, ylabel: str) -> tuple[plt.Figure, plt.Axes]:
@@ -62,74 +143,164 @@ def _figure(title: str, xlabel: str, ylabel: str) -> tuple[plt.Figure, plt.Axes]
     return fig, ax
 
 
+MAX_LEGEND_FLOWS = 8
+"""Above this many flows in a figure the legend names flavors, not flows."""
+
+
 def _finish(fig: plt.Figure, ax: plt.Axes) -> plt.Figure:
-    handles, _ = ax.get_legend_handles_labels()
-    if handles:
-        ax.legend(loc="best")
+    """The legend outside the axes (right of the data), each label once."""
+    handles, labels = ax.get_legend_handles_labels()
+    unique = dict(zip(labels, handles))
+    if len(unique) > MAX_LEGEND_FLOWS + 4 and any(line.get_gid() for line in ax.get_lines()):
+        unique = _flavor_handles(ax)
+    if unique:
+        ax.legend(unique.values(), unique.keys(), loc="upper left", bbox_to_anchor=(1.01, 1.0),
+                  borderaxespad=0.0)
     return fig
 
 
+def _flavor_handles(ax: plt.Axes) -> dict[str, Any]:
+    from matplotlib.lines import Line2D
+
+    out: dict[str, Any] = {}
+    for line in ax.get_lines():
+        gid = line.get_gid()
+        if gid and gid.count("|") == 2:
+            flavor = gid.split("|")[2]
+            out.setdefault(flavor, Line2D([], [], color=line.get_color(), label=flavor))
+    return out
+
+
+MAX_POINTS_PER_SERIES = 600
+"""A flow's time series longer than this is drawn as per-second means with a min–max band (a
+500 s run sampled every 100 ms would otherwise be a solid band)."""
+
+
+def _binned(t: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """``(bin centres, mean, min, max)`` of ``y`` over bins of width chosen so at most
+    :data:`MAX_POINTS_PER_SERIES` bins remain (1 s, or a whole multiple of it)."""
+    span = float(t[-1] - t[0]) if t.size else 0.0
+    width = max(1.0, math.ceil(span / MAX_POINTS_PER_SERIES))
+    keys = np.floor((t - t[0]) / width).astype(np.int64)
+    frame = pd.DataFrame({"k": keys, "y": y}).groupby("k")["y"].agg(["mean", "min", "max"])
+    centres = t[0] + (frame.index.to_numpy(dtype=float) + 0.5) * width
+    return centres, frame["mean"].to_numpy(), frame["min"].to_numpy(), frame["max"].to_numpy()
+
+
 def _per_flow(ax: plt.Axes, samples: pd.DataFrame, flows: pd.DataFrame, column: str,
-              scale: float | dict[int, float], **style: Any) -> None:
+              scale: float | dict[int, float], run_id: str = "", **style: Any) -> None:
+    """One line per flow: colour by flavor, style by rank within the flavor, gid naming it."""
+    styles = flow_styles(flows)
+    by_flow = dict(tuple(samples.groupby("flow", sort=False))) if len(samples) else {}
     for row in flows.itertuples(index=False):
-        mine = samples[samples["flow"] == row.flow].sort_values("time_s")
+        mine = by_flow.get(row.flow)
+        if mine is None:
+            continue
+        mine = mine.sort_values("time_s")
         y = mine[column].to_numpy(dtype=float)
         if not np.any(np.isfinite(y)):
             continue
         factor = scale[int(row.flow)] if isinstance(scale, dict) else scale
-        ax.plot(mine["time_s"], y / factor, color=color(row.flow), label=str(row.name), **style)
+        colour, linestyle = styles[int(row.flow)]
+        t = mine["time_s"].to_numpy(dtype=float)
+        gid = f"{run_id}|{int(row.flow)}|{getattr(row, 'flavor', '')}"
+        kwargs = {"linestyle": linestyle, **style}
+        if t.size > MAX_POINTS_PER_SERIES:
+            ok = np.isfinite(y)
+            centres, mean, low, high = _binned(t[ok], y[ok] / factor)
+            ax.fill_between(centres, low, high, color=colour, alpha=0.18, linewidth=0)
+            ax.plot(centres, mean, color=colour, label=str(row.name), gid=gid, **kwargs)
+        else:
+            ax.plot(t, y / factor, color=colour, label=str(row.name), gid=gid, **kwargs)
 
 
-def goodput_vs_time(samples: pd.DataFrame, flows: pd.DataFrame, title: str) -> plt.Figure:
-    """Goodput of each flow per sample interval (Mbps) against time (s)."""
+def trim_time_axis(ax: plt.Axes, flows: pd.DataFrame, samples: pd.DataFrame) -> None:
+    """Limit the time axis to when flows are active: from 0 to a little past the last flow's end
+    (a 2 MB transfer in a 120 s run is drawn over its own seconds, not the run's)."""
+    if not len(samples) or "end_s" not in flows or not flows["end_s"].notna().all():
+        return
+    last_sample = float(samples["time_s"].max())
+    last_end = float(flows["end_s"].max())
+    if 0 < last_end < 0.8 * last_sample:
+        ax.set_xlim(0, last_end * 1.05)
+
+
+def goodput_vs_time(samples: pd.DataFrame, flows: pd.DataFrame, title: str,
+                    run_id: str = "", capacity_bps: float | None = None) -> plt.Figure:
+    """Goodput of each flow per sample interval (Mbps) against time (s), with the bottleneck's
+    capacity as a reference line when given."""
     fig, ax = _figure(title, "time (s)", "goodput (Mbps)")
-    _per_flow(ax, samples, flows, "goodput_bps", 1e6)
+    _per_flow(ax, samples, flows, "goodput_bps", 1e6, run_id)
+    if capacity_bps is not None and math.isfinite(capacity_bps) and capacity_bps > 0:
+        ax.axhline(capacity_bps / 1e6, color="0.45", linewidth=1.0, linestyle=(0, (6, 3)),
+                   label=f"capacity {units.format_rate(capacity_bps)}")
     ax.set_ylim(bottom=0)
+    trim_time_axis(ax, flows, samples)
     return _finish(fig, ax)
 
 
 def cwnd_vs_time(samples: pd.DataFrame, flows: pd.DataFrame, mss_bytes: dict[int, float],
-                 title: str) -> plt.Figure:
-    """cwnd (solid) and ssthresh (dashed) of each TCP or UDT flow, in MSS-sized packets, against
-    time (UDT has no ssthresh)."""
+                 title: str, run_id: str = "") -> plt.Figure:
+    """cwnd (the flow's line) and ssthresh (thin dotted, same colour) of each TCP or UDT flow, in
+    MSS-sized packets, against time (UDT has no ssthresh; none drawn for more than
+    :data:`MAX_LEGEND_FLOWS` flows or binned series)."""
     fig, ax = _figure(title, "time (s)", "window (packets of MSS)")
     tcp = flows[flows["kind"].isin(["tcp", "udt"])]
-    _per_flow(ax, samples, tcp, "cwnd_bytes", mss_bytes)
-    for row in tcp.itertuples(index=False):
-        mine = samples[samples["flow"] == row.flow].sort_values("time_s")
-        y = mine["ssthresh_bytes"].to_numpy(dtype=float) / mss_bytes[int(row.flow)]
-        y[y > 1e6] = np.nan  # "infinite" ssthresh before the first loss
-        if np.any(np.isfinite(y)):
-            ax.plot(mine["time_s"], y, color=color(row.flow), linestyle="--",
-                    label=f"{row.name} ssthresh")
+    _per_flow(ax, samples, tcp, "cwnd_bytes", mss_bytes, run_id)
+    styles = flow_styles(tcp)
+    if len(tcp) <= MAX_LEGEND_FLOWS:  # ssthresh of many flows would hide their cwnd
+        for row in tcp.itertuples(index=False):
+            mine = samples[samples["flow"] == row.flow].sort_values("time_s")
+            if len(mine) > MAX_POINTS_PER_SERIES:
+                continue
+            y = mine["ssthresh_bytes"].to_numpy(dtype=float) / mss_bytes[int(row.flow)]
+            y[y > 1e6] = np.nan  # "infinite" ssthresh before the first loss
+            if np.any(np.isfinite(y)):
+                ax.plot(mine["time_s"], y, color=styles[int(row.flow)][0], linewidth=0.8,
+                        alpha=0.6, linestyle=":", label=f"{row.name} ssthresh")
     ax.set_ylim(bottom=0)
+    trim_time_axis(ax, tcp, samples)
     return _finish(fig, ax)
 
 
-def rtt_vs_time(samples: pd.DataFrame, flows: pd.DataFrame, title: str) -> plt.Figure:
-    """Smoothed RTT (srtt, ms) of each TCP or UDT flow against time."""
+def rtt_vs_time(samples: pd.DataFrame, flows: pd.DataFrame, title: str,
+                run_id: str = "", base_rtt_s: float | None = None) -> plt.Figure:
+    """Smoothed RTT (srtt, ms) of each TCP or UDT flow against time, with the base (propagation)
+    RTT as a reference line when given."""
     fig, ax = _figure(title, "time (s)", "smoothed RTT (ms)")
-    _per_flow(ax, samples, flows[flows["kind"].isin(["tcp", "udt"])], "srtt_s", 1e-3)
+    windowed = flows[flows["kind"].isin(["tcp", "udt"])]
+    _per_flow(ax, samples, windowed, "srtt_s", 1e-3, run_id)
+    if base_rtt_s is not None and math.isfinite(base_rtt_s) and base_rtt_s > 0:
+        ax.axhline(base_rtt_s * 1e3, color="0.45", linewidth=1.0, linestyle=(0, (6, 3)),
+                   label=f"base RTT {units.format_time(base_rtt_s)}")
     ax.set_ylim(bottom=0)
+    trim_time_axis(ax, windowed, samples)
     return _finish(fig, ax)
 
 
 def backlog_vs_time(queues: pd.DataFrame, links: pd.DataFrame, title: str) -> plt.Figure:
-    """Backlog (packets) of the given links' queues against time."""
+    """Backlog (packets) of the given links' queues against time, each with its queue limit as a
+    dashed line of the same colour when the links table has ``limit_packets``."""
     fig, ax = _figure(title, "time (s)", "queue backlog (packets)")
     for i, row in enumerate(links.itertuples(index=False)):
         mine = queues[queues["link"] == row.link].sort_values("time_s")
-        ax.plot(mine["time_s"], mine["backlog_packets"], color=COLORS[(i + 7) % len(COLORS)],
-                label=str(row.name))
+        colour = COLORS[(i + 7) % len(COLORS)]
+        ax.plot(mine["time_s"], mine["backlog_packets"], color=colour, label=str(row.name))
+        limit = getattr(row, "limit_packets", None)
+        if limit is not None and isinstance(limit, (int, float)) and math.isfinite(limit) and limit > 0:
+            ax.axhline(float(limit), color=colour, linewidth=0.9, linestyle="--",
+                       label=f"{row.name} limit ({float(limit):.0f} packets)")
     ax.set_ylim(bottom=0)
     return _finish(fig, ax)
 
 
-def delivered_vs_time(samples: pd.DataFrame, flows: pd.DataFrame, title: str) -> plt.Figure:
+def delivered_vs_time(samples: pd.DataFrame, flows: pd.DataFrame, title: str,
+                      run_id: str = "") -> plt.Figure:
     """Cumulative payload delivered (MB) of each flow against time."""
     fig, ax = _figure(title, "time (s)", "delivered (MB)")
-    _per_flow(ax, samples, flows, "delivered_bytes", 1e6)
+    _per_flow(ax, samples, flows, "delivered_bytes", 1e6, run_id)
     ax.set_ylim(bottom=0)
+    trim_time_axis(ax, flows, samples)
     return _finish(fig, ax)
 
 
@@ -184,19 +355,41 @@ def metric_vs_param(aggregated: pd.DataFrame, param: str, metric: str,
     label, divisor = METRIC_LABELS.get(metric, (metric, 1.0))
     fig, ax = _figure(title, f"{param}" + (f" ({unit})" if unit else ""), label)
     data = aggregated.assign(_x=xs)
+    low, high = METRIC_RANGES.get(metric, (0.0, math.inf))
+    rank: dict[str, int] = {}
     for i, (key, group) in enumerate(data.groupby(list(group_by), sort=False, dropna=False)):
         key = key if isinstance(key, tuple) else (key,)
         group = group.sort_values("_x")
         name = ", ".join(str(k) for k, col in zip(key, group_by) if col != "flow")
         flow = int(group["flow"].iloc[0]) if "flow" in group.columns else i
+        flavor = str(group["flavor"].iloc[0]) if "flavor" in group.columns else ""
+        n = rank.get(flavor, 0)
+        rank[flavor] = n + 1
+        colour = flavor_color(flavor) if flavor else color(i)
         y = group[metric].to_numpy(dtype=float) / divisor
         err = group[f"{metric}_ci95"].to_numpy(dtype=float) / divisor
         err = np.where(np.isfinite(err), err, 0.0)
-        ax.errorbar(group["_x"], y, yerr=err, color=color(flow), marker="o", capsize=3, label=name)
+        # Error bars stay inside the metric's range (a Jain index CI never above 1).
+        below = np.clip(np.minimum(err, y - low / divisor), 0.0, None)
+        above = np.clip(np.minimum(err, high / divisor - y), 0.0, None)
+        bars = ax.errorbar(group["_x"], y, yerr=[below, above], color=colour,
+                           marker=MARKERS[n % len(MARKERS)], linestyle=LINESTYLES[n % len(LINESTYLES)],
+                           capsize=3, label=name)
+        bars._ccarena_flavor = flavor  # type: ignore[attr-defined]  # read by flavor_colors_of
         if theory_rows is not None and metric == "goodput_mean_bps":
-            _theory_overlay(ax, group, theory_rows, param, flow)
+            _theory_overlay(ax, group, theory_rows, param, flow, colour)
     _y_scale(ax, data[metric].to_numpy(dtype=float) / divisor)
+    if metric == "jain_index":
+        ax.set_ylim(0, 1.02)
     return _finish(fig, ax)
+
+
+MARKERS = ("o", "s", "^", "D", "v", "P", "X")
+"""Marker of the n-th group of one flavor in a sweep figure."""
+
+METRIC_RANGES = {"jain_index": (0.0, 1.0), "loss_rate": (0.0, 1.0), "stability": (0.0, math.inf),
+                 "delivery_ratio": (0.0, 1.0)}
+"""The range a metric's values and error bars stay in (others: [0, ∞))."""
 
 
 def _y_scale(ax: plt.Axes, y: np.ndarray) -> None:
@@ -210,7 +403,7 @@ def _y_scale(ax: plt.Axes, y: np.ndarray) -> None:
 
 
 def _theory_overlay(ax: plt.Axes, group: pd.DataFrame, rows: pd.DataFrame, param: str,
-                    flow: int) -> None:
+                    flow: int, colour: Any) -> None:
     """Draw Mathis and Padhye (Reno family) or CUBIC's response function along the group's x range, mapping
     x to the path loss probability by interpolating the runs' path_loss."""
     mine = rows[(rows["flow"] == flow) & rows["point"].isin(group["point"])]
@@ -243,7 +436,7 @@ def _theory_overlay(ax: plt.Axes, group: pd.DataFrame, rows: pd.DataFrame, param
     capacity = float(mine["bottleneck_rate_bps"].max())
     for y, name, style in curves:
         y = np.minimum(y, capacity) if math.isfinite(capacity) else y
-        ax.plot(x_dense[ok], y / 1e6, color=color(flow), linestyle=style, linewidth=1.6,
+        ax.plot(x_dense[ok], y / 1e6, color=colour, linestyle=style, linewidth=1.6,
                 label=f"{name}, base RTT {rtt * 1e3:.0f} ms (capped at link rate)")
 
 
@@ -275,3 +468,42 @@ def save(fig: plt.Figure, path: Path) -> bytes:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_bytes(data)
     return data
+
+
+SMALL_MULTIPLES_PER_FIGURE = 24
+"""Most panels in one small-multiples figure (6 columns × 4 rows); more points take more figures."""
+
+
+def goodput_small_multiples(panels: Sequence[tuple[str, str, pd.DataFrame, pd.DataFrame]],
+                            title: str) -> plt.Figure:
+    """Goodput (Mbps) against time, one small panel per grid point: ``panels`` holds
+    ``(panel title, run_id, samples, flows)``; flows coloured by flavor as everywhere, one shared
+    legend outside the panels, shared y axis."""
+    n = len(panels)
+    cols = min(6, n)
+    rows = math.ceil(n / cols)
+    with matplotlib.rc_context(STYLE):
+        fig, axes = plt.subplots(rows, cols, figsize=(2.3 * cols + 1.6, 1.9 * rows + 0.8),
+                                 sharey=True, squeeze=False)
+    for ax, (panel_title, run_id, samples, flows) in zip(axes.flat, panels):
+        _per_flow(ax, samples, flows, "goodput_bps", 1e6, run_id, linewidth=0.9)
+        trim_time_axis(ax, flows, samples)
+        ax.set_title(panel_title, fontsize=8)
+        ax.tick_params(labelsize=7)
+        ax.set_ylim(bottom=0)
+    for ax in list(axes.flat)[n:]:
+        ax.set_visible(False)
+    for ax in axes[:, 0]:
+        ax.set_ylabel("goodput (Mbps)", fontsize=8)
+    for ax in axes[-1, :]:
+        ax.set_xlabel("time (s)", fontsize=8)
+    fig.suptitle(title, fontsize=11)
+    handles = _flavor_handles(axes.flat[0]) if n else {}
+    for ax in list(axes.flat)[1:n]:
+        for k, v in _flavor_handles(ax).items():
+            handles.setdefault(k, v)
+    if handles:
+        fig.legend(handles.values(), handles.keys(), loc="upper left", bbox_to_anchor=(1.0, 0.95),
+                   fontsize=8, title="flavor", title_fontsize=8)
+    fig.tight_layout()
+    return fig

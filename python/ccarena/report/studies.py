@@ -2,6 +2,9 @@
 
 Which appear depends on what the part ran, never on the study's name:
 
+Study tables appear only where the scenario asks for them (:func:`asked_tables`: ``[report] tables``,
+a ``[matrix]``, or a ``[[report.references]]`` naming the table); figures whenever the data is there.
+
 - a ``[matrix]``: the pair table (each flow's goodput, the first flow's share, Jain's index,
   mean ± 95% CI), heatmaps of the share and of the first flow's goodput, goodput vs time for every
   pair (seed 004, Table 1 and Fig. 3);
@@ -110,6 +113,18 @@ def _references(part: Any, table: str) -> list[dict[str, Any]]:
     return [r for r in (part.meta.get("report") or {}).get("references", []) if r.get("table") == table]
 
 
+def asked_tables(part: Any) -> set[str]:
+    """The study tables ``part``'s scenario asks for: ``[report] tables``, ``matrix`` for a
+    ``[matrix]`` scenario, and each table a ``[[report.references]]`` sits beside."""
+    report = part.meta.get("report") or {}
+    asked = set(report.get("tables") or [])
+    if part.meta.get("matrix"):
+        asked.add("matrix")
+    for ref in report.get("references") or []:
+        asked.add("regions" if ref.get("table") == "region_detail" else str(ref.get("table")))
+    return asked
+
+
 def study_content(part: Any, figures_dir: Path, prefix: str) -> tuple[list[StudyTable], list[Any]]:
     """The study tables and figures of ``part`` (a :class:`ccarena.results.PartResult`).
 
@@ -122,11 +137,12 @@ def study_content(part: Any, figures_dir: Path, prefix: str) -> tuple[list[Study
     summary = part.summary
     if not len(summary):
         return tables, figures
+    asked = asked_tables(part)
     if part.meta.get("matrix"):
         _matrix(part, figures_dir, prefix, tables, figures)
-    if _flows_come_and_go(part):
+    if "regions" in asked and _flows_come_and_go(part):
         _regions(part, tables)
-    if int(summary["repeat"].max()) > 0:
+    if "drop_rate" in asked and int(summary["repeat"].max()) > 0:
         _drop_rates(part, tables)
     _intervals(part, figures_dir, prefix, figures)
     _red(part, figures_dir, prefix, figures)

@@ -263,14 +263,12 @@ def goodput_vs_interval(table: pd.DataFrame, title: str, xlabel: str = "setting 
         if "goodput_ci95_bps" in group.columns:
             err = group["goodput_ci95_bps"].to_numpy(dtype=float) / 1e6
             err = np.where(np.isfinite(err), err, 0.0)
-        ax.errorbar(x, y, yerr=err, color=plots.color(flow), marker="o", capsize=3, label=name or None)
+        colour = plots.flavor_color(str(ident["flavor"])) if "flavor" in ident else plots.color(flow)
+        ax.errorbar(x, y, yerr=err, color=colour, marker="o", capsize=3, label=name or None)
     if axis is None:
         ax.set_xticks(list(x_of.values()), labels=[str(v) for v in labels])
     ax.set_ylim(bottom=0)
-    handles, _ = ax.get_legend_handles_labels()
-    if handles:
-        ax.legend(loc="best")
-    return fig
+    return plots._finish(fig, ax)
 
 
 def _threshold(spec: Any) -> tuple[float, float, str]:

@@ -326,11 +326,19 @@ class Routing(StrictModel):
     static: list[StaticRoute] = []
 
 
-class ReportOptions(StrictModel):
-    """``[report]``: ``references`` (a study's published tables, :class:`Reference`) and
-    ``group_by`` (the summary column the study tables are grouped by, e.g. ``"flavor"``; default:
-    the swept parameters)."""
+STUDY_TABLES = ("matrix", "regions", "drop_rate")
+"""Study tables a report shows when asked (``[report] tables``): the flavor matrix (seed 004,
+Table 1), the per-region aggregate and stability/fairness tables (seed 001, Tables 1–2), the drop
+rate per group over repeats (seed 003, Table I)."""
 
+
+class ReportOptions(StrictModel):
+    """``[report]``: ``tables`` (the study tables to show, of :data:`STUDY_TABLES`; a ``[matrix]``
+    scenario and a table named by a reference are shown without asking), ``references`` (a study's
+    published tables, :class:`Reference`) and ``group_by`` (the summary column the study tables are
+    grouped by, e.g. ``"flavor"``; default: the swept parameters)."""
+
+    tables: list[Literal["matrix", "regions", "drop_rate"]] = []
     references: list[Reference] = []
     group_by: list[str] | None = None
 

@@ -1,0 +1,124 @@
+"""The report's figures compare flavors at a glance (issue 17): one colour per flavor in every
+figure, a time series for every grid point and flow, error bars inside the metric's range, study
+tables only where a scenario asks for them."""
+
+from __future__ import annotations
+
+import re
+from html.parser import HTMLParser
+from pathlib import Path
+
+import ccarena
+import numpy as np
+import pandas as pd
+import pytest
+from ccarena.report import plots
+
+SCENARIO = """
+name = "figures"
+duration = "3s"
+[topology]
+kind = "dumbbell"
+pairs = 3
+bottleneck = { rate = "10Mbps", delay = "10ms", queue = { limit = "50pkt" } }
+[[flows]]
+from = "left0"
+to = "right0"
+flavor = "cubic"
+[[flows]]
+from = "left1"
+to = "right1"
+flavor = "reno"
+[[flows]]
+name = "second-cubic"
+from = "left2"
+to = "right2"
+flavor = "cubic"
+[sweep]
+"topology.bottleneck.loss" = ["0%", "0.5%", "1%", "2%", "3%", "4%"]
+repeats = 2
+"""
+
+
+class Images(HTMLParser):
+    """The ``<img>`` attributes of a report page."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.images: list[dict[str, str]] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag == "img":
+            self.images.append({k: v or "" for k, v in attrs})
+
+
+@pytest.fixture(scope="module")
+def report(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[dict[str, str]]]:
+    root = tmp_path_factory.mktemp("figures")
+    scenario = root / "figures.toml"
+    scenario.write_text(SCENARIO)
+    out = root / "out"
+    ccarena.run(scenario, out, jobs=1, report=True)
+    parser = Images()
+    parser.feed((out / "report.html").read_text())
+    return out, parser.images
+
+
+def test_every_flavor_keeps_one_colour_in_every_figure(report):
+    _, images = report
+    seen: dict[str, set[str]] = {}
+    for img in images:
+        for pair in img.get("data-flavor-colors", "").split():
+            flavor, colour = pair.split("=")
+            seen.setdefault(flavor, set()).add(colour)
+    assert set(seen) == {"cubic", "reno"}
+    assert all(len(colours) == 1 for colours in seen.values()), seen
+    assert seen["cubic"] != seen["reno"]
+    # Pinned across reports: CUBIC is the palette's first colour everywhere.
+    assert seen["cubic"] == {plots.PALETTE[plots.PINNED["cubic"]].lower()}
+
+
+def test_every_grid_point_and_flow_has_a_time_series(report):
+    out, images = report
+    summary = pd.read_parquet(out / "summary.parquet")
+    first = summary[summary["repeat"] == 0]
+    expected = {f"{r.run_id}|{r.flow}|{r.flavor}" for r in first.itertuples()}
+    drawn = {s for img in images for s in img.get("data-series", "").split()}
+    assert len(first["point"].unique()) == 6 and len(expected) == 18
+    assert expected <= drawn, sorted(expected - drawn)
+
+
+def test_error_bars_stay_inside_the_metric_range():
+    # Two repeats with Jain's indices 0.99 and 0.7: the t-based 95% CI reaches far above 1.
+    aggregated = pd.DataFrame({"point": [0, 1], "loss": ["0%", "1%"], "flow": [0, 0],
+                               "name": ["all", "all"], "flavor": ["reno", "reno"],
+                               "jain_index": [0.845, 0.9], "jain_index_ci95": [1.8, 0.05]})
+    fig = plots.metric_vs_param(aggregated, "loss", "jain_index", ["flow"], "Jain vs loss")
+    ax = fig.axes[0]
+    tops = []
+    for collection in ax.collections:
+        for segment in collection.get_segments():
+            tops.append(float(np.max(segment[:, 1])))
+            assert float(np.min(segment[:, 1])) >= 0.0
+    assert tops and max(tops) <= 1.0 + 1e-9
+    assert ax.get_ylim()[1] <= 1.05
+
+
+def test_no_study_table_in_a_report_that_does_not_ask_for_one(report, tmp_path):
+    # Repeats are what seed 003's Table I is computed from: this report has them, and no table.
+    out, _ = report
+    page = (out / "report.html").read_text()
+    assert "Table I" not in page and "Drop rate per flavor" not in page
+    assert not re.search(r'id="drop-rate', page)
+    # Asking for it shows it (same stored runs, the scenario's [report] amended).
+    import json
+
+    record = json.loads((out / "experiment.json").read_text())
+    for part in record.get("parts", []) or []:
+        part.setdefault("report", {})["tables"] = ["drop_rate"]
+    record.setdefault("scenario", {}).setdefault("report", {})["tables"] = ["drop_rate"]
+    (out / "experiment.json").write_text(json.dumps(record))
+    from ccarena.results import Result
+
+    asked = Result(out).report()
+    assert 'id="drop-rate' in Path(asked).read_text()
