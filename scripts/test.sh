@@ -5,10 +5,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # The kernel backend's tests drive the real Linux stack: iproute2 (ip, tc, ss), ethtool, nftables,
-# iperf3 and ping come from Debian. Install only what is missing, so a prepared machine starts at once.
+# iperf3 and ping come from Debian; the report tests look at pages in headless Chromium. Install only what is missing, so a prepared machine starts at once.
 need=()
 for pair in ip:iproute2 tc:iproute2 ss:iproute2 ethtool:ethtool nft:nftables iptables:iptables \
-            iperf3:iperf3 ping:iputils-ping; do
+            iperf3:iperf3 ping:iputils-ping chromium:chromium; do
     command -v "${pair%%:*}" >/dev/null 2>&1 || need+=("${pair##*:}")
 done
 if ((${#need[@]})); then

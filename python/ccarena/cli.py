@@ -165,6 +165,8 @@ def run(
     wide: bool = typer.Option(False, "--wide", help="Show every summary column, however wide."),
     as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON (one object per "
                                                        "flow of each run) instead of a table."),
+    formats: str = typer.Option("png", "--formats", help="Figure files: comma-separated png, svg, "
+                                                         "pdf (the page embeds the PNGs)."),
 ) -> None:
     """Run a scenario: every sweep point and repeat, then print the summary and write the report.
 
@@ -182,9 +184,11 @@ def run(
     """
     from ccarena.backends import parse_backend_names
     from ccarena.executor import run_experiment
+    from ccarena.report.custom_plot import parse_formats
     from ccarena.results import Result
     from ccarena.scenario import load_scenario
 
+    figure_formats = parse_formats(formats)
     loaded = load_scenario(scenario)
     root = out if out is not None else results / loaded.scenario.name
     outcome = run_experiment(loaded, root, jobs=jobs, force=force, console=stderr,
@@ -207,9 +211,9 @@ def run(
         if report:
             from ccarena.report import write_report
 
-            path = write_report(result)
-            where.print(f"report: {path}")
-    where.print(f"results: {root}")
+            path = write_report(result, formats=figure_formats)
+            where.print(f"report: {path}", soft_wrap=True)
+    where.print(f"results: {root}", soft_wrap=True)
     outcome.raise_for_failures()
 
 
@@ -237,6 +241,8 @@ def report(
                                           help="Where to write the HTML [default: DIRECTORY/report.html]."),
     wide: bool = typer.Option(False, "--wide", help="Show every summary column, however wide."),
     as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON instead of a table."),
+    formats: str = typer.Option("png", "--formats", help="Figure files: comma-separated png, svg, "
+                                                         "pdf (the page embeds the PNGs)."),
 ) -> None:
     """Rebuild report.html and figures/ from stored results (no simulation).
 
@@ -245,11 +251,62 @@ def report(
       ccarena report results/quickstart
     """
     from ccarena.report import write_report
+    from ccarena.report.custom_plot import parse_formats
     from ccarena.results import Result
 
+    figure_formats = parse_formats(formats)
     result = Result(directory)
     _print_summary(result, wide, as_json)
-    (stderr if as_json else stdout).print(f"report: {write_report(result, output)}")
+    path = write_report(result, output, formats=figure_formats)
+    (stderr if as_json else stdout).print(f"report: {path}", soft_wrap=True)
+
+
+@app.command()
+@handles_errors
+def plot(
+    directory: Path = typer.Argument(..., help="Experiment directory (holds experiment.json)."),
+    y: str = typer.Option("goodput", "--y", help="Metric: goodput, throughput, loss, retx, rtt, "
+                                                  "rtt_p95, jain, stability, fct, slowdown, or any "
+                                                  "summary column."),
+    x: Optional[str] = typer.Option(None, "--x", help="Swept parameter (its path, or the path's "
+                                                      "last part) or summary column [default: the "
+                                                      "first swept parameter, else flavor]."),
+    hue: Optional[str] = typer.Option("flavor", "--hue", help="One colour per value of this column."),
+    facet: Optional[str] = typer.Option(None, "--facet", help="One panel per value of this column."),
+    kind: str = typer.Option("line", "--kind", help="line, bar, box, cdf or heatmap."),
+    out: Optional[Path] = typer.Option(None, "--out", "-o", help="Figure file without suffix "
+                                       "[default: DIRECTORY/figures/plot-Y-vs-X]."),
+    formats: str = typer.Option("png", "--formats", help="Comma-separated: png, svg, pdf."),
+) -> None:
+    """Draw any stored metric against any swept parameter or column (no simulation).
+
+    Examples:
+
+      ccarena plot results/reno-vs-loss --y goodput --x loss
+
+      ccarena plot results/matrix --y jain --x flavor --kind bar --formats png,pdf
+
+      ccarena plot results/dc --y fct --kind cdf
+    """
+    from ccarena.report import custom_plot
+    from ccarena.results import Result
+
+    fmts = custom_plot.parse_formats(formats)
+    result = Result(directory)
+    summary = result.summary
+    if not len(summary):
+        raise UserError(f"{directory}: no finished runs to plot; run the scenario first")
+    y_col = custom_plot.resolve_column(summary, y, "--y")
+    x_name = x or (result.parameters[0] if result.parameters else "flavor")
+    x_col = custom_plot.resolve_column(summary, x_name, "--x") if kind != "cdf" else None
+    hue_col = custom_plot.resolve_column(summary, hue, "--hue") if hue else None
+    facet_col = custom_plot.resolve_column(summary, facet, "--facet") if facet else None
+    title = f"{result.name}: {y_col}" + (f" vs {x_col}" if x_col else " (CDF)")
+    fig = custom_plot.plot(summary, y_col, x_col, hue_col, facet_col, kind, title)
+    slug = "".join(c if c.isalnum() else "_" for c in f"{y}-vs-{x_col or 'cdf'}")
+    target = out if out is not None else result.root / "figures" / f"plot-{slug}"
+    for written in custom_plot.save_all(fig, target, fmts):
+        print(f"figure: {written}", flush=True)
 
 
 @app.command()
@@ -310,8 +367,8 @@ def calibrate(
     narrow.print(bands_text(), highlight=False)
     narrow.print(verdict_line(table), highlight=False)
     if report and (root / "summary.parquet").is_file():
-        stdout.print(f"report: {write_report(Result(root, outcome))}")
-    stdout.print(f"results: {root}")
+        stdout.print(f"report: {write_report(Result(root, outcome))}", soft_wrap=True)
+    stdout.print(f"results: {root}", soft_wrap=True)
     outcome.raise_for_failures()
 
 

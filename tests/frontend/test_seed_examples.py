@@ -17,6 +17,7 @@ from typing import Any
 import ccarena
 import numpy as np
 import pandas as pd
+from browser import assert_fits, print_pdf
 from ccarena.analysis import studies
 from ccarena.units import parse_time_ns
 
@@ -92,6 +93,8 @@ def run_seed(tmp_path: Path, raw: dict[str, Any]) -> ccarena.Result:
     for name, points in drawn:
         assert (report.parent / "figures" / name).stat().st_size > 5000, name
         assert int(points) >= 2, f"{name} draws no data"
+    # As a reader sees it: nothing cut off at a laptop's width, every figure loaded.
+    assert_fits(report)
     return result
 
 
@@ -125,6 +128,8 @@ def test_seed_003_newreno_beats_reno_and_reno_passes_tahoe_as_the_buffer_grows(t
     raw = shortened("003-tahoe-reno-newreno-red.toml", factor=1.0, repeats=6)
     result = run_seed(tmp_path, raw)
     html = (result.root / "report.html").read_text()
+    pdf = print_pdf(result.root / "report.html", tmp_path / "seed-003.pdf").read_bytes()
+    assert pdf.startswith(b"%PDF") and pdf.count(b"/Type /Page") >= 5
     for part in ("fixed-buffer", "growing-buffer"):
         # 2 disciplines × 4 flows (3 TCP + UDP)
         assert _table_rows(html, f"drop-rate-{part}") == 8

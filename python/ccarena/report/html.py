@@ -10,11 +10,11 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 from jinja2 import Environment, PackageLoader, select_autoescape
 
-from ccarena.report import calibration, plots, topology_figure
+from ccarena.report import answer, calibration, plots, topology_figure
 from ccarena.report.compare import insert_section
 from ccarena.report.datacenter import datacenter_content
 from ccarena.report.figures import Figure, draw_figures
@@ -41,10 +41,17 @@ class Section:
     studies: list[tuple[str, str, str, tuple[list[str], list[list[Cell]]]]]
     figures: list[Figure]
     datacenter: tuple[list[str], list[list[Cell]]] | None = None
+    answer: tuple[list[str], list[list[Cell]]] | None = None
+    sentence: str = ""
+    question: str = ""
+    key_figure: Figure | None = None
+    csv: dict[str, str] | None = None
+    answer_title: str = "Per flavor"
 
 
-def build_section(part: Any, figures_dir: Path) -> Section:
-    """Tables and figures of one part (a :class:`ccarena.results.PartResult`)."""
+def build_section(part: Any, figures_dir: Path, scenario_description: str = "") -> Section:
+    """Tables and figures of one part (a :class:`ccarena.results.PartResult`); the per-run tables
+    are also written as CSV files beside ``figures_dir`` (linked from the page)."""
     params = part.parameters
     summary = part.summary
     prefix = f"{part.part}__" if part.part else ""
@@ -55,12 +62,33 @@ def build_section(part: Any, figures_dir: Path) -> Section:
     agg = None
     if params or (len(summary) and int(summary["repeat"].max()) > 0):
         agg = aggregate_rows(part.aggregate(), params)
+    everything = drawing + study_figures + dc_figures + figures
+    key_index = answer.key_figure_index([f.file for f in everything])
+    key_figure = everything.pop(key_index) if key_index is not None else None
+    csv = _write_csv(part, figures_dir.parent, prefix)
     return Section(
         key=f"-{part.part}" if part.part else "",
         title=part.part, description=str(part.meta.get("description", "")),
         summary=summary_rows(summary, params), aggregate=agg,
         regions=region_rows(part.regions) if len(part.regions) else None,
-        studies=studies, figures=drawing + study_figures + dc_figures + figures, datacenter=dc_table)
+        studies=studies, figures=everything, datacenter=dc_table,
+        answer=answer.answer_rows(summary, params) if len(summary) else None,
+        sentence=answer.answer_sentence(summary, params) if len(summary) else "",
+        question=answer.question(part.meta, scenario_description), key_figure=key_figure, csv=csv,
+        answer_title="Per sweep point and flavor" if answer.point_keys(summary, params) else "Per flavor")
+
+
+def _write_csv(part: Any, directory: Path, prefix: str) -> dict[str, str]:
+    """The part's summary (and regions) as CSV under ``directory/tables/``; name → relative path."""
+    out = {}
+    tables = directory / "tables"
+    tables.mkdir(parents=True, exist_ok=True)
+    for name, frame in (("summary", part.summary), ("regions", part.regions)):
+        if len(frame):
+            path = tables / f"{prefix}{name}.csv"
+            atomic_write_bytes(path, frame.to_csv(index=False).encode("utf-8"))
+            out[name] = f"tables/{path.name}"
+    return out
 
 
 def render_html(result: Any, sections: list[Section]) -> str:
@@ -85,13 +113,24 @@ def render_html(result: Any, sections: list[Section]) -> str:
     )
 
 
-def write_report(result: Any, path: str | Path | None = None) -> Path:
-    """Draw the figures into ``<experiment>/figures/`` and write the report (default
-    ``<experiment>/report.html``) atomically; returns its path."""
+def write_report(result: Any, path: str | Path | None = None,
+                 formats: Sequence[str] = ("png",)) -> Path:
+    """Draw the figures into ``<experiment>/figures/`` (PNG, plus SVG and/or PDF files when
+    ``formats`` names them) and write the report (default ``<experiment>/report.html``)
+    atomically; returns its path."""
     path = Path(path) if path is not None else result.root / "report.html"
+    plots.EXTRA_FORMATS[:] = [f for f in formats if f != "png"]
+    try:
+        return _write_report(result, path)
+    finally:
+        plots.EXTRA_FORMATS.clear()
+
+
+def _write_report(result: Any, path: Path) -> Path:
     # One colour per flavor across every figure of the page, in the order flavors appear.
     plots.set_flavor_order(result.summary["flavor"].astype(str).tolist() if len(result.summary) else [])
-    sections = [build_section(part, path.parent / "figures") for part in result.parts()
+    description = str(result.experiment.get("scenario", {}).get("description", ""))
+    sections = [build_section(part, path.parent / "figures", description) for part in result.parts()
                 if part.run_ids]
     page = render_html(result, sections)
     page = calibration.insert_section(page, result, path.parent / "figures")

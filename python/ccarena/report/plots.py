@@ -458,14 +458,22 @@ def data_points(fig: plt.Figure) -> int:
     return total
 
 
+EXTRA_FORMATS: list[str] = []
+"""Vector formats (``svg``, ``pdf``) every saved figure is also written in, beside its PNG (set by
+``write_report(formats=…)``, i.e. ``--formats``)."""
+
+
 def save(fig: plt.Figure, path: Path) -> bytes:
-    """Write ``fig`` as PNG to ``path`` and return the PNG bytes (for embedding); closes ``fig``."""
+    """Write ``fig`` as PNG to ``path`` (and in each of :data:`EXTRA_FORMATS` with that suffix)
+    and return the PNG bytes (for embedding); closes ``fig``."""
     buffer = io.BytesIO()
+    path.parent.mkdir(parents=True, exist_ok=True)
     with matplotlib.rc_context(STYLE):
         fig.savefig(buffer, format="png")
+        for fmt in EXTRA_FORMATS:
+            fig.savefig(path.with_suffix("." + fmt), format=fmt)
     plt.close(fig)
     data = buffer.getvalue()
-    path.parent.mkdir(parents=True, exist_ok=True)
     path.write_bytes(data)
     return data
 
