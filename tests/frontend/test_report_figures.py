@@ -122,3 +122,29 @@ def test_no_study_table_in_a_report_that_does_not_ask_for_one(report, tmp_path):
 
     asked = Result(out).report()
     assert 'id="drop-rate' in Path(asked).read_text()
+
+
+def test_swept_values_read_as_the_scenario_labels_them():
+    aggregated = pd.DataFrame({
+        "point": [0, 1, 2, 3], "loss": ["0%", "1%", "0%", "1%"], "flows[0].dupthresh": [3, 3, 1000, 1000],
+        "flow": [0] * 4, "name": ["reno"] * 4, "flavor": ["reno"] * 4,
+        "fct_s": [1.0, 2.0, 1.5, 6.0], "fct_s_ci95": [0.1] * 4})
+    labels = {"flows[0].dupthresh": {"3": "fast recovery", "1000": "timeouts only"}}
+    fig = plots.metric_vs_param(aggregated, "loss", "fct_s", ["flow", "name", "flows[0].dupthresh"],
+                                "FCT vs loss", labels=labels)
+    legend = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+    assert legend == ["reno, fast recovery", "reno, timeouts only"]
+    bars = plots.metric_vs_category(aggregated, "flows[0].dupthresh", "fct_s", ["flow", "loss"],
+                                    "FCT vs dupthresh", labels["flows[0].dupthresh"], labels)
+    ticks = [t.get_text() for t in bars.axes[0].get_xticklabels()]
+    assert ticks == ["fast recovery", "timeouts only"]
+
+
+def test_a_flavor_sweep_is_drawn_as_bars_in_each_flavor_colour():
+    aggregated = pd.DataFrame({
+        "point": [0, 1, 2], "flows[0].flavor": ["reno", "cubic", "bbr"], "flow": [0, 0, 0],
+        "name": ["reno", "cubic", "bbr"], "flavor": ["reno", "cubic", "bbr"],
+        "goodput_mean_bps": [3e6, 5e6, 9e6], "goodput_mean_bps_ci95": [1e6, 1e6, 1e6]})
+    assert plots.metric_vs_param(aggregated, "flows[0].flavor", "goodput_mean_bps", ["flow"], "t") is None
+    fig = plots.metric_vs_category(aggregated, "flows[0].flavor", "goodput_mean_bps", ["flow"], "t")
+    assert plots.flavor_colors_of(fig) == {f: plots.flavor_color(f).lower() for f in ("reno", "cubic", "bbr")}

@@ -120,6 +120,13 @@ def _small_multiples(result: Any, first_repeats: pd.DataFrame, figures_dir: Path
     return out
 
 
+def value_labels(result: Any) -> dict[str, dict[str, str]]:
+    """``[report] labels``: swept parameter path → {value as written → label} (``{"3": "fast
+    recovery", "1000": "timeouts only"}``); a labelled parameter is drawn as categories."""
+    report = (getattr(result, "meta", None) or {}).get("report") or {}
+    return {str(p): {str(k): str(v) for k, v in m.items()} for p, m in (report.get("labels") or {}).items()}
+
+
 def draw_figures(result: Any, figures_dir: Path, max_runs: int = 4, prefix: str = "") -> list[Figure]:
     """Draw every figure of the report into ``figures_dir``.
 
@@ -174,16 +181,25 @@ def draw_figures(result: Any, figures_dir: Path, max_runs: int = 4, prefix: str 
         if np.any(np.isfinite(summary["fct_s"].to_numpy(dtype=float))):
             per_metric.append("fct_s")
         per_metric.append("rtt_mean_s")
+        labels = value_labels(result)
         for param in params:
             others = [p for p in params if p != param]
+            categorical = param in labels or plots.param_axis(aggregated[param].tolist()) is None
             for metric in per_metric:
-                group_by = ["flow", "name", *others] if metric != "jain_index" else others or ["point_group"]
                 data = aggregated if metric != "jain_index" else \
                     aggregated.drop_duplicates(["point"]).assign(point_group="all flows", flow=0)
-                fig = plots.metric_vs_param(
-                    data, param, metric, group_by,
-                    f"{plots.METRIC_LABELS[metric][0]} vs {param}",
-                    theory_rows=summary if metric == "goodput_mean_bps" else None)
+                title = f"{plots.METRIC_LABELS[metric][0]} vs {param}"
+                if categorical:
+                    # A flavor sweep renames the flow with its flavor: group by flow index instead.
+                    group_by = ["flow", *others] if metric != "jain_index" else others or ["point_group"]
+                    fig = plots.metric_vs_category(data, param, metric, group_by, title,
+                                                   labels.get(param), labels)
+                else:
+                    group_by = ["flow", "name", *others] if metric != "jain_index" else others or ["point_group"]
+                    fig = plots.metric_vs_param(
+                        data, param, metric, group_by, title,
+                        theory_rows=summary if metric == "goodput_mean_bps" else None,
+                        labels=labels)
                 if fig is None:
                     continue
                 slug = "".join(ch if ch.isalnum() else "_" for ch in param)

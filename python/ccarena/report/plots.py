@@ -130,7 +130,11 @@ def flavor_colors_of(fig: plt.Figure) -> dict[str, str]:
         for container in ax.containers:
             gid = getattr(container, "_ccarena_flavor", None)
             if gid:
-                out[gid] = to_hex(container.lines[0].get_color())
+                lines = getattr(container, "lines", None)
+                if isinstance(lines, tuple) and lines and hasattr(lines[0], "get_color"):
+                    out[gid] = to_hex(lines[0].get_color())  # an errorbar container
+                elif getattr(container, "patches", None):
+                    out[gid] = to_hex(container.patches[0].get_facecolor())
     return out
 
 
@@ -335,7 +339,8 @@ def param_axis(values: Sequence[Any]) -> tuple[np.ndarray, str] | None:
 
 def metric_vs_param(aggregated: pd.DataFrame, param: str, metric: str,
                     group_by: Sequence[str], title: str,
-                    theory_rows: pd.DataFrame | None = None) -> plt.Figure | None:
+                    theory_rows: pd.DataFrame | None = None,
+                    labels: dict[str, dict[str, str]] | None = None) -> plt.Figure | None:
     """A metric (mean over repeats, 95% CI error bars) against a swept parameter, one line per
     group (flow, and the other swept parameters), with the theory curves where they apply.
 
@@ -344,6 +349,8 @@ def metric_vs_param(aggregated: pd.DataFrame, param: str, metric: str,
             ``metric_ci95``, ``param`` and the ``group_by`` columns).
         theory_rows: summary rows (``flavor, kind, path_loss, base_rtt_s`` and the per-flow MSS
             given as ``mss_bytes``) to draw Mathis / CUBIC curves from; None for no theory.
+        labels: ``[report] labels`` (parameter → value → label) naming the other swept values in
+            the legend.
 
     Returns None when the parameter is not numeric or the metric has no finite value (RTT of
     UDP flows).
@@ -360,7 +367,8 @@ def metric_vs_param(aggregated: pd.DataFrame, param: str, metric: str,
     for i, (key, group) in enumerate(data.groupby(list(group_by), sort=False, dropna=False)):
         key = key if isinstance(key, tuple) else (key,)
         group = group.sort_values("_x")
-        name = ", ".join(str(k) for k, col in zip(key, group_by) if col != "flow")
+        name = ", ".join((labels or {}).get(col, {}).get(str(k), str(k))
+                         for k, col in zip(key, group_by) if col != "flow")
         flow = int(group["flow"].iloc[0]) if "flow" in group.columns else i
         flavor = str(group["flavor"].iloc[0]) if "flavor" in group.columns else ""
         n = rank.get(flavor, 0)
@@ -514,4 +522,63 @@ def goodput_small_multiples(panels: Sequence[tuple[str, str, pd.DataFrame, pd.Da
         fig.legend(handles.values(), handles.keys(), loc="upper left", bbox_to_anchor=(1.0, 0.95),
                    fontsize=8, title="flavor", title_fontsize=8)
     fig.tight_layout()
+    return fig
+
+
+HATCHES = ("", "//", "..", "xx", "\\\\", "oo", "--")
+"""Hatch of the n-th bar group (a flow, or another swept value) in a categorical sweep figure."""
+
+
+def metric_vs_category(aggregated: pd.DataFrame, param: str, metric: str, group_by: Sequence[str],
+                       title: str, labels: dict[str, str] | None = None,
+                       group_labels: dict[str, dict[str, str]] | None = None) -> plt.Figure | None:
+    """A metric (mean over repeats, 95% CI whiskers kept in the metric's range) at each value of
+    a categorical swept parameter (a flavor, a recovery, a discipline, or values given
+    ``[report] labels``) as grouped bars: one bar group per value of ``param`` (shown by
+    ``labels`` when given), one bar per group of ``group_by`` (hatched by group), each bar in
+    the colour of its flavor. None when the metric has no finite value."""
+    if not np.any(np.isfinite(aggregated[metric].to_numpy(dtype=float))):
+        return None
+    label, divisor = METRIC_LABELS.get(metric, (metric, 1.0))
+    low, high = METRIC_RANGES.get(metric, (0.0, math.inf))
+    values = list(dict.fromkeys(aggregated[param].astype(str)))
+    shown = [(labels or {}).get(v, v) for v in values]
+    fig, ax = _figure(title, param, label)
+    fig.set_size_inches(max(6.0, 1.0 + 0.9 * len(values) * max(1, aggregated.groupby(list(group_by)).ngroups) ** 0.5), 4.0)
+    groups = list(aggregated.groupby(list(group_by), sort=False, dropna=False))
+    width = 0.8 / max(1, len(groups))
+    flavors_seen: dict[str, Any] = {}
+    from matplotlib.patches import Patch
+
+    group_handles = []
+    for i, (key, group) in enumerate(groups):
+        key = key if isinstance(key, tuple) else (key,)
+        names = []
+        for k, col in zip(key, group_by):
+            if col in ("flow", "point_group"):
+                continue
+            names.append((group_labels or {}).get(col, {}).get(str(k), str(k)))
+        offset = (i - (len(groups) - 1) / 2) * width
+        for _, row in group.iterrows():
+            x = values.index(str(row[param])) + offset
+            y = float(row[metric]) / divisor
+            half = float(row.get(f"{metric}_ci95", math.nan)) / divisor
+            half = half if math.isfinite(half) else 0.0
+            below = max(0.0, min(half, y - low / divisor))
+            above = max(0.0, min(half, high / divisor - y))
+            flavor = str(row.get("flavor", ""))
+            colour = flavor_color(flavor) if flavor else color(i)
+            bar = ax.bar([x], [y], width=width * 0.95, color=colour, hatch=HATCHES[i % len(HATCHES)],
+                         edgecolor="white", yerr=[[below], [above]], capsize=3, ecolor="0.25")
+            bar._ccarena_flavor = flavor  # type: ignore[attr-defined]
+            flavors_seen.setdefault(flavor, colour)
+        if len(groups) > 1:
+            group_handles.append(Patch(facecolor="0.8", hatch=HATCHES[i % len(HATCHES)],
+                                       edgecolor="white", label=", ".join(names) or f"group {i}"))
+    ax.set_xticks(range(len(values)), shown, rotation=30 if sum(len(s) for s in shown) > 60 else 0,
+                  ha="right" if sum(len(s) for s in shown) > 60 else "center")
+    ax.set_ylim(0, 1.02 if metric == "jain_index" else None)
+    handles = [Patch(facecolor=c, label=f) for f, c in flavors_seen.items() if f] + group_handles
+    if handles:
+        ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0)
     return fig

@@ -334,11 +334,15 @@ rate per group over repeats (seed 003, Table I)."""
 
 class ReportOptions(StrictModel):
     """``[report]``: ``tables`` (the study tables to show, of :data:`STUDY_TABLES`; a ``[matrix]``
-    scenario and a table named by a reference are shown without asking), ``references`` (a study's
+    scenario and a table named by a reference are shown without asking), ``labels`` (swept
+    parameter path → {value as written → the label figures and tables show}, e.g.
+    ``{"flows[0].dupthresh" = {"3" = "fast recovery", "1000" = "timeouts only"}}``; a labelled
+    parameter is drawn as categories), ``references`` (a study's
     published tables, :class:`Reference`) and ``group_by`` (the summary column the study tables are
     grouped by, e.g. ``"flavor"``; default: the swept parameters)."""
 
     tables: list[Literal["matrix", "regions", "drop_rate"]] = []
+    labels: dict[str, dict[str, str]] = {}
     references: list[Reference] = []
     group_by: list[str] | None = None
 
