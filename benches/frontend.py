@@ -1,0 +1,128 @@
+"""Benchmark of the front end against the engine (issue 17): what a whole ``ccarena`` command
+costs beside the simulation it runs.
+
+    python3 benches/frontend.py                 # both cases, 1 repetition
+    python3 benches/frontend.py --case flows100 --repeats 3
+    python3 benches/frontend.py --case sweep400 --jobs 2
+
+Cases:
+- ``flows100``: one 60 s run of 100 CUBIC flows on a 100 Mbps dumbbell. Engine seconds are the
+  engine alone (``Simulation.run_until`` + ``results``, measured in this process on the same spec);
+  whole-command seconds are ``ccarena run --no-report`` as a user types it (a subprocess: start-up,
+  imports, spec, metrics, Parquet, summary). Target: whole ≤ 1.3 × engine.
+- ``sweep400``: 400 runs (100 loss values × 4 repeats) of one 5 s Reno flow. Engine seconds are the
+  sum over runs of the engine alone; the front end's time per run is (whole CPU of the command and
+  its workers − engine CPU) / runs. Target: ≤ 0.05 s per run. Then ``ccarena report`` of the
+  experiment: target ≤ 10 s on 2 cores.
+
+Printed: engine s, whole s, the front end's share, per-run overhead, report s.
+"""
+
+from __future__ import annotations
+
+import argparse
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+FLOWS100 = """
+name = "bench-flows100"
+duration = "60s"
+[topology]
+kind = "dumbbell"
+pairs = 100
+bottleneck = { rate = "100Mbps", delay = "20ms", queue = { limit = "1000pkt" } }
+""" + "".join(f'[[flows]]\nfrom = "left{i}"\nto = "right{i}"\nflavor = "cubic"\n' for i in range(100))
+
+SWEEP400 = """
+name = "bench-sweep400"
+duration = "5s"
+[topology]
+kind = "single_link"
+link = { rate = "20Mbps", delay = "10ms", loss = "0%", queue = { limit = "100pkt" } }
+[[flows]]
+from = "a"
+to = "b"
+flavor = "reno"
+[sweep]
+"topology.link.loss" = [{values}]
+repeats = 4
+"""
+
+
+def engine_seconds(scenario: Path) -> tuple[float, int]:
+    """Wall seconds of the engine alone over every run of ``scenario`` (same specs as
+    ``ccarena run`` builds), and the number of runs."""
+    from ccarena import _engine
+    from ccarena.experiment import expand
+    from ccarena.scenario import load_scenario
+
+    plans = expand(load_scenario(scenario))
+    total = 0.0
+    for plan in plans:
+        text = plan.resolved.spec.to_json()
+        started = time.perf_counter()
+        sim = _engine.Simulation(text)
+        sim.run_until(int(sim.duration_ns))
+        sim.results()
+        total += time.perf_counter() - started
+    return total, len(plans)
+
+
+def command(args: list[str]) -> tuple[float, float]:
+    """Wall and CPU seconds (the command and its children) of ``python -m ccarena ARGS``."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    started = time.perf_counter()
+    subprocess.run([sys.executable, "-m", "ccarena", *args], check=True, stdout=subprocess.DEVNULL)
+    wall = time.perf_counter() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return wall, cpu
+
+
+def bench_flows100(tmp: Path, repeats: int) -> None:
+    scenario = tmp / "flows100.toml"
+    scenario.write_text(FLOWS100)
+    for i in range(repeats):
+        engine, _ = engine_seconds(scenario)
+        wall, _ = command(["run", str(scenario), "-o", str(tmp / f"f100-{i}"), "--force", "-q",
+                           "--no-report", "-j", "1"])
+        print(f"flows100: engine {engine:.2f} s, whole command {wall:.2f} s, "
+              f"ratio {wall / engine:.2f} (target ≤ 1.3), front end {wall - engine:.2f} s")
+
+
+def bench_sweep400(tmp: Path, repeats: int, jobs: int) -> None:
+    values = ", ".join(f'"{0.05 * i:.2f}%"' for i in range(100))
+    scenario = tmp / "sweep400.toml"
+    scenario.write_text(SWEEP400.replace("{values}", values))
+    for i in range(repeats):
+        engine, runs = engine_seconds(scenario)
+        out = tmp / f"s400-{i}"
+        wall, cpu = command(["run", str(scenario), "-o", str(out), "--force", "-q", "--no-report",
+                             "-j", str(jobs)])
+        per_run = (cpu - engine) / runs
+        print(f"sweep400: {runs} runs, engine {engine:.2f} s (sum), whole command {wall:.2f} s wall / "
+              f"{cpu:.2f} s CPU with -j {jobs}; front end {per_run * 1e3:.1f} ms CPU per run "
+              f"(target ≤ 50 ms)")
+        report_wall, _ = command(["report", str(out)])
+        print(f"sweep400: report {report_wall:.2f} s (target ≤ 10 s)")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--case", choices=["flows100", "sweep400", "all"], default="all")
+    parser.add_argument("--repeats", type=int, default=1)
+    parser.add_argument("--jobs", type=int, default=2)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="ccarena-bench-") as tmp:
+        if args.case in ("flows100", "all"):
+            bench_flows100(Path(tmp), args.repeats)
+        if args.case in ("sweep400", "all"):
+            bench_sweep400(Path(tmp), args.repeats, args.jobs)
+
+
+if __name__ == "__main__":
+    main()
