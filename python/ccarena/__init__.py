@@ -18,10 +18,10 @@ from typing import TYPE_CHECKING, Any
 __version__ = "0.1.0"
 
 from ccarena.errors import EngineFault, UserError  # noqa: E402
-from ccarena.scenario import LoadedScenario, Scenario, load_scenario  # noqa: E402
 
 if TYPE_CHECKING:
     from ccarena.results import Result
+    from ccarena.scenario import LoadedScenario, Scenario, load_scenario
 
 
 def run(scenario: str | Path | dict[str, Any], out: str | Path | None = None, *,
@@ -45,6 +45,7 @@ def run(scenario: str | Path | dict[str, Any], out: str | Path | None = None, *,
     """
     from ccarena.executor import run_experiment
     from ccarena.results import Result
+    from ccarena.scenario import load_scenario
 
     loaded = load_scenario(scenario)
     root = Path(out) if out is not None else Path(results_dir) / loaded.scenario.name
@@ -70,10 +71,16 @@ def load(directory: str | Path) -> "Result":
 
 
 def __getattr__(name: str) -> Any:
+    # The scenario schema (pydantic) and results (pandas) load on first use, so `ccarena --help`
+    # and `ccarena --version` start without them.
     if name == "Result":
         from ccarena.results import Result
 
         return Result
+    if name in ("LoadedScenario", "Scenario", "load_scenario"):
+        from ccarena import scenario
+
+        return getattr(scenario, name)
     raise AttributeError(name)
 
 

@@ -207,14 +207,27 @@ def run(
     # With --json, stdout carries only the JSON; the paths go to stderr.
     where = stderr if as_json else stdout
     if done:
+        with _working("aggregating the runs' summaries", quiet):
+            result.summary  # noqa: B018 (read once here, under the status line)
         _print_summary(result, wide, as_json)
         if report:
             from ccarena.report import write_report
 
-            path = write_report(result, formats=figure_formats)
+            with _working("writing the report and its figures", quiet):
+                path = write_report(result, formats=figure_formats)
             where.print(f"report: {path}", soft_wrap=True)
     where.print(f"results: {root}", soft_wrap=True)
     outcome.raise_for_failures()
+
+
+def _working(what: str, quiet: bool) -> Any:
+    """A spinner with ``what`` on stderr while the block runs (nothing when ``quiet`` or stderr is
+    not a terminal)."""
+    import contextlib
+
+    if quiet or not stderr.is_terminal:
+        return contextlib.nullcontext()
+    return stderr.status(what + "…")
 
 
 def _print_summary(result: Any, wide: bool, as_json: bool) -> None:
