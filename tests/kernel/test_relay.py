@@ -208,13 +208,14 @@ def test_many_pipes_share_a_few_threads_and_keep_their_timing(testbed, tmp_path)
         attempts = []
         for attempt in range(3):
             relay = testbed.start_relay(cfg, tmp_path, f"many{attempt}")
-            status = Path(f"/proc/{relay.proc.pid}/status").read_text()
-            threads = int(next(line.split()[1] for line in status.splitlines() if line.startswith("Threads:")))
-            assert threads <= (os.cpu_count() or 1) + 3, f"{threads} threads for {2 * (idle + 1)} directions"
             before = cpu_times()
             client, _ = testbed.iperf(5330 + attempt, ["-t", "5"])
             steal = steal_fraction(before, cpu_times())
+            # Read while it still serves (its threads start after it reports ready).
+            status = Path(f"/proc/{relay.proc.pid}/status").read_text()
+            threads = int(next(line.split()[1] for line in status.splitlines() if line.startswith("Threads:")))
             stats = relay.stop()
+            assert threads <= (os.cpu_count() or 1) + 3, f"{threads} threads for {2 * (idle + 1)} directions"
             assert len(stats["pipes"]) == idle + 1
             pipe = stats["pipes"][0]
             assert client["end"]["sum_received"]["bits_per_second"] > 0.6 * RATE_BPS
