@@ -93,6 +93,7 @@ impl Relay {
             min_wake_interval_ns: config.min_wake_interval_ns,
             ..Tuning::default()
         };
+        sys::raise_open_files_limit();
         let mut indices = Vec::with_capacity(config.pipes.len());
         for (i, p) in config.pipes.iter().enumerate() {
             let mut pair = [0u32; 2];

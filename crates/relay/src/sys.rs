@@ -112,6 +112,21 @@ pub fn prefault(buf: &mut [u8]) {
     }
 }
 
+/// Raise this process's soft limit of open files to its hard limit: the relay opens two sockets
+/// per interface, four per link (a k = 8 fat-tree's 384 links take 1,536), and many systems start
+/// processes with a soft limit of 1,024. Best effort: on failure the limit stays as it was and
+/// opening a socket beyond it fails with EMFILE, naming the interface.
+pub fn raise_open_files_limit() {
+    // SAFETY: getrlimit/setrlimit with a valid rlimit struct.
+    unsafe {
+        let mut lim: libc::rlimit = zeroed();
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) == 0 && lim.rlim_cur < lim.rlim_max {
+            lim.rlim_cur = lim.rlim_max;
+            libc::setrlimit(libc::RLIMIT_NOFILE, &lim);
+        }
+    }
+}
+
 /// The index of the interface named `name` in this network namespace, if there is one.
 pub fn if_index(name: &str) -> Option<u32> {
     let c = CString::new(name).ok()?;
