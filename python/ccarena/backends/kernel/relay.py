@@ -77,8 +77,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: ${WORKERS_ENV} must be a positive integer, not '{workers}'", file=sys.stderr)
         return 2
     try:
-        stats_json = _engine.relay_run(config_json, on_ready=_announce_ready,
-                                       workers=int(workers) if workers else None)
+        extra = {"workers": int(workers)} if workers else {}
+        stats_json = _engine.relay_run(config_json, on_ready=_announce_ready, **extra)
     except ValueError as e:
         print(f"error: {config_path}: {e}", file=sys.stderr)
         return 2
