@@ -81,6 +81,8 @@ def test_a_fat_tree_runs_beside_the_simulator_and_events_apply_on_an_access_link
     done = run_cli("run", str(scenario), "--backend", "sim,kernel", "--out", str(tmp_path / "out"), "-q",
                    cwd=tmp_path, timeout=150)
     assert done.returncode == 0, done.stderr
+    # No forked helper of the run (pyroute2's) unwound a copy of the command when stopped.
+    assert "interrupted" not in done.stderr, done.stderr
     runs = tmp_path / "out" / "runs"
     sim = pd.read_parquet(runs / "r0" / "flows.parquet")
     kernel = pd.read_parquet(runs / "r0@kernel" / "flows.parquet")
