@@ -187,3 +187,48 @@ def test_bad_config_is_one_line_naming_the_field(tmp_path):
     assert done.returncode == 2
     assert done.stderr.strip().splitlines()[-1].endswith("pipes[0].a: no interface named 'veth9' in this namespace")
     assert not (tmp_path / "stats.json").exists()
+
+
+@needs_root
+def test_many_pipes_share_a_few_threads_and_keep_their_timing(testbed, tmp_path):
+    # 31 idle pipes (veth pairs inside the relay namespace) beside the busy one: 64 directions,
+    # as many as a small fat-tree's. The relay serves them with one thread per CPU (plus the
+    # Python thread that supervises), not one per direction, and the busy pipe's timing holds.
+    idle = 31
+    for i in range(idle):
+        subprocess.run(["ip", "-n", testbed.ns_relay, "link", "add", f"x{i}a", "type", "veth", "peer", "name", f"x{i}b"],
+                       check=True, capture_output=True)
+        for end in ("a", "b"):
+            subprocess.run(["ip", "-n", testbed.ns_relay, "link", "set", f"x{i}{end}", "up"], check=True, capture_output=True)
+    try:
+        cfg = config()
+        direction = {"delay_ns": 1_000_000, "loss": 0.0, "rate_bps": RATE_BPS, "limit_packets": 100}
+        cfg["pipes"] += [{"name": f"idle{i}", "a": f"x{i}a", "b": f"x{i}b", "a_to_b": direction, "b_to_a": direction}
+                         for i in range(idle)]
+        attempts = []
+        for attempt in range(3):
+            relay = testbed.start_relay(cfg, tmp_path, f"many{attempt}")
+            before = cpu_times()
+            client, _ = testbed.iperf(5330 + attempt, ["-t", "5"])
+            steal = steal_fraction(before, cpu_times())
+            # Read while it still serves (its threads start after it reports ready).
+            status = Path(f"/proc/{relay.proc.pid}/status").read_text()
+            threads = int(next(line.split()[1] for line in status.splitlines() if line.startswith("Threads:")))
+            stats = relay.stop()
+            assert threads <= (os.cpu_count() or 1) + 3, f"{threads} threads for {2 * (idle + 1)} directions"
+            assert len(stats["pipes"]) == idle + 1
+            pipe = stats["pipes"][0]
+            assert client["end"]["sum_received"]["bits_per_second"] > 0.6 * RATE_BPS
+            for d in ("a_to_b", "b_to_a"):
+                check_conserved(pipe[d])
+            worst = max(pipe[d]["lateness_ns"]["p99"] for d in ("a_to_b", "b_to_a"))
+            attempts.append((worst, steal))
+            if worst < 1_000_000:
+                return
+        if all(steal > MAX_STEAL for _, steal in attempts):
+            pytest.skip("the hypervisor stole too much of the CPU during every attempt")
+        pytest.fail("relay p99 lateness over 1 ms in every attempt: "
+                    + ", ".join(f"{w / 1e6:.2f} ms (steal {100 * s:.1f}%)" for w, s in attempts))
+    finally:
+        for i in range(idle):
+            subprocess.run(["ip", "-n", testbed.ns_relay, "link", "del", f"x{i}a"], capture_output=True)

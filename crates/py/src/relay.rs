@@ -28,11 +28,12 @@ pub fn relay_set_start(start_ns: u64) {
 /// config's `duration_ns`; return the stats JSON.
 ///
 /// Every socket is open and bound before `on_ready()` is called (with no arguments), so traffic
-/// sent after it is relayed. Raises ValueError("field: message") for a bad config or a missing
+/// sent after it is relayed. `workers`: how many threads serve the links (default: one per CPU;
+/// never more than there are link directions). Raises ValueError("field: message") for a bad config or a missing
 /// interface, OSError when a socket cannot be opened (not root) or forwarding fails.
 #[pyfunction]
-#[pyo3(signature = (config_json, on_ready=None))]
-pub fn relay_run(py: Python<'_>, config_json: &str, on_ready: Option<Bound<'_, PyAny>>) -> PyResult<String> {
+#[pyo3(signature = (config_json, on_ready=None, workers=None))]
+pub fn relay_run(py: Python<'_>, config_json: &str, on_ready: Option<Bound<'_, PyAny>>, workers: Option<usize>) -> PyResult<String> {
     // First, so a SIGTERM that arrives while sockets are opened is not lost.
     let guard = ProcessGuard::install().map_err(|e| PyOSError::new_err(format!("installing the relay's signal handlers: {e}")))?;
     let config = Config::from_json(config_json).map_err(|e| PyValueError::new_err(e.to_string()))?;
@@ -40,6 +41,10 @@ pub fn relay_run(py: Python<'_>, config_json: &str, on_ready: Option<Bound<'_, P
         OpenError::Config(c) => PyValueError::new_err(c.to_string()),
         os @ OpenError::Os(..) => PyOSError::new_err(os.to_string()),
     })?;
+    let relay = match workers {
+        Some(n) => relay.with_workers(n),
+        None => relay,
+    };
     if let Some(cb) = on_ready {
         cb.call0()?;
     }

@@ -1,4 +1,4 @@
-//! One direction of one pipe, run by its own thread: read frames from the in-interface, put each
+//! One direction of one pipe, served by a worker thread ([`crate::worker`]): read frames from the in-interface, put each
 //! through the emulated link ([`LinkModel`]: queue, transmitter, wire loss, delay), write the
 //! survivors to the out-interface when they are due, apply the link's scheduled changes, sample
 //! the queue, and count.
@@ -11,8 +11,8 @@
 //! soon as it is due (after a drain), since it may retime frames already on the delay line.
 
 use std::io;
-use std::os::fd::AsRawFd;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::os::fd::{AsRawFd, RawFd};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::delay_line::DelayLine;
 use crate::frame::frame_size;
@@ -47,6 +47,20 @@ const MAX_TIMESTAMP_AGE_NS: i128 = 1_000_000_000;
 /// A grid instant is sampled without waiting for a later arrival once the socket is empty and
 /// this long has passed: a frame stamped earlier can still be in the kernel's receive path, ns.
 const SAMPLE_GRACE_NS: u64 = 2_000_000;
+
+/// When a direction needs serving again ([`Direction::service`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Next {
+    /// At once: a send burst was cut short, or frames just arrived on an empty line.
+    Again,
+    /// At this CLOCK_MONOTONIC instant, ns: its head frame falls due (or the drain interval
+    /// ends, or a scheduled change applies). Frames arriving meanwhile wait in the socket with
+    /// their kernel timestamps and cannot be due before the head, so they need no wake-up.
+    At(u64),
+    /// Nothing queued: when its socket becomes readable, or at this instant (ns) if given, when
+    /// a scheduled change applies.
+    Idle(Option<u64>),
+}
 
 /// One direction, ready to run.
 pub struct Direction {
@@ -101,70 +115,77 @@ impl Direction {
         Direction { rx, tx, link, line, sampler, changes, next_change: 0, start_ns: 0, tuning, stats: DirectionStats::default() }
     }
 
-    /// Serve until `halt` is set; returns the counters. Scheduled changes count from the instant
-    /// `start` holds (CLOCK_MONOTONIC ns; 0 = not known yet, none applies until it is).
+    /// The socket this direction reads, for its worker to wait on.
+    pub fn rx_fd(&self) -> RawFd {
+        self.rx.as_raw_fd()
+    }
+
+    /// The timing knobs this direction was made with.
+    pub fn tuning(&self) -> &Tuning {
+        &self.tuning
+    }
+
+    /// Record that its worker thread could not get real-time scheduling.
+    pub fn note_realtime_denied(&mut self) {
+        self.stats.realtime_denied = true;
+    }
+
+    /// One turn of the direction's work: apply the scheduled changes that are due, send the
+    /// frames that are due (at most [`MAX_SEND_BURST`]), read what arrived; returns when it
+    /// needs serving again. Scheduled changes count from the instant `start` holds
+    /// (CLOCK_MONOTONIC ns; 0 = not known yet, none applies until it is). The direction never
+    /// batches by itself ([`next_step`] with no previous wake-up): its worker spaces its own
+    /// wake-ups ([`crate::worker`]).
     ///
     /// # Errors
     /// An unexpected OS error from receiving (sending errors are counted, not fatal).
-    pub fn run(mut self, halt: &AtomicBool, start: &AtomicU64) -> io::Result<DirectionStats> {
-        sys::precise_timers_for_this_thread();
-        if self.tuning.rt_priority > 0 && sys::make_this_thread_realtime(self.tuning.rt_priority).is_err() {
-            self.stats.realtime_denied = true;
+    pub fn service(&mut self, batch: &mut RxBatch, start: &AtomicU64) -> io::Result<Next> {
+        if self.start_ns == 0 && self.next_change < self.changes.len() {
+            self.start_ns = start.load(Ordering::Relaxed);
         }
-        let mut batch = RxBatch::new(RX_BATCH);
-        let mut last_wake_ns = sys::mono_ns();
-        while !halt.load(Ordering::Relaxed) {
-            if self.start_ns == 0 && self.next_change < self.changes.len() {
-                self.start_ns = start.load(Ordering::Relaxed);
-            }
-            // A change that is due may retime frames on the delay line: apply it before sending,
-            // after offering what has arrived (which applies it if a later frame came).
-            if self.next_change_at().is_some_and(|c| c <= sys::mono_ns()) {
-                self.drain(&mut batch)?;
-                let now = sys::mono_ns();
-                while let Some(c) = self.next_change_at().filter(|&c| c <= now) {
-                    self.catch_up(c, false);
-                }
-            }
-            // Send what is due (at most a burst, so arrivals are still read under overload). The
-            // clock is read per frame so each lateness is its own.
-            let mut burst = 0;
-            let step = loop {
-                let now = sys::mono_ns();
-                let step = next_step(now, self.line.head_due_ns(), last_wake_ns, &self.tuning);
-                if step != Step::Send || burst == MAX_SEND_BURST {
-                    break step;
-                }
-                self.send_head(now);
-                burst += 1;
-            };
-            // Then read what arrived, before any wait: a spin or sleep must never starve reading.
-            if self.drain(&mut batch)? {
-                self.catch_up(sys::mono_ns().saturating_sub(SAMPLE_GRACE_NS), true);
-            }
-            match step {
-                Step::Send => {}
-                Step::SpinUntil(t) => {
-                    while sys::mono_ns() < t {
-                        std::hint::spin_loop();
-                    }
-                }
-                Step::SleepUntil(t) => {
-                    // Wake for a change too: it may move the due times of queued frames.
-                    sys::sleep_until_mono(self.next_change_at().map_or(t, |c| c.min(t)));
-                    last_wake_ns = sys::mono_ns();
-                }
-                Step::AwaitTraffic(timeout_ns) => {
-                    // The drain above may have queued frames: only block if it did not.
-                    if self.line.is_empty() {
-                        sys::wait_readable(self.rx.as_raw_fd(), timeout_ns)?;
-                        last_wake_ns = sys::mono_ns();
-                    }
-                }
+        // A change that is due may retime frames on the delay line: apply it before sending,
+        // after offering what has arrived (which applies it if a later frame came).
+        if self.next_change_at().is_some_and(|c| c <= sys::mono_ns()) {
+            self.drain(batch)?;
+            let now = sys::mono_ns();
+            while let Some(c) = self.next_change_at().filter(|&c| c <= now) {
+                self.catch_up(c, false);
             }
         }
-        // Whatever arrived before the stop still counts, and every instant up to now is final.
-        self.drain(&mut batch)?;
+        // Send what is due (at most a burst, so arrivals are still read under overload). The
+        // clock is read per frame so each lateness is its own.
+        let mut burst = 0;
+        let step = loop {
+            let now = sys::mono_ns();
+            let step = next_step(now, self.line.head_due_ns(), 0, &self.tuning);
+            if step != Step::Send || burst == MAX_SEND_BURST {
+                break step;
+            }
+            self.send_head(now);
+            burst += 1;
+        };
+        // Then read what arrived, before any wait: a wait must never starve reading.
+        if self.drain(batch)? {
+            self.catch_up(sys::mono_ns().saturating_sub(SAMPLE_GRACE_NS), true);
+        }
+        // Wake for a change too: it may move the due times of queued frames.
+        let change = self.next_change_at();
+        Ok(match step {
+            Step::Send => Next::Again,
+            Step::SpinUntil(t) | Step::SleepUntil(t) => Next::At(change.map_or(t, |c| c.min(t))),
+            // The drain above may have queued frames: then decide again at once.
+            Step::AwaitTraffic(_) if self.line.is_empty() => Next::Idle(change),
+            Step::AwaitTraffic(_) => Next::Again,
+        })
+    }
+
+    /// Stop: offer whatever arrived before the stop (it still counts), make every sample
+    /// instant up to now final, and return the counters.
+    ///
+    /// # Errors
+    /// An unexpected OS error from receiving.
+    pub fn finish(mut self, batch: &mut RxBatch) -> io::Result<DirectionStats> {
+        self.drain(batch)?;
         self.catch_up(sys::mono_ns(), true);
         self.stats.dropped_overflow += self.rx.take_kernel_drops();
         self.stats.left_queued = self.line.len() as u64;

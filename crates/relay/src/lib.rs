@@ -26,27 +26,29 @@
 //! handed it the packet (measured, 1 Gbit/s, 50 ms: with htb behind it the relay used a whole core
 //! and sent frames 75 ms late at the median; serializing itself, 0.1 ms, at two-thirds of a core).
 //!
-//! **One thread per direction, each doing both the receiving and the sending of its direction.**
-//! A direction's frames are read from one socket and written to another, and its queue is touched
-//! by nobody else, so there are no locks, no cross-thread hand-off and no wake-ups between threads.
-//! On the project's 2-core machines the data direction and the ACK direction of a fast flow then
-//! run on both cores at once, and a busy direction cannot make another pipe's frames late. (Each
-//! `send` also carries the receiving host's input path, since veth delivers inside the sender's
-//! softirq, so one core for everything would be too tight.) Idle threads block in the kernel.
+//! **A bounded number of worker threads, each serving many directions with one epoll loop**
+//! ([`worker`]; by default one per CPU). A direction — receiving on one socket, its queue, sending
+//! on another — is touched only by its worker, so there are no locks and no hand-off between
+//! threads. Directions are dealt round-robin, so the data and the ACK direction of a pipe run on
+//! different CPUs when there are two; on the project's 2-core machines both cores then work at
+//! once. (Each `send` also carries the receiving host's input path, since veth delivers inside
+//! the sender's softirq, so one core for everything would be too tight.) A k = 4 fat-tree (96
+//! directions) runs on two threads instead of 96. An idle worker blocks in the kernel.
 //!
-//! **A thread wakes only when frames are due, and at most every `min_wake_interval_ns`.** With a
-//! fixed delay frames leave in arrival order, so each direction is a FIFO ([`DelayLine`]) and the
-//! next event is always the head's due time. A thread's loop: send every due frame (reading the
-//! clock per frame, so each lateness is its own), drain the socket with `recvmmsg` (32 frames per
-//! call), then sleep with `clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME)` (timer slack 1 ns)
-//! until the new head is due — but no sooner than 200 µs after the previous wake-up: a wake-up
-//! costs 25–45 µs of CPU on a VM, so waking for every frame (every 12 µs at 1 Gbit/s) cannot keep
-//! up, while a batch every 200 µs costs a few percent and adds at most that much lateness. It
-//! does *not* wake for arrivals while frames are queued: an arriving frame waits in the socket's
-//! receive buffer with its kernel timestamp and cannot be due before the head. Sleeps are capped
-//! at 2 ms so the receive buffer (64 MiB, SO_RCVBUFFORCE) only ever holds a few milliseconds of
-//! traffic, and sending stops after 64 frames to read. With nothing queued the thread blocks in
-//! `ppoll` on the socket. See [`schedule`].
+//! **A worker wakes only when frames are due, and at most every `min_wake_interval_ns` on its
+//! timer.** With a fixed delay frames leave in arrival order, so each direction is a FIFO
+//! ([`DelayLine`]) and its next event is always its head's due time; the worker's next timed
+//! wake-up is the earliest of its directions'. A turn of a direction: send every due frame
+//! (reading the clock per frame, so each lateness is its own; at most 64 before reading), drain
+//! its socket with `recvmmsg` (32 frames per call). The worker then waits in `epoll_pwait2`
+//! (nanosecond timeout, timer slack 1 ns) until the earliest head is due — but no sooner than
+//! 200 µs after its previous timed wake-up: a wake-up costs 25–45 µs of CPU on a VM, so waking for
+//! every frame (every 12 µs at 1 Gbit/s) cannot keep up, while a batch every 200 µs costs a few
+//! percent and adds at most that much lateness. It does *not* wake for arrivals on a direction
+//! with frames queued: such a frame waits in the socket's receive buffer with its kernel
+//! timestamp and cannot be due before the head; it does wake for arrivals on an empty direction.
+//! A direction is served at least every 2 ms while it holds frames, so the receive buffer (64
+//! MiB, SO_RCVBUFFORCE) only ever holds a few milliseconds of traffic. See [`schedule`].
 //!
 //! **Real-time scheduling, awake CPUs, no page faults.** The tail of the lateness is not timer
 //! error but the thread waiting for a CPU. The threads run SCHED_FIFO (priority 10 by default,
@@ -89,6 +91,7 @@ pub mod sampler;
 pub mod schedule;
 pub mod stats;
 pub mod sys;
+pub mod worker;
 
 pub use config::{Config, ConfigError, DirectionConfig, PipeConfig};
 pub use delay_line::DelayLine;

@@ -1,4 +1,5 @@
-//! The whole relay: open every pipe's sockets, run one thread per direction, stop, collect stats.
+//! The whole relay: open every pipe's sockets, deal the directions to a bounded number of worker
+//! threads ([`crate::worker`]), stop, collect stats.
 
 use std::fmt;
 use std::io;
@@ -7,6 +8,7 @@ use std::time::{Duration, Instant};
 
 use crate::config::{Config, ConfigError, DirectionConfig};
 use crate::direction::Direction;
+use crate::worker;
 use crate::link::LinkModel;
 use crate::rng::{Loss, SplitMix64};
 use crate::sampler::QueueSampler;
@@ -61,6 +63,7 @@ pub struct Relay {
     duration_ns: Option<u64>,
     start_ns: Option<u64>,
     keep_cpus_awake: bool,
+    workers: usize,
 }
 
 fn open_socket(
@@ -90,6 +93,7 @@ impl Relay {
             min_wake_interval_ns: config.min_wake_interval_ns,
             ..Tuning::default()
         };
+        sys::raise_open_files_limit();
         let mut indices = Vec::with_capacity(config.pipes.len());
         for (i, p) in config.pipes.iter().enumerate() {
             let mut pair = [0u32; 2];
@@ -116,11 +120,26 @@ impl Relay {
                 b_to_a: Direction::new(rx_b, tx_a, link(1, &p.b_to_a), p.b_to_a.changes.clone(), config.max_queue_frames, sampler(), tuning),
             });
         }
-        Ok(Relay { pipes, duration_ns: config.duration_ns, start_ns: config.start_ns, keep_cpus_awake: config.keep_cpus_awake })
+        let workers = worker::default_workers();
+        Ok(Relay { pipes, duration_ns: config.duration_ns, start_ns: config.start_ns, keep_cpus_awake: config.keep_cpus_awake, workers })
+    }
+
+    /// Serve the directions with `workers` threads (at least 1; never more than there are
+    /// directions) instead of the default, one per CPU ([`worker::default_workers`]).
+    #[must_use]
+    pub fn with_workers(mut self, workers: usize) -> Relay {
+        self.workers = workers.max(1);
+        self
+    }
+
+    /// How many worker threads [`Relay::run`] starts.
+    pub fn workers(&self) -> usize {
+        self.workers.min(2 * self.pipes.len()).max(1)
     }
 
     /// Forward frames until `stop` is set or the config's `duration_ns` has passed, then return
-    /// what was counted. One thread per direction; the calling thread supervises.
+    /// what was counted. The directions are served by [`Relay::workers`] threads; the calling
+    /// thread supervises.
     ///
     /// The links' scheduled changes count from the instant in `start` (CLOCK_MONOTONIC ns): the
     /// config's `start_ns` if it has one (stored there now), else whatever another thread stores
@@ -139,25 +158,31 @@ impl Relay {
         let deadline = self.duration_ns.map(|d| start + Duration::from_nanos(d));
         let halt = AtomicBool::new(false);
         let failed = AtomicBool::new(false);
-        let mut names = Vec::new();
+        let workers = self.workers();
+        let mut names = Vec::with_capacity(self.pipes.len());
+        let mut dealt: Vec<Vec<(usize, Direction)>> = (0..workers).map(|_| Vec::new()).collect();
+        for (i, p) in self.pipes.into_iter().enumerate() {
+            names.push(p.name);
+            for (d, dir) in [p.a_to_b, p.b_to_a].into_iter().enumerate() {
+                let index = 2 * i + d;
+                dealt[worker::worker_of(index, workers)].push((index, dir));
+            }
+        }
         let results = std::thread::scope(|scope| {
             let mut handles = Vec::new();
-            for (i, p) in self.pipes.into_iter().enumerate() {
-                names.push(p.name);
-                for (dir, d) in [("ab", p.a_to_b), ("ba", p.b_to_a)] {
-                    let (halt, failed) = (&halt, &failed);
-                    let h = std::thread::Builder::new().name(format!("relay{i}{dir}")).spawn_scoped(scope, move || {
-                        let r = d.run(halt, start_ns);
-                        if r.is_err() {
-                            failed.store(true, Ordering::Relaxed);
-                        }
-                        r
-                    });
-                    if h.is_err() {
+            for (w, dirs) in dealt.into_iter().enumerate() {
+                let (halt, failed) = (&halt, &failed);
+                let h = std::thread::Builder::new().name(format!("relay-w{w}")).spawn_scoped(scope, move || {
+                    let r = worker::run(dirs, halt, start_ns);
+                    if r.is_err() {
                         failed.store(true, Ordering::Relaxed);
                     }
-                    handles.push(h);
+                    r
+                });
+                if h.is_err() {
+                    failed.store(true, Ordering::Relaxed);
                 }
+                handles.push(h);
             }
             loop {
                 if stop.load(Ordering::Relaxed) || failed.load(Ordering::Relaxed) || deadline.is_some_and(|d| Instant::now() >= d) {
@@ -176,11 +201,17 @@ impl Relay {
                 .collect::<Vec<_>>()
         });
         let wall_s = start.elapsed().as_secs_f64();
-        let mut results = results.into_iter();
+        let mut by_index: Vec<Option<crate::stats::DirectionStats>> = (0..2 * names.len()).map(|_| None).collect();
+        for r in results {
+            for (index, stats) in r? {
+                by_index[index] = Some(stats);
+            }
+        }
+        let mut by_index = by_index.into_iter().map(|s| s.expect("one result per direction"));
         let mut pipes = Vec::with_capacity(names.len());
         for name in names {
-            let a_to_b = results.next().expect("one result per direction")?;
-            let b_to_a = results.next().expect("one result per direction")?;
+            let a_to_b = by_index.next().expect("one result per direction");
+            let b_to_a = by_index.next().expect("one result per direction");
             pipes.push(PipeStats { name, a_to_b, b_to_a });
         }
         Ok(RelayStats { pipes, wall_s, cpu_latency_held: cpu_latency.is_some() })

@@ -112,6 +112,21 @@ pub fn prefault(buf: &mut [u8]) {
     }
 }
 
+/// Raise this process's soft limit of open files to its hard limit: the relay opens two sockets
+/// per interface, four per link (a k = 8 fat-tree's 384 links take 1,536), and many systems start
+/// processes with a soft limit of 1,024. Best effort: on failure the limit stays as it was and
+/// opening a socket beyond it fails with EMFILE, naming the interface.
+pub fn raise_open_files_limit() {
+    // SAFETY: getrlimit/setrlimit with a valid rlimit struct.
+    unsafe {
+        let mut lim: libc::rlimit = zeroed();
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) == 0 && lim.rlim_cur < lim.rlim_max {
+            lim.rlim_cur = lim.rlim_max;
+            libc::setrlimit(libc::RLIMIT_NOFILE, &lim);
+        }
+    }
+}
+
 /// The index of the interface named `name` in this network namespace, if there is one.
 pub fn if_index(name: &str) -> Option<u32> {
     let c = CString::new(name).ok()?;
@@ -133,6 +148,83 @@ pub fn wait_readable(fd: RawFd, timeout_ns: u64) -> io::Result<()> {
         }
     }
     Ok(())
+}
+
+/// An epoll instance watching many receive sockets for one relay worker, each *armed* once
+/// (EPOLLONESHOT): after it reports a socket readable it reports nothing more about it until
+/// [`Epoll::arm`] is called again, so a socket whose frames are deliberately left waiting (their
+/// direction's head frame is not due yet) does not wake the worker over and over.
+#[derive(Debug)]
+pub struct Epoll {
+    fd: OwnedFd,
+    events: Vec<libc::epoll_event>,
+}
+
+impl Epoll {
+    /// A new epoll instance reporting at most `capacity` (≥ 1) sockets per wait.
+    ///
+    /// # Errors
+    /// The OS error of epoll_create1 (EMFILE, ENOMEM).
+    pub fn new(capacity: usize) -> io::Result<Epoll> {
+        // SAFETY: plain epoll_create1; the fd is owned by OwnedFd from here on.
+        let fd = cvt(unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) })?;
+        let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+        Ok(Epoll { fd, events: vec![libc::epoll_event { events: 0, u64: 0 }; capacity.max(1)] })
+    }
+
+    fn ctl(&self, op: libc::c_int, fd: RawFd, token: u64) -> io::Result<()> {
+        let mut ev = libc::epoll_event { events: (libc::EPOLLIN | libc::EPOLLONESHOT) as u32, u64: token };
+        // SAFETY: `ev` is a valid epoll_event; `fd` is open (the caller owns it).
+        cvt(unsafe { libc::epoll_ctl(self.fd.as_raw_fd(), op, fd, &mut ev) }).map(|_| ())
+    }
+
+    /// Watch `fd` (armed), reporting it as `token`.
+    ///
+    /// # Errors
+    /// The OS error of epoll_ctl.
+    pub fn add(&self, fd: RawFd, token: u64) -> io::Result<()> {
+        self.ctl(libc::EPOLL_CTL_ADD, fd, token)
+    }
+
+    /// Re-arm `fd` (added before with `token`) after it was reported.
+    ///
+    /// # Errors
+    /// The OS error of epoll_ctl.
+    pub fn arm(&self, fd: RawFd, token: u64) -> io::Result<()> {
+        self.ctl(libc::EPOLL_CTL_MOD, fd, token)
+    }
+
+    /// Wait until an armed socket is readable or `timeout_ns` passes (or a signal arrives);
+    /// returns the tokens of the readable sockets (empty: the timeout, or a signal).
+    ///
+    /// The timeout has nanosecond resolution (epoll_pwait2, Linux ≥ 5.11, under the thread's
+    /// timer slack); on older kernels it is rounded up to whole milliseconds (epoll_wait).
+    ///
+    /// # Errors
+    /// An unexpected OS error.
+    pub fn wait(&mut self, timeout_ns: u64) -> io::Result<impl Iterator<Item = u64> + '_> {
+        let ts = libc::timespec { tv_sec: (timeout_ns / 1_000_000_000) as libc::time_t, tv_nsec: (timeout_ns % 1_000_000_000) as libc::c_long };
+        let max = self.events.len().min(i32::MAX as usize) as libc::c_int;
+        // SAFETY: `events` has room for `max` entries; `ts` is a valid timespec; no signal mask.
+        let mut r = unsafe {
+            libc::syscall(libc::SYS_epoll_pwait2, self.fd.as_raw_fd(), self.events.as_mut_ptr(), max, &ts as *const libc::timespec, std::ptr::null::<libc::sigset_t>(), 0usize)
+        } as libc::c_int;
+        if r < 0 && io::Error::last_os_error().raw_os_error() == Some(libc::ENOSYS) {
+            let ms = timeout_ns.div_ceil(1_000_000).min(i32::MAX as u64) as libc::c_int;
+            // SAFETY: as above.
+            r = unsafe { libc::epoll_wait(self.fd.as_raw_fd(), self.events.as_mut_ptr(), max, ms) };
+        }
+        let n = if r < 0 {
+            let e = io::Error::last_os_error();
+            if e.kind() != io::ErrorKind::Interrupted {
+                return Err(e);
+            }
+            0
+        } else {
+            r as usize
+        };
+        Ok(self.events[..n].iter().map(|e| e.u64))
+    }
 }
 
 // Linux ABI values from <linux/if_packet.h> and <asm-generic/socket.h> (stable since 2.6 / 4.20),

@@ -130,9 +130,13 @@ def check(spec: RunSpec, caps: capabilities.Capabilities | None = None,
     Raises:
         UserError: one line naming what is missing (root, a program, a flavor, a mechanism).
     """
-    caps = caps or capabilities.detect()
-    preflight.check_privileges(caps)
-    preflight.check_spec(spec, caps, choose(spec, caps, mode))
+    # Probing forks pyroute2 helpers, which pyroute2 stops with SIGTERM: under the guard such a
+    # helper exits instead of running the caller's handler (the CLI's would unwind a copy of the
+    # whole command in the helper, printing "interrupted" and running its cleanups).
+    with sigterm_interrupts():
+        caps = caps or capabilities.detect()
+        preflight.check_privileges(caps)
+        preflight.check_spec(spec, caps, choose(spec, caps, mode))
     return caps
 
 

@@ -20,9 +20,13 @@ propagation delay before the queue or after it gives the same departures shifted
 the order (delay, then queue) in tc mode does not change what flows see.
 
 Addresses: ``a`` gets ``10.0.0.0 + 4k + 1``, ``b`` ``+ 2`` (a /30 per physical link). Each
-route ``(node, destination host, link)`` (:func:`ccarena.backends.kernel.routes.next_hops`: the
-spec's routing, computed here as the engine does) becomes ``/32`` routes to every address of
-the host via the next hop's address on that link. Neighbours are static (permanent entries with
+next-hop set ``(node, destination host, links)`` (:func:`ccarena.backends.kernel.routes.next_hop_sets`:
+the spec's routing, computed here as the engine does) becomes ``/32`` routes to every address of
+the host via the next hops' addresses on those links: one ``nexthop`` per link when the set has
+several (equal-cost multipath). Every node hashes multipath routes by L4 5-tuple
+(``net.ipv4.fib_multipath_hash_policy = 1``, per-flow ECMP as the simulator's ``mode = "ecmp"``)
+with a hash seed derived from the spec's seed and the node (``fib_multipath_hash_seed``), so one
+seed gives one assignment of flows to paths and the tiers do not all choose alike. Neighbours are static (permanent entries with
 the peer's MAC): no ARP traffic in the queues and no first-packet delay. IPv6 is disabled
 (no router solicitations or DAD in the queues); routers forward IPv4. Offloads (TSO, GSO, GRO,
 checksum) are off on every interface and ``gso_max_segs`` is 1 (Linux TCP builds GSO
@@ -43,7 +47,7 @@ from typing import Any
 
 from ccarena.backends.kernel.emulation import Emulation
 from ccarena.backends.kernel.names import RunNames
-from ccarena.backends.kernel.routes import next_hops
+from ccarena.backends.kernel.routes import next_hop_sets
 from ccarena.errors import UserError
 from ccarena.runspec import RunSpec
 
@@ -84,8 +88,12 @@ class NetworkPlan:
         links: the physical links.
         link_of: spec link index → (physical link, True if it is the ``a → b`` direction).
         host_addresses: host node index → its addresses (first = the one flows use).
-        routes: ``(namespace, interface, destination address, gateway)`` for every route of the
-            spec to a host address that is not on-link.
+        routes: ``(namespace, destination address, ((interface, gateway), ...))`` for every
+            route of the spec to a host address that is not on-link (several next hops: an
+            equal-cost multipath route).
+        hash_seeds: namespace → its ``fib_multipath_hash_seed`` (nonzero).
+        ecn_namespaces: the hosts whose TCP negotiates ECN (``net.ipv4.tcp_ecn = 1``): the
+            senders of the flows with ``ecn`` (:func:`ecn_senders`).
     """
 
     names: RunNames
@@ -94,7 +102,9 @@ class NetworkPlan:
     links: list[PhysicalLink]
     link_of: dict[int, tuple[PhysicalLink, bool]]
     host_addresses: dict[int, list[str]] = field(default_factory=dict)
-    routes: list[tuple[str, str, str, str]] = field(default_factory=list)
+    routes: list[tuple[str, str, tuple[tuple[str, str], ...]]] = field(default_factory=list)
+    hash_seeds: dict[str, int] = field(default_factory=dict)
+    ecn_namespaces: set[str] = field(default_factory=set)
 
     def ns(self, node: int) -> str:
         """The namespace of node ``node``."""
@@ -162,14 +172,41 @@ def plan_network(spec: RunSpec, names: RunNames, emulation: Emulation) -> Networ
         for node, addr in ((phys.a, phys.addr_a), (phys.b, phys.addr_b)):
             if plan.node_kinds[node] == "host":
                 plan.host_addresses.setdefault(node, []).append(addr)
-    for node, dst, link in next_hops(spec):
-        phys, forward = link_of[link]
-        next_hop, gateway = (phys.b, phys.addr_b) if forward else (phys.a, phys.addr_a)
+    for node, dst, links in next_hop_sets(spec):
+        hops = []
+        for link in links:
+            phys, forward = link_of[link]
+            next_hop, gateway = (phys.b, phys.addr_b) if forward else (phys.a, phys.addr_a)
+            hops.append((next_hop, RunNames.link_if(phys.k), gateway))
         for addr in plan.host_addresses.get(dst, []):
-            if next_hop == dst and addr == gateway:
+            if any(next_hop == dst and addr == gateway for next_hop, _, gateway in hops):
                 continue  # on-link: the /30's own route covers it
-            plan.routes.append((plan.ns(node), RunNames.link_if(phys.k), addr, gateway))
+            plan.routes.append((plan.ns(node), addr, tuple((ifname, gw) for _, ifname, gw in hops)))
+    for node in range(len(nodes)):
+        plan.hash_seeds[plan.ns(node)] = multipath_hash_seed(int(spec.seed), node)
+    plan.ecn_namespaces = {plan.ns(node) for node in ecn_senders(spec)}
     return plan
+
+
+def ecn_senders(spec: RunSpec) -> set[int]:
+    """The hosts that send a TCP flow with ``ecn``: their namespaces get ``net.ipv4.tcp_ecn = 1``
+    (request ECN on the connections they open; every namespace's default, 2, accepts it on the
+    ones it is asked for). ECN is per namespace in Linux, so a host sending flows with and
+    without ECN cannot be set up faithfully (:mod:`ccarena.backends.kernel.preflight` refuses
+    it). A queue that marks only marks ECN-capable packets, as in the simulator, so marking
+    queues alone do not turn ECN on."""
+    return {int(f.src) for f in spec.flows if f.kind == "tcp" and f.ecn}
+
+
+def multipath_hash_seed(seed: int, node: int) -> int:
+    """Node ``node``'s ``fib_multipath_hash_seed`` for a run seeded ``seed``: SplitMix64's mixer
+    of both, as a nonzero 32-bit value (0 would ask Linux for a random seed)."""
+    mask = (1 << 64) - 1
+    z = (seed * 0x9E3779B97F4A7C15 + (node + 1) * 0xBF58476D1CE4E5B9) & mask
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & mask
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & mask
+    z ^= z >> 31
+    return (z & 0xFFFFFFFF) or 1
 
 
 def _sh(namespace: str, script: str) -> None:
@@ -180,11 +217,20 @@ def _sh(namespace: str, script: str) -> None:
         raise UserError(f"network setup in {namespace}: {first}")
 
 
-def _sysctls(router: bool) -> str:
-    values = {"net/ipv6/conf/all/disable_ipv6": 1, "net/ipv6/conf/default/disable_ipv6": 1,
-              "net/ipv4/conf/all/rp_filter": 0, "net/ipv4/conf/default/rp_filter": 0,
-              "net/ipv4/ip_forward": 1 if router else 0}
-    return "; ".join(f"echo {v} > /proc/sys/{k}" for k, v in values.items())
+def _sysctls(router: bool, hash_seed: int | None, ecn: bool) -> str:
+    values: dict[str, int] = {
+        "net/ipv6/conf/all/disable_ipv6": 1, "net/ipv6/conf/default/disable_ipv6": 1,
+        "net/ipv4/conf/all/rp_filter": 0, "net/ipv4/conf/default/rp_filter": 0,
+        "net/ipv4/ip_forward": 1 if router else 0}
+    if hash_seed is not None:  # a node (not the wire namespace): per-flow ECMP on L4
+        values["net/ipv4/fib_multipath_hash_policy"] = 1
+    if ecn:
+        values["net/ipv4/tcp_ecn"] = 1
+    script = "; ".join(f"echo {v} > /proc/sys/{k}" for k, v in values.items())
+    if hash_seed is not None:  # Linux >= 6.11; older kernels hash with a random seed
+        script += (f"; if [ -w /proc/sys/net/ipv4/fib_multipath_hash_seed ]; then "
+                   f"echo {hash_seed} > /proc/sys/net/ipv4/fib_multipath_hash_seed; fi")
+    return script
 
 
 def build_network(plan: NetworkPlan, created: list[str]) -> None:
@@ -207,8 +253,9 @@ def build_network(plan: NetworkPlan, created: list[str]) -> None:
             raise UserError(f"cannot create network namespace {ns}: {err.strerror or err}") from None
         created.append(ns)
         wire = ns == plan.names.wire_ns
-        router = not wire and plan.node_kinds[plan.node_names.index(ns[len(plan.names.prefix):])] == "router"
-        _sh(ns, _sysctls(router) + "; ip link set lo up")
+        kind = None if wire else plan.node_kinds[plan.node_names.index(ns[len(plan.names.prefix):])]
+        _sh(ns, _sysctls(kind == "router", plan.hash_seeds.get(ns), ns in plan.ecn_namespaces)
+            + "; ip link set lo up")
     handles: dict[str, Any] = {}
     try:
         for ns in plan.namespaces():
@@ -250,10 +297,13 @@ def build_network(plan: NetworkPlan, created: list[str]) -> None:
                 idx = ipr.link_lookup(ifname=ifname)[0]
                 ipr.neigh("add", dst=peer_addr, lladdr=macs[(phys.k, peer)], ifindex=idx,
                           state=NUD_PERMANENT)
-        for ns, ifname, dst, gateway in plan.routes:
+        for ns, dst, hops in plan.routes:
             ipr = handles[ns]
-            idx = ipr.link_lookup(ifname=ifname)[0]
-            ipr.route("add", dst=f"{dst}/32", gateway=gateway, oif=idx)
+            via = [{"gateway": gateway, "oif": ipr.link_lookup(ifname=ifname)[0]} for ifname, gateway in hops]
+            if len(via) == 1:
+                ipr.route("add", dst=f"{dst}/32", **via[0])
+            else:
+                ipr.route("add", dst=f"{dst}/32", multipath=via)
     finally:
         for h in handles.values():
             h.close()

@@ -27,6 +27,13 @@ TCP_FIELDS_FIXED_BY_LINUX = {
 than the Linux-like default is refused rather than silently ignored."""
 
 
+QUEUE_FEATURES = frozenset({"droptail"})
+"""What the kernel backend's queues can do: discipline names, and ``"ecn_threshold"`` for ECN step
+marking. The relay's link model is DropTail only for now; when it takes the shared link model
+(crates/link: RED, CoDel, FQ-CoDel, PIE, ECN marking), adding those names here is the one change
+the preflight needs (the queue tables then read the relay's marks instead of 0)."""
+
+
 def check_privileges(caps: Capabilities) -> None:
     """Raises: UserError: not root and without CAP_NET_ADMIN/CAP_SYS_ADMIN."""
     if not caps.privileged:
@@ -55,6 +62,9 @@ def check_spec(spec: RunSpec, caps: Capabilities, emulation: Emulation) -> None:
     check_tools(caps)
     if caps.netns is False:
         raise UserError(f"the kernel backend cannot create network namespaces here: {caps.probe_error}")
+    if spec.routing is not None and spec.routing.mode == "spray":
+        raise UserError("routing.mode: per-packet spraying has no faithful Linux equivalent (its "
+                        "multipath routes hash per flow); use mode = \"ecmp\" or --backend sim")
     if any(event.set.up is not None for event in spec.events):
         raise UserError("events: taking a link down or up (up = false / true) is simulated only; "
                         "use --backend sim")
@@ -88,16 +98,15 @@ def check_spec(spec: RunSpec, caps: Capabilities, emulation: Emulation) -> None:
             if getattr(flow, key) != TCP_DEFAULTS.get(key):
                 raise UserError(f"{where}.{field}: the kernel backend uses Linux's own value; "
                                 f"remove {field} or use --backend sim")
-        if bool(flow.ecn) != bool(entry.get("needs_ecn", False)):
-            raise UserError(f"{where}.ecn: the kernel backend does not set ECN per flow; "
-                            "remove ecn or use --backend sim")
+    _check_ecn_per_host(spec)
     for i, link in enumerate(spec.links):
         where = f"links[{i}] ({link.name})"
         queue = link.queue
-        if queue.discipline != "droptail":
+        if queue.discipline not in QUEUE_FEATURES:
             raise UserError(f"{where}: queue discipline '{queue.discipline}' is not supported by "
                             "the kernel backend yet; use --backend sim")
-        if queue.ecn_threshold_packets is not None or queue.ecn_threshold_bytes is not None:
+        marks = queue.ecn_threshold_packets is not None or queue.ecn_threshold_bytes is not None
+        if marks and "ecn_threshold" not in QUEUE_FEATURES:
             raise UserError(f"{where}: ECN step marking (ecn_threshold) needs a marking qdisc "
                             "this backend does not set up; remove it or use --backend sim")
         if link.delay_ns > 0 and emulation.delay == "relay" and not caps.relay:
@@ -106,3 +115,21 @@ def check_spec(spec: RunSpec, caps: Capabilities, emulation: Emulation) -> None:
         if link.loss > 0 and emulation.loss == "nft" and not caps.nft_numgen:
             raise UserError(f"{where}: random loss needs nftables with numgen, which does not work "
                             "here (`ccarena doctor` says why)")
+
+
+def _check_ecn_per_host(spec: RunSpec) -> None:
+    """Linux turns ECN on per namespace (``net.ipv4.tcp_ecn``): one host's TCP flows must agree.
+
+    Raises:
+        UserError: a host sends TCP flows with and without ``ecn`` (names the second flow).
+    """
+    first: dict[int, tuple[int, bool]] = {}
+    for i, flow in enumerate(spec.flows):
+        if flow.kind != "tcp":
+            continue
+        seen = first.setdefault(int(flow.src), (i, bool(flow.ecn)))
+        if seen[1] != bool(flow.ecn):
+            host = spec.nodes[int(flow.src)].name
+            raise UserError(f"flows[{i}].ecn: the kernel turns ECN on per host, and '{host}' also "
+                            f"sends flows[{seen[0]}] with ecn = {str(seen[1]).lower()}; give them the "
+                            "same ecn or use --backend sim")

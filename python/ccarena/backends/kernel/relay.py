@@ -9,6 +9,9 @@ when the config did not give it. It then writes the stats JSON (per pipe and
 direction: frames, bytes, drops, lateness percentiles; ``wall_s``) to STATS_JSON_PATH atomically
 (a temporary file renamed into place), so a reader never sees half a file.
 
+``$CCARENA_RELAY_WORKERS`` sets how many threads serve the links (default: one per CPU; the
+benchmark sets it to compare).
+
 Exit status: 0 after writing the stats; 2 for a bad config or a missing interface (one line on
 stderr naming the field); 1 when the system refused (no root, forwarding failed).
 """
@@ -18,6 +21,8 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
+
+WORKERS_ENV = "CCARENA_RELAY_WORKERS"
 
 
 def write_atomically(path: Path, text: str) -> None:
@@ -67,8 +72,13 @@ def main(argv: list[str] | None = None) -> int:
 
     if sys.stdin is not None and not sys.stdin.isatty():  # never read a user's terminal
         threading.Thread(target=_read_start_lines, args=(_engine.relay_set_start,), daemon=True).start()
+    workers = os.environ.get(WORKERS_ENV, "").strip()
+    if workers and not (workers.isdigit() and int(workers) > 0):
+        print(f"error: ${WORKERS_ENV} must be a positive integer, not '{workers}'", file=sys.stderr)
+        return 2
     try:
-        stats_json = _engine.relay_run(config_json, on_ready=_announce_ready)
+        extra = {"workers": int(workers)} if workers else {}
+        stats_json = _engine.relay_run(config_json, on_ready=_announce_ready, **extra)
     except ValueError as e:
         print(f"error: {config_path}: {e}", file=sys.stderr)
         return 2
