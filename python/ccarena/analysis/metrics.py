@@ -552,16 +552,27 @@ def aggregate_repeats(summary: pd.DataFrame, by: Sequence[str],
         One row per group with ``n`` and, for each metric m, ``m`` (mean), ``m_sd`` and
         ``m_ci95`` (half-width of the 95% interval; see :func:`mean_ci`).
     """
+    from scipy import stats
+
     metrics = [m for m in metrics if m in summary.columns]
-    rows = []
-    for key, group in summary.groupby(list(by), sort=False, dropna=False):
-        key = key if isinstance(key, tuple) else (key,)
-        row: dict[str, Any] = dict(zip(by, key))
-        row["n"] = len(group)
-        for m in metrics:
-            ci = mean_ci(group[m].to_numpy(dtype=float), 0.95)
-            row[m] = ci.mean
-            row[f"{m}_sd"] = ci.sd
-            row[f"{m}_ci95"] = ci.half_width
-        rows.append(row)
-    return pd.DataFrame(rows)
+    by = list(by)
+    if not len(summary):
+        return pd.DataFrame(columns=[*by, "n", *[f"{m}{s}" for m in metrics for s in ("", "_sd", "_ci95")]])
+    # Column-wise (one groupby for every metric), the same numbers as mean_ci per group: NaNs
+    # ignored, SD with ddof = 1, t_{0.975, n−1}·s/√n; NaN SD and interval where n < 2.
+    values = summary[metrics].apply(pd.to_numeric, errors="coerce").astype(float)
+    values = values.where(np.isfinite(values))
+    grouped = values.groupby([summary[c] for c in by], sort=False, dropna=False)
+    means, sds, counts = grouped.mean(), grouped.std(ddof=1), grouped.count()
+    out = pd.DataFrame(index=means.index)
+    out["n"] = summary.groupby(by, sort=False, dropna=False).size().reindex(means.index).to_numpy()
+    for m in metrics:
+        n = counts[m].to_numpy(dtype=float)
+        sd = np.where(n >= 2, sds[m].to_numpy(dtype=float), np.nan)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            t = np.where(n >= 2, stats.t.ppf(0.975, np.maximum(n - 1, 1)), np.nan)
+            half = t * sd / np.sqrt(n)
+        out[m] = np.where(n >= 1, means[m].to_numpy(dtype=float), np.nan)
+        out[f"{m}_sd"] = sd
+        out[f"{m}_ci95"] = half
+    return out.reset_index()

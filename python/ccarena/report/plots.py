@@ -103,11 +103,11 @@ def flow_styles(flows: pd.DataFrame) -> dict[int, tuple[str, Any]]:
     """Flow index → (colour of its flavor, line style: its rank among the flows of its flavor)."""
     out: dict[int, tuple[str, Any]] = {}
     seen: dict[str, int] = {}
-    for row in flows.itertuples(index=False):
-        flavor = str(getattr(row, "flavor", ""))
+    flavors = flows["flavor"].astype(str).tolist() if "flavor" in flows else [""] * len(flows)
+    for flow, flavor in zip(flows["flow"].tolist(), flavors):
         rank = seen.get(flavor, 0)
         seen[flavor] = rank + 1
-        out[int(row.flow)] = (flavor_color(flavor), LINESTYLES[rank % len(LINESTYLES)])
+        out[int(flow)] = (flavor_color(flavor), LINESTYLES[rank % len(LINESTYLES)])
     return out
 
 
@@ -476,7 +476,11 @@ def save(fig: plt.Figure, path: Path) -> bytes:
     and return the PNG bytes (for embedding); closes ``fig``."""
     buffer = io.BytesIO()
     path.parent.mkdir(parents=True, exist_ok=True)
-    with matplotlib.rc_context(STYLE):
+    # A figure laid out by hand is saved whole: fitting a tight box would draw it twice.
+    # (Such overview pages are also rendered at a lower resolution: 24 panels at 80 dpi.)
+    style = ({**STYLE, "savefig.bbox": None, "savefig.dpi": 80}
+             if getattr(fig, "_ccarena_fixed_layout", False) else STYLE)
+    with matplotlib.rc_context(style):
         fig.savefig(buffer, format="png")
         for fmt in EXTRA_FORMATS:
             fig.savefig(path.with_suffix("." + fmt), format=fmt)
@@ -494,16 +498,19 @@ def goodput_small_multiples(panels: Sequence[tuple[str, str, pd.DataFrame, pd.Da
                             title: str) -> plt.Figure:
     """Goodput (Mbps) against time, one small panel per grid point: ``panels`` holds
     ``(panel title, run_id, samples, flows)``; flows coloured by flavor as everywhere, one shared
-    legend outside the panels, shared y axis."""
+    legend right of the panels, shared axes (tick labels on the outer panels only). The layout is
+    fixed (no tight layout: a page of 24 panels would cost a second per figure to fit)."""
     n = len(panels)
     cols = min(6, n)
     rows = math.ceil(n / cols)
+    width, height = 2.3 * cols + 1.6, 1.9 * rows + 0.8
     with matplotlib.rc_context(STYLE):
-        fig, axes = plt.subplots(rows, cols, figsize=(2.3 * cols + 1.6, 1.9 * rows + 0.8),
-                                 sharey=True, squeeze=False)
+        fig, axes = plt.subplots(rows, cols, figsize=(width, height), sharey=True, sharex=True,
+                                 squeeze=False)
+    fig.subplots_adjust(left=0.9 / width, right=1 - 1.5 / width, bottom=0.6 / height,
+                        top=1 - 0.55 / height, wspace=0.12, hspace=0.45)
     for ax, (panel_title, run_id, samples, flows) in zip(axes.flat, panels):
         _per_flow(ax, samples, flows, "goodput_bps", 1e6, run_id, linewidth=0.9)
-        trim_time_axis(ax, flows, samples)
         ax.set_title(panel_title, fontsize=8)
         ax.tick_params(labelsize=7)
         ax.set_ylim(bottom=0)
@@ -514,14 +521,15 @@ def goodput_small_multiples(panels: Sequence[tuple[str, str, pd.DataFrame, pd.Da
     for ax in axes[-1, :]:
         ax.set_xlabel("time (s)", fontsize=8)
     fig.suptitle(title, fontsize=11)
-    handles = _flavor_handles(axes.flat[0]) if n else {}
-    for ax in list(axes.flat)[1:n]:
+    handles: dict[str, Any] = {}
+    for ax in list(axes.flat)[:n]:
         for k, v in _flavor_handles(ax).items():
             handles.setdefault(k, v)
     if handles:
-        fig.legend(handles.values(), handles.keys(), loc="upper left", bbox_to_anchor=(1.0, 0.95),
-                   fontsize=8, title="flavor", title_fontsize=8)
-    fig.tight_layout()
+        fig.legend(handles.values(), handles.keys(), loc="upper left",
+                   bbox_to_anchor=(1 - 1.4 / width, 1 - 0.55 / height), fontsize=8, title="flavor",
+                   title_fontsize=8)
+    fig._ccarena_fixed_layout = True  # type: ignore[attr-defined]  # save() keeps the whole canvas
     return fig
 
 
