@@ -47,9 +47,8 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-import networkx as nx
 from pydantic import Field, PrivateAttr, ValidationError, model_validator
 
 from ccarena.errors import FieldError
@@ -63,6 +62,9 @@ from ccarena.topology.wiring import (
     link_name,
     unreachable_pair,
 )
+
+if TYPE_CHECKING:
+    import networkx as nx  # imported where used: ~0.1 s that `ccarena run` need not pay
 
 DEFAULT_ROLE = "graph"
 """The role of a graph's link that does not name one."""
@@ -120,7 +122,7 @@ class GraphLink(StrictModel):
         return Link.model_construct(**values)
 
 
-def _read_file(path: Path) -> nx.Graph:
+def _read_file(path: Path) -> "nx.Graph":
     """The graph in ``path`` by its extension.
 
     Raises:
@@ -132,6 +134,8 @@ def _read_file(path: Path) -> nx.Graph:
                                  f"{', '.join(f'{e} ({n})' for e, n in READERS.items())}")
     if not path.is_file():
         raise FieldError("file", f"{path}: no such file")
+    import networkx as nx
+
     try:
         if suffix == ".graphml":
             return nx.read_graphml(path)
@@ -145,7 +149,7 @@ def _read_file(path: Path) -> nx.Graph:
         raise FieldError("file", f"{path}: not a valid {READERS[suffix]} file ({detail})") from None
 
 
-def _file_tables(g: nx.Graph, path: Path, hosts: list[str]) -> tuple[list[GraphNode], list[GraphLink]]:
+def _file_tables(g: "nx.Graph", path: Path, hosts: list[str]) -> tuple[list[GraphNode], list[GraphLink]]:
     """The file's nodes and links as scenario tables.
 
     Raises:
