@@ -98,6 +98,11 @@ impl SegRecord {
     pub fn ever_retransmitted(&self) -> bool {
         self.flags & EVER_RETRANS != 0
     }
+
+    /// What RACK may declare lost: not SACKed, and not already waiting for a retransmission.
+    fn rack_candidate(&self) -> bool {
+        !self.is_sacked() && (self.is_retrans() || !self.is_lost())
+    }
 }
 
 /// The queue of outstanding segments and what is known about each.
@@ -135,6 +140,14 @@ pub(crate) struct Scoreboard {
     relost: VecDeque<u64>,
     /// Bytes of data sent after a retransmission that must be SACKed to declare it lost.
     rtx_lost_margin: u64,
+    /// Every (re)transmission in the order sent: (absolute index, send time). An entry is live
+    /// while its record is outstanding, unSACKed, not waiting for a retransmission and last sent
+    /// at that time; the others are dropped lazily. RACK walks it in time order (Linux keeps the
+    /// same list, `tsorted_sent_queue`), so it stops at the first record sent after the newest
+    /// delivered one instead of walking every record of a long recovery.
+    tsorted: VecDeque<(u64, SimTime)>,
+    /// Scratch: retransmissions a RACK walk found lost, offered again in sequence order.
+    relost_scratch: Vec<usize>,
 }
 
 /// One retransmission, for lost-retransmission detection.
@@ -167,6 +180,8 @@ impl Scoreboard {
             newly_lost_bytes: 0,
             rtx_fifo: VecDeque::new(),
             relost: VecDeque::new(),
+            tsorted: VecDeque::new(),
+            relost_scratch: Vec::new(),
             rtx_lost_margin: (dupthresh.max(1) as u64 - 1) * mss,
         }
     }
@@ -212,6 +227,7 @@ impl Scoreboard {
     pub fn push(&mut self, rec: SegRecord) {
         debug_assert!(self.segs.back().is_none_or(|b| b.end() == rec.seq));
         self.total_bytes += rec.len as u64;
+        self.tsorted.push_back((self.base + self.segs.len() as u64, rec.sent_time));
         self.segs.push_back(rec);
     }
 
@@ -440,9 +456,9 @@ impl Scoreboard {
     /// deadline of the reordering timer (the latest `sent_time + wait` still in the future, as
     /// the RFC's `max(remaining)`), if any record is waiting.
     ///
-    /// Records are in sequence order; the walk stops at the first never-retransmitted record
-    /// sent after `newest`, since every record above it was sent later still (originals in
-    /// order, retransmissions after the originals they follow). O(records below that point).
+    /// The walk goes through the records in the order they were last sent (`tsorted`) and
+    /// stops at the first sent later than `newest`: O(records sent in the reordering window),
+    /// not O(window) per ACK. Lost retransmissions are offered again in sequence order.
     pub fn rack_detect_loss(
         &mut self,
         now: SimTime,
@@ -450,27 +466,64 @@ impl Scoreboard {
         wait: Duration,
     ) -> Option<SimTime> {
         let mut deadline: Option<SimTime> = None;
-        for idx in 0..self.segs.len() {
-            let r = self.segs[idx];
-            if crate::rack::sent_after((r.sent_time, r.end()), newest) {
-                if r.ever_retransmitted() {
-                    continue;
-                }
-                break;
-            }
-            if r.is_sacked() || (r.is_lost() && !r.is_retrans()) {
+        let mut relost = std::mem::take(&mut self.relost_scratch);
+        let (mut i, mut stale, mut live) = (0usize, 0usize, 0usize);
+        while i < self.tsorted.len() {
+            let (abs, sent) = self.tsorted[i];
+            let Some(idx) = abs.checked_sub(self.base).map(|d| d as usize) else {
+                // Cumulatively acknowledged.
+                self.skip_stale(&mut i, &mut stale);
                 continue;
+            };
+            let r = self.segs[idx];
+            if r.sent_time != sent || !r.rack_candidate() {
+                self.skip_stale(&mut i, &mut stale);
+                continue;
+            }
+            if sent > newest.0 {
+                break; // everything after was sent later still
+            }
+            i += 1;
+            live += 1;
+            if crate::rack::sent_after((r.sent_time, r.end()), newest) {
+                continue; // sent at newest's instant, after it in sequence
             }
             let due = r.sent_time + wait;
             if due > now {
                 deadline = Some(deadline.map_or(due, |d| d.max(due)));
             } else if r.is_retrans() {
-                self.retransmission_lost(idx);
+                relost.push(idx);
             } else {
                 self.mark_lost_idx(idx);
             }
         }
+        relost.sort_unstable();
+        for &idx in &relost {
+            self.retransmission_lost(idx);
+        }
+        relost.clear();
+        self.relost_scratch = relost;
+        if stale > 64 && stale > 2 * live {
+            // Drop the dead entries in the middle once they outnumber the live ones walked.
+            let (base, segs) = (self.base, &self.segs);
+            self.tsorted.retain(|&(abs, sent)| {
+                abs >= base && {
+                    let r = &segs[(abs - base) as usize];
+                    r.sent_time == sent && r.rack_candidate()
+                }
+            });
+        }
         deadline
+    }
+
+    /// Pass a dead `tsorted` entry at `i`: dropped when it is the first, else counted.
+    fn skip_stale(&mut self, i: &mut usize, stale: &mut usize) {
+        if *i == 0 {
+            self.tsorted.pop_front();
+        } else {
+            *i += 1;
+            *stale += 1;
+        }
     }
 
     /// The last outstanding record if it is not SACKed: what a tail loss probe retransmits
@@ -635,6 +688,7 @@ impl Scoreboard {
         rec.flags |= RETRANS | EVER_RETRANS;
         rec.sent_time = now;
         rec.stamp = stamp;
+        self.tsorted.push_back((abs, now));
         self.rtx_fifo.push_back(RtxEntry {
             abs,
             sent: now,
