@@ -257,6 +257,7 @@ impl Conn {
     }
 
     /// A DATA packet arrived at `now`. Returns the outcome when this packet ended the transfer.
+    #[allow(clippy::too_many_arguments)]
     pub fn on_data(
         &mut self,
         sock: &mut dyn Datagrams,

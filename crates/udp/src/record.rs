@@ -96,7 +96,7 @@ impl Recorder {
     /// One RTT sample.
     pub fn rtt(&mut self, rtt: Duration) {
         self.rtt_seen += 1;
-        if self.rtt_seen % self.rtt_stride != 0 {
+        if !self.rtt_seen.is_multiple_of(self.rtt_stride) {
             return;
         }
         self.rtt_us.push(rtt.as_micros().min(u32::MAX as u128) as u32);

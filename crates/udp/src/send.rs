@@ -49,6 +49,9 @@ pub struct SendOptions {
     pub stop_after_bytes: Option<u64>,
     /// Name to offer; `None`: the file's own name.
     pub name: Option<String>,
+    /// Lower bound on the retransmission timeout (RFC 6298 §2.4; Linux's 200 ms by default, as
+    /// `ip route ... rto_min` lowers it on a fast path).
+    pub min_rto: Duration,
 }
 
 impl Default for SendOptions {
@@ -62,6 +65,7 @@ impl Default for SendOptions {
             impairment: None,
             stop_after_bytes: None,
             name: None,
+            min_rto: Duration::from_millis(200),
         }
     }
 }
@@ -278,6 +282,7 @@ pub fn send_file(
     progress: &mut dyn FnMut(&Progress) -> bool,
 ) -> Result<TransferRecord, TransferError> {
     let (cc, recovery) = sender_setup(opts)?;
+    crate::net::fine_timers();
     let missing = |reason: String| TransferError::MissingFile { path: path.to_path_buf(), reason };
     let file = File::open(path).map_err(|e| missing(e.to_string()))?;
     let meta = file.metadata().map_err(|e| missing(e.to_string()))?;
@@ -348,7 +353,7 @@ pub fn send_file(
     let cfg = SenderConfig {
         mss_bytes: mss,
         initial_cwnd_bytes: 10 * mss as u64,
-        min_rto: ccarena_cc::Duration::from_millis(200),
+        min_rto: ccarena_cc::Duration(opts.min_rto.as_nanos() as u64),
         initial_rto: ccarena_cc::Duration::from_secs(1),
         max_rto: ccarena_cc::Duration::from_secs(60),
         clock_granularity: ccarena_cc::Duration::from_millis(1),
@@ -383,9 +388,9 @@ pub fn send_file(
                 at += len as usize;
             }
             debug_assert_eq!(at, seg.len as usize);
-            let flags = u8::from(seg.retransmit) * wire::FLAG_RETRANSMIT
-                | u8::from(seg.ect) * wire::FLAG_ECT
-                | u8::from(seg.cwr) * wire::FLAG_CWR;
+            let flags = (u8::from(seg.retransmit) * wire::FLAG_RETRANSMIT)
+                | (u8::from(seg.ect) * wire::FLAG_ECT)
+                | (u8::from(seg.cwr) * wire::FLAG_CWR);
             link.send(&Frame::Data { offset: seg.seq, ts_val_ns: seg.ts_val.as_nanos(), flags, payload: &payload[..at] })?;
         }
         if sender.is_complete() && completed_at.is_none() {

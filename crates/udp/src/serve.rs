@@ -161,6 +161,7 @@ impl Receiver {
     /// # Errors
     /// An I/O error of the socket.
     pub fn serve(&mut self, once: bool, on_event: &mut dyn FnMut(&Event<'_>) -> bool) -> Result<(), TransferError> {
+        crate::net::fine_timers();
         let mut next_tick = Instant::now();
         let mut ended_one = false;
         let mut rbuf = vec![0u8; wire::MAX_DATAGRAM_BYTES + 1];

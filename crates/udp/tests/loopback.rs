@@ -92,22 +92,26 @@ fn byte_exact_for_reno_cubic_and_bbr() {
 fn byte_exact_with_ten_percent_loss_reordering_and_duplication() {
     let src = tempdir("lossy-src");
     let dst = tempdir("lossy-dst");
-    let file = make_file(&src, "lossy.bin", 5_000_000);
+    let file = make_file(&src, "lossy.bin", 2_000_000);
     let imp = |seed| Impairment { loss: 0.10, duplicate: 0.02, reorder: 0.02, seed };
     let server = Server::start(&dst, ReceiverOptions { impairment: Some(imp(1)), ..ReceiverOptions::default() });
-    for (i, flavor) in ["cubic", "reno"].iter().enumerate() {
+    for (i, flavor) in ["cubic", "bbr"].iter().enumerate() {
         let opts = SendOptions {
             flavor: flavor.to_string(),
             name: Some(format!("{flavor}.bin")),
             impairment: Some(imp(10 + i as u64)),
             // The handshake itself crosses the lossy path.
             handshake_timeout: std::time::Duration::from_secs(10),
+            // Loopback's RTT is ~0.1 ms: a 20 ms floor keeps the lost retransmissions' timeouts
+            // from dominating the test's run time.
+            min_rto: std::time::Duration::from_millis(20),
             ..SendOptions::default()
         };
         let rec = send(&file, &server.addr, &opts).unwrap();
+        eprintln!("{flavor}: {:.2} s, {} retransmissions, {} RTOs", rec.duration_s, rec.retransmissions, rec.rto_count);
         assert_eq!(digest(&dst.join(format!("{flavor}.bin"))), digest(&file), "{flavor}");
         // About a tenth of the data was lost and had to be sent again.
-        assert!(rec.retransmissions as f64 > 0.05 * (5_000_000.0 / 1400.0), "{flavor}: {rec:?}");
+        assert!(rec.retransmissions as f64 > 0.05 * (2_000_000.0 / 1400.0), "{flavor}: {rec:?}");
     }
     let c = server.stop();
     assert_eq!(c.completed, 2);
@@ -128,7 +132,15 @@ fn an_interrupted_transfer_resumes_sending_only_what_is_missing() {
         other => panic!("expected an interruption, got {other:?}"),
     }
     assert!(!dst.join("resume.bin").exists());
-    assert!(dst.join(".resume.bin.ccarena-ranges").exists());
+    // The receiver saves what arrived when the sender's CLOSE reaches it (in its own thread).
+    let sidecar = dst.join(".resume.bin.ccarena-ranges");
+    for _ in 0..100 {
+        if sidecar.exists() {
+            break;
+        }
+        thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert!(sidecar.exists());
     let rec = send(&file, &server.addr, &SendOptions::default()).unwrap();
     assert!(rec.resumed_bytes >= 3_000_000, "{rec:?}");
     assert_eq!(rec.resumed_bytes + rec.stream_bytes, size);
