@@ -179,7 +179,7 @@ impl PyUdpReceiver {
     }
 
     /// Serve until Ctrl-C or, with `once`, until the first transfer ends. `on_event(dict)` gets
-    /// `{"event": "started"|"finished"|"failed", ...}`. A KeyboardInterrupt or an exception in
+    /// `{"event": "started"|"finished"|"failed", ...}`, and `{"event": "tick"}` about every 100 ms. A KeyboardInterrupt or an exception in
     /// `on_event` stops the service after saving every partial transfer, and is re-raised.
     #[pyo3(signature = (once=false, on_event=None))]
     fn serve(&self, py: Python<'_>, once: bool, on_event: Option<Py<PyAny>>) -> PyResult<()> {
@@ -192,7 +192,7 @@ impl PyUdpReceiver {
                     let Some(cb) = &on_event else { return Ok(()) };
                     let d = PyDict::new(py);
                     match ev {
-                        Event::Tick => return Ok(()),
+                        Event::Tick => d.set_item("event", "tick")?,
                         Event::Started { name, peer, file_bytes, resumed_bytes } => {
                             d.set_item("event", "started")?;
                             d.set_item("name", *name)?;

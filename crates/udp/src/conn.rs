@@ -134,7 +134,6 @@ pub struct Conn {
     last_heard: Instant,
     last_sent: Instant,
     last_sidecar: Instant,
-    done_at: Option<Instant>,
     phase: Phase,
     buf: Vec<u8>,
 }
@@ -175,7 +174,6 @@ impl Conn {
             last_heard: now,
             last_sent: now,
             last_sidecar: now,
-            done_at: None,
             phase: Phase::Receiving,
             buf: Vec::with_capacity(wire::MAX_DATAGRAM_BYTES),
         }
@@ -312,7 +310,11 @@ impl Conn {
         if !self.receiving() || self.rx.rcv_nxt() < self.map.stream_bytes() {
             return None;
         }
-        self.done_at = Some(now);
+        // Acknowledge the last bytes at once rather than after the delayed-ACK timer, which a
+        // finished connection no longer runs: the sender's RTT and completion time see them.
+        let t = self.sim(now);
+        self.rx.handle_timeout(SimTime::NEVER);
+        self.flush_acks(sock, t);
         let (status, message, outcome) = match self.verify() {
             Ok(true) => match self.place.finish(self.force) {
                 Ok(()) => {

@@ -149,6 +149,12 @@ impl Receiver {
         self.counters
     }
 
+    /// The cookie a RETRY to `peer` for `conn_id` carries now (for tests and the fuzz target
+    /// over the receiver's state machine, which must get past the handshake).
+    pub fn cookie_for(&self, peer: SocketAddr, conn_id: u64) -> [u8; wire::COOKIE_BYTES] {
+        self.jar.issue(peer, conn_id, Instant::now())
+    }
+
     /// Connections open now.
     pub fn connections(&self) -> usize {
         self.conns.len()
