@@ -1,6 +1,8 @@
 //! SHA-256 (FIPS 180-4 §6.2), for verifying a transferred file end to end. Written here rather
-//! than pulled in as a crate: the one hash the transfer needs, ~80 lines, checked against the
-//! standard's test vectors.
+//! than pulled in as a crate: the one hash the transfer needs, checked against the standard's
+//! test vectors. On x86-64 CPUs with the SHA extensions (Intel SHA-NI, detected at run time) the
+//! compression function uses them (about 10× the portable code's speed, which otherwise costs
+//! more CPU than the transfer itself).
 
 use std::io::Read;
 
@@ -56,14 +58,12 @@ impl Sha256 {
                 return;
             }
             let b = self.block;
-            self.compress(&b);
+            compress_blocks(&mut self.state, &b);
             self.block_len = 0;
         }
-        let mut chunks = data.chunks_exact(64);
-        for c in &mut chunks {
-            self.compress(c.try_into().expect("64-byte chunk"));
-        }
-        let rest = chunks.remainder();
+        let whole = data.len() / 64 * 64;
+        compress_blocks(&mut self.state, &data[..whole]);
+        let rest = &data[whole..];
         self.block[..rest.len()].copy_from_slice(rest);
         self.block_len = rest.len();
     }
@@ -83,36 +83,106 @@ impl Sha256 {
         out
     }
 
-    fn compress(&mut self, block: &[u8; 64]) {
-        let mut w = [0u32; 64];
-        for (i, c) in block.chunks_exact(4).enumerate() {
-            w[i] = u32::from_be_bytes([c[0], c[1], c[2], c[3]]);
+}
+
+/// Compress each 64-byte block of `blocks` (a multiple of 64 bytes) into `state`.
+fn compress_blocks(state: &mut [u32; 8], blocks: &[u8]) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if std::arch::is_x86_feature_detected!("sha")
+            && std::arch::is_x86_feature_detected!("sse4.1")
+            && std::arch::is_x86_feature_detected!("ssse3")
+        {
+            // SAFETY: the CPU has the features the function is compiled for.
+            unsafe { compress_sha_ni(state, blocks) };
+            return;
         }
-        for i in 16..64 {
-            let s0 = w[i - 15].rotate_right(7) ^ w[i - 15].rotate_right(18) ^ (w[i - 15] >> 3);
-            let s1 = w[i - 2].rotate_right(17) ^ w[i - 2].rotate_right(19) ^ (w[i - 2] >> 10);
-            w[i] = w[i - 16].wrapping_add(s0).wrapping_add(w[i - 7]).wrapping_add(s1);
+    }
+    compress_portable(state, blocks);
+}
+
+/// The compression function with the x86 SHA extensions (Intel, "New Instructions Supporting
+/// the Secure Hash Algorithm on Intel Architecture Processors", 2013): `sha256rnds2` runs two
+/// rounds on the state held as (A, B, E, F) and (C, D, G, H); `sha256msg1`/`sha256msg2` compute
+/// the message schedule (FIPS 180-4 §6.2.2 step 1) four words at a time.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "sha,sse2,ssse3,sse4.1")]
+unsafe fn compress_sha_ni(state: &mut [u32; 8], blocks: &[u8]) {
+    use std::arch::x86_64::*;
+    // Byte order: message words are big-endian.
+    let bswap = _mm_set_epi64x(0x0c0d_0e0f_0809_0a0b, 0x0405_0607_0001_0203);
+    // state = [A B C D] [E F G H] → ABEF = lanes (F, E, B, A), CDGH = lanes (H, G, D, C).
+    let lo = _mm_shuffle_epi32(_mm_loadu_si128(state.as_ptr().cast()), 0xB1);
+    let hi = _mm_shuffle_epi32(_mm_loadu_si128(state.as_ptr().add(4).cast()), 0x1B);
+    let mut abef = _mm_alignr_epi8(lo, hi, 8);
+    let mut cdgh = _mm_blend_epi16(hi, lo, 0xF0);
+    for block in blocks.chunks_exact(64) {
+        let (abef0, cdgh0) = (abef, cdgh);
+        let p: *const __m128i = block.as_ptr().cast();
+        let mut w = [_mm_setzero_si128(); 16];
+        for (i, wi) in w.iter_mut().take(4).enumerate() {
+            *wi = _mm_shuffle_epi8(_mm_loadu_si128(p.add(i)), bswap);
         }
-        let [mut a, mut b, mut c, mut d, mut e, mut f, mut g, mut h] = self.state;
-        for i in 0..64 {
-            let s1 = e.rotate_right(6) ^ e.rotate_right(11) ^ e.rotate_right(25);
-            let ch = (e & f) ^ (!e & g);
-            let t1 = h.wrapping_add(s1).wrapping_add(ch).wrapping_add(K[i]).wrapping_add(w[i]);
-            let s0 = a.rotate_right(2) ^ a.rotate_right(13) ^ a.rotate_right(22);
-            let maj = (a & b) ^ (a & c) ^ (b & c);
-            let t2 = s0.wrapping_add(maj);
-            h = g;
-            g = f;
-            f = e;
-            e = d.wrapping_add(t1);
-            d = c;
-            c = b;
-            b = a;
-            a = t1.wrapping_add(t2);
+        for i in 4..16 {
+            // W[t] = σ1(W[t−2]) + W[t−7] + σ0(W[t−15]) + W[t−16], four at a time.
+            let s = _mm_add_epi32(_mm_sha256msg1_epu32(w[i - 4], w[i - 3]), _mm_alignr_epi8(w[i - 1], w[i - 2], 4));
+            w[i] = _mm_sha256msg2_epu32(s, w[i - 1]);
         }
-        for (s, v) in self.state.iter_mut().zip([a, b, c, d, e, f, g, h]) {
-            *s = s.wrapping_add(v);
+        for (i, wi) in w.iter().enumerate() {
+            let wk = _mm_add_epi32(*wi, _mm_loadu_si128(K.as_ptr().add(4 * i).cast()));
+            // Two rounds; the new (C, D, G, H) is the old (A, B, E, F).
+            let next = _mm_sha256rnds2_epu32(cdgh, abef, wk);
+            cdgh = abef;
+            abef = next;
+            let next = _mm_sha256rnds2_epu32(cdgh, abef, _mm_shuffle_epi32(wk, 0x0E));
+            cdgh = abef;
+            abef = next;
         }
+        abef = _mm_add_epi32(abef, abef0);
+        cdgh = _mm_add_epi32(cdgh, cdgh0);
+    }
+    let a = _mm_shuffle_epi32(abef, 0x1B); // (A, B, E, F)
+    let c = _mm_shuffle_epi32(cdgh, 0xB1); // (G, H, C, D)
+    _mm_storeu_si128(state.as_mut_ptr().cast(), _mm_blend_epi16(a, c, 0xF0));
+    _mm_storeu_si128(state.as_mut_ptr().add(4).cast(), _mm_alignr_epi8(c, a, 8));
+}
+
+/// The compression function in portable Rust (FIPS 180-4 §6.2.2).
+fn compress_portable(state: &mut [u32; 8], blocks: &[u8]) {
+    for block in blocks.chunks_exact(64) {
+        compress_one(state, block);
+    }
+}
+
+fn compress_one(state: &mut [u32; 8], block: &[u8]) {
+    let mut w = [0u32; 64];
+    for (i, c) in block.chunks_exact(4).enumerate() {
+        w[i] = u32::from_be_bytes([c[0], c[1], c[2], c[3]]);
+    }
+    for i in 16..64 {
+        let s0 = w[i - 15].rotate_right(7) ^ w[i - 15].rotate_right(18) ^ (w[i - 15] >> 3);
+        let s1 = w[i - 2].rotate_right(17) ^ w[i - 2].rotate_right(19) ^ (w[i - 2] >> 10);
+        w[i] = w[i - 16].wrapping_add(s0).wrapping_add(w[i - 7]).wrapping_add(s1);
+    }
+    let [mut a, mut b, mut c, mut d, mut e, mut f, mut g, mut h] = *state;
+    for i in 0..64 {
+        let s1 = e.rotate_right(6) ^ e.rotate_right(11) ^ e.rotate_right(25);
+        let ch = (e & f) ^ (!e & g);
+        let t1 = h.wrapping_add(s1).wrapping_add(ch).wrapping_add(K[i]).wrapping_add(w[i]);
+        let s0 = a.rotate_right(2) ^ a.rotate_right(13) ^ a.rotate_right(22);
+        let maj = (a & b) ^ (a & c) ^ (b & c);
+        let t2 = s0.wrapping_add(maj);
+        h = g;
+        g = f;
+        f = e;
+        e = d.wrapping_add(t1);
+        d = c;
+        c = b;
+        b = a;
+        a = t1.wrapping_add(t2);
+    }
+    for (s, v) in state.iter_mut().zip([a, b, c, d, e, f, g, h]) {
+        *s = s.wrapping_add(v);
     }
 }
 
@@ -140,6 +210,16 @@ pub fn hex(bytes: &[u8]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_accelerated_path_agrees_with_the_portable_one() {
+        let data: Vec<u8> = (0..64 * 300u32).map(|i| (i.wrapping_mul(2_654_435_761) >> 11) as u8).collect();
+        let init = Sha256::new().state;
+        let (mut a, mut b) = (init, init);
+        compress_blocks(&mut a, &data);
+        compress_portable(&mut b, &data);
+        assert_eq!(a, b);
+    }
 
     #[test]
     fn fips_180_test_vectors() {
