@@ -71,6 +71,10 @@ def send(
                                           handshake_timeout_s=timeout)
         except engine.TransferError as err:
             raise UserError(str(err)) from None
+        except KeyboardInterrupt:
+            print("interrupted: the receiver keeps what arrived; the same command again sends only "
+                  "the rest", file=sys.stderr, flush=True)
+            raise
     if json_out:
         print(record_json(record), flush=True)
     else:
@@ -130,6 +134,9 @@ def recv(
         receiver.serve(once=once, on_event=on_event)
     except engine.TransferError as err:
         raise UserError(str(err)) from None
+    except KeyboardInterrupt:
+        stderr.print("stopped; unfinished transfers are kept for a resume")
+        raise
     finally:
         dropped = {k: v for k, v in receiver.counters.items()
                    if k not in ("datagrams", "completed", "failed") and v}
