@@ -224,3 +224,22 @@ fn bad_input_is_one_clear_error() {
     t.join().unwrap();
     assert!(matches!(e, TransferError::VersionMismatch { theirs: 7, .. }), "{e}");
 }
+
+#[test]
+fn every_tcp_flavor_of_the_catalogue_transfers_a_file() {
+    let src = tempdir("all-src");
+    let dst = tempdir("all-dst");
+    let file = make_file(&src, "all.bin", 1_000_000);
+    let want = digest(&file);
+    let server = Server::start(&dst, ReceiverOptions::default());
+    let flavors: Vec<&str> = ccarena_cc::catalogue().iter().filter(|c| c.transport == "tcp").map(|c| c.name).collect();
+    assert!(flavors.len() >= 20, "{flavors:?}");
+    for flavor in &flavors {
+        let name = format!("{flavor}.bin");
+        let opts = SendOptions { flavor: flavor.to_string(), name: Some(name.clone()), ..SendOptions::default() };
+        let rec = send(&file, &server.addr, &opts).unwrap_or_else(|e| panic!("{flavor}: {e}"));
+        assert_eq!(rec.flavor, *flavor);
+        assert_eq!(digest(&dst.join(&name)), want, "{flavor}");
+    }
+    assert_eq!(server.stop().completed, flavors.len() as u64);
+}
