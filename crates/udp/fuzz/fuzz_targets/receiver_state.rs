@@ -16,7 +16,10 @@ use libfuzzer_sys::fuzz_target;
 fn dir() -> &'static PathBuf {
     static DIR: OnceLock<PathBuf> = OnceLock::new();
     DIR.get_or_init(|| {
-        let d = std::env::temp_dir().join(format!("ccarena-udp-fuzz-{}", std::process::id()));
+        // /dev/shm when there is one: the target creates and writes files on every input.
+        let shm = std::path::Path::new("/dev/shm");
+        let base = if shm.is_dir() { shm.to_path_buf() } else { std::env::temp_dir() };
+        let d = base.join(format!("ccarena-udp-fuzz-{}", std::process::id()));
         std::fs::create_dir_all(&d).unwrap();
         d
     })
