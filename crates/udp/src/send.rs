@@ -404,8 +404,14 @@ pub fn send_file(
         } else if now.duration_since(link.last_sent) >= KEEPALIVE {
             link.send(&Frame::Ping)?;
         }
-        if now.duration_since(link.last_heard) >= opts.idle_timeout {
-            return Err(TransferError::PeerSilent { secs: opts.idle_timeout.as_secs_f64() });
+        // Once everything is acknowledged the receiver hashes the whole file before its DONE,
+        // silent meanwhile: allow for that at a slow 100 MB/s.
+        let allowed_idle = match completed_at {
+            Some(_) => opts.idle_timeout + Duration::from_secs_f64(file_bytes as f64 / 100e6),
+            None => opts.idle_timeout,
+        };
+        if now.duration_since(link.last_heard) >= allowed_idle {
+            return Err(TransferError::PeerSilent { secs: allowed_idle.as_secs_f64() });
         }
         let interrupted = opts.stop_after_bytes.is_some_and(|n| sender.snd_una() >= n && completed_at.is_none());
         if now >= next_tick || interrupted {
