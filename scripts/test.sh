@@ -23,3 +23,22 @@ python3 -m pip install --quiet --upgrade pip >/dev/null
 python3 -m pip install --quiet -e ".[test]"
 cargo nextest run --release --workspace --exclude ccarena-py --no-fail-fast
 python3 -m pytest -q
+
+# A short fuzz run of ccarena-udp's wire decoder and receiver state machine (crates/udp/fuzz,
+# outside the workspace; needs nightly). cargo-fuzz is installed only if missing.
+if cargo +nightly --version >/dev/null 2>&1; then
+    cargo fuzz --version >/dev/null 2>&1 || cargo install --locked cargo-fuzz
+    fuzz_log=$(mktemp)
+    for target in wire_decode receiver_state; do
+        if ! (cd crates/udp/fuzz && cargo +nightly fuzz run -O "$target" -- -max_total_time=15 \
+                -print_final_stats=1) >"$fuzz_log" 2>&1; then
+            tail -n 60 "$fuzz_log"
+            echo "fuzz $target: FAILED (the crashing input is under crates/udp/fuzz/artifacts/$target)"
+            exit 1
+        fi
+        grep -E '^stat::(number_of_executed_units|average_exec_per_sec)' "$fuzz_log" | sed "s/^/fuzz $target: /" || true
+    done
+    rm -f "$fuzz_log"
+else
+    echo "fuzz: skipped (no nightly toolchain)"
+fi

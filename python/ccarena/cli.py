@@ -19,6 +19,8 @@ from rich.console import Console
 from rich.table import Table
 
 from ccarena.errors import EngineFault, UserError
+from ccarena.transfer.commands import recv as _recv
+from ccarena.transfer.commands import send as _send
 
 app = typer.Typer(
     name="ccarena",
@@ -555,6 +557,11 @@ def doctor(
             raise typer.Exit(EXIT_ENGINE_FAULT)
         return
     stdout.print(doctor_table())
+
+
+# ccarena send / ccarena recv: file transfer over ccarena's transport on UDP.
+app.command(name="send")(handles_errors(_send))
+app.command(name="recv")(handles_errors(_recv))
 
 
 def main() -> None:

@@ -8,6 +8,7 @@
 //! crash of the interpreter.
 
 mod relay;
+mod udp;
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Mutex;
@@ -261,6 +262,7 @@ fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__git_revision__", env!("CCARENA_GIT_REVISION"))?;
     m.add_function(wrap_pyfunction!(relay::relay_run, m)?)?;
     m.add_function(wrap_pyfunction!(relay::relay_set_start, m)?)?;
+    udp::register(m)?;
     m.add("EngineError", m.py().get_type::<EngineError>())?;
     m.add("BudgetExceeded", m.py().get_type::<BudgetExceeded>())?;
     m.add("SPEC_FORMAT", ccarena_sim::spec::SPEC_FORMAT)?;

@@ -1,0 +1,467 @@
+//! One incoming transfer on the receiver: the transport's [`Receiver`] driven by arriving DATA
+//! and its delayed-ACK timer, the payload written straight to the partial file at the file
+//! offsets the stream maps to, the sidecar kept current for a resume, and the end: SHA-256,
+//! the file moved into place, DONE.
+//!
+//! Memory is bounded whatever the sender does: DATA beyond the advertised window (the receive
+//! buffer cap) or that would open more than [`MAX_OOO_RANGES`] out-of-order ranges is dropped,
+//! so the transport's reassembly list stays small; payload is never buffered.
+
+use std::fs::File;
+use std::io;
+use std::net::SocketAddr;
+use std::os::unix::fs::FileExt;
+use std::time::{Duration, Instant};
+
+use ccarena_cc::SimTime;
+use ccarena_transport::{DataSegment, Receiver};
+
+use crate::guard::ReplayWindow;
+use crate::net::Datagrams;
+use crate::ranges::{RangeSet, StreamMap};
+use crate::sha256::{hex, Sha256};
+use crate::store::Placement;
+use crate::wire::{self, encode, kind_of, AckFrame, DoneStatus, Frame, Header, MAX_SACK_RANGES};
+
+/// Most out-of-order ranges a connection holds above a hole.
+pub const MAX_OOO_RANGES: usize = 1024;
+/// How long a finished connection stays to answer a sender that missed DONE.
+pub const LINGER: Duration = Duration::from_secs(2);
+/// How often the sidecar is rewritten while receiving.
+pub const SIDECAR_EVERY: Duration = Duration::from_secs(1);
+
+/// Counters of what the receiver dropped or did, for people and tests.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Counters {
+    /// Datagrams read.
+    pub datagrams: u64,
+    /// Datagrams that did not decode or were of a type a receiver does not take.
+    pub malformed: u64,
+    /// Datagrams of another wire version.
+    pub foreign_version: u64,
+    /// Packets for no known connection (spoofed, stale, or after the end).
+    pub unknown_connection: u64,
+    /// OFFERs with a wrong or expired cookie.
+    pub bad_cookie: u64,
+    /// Packets whose packet number was seen before or is too old.
+    pub replayed: u64,
+    /// HELLOs and OFFERs over the handshake rate.
+    pub rate_limited: u64,
+    /// OFFERs refused at the connection limit.
+    pub connection_limit: u64,
+    /// DATA dropped beyond the window, the stream, or the out-of-order range cap.
+    pub out_of_bounds: u64,
+    /// OFFERs refused (exists, bad name, I/O, too large, busy, bad offer).
+    pub rejected_offers: u64,
+    /// Transfers finished and verified.
+    pub completed: u64,
+    /// Transfers that ended otherwise.
+    pub failed: u64,
+}
+
+/// What a finished incoming transfer did.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ReceivedRecord {
+    /// The file name.
+    pub name: String,
+    /// The sender.
+    pub peer: String,
+    /// Where the file is.
+    pub path: String,
+    /// File size, bytes.
+    pub file_bytes: u64,
+    /// Bytes held from an earlier, interrupted transfer.
+    pub resumed_bytes: u64,
+    /// Bytes this transfer delivered.
+    pub stream_bytes: u64,
+    /// From ACCEPT to the last byte, seconds.
+    pub duration_s: f64,
+    /// `stream_bytes · 8 / duration_s`, bits per second.
+    pub goodput_bps: f64,
+    /// Payload bytes that arrived twice.
+    pub duplicate_bytes: u64,
+    /// DATA that arrived above a hole.
+    pub out_of_order_segments: u64,
+    /// SHA-256, hex (verified).
+    pub sha256: String,
+}
+
+/// How a connection ended, for the service's events.
+#[derive(Debug)]
+pub enum Outcome {
+    /// Accepted.
+    Started {
+        /// File size, bytes.
+        file_bytes: u64,
+        /// Bytes already held (resume).
+        resumed_bytes: u64,
+    },
+    /// Verified and in place.
+    Finished(ReceivedRecord),
+    /// Not finished: why (what arrived is kept for a resume unless the hash failed).
+    Failed(String),
+}
+
+/// Where the connection is.
+#[derive(Debug, PartialEq)]
+enum Phase {
+    Receiving,
+    /// DONE sent at `at`; answered again to any packet until [`LINGER`] has passed.
+    Finished { status: DoneStatus, message: String, at: Instant },
+    /// To be removed.
+    Closed,
+}
+
+/// One incoming transfer.
+#[derive(Debug)]
+pub struct Conn {
+    /// The sender's address.
+    pub peer: SocketAddr,
+    /// The connection id it chose.
+    pub conn_id: u64,
+    /// The file name.
+    pub name: String,
+    replay: ReplayWindow,
+    pn_out: u64,
+    place: Placement,
+    file: File,
+    held_before: RangeSet,
+    map: StreamMap,
+    rx: Receiver,
+    rcvbuf_bytes: u64,
+    force: bool,
+    epoch: Instant,
+    last_heard: Instant,
+    last_sent: Instant,
+    last_sidecar: Instant,
+    phase: Phase,
+    buf: Vec<u8>,
+}
+
+impl Conn {
+    /// A connection accepted at `now` for `place` (partial `file` holding `held_before`).
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        peer: SocketAddr,
+        conn_id: u64,
+        offer_pn: u64,
+        name: String,
+        place: Placement,
+        file: File,
+        held_before: RangeSet,
+        rx: Receiver,
+        rcvbuf_bytes: u64,
+        force: bool,
+        now: Instant,
+    ) -> Conn {
+        let map = StreamMap::new(&held_before.complement(place.file_bytes));
+        let mut replay = ReplayWindow::default();
+        replay.accept(offer_pn);
+        Conn {
+            peer,
+            conn_id,
+            name,
+            replay,
+            pn_out: 0,
+            place,
+            file,
+            held_before,
+            map,
+            rx,
+            rcvbuf_bytes,
+            force,
+            epoch: now,
+            last_heard: now,
+            last_sent: now,
+            last_sidecar: now,
+            phase: Phase::Receiving,
+            buf: Vec::with_capacity(wire::MAX_DATAGRAM_BYTES),
+        }
+    }
+
+    /// True while bytes are still arriving.
+    pub fn receiving(&self) -> bool {
+        self.phase == Phase::Receiving
+    }
+
+    /// True when the service should forget this connection.
+    pub fn closed(&self) -> bool {
+        self.phase == Phase::Closed
+    }
+
+    /// Accept `pn` into the anti-replay window (false: a replay, drop the packet).
+    pub fn fresh(&mut self, pn: u64) -> bool {
+        self.replay.accept(pn)
+    }
+
+    fn send(&mut self, sock: &mut dyn Datagrams, frame: &Frame<'_>) {
+        let h = Header { version: wire::VERSION, kind: kind_of(frame), conn_id: self.conn_id, pn: self.pn_out };
+        self.pn_out += 1;
+        encode(&h, frame, &mut self.buf);
+        self.last_sent = Instant::now();
+        // A send error (a vanished route) is the sender's problem to notice: it retransmits.
+        let _ = sock.send_to(&self.buf, self.peer);
+    }
+
+    /// Send ACCEPT (again, for a repeated OFFER whose ACCEPT was lost).
+    pub fn send_accept(&mut self, sock: &mut dyn Datagrams) {
+        let held = self.held_before.ranges().to_vec();
+        let frame = Frame::Accept { stream_bytes: self.map.stream_bytes(), rwnd_bytes: self.rcvbuf_bytes, held };
+        self.send(sock, &frame);
+    }
+
+    fn sim(&self, now: Instant) -> SimTime {
+        SimTime(now.saturating_duration_since(self.epoch).as_nanos() as u64)
+    }
+
+    fn flush_acks(&mut self, sock: &mut dyn Datagrams, t: SimTime) {
+        while let Some(a) = self.rx.poll_ack(t) {
+            let mut sack = [(0, 0); MAX_SACK_RANGES];
+            for (s, b) in sack.iter_mut().zip(a.sack_blocks()) {
+                *s = (b.start, b.end);
+            }
+            let frame = AckFrame {
+                ack: a.ack,
+                rwnd_bytes: a.rwnd_bytes,
+                ts_ecr_ns: a.ts_ecr.as_nanos(),
+                ts_recv_ns: a.ts_recv.as_nanos(),
+                flags: u8::from(a.ece) * wire::FLAG_ECE,
+                sack,
+                sack_count: a.sack_count,
+            };
+            self.send(sock, &Frame::Ack(frame));
+        }
+    }
+
+    /// Everything the partial file holds now: what was held before, and the stream's in-order
+    /// prefix and out-of-order ranges mapped back to file offsets.
+    pub fn held_now(&self) -> RangeSet {
+        let mut set = self.held_before.clone();
+        let mut add = |s: u64, e: u64| {
+            for (off, len) in self.map.file_pieces(s, e - s) {
+                set.insert(off, off + len);
+            }
+        };
+        add(0, self.rx.rcv_nxt());
+        for (s, e) in self.rx.out_of_order_ranges() {
+            add(s, e);
+        }
+        set
+    }
+
+    fn save_sidecar(&mut self, now: Instant) {
+        self.last_sidecar = now;
+        let _ = self.place.write_sidecar(&self.held_now());
+    }
+
+    /// A DATA packet arrived at `now`. Returns the outcome when this packet ended the transfer.
+    #[allow(clippy::too_many_arguments)]
+    pub fn on_data(
+        &mut self,
+        sock: &mut dyn Datagrams,
+        counters: &mut Counters,
+        now: Instant,
+        offset: u64,
+        ts_val_ns: u64,
+        flags: u8,
+        payload: &[u8],
+    ) -> Option<Outcome> {
+        self.last_heard = now;
+        if !self.receiving() {
+            self.answer_finished(sock);
+            return None;
+        }
+        let len = payload.len() as u64;
+        let end = offset + len; // decode checked it does not overflow
+        let rcv_nxt = self.rx.rcv_nxt();
+        let beyond_stream = end > self.map.stream_bytes();
+        let beyond_window = end > rcv_nxt.saturating_add(self.rcvbuf_bytes);
+        let too_scattered = offset > rcv_nxt && self.rx.out_of_order_ranges().count() >= MAX_OOO_RANGES;
+        if beyond_stream || beyond_window || too_scattered {
+            counters.out_of_bounds += 1;
+            return None;
+        }
+        if end > rcv_nxt {
+            let mut at = 0usize;
+            for (off, n) in self.map.file_pieces(offset, len) {
+                if let Err(e) = self.file.write_all_at(&payload[at..at + n as usize], off) {
+                    return Some(self.fail(sock, counters, format!("writing {}: {e}", self.name)));
+                }
+                at += n as usize;
+            }
+        }
+        let seg = DataSegment {
+            seq: offset,
+            len: len as u32,
+            ts_val: SimTime(ts_val_ns),
+            ect: flags & wire::FLAG_ECT != 0,
+            ce: false,
+            cwr: flags & wire::FLAG_CWR != 0,
+            retransmit: flags & wire::FLAG_RETRANSMIT != 0,
+        };
+        let t = self.sim(now);
+        let _ = self.rx.on_segment(t, &seg);
+        self.flush_acks(sock, t);
+        self.maybe_finish(sock, counters, now)
+    }
+
+    /// End the transfer if every stream byte is in: hash, move into place, DONE.
+    pub fn maybe_finish(&mut self, sock: &mut dyn Datagrams, counters: &mut Counters, now: Instant) -> Option<Outcome> {
+        if !self.receiving() || self.rx.rcv_nxt() < self.map.stream_bytes() {
+            return None;
+        }
+        // Acknowledge the last bytes at once rather than after the delayed-ACK timer, which a
+        // finished connection no longer runs: the sender's RTT and completion time see them.
+        let t = self.sim(now);
+        self.rx.handle_timeout(SimTime::NEVER);
+        self.flush_acks(sock, t);
+        let (status, message, outcome) = match self.verify() {
+            Ok(true) => match self.place.finish(self.force) {
+                Ok(()) => {
+                    counters.completed += 1;
+                    (DoneStatus::Ok, String::new(), Outcome::Finished(self.record(now)))
+                }
+                Err(e) => {
+                    counters.failed += 1;
+                    let m = format!("cannot move {} into place: {e}", self.name);
+                    (DoneStatus::Io, m.clone(), Outcome::Failed(m))
+                }
+            },
+            Ok(false) => {
+                counters.failed += 1;
+                self.place.discard();
+                let m = format!("SHA-256 of the received {} differs from the sender's; partial file removed", self.name);
+                (DoneStatus::HashMismatch, m.clone(), Outcome::Failed(m))
+            }
+            Err(e) => {
+                counters.failed += 1;
+                let m = format!("reading back {}: {e}", self.name);
+                (DoneStatus::Io, m.clone(), Outcome::Failed(m))
+            }
+        };
+        self.phase = Phase::Finished { status, message, at: now };
+        self.answer_finished(sock);
+        Some(outcome)
+    }
+
+    fn verify(&self) -> io::Result<bool> {
+        let mut h = Sha256::new();
+        let mut buf = vec![0u8; 1 << 20];
+        let mut off = 0u64;
+        while off < self.place.file_bytes {
+            let n = (self.place.file_bytes - off).min(buf.len() as u64) as usize;
+            self.file.read_exact_at(&mut buf[..n], off)?;
+            h.update(&buf[..n]);
+            off += n as u64;
+        }
+        Ok(h.finish() == self.place.sha256)
+    }
+
+    fn record(&self, now: Instant) -> ReceivedRecord {
+        let duration_s = now.saturating_duration_since(self.epoch).as_secs_f64().max(1e-9);
+        let st = self.rx.stats();
+        let stream_bytes = self.map.stream_bytes();
+        ReceivedRecord {
+            name: self.name.clone(),
+            peer: self.peer.to_string(),
+            path: self.place.final_path.display().to_string(),
+            file_bytes: self.place.file_bytes,
+            resumed_bytes: self.place.file_bytes - stream_bytes,
+            stream_bytes,
+            duration_s,
+            goodput_bps: stream_bytes as f64 * 8.0 / duration_s,
+            duplicate_bytes: st.duplicate_bytes,
+            out_of_order_segments: st.out_of_order_segments,
+            sha256: hex(&self.place.sha256),
+        }
+    }
+
+    /// Answer a packet on a finished connection with its DONE.
+    fn answer_finished(&mut self, sock: &mut dyn Datagrams) {
+        if let Phase::Finished { status, message, .. } = &self.phase {
+            let (status, message) = (*status, message.clone());
+            self.send(sock, &Frame::Done { status, message: &message });
+        }
+    }
+
+    fn fail(&mut self, sock: &mut dyn Datagrams, counters: &mut Counters, why: String) -> Outcome {
+        counters.failed += 1;
+        self.send(sock, &Frame::Close { code: 2, message: &why });
+        if self.receiving() {
+            self.save_sidecar(Instant::now());
+        }
+        self.phase = Phase::Closed;
+        Outcome::Failed(why)
+    }
+
+    /// A PING arrived: a finished connection answers with DONE.
+    pub fn on_ping(&mut self, sock: &mut dyn Datagrams, now: Instant) {
+        self.last_heard = now;
+        self.answer_finished(sock);
+    }
+
+    /// The sender closed. Returns the outcome if the transfer had not finished (what arrived is
+    /// kept for a resume).
+    pub fn on_close(&mut self, counters: &mut Counters, now: Instant, message: &str) -> Option<Outcome> {
+        let receiving = self.receiving();
+        if receiving {
+            self.save_sidecar(now);
+            counters.failed += 1;
+        }
+        self.phase = Phase::Closed;
+        receiving.then(|| Outcome::Failed(format!("the sender stopped: {message}")))
+    }
+
+    /// Timers at `now`: delayed ACK, keepalive, sidecar, idle timeout, linger. Returns the
+    /// outcome when the connection timed out.
+    pub fn on_timers(&mut self, sock: &mut dyn Datagrams, counters: &mut Counters, now: Instant, idle: Duration) -> Option<Outcome> {
+        match self.phase {
+            Phase::Receiving => {
+                let t = self.sim(now);
+                self.rx.handle_timeout(t);
+                self.flush_acks(sock, t);
+                if now.duration_since(self.last_heard) >= idle {
+                    let secs = idle.as_secs_f64();
+                    return Some(self.fail(sock, counters, format!("the sender went silent for {secs:.0} s")));
+                }
+                if now.duration_since(self.last_sidecar) >= SIDECAR_EVERY {
+                    self.save_sidecar(now);
+                }
+                if now.duration_since(self.last_sent) >= crate::send::KEEPALIVE {
+                    self.send(sock, &Frame::Ping);
+                }
+            }
+            Phase::Finished { at, .. } => {
+                if now.duration_since(at) >= LINGER {
+                    self.phase = Phase::Closed;
+                }
+            }
+            Phase::Closed => {}
+        }
+        None
+    }
+
+    /// The next time [`Conn::on_timers`] has something to do.
+    pub fn next_deadline(&self) -> Instant {
+        match self.phase {
+            Phase::Receiving => {
+                let mut d = (self.last_sent + crate::send::KEEPALIVE).min(self.last_sidecar + SIDECAR_EVERY);
+                if let Some(t) = self.rx.poll_timeout() {
+                    d = d.min(self.epoch + Duration::from_nanos(t.as_nanos()));
+                }
+                d
+            }
+            Phase::Finished { at, .. } => at + LINGER,
+            Phase::Closed => Instant::now(),
+        }
+    }
+
+    /// Save what arrived (the service is stopping).
+    pub fn shutdown(&mut self, sock: &mut dyn Datagrams) {
+        if self.receiving() {
+            self.save_sidecar(Instant::now());
+            self.send(sock, &Frame::Close { code: 3, message: "the receiver is shutting down" });
+        }
+        self.phase = Phase::Closed;
+    }
+}

@@ -1,0 +1,45 @@
+//! ccarena's reliable transport on real UDP sockets.
+//!
+//! The same sans-IO [`ccarena_transport::Sender`] and [`ccarena_transport::Receiver`] the
+//! simulator runs, with every TCP flavor of the catalogue, driven over a UDP socket on the
+//! monotonic clock: a file transfer ([`send_file`], [`Receiver`]) with a stateless-cookie
+//! handshake, SHA-256 verification and resume. The wire format is in `docs/udp-wire.md`.
+//!
+//! Modules, one thing each:
+//!
+//! - [`wire`]: packet encoding and decoding (never panics).
+//! - [`guard`]: stateless cookies, the handshake rate limit, the anti-replay window.
+//! - [`ranges`]: held/missing byte ranges and the stream ↔ file map (resume).
+//! - [`net`]: the non-blocking socket with `ppoll` waits; the loss/duplicate/reorder shim.
+//! - [`send`]: the sending side (handshake, transport loop, record).
+//! - [`conn`]: one incoming transfer on the receiver.
+//! - [`serve`]: the receiving service (socket, handshake, connection table).
+//! - [`store`]: where received files go, safely.
+//! - [`record`]: the per-transfer record (goodput, retransmissions, RTT percentiles, cwnd).
+//! - [`sha256`]: SHA-256 (FIPS 180-4).
+//! - [`error`]: what can go wrong, one line each.
+//!
+//! Not yet: UDT flavors (their own transport), batching (`sendmmsg`/GSO), ECN on real sockets,
+//! D-SACK (the receiver does not know the sender's recovery mode), authentication or encryption
+//! (an on-path attacker who sees the connection id can inject packets).
+
+#![warn(missing_docs)]
+
+pub mod conn;
+pub mod error;
+pub mod guard;
+pub mod net;
+pub mod ranges;
+pub mod record;
+pub mod send;
+pub mod serve;
+pub mod sha256;
+pub mod store;
+pub mod wire;
+
+pub use conn::{Counters, ReceivedRecord};
+pub use error::TransferError;
+pub use net::Impairment;
+pub use record::{RttSummary, TransferRecord};
+pub use send::{send_file, Progress, SendOptions};
+pub use serve::{Event, Receiver, ReceiverOptions};

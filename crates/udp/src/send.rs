@@ -1,0 +1,487 @@
+//! Sending a file: the handshake (HELLO → RETRY → OFFER → ACCEPT), then the transport's
+//! [`Sender`] driven over the socket on the monotonic clock until the receiver's DONE.
+//!
+//! The loop is the sans-IO contract of `ccarena_transport::sender`: fire due timers, drain
+//! `poll_transmit` (pacing is the sender's: it reports its next release in `poll_timeout`, and the
+//! loop sleeps until then with `ppoll`), wait for the earliest deadline or a datagram, feed every
+//! ACK to `on_ack`.
+
+use std::fs::File;
+use std::hash::{BuildHasher, RandomState};
+use std::io::{BufReader, ErrorKind};
+use std::net::{SocketAddr, ToSocketAddrs, UdpSocket};
+use std::os::unix::fs::FileExt;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use ccarena_cc::{catalogue, new_controller, Params, SimTime};
+use ccarena_transport::{AckSegment, RecoveryMode, SackBlock, Sender, SenderConfig, MAX_SACK_BLOCKS};
+
+use crate::error::TransferError;
+use crate::guard::ReplayWindow;
+use crate::net::{Datagrams, Impaired, Impairment, Socket};
+use crate::ranges::{RangeSet, StreamMap};
+use crate::record::{Recorder, TransferRecord};
+use crate::sha256::{hex, sha256_of};
+use crate::wire::{self, decode, encode, kind_of, DecodeError, DoneStatus, Frame, Header, Offer};
+
+/// How often the progress callback runs (and the loop wakes at least), and the cwnd sampling.
+const TICK: Duration = Duration::from_millis(100);
+/// Idle time after which a PING goes out (keepalive).
+pub const KEEPALIVE: Duration = Duration::from_secs(1);
+
+/// How to send.
+#[derive(Clone, Debug)]
+pub struct SendOptions {
+    /// Congestion-control flavor (any TCP flavor of the catalogue).
+    pub flavor: String,
+    /// Loss-recovery mode; `None`: the flavor's default.
+    pub recovery: Option<String>,
+    /// Payload bytes per DATA packet (64 to [`wire::MAX_PAYLOAD_BYTES`]).
+    pub mss_bytes: u32,
+    /// How long the handshake may take before giving up.
+    pub handshake_timeout: Duration,
+    /// How long the peer may stay silent during the transfer.
+    pub idle_timeout: Duration,
+    /// Impair what this end sends (tests on loopback).
+    pub impairment: Option<Impairment>,
+    /// Stop (as if interrupted) once this many stream bytes are acknowledged (tests of resume).
+    pub stop_after_bytes: Option<u64>,
+    /// Name to offer; `None`: the file's own name.
+    pub name: Option<String>,
+    /// Lower bound on the retransmission timeout (RFC 6298 §2.4; Linux's 200 ms by default, as
+    /// `ip route ... rto_min` lowers it on a fast path).
+    pub min_rto: Duration,
+}
+
+impl Default for SendOptions {
+    fn default() -> SendOptions {
+        SendOptions {
+            flavor: "cubic".into(),
+            recovery: None,
+            mss_bytes: 1400,
+            handshake_timeout: Duration::from_secs(5),
+            idle_timeout: Duration::from_secs(10),
+            impairment: None,
+            stop_after_bytes: None,
+            name: None,
+            min_rto: Duration::from_millis(200),
+        }
+    }
+}
+
+/// Where a transfer is, for a progress display.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Progress {
+    /// File size, bytes.
+    pub file_bytes: u64,
+    /// Bytes the receiver held before this run.
+    pub resumed_bytes: u64,
+    /// Bytes this run must deliver.
+    pub stream_bytes: u64,
+    /// Of those, acknowledged so far.
+    pub acked_bytes: u64,
+    /// Seconds since the first DATA (0 during the handshake).
+    pub elapsed_s: f64,
+}
+
+/// Validated flavor, recovery and MSS as the transport wants them.
+fn sender_setup(opts: &SendOptions) -> Result<(Box<dyn ccarena_cc::CongestionControl>, RecoveryMode), TransferError> {
+    let config = |message: String| TransferError::Config { message };
+    let cc = new_controller(&opts.flavor, &Params::default()).map_err(|e| config(format!("--flavor: {e}")))?;
+    let info = catalogue().iter().find(|c| c.name == opts.flavor).expect("the registry built it");
+    if info.transport != "tcp" {
+        return Err(config(format!(
+            "--flavor: '{}' runs on UDT's own transport, which the udp driver does not carry yet",
+            opts.flavor
+        )));
+    }
+    let recovery: RecoveryMode = opts
+        .recovery
+        .as_deref()
+        .unwrap_or(info.default_recovery)
+        .parse()
+        .map_err(|e| config(format!("--recovery: {e}")))?;
+    if !(64..=wire::MAX_PAYLOAD_BYTES as u32).contains(&opts.mss_bytes) {
+        return Err(config(format!("mss_bytes: {} is outside 64..={}", opts.mss_bytes, wire::MAX_PAYLOAD_BYTES)));
+    }
+    Ok((cc, recovery))
+}
+
+/// The connection as the sender sees it: socket, peer, ids and counters.
+struct Link {
+    sock: Box<dyn Datagrams>,
+    peer: SocketAddr,
+    conn_id: u64,
+    pn_out: u64,
+    replay: ReplayWindow,
+    buf: Vec<u8>,
+    last_sent: Instant,
+    last_heard: Instant,
+}
+
+impl Link {
+    fn send(&mut self, frame: &Frame<'_>) -> Result<(), TransferError> {
+        let h = Header { version: wire::VERSION, kind: kind_of(frame), conn_id: self.conn_id, pn: self.pn_out };
+        self.pn_out += 1;
+        encode(&h, frame, &mut self.buf);
+        self.last_sent = Instant::now();
+        self.sock.send_to(&self.buf, self.peer).map_err(|e| self.io_error(e, "send"))
+    }
+
+    fn io_error(&self, e: std::io::Error, what: &str) -> TransferError {
+        match e.kind() {
+            ErrorKind::ConnectionRefused => TransferError::Refused { addr: self.peer },
+            _ => TransferError::Io { context: format!("{what} to {}", self.peer), error: e },
+        }
+    }
+
+    /// Wait up to `timeout`, then hand every datagram from the peer of this connection that
+    /// decodes (and is not a replay) to `on`. Decoding errors other than a foreign version are
+    /// dropped; a foreign version ends the transfer.
+    fn receive(
+        &mut self,
+        timeout: Duration,
+        mut on: impl FnMut(&mut Link, Frame<'_>) -> Result<(), TransferError>,
+    ) -> Result<(), TransferError> {
+        if !timeout.is_zero() {
+            self.sock.wait(timeout).map_err(|e| self.io_error(e, "wait"))?;
+        }
+        let mut rbuf = [0u8; wire::MAX_DATAGRAM_BYTES + 1];
+        for _ in 0..4096 {
+            let (n, from) = match self.sock.recv_from(&mut rbuf) {
+                Ok(Some(x)) => x,
+                Ok(None) => break,
+                Err(e) => return Err(self.io_error(e, "receive")),
+            };
+            if from != self.peer {
+                continue;
+            }
+            let (h, frame) = match decode(&rbuf[..n]) {
+                Ok(x) => x,
+                Err(DecodeError::UnknownVersion(v)) => {
+                    return Err(TransferError::VersionMismatch { addr: self.peer, theirs: v })
+                }
+                Err(_) => continue,
+            };
+            if let Frame::VersionMismatch { supported } = &frame {
+                if !supported.contains(&wire::VERSION) {
+                    let theirs = supported.iter().copied().max().unwrap_or(h.version);
+                    return Err(TransferError::VersionMismatch { addr: self.peer, theirs });
+                }
+                continue;
+            }
+            // RETRY and REJECT come from the stateless handshake path (packet number 0, no
+            // connection yet): only the connection's own packets go through the replay window.
+            let stateless = matches!(frame, Frame::Retry { .. } | Frame::Reject { .. });
+            if h.conn_id != self.conn_id || (!stateless && !self.replay.accept(h.pn)) {
+                continue;
+            }
+            self.last_heard = Instant::now();
+            on(self, frame)?;
+        }
+        Ok(())
+    }
+}
+
+/// What the receiver answered to the offer.
+struct Accepted {
+    stream_bytes: u64,
+    rwnd_bytes: u64,
+    held: Vec<(u64, u64)>,
+}
+
+/// HELLO until RETRY, then OFFER until ACCEPT; resent with backoff until `handshake_timeout`.
+fn handshake(
+    link: &mut Link,
+    offer: &Offer<'_>,
+    opts: &SendOptions,
+    progress: &mut dyn FnMut(&Progress) -> bool,
+) -> Result<Accepted, TransferError> {
+    let start = Instant::now();
+    let mut cookie: Option<[u8; wire::COOKIE_BYTES]> = None;
+    let mut accepted: Option<Accepted> = None;
+    let mut gap = Duration::from_millis(200);
+    let mut next_send = start;
+    loop {
+        let now = Instant::now();
+        if now >= next_send {
+            match cookie {
+                None => link.send(&Frame::Hello)?,
+                Some(c) => link.send(&Frame::Offer(Offer { cookie: c, ..*offer }))?,
+            }
+            next_send = now + gap;
+            gap = (gap * 2).min(Duration::from_secs(1));
+        }
+        if now.duration_since(start) >= opts.handshake_timeout {
+            return Err(TransferError::NoAnswer { addr: link.peer, secs: opts.handshake_timeout.as_secs_f64() });
+        }
+        if !progress(&Progress { file_bytes: offer.file_bytes, ..Progress::default() }) {
+            return Err(TransferError::Interrupted { acked_bytes: 0 });
+        }
+        let wait = next_send.saturating_duration_since(now).min(TICK);
+        let mut got_cookie = false;
+        link.receive(wait, |_, frame| {
+            match frame {
+                Frame::Retry { cookie: c } if cookie.is_none() => {
+                    cookie = Some(c);
+                    got_cookie = true;
+                }
+                Frame::Accept { stream_bytes, rwnd_bytes, held } => {
+                    accepted = Some(Accepted { stream_bytes, rwnd_bytes, held })
+                }
+                Frame::Reject { code, message } => {
+                    return Err(TransferError::Rejected { code, message: message.to_string() })
+                }
+                Frame::Close { message, .. } => {
+                    return Err(TransferError::PeerClosed { message: message.to_string() })
+                }
+                _ => {}
+            }
+            Ok(())
+        })?;
+        if let Some(a) = accepted.take() {
+            return Ok(a);
+        }
+        if got_cookie {
+            next_send = Instant::now();
+            gap = Duration::from_millis(200);
+        }
+    }
+}
+
+/// The transport's ACK from an ACK frame.
+fn ack_segment(a: &wire::AckFrame) -> AckSegment {
+    let mut sack = [SackBlock::default(); MAX_SACK_BLOCKS];
+    for (s, &(start, end)) in sack.iter_mut().zip(&a.sack[..a.sack_count as usize]) {
+        *s = SackBlock { start, end };
+    }
+    AckSegment {
+        ack: a.ack,
+        sack,
+        sack_count: a.sack_count,
+        ts_ecr: SimTime(a.ts_ecr_ns),
+        ts_recv: SimTime(a.ts_recv_ns),
+        ece: a.flags & wire::FLAG_ECE != 0,
+        rwnd_bytes: a.rwnd_bytes,
+    }
+}
+
+/// Send the file at `path` to the receiver at `addr` (`HOST:PORT`) with `opts`, calling
+/// `progress` about every 100 ms (return `false` to stop: the transfer ends with
+/// [`TransferError::Interrupted`] after telling the receiver, which keeps what arrived for a
+/// resume). Returns the transfer's record once the receiver confirmed the SHA-256.
+///
+/// # Errors
+/// [`TransferError`]: a missing file, a bad address, no receiver, a foreign wire version, a
+/// refusal, a silent peer, a failed verification, an interruption.
+pub fn send_file(
+    path: &Path,
+    addr: &str,
+    opts: &SendOptions,
+    progress: &mut dyn FnMut(&Progress) -> bool,
+) -> Result<TransferRecord, TransferError> {
+    let (cc, recovery) = sender_setup(opts)?;
+    crate::net::fine_timers();
+    let missing = |reason: String| TransferError::MissingFile { path: path.to_path_buf(), reason };
+    let file = File::open(path).map_err(|e| missing(e.to_string()))?;
+    let meta = file.metadata().map_err(|e| missing(e.to_string()))?;
+    if !meta.is_file() {
+        return Err(missing("not a regular file".into()));
+    }
+    let file_bytes = meta.len();
+    let name = match &opts.name {
+        Some(n) => n.clone(),
+        None => path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .ok_or_else(|| missing("the file name is not UTF-8".into()))?
+            .to_string(),
+    };
+    let digest = sha256_of(BufReader::new(&file)).map_err(|e| missing(e.to_string()))?;
+
+    let bad_addr = |reason: String| TransferError::BadAddress { addr: addr.to_string(), reason };
+    let peer = addr
+        .to_socket_addrs()
+        .map_err(|e| bad_addr(e.to_string()))?
+        .next()
+        .ok_or_else(|| bad_addr("resolves to no address".into()))?;
+    let local = if peer.is_ipv4() { "0.0.0.0:0" } else { "[::]:0" };
+    let io = |context: &str, error| TransferError::Io { context: context.to_string(), error };
+    let udp = UdpSocket::bind(local).map_err(|e| io("bind", e))?;
+    // Connected, so an ICMP port unreachable comes back as ECONNREFUSED.
+    udp.connect(peer).map_err(|e| io("connect", e))?;
+    let sock = Socket::new(udp).map_err(|e| io("socket", e))?;
+    let sock: Box<dyn Datagrams> = match opts.impairment {
+        Some(imp) => Box::new(Impaired::new(sock, imp)),
+        None => Box::new(sock),
+    };
+    let now = Instant::now();
+    let mut link = Link {
+        sock,
+        peer,
+        conn_id: RandomState::new().hash_one((now, std::process::id())),
+        pn_out: 0,
+        replay: ReplayWindow::default(),
+        buf: Vec::with_capacity(wire::MAX_DATAGRAM_BYTES),
+        last_sent: now,
+        last_heard: now,
+    };
+    let offer = Offer {
+        cookie: [0; wire::COOKIE_BYTES],
+        file_bytes,
+        sha256: digest,
+        mss_bytes: opts.mss_bytes as u16,
+        name: &name,
+        flavor: &opts.flavor,
+    };
+    let acc = handshake(&mut link, &offer, opts, progress)?;
+
+    let protocol = |what: &str| TransferError::PeerClosed { message: format!("the receiver sent {what}") };
+    if acc.held.iter().any(|&(_, e)| e > file_bytes) {
+        return Err(protocol("held ranges beyond the file"));
+    }
+    let held = RangeSet::from_ranges(acc.held.iter().copied());
+    let map = StreamMap::new(&held.complement(file_bytes));
+    if map.stream_bytes() != acc.stream_bytes {
+        return Err(protocol("a stream length that does not match its held ranges"));
+    }
+    let stream_bytes = acc.stream_bytes;
+    let resumed_bytes = file_bytes - stream_bytes;
+
+    let mss = opts.mss_bytes;
+    let cfg = SenderConfig {
+        mss_bytes: mss,
+        initial_cwnd_bytes: 10 * mss as u64,
+        min_rto: ccarena_cc::Duration(opts.min_rto.as_nanos() as u64),
+        initial_rto: ccarena_cc::Duration::from_secs(1),
+        max_rto: ccarena_cc::Duration::from_secs(60),
+        clock_granularity: ccarena_cc::Duration::from_millis(1),
+        recovery,
+        dupthresh: 3,
+        ecn: false,
+        initial_rwnd_bytes: (acc.rwnd_bytes != u64::MAX).then_some(acc.rwnd_bytes),
+        sndbuf_bytes: None,
+    };
+    cfg.validate().map_err(|e| TransferError::Config { message: e.to_string() })?;
+    let epoch = Instant::now();
+    let sim = |t: Instant| SimTime(t.saturating_duration_since(epoch).as_nanos() as u64);
+    let mut sender = Sender::new(cfg, cc, SimTime::ZERO);
+    if stream_bytes > 0 {
+        sender.app_write(stream_bytes);
+    }
+    let mut rec = Recorder::new(epoch);
+    let mut payload = vec![0u8; mss as usize];
+    let mut next_tick = epoch;
+    let mut completed_at: Option<Instant> = None;
+    let mut done: Option<(DoneStatus, String)> = None;
+    let mut last_poke = epoch;
+    loop {
+        let now = Instant::now();
+        let t = sim(now);
+        sender.handle_timeout(t);
+        while let Some(seg) = sender.poll_transmit(t) {
+            let mut at = 0usize;
+            for (off, len) in map.file_pieces(seg.seq, seg.len as u64) {
+                let dst = &mut payload[at..at + len as usize];
+                file.read_exact_at(dst, off).map_err(|e| missing(e.to_string()))?;
+                at += len as usize;
+            }
+            debug_assert_eq!(at, seg.len as usize);
+            let flags = (u8::from(seg.retransmit) * wire::FLAG_RETRANSMIT)
+                | (u8::from(seg.ect) * wire::FLAG_ECT)
+                | (u8::from(seg.cwr) * wire::FLAG_CWR);
+            link.send(&Frame::Data { offset: seg.seq, ts_val_ns: seg.ts_val.as_nanos(), flags, payload: &payload[..at] })?;
+        }
+        if sender.is_complete() && completed_at.is_none() {
+            completed_at = Some(now);
+        }
+        // Everything acknowledged: poke the receiver until its DONE arrives (it answers any
+        // packet of a finished connection with DONE, so a lost DONE is repaired).
+        if completed_at.is_some() && now.duration_since(last_poke) >= Duration::from_millis(200) {
+            link.send(&Frame::Ping)?;
+            last_poke = now;
+        } else if now.duration_since(link.last_sent) >= KEEPALIVE {
+            link.send(&Frame::Ping)?;
+        }
+        // Once everything is acknowledged the receiver hashes the whole file before its DONE,
+        // silent meanwhile: allow for that at a slow 100 MB/s.
+        let allowed_idle = match completed_at {
+            Some(_) => opts.idle_timeout + Duration::from_secs_f64(file_bytes as f64 / 100e6),
+            None => opts.idle_timeout,
+        };
+        if now.duration_since(link.last_heard) >= allowed_idle {
+            return Err(TransferError::PeerSilent { secs: allowed_idle.as_secs_f64() });
+        }
+        let interrupted = opts.stop_after_bytes.is_some_and(|n| sender.snd_una() >= n && completed_at.is_none());
+        if now >= next_tick || interrupted {
+            next_tick = now + TICK;
+            rec.cwnd(now, sender.cwnd().cwnd_bytes);
+            let p = Progress {
+                file_bytes,
+                resumed_bytes,
+                stream_bytes,
+                acked_bytes: sender.snd_una(),
+                elapsed_s: now.duration_since(epoch).as_secs_f64(),
+            };
+            if interrupted || !progress(&p) {
+                link.send(&Frame::Close { code: 1, message: "interrupted by the sender" })?;
+                return Err(TransferError::Interrupted { acked_bytes: sender.snd_una() });
+            }
+        }
+        if let Some((status, message)) = done.take() {
+            let _ = link.send(&Frame::Close { code: 0, message: "" });
+            if status != DoneStatus::Ok {
+                return Err(TransferError::Verify { message });
+            }
+            let end = completed_at.unwrap_or(now);
+            let duration_s = end.duration_since(epoch).as_secs_f64().max(1e-9);
+            let (rtt, cwnd_samples) = rec.finish();
+            let st = sender.stats();
+            return Ok(TransferRecord {
+                name,
+                peer: peer.to_string(),
+                flavor: opts.flavor.clone(),
+                recovery: recovery.to_string(),
+                file_bytes,
+                resumed_bytes,
+                stream_bytes,
+                duration_s,
+                goodput_bps: stream_bytes as f64 * 8.0 / duration_s,
+                bytes_sent: st.bytes_sent,
+                bytes_retransmitted: st.bytes_retransmitted,
+                segments_sent: st.segments_sent,
+                retransmissions: st.segments_retransmitted,
+                rto_count: st.rto_count,
+                fast_recoveries: st.fast_recoveries,
+                rtt,
+                cwnd_samples,
+                sha256: hex(&digest),
+            });
+        }
+        let mut deadline = next_tick.min(link.last_sent + KEEPALIVE);
+        if let Some(t) = sender.poll_timeout() {
+            deadline = deadline.min(epoch + Duration::from_nanos(t.as_nanos()));
+        }
+        let wait = deadline.saturating_duration_since(Instant::now());
+        link.receive(wait, |_, frame| {
+            match frame {
+                Frame::Ack(a) => {
+                    let outcome = sender.on_ack(sim(Instant::now()), &ack_segment(&a));
+                    if let Some(rtt) = outcome.rtt {
+                        rec.rtt(Duration::from_nanos(rtt.as_nanos()));
+                    }
+                }
+                Frame::Done { status, message } => done = Some((status, message.to_string())),
+                Frame::Close { message, .. } => {
+                    return Err(TransferError::PeerClosed { message: message.to_string() })
+                }
+                Frame::Reject { code, message } => {
+                    return Err(TransferError::Rejected { code, message: message.to_string() })
+                }
+                _ => {}
+            }
+            Ok(())
+        })?;
+    }
+}

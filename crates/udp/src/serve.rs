@@ -1,0 +1,392 @@
+//! The receiving service: one UDP socket, the stateless handshake, a bounded table of
+//! connections ([`Conn`]), and the loop that feeds them datagrams and timer ticks.
+//!
+//! What a hostile network can make it do is bounded: a HELLO costs one token of a handshake rate
+//! limit and a RETRY smaller than the HELLO (no amplification); no state exists before an OFFER
+//! carries a cookie bound to its source address; at most `max_connections` connections, each of
+//! bounded memory (see `conn`); everything that does not decode, belongs to no connection, or
+//! repeats a packet number is dropped and counted in [`Counters`].
+
+use std::collections::HashMap;
+use std::io::ErrorKind;
+use std::net::{SocketAddr, ToSocketAddrs, UdpSocket};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use ccarena_transport::{EcnMode, Receiver as TransportReceiver, ReceiverConfig};
+
+use crate::conn::{Conn, Counters, Outcome, ReceivedRecord};
+use crate::error::TransferError;
+use crate::guard::{CookieJar, TokenBucket};
+use crate::net::{Datagrams, Impaired, Impairment, Socket};
+use crate::store::{check_dir, Placement};
+use crate::wire::{self, decode, encode, kind_of, DecodeError, Frame, Header, Offer, RejectCode};
+
+/// How often the service's callback runs.
+const TICK: Duration = Duration::from_millis(100);
+
+/// Limits and behaviour of a [`Receiver`].
+#[derive(Clone, Debug)]
+pub struct ReceiverOptions {
+    /// Overwrite existing files.
+    pub force: bool,
+    /// Most simultaneous connections.
+    pub max_connections: usize,
+    /// Receive buffer per connection, bytes: the window advertised; DATA beyond it is dropped.
+    pub rcvbuf_bytes: u64,
+    /// Largest file accepted, bytes.
+    pub max_file_bytes: u64,
+    /// Handshake packets (HELLO, OFFER) answered per second, all sources together.
+    pub handshakes_per_s: f64,
+    /// Burst of handshake packets answered at once.
+    pub handshake_burst: f64,
+    /// A connection silent this long is dropped (what arrived is kept for a resume).
+    pub idle_timeout: Duration,
+    /// Impair what this end sends (tests on loopback).
+    pub impairment: Option<Impairment>,
+}
+
+impl Default for ReceiverOptions {
+    fn default() -> ReceiverOptions {
+        ReceiverOptions {
+            force: false,
+            max_connections: 64,
+            rcvbuf_bytes: 16 << 20,
+            max_file_bytes: 1 << 40,
+            handshakes_per_s: 200.0,
+            handshake_burst: 50.0,
+            idle_timeout: Duration::from_secs(10),
+            impairment: None,
+        }
+    }
+}
+
+/// What the service reports to its caller.
+#[derive(Debug)]
+pub enum Event<'a> {
+    /// A transfer was accepted.
+    Started {
+        /// File name.
+        name: &'a str,
+        /// Sender.
+        peer: SocketAddr,
+        /// File size, bytes.
+        file_bytes: u64,
+        /// Bytes already held (resume).
+        resumed_bytes: u64,
+    },
+    /// A transfer finished and verified.
+    Finished(&'a ReceivedRecord),
+    /// A transfer ended otherwise.
+    Failed {
+        /// File name.
+        name: &'a str,
+        /// Sender.
+        peer: SocketAddr,
+        /// Why.
+        reason: &'a str,
+    },
+    /// About every 100 ms.
+    Tick,
+}
+
+/// A bound receiving service.
+pub struct Receiver {
+    sock: Box<dyn Datagrams>,
+    dir: PathBuf,
+    opts: ReceiverOptions,
+    conns: HashMap<(SocketAddr, u64), Conn>,
+    jar: CookieJar,
+    bucket: TokenBucket,
+    counters: Counters,
+    buf: Vec<u8>,
+}
+
+impl Receiver {
+    /// Bind `addr` (`HOST:PORT`) and serve files into `dir`.
+    ///
+    /// # Errors
+    /// [`TransferError::BadAddress`], [`TransferError::PortInUse`], [`TransferError::Bind`],
+    /// [`TransferError::BadDir`] (missing, not a directory, not writable).
+    pub fn bind(addr: &str, dir: &Path, opts: ReceiverOptions) -> Result<Receiver, TransferError> {
+        let dir = check_dir(dir).map_err(|reason| TransferError::BadDir { dir: dir.to_path_buf(), reason })?;
+        let bad = |reason: String| TransferError::BadAddress { addr: addr.to_string(), reason };
+        let local = addr.to_socket_addrs().map_err(|e| bad(e.to_string()))?.next().ok_or_else(|| bad("resolves to no address".into()))?;
+        let udp = UdpSocket::bind(local).map_err(|e| match e.kind() {
+            ErrorKind::AddrInUse => TransferError::PortInUse { addr: local },
+            _ => TransferError::Bind { addr: addr.to_string(), reason: e.to_string() },
+        })?;
+        let sock = Socket::new(udp).map_err(|e| TransferError::Io { context: "socket".into(), error: e })?;
+        let sock: Box<dyn Datagrams> = match opts.impairment {
+            Some(imp) => Box::new(Impaired::new(sock, imp)),
+            None => Box::new(sock),
+        };
+        let now = Instant::now();
+        Ok(Receiver {
+            sock,
+            dir,
+            bucket: TokenBucket::new(opts.handshakes_per_s, opts.handshake_burst, now),
+            opts,
+            conns: HashMap::new(),
+            jar: CookieJar::new(),
+            counters: Counters::default(),
+            buf: Vec::with_capacity(wire::MAX_DATAGRAM_BYTES),
+        })
+    }
+
+    /// The bound address.
+    pub fn local_addr(&self) -> SocketAddr {
+        self.sock.local_addr().expect("a bound socket has an address")
+    }
+
+    /// The directory files go into (canonical).
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The counters so far.
+    pub fn counters(&self) -> Counters {
+        self.counters
+    }
+
+    /// The cookie a RETRY to `peer` for `conn_id` carries now (for tests and the fuzz target
+    /// over the receiver's state machine, which must get past the handshake).
+    pub fn cookie_for(&self, peer: SocketAddr, conn_id: u64) -> [u8; wire::COOKIE_BYTES] {
+        self.jar.issue(peer, conn_id, Instant::now())
+    }
+
+    /// Connections open now.
+    pub fn connections(&self) -> usize {
+        self.conns.len()
+    }
+
+    /// Serve until `on_event` returns `false` (checked at least every 100 ms) or, with `once`,
+    /// until the first transfer has ended and its connection closed. Stopping saves every
+    /// partial transfer's sidecar.
+    ///
+    /// # Errors
+    /// An I/O error of the socket.
+    pub fn serve(&mut self, once: bool, on_event: &mut dyn FnMut(&Event<'_>) -> bool) -> Result<(), TransferError> {
+        crate::net::fine_timers();
+        let mut next_tick = Instant::now();
+        let mut ended_one = false;
+        let mut rbuf = vec![0u8; wire::MAX_DATAGRAM_BYTES + 1];
+        loop {
+            let now = Instant::now();
+            let mut outcomes = Vec::new();
+            for c in self.conns.values_mut() {
+                if let Some(o) = c.on_timers(&mut *self.sock, &mut self.counters, now, self.opts.idle_timeout) {
+                    outcomes.push((c.name.clone(), c.peer, o));
+                }
+            }
+            ended_one |= !outcomes.is_empty();
+            if !report(&outcomes, on_event) {
+                self.shutdown();
+                return Ok(());
+            }
+            self.conns.retain(|_, c| !c.closed());
+            if once && ended_one && self.conns.is_empty() {
+                return Ok(());
+            }
+            if now >= next_tick {
+                next_tick = now + TICK;
+                if !on_event(&Event::Tick) {
+                    self.shutdown();
+                    return Ok(());
+                }
+            }
+            let deadline = self.conns.values().map(Conn::next_deadline).fold(next_tick, Instant::min);
+            self.sock
+                .wait(deadline.saturating_duration_since(Instant::now()))
+                .map_err(|e| TransferError::Io { context: "wait".into(), error: e })?;
+            let mut outcomes = Vec::new();
+            for _ in 0..4096 {
+                let (n, from) = match self.sock.recv_from(&mut rbuf) {
+                    Ok(Some(x)) => x,
+                    Ok(None) => break,
+                    // An ICMP error for an earlier send: nothing to read, go on.
+                    Err(e) if matches!(e.kind(), ErrorKind::ConnectionRefused | ErrorKind::ConnectionReset) => continue,
+                    Err(e) => return Err(TransferError::Io { context: "receive".into(), error: e }),
+                };
+                self.counters.datagrams += 1;
+                self.on_datagram(&rbuf[..n], from, &mut outcomes);
+            }
+            ended_one |= outcomes.iter().any(|(_, _, o)| !matches!(o, Outcome::Started { .. }));
+            if !report(&outcomes, on_event) {
+                self.shutdown();
+                return Ok(());
+            }
+        }
+    }
+
+    fn shutdown(&mut self) {
+        for c in self.conns.values_mut() {
+            c.shutdown(&mut *self.sock);
+        }
+        self.conns.clear();
+    }
+
+    /// A reply that creates no state (RETRY, REJECT, VERSION_MISMATCH).
+    fn reply(&mut self, to: SocketAddr, conn_id: u64, frame: &Frame<'_>) {
+        let h = Header { version: wire::VERSION, kind: kind_of(frame), conn_id, pn: 0 };
+        encode(&h, frame, &mut self.buf);
+        let _ = self.sock.send_to(&self.buf, to);
+    }
+
+    /// Handle one datagram from `from`, pushing onto `out` the transfers it started or ended.
+    pub fn on_datagram(&mut self, data: &[u8], from: SocketAddr, out: &mut Vec<(String, SocketAddr, Outcome)>) {
+        if let Some(o) = self.dispatch(data, from, out) {
+            out.push(o);
+        }
+    }
+
+    fn dispatch(&mut self, data: &[u8], from: SocketAddr, out: &mut Vec<(String, SocketAddr, Outcome)>) -> Option<(String, SocketAddr, Outcome)> {
+        let now = Instant::now();
+        let (h, frame) = match decode(data) {
+            Ok(x) => x,
+            Err(DecodeError::UnknownVersion(_)) => {
+                self.counters.foreign_version += 1;
+                if self.bucket.allow(now) {
+                    let conn_id = data.get(4..12).map_or(0, |b| u64::from_be_bytes(b.try_into().expect("8 bytes")));
+                    self.reply(from, conn_id, &Frame::VersionMismatch { supported: vec![wire::VERSION] });
+                }
+                return None;
+            }
+            Err(_) => {
+                self.counters.malformed += 1;
+                return None;
+            }
+        };
+        let key = (from, h.conn_id);
+        match frame {
+            Frame::Hello => {
+                if !self.bucket.allow(now) {
+                    self.counters.rate_limited += 1;
+                    return None;
+                }
+                let cookie = self.jar.issue(from, h.conn_id, now);
+                self.reply(from, h.conn_id, &Frame::Retry { cookie });
+                None
+            }
+            Frame::Offer(offer) => self.on_offer(from, h, &offer, now, out),
+            Frame::Data { offset, ts_val_ns, flags, payload } => {
+                let Some(c) = self.conns.get_mut(&key) else {
+                    self.counters.unknown_connection += 1;
+                    return None;
+                };
+                if !c.fresh(h.pn) {
+                    self.counters.replayed += 1;
+                    return None;
+                }
+                let o = c.on_data(&mut *self.sock, &mut self.counters, now, offset, ts_val_ns, flags, payload)?;
+                Some((c.name.clone(), from, o))
+            }
+            Frame::Ping | Frame::Close { .. } => {
+                let Some(c) = self.conns.get_mut(&key) else {
+                    self.counters.unknown_connection += 1;
+                    return None;
+                };
+                if !c.fresh(h.pn) {
+                    self.counters.replayed += 1;
+                    return None;
+                }
+                match frame {
+                    Frame::Close { message, .. } => {
+                        let o = c.on_close(&mut self.counters, now, message)?;
+                        Some((c.name.clone(), from, o))
+                    }
+                    _ => {
+                        c.on_ping(&mut *self.sock, now);
+                        None
+                    }
+                }
+            }
+            // Server-to-client packets sent to a server.
+            _ => {
+                self.counters.malformed += 1;
+                None
+            }
+        }
+    }
+
+    fn on_offer(
+        &mut self,
+        from: SocketAddr,
+        h: Header,
+        offer: &Offer<'_>,
+        now: Instant,
+        out: &mut Vec<(String, SocketAddr, Outcome)>,
+    ) -> Option<(String, SocketAddr, Outcome)> {
+        let key = (from, h.conn_id);
+        if let Some(c) = self.conns.get_mut(&key) {
+            // The ACCEPT was lost: say it again.
+            if c.receiving() && c.fresh(h.pn) {
+                c.send_accept(&mut *self.sock);
+            }
+            return None;
+        }
+        if !self.jar.verify(from, h.conn_id, &offer.cookie, now) {
+            self.counters.bad_cookie += 1;
+            return None;
+        }
+        if !self.bucket.allow(now) {
+            self.counters.rate_limited += 1;
+            return None;
+        }
+        let refuse = |this: &mut Receiver, code: RejectCode, message: &str| {
+            this.counters.rejected_offers += 1;
+            this.reply(from, h.conn_id, &Frame::Reject { code, message });
+            None
+        };
+        if self.conns.len() >= self.opts.max_connections {
+            self.counters.connection_limit += 1;
+            return refuse(self, RejectCode::Busy, "the receiver is at its connection limit");
+        }
+        if self.conns.values().any(|c| c.name == offer.name && c.receiving()) {
+            return refuse(self, RejectCode::Busy, "this file is being received from another sender");
+        }
+        if !(64..=wire::MAX_PAYLOAD_BYTES as u16).contains(&offer.mss_bytes) {
+            return refuse(self, RejectCode::BadOffer, "MSS out of range");
+        }
+        if offer.file_bytes > self.opts.max_file_bytes {
+            let m = format!("file of {} bytes is over the receiver's limit of {}", offer.file_bytes, self.opts.max_file_bytes);
+            return refuse(self, RejectCode::TooLarge, &m);
+        }
+        let (place, file, held) = match Placement::open(&self.dir, offer.name, offer.file_bytes, offer.sha256, self.opts.force) {
+            Ok(x) => x,
+            Err((code, message)) => return refuse(self, code, &message),
+        };
+        let rcfg = ReceiverConfig {
+            mss_bytes: offer.mss_bytes as u32,
+            delayed_ack: ccarena_cc::Duration::from_millis(40),
+            ack_every_segments: 2,
+            ecn: EcnMode::Off,
+            rcvbuf_bytes: Some(self.opts.rcvbuf_bytes),
+            dsack: false,
+        };
+        let rx = TransportReceiver::new(rcfg);
+        let resumed = held.len_bytes();
+        let mut c = Conn::new(from, h.conn_id, h.pn, offer.name.to_string(), place, file, held, rx, self.opts.rcvbuf_bytes, self.opts.force, now);
+        c.send_accept(&mut *self.sock);
+        out.push((offer.name.to_string(), from, Outcome::Started { file_bytes: offer.file_bytes, resumed_bytes: resumed }));
+        let done = c.maybe_finish(&mut *self.sock, &mut self.counters, now);
+        let name = c.name.clone();
+        self.conns.insert(key, c);
+        done.map(|o| (name, from, o))
+    }
+}
+
+/// Hand transfers' ends to the caller; false when it asked to stop.
+fn report(outcomes: &[(String, SocketAddr, Outcome)], on_event: &mut dyn FnMut(&Event<'_>) -> bool) -> bool {
+    let mut go_on = true;
+    for (name, peer, o) in outcomes {
+        go_on &= match o {
+            Outcome::Finished(r) => on_event(&Event::Finished(r)),
+            Outcome::Failed(reason) => on_event(&Event::Failed { name, peer: *peer, reason }),
+            Outcome::Started { file_bytes, resumed_bytes } => {
+                on_event(&Event::Started { name, peer: *peer, file_bytes: *file_bytes, resumed_bytes: *resumed_bytes })
+            }
+        };
+    }
+    go_on
+}

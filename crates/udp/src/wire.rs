@@ -1,0 +1,673 @@
+//! The wire format, version 1 (docs/udp-wire.md): one packet per UDP datagram, a fixed header and
+//! one frame. Big-endian throughout.
+//!
+//! Decoding never panics and never allocates more than [`MAX_HELD_RANGES`] ranges: every length
+//! is checked against what is left of the datagram, every count against its cap, and a datagram
+//! with bytes left over after its frame is rejected.
+
+use std::fmt;
+
+/// First two bytes of every packet: `"CU"` (ccarena UDP).
+pub const MAGIC: [u8; 2] = *b"CU";
+/// The wire version this crate speaks.
+pub const VERSION: u8 = 1;
+/// Header bytes: magic (2), version (1), packet type (1), connection id (8), packet number (8).
+pub const HEADER_BYTES: usize = 20;
+/// Largest datagram either end sends or accepts, bytes: a 1500-byte Ethernet MTU less the IPv4
+/// (20) and UDP (8) headers.
+pub const MAX_DATAGRAM_BYTES: usize = 1472;
+/// A HELLO is padded to at least this many bytes so that the RETRY it elicits is smaller than it
+/// (no amplification by a spoofed source; RFC 9000 §8.1 does the same with 1200-byte Initials).
+pub const MIN_HELLO_BYTES: usize = 1200;
+/// Bytes of a stateless cookie (two 64-bit keyed hashes).
+pub const COOKIE_BYTES: usize = 16;
+/// Most ranges an ACCEPT lists as already held by the receiver.
+pub const MAX_HELD_RANGES: usize = 64;
+/// Longest file name, bytes (one path component, as in most Linux file systems).
+pub const MAX_NAME_BYTES: usize = 255;
+/// Longest flavor name or human-readable message, bytes.
+pub const MAX_TEXT_BYTES: usize = 200;
+/// Bytes a DATA frame adds after the header: offset (8), TSval (8), flags (1).
+pub const DATA_FRAME_BYTES: usize = 17;
+/// Largest payload a DATA packet carries, bytes.
+pub const MAX_PAYLOAD_BYTES: usize = MAX_DATAGRAM_BYTES - HEADER_BYTES - DATA_FRAME_BYTES;
+/// Most SACK ranges an ACK carries (the transport's [`ccarena_transport::MAX_SACK_BLOCKS`]).
+pub const MAX_SACK_RANGES: usize = ccarena_transport::MAX_SACK_BLOCKS;
+
+/// DATA flag: a retransmission.
+pub const FLAG_RETRANSMIT: u8 = 0x01;
+/// DATA flag: ECN-capable transport (RFC 3168), as the sender's transport set it.
+pub const FLAG_ECT: u8 = 0x02;
+/// DATA flag: Congestion Window Reduced (RFC 3168 §6.1.2).
+pub const FLAG_CWR: u8 = 0x04;
+/// ACK flag: ECN-Echo.
+pub const FLAG_ECE: u8 = 0x01;
+
+/// Packet type codes (the header's fourth byte).
+pub mod kind {
+    /// Client → server: first contact, padded, asks for a cookie.
+    pub const HELLO: u8 = 0x01;
+    /// Server → client: the stateless cookie.
+    pub const RETRY: u8 = 0x02;
+    /// Client → server: the cookie and the file offered.
+    pub const OFFER: u8 = 0x03;
+    /// Server → client: the transfer is accepted; what the receiver already holds.
+    pub const ACCEPT: u8 = 0x04;
+    /// Server → client: the offer is refused, with a reason.
+    pub const REJECT: u8 = 0x05;
+    /// Client → server: stream bytes.
+    pub const DATA: u8 = 0x10;
+    /// Server → client: cumulative ACK, SACK ranges, timestamps.
+    pub const ACK: u8 = 0x11;
+    /// Server → client: every byte arrived; the SHA-256 verdict.
+    pub const DONE: u8 = 0x20;
+    /// Either way: the connection ends (after DONE, or an abort).
+    pub const CLOSE: u8 = 0x21;
+    /// Either way: keepalive; carries nothing.
+    pub const PING: u8 = 0x22;
+    /// Any version → any version: the versions the sender of this packet speaks. Decoded whatever
+    /// the header's version, so every version can tell a peer it does not understand it.
+    pub const VERSION_MISMATCH: u8 = 0xFF;
+}
+
+/// Why an offer was refused (REJECT's code).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+pub enum RejectCode {
+    /// The file exists and the receiver was not started with `--force`.
+    Exists = 1,
+    /// The name is not one plain file name (a path, `..`, a leading dot, a control character).
+    BadName = 2,
+    /// The receiver is at its connection limit or the name is being received already.
+    Busy = 3,
+    /// The receiver cannot write the file (permissions, disk full, an I/O error).
+    Io = 4,
+    /// The file is larger than the receiver accepts.
+    TooLarge = 5,
+    /// The name exists and is not a regular file (a directory, a symlink, a device).
+    NotRegular = 6,
+    /// The offer's parameters are out of range (MSS).
+    BadOffer = 7,
+    /// Any code this version does not know.
+    Other = 255,
+}
+
+impl RejectCode {
+    fn from_u8(v: u8) -> RejectCode {
+        match v {
+            1 => RejectCode::Exists,
+            2 => RejectCode::BadName,
+            3 => RejectCode::Busy,
+            4 => RejectCode::Io,
+            5 => RejectCode::TooLarge,
+            6 => RejectCode::NotRegular,
+            7 => RejectCode::BadOffer,
+            _ => RejectCode::Other,
+        }
+    }
+}
+
+/// DONE's status.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+pub enum DoneStatus {
+    /// The file's SHA-256 matched the offer's; it is in place.
+    Ok = 0,
+    /// The SHA-256 of what arrived differs from the offer's; the partial file was removed.
+    HashMismatch = 1,
+    /// The receiver failed to write or rename the file.
+    Io = 2,
+    /// Any status this version does not know.
+    Other = 255,
+}
+
+impl DoneStatus {
+    fn from_u8(v: u8) -> DoneStatus {
+        match v {
+            0 => DoneStatus::Ok,
+            1 => DoneStatus::HashMismatch,
+            2 => DoneStatus::Io,
+            _ => DoneStatus::Other,
+        }
+    }
+}
+
+/// The fixed header.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Header {
+    /// Wire version of the sender of the packet.
+    pub version: u8,
+    /// Packet type ([`kind`]).
+    pub kind: u8,
+    /// Connection id, chosen at random by the client for each transfer.
+    pub conn_id: u64,
+    /// Packet number: per direction, starting at 0, +1 per packet (anti-replay).
+    pub pn: u64,
+}
+
+/// An OFFER: the file the client wants to send.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Offer<'a> {
+    /// The cookie from RETRY.
+    pub cookie: [u8; COOKIE_BYTES],
+    /// File size, bytes.
+    pub file_bytes: u64,
+    /// SHA-256 of the whole file.
+    pub sha256: [u8; 32],
+    /// Payload bytes per full DATA packet (the transport's MSS).
+    pub mss_bytes: u16,
+    /// The file's name (one component; the receiver checks it).
+    pub name: &'a str,
+    /// The sender's congestion-control flavor (informational).
+    pub flavor: &'a str,
+}
+
+/// An ACK: the transport's [`ccarena_transport::AckSegment`] on the wire.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AckFrame {
+    /// Cumulative ACK (stream offset).
+    pub ack: u64,
+    /// Receive window above `ack`, bytes (`u64::MAX`: unlimited).
+    pub rwnd_bytes: u64,
+    /// Echoed TSval, ns of the data sender's clock.
+    pub ts_ecr_ns: u64,
+    /// When the echoed segment arrived, ns of the receiver's clock.
+    pub ts_recv_ns: u64,
+    /// [`FLAG_ECE`].
+    pub flags: u8,
+    /// SACK ranges `[start, end)`; the first `sack_count` are valid.
+    pub sack: [(u64, u64); MAX_SACK_RANGES],
+    /// Valid entries of `sack`.
+    pub sack_count: u8,
+}
+
+/// The frame a packet carries.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Frame<'a> {
+    /// [`kind::HELLO`] (the padding is not kept).
+    Hello,
+    /// [`kind::RETRY`].
+    Retry {
+        /// The cookie to echo in OFFER.
+        cookie: [u8; COOKIE_BYTES],
+    },
+    /// [`kind::OFFER`].
+    Offer(Offer<'a>),
+    /// [`kind::ACCEPT`].
+    Accept {
+        /// Bytes the transport stream carries (the file less what is held).
+        stream_bytes: u64,
+        /// The receiver's initial window, bytes.
+        rwnd_bytes: u64,
+        /// File ranges `[start, end)` the receiver already holds, sorted, disjoint.
+        held: Vec<(u64, u64)>,
+    },
+    /// [`kind::REJECT`].
+    Reject {
+        /// Why.
+        code: RejectCode,
+        /// For people.
+        message: &'a str,
+    },
+    /// [`kind::DATA`].
+    Data {
+        /// Stream offset of the first payload byte.
+        offset: u64,
+        /// Sender's TSval, ns of its clock.
+        ts_val_ns: u64,
+        /// [`FLAG_RETRANSMIT`], [`FLAG_ECT`], [`FLAG_CWR`].
+        flags: u8,
+        /// The bytes (1 to [`MAX_PAYLOAD_BYTES`]).
+        payload: &'a [u8],
+    },
+    /// [`kind::ACK`].
+    Ack(AckFrame),
+    /// [`kind::DONE`].
+    Done {
+        /// The verdict.
+        status: DoneStatus,
+        /// For people.
+        message: &'a str,
+    },
+    /// [`kind::CLOSE`].
+    Close {
+        /// 0: normal end; anything else: an abort.
+        code: u8,
+        /// For people.
+        message: &'a str,
+    },
+    /// [`kind::PING`].
+    Ping,
+    /// [`kind::VERSION_MISMATCH`].
+    VersionMismatch {
+        /// Versions the packet's sender speaks (1 to 8 of them).
+        supported: Vec<u8>,
+    },
+}
+
+/// Why a datagram was not a packet.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DecodeError {
+    /// Not ours: the magic is wrong (or the datagram is shorter than it).
+    BadMagic,
+    /// Ours, but another version (and not a VERSION_MISMATCH packet).
+    UnknownVersion(u8),
+    /// A packet type this version does not define.
+    UnknownType(u8),
+    /// The datagram ends inside a field.
+    Truncated,
+    /// A field's value is out of range (a count over its cap, a range backwards, unknown flags,
+    /// bytes left over, a datagram over the size limit, text not UTF-8).
+    Invalid(&'static str),
+}
+
+impl fmt::Display for DecodeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            DecodeError::BadMagic => write!(f, "not a ccarena packet"),
+            DecodeError::UnknownVersion(v) => write!(f, "wire version {v} (this end speaks {VERSION})"),
+            DecodeError::UnknownType(t) => write!(f, "unknown packet type {t:#04x}"),
+            DecodeError::Truncated => write!(f, "truncated packet"),
+            DecodeError::Invalid(why) => write!(f, "invalid packet: {why}"),
+        }
+    }
+}
+
+/// A bounds-checked reader over a datagram.
+struct Reader<'a> {
+    buf: &'a [u8],
+}
+
+impl<'a> Reader<'a> {
+    fn bytes(&mut self, n: usize) -> Result<&'a [u8], DecodeError> {
+        if self.buf.len() < n {
+            return Err(DecodeError::Truncated);
+        }
+        let (head, tail) = self.buf.split_at(n);
+        self.buf = tail;
+        Ok(head)
+    }
+
+    fn u8(&mut self) -> Result<u8, DecodeError> {
+        Ok(self.bytes(1)?[0])
+    }
+
+    fn u16(&mut self) -> Result<u16, DecodeError> {
+        let b = self.bytes(2)?;
+        Ok(u16::from_be_bytes([b[0], b[1]]))
+    }
+
+    fn u64(&mut self) -> Result<u64, DecodeError> {
+        let mut a = [0u8; 8];
+        a.copy_from_slice(self.bytes(8)?);
+        Ok(u64::from_be_bytes(a))
+    }
+
+    fn array<const N: usize>(&mut self) -> Result<[u8; N], DecodeError> {
+        let mut a = [0u8; N];
+        a.copy_from_slice(self.bytes(N)?);
+        Ok(a)
+    }
+
+    /// A length-prefixed (u8 or u16) UTF-8 string of at most `max` bytes.
+    fn text(&mut self, wide: bool, max: usize) -> Result<&'a str, DecodeError> {
+        let n = if wide { self.u16()? as usize } else { self.u8()? as usize };
+        if n > max {
+            return Err(DecodeError::Invalid("text longer than its limit"));
+        }
+        std::str::from_utf8(self.bytes(n)?).map_err(|_| DecodeError::Invalid("text is not UTF-8"))
+    }
+
+    fn range(&mut self) -> Result<(u64, u64), DecodeError> {
+        let (s, e) = (self.u64()?, self.u64()?);
+        if s > e {
+            return Err(DecodeError::Invalid("range ends before it starts"));
+        }
+        Ok((s, e))
+    }
+
+    fn rest(&mut self) -> &'a [u8] {
+        std::mem::take(&mut self.buf)
+    }
+
+    fn finish(&self) -> Result<(), DecodeError> {
+        if self.buf.is_empty() {
+            Ok(())
+        } else {
+            Err(DecodeError::Invalid("bytes left over after the frame"))
+        }
+    }
+}
+
+/// Decode one datagram.
+///
+/// # Errors
+/// [`DecodeError`] saying what is wrong; never panics, whatever `buf` holds.
+pub fn decode(buf: &[u8]) -> Result<(Header, Frame<'_>), DecodeError> {
+    if buf.len() < 2 || buf[..2] != MAGIC {
+        return Err(DecodeError::BadMagic);
+    }
+    if buf.len() > MAX_DATAGRAM_BYTES {
+        return Err(DecodeError::Invalid("datagram over the size limit"));
+    }
+    let mut r = Reader { buf: &buf[2..] };
+    let version = r.u8()?;
+    let k = r.u8()?;
+    let conn_id = r.u64()?;
+    let pn = r.u64()?;
+    let header = Header { version, kind: k, conn_id, pn };
+    if k == kind::VERSION_MISMATCH {
+        let n = r.u8()? as usize;
+        if n == 0 || n > 8 {
+            return Err(DecodeError::Invalid("version list length out of range"));
+        }
+        let supported = r.bytes(n)?.to_vec();
+        r.finish()?;
+        return Ok((header, Frame::VersionMismatch { supported }));
+    }
+    if version != VERSION {
+        return Err(DecodeError::UnknownVersion(version));
+    }
+    let frame = match k {
+        kind::HELLO => {
+            if buf.len() < MIN_HELLO_BYTES {
+                return Err(DecodeError::Invalid("HELLO shorter than the anti-amplification minimum"));
+            }
+            r.rest();
+            Frame::Hello
+        }
+        kind::RETRY => Frame::Retry { cookie: r.array()? },
+        kind::OFFER => {
+            let cookie = r.array()?;
+            let file_bytes = r.u64()?;
+            let sha256 = r.array()?;
+            let mss_bytes = r.u16()?;
+            let name = r.text(true, MAX_NAME_BYTES)?;
+            let flavor = r.text(false, MAX_TEXT_BYTES)?;
+            Frame::Offer(Offer { cookie, file_bytes, sha256, mss_bytes, name, flavor })
+        }
+        kind::ACCEPT => {
+            let stream_bytes = r.u64()?;
+            let rwnd_bytes = r.u64()?;
+            let n = r.u16()? as usize;
+            if n > MAX_HELD_RANGES {
+                return Err(DecodeError::Invalid("more held ranges than allowed"));
+            }
+            // The count is checked against the cap and against the bytes present before
+            // anything is allocated.
+            if r.buf.len() < n * 16 {
+                return Err(DecodeError::Truncated);
+            }
+            let mut held = Vec::with_capacity(n);
+            for _ in 0..n {
+                let (s, e) = r.range()?;
+                if held.last().is_some_and(|&(_, pe)| s <= pe) {
+                    return Err(DecodeError::Invalid("held ranges not sorted and disjoint"));
+                }
+                held.push((s, e));
+            }
+            Frame::Accept { stream_bytes, rwnd_bytes, held }
+        }
+        kind::REJECT => {
+            let code = RejectCode::from_u8(r.u8()?);
+            Frame::Reject { code, message: r.text(false, MAX_TEXT_BYTES)? }
+        }
+        kind::DATA => {
+            let offset = r.u64()?;
+            let ts_val_ns = r.u64()?;
+            let flags = r.u8()?;
+            if flags & !(FLAG_RETRANSMIT | FLAG_ECT | FLAG_CWR) != 0 {
+                return Err(DecodeError::Invalid("unknown DATA flags"));
+            }
+            let payload = r.rest();
+            if payload.is_empty() {
+                return Err(DecodeError::Invalid("DATA without payload"));
+            }
+            if offset.checked_add(payload.len() as u64).is_none() {
+                return Err(DecodeError::Invalid("DATA beyond the largest stream offset"));
+            }
+            Frame::Data { offset, ts_val_ns, flags, payload }
+        }
+        kind::ACK => {
+            let ack = r.u64()?;
+            let rwnd_bytes = r.u64()?;
+            let ts_ecr_ns = r.u64()?;
+            let ts_recv_ns = r.u64()?;
+            let flags = r.u8()?;
+            if flags & !FLAG_ECE != 0 {
+                return Err(DecodeError::Invalid("unknown ACK flags"));
+            }
+            let n = r.u8()?;
+            if n as usize > MAX_SACK_RANGES {
+                return Err(DecodeError::Invalid("more SACK ranges than allowed"));
+            }
+            let mut sack = [(0, 0); MAX_SACK_RANGES];
+            for s in sack.iter_mut().take(n as usize) {
+                *s = r.range()?;
+            }
+            Frame::Ack(AckFrame { ack, rwnd_bytes, ts_ecr_ns, ts_recv_ns, flags, sack, sack_count: n })
+        }
+        kind::DONE => {
+            let status = DoneStatus::from_u8(r.u8()?);
+            Frame::Done { status, message: r.text(false, MAX_TEXT_BYTES)? }
+        }
+        kind::CLOSE => {
+            let code = r.u8()?;
+            Frame::Close { code, message: r.text(false, MAX_TEXT_BYTES)? }
+        }
+        kind::PING => Frame::Ping,
+        other => return Err(DecodeError::UnknownType(other)),
+    };
+    r.finish()?;
+    Ok((header, frame))
+}
+
+/// `text` cut to at most `max` bytes at a character boundary.
+fn clip(text: &str, max: usize) -> &str {
+    let mut n = text.len().min(max);
+    while !text.is_char_boundary(n) {
+        n -= 1;
+    }
+    &text[..n]
+}
+
+/// Encode `frame` under `header` into `out` (cleared first). Texts longer than their limit are
+/// cut; held ranges beyond [`MAX_HELD_RANGES`] and SACK ranges beyond `sack_count` are not
+/// written. The caller keeps DATA payloads within [`MAX_PAYLOAD_BYTES`].
+pub fn encode(header: &Header, frame: &Frame<'_>, out: &mut Vec<u8>) {
+    out.clear();
+    out.extend_from_slice(&MAGIC);
+    out.push(header.version);
+    out.push(header.kind);
+    out.extend_from_slice(&header.conn_id.to_be_bytes());
+    out.extend_from_slice(&header.pn.to_be_bytes());
+    let text8 = |out: &mut Vec<u8>, t: &str| {
+        let t = clip(t, MAX_TEXT_BYTES);
+        out.push(t.len() as u8);
+        out.extend_from_slice(t.as_bytes());
+    };
+    match frame {
+        Frame::Hello => out.resize(MIN_HELLO_BYTES, 0),
+        Frame::Retry { cookie } => out.extend_from_slice(cookie),
+        Frame::Offer(o) => {
+            out.extend_from_slice(&o.cookie);
+            out.extend_from_slice(&o.file_bytes.to_be_bytes());
+            out.extend_from_slice(&o.sha256);
+            out.extend_from_slice(&o.mss_bytes.to_be_bytes());
+            let name = clip(o.name, MAX_NAME_BYTES);
+            out.extend_from_slice(&(name.len() as u16).to_be_bytes());
+            out.extend_from_slice(name.as_bytes());
+            text8(out, o.flavor);
+        }
+        Frame::Accept { stream_bytes, rwnd_bytes, held } => {
+            out.extend_from_slice(&stream_bytes.to_be_bytes());
+            out.extend_from_slice(&rwnd_bytes.to_be_bytes());
+            let held = &held[..held.len().min(MAX_HELD_RANGES)];
+            out.extend_from_slice(&(held.len() as u16).to_be_bytes());
+            for (s, e) in held {
+                out.extend_from_slice(&s.to_be_bytes());
+                out.extend_from_slice(&e.to_be_bytes());
+            }
+        }
+        Frame::Reject { code, message } => {
+            out.push(*code as u8);
+            text8(out, message);
+        }
+        Frame::Data { offset, ts_val_ns, flags, payload } => {
+            out.extend_from_slice(&offset.to_be_bytes());
+            out.extend_from_slice(&ts_val_ns.to_be_bytes());
+            out.push(*flags);
+            out.extend_from_slice(payload);
+        }
+        Frame::Ack(a) => {
+            out.extend_from_slice(&a.ack.to_be_bytes());
+            out.extend_from_slice(&a.rwnd_bytes.to_be_bytes());
+            out.extend_from_slice(&a.ts_ecr_ns.to_be_bytes());
+            out.extend_from_slice(&a.ts_recv_ns.to_be_bytes());
+            out.push(a.flags);
+            let n = (a.sack_count as usize).min(MAX_SACK_RANGES);
+            out.push(n as u8);
+            for (s, e) in &a.sack[..n] {
+                out.extend_from_slice(&s.to_be_bytes());
+                out.extend_from_slice(&e.to_be_bytes());
+            }
+        }
+        Frame::Done { status, message } => {
+            out.push(*status as u8);
+            text8(out, message);
+        }
+        Frame::Close { code, message } => {
+            out.push(*code);
+            text8(out, message);
+        }
+        Frame::Ping => {}
+        Frame::VersionMismatch { supported } => {
+            let s = &supported[..supported.len().min(8)];
+            out.push(s.len() as u8);
+            out.extend_from_slice(s);
+        }
+    }
+}
+
+/// The packet type code of `frame`.
+pub fn kind_of(frame: &Frame<'_>) -> u8 {
+    match frame {
+        Frame::Hello => kind::HELLO,
+        Frame::Retry { .. } => kind::RETRY,
+        Frame::Offer(_) => kind::OFFER,
+        Frame::Accept { .. } => kind::ACCEPT,
+        Frame::Reject { .. } => kind::REJECT,
+        Frame::Data { .. } => kind::DATA,
+        Frame::Ack(_) => kind::ACK,
+        Frame::Done { .. } => kind::DONE,
+        Frame::Close { .. } => kind::CLOSE,
+        Frame::Ping => kind::PING,
+        Frame::VersionMismatch { .. } => kind::VERSION_MISMATCH,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn roundtrip(frame: Frame<'_>) {
+        let h = Header { version: VERSION, kind: kind_of(&frame), conn_id: 7, pn: 9 };
+        let mut buf = Vec::new();
+        encode(&h, &frame, &mut buf);
+        let (h2, f2) = decode(&buf).expect("decodes");
+        assert_eq!(h2, h);
+        assert_eq!(f2, frame);
+        // Every strict prefix is rejected, never a panic. DATA's payload runs to the end of the
+        // datagram, so only the prefixes that cut its fixed part can be told apart.
+        let checked = match frame {
+            Frame::Data { .. } => HEADER_BYTES + DATA_FRAME_BYTES + 1,
+            _ => buf.len(),
+        };
+        for n in 0..checked {
+            assert!(decode(&buf[..n]).is_err(), "prefix of {n} bytes of {frame:?} accepted");
+        }
+    }
+
+    #[test]
+    fn every_frame_round_trips_and_every_prefix_is_rejected() {
+        roundtrip(Frame::Hello);
+        roundtrip(Frame::Retry { cookie: [3; 16] });
+        roundtrip(Frame::Offer(Offer {
+            cookie: [1; 16],
+            file_bytes: 1 << 40,
+            sha256: [2; 32],
+            mss_bytes: 1400,
+            name: "data.bin",
+            flavor: "cubic",
+        }));
+        roundtrip(Frame::Accept { stream_bytes: 10, rwnd_bytes: u64::MAX, held: vec![(0, 5), (8, 9)] });
+        roundtrip(Frame::Reject { code: RejectCode::Exists, message: "exists" });
+        roundtrip(Frame::Data { offset: 100, ts_val_ns: 5, flags: FLAG_CWR, payload: &[1, 2, 3] });
+        roundtrip(Frame::Ack(AckFrame {
+            ack: 10,
+            rwnd_bytes: 99,
+            ts_ecr_ns: 1,
+            ts_recv_ns: 2,
+            flags: FLAG_ECE,
+            sack: [(20, 30), (40, 50), (0, 0)],
+            sack_count: 2,
+        }));
+        roundtrip(Frame::Done { status: DoneStatus::HashMismatch, message: "bad" });
+        roundtrip(Frame::Close { code: 0, message: "" });
+        roundtrip(Frame::Ping);
+        roundtrip(Frame::VersionMismatch { supported: vec![1] });
+    }
+
+    #[test]
+    fn other_versions_are_named_and_version_mismatch_decodes_from_any_version() {
+        let mut buf = Vec::new();
+        let h = Header { version: 9, kind: kind::PING, conn_id: 1, pn: 0 };
+        encode(&h, &Frame::Ping, &mut buf);
+        assert_eq!(decode(&buf), Err(DecodeError::UnknownVersion(9)));
+        let h = Header { version: 9, kind: kind::VERSION_MISMATCH, conn_id: 1, pn: 0 };
+        encode(&h, &Frame::VersionMismatch { supported: vec![9] }, &mut buf);
+        assert!(matches!(decode(&buf), Ok((_, Frame::VersionMismatch { .. }))));
+    }
+
+    #[test]
+    fn random_and_mutated_bytes_never_panic() {
+        // SplitMix64 as the byte source: deterministic, no dependency.
+        let mut x = 0x1234_5678u64;
+        let mut next = || {
+            x = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
+            let mut z = x;
+            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+            z ^ (z >> 31)
+        };
+        let mut seeds = Vec::new();
+        for f in [
+            Frame::Accept { stream_bytes: 1, rwnd_bytes: 2, held: vec![(0, 1)] },
+            Frame::Data { offset: 1, ts_val_ns: 2, flags: 0, payload: &[9; 40] },
+            Frame::Ack(AckFrame { ack: 1, rwnd_bytes: 1, ts_ecr_ns: 0, ts_recv_ns: 0, flags: 0, sack: [(1, 2); 3], sack_count: 3 }),
+        ] {
+            let mut buf = Vec::new();
+            encode(&Header { version: VERSION, kind: kind_of(&f), conn_id: 0, pn: 0 }, &f, &mut buf);
+            seeds.push(buf);
+        }
+        let mut accepted = 0;
+        for i in 0..200_000u64 {
+            let mut buf = seeds[(i % 3) as usize].clone();
+            let flips = 1 + next() % 4;
+            for _ in 0..flips {
+                let at = (next() % buf.len() as u64) as usize;
+                buf[at] = next() as u8;
+            }
+            buf.truncate((next() % (buf.len() as u64 + 1)) as usize);
+            accepted += usize::from(decode(&buf).is_ok());
+            let len = (next() % 64) as usize;
+            let mut raw: Vec<u8> = (0..len).map(|_| next() as u8).collect();
+            if raw.len() >= 3 {
+                raw[..3].copy_from_slice(&[b'C', b'U', VERSION]);
+            }
+            let _ = decode(&raw);
+        }
+        // The mutations leave some packets valid: the decoder is exercised past the header.
+        assert!(accepted > 0);
+    }
+}
