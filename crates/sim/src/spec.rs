@@ -628,17 +628,15 @@ fn validate_discipline(q: &QueueSpec, p: &dyn Fn(&str) -> String) -> Result<(), 
         if owner != d && present {
             return Err(err(
                 p(&format!("queue.{field}")),
-                format!("only a queue with discipline \"{field}\" takes these parameters; set it to null"),
+                format!("only a queue with discipline \"{field}\" takes {} parameters; set it to null", field.to_uppercase().replace('_', "-")),
             ));
         }
     }
     if d != Discipline::Droptail {
         for (field, k) in [("ecn_threshold_packets", q.ecn_threshold_packets), ("ecn_threshold_bytes", q.ecn_threshold_bytes)] {
             if k.is_some() {
-                return Err(err(
-                    p(&format!("queue.{field}")),
-                    format!("must be null with discipline \"{}\" (it marks with its own ecn = true)", d.name()),
-                ));
+                let own = if d == Discipline::Red { "RED marks with red.ecn = true".to_string() } else { format!("it marks with {}.ecn = true", d.name()) };
+                return Err(err(p(&format!("queue.{field}")), format!("must be null with discipline \"{}\" ({own})", d.name())));
             }
         }
     }
