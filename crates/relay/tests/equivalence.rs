@@ -41,10 +41,10 @@ fn trace() -> Vec<Arrival> {
                 1 => 1_500_000,
                 _ => 3_000_000,
             };
-            t += r.next_u64() % (2 * mean_gap / 3 + 1) + if r.next_u64() % 200 == 0 { 300_000_000 } else { 0 };
+            t += r.next_u64() % (2 * mean_gap / 3 + 1) + if r.next_u64() < u64::MAX / 200 { 300_000_000 } else { 0 };
             let flow = (r.next_u64() % 8) as u32;
-            let size = if r.next_u64() % 4 == 0 { 64 + r.next_u64() % 1437 } else { 1500 };
-            Arrival { t_ns: t, size, flow, ect: flow % 2 == 0 }
+            let size = if r.next_u64() & 3 == 0 { 64 + r.next_u64() % 1437 } else { 1500 };
+            Arrival { t_ns: t, size, flow, ect: flow & 1 == 0 }
         })
         .collect()
 }
