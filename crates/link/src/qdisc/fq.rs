@@ -135,12 +135,14 @@ impl<P: QueuedPacket> FlowQueues<P> {
         verdict
     }
 
-    /// The queue holding the most bytes (the lowest index among equals).
+    /// The queue holding the most bytes (the first listed among equals). Only listed queues can
+    /// hold packets, so the scan costs the active flows, not all `flows` queues.
     fn fattest(&self) -> usize {
         let mut best = (0, 0);
-        for (i, q) in self.queues.iter().enumerate() {
-            if q.fifo.bytes() > best.1 {
-                best = (i, q.fifo.bytes());
+        for &i in self.new_flows.iter().chain(self.old_flows.iter()) {
+            let bytes = self.queues[i as usize].fifo.bytes();
+            if bytes > best.1 {
+                best = (i as usize, bytes);
             }
         }
         best.0
