@@ -123,10 +123,14 @@ impl Link {
             return false;
         }
         if self.tx_free_at <= now {
-            // The transmitter is idle and (after `advance`) nothing else waits: the packet
-            // starts at once.
+            // The transmitter is idle and (after `advance`) nothing else waited: the
+            // discipline's choice (this packet, unless it keeps it back) starts at once.
             self.tx_free_at = now;
-            self.advance(now);
+            if let Some(e) = self.qdisc.dequeue(now.as_nanos()) {
+                let mut pkt = e.pkt;
+                pkt.enqueued_at = SimTime(e.enqueued_ns);
+                self.transmit(now, pkt);
+            }
         }
         true
     }

@@ -199,7 +199,7 @@ impl<P: QueuedPacket> Qdisc<P> {
                 fifo::droptail(self.limit, *k_packets, *k_bytes, q.packets(), q.bytes(), pkt.size_bytes(), pkt.ect())
             }
             Kind::Fifo(q, aqm) => admit_aqm(aqm, self.limit, q, &pkt, now_ns, tx_free_at_ns, rate_bps),
-            Kind::Flows(f) => return f.enqueue(pkt, now_ns, self.limit, &mut self.counters),
+            Kind::Flows(f) => return enqueue_flows(f, pkt, now_ns, self.limit, &mut self.counters),
         };
         let Kind::Fifo(q, _) = &mut self.kind else { unreachable!("flow queues returned above") };
         match verdict {
@@ -226,6 +226,16 @@ impl<P: QueuedPacket> Qdisc<P> {
     /// after its dequeue-time drops and marks (CoDel). Calls come in time order.
     #[inline]
     pub fn dequeue(&mut self, now_ns: u64) -> Option<Entry<P>> {
+        // DropTail's and RED's dequeue is a pop: inline it, keep the others out of line.
+        if let Kind::Fifo(q, FifoAqm::DropTail { .. } | FifoAqm::Red { .. }) = &mut self.kind {
+            return q.pop();
+        }
+        self.dequeue_aqm(now_ns)
+    }
+
+    /// [`Qdisc::dequeue`] for the disciplines that decide or schedule at dequeue.
+    #[inline(never)]
+    fn dequeue_aqm(&mut self, now_ns: u64) -> Option<Entry<P>> {
         match &mut self.kind {
             Kind::Fifo(q, FifoAqm::DropTail { .. } | FifoAqm::Red { .. }) => q.pop(),
             Kind::Fifo(q, FifoAqm::Codel(c)) => c.dequeue(q, now_ns, &mut self.counters),
@@ -365,6 +375,12 @@ impl<P: QueuedPacket> Qdisc<P> {
             _ => f64::NAN,
         }
     }
+}
+
+/// FQ-CoDel's and FQ's enqueue, out of line like [`admit_aqm`].
+#[inline(never)]
+fn enqueue_flows<P: QueuedPacket>(f: &mut FlowQueues<P>, pkt: P, now_ns: u64, limit: Limit, counters: &mut QdiscCounters) -> Verdict {
+    f.enqueue(pkt, now_ns, limit, counters)
 }
 
 /// The arrival decision of RED, CoDel (the hard limit only) and PIE on a FIFO. Out of line so
