@@ -83,6 +83,10 @@ fn droptail(limit: u64) -> QueueSpec {
         ecn_threshold_packets: None,
         ecn_threshold_bytes: None,
         red: None,
+        codel: None,
+        fq_codel: None,
+        pie: None,
+        fq: None,
     }
 }
 

@@ -44,7 +44,7 @@
 //!   default in the paper's Linux port and is not implemented; nor is HyStart, which the Linux
 //!   port adds.
 
-use crate::splitmix::SplitMix64;
+use ccarena_link::rng::SplitMix64;
 use crate::reno::{cong_avoid_ai, slow_start};
 use crate::vegas::{RoundRtt, MIN_ROUND_SAMPLES};
 use crate::{
@@ -212,7 +212,7 @@ impl Cdg {
             g_ms,
             ineffective: ineffective as u32,
             use_shadow: shadow == 1.0,
-            rng: SplitMix64(seed as u64),
+            rng: SplitMix64::new(seed as u64),
             rtt: RoundRtt::new(),
             prev: None,
             g_min: MovingAverage::new(window as usize),
@@ -386,8 +386,8 @@ mod tests {
 
     #[test]
     fn generator_is_deterministic_and_uniform_enough() {
-        let mut a = SplitMix64(7);
-        let mut b = SplitMix64(7);
+        let mut a = SplitMix64::new(7);
+        let mut b = SplitMix64::new(7);
         let xs: Vec<f64> = (0..10_000).map(|_| a.next_f64()).collect();
         assert!(xs.iter().zip((0..10_000).map(|_| b.next_f64())).all(|(x, y)| *x == y));
         let mean = xs.iter().sum::<f64>() / xs.len() as f64;

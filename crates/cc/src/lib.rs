@@ -69,7 +69,6 @@ pub mod nv;
 pub mod registry;
 pub mod reno;
 pub mod scalable;
-mod splitmix;
 pub mod time;
 pub mod udt;
 pub mod vegas;

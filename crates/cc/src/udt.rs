@@ -84,7 +84,7 @@
 //! - DecRandom comes from a SplitMix64 generator seeded by the `seed` parameter (mixed with the
 //!   flow's identity by [`Udt::mix_seed`]), never from the OS.
 
-use crate::splitmix::SplitMix64;
+use ccarena_link::rng::SplitMix64;
 use crate::{
     AckSample, CcError, CongestionControl, CwndEvent, CwndState, Duration, LossEvent, LossKind, ParamInfo,
     Params, RateSample, SimTime,
@@ -260,7 +260,7 @@ impl Udt {
             avg_nak_num: 1,
             dec_count: 0,
             dec_random: 1,
-            rng: SplitMix64(seed as u64),
+            rng: SplitMix64::new(seed as u64),
             stats: UdtCcStats::default(),
         })
     }
@@ -274,7 +274,7 @@ impl Udt {
     /// Mix `id` (e.g. a hash of the run seed and the flow) into the DecRandom generator's seed, so
     /// that flows with the same `seed` parameter do not draw the same DecRandom sequence.
     pub fn mix_seed(&mut self, id: u64) {
-        self.rng.0 ^= id;
+        self.rng.salt(id);
         self.rng.next_u64();
     }
 

@@ -19,6 +19,15 @@
 //! left out or null keep their value, at least one must be set, and a rate or limit change needs
 //! a direction with `rate_bps` and a limit in the same unit.
 //!
+//! A direction with `rate_bps` may also name its queue discipline, with the engine spec's names
+//! and fields (docs/engine-spec.md, `queue`): `"discipline": "droptail"` (the default) with
+//! optional `ecn_threshold_packets` / `ecn_threshold_bytes`; `"red"` with a `red` object
+//! (`min_th_packets` and `max_th_packets`, or `min_th_bytes` and `max_th_bytes`, `max_p`, `w_q`,
+//! `gentle`, `ecn`, `idle_packet_bytes`, optional `wait` and `adaptive`); `"pie"` with a `pie`
+//! object (`target_ns`, `tupdate_ns`, `alpha`, `beta`, `max_burst_ns`, `ecn`). The disciplines
+//! that decide at dequeue (`codel`, `fq_codel`, `fq`) are refused: the relay decides each frame's
+//! fate when it arrives ([`crate::link`]).
+//!
 //! Optional, with defaults: `seed` (0), `duration_ns` (null: run until signalled),
 //! `max_queue_frames` ([`DEFAULT_MAX_QUEUE_FRAMES`]), `start_ns` (null), `sample_interval_ns` with
 //! `sample_origin_ns` (both or neither: sample every queue at `origin + k·interval`,
@@ -33,6 +42,10 @@ use std::collections::HashMap;
 use std::fmt;
 
 use serde_json::{Map, Value};
+
+use ccarena_link::qdisc::pie::PieConfig;
+use ccarena_link::qdisc::red::RedConfig;
+use ccarena_link::QdiscConfig;
 
 use crate::link::{LinkChange, LinkParams, QueueLimit};
 
@@ -69,8 +82,10 @@ pub struct DirectionConfig {
     pub loss: f64,
     /// Serialization rate, bits per second of IP bytes; `None` = delay (and loss) only.
     pub rate_bps: Option<u64>,
-    /// The queue's DropTail limit ([`QueueLimit::Unlimited`] without a rate).
+    /// The queue's hard limit ([`QueueLimit::Unlimited`] without a rate).
     pub limit: QueueLimit,
+    /// The queue discipline (DropTail without ECN marking unless the config says otherwise).
+    pub queue: QdiscConfig,
     /// Scheduled changes: (ns after the start instant, change), in time order (ties in list order).
     pub changes: Vec<(u64, LinkChange)>,
 }
@@ -227,7 +242,11 @@ fn boolean(map: &Map<String, Value>, key: &str, default: bool) -> Result<bool> {
 
 fn direction(v: &Value, path: &str) -> Result<DirectionConfig> {
     let map = object(v, path)?;
-    reject_unknown(map, path, &["delay_ns", "loss", "rate_bps", "limit_packets", "limit_bytes", "changes"])?;
+    reject_unknown(
+        map,
+        path,
+        &["delay_ns", "loss", "rate_bps", "limit_packets", "limit_bytes", "changes", "discipline", "ecn_threshold_packets", "ecn_threshold_bytes", "red", "pie"],
+    )?;
     let delay_path = join(path, "delay_ns");
     let delay_ns = non_negative_int(required(map, path, "delay_ns")?, &delay_path, "ns")?;
     let loss_path = join(path, "loss");
@@ -259,7 +278,105 @@ fn direction(v: &Value, path: &str) -> Result<DirectionConfig> {
             out
         }
     };
-    Ok(DirectionConfig { delay_ns, loss, rate_bps, limit, changes })
+    let queue = discipline(map, path)?;
+    if rate_bps.is_none() && queue != DROPTAIL {
+        return Err(ConfigError::new(join(path, "discipline"), "a queue discipline needs rate_bps (without a rate nothing ever waits)"));
+    }
+    Ok(DirectionConfig { delay_ns, loss, rate_bps, limit, queue, changes })
+}
+
+/// Plain DropTail: the discipline when the config names none.
+const DROPTAIL: QdiscConfig = QdiscConfig::DropTail { ecn_threshold_packets: None, ecn_threshold_bytes: None };
+
+fn number(map: &Map<String, Value>, path: &str, key: &str, check: fn(f64) -> bool, expected: &str) -> Result<f64> {
+    let v = required(map, path, key)?;
+    match v.as_f64() {
+        Some(x) if check(x) => Ok(x),
+        _ => Err(ConfigError::new(join(path, key), format!("expected {expected}, got {v}"))),
+    }
+}
+
+fn flag(map: &Map<String, Value>, path: &str, key: &str) -> Result<bool> {
+    let v = required(map, path, key)?;
+    v.as_bool().ok_or_else(|| ConfigError::new(join(path, key), format!("expected true or false, got {}", kind(v))))
+}
+
+/// A direction's queue discipline (see the module docs); every error names its field.
+fn discipline(map: &Map<String, Value>, path: &str) -> Result<QdiscConfig> {
+    let name = match optional(map, "discipline") {
+        None => "droptail".to_string(),
+        Some(v) => string(v, &join(path, "discipline"))?,
+    };
+    let k_packets = optional(map, "ecn_threshold_packets").map(|v| positive_int(v, &join(path, "ecn_threshold_packets"), "packets")).transpose()?;
+    let k_bytes = optional(map, "ecn_threshold_bytes").map(|v| positive_int(v, &join(path, "ecn_threshold_bytes"), "bytes")).transpose()?;
+    for key in ["red", "pie"] {
+        if optional(map, key).is_some() && name != key {
+            return Err(ConfigError::new(join(path, key), format!("only discipline \"{key}\" takes these parameters")));
+        }
+    }
+    if name != "droptail" && (k_packets.is_some() || k_bytes.is_some()) {
+        let key = if k_packets.is_some() { "ecn_threshold_packets" } else { "ecn_threshold_bytes" };
+        return Err(ConfigError::new(join(path, key), "only a droptail queue takes an ECN threshold"));
+    }
+    let unit = |x: f64| x > 0.0 && x <= 1.0;
+    let positive = |x: f64| x > 0.0 && x.is_finite();
+    match name.as_str() {
+        "droptail" => {
+            if k_packets.is_some() && k_bytes.is_some() {
+                return Err(ConfigError::new(join(path, "ecn_threshold_bytes"), "give ecn_threshold_packets or ecn_threshold_bytes, not both"));
+            }
+            Ok(QdiscConfig::DropTail { ecn_threshold_packets: k_packets, ecn_threshold_bytes: k_bytes })
+        }
+        "red" => {
+            let red_path = join(path, "red");
+            let r = object(required(map, path, "red")?, &red_path)?;
+            reject_unknown(
+                r,
+                &red_path,
+                &["min_th_packets", "max_th_packets", "min_th_bytes", "max_th_bytes", "max_p", "w_q", "gentle", "ecn", "idle_packet_bytes", "wait", "adaptive"],
+            )?;
+            let th = |key: &str| optional(r, key).map(|v| non_negative_int(v, &join(&red_path, key), "")).transpose();
+            let (min_th, max_th, in_bytes, max_key) = match (th("min_th_packets")?, th("max_th_packets")?, th("min_th_bytes")?, th("max_th_bytes")?) {
+                (Some(lo), Some(hi), None, None) => (lo, hi, false, "max_th_packets"),
+                (None, None, Some(lo), Some(hi)) => (lo, hi, true, "max_th_bytes"),
+                _ => return Err(ConfigError::new(&red_path, "give min_th_packets and max_th_packets, or min_th_bytes and max_th_bytes")),
+            };
+            if max_th <= min_th {
+                return Err(ConfigError::new(join(&red_path, max_key), format!("must be greater than min_th ({min_th})")));
+            }
+            Ok(QdiscConfig::Red(RedConfig {
+                min_th,
+                max_th,
+                in_bytes,
+                max_p: number(r, &red_path, "max_p", unit, "a number in (0, 1]")?,
+                w_q: number(r, &red_path, "w_q", unit, "a number in (0, 1]")?,
+                gentle: flag(r, &red_path, "gentle")?,
+                ecn: flag(r, &red_path, "ecn")?,
+                idle_packet_bytes: positive_int(required(r, &red_path, "idle_packet_bytes")?, &join(&red_path, "idle_packet_bytes"), "bytes")?,
+                wait: boolean(r, "wait", false)?,
+                adaptive: boolean(r, "adaptive", false)?,
+            }))
+        }
+        "pie" => {
+            let pie_path = join(path, "pie");
+            let m = object(required(map, path, "pie")?, &pie_path)?;
+            reject_unknown(m, &pie_path, &["target_ns", "tupdate_ns", "alpha", "beta", "max_burst_ns", "ecn"])?;
+            Ok(QdiscConfig::Pie(PieConfig {
+                target_ns: positive_int(required(m, &pie_path, "target_ns")?, &join(&pie_path, "target_ns"), "ns")?,
+                tupdate_ns: positive_int(required(m, &pie_path, "tupdate_ns")?, &join(&pie_path, "tupdate_ns"), "ns")?,
+                alpha: number(m, &pie_path, "alpha", positive, "a positive number")?,
+                beta: number(m, &pie_path, "beta", positive, "a positive number")?,
+                max_burst_ns: non_negative_int(required(m, &pie_path, "max_burst_ns")?, &join(&pie_path, "max_burst_ns"), "ns")?,
+                ecn: flag(m, &pie_path, "ecn")?,
+                mean_packet_bytes: 1500,
+            }))
+        }
+        "codel" | "fq_codel" | "fq" => Err(ConfigError::new(
+            join(path, "discipline"),
+            format!("\"{name}\" decides when a frame leaves the queue; the relay decides at arrival and runs droptail, red and pie only"),
+        )),
+        other => Err(ConfigError::new(join(path, "discipline"), format!("unknown discipline \"{other}\" (droptail, red or pie)"))),
+    }
 }
 
 fn probability(v: &Value, path: &str) -> Result<f64> {
@@ -449,8 +566,8 @@ mod tests {
         assert_eq!(c.pipes.len(), 1);
         let p = &c.pipes[0];
         assert_eq!((p.name.as_str(), p.a.as_str(), p.b.as_str()), ("left0->r0", "r0l0", "r0l0b"));
-        assert_eq!(p.a_to_b, DirectionConfig { delay_ns: 20_000_000, loss: 0.0, rate_bps: Some(100_000_000), limit: QueueLimit::Packets(100), changes: vec![] });
-        assert_eq!(p.b_to_a, DirectionConfig { delay_ns: 5, loss: 0.01, rate_bps: None, limit: QueueLimit::Unlimited, changes: vec![] });
+        assert_eq!(p.a_to_b, DirectionConfig { delay_ns: 20_000_000, loss: 0.0, rate_bps: Some(100_000_000), limit: QueueLimit::Packets(100), queue: DROPTAIL, changes: vec![] });
+        assert_eq!(p.b_to_a, DirectionConfig { delay_ns: 5, loss: 0.01, rate_bps: None, limit: QueueLimit::Unlimited, queue: DROPTAIL, changes: vec![] });
         assert_eq!(c.sampling, Some((81_234_000_000, 100_000_000)));
     }
 
@@ -483,7 +600,7 @@ mod tests {
         );
         assert_eq!(
             err(&with(r#"{"name": "x", "a": "p", "b": "q", "a_to_b": {"delay_ns": 1, "lost": 0}, "b_to_a": {"delay_ns": 1, "loss": 0}}"#)),
-            "pipes[0].a_to_b.lost: unknown field (expected one of: delay_ns, loss, rate_bps, limit_packets, limit_bytes, changes)"
+            "pipes[0].a_to_b.lost: unknown field (expected one of: delay_ns, loss, rate_bps, limit_packets, limit_bytes, changes, discipline, ecn_threshold_packets, ecn_threshold_bytes, red, pie)"
         );
         assert_eq!(err(&with(&format!(r#"{{"name": "x", "a": "p", "b": "p", {dir}}}"#))), "pipes[0].b: 'p' is also this pipe's a: a pipe joins two different interfaces");
         assert_eq!(

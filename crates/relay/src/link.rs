@@ -1,12 +1,17 @@
 //! The link one direction of a pipe emulates: the simulator's link model (`crates/sim/src/link.rs`,
 //! htsim's Queue + Pipe) computed from each frame's arrival time.
 //!
-//! A frame of `ip_bytes` arriving at `t` meets a DropTail queue, a transmitter serializing at
+//! A frame of `ip_bytes` arriving at `t` meets a queue discipline, a transmitter serializing at
 //! `rate_bps`, random loss on the wire and a propagation delay:
 //!
-//! - **Queue**: dropped if the frames *waiting* (admitted, serialization not started; the one being
-//!   serialized is not counted) already reach `limit` packets, or if its bytes would take the
-//!   waiting bytes past `limit` bytes — the simulator's DropTail, decision for decision.
+//! - **Queue**: the shared discipline of `ccarena_link::qdisc` — the simulator's own code, so
+//!   the same arrivals get the same drops and marks. DropTail (the default: dropped if the frames
+//!   *waiting* — admitted, serialization not started — already reach `limit` packets, or if its
+//!   bytes would take the waiting bytes past `limit` bytes; with DCTCP's step marking), RED
+//!   (gentle, Adaptive) and PIE decide at arrival and keep arrival order, so a frame's fate and due
+//!   time are known when it arrives ([`LinkModel::offer_frame`]). CoDel, FQ-CoDel and FQ decide
+//!   when the transmitter frees up; they need the frame held until then, which [`LinkModel`]
+//!   does not do yet ([`LinkModel::supports`]).
 //! - **Transmitter**: serialization starts at `start = max(t, tx_free_at)` and takes
 //!   `ceil(ip_bytes · 8 · 10⁹ / rate_bps)` ns; `tx_free_at` becomes the end.
 //! - **Wire loss**: each serialized frame is lost with probability `loss` (it still used the link).
@@ -28,7 +33,9 @@
 //! tokens). At 1 Gbit/s that is ~80,000 timers a second, spent in whichever thread handed the
 //! packet to the qdisc — the relay. The relay instead wakes once per batch of due frames.
 
-use std::collections::VecDeque;
+use ccarena_link::qdisc::{Limit, QueuedPacket};
+use ccarena_link::wire::transmission_ns as shared_transmission_ns;
+use ccarena_link::{Qdisc, QdiscConfig, QdiscCounters, SplitMix64, Verdict};
 
 use crate::rng::Loss;
 
@@ -116,6 +123,28 @@ pub struct LinkChange {
     pub limit: Option<QueueLimit>,
 }
 
+/// What the discipline needs to know of an arriving frame beyond its size.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct FrameInfo {
+    /// IP bytes (the frame's size as the queue counts it).
+    pub ip_bytes: u64,
+    /// Segments it stands for (1 unless it is a GSO batch).
+    pub packets: u64,
+    /// A hash of its flow (the 5-tuple), for FQ-CoDel and FQ.
+    pub flow_hash: u64,
+    /// The IP header's ECN field is ECT(0) or ECT(1).
+    pub ect: bool,
+}
+
+/// What became of an offered frame, with the discipline's mark.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Offered {
+    /// Its fate.
+    pub fate: Fate,
+    /// The discipline marked it: the caller must set CE in its IP header (RFC 3168 §5).
+    pub ce: bool,
+}
+
 /// A frame admitted to the queue: where it stands in the link's schedule.
 #[derive(Clone, Copy, Debug)]
 struct Scheduled {
@@ -129,6 +158,40 @@ struct Scheduled {
     /// Drawn at admission (the stream stays in admission order = departure order), counted when
     /// the frame departs, as the simulator counts it.
     lost_on_wire: bool,
+    flow_hash: u64,
+    ect: bool,
+    ce: bool,
+}
+
+impl QueuedPacket for Scheduled {
+    #[inline]
+    fn size_bytes(&self) -> u64 {
+        self.ip_bytes
+    }
+    #[inline]
+    fn packets(&self) -> u64 {
+        self.packets
+    }
+    #[inline]
+    fn flow_hash(&self) -> u64 {
+        self.flow_hash
+    }
+    #[inline]
+    fn ect(&self) -> bool {
+        self.ect
+    }
+    #[inline]
+    fn set_ce(&mut self) {
+        self.ce = true;
+    }
+}
+
+fn limit_of(q: QueueLimit) -> Limit {
+    match q {
+        QueueLimit::Packets(p) => Limit::Packets(p),
+        QueueLimit::Bytes(b) => Limit::Bytes(b),
+        QueueLimit::Unlimited => Limit::Unlimited,
+    }
 }
 
 /// One direction's link, advanced by arrivals (see the module docs).
@@ -138,10 +201,8 @@ pub struct LinkModel {
     loss: Loss,
     tx_free_at_ns: u64,
     last_arrival_ns: u64,
-    /// Admitted frames whose serialization has not started, in order.
-    waiting: VecDeque<Scheduled>,
-    waiting_packets: u64,
-    waiting_bytes: u64,
+    /// Admitted frames whose serialization has not started, in the discipline.
+    qdisc: Qdisc<Scheduled>,
     /// The last frame to start serialization (it may still be on the transmitter).
     on_wire: Option<Scheduled>,
     /// The latest due time of a delivered frame before `on_wire`: no later frame may arrive
@@ -153,23 +214,34 @@ pub struct LinkModel {
 }
 
 /// Serialization time of `ip_bytes` at `rate_bps`, rounded up to a whole ns (a link never runs
-/// faster than its rate), ns.
+/// faster than its rate), ns: the simulator's arithmetic (`ccarena_link::wire`).
 pub fn transmission_ns(ip_bytes: u64, rate_bps: u64) -> u64 {
-    let bits = u128::from(ip_bytes) * 8 * 1_000_000_000;
-    bits.div_ceil(u128::from(rate_bps.max(1))) as u64
+    shared_transmission_ns(ip_bytes, rate_bps)
 }
 
 impl LinkModel {
-    /// An idle link with `params`, losing frames on the wire per `loss`.
+    /// An idle link with `params` and a DropTail queue, losing frames on the wire per `loss`.
     pub fn new(params: LinkParams, loss: Loss) -> LinkModel {
+        let droptail = QdiscConfig::DropTail { ecn_threshold_packets: None, ecn_threshold_bytes: None };
+        LinkModel::with_queue(params, &droptail, SplitMix64::new(0), loss)
+    }
+
+    /// True when the relay can run `queue`: a discipline that decides at arrival and keeps arrival
+    /// order (DropTail, RED, PIE). CoDel, FQ-CoDel and FQ decide when a frame leaves the queue.
+    pub fn supports(queue: &QdiscConfig) -> bool {
+        matches!(queue, QdiscConfig::DropTail { .. } | QdiscConfig::Red(_) | QdiscConfig::Pie(_))
+    }
+
+    /// An idle link with `params` and the discipline `queue` (which [`LinkModel::supports`];
+    /// panics otherwise), its random draws from `queue_rng`, losing frames on the wire per `loss`.
+    pub fn with_queue(params: LinkParams, queue: &QdiscConfig, queue_rng: SplitMix64, loss: Loss) -> LinkModel {
+        assert!(LinkModel::supports(queue), "the relay cannot run {queue:?} yet (it decides at dequeue)");
         LinkModel {
             params,
             loss,
             tx_free_at_ns: 0,
             last_arrival_ns: 0,
-            waiting: VecDeque::new(),
-            waiting_packets: 0,
-            waiting_bytes: 0,
+            qdisc: Qdisc::new(queue, limit_of(params.limit), queue_rng),
             on_wire: None,
             settled_due_ns: 0,
             pipe_back_ns: 0,
@@ -189,18 +261,23 @@ impl LinkModel {
 
     /// Packets waiting as of the last arrival or sample.
     pub fn backlog_packets(&self) -> u64 {
-        self.waiting_packets
+        self.qdisc.backlog_packets()
+    }
+
+    /// The discipline's decisions so far: drops (as in [`LinkCounters::drops`]), of them the
+    /// AQM's own, and CE marks.
+    pub fn qdisc_counters(&self) -> &QdiscCounters {
+        self.qdisc.counters()
     }
 
     /// Start the serialization of every waiting frame whose start time is at or before `t_ns`.
     pub fn advance(&mut self, t_ns: u64) {
-        while let Some(w) = self.waiting.front() {
-            if w.start_ns > t_ns {
+        while let Some(head) = self.qdisc.certain_head() {
+            if head.pkt.start_ns > t_ns {
                 break;
             }
-            let w = self.waiting.pop_front().expect("front exists");
-            self.waiting_packets -= w.packets;
-            self.waiting_bytes -= w.ip_bytes;
+            let start_ns = head.pkt.start_ns;
+            let w = self.qdisc.dequeue(start_ns).expect("the certain head departs").pkt;
             self.counters.departures += w.packets;
             self.counters.departed_bytes += w.ip_bytes;
             self.counters.sojourn_total_ns += (w.start_ns - w.arrival_ns) * w.packets;
@@ -217,51 +294,66 @@ impl LinkModel {
     }
 
     /// Offer a frame of `ip_bytes` IP bytes (`packets` segments, 1 unless it is a GSO batch) that
-    /// arrived at `arrival_ns`. Arrivals must be offered in time order; an earlier timestamp than
-    /// the previous one (two CPUs' receive paths racing) is treated as simultaneous with it.
+    /// arrived at `arrival_ns`, not ECN-capable, of flow 0 ([`LinkModel::offer_frame`]).
     pub fn offer(&mut self, arrival_ns: u64, ip_bytes: u64, packets: u64) -> Fate {
+        self.offer_frame(arrival_ns, FrameInfo { ip_bytes, packets, flow_hash: 0, ect: false }).fate
+    }
+
+    /// Offer a frame that arrived at `arrival_ns`. Arrivals must be offered in time order; an
+    /// earlier timestamp than the previous one (two CPUs' receive paths racing) is treated as
+    /// simultaneous with it. The discipline decides as the simulator's does for the same
+    /// arrivals (`ccarena_link::qdisc`); `ce` asks the caller to mark the frame.
+    pub fn offer_frame(&mut self, arrival_ns: u64, frame: FrameInfo) -> Offered {
         let t = arrival_ns.max(self.last_arrival_ns);
         self.last_arrival_ns = t;
-        let packets = packets.max(1);
+        let packets = frame.packets.max(1);
+        let ip_bytes = frame.ip_bytes;
         self.advance(t);
         self.counters.arrivals += packets;
         let Some(rate_bps) = self.params.rate_bps else {
             self.counters.departures += packets;
             self.counters.departed_bytes += ip_bytes;
-            if self.loss.drop_this() {
+            if self.loss.lose() {
                 self.counters.lost_wire += packets;
-                return Fate::LostOnWire;
+                return Offered { fate: Fate::LostOnWire, ce: false };
             }
             let due_ns = t.saturating_add(self.params.delay_ns).max(self.pipe_back_ns);
             self.pipe_back_ns = due_ns;
-            return Fate::Deliver { due_ns };
+            return Offered { fate: Fate::Deliver { due_ns }, ce: false };
         };
-        let fits = match self.params.limit {
-            QueueLimit::Packets(limit) => self.waiting_packets < limit,
-            QueueLimit::Bytes(limit) => self.waiting_bytes + ip_bytes <= limit,
-            QueueLimit::Unlimited => true,
-        };
-        if !fits {
-            self.counters.drops += packets;
-            return Fate::Dropped;
-        }
         let start_ns = self.tx_free_at_ns.max(t);
         let end_ns = start_ns + transmission_ns(ip_bytes, rate_bps);
+        let w = Scheduled {
+            arrival_ns: t,
+            start_ns,
+            end_ns,
+            due_ns: 0,
+            ip_bytes,
+            packets,
+            lost_on_wire: false,
+            flow_hash: frame.flow_hash,
+            ect: frame.ect,
+            ce: false,
+        };
+        let verdict = self.qdisc.enqueue(w, t, self.tx_free_at_ns, rate_bps);
+        self.counters.drops = self.qdisc.counters().dropped;
+        if matches!(verdict, Verdict::Drop | Verdict::EarlyDrop) {
+            return Offered { fate: Fate::Dropped, ce: false };
+        }
+        // Admitted: its place in the schedule is fixed now (the discipline keeps arrival order).
         self.tx_free_at_ns = end_ns;
-        let lost_on_wire = self.loss.drop_this();
+        let lost_on_wire = self.loss.lose();
         let due_ns = end_ns.saturating_add(self.params.delay_ns).max(self.pipe_back_ns);
         if !lost_on_wire {
             self.pipe_back_ns = due_ns;
         }
-        self.waiting.push_back(Scheduled { arrival_ns: t, start_ns, end_ns, due_ns, ip_bytes, packets, lost_on_wire });
-        self.waiting_packets += packets;
-        self.waiting_bytes += ip_bytes;
+        let queued = self.qdisc.last_enqueued_mut().expect("a FIFO discipline keeps the admitted frame at its tail");
+        queued.pkt.lost_on_wire = lost_on_wire;
+        queued.pkt.due_ns = due_ns;
+        let ce = queued.pkt.ce;
         self.advance(t);
-        if lost_on_wire {
-            Fate::LostOnWire
-        } else {
-            Fate::Deliver { due_ns }
-        }
+        let fate = if lost_on_wire { Fate::LostOnWire } else { Fate::Deliver { due_ns } };
+        Offered { fate, ce }
     }
 
     /// Change the link at `at_ns` (not earlier than the last arrival offered), with the
@@ -282,6 +374,7 @@ impl LinkModel {
         }
         if let Some(limit) = change.limit {
             self.params.limit = limit;
+            self.qdisc.set_limit(limit_of(limit));
         }
         let rate_changed = change.rate_bps.is_some_and(|r| Some(r) != self.params.rate_bps);
         let delay_changed = change.delay_ns.is_some_and(|d| d != self.params.delay_ns);
@@ -309,7 +402,10 @@ impl LinkModel {
                 pipe_back = pipe_back.max(w.due_ns);
             }
         }
-        for w in self.waiting.iter_mut() {
+        let waiting = self.qdisc.certain_order_mut().expect("the relay's disciplines keep arrival order");
+        let mut any_waiting = false;
+        for w in waiting.map(|e| &mut e.pkt) {
+            any_waiting = true;
             w.start_ns = tx_free.max(w.arrival_ns);
             w.end_ns = w.start_ns + transmission_ns(w.ip_bytes, rate_bps);
             tx_free = w.end_ns;
@@ -319,7 +415,7 @@ impl LinkModel {
                 dues.push(w.due_ns);
             }
         }
-        if !self.waiting.is_empty() {
+        if any_waiting {
             self.tx_free_at_ns = tx_free;
         }
         self.pipe_back_ns = pipe_back;
@@ -331,7 +427,7 @@ impl LinkModel {
     pub fn sample(&mut self, t_ns: u64) -> QueueSample {
         let t = t_ns.max(self.last_arrival_ns);
         self.advance(t);
-        QueueSample { t_ns, backlog_packets: self.waiting_packets, backlog_bytes: self.waiting_bytes, counters: self.counters }
+        QueueSample { t_ns, backlog_packets: self.qdisc.backlog_packets(), backlog_bytes: self.qdisc.backlog_bytes(), counters: self.counters }
     }
 }
 

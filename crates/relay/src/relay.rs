@@ -111,7 +111,8 @@ impl Relay {
             let rx_b = open_socket("receiving", &fb, &p.b, ib, PacketSocket::receiver)?;
             let tx_b = open_socket("sending", &fb, &p.b, ib, PacketSocket::sender)?;
             let link = |dir: u8, d: &DirectionConfig| {
-                LinkModel::new(d.link_params(), Loss::new(d.loss, SplitMix64::for_direction(config.seed, i, dir)))
+                let queue_rng = SplitMix64::for_direction(!config.seed, i, dir);
+                LinkModel::with_queue(d.link_params(), &d.queue, queue_rng, Loss::new(d.loss, SplitMix64::for_direction(config.seed, i, dir)))
             };
             let sampler = || config.sampling.map(|(origin_ns, interval_ns)| QueueSampler::new(origin_ns, interval_ns));
             pipes.push(OpenPipe {

@@ -11,9 +11,8 @@ use crate::event::{Event, EventQueue};
 use crate::flow::Flow;
 use crate::link::Link;
 use crate::packet::{Packet, Payload};
-use crate::queue::Aqm;
 use crate::results::{flow_row, flow_sample, flow_table, link_row, link_table};
-use crate::rng::{Rng, StreamKind};
+use ccarena_link::rng::{SplitMix64, StreamKind};
 use crate::routing::{hash_threshold, uniform_index, FlowKeys, Graph, Routes, MULTI};
 use crate::sampler::Sampler;
 use crate::spec::{EventSpec, RoutingMode, Spec, SpecError};
@@ -73,7 +72,7 @@ pub struct Simulation {
     /// Per node: its ECMP hash salt.
     node_salt: Vec<u64>,
     /// Per node: its spraying stream.
-    node_rng: Vec<Rng>,
+    node_rng: Vec<SplitMix64>,
     /// Per flow: the 5-tuple hashes of both directions.
     flow_keys: Vec<FlowKeys>,
     /// Per link: packets that arrived over it at a node with no route onward.
@@ -112,8 +111,8 @@ impl Simulation {
                     l.rate_bps,
                     Duration(l.delay_ns),
                     l.loss,
-                    Aqm::from_spec(&l.queue, Rng::stream(spec.seed, StreamKind::QueueAqm, i as u64)),
-                    Rng::stream(spec.seed, StreamKind::LinkLoss, i as u64),
+                    crate::queue::qdisc(&l.queue, SplitMix64::stream(spec.seed, StreamKind::QueueAqm, i as u64)),
+                    SplitMix64::stream(spec.seed, StreamKind::LinkLoss, i as u64),
                 )
             })
             .collect();
@@ -126,8 +125,8 @@ impl Simulation {
         } else {
             Routes::from_static(&spec)
         };
-        let mut node_rng: Vec<Rng> = (0..n).map(|v| Rng::stream(spec.seed, StreamKind::Routing, v as u64)).collect();
-        let node_salt = node_rng.iter_mut().map(Rng::next_u64).collect();
+        let mut node_rng: Vec<SplitMix64> = (0..n).map(|v| SplitMix64::stream(spec.seed, StreamKind::Routing, v as u64)).collect();
+        let node_salt = node_rng.iter_mut().map(SplitMix64::next_u64).collect();
         let flow_keys = spec.flows.iter().enumerate().map(|(i, f)| FlowKeys::new(spec.seed, i, f)).collect();
         let mut flows = Vec::with_capacity(spec.flows.len());
         let mut events = EventQueue::new();

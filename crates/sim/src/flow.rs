@@ -7,8 +7,8 @@ use ccarena_transport::{EcnMode, Receiver, ReceiverConfig, RecoveryMode, Sender,
 use ccarena_cc::udt::Udt;
 use ccarena_transport::udt::{UdtReceiver, UdtReceiverConfig, UdtSender, UdtSenderConfig};
 
-use crate::histogram::Histogram;
-use crate::rng::{Rng, StreamKind};
+use ccarena_link::Histogram;
+use ccarena_link::rng::{SplitMix64, StreamKind};
 use crate::spec::{CbrFlowSpec, FlowSpec, SpecError, TcpFlowSpec, UdtFlowSpec};
 
 /// Bytes a bulk flow with no byte count offers: effectively unlimited.
@@ -198,7 +198,7 @@ impl UdtFlow {
     pub fn new(index: usize, f: &UdtFlowSpec, run_seed: u64) -> Result<UdtFlow, SpecError> {
         let path = |field: &str| format!("flows[{index}].{field}");
         let mut cc = Udt::new(&f.cc_params()).map_err(|e| SpecError { path: path("params"), message: e.to_string() })?;
-        cc.mix_seed(Rng::stream(run_seed, StreamKind::Application, index as u64).next_u64());
+        cc.mix_seed(SplitMix64::stream(run_seed, StreamKind::Application, index as u64).next_u64());
         let scfg = UdtSenderConfig {
             mss_bytes: f.mss_bytes,
             syn_interval: Duration(f.syn_interval_ns),

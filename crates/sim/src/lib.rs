@@ -2,7 +2,7 @@
 //!
 //! A [`Simulation`] runs one fully resolved [`Spec`] (every value explicit; format in
 //! `docs/engine-spec.md`): hosts and routers joined by directed links (rate, propagation delay,
-//! random loss, an egress queue: DropTail or RED), scheduled link changes (a link may also go
+//! random loss, an egress queue: DropTail, RED, CoDel, FQ-CoDel, PIE or FQ from `ccarena-link`), scheduled link changes (a link may also go
 //! down and up), routes (a static table, or shortest paths computed with ECMP or per-packet
 //! spraying: [`routing`]), and applications (bulk TCP through the
 //! `ccarena-transport` sans-IO sender and receiver, UDP CBR, bulk UDT through the transport's
@@ -14,13 +14,10 @@ pub mod endpoint;
 pub mod engine;
 pub mod event;
 pub mod flow;
-pub mod histogram;
 pub mod link;
 pub mod packet;
 pub mod queue;
-pub mod red;
 pub mod results;
-pub mod rng;
 pub mod routing;
 pub mod sampler;
 pub mod spec;

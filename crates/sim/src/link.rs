@@ -15,10 +15,12 @@
 use std::collections::VecDeque;
 
 use ccarena_cc::{Duration, SimTime};
+use ccarena_link::qdisc::{idle_ns, Limit};
+use ccarena_link::wire::{transmission_ns, WireLoss};
+use ccarena_link::{Qdisc, SplitMix64};
 
-use crate::packet::{Packet, Payload};
-use crate::queue::{idle_ns, Aqm, Arrival, Verdict};
-use crate::rng::Rng;
+use crate::packet::Packet;
+use crate::queue::Verdict;
 use crate::spec::LinkChangeSpec;
 
 /// Cumulative per-link counters. Conservation: `packets_in = packets_delivered +
@@ -32,9 +34,11 @@ pub struct LinkCounters {
     pub bytes_in: u64,
     /// Packets that reached the far end.
     pub packets_delivered: u64,
-    /// Packets refused by the queue discipline (forced and early drops).
+    /// Packets the queue discipline dropped: refused at arrival (forced and early drops), dropped
+    /// at dequeue (CoDel), or dropped from the fattest flow on overflow (FQ-CoDel, FQ).
     pub packets_dropped_queue: u64,
-    /// Of `packets_dropped_queue`, RED's probabilistic (unforced) early drops.
+    /// Of `packets_dropped_queue`, the AQM's own (unforced) drops: RED's early drops, CoDel's
+    /// and PIE's drops.
     pub packets_dropped_early: u64,
     /// Packets the queue discipline admitted with CE set (ECN marking; they are still delivered).
     pub packets_marked: u64,
@@ -62,11 +66,9 @@ pub struct Link {
     pub to: u32,
     rate_bps: u64,
     delay: Duration,
-    loss: f64,
-    rng: Rng,
-    aqm: Aqm,
-    queue: VecDeque<Packet>,
-    queued_bytes: u64,
+    loss: WireLoss,
+    /// The egress queue (waiting packets only; the one on the wire has left it).
+    qdisc: Qdisc<Packet>,
     tx_free_at: SimTime,
     pipe: VecDeque<(SimTime, Packet)>,
     last_arrival: SimTime,
@@ -86,17 +88,14 @@ pub struct Link {
 impl Link {
     /// A link from `from` to `to` with the given rate (bits/s), delay, loss probability, queue
     /// discipline and wire-loss RNG stream.
-    pub fn new(from: u32, to: u32, rate_bps: u64, delay: Duration, loss: f64, aqm: Aqm, rng: Rng) -> Link {
+    pub fn new(from: u32, to: u32, rate_bps: u64, delay: Duration, loss: f64, qdisc: Qdisc<Packet>, rng: SplitMix64) -> Link {
         Link {
             from,
             to,
             rate_bps,
             delay,
-            loss,
-            rng,
-            aqm,
-            queue: VecDeque::new(),
-            queued_bytes: 0,
+            loss: WireLoss::new(loss, rng),
+            qdisc,
             tx_free_at: SimTime::ZERO,
             pipe: VecDeque::new(),
             last_arrival: SimTime::ZERO,
@@ -110,7 +109,8 @@ impl Link {
 
     /// Offer `pkt` to the queue at `now`. Returns false when the discipline drops it. A packet
     /// the discipline marks has CE set on its data segment (only ECT data segments are marked).
-    pub fn enqueue(&mut self, now: SimTime, mut pkt: Packet) -> bool {
+    #[inline]
+    pub fn enqueue(&mut self, now: SimTime, pkt: Packet) -> bool {
         self.advance(now);
         self.counters.packets_in += 1;
         self.counters.bytes_in += pkt.size_bytes as u64;
@@ -118,59 +118,34 @@ impl Link {
             self.counters.packets_dropped_down += 1;
             return false;
         }
-        let ect = matches!(pkt.payload, Payload::Data(seg) if seg.ect);
-        let (waiting_packets, waiting_bytes, size_bytes) = (self.queue.len() as u64, self.queued_bytes, pkt.size_bytes as u64);
-        let verdict = if self.aqm.is_red() {
-            self.admit_red(Arrival { waiting_packets, waiting_bytes, size_bytes, ect, now, tx_free_at: self.tx_free_at, rate_bps: self.rate_bps })
-        } else {
-            self.aqm.admit_droptail(waiting_packets, waiting_bytes, size_bytes, ect)
-        };
-        match verdict {
-            Verdict::Enqueue => {}
-            Verdict::Mark => {
-                if let Payload::Data(seg) = &mut pkt.payload {
-                    seg.ce = true;
-                }
-                self.counters.packets_marked += 1;
-            }
-            Verdict::Drop => {
-                self.counters.packets_dropped_queue += 1;
-                return false;
-            }
-            Verdict::EarlyDrop => {
-                self.counters.packets_dropped_queue += 1;
-                self.counters.packets_dropped_early += 1;
-                return false;
-            }
+        let verdict = self.qdisc.enqueue(pkt, now.as_nanos(), self.tx_free_at.as_nanos(), self.rate_bps);
+        if matches!(verdict, Verdict::Drop | Verdict::EarlyDrop) {
+            return false;
         }
-        pkt.enqueued_at = now;
-        if self.queue.is_empty() && self.tx_free_at <= now {
-            // The transmitter is idle: the packet starts at once (what `advance` would do after
-            // queueing it), without passing through the queue.
-            self.transmit(now, pkt);
-        } else {
-            self.queued_bytes += pkt.size_bytes as u64;
-            self.queue.push_back(pkt);
+        if self.tx_free_at <= now {
+            // The transmitter is idle and (after `advance`) nothing else waited: the
+            // discipline's choice (this packet, unless it keeps it back) starts at once.
+            self.tx_free_at = now;
+            if let Some(e) = self.qdisc.dequeue(now.as_nanos()) {
+                let mut pkt = e.pkt;
+                pkt.enqueued_at = SimTime(e.enqueued_ns);
+                self.transmit(now, pkt);
+            }
         }
         true
     }
 
-    /// RED's verdict, out of line so that the DropTail path in [`Link::enqueue`] stays lean.
-    #[inline(never)]
-    fn admit_red(&mut self, arrival: Arrival) -> Verdict {
-        self.aqm.admit(&arrival)
-    }
-
-    /// Move every packet whose serialization starts at or before `now` from the queue to the pipe.
+    /// Start the serialization of every packet the discipline hands out while the transmitter
+    /// frees up at or before `now`. A packet starts when the one before it ends (`tx_free_at`):
+    /// every waiting packet arrived while the transmitter was busy, so the link never idles with
+    /// packets waiting. The discipline decides at each start (CoDel's drops, FQ's choice).
     #[inline]
     pub fn advance(&mut self, now: SimTime) {
-        while let Some(head) = self.queue.front() {
-            let start = self.tx_free_at.max(head.enqueued_at);
-            if start > now {
-                break;
-            }
-            let pkt = self.queue.pop_front().expect("front exists");
-            self.queued_bytes -= pkt.size_bytes as u64;
+        while self.tx_free_at <= now && !self.qdisc.is_empty() {
+            let start = self.tx_free_at;
+            let Some(e) = self.qdisc.dequeue(start.as_nanos()) else { break };
+            let mut pkt = e.pkt;
+            pkt.enqueued_at = SimTime(e.enqueued_ns);
             self.transmit(start, pkt);
         }
     }
@@ -187,7 +162,7 @@ impl Link {
         self.counters.bytes_transmitted += size;
         self.counters.busy_ns += serialization.as_nanos();
         self.counters.sojourn_total_ns += (start - pkt.enqueued_at).as_nanos();
-        if self.loss > 0.0 && self.rng.bernoulli(self.loss) {
+        if self.loss.lose() {
             self.counters.packets_lost_wire += 1;
             self.last_in_pipe = false;
             return;
@@ -199,31 +174,35 @@ impl Link {
         self.pipe.push_back((arrival, pkt));
     }
 
-    /// Time to serialize `size` bytes at the current rate ([`Duration::transmission`]).
+    /// Time to serialize `size` bytes at the current rate ([`transmission_ns`]).
     #[inline]
     fn serialization(&mut self, size: u64) -> Duration {
         if self.serialization_cache.0 != size {
-            self.serialization_cache = (size, Duration::transmission(size, self.rate_bps));
+            self.serialization_cache = (size, Duration(transmission_ns(size, self.rate_bps)));
         }
         self.serialization_cache.1
     }
 
-    /// When the next packet reaches the far end, if any is queued or in the pipe.
+    /// When the next packet reaches the far end, if any is queued or in the pipe: exact when the
+    /// pipe holds a packet or the discipline's next departure is certain (DropTail, RED, PIE);
+    /// otherwise (CoDel, FQ-CoDel, FQ: the next packet, or whether one is sent at all, is decided
+    /// when the transmitter frees up) a lower bound, the transmitter's next start plus the delay,
+    /// so the engine wakes the link in time and it decides then.
     pub fn next_arrival(&self) -> Option<SimTime> {
         if let Some((t, _)) = self.pipe.front() {
             return Some(*t);
         }
-        self.queue.front().map(|head| {
-            let start = self.tx_free_at.max(head.enqueued_at);
-            let size = head.size_bytes as u64;
+        if let Some(head) = self.qdisc.certain_head() {
+            let start = self.tx_free_at.max(SimTime(head.enqueued_ns));
+            let size = head.pkt.size_bytes as u64;
             let serialization = if self.serialization_cache.0 == size {
                 self.serialization_cache.1
             } else {
-                Duration::transmission(size, self.rate_bps)
+                Duration(transmission_ns(size, self.rate_bps))
             };
-            (start + serialization + self.delay)
-                .max(self.last_arrival)
-        })
+            return Some((start + serialization + self.delay).max(self.last_arrival));
+        }
+        (!self.qdisc.is_empty()).then(|| (self.tx_free_at + self.delay).max(self.last_arrival))
     }
 
     /// Append to `out` every packet that has reached the far end by `now`.
@@ -241,12 +220,17 @@ impl Link {
 
     /// Packets waiting in the queue (not counting the one being serialized).
     pub fn queued_packets(&self) -> u64 {
-        self.queue.len() as u64
+        self.qdisc.backlog_packets()
     }
 
     /// Bytes waiting in the queue.
     pub fn queued_bytes(&self) -> u64 {
-        self.queued_bytes
+        self.qdisc.backlog_bytes()
+    }
+
+    /// The queue discipline (its counters, RED's or PIE's state).
+    pub fn qdisc(&self) -> &Qdisc<Packet> {
+        &self.qdisc
     }
 
     /// Packets serialized (or being serialized) and not yet arrived.
@@ -254,9 +238,10 @@ impl Link {
         self.pipe.len() as u64
     }
 
-    /// Cumulative counters.
-    pub fn counters(&self) -> &LinkCounters {
-        &self.counters
+    /// Cumulative counters (the discipline's drops and marks included).
+    pub fn counters(&self) -> LinkCounters {
+        let q = self.qdisc.counters();
+        LinkCounters { packets_dropped_queue: q.dropped, packets_dropped_early: q.dropped_early, packets_marked: q.marked, ..self.counters }
     }
 
     /// Serialization rate now, bits per second.
@@ -267,7 +252,7 @@ impl Link {
     /// RED's average queue at `now` (packets or bytes, the thresholds' unit), aged over the
     /// current idle period if any; NaN for DropTail. Call after [`Link::advance`] to `now`.
     pub fn red_avg(&self, now: SimTime) -> f64 {
-        self.aqm.red_avg(idle_ns(self.queue.len() as u64, self.tx_free_at, now), self.rate_bps)
+        self.qdisc.red_avg(idle_ns(self.qdisc.is_empty(), self.tx_free_at.as_nanos(), now.as_nanos()), self.rate_bps)
     }
 
     /// Time the transmitter spent serializing up to `now`, ns: busy time over elapsed time is
@@ -292,7 +277,7 @@ impl Link {
             self.serialization_cache = (0, Duration::ZERO);
         }
         if let Some(loss) = change.loss {
-            self.loss = loss;
+            self.loss.set_probability(loss);
         }
         if let Some(delay) = change.delay_ns {
             self.delay = Duration(delay);
@@ -306,9 +291,13 @@ impl Link {
                 self.last_arrival = arrival;
             }
         }
-        self.aqm.set_limits(change.limit_packets, change.limit_bytes);
+        if let Some(p) = change.limit_packets {
+            self.qdisc.set_limit(Limit::Packets(p));
+        } else if let Some(b) = change.limit_bytes {
+            self.qdisc.set_limit(Limit::Bytes(b));
+        }
         if let Some((min_th, max_th)) = change.red_thresholds() {
-            self.aqm.set_red_thresholds(min_th, max_th);
+            self.qdisc.set_red_thresholds(min_th, max_th);
         }
         match change.up {
             Some(false) if self.up => self.go_down(now),
@@ -326,10 +315,8 @@ impl Link {
     /// waiting or on the wire is lost, the transmitter stops mid-packet.
     fn go_down(&mut self, now: SimTime) {
         self.up = false;
-        let lost = self.queue.len() + self.pipe.len();
-        self.counters.packets_dropped_down += lost as u64;
-        self.queue.clear();
-        self.queued_bytes = 0;
+        let lost = self.qdisc.clear() + self.pipe.len() as u64;
+        self.counters.packets_dropped_down += lost;
         self.pipe.clear();
         // The packet being serialized was counted busy in full; the rest of it never happens.
         if self.tx_free_at > now {
@@ -344,8 +331,16 @@ impl Link {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::rng::StreamKind;
+    use crate::packet::Payload;
+    use ccarena_link::qdisc::Limit;
+    use ccarena_link::{QdiscConfig, StreamKind};
     use ccarena_transport::DataSegment;
+
+    /// DropTail with `limit` packets and an optional ECN threshold K in packets.
+    fn droptail(limit: u64, k: Option<u64>) -> Qdisc<Packet> {
+        let cfg = QdiscConfig::DropTail { ecn_threshold_packets: k, ecn_threshold_bytes: None };
+        Qdisc::new(&cfg, Limit::Packets(limit), SplitMix64::new(0))
+    }
 
     fn pkt(size: u32) -> Packet {
         Packet { flow: 0, dst: 1, size_bytes: size, enqueued_at: SimTime::ZERO, payload: Payload::Datagram { seq: 0 } }
@@ -358,8 +353,8 @@ mod tests {
             8_000_000, // 1 byte per µs
             Duration::from_millis(1),
             loss,
-            Aqm::DropTail { limit_packets: Some(limit), limit_bytes: None, ecn_threshold_packets: None, ecn_threshold_bytes: None },
-            Rng::stream(1, StreamKind::LinkLoss, 0),
+            droptail(limit, None),
+            SplitMix64::stream(1, StreamKind::LinkLoss, 0),
         )
     }
 
@@ -401,7 +396,7 @@ mod tests {
             l.enqueue(SimTime(i * 500_000), pkt(1000));
             l.take_arrivals(SimTime(i * 500_000), &mut out);
         }
-        let c = *l.counters();
+        let c = l.counters();
         assert!(c.packets_lost_wire > 0 && c.packets_dropped_queue > 0);
         assert_eq!(
             c.packets_in,
@@ -418,8 +413,8 @@ mod tests {
             8_000_000,
             Duration::from_millis(1),
             0.0,
-            Aqm::DropTail { limit_packets: Some(10), limit_bytes: None, ecn_threshold_packets: Some(1), ecn_threshold_bytes: None },
-            Rng::stream(1, StreamKind::LinkLoss, 0),
+            droptail(10, Some(1)),
+            SplitMix64::stream(1, StreamKind::LinkLoss, 0),
         );
         let data = |ect: bool| Packet {
             flow: 0,
@@ -486,8 +481,8 @@ mod tests {
             8_000_000,
             Duration::from_millis(5),
             0.0,
-            Aqm::DropTail { limit_packets: Some(100), limit_bytes: None, ecn_threshold_packets: None, ecn_threshold_bytes: None },
-            Rng::stream(1, StreamKind::LinkLoss, 0),
+            droptail(100, None),
+            SplitMix64::stream(1, StreamKind::LinkLoss, 0),
         );
         let data = |seq: u64| Packet { payload: Payload::Datagram { seq }, ..pkt(1000) };
         for seq in 0..6 {

@@ -21,7 +21,7 @@
 
 use std::collections::HashMap;
 
-use crate::rng::mix64;
+use ccarena_link::rng::mix64;
 use crate::spec::{err, FlowSpec, NodeKind, RoutingMode, Spec, SpecError};
 
 /// Entry value: no route.

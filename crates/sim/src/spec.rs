@@ -146,6 +146,78 @@ pub struct QueueSpec {
     /// as null, so a serialized spec names every field).
     #[serde(default)]
     pub red: Option<RedSpec>,
+    /// CoDel's parameters: required with `discipline = "codel"`, absent or null otherwise.
+    #[serde(default)]
+    pub codel: Option<CodelSpec>,
+    /// FQ-CoDel's parameters: required with `discipline = "fq_codel"`, absent or null otherwise.
+    #[serde(default)]
+    pub fq_codel: Option<FqCodelSpec>,
+    /// PIE's parameters: required with `discipline = "pie"`, absent or null otherwise.
+    #[serde(default)]
+    pub pie: Option<PieSpec>,
+    /// FQ's parameters: required with `discipline = "fq"`, absent or null otherwise.
+    #[serde(default)]
+    pub fq: Option<FqSpec>,
+}
+
+/// CoDel's parameters (RFC 8289 §4; defaults the front end writes: 5 ms, 100 ms). Every key is
+/// required.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct CodelSpec {
+    /// Acceptable standing sojourn time, ns (positive, below `interval_ns`).
+    pub target_ns: u64,
+    /// Window over which the sojourn must stay above target before dropping, and the control
+    /// law's base interval, ns (positive).
+    pub interval_ns: u64,
+    /// Mark ECT packets CE instead of dropping them.
+    pub ecn: bool,
+}
+
+/// FQ-CoDel's parameters (RFC 8290 §5.2: 1024 flows, quantum = MTU; CoDel's 5 ms / 100 ms).
+/// Every key is required.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct FqCodelSpec {
+    /// Each queue's CoDel target, ns (positive, below `interval_ns`).
+    pub target_ns: u64,
+    /// Each queue's CoDel interval, ns (positive).
+    pub interval_ns: u64,
+    /// Number of flow queues packets are hashed into (1 to 65 536).
+    pub flows: u32,
+    /// Deficit round robin quantum, bytes (positive).
+    pub quantum_bytes: u64,
+    /// Mark ECT packets CE instead of dropping them.
+    pub ecn: bool,
+}
+
+/// PIE's parameters (RFC 8033 §4 defaults: 15 ms, 15 ms, 0.125, 1.25, 150 ms). Every key is
+/// required.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct PieSpec {
+    /// Target queueing delay, ns (positive).
+    pub target_ns: u64,
+    /// Interval between drop-probability updates, ns (positive).
+    pub tupdate_ns: u64,
+    /// Weight of the delay's deviation from target, per second (positive, finite).
+    pub alpha: f64,
+    /// Weight of the delay's change since the last update, per second (positive, finite).
+    pub beta: f64,
+    /// Burst allowance, ns (0 = none).
+    pub max_burst_ns: u64,
+    /// Mark ECT packets instead of dropping them while the probability is at most 10%.
+    pub ecn: bool,
+}
+
+/// FQ's parameters (per-flow deficit round robin, no AQM). Every key is required.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct FqSpec {
+    /// Number of flow queues (1 to 65 536).
+    pub flows: u32,
+    /// Deficit round robin quantum, bytes (positive).
+    pub quantum_bytes: u64,
 }
 
 /// Queue disciplines.
@@ -156,6 +228,28 @@ pub enum Discipline {
     Droptail,
     /// Random Early Detection (Floyd & Jacobson 1993) in front of the same hard limit.
     Red,
+    /// CoDel (RFC 8289) in front of the same hard limit.
+    Codel,
+    /// FQ-CoDel (RFC 8290): flow queues, deficit round robin, CoDel per queue.
+    FqCodel,
+    /// PIE (RFC 8033) in front of the same hard limit.
+    Pie,
+    /// Per-flow fair queueing by deficit round robin, no AQM.
+    Fq,
+}
+
+impl Discipline {
+    /// The name the spec uses.
+    pub fn name(self) -> &'static str {
+        match self {
+            Discipline::Droptail => "droptail",
+            Discipline::Red => "red",
+            Discipline::Codel => "codel",
+            Discipline::FqCodel => "fq_codel",
+            Discipline::Pie => "pie",
+            Discipline::Fq => "fq",
+        }
+    }
 }
 
 /// Deserialize an `Option` that must be present (possibly null): serde would otherwise read a
@@ -200,6 +294,11 @@ pub struct RedSpec {
     /// or false is the paper's rule.
     #[serde(default)]
     pub wait: bool,
+    /// Adaptive RED (Floyd, Gummadi & Shenker 2001): every 0.5 s max_p moves toward keeping the
+    /// average in the middle of [min_th, max_th] (`max_p` is the starting value). Optional:
+    /// absent or false is plain RED.
+    #[serde(default)]
+    pub adaptive: bool,
 }
 
 /// A scheduled change to one link.
@@ -478,19 +577,7 @@ pub(crate) fn err(path: impl Into<String>, message: impl Into<String>) -> SpecEr
 /// thresholds with 0 ≤ min_th < max_th, max_p and w_q in (0, 1], a positive idle packet size, and
 /// no DropTail ECN threshold. `p` turns a field name into its path (`links[3].queue.red`).
 fn validate_red(q: &QueueSpec, p: &dyn Fn(&str) -> String) -> Result<(), SpecError> {
-    let red = match (q.discipline, &q.red) {
-        (Discipline::Droptail, None) => return Ok(()),
-        (Discipline::Droptail, Some(_)) => {
-            return Err(err(p("queue.red"), "only a queue with discipline \"red\" takes RED parameters; set it to null"))
-        }
-        (Discipline::Red, None) => return Err(err(p("queue.red"), "required with discipline \"red\"")),
-        (Discipline::Red, Some(red)) => red,
-    };
-    for (field, k) in [("ecn_threshold_packets", q.ecn_threshold_packets), ("ecn_threshold_bytes", q.ecn_threshold_bytes)] {
-        if k.is_some() {
-            return Err(err(p(&format!("queue.{field}")), "must be null with discipline \"red\" (RED marks with red.ecn = true)"));
-        }
-    }
+    let Some(red) = q.red.as_ref().filter(|_| q.discipline == Discipline::Red) else { return Ok(()) };
     let (min_name, max_name, min_th, max_th) = match (red.min_th_packets, red.max_th_packets, red.min_th_bytes, red.max_th_bytes) {
         (Some(lo), Some(hi), None, None) => ("min_th_packets", "max_th_packets", lo, hi),
         (None, None, Some(lo), Some(hi)) => ("min_th_bytes", "max_th_bytes", lo, hi),
@@ -519,6 +606,74 @@ fn validate_red(q: &QueueSpec, p: &dyn Fn(&str) -> String) -> Result<(), SpecErr
     }
     if red.idle_packet_bytes == 0 {
         return Err(err(p("queue.red.idle_packet_bytes"), "must be positive"));
+    }
+    Ok(())
+}
+
+/// Check that a queue carries the parameter object of its discipline and no other, and that
+/// the DropTail ECN threshold is only on DropTail; then each discipline's values.
+fn validate_discipline(q: &QueueSpec, p: &dyn Fn(&str) -> String) -> Result<(), SpecError> {
+    let d = q.discipline;
+    let objects = [
+        ("red", Discipline::Red, q.red.is_some()),
+        ("codel", Discipline::Codel, q.codel.is_some()),
+        ("fq_codel", Discipline::FqCodel, q.fq_codel.is_some()),
+        ("pie", Discipline::Pie, q.pie.is_some()),
+        ("fq", Discipline::Fq, q.fq.is_some()),
+    ];
+    for (field, owner, present) in objects {
+        if owner == d && !present {
+            return Err(err(p(&format!("queue.{field}")), format!("required with discipline \"{field}\"")));
+        }
+        if owner != d && present {
+            return Err(err(
+                p(&format!("queue.{field}")),
+                format!("only a queue with discipline \"{field}\" takes {} parameters; set it to null", field.to_uppercase().replace('_', "-")),
+            ));
+        }
+    }
+    if d != Discipline::Droptail {
+        for (field, k) in [("ecn_threshold_packets", q.ecn_threshold_packets), ("ecn_threshold_bytes", q.ecn_threshold_bytes)] {
+            if k.is_some() {
+                let own = if d == Discipline::Red { "RED marks with red.ecn = true".to_string() } else { format!("it marks with {}.ecn = true", d.name()) };
+                return Err(err(p(&format!("queue.{field}")), format!("must be null with discipline \"{}\" ({own})", d.name())));
+            }
+        }
+    }
+    validate_red(q, p)?;
+    let positive = |field: &str, v: u64| if v == 0 { Err(err(p(field), "must be positive")) } else { Ok(()) };
+    let codel = |obj: &str, target_ns: u64, interval_ns: u64| -> Result<(), SpecError> {
+        positive(&format!("queue.{obj}.target_ns"), target_ns)?;
+        positive(&format!("queue.{obj}.interval_ns"), interval_ns)?;
+        if target_ns >= interval_ns {
+            return Err(err(p(&format!("queue.{obj}.target_ns")), format!("must be below interval_ns ({interval_ns})")));
+        }
+        Ok(())
+    };
+    let flows = |obj: &str, flows: u32, quantum_bytes: u64| -> Result<(), SpecError> {
+        if !(1..=65_536).contains(&flows) {
+            return Err(err(p(&format!("queue.{obj}.flows")), format!("{flows} is not in [1, 65536]")));
+        }
+        positive(&format!("queue.{obj}.quantum_bytes"), quantum_bytes)
+    };
+    if let Some(c) = &q.codel {
+        codel("codel", c.target_ns, c.interval_ns)?;
+    }
+    if let Some(c) = &q.fq_codel {
+        codel("fq_codel", c.target_ns, c.interval_ns)?;
+        flows("fq_codel", c.flows, c.quantum_bytes)?;
+    }
+    if let Some(c) = &q.fq {
+        flows("fq", c.flows, c.quantum_bytes)?;
+    }
+    if let Some(c) = &q.pie {
+        positive("queue.pie.target_ns", c.target_ns)?;
+        positive("queue.pie.tupdate_ns", c.tupdate_ns)?;
+        for (field, v) in [("alpha", c.alpha), ("beta", c.beta)] {
+            if !(v > 0.0 && v.is_finite()) {
+                return Err(err(p(&format!("queue.pie.{field}")), format!("{v} is not a positive number")));
+            }
+        }
     }
     Ok(())
 }
@@ -649,7 +804,7 @@ impl Spec {
                 }
                 _ => {}
             }
-            validate_red(q, &p)?;
+            validate_discipline(q, &p)?;
         }
         // Without `routing` the routes are the whole table and every flow's path is checked here;
         // with it, the engine computes the table and checks the paths (`crate::routing`).

@@ -8,7 +8,7 @@
 use std::collections::BTreeMap;
 
 use crate::spec::{
-    CbrFlowSpec, Discipline, EventSpec, FlowSpec, LinkChangeSpec, LinkSpec, NodeKind, NodeSpec, QueueSpec, RedSpec,
+    CbrFlowSpec, CodelSpec, Discipline, FqCodelSpec, FqSpec, PieSpec, EventSpec, FlowSpec, LinkChangeSpec, LinkSpec, NodeKind, NodeSpec, QueueSpec, RedSpec,
     RouteSpec, RoutingMode, RoutingSpec, Spec, TcpFlowSpec, UdtFlowSpec, SPEC_FORMAT,
 };
 
@@ -101,6 +101,7 @@ pub fn red_packets(min_th: u64, max_th: u64) -> RedSpec {
         ecn: false,
         idle_packet_bytes: 1500,
         wait: false,
+        adaptive: false,
     }
 }
 
@@ -111,10 +112,40 @@ pub fn red_bytes(min_th_bytes: u64, max_th_bytes: u64) -> RedSpec {
 
 /// Make `queue` a RED queue with `red` (keeping its hard limit; no DropTail ECN threshold).
 pub fn make_red(queue: &mut QueueSpec, red: RedSpec) {
+    make_discipline(queue, Discipline::Droptail, false);
     queue.discipline = Discipline::Red;
     queue.ecn_threshold_packets = None;
     queue.ecn_threshold_bytes = None;
     queue.red = Some(red);
+}
+
+/// Make `queue` a queue of discipline `d` with its primary source's default parameters (the
+/// values the front end writes): CoDel 5 ms / 100 ms (RFC 8289 §4), FQ-CoDel 5 ms / 100 ms,
+/// 1024 flows, 1500-byte quantum (RFC 8290 §5.2), PIE 15 ms / 15 ms, α 0.125, β 1.25, 150 ms
+/// burst (RFC 8033 §4), FQ 1024 flows, 1500-byte quantum; `ecn` as given. Keeps the hard limit;
+/// clears the DropTail ECN threshold. RED takes [`make_red`] instead.
+pub fn make_discipline(queue: &mut QueueSpec, d: Discipline, ecn: bool) {
+    queue.discipline = d;
+    queue.ecn_threshold_packets = None;
+    queue.ecn_threshold_bytes = None;
+    queue.red = None;
+    queue.codel = (d == Discipline::Codel).then_some(CodelSpec { target_ns: ms(5), interval_ns: ms(100), ecn });
+    queue.fq_codel = (d == Discipline::FqCodel).then_some(FqCodelSpec {
+        target_ns: ms(5),
+        interval_ns: ms(100),
+        flows: 1024,
+        quantum_bytes: 1500,
+        ecn,
+    });
+    queue.pie = (d == Discipline::Pie).then_some(PieSpec {
+        target_ns: ms(15),
+        tupdate_ns: ms(15),
+        alpha: 0.125,
+        beta: 1.25,
+        max_burst_ns: ms(150),
+        ecn,
+    });
+    queue.fq = (d == Discipline::Fq).then_some(FqSpec { flows: 1024, quantum_bytes: 1500 });
 }
 
 /// A scheduled change of `link` at `time_ns`: the fields `set` fills in, every other one null.
@@ -199,6 +230,10 @@ impl Dumbbell {
             ecn_threshold_packets: None,
             ecn_threshold_bytes: None,
             red: None,
+            codel: None,
+            fq_codel: None,
+            pie: None,
+            fq: None,
         };
         let link = |name: String, from: usize, to: usize, rate: u64, delay: u64, loss: f64, limit: u64| LinkSpec {
             name,
@@ -320,6 +355,10 @@ impl FatTree {
                         ecn_threshold_packets: None,
                         ecn_threshold_bytes: None,
                         red: None,
+                        codel: None,
+                        fq_codel: None,
+                        pie: None,
+                        fq: None,
                     },
                     sample: None,
                 });

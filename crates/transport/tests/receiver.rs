@@ -293,28 +293,28 @@ fn receive_window_is_the_buffer_space_left_and_never_shrinks_from_the_right() {
     };
     let mut r = Receiver::new(cfg);
     assert_eq!(Receiver::new(receiver_cfg()).poll_ack(ms(0)), None);
-    r.on_segment(ms(1), &seg(0));
+    let _ = r.on_segment(ms(1), &seg(0));
     let a = r.poll_ack(ms(1)).unwrap();
     assert_eq!((a.ack, a.rwnd_bytes), (M, 10 * M), "in-order data is read at once");
     // Segments 2..=4 held above the hole at 1: three segments of the buffer in use, but the
     // right edge (11) stays where it was.
     for n in 2..=4 {
-        r.on_segment(ms(n), &seg(n));
+        let _ = r.on_segment(ms(n), &seg(n));
         let a = r.poll_ack(ms(n)).unwrap();
         assert_eq!((a.ack, a.ack + a.rwnd_bytes), (M, 11 * M));
     }
     // The hole fills: everything is read, the whole buffer is free again.
-    r.on_segment(ms(5), &seg(1));
+    let _ = r.on_segment(ms(5), &seg(1));
     let a = r.poll_ack(ms(5)).unwrap();
     assert_eq!((a.ack, a.rwnd_bytes), (5 * M, 10 * M));
     // A hole at 5 with 6..=8 held: the edge would be 5 + 10 − 3 = 12 < 15, so it stays at 15.
     for n in 6..=8 {
-        r.on_segment(ms(n), &seg(n));
+        let _ = r.on_segment(ms(n), &seg(n));
     }
     let a = r.poll_ack(ms(8)).unwrap();
     assert_eq!(a.ack + a.rwnd_bytes, 15 * M);
     // Without a buffer limit the window is unlimited.
     let mut u = Receiver::new(ReceiverConfig { delayed_ack: Duration::ZERO, ..receiver_cfg() });
-    u.on_segment(ms(1), &seg(0));
+    let _ = u.on_segment(ms(1), &seg(0));
     assert_eq!(u.poll_ack(ms(1)).unwrap().rwnd_bytes, u64::MAX);
 }

@@ -1,5 +1,6 @@
-//! A log-linear histogram of nanosecond values (RTT samples): bounded memory, ~1.6% relative
-//! precision, so per-ACK samples need no per-sample storage. Only the span of buckets between the
+//! A log-linear histogram of nanosecond values (the simulator's RTT samples, the relay's
+//! lateness): bounded memory, ~1.6% relative precision, so per-ACK or per-frame samples need no
+//! per-sample storage. Only the span of buckets between the
 //! smallest and largest value recorded is stored (an idle flow's histogram allocates nothing; RTTs
 //! within a factor of two of each other take about 64 buckets).
 
@@ -36,6 +37,17 @@ fn bucket_of(v: u64) -> usize {
     ((octave as u64 * SUB_BUCKETS) + sub).min((OCTAVES as u64 * SUB_BUCKETS) - 1) as usize
 }
 
+/// The largest value that falls into bucket `b`.
+fn bucket_upper(b: usize) -> u64 {
+    let b = b as u64;
+    if b < SUB_BUCKETS {
+        return b;
+    }
+    let octave = b / SUB_BUCKETS;
+    let sub = b % SUB_BUCKETS;
+    ((SUB_BUCKETS + sub) << (octave - 1)) + (1u64 << (octave - 1)) - 1
+}
+
 fn bucket_mid(b: usize) -> f64 {
     let b = b as u64;
     if b < SUB_BUCKETS {
@@ -48,7 +60,68 @@ fn bucket_mid(b: usize) -> f64 {
     lo as f64 + width as f64 / 2.0
 }
 
+/// The relay's summary of its lateness: mean, p50, p99, p99.9 and max, all in ns.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Summary {
+    /// Number of values recorded.
+    pub count: u64,
+    /// Arithmetic mean, ns (rounded to the nearest ns).
+    pub mean_ns: u64,
+    /// Median, ns (bucket upper bound, capped at max).
+    pub p50_ns: u64,
+    /// 99th percentile, ns (bucket upper bound, capped at max).
+    pub p99_ns: u64,
+    /// 99.9th percentile, ns (bucket upper bound, capped at max).
+    pub p999_ns: u64,
+    /// Largest value, ns (exact).
+    pub max_ns: u64,
+}
+
 impl Histogram {
+    /// An empty histogram (allocates nothing until the first value).
+    pub fn new() -> Histogram {
+        Histogram::default()
+    }
+
+    /// The exact largest value, ns; 0 when empty.
+    pub fn max_ns(&self) -> u64 {
+        self.max
+    }
+
+    /// The smallest bucket bound b such that at least a fraction `q` of the values are ≤ b,
+    /// capped at the exact max: never below the true quantile (a reported p99 is never better
+    /// than the truth), within one bucket (≤ 1.6%) above it; 0 when empty.
+    pub fn quantile_upper_ns(&self, q: f64) -> u64 {
+        if self.count == 0 {
+            return 0;
+        }
+        let rank = ((q.clamp(0.0, 1.0) * self.count as f64).ceil() as u64).clamp(1, self.count);
+        let mut seen = 0;
+        for (b, &c) in self.counts.iter().enumerate() {
+            seen += c;
+            if seen >= rank {
+                return bucket_upper(self.first_bucket + b).min(self.max);
+            }
+        }
+        self.max
+    }
+
+    /// Mean, p50, p99, p99.9 (upper bounds, [`Histogram::quantile_upper_ns`]) and max; all zero
+    /// when nothing was recorded.
+    pub fn summary(&self) -> Summary {
+        if self.count == 0 {
+            return Summary::default();
+        }
+        Summary {
+            count: self.count,
+            mean_ns: ((self.sum + u128::from(self.count / 2)) / u128::from(self.count)) as u64,
+            p50_ns: self.quantile_upper_ns(0.5),
+            p99_ns: self.quantile_upper_ns(0.99),
+            p999_ns: self.quantile_upper_ns(0.999),
+            max_ns: self.max,
+        }
+    }
+
     /// Record one value.
     pub fn record(&mut self, v: u64) {
         let b = bucket_of(v);
@@ -149,6 +222,27 @@ mod tests {
             assert_eq!(a.quantile(q), b.quantile(q), "q{q}");
         }
         assert_eq!(a.counts, b.counts);
+    }
+
+    #[test]
+    fn buckets_tile_the_line_and_upper_quantiles_bound_the_truth() {
+        let mut v = 0u64;
+        while v < 1 << 30 {
+            let b = bucket_of(v);
+            assert!(bucket_upper(b) >= v, "v {v} bucket {b}");
+            if b > 0 {
+                assert!(bucket_upper(b - 1) < v, "v {v} bucket {b}");
+            }
+            v = if v < 4096 { v + 1 } else { v + v / 97 + 1 };
+        }
+        let mut h = Histogram::new();
+        for v in 1..=10_000u64 {
+            h.record(v * 1000);
+        }
+        let s = h.summary();
+        assert_eq!((s.count, s.mean_ns, s.max_ns), (10_000, 5_000_500, 10_000_000));
+        assert!(s.p99_ns >= 9_900_000 && s.p99_ns as f64 <= 9_900_000.0 * 1.016, "{s:?}");
+        assert_eq!(Histogram::new().summary(), Summary::default());
     }
 
     #[test]

@@ -3,11 +3,47 @@
 //! Floyd & Jacobson, "Random Early Detection Gateways for Congestion Avoidance", IEEE/ACM
 //! Transactions on Networking 1(4), 1993 (§4 the algorithm, §7 the drop probability and the
 //! `count` mechanism, §11 the pseudo-code), with the gentle variant of Floyd, "Recommendation on
-//! using the gentle_ variant of RED" (2000). This module decides; the queue discipline
-//! (`queue.rs`) turns the decision into a verdict with the hard limit and ECN.
+//! using the gentle_ variant of RED" (2000), and Adaptive RED of Floyd, Gummadi & Shenker,
+//! "Adaptive RED: An Algorithm for Increasing the Robustness of RED's Active Queue Management"
+//! (2001, §4 and Fig. 5: every 0.5 s, max_p is raised additively when the average is above the
+//! target band and lowered multiplicatively below it). This module decides; the discipline
+//! (`super::Qdisc`) turns the decision into a verdict with the hard limit and ECN.
 
-use crate::rng::Rng;
-use crate::spec::RedSpec;
+use crate::rng::SplitMix64 as Rng;
+
+/// RED's parameters (Floyd & Jacobson 1993, §4 and §11; gentle: Floyd 2000; Adaptive RED: Floyd,
+/// Gummadi & Shenker 2001). Thresholds are on the average queue, in packets or bytes.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RedConfig {
+    /// Lower threshold min_th on the average queue, packets or bytes (see `in_bytes`).
+    pub min_th: u64,
+    /// Upper threshold max_th, same unit; greater than `min_th`.
+    pub max_th: u64,
+    /// True when the thresholds (and RED's queue measure) are in bytes, false for packets.
+    pub in_bytes: bool,
+    /// Drop probability at `avg = max_th` (maxp), in (0, 1]; Adaptive RED's starting value.
+    pub max_p: f64,
+    /// Weight of each new queue sample in the average (w_q), in (0, 1].
+    pub w_q: f64,
+    /// Gentle variant: the probability rises from max_p to 1 between max_th and 2·max_th.
+    pub gentle: bool,
+    /// Mark ECT packets CE instead of dropping them early (RFC 3168 §7).
+    pub ecn: bool,
+    /// The "typical small packet" whose transmission time converts idle time into EWMA steps
+    /// (§11), bytes.
+    pub idle_packet_bytes: u64,
+    /// ns-2's `wait`: gaps between early drops uniform on [1/p_b, 2/p_b] instead of [1, 1/p_b].
+    pub wait: bool,
+    /// Adaptive RED (2001): adapt max_p every 0.5 s toward the target band.
+    pub adaptive: bool,
+}
+
+/// Adaptive RED's adaptation interval (2001, Fig. 5: "interval: time; 0.5 seconds"), ns.
+pub const ARED_INTERVAL_NS: u64 = 500_000_000;
+/// Adaptive RED's decrease factor β (2001, Fig. 5: 0.9).
+const ARED_BETA: f64 = 0.9;
+/// Adaptive RED keeps max_p within [0.01, 0.5] (2001, §4: "max_p ... in the range [0.01, 0.5]").
+const ARED_MAX_P_RANGE: (f64, f64) = (0.01, 0.5);
 
 /// What RED decides for one arriving packet, before the hard limit.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -53,16 +89,19 @@ pub struct Red {
     wait: bool,
     /// The queue's own stream for the drop draws.
     rng: Rng,
+    /// Adaptive RED on.
+    adaptive: bool,
+    /// When Adaptive RED next adapts max_p, ns.
+    next_adapt_ns: u64,
 }
 
 impl Red {
     /// RED state from validated parameters, drawing from `rng` (the queue's own stream).
-    pub fn new(spec: &RedSpec, rng: Rng) -> Red {
-        let (min_th, max_th, in_bytes) = match (spec.min_th_packets, spec.max_th_packets) {
-            (Some(lo), Some(hi)) => (lo, hi, false),
-            _ => (spec.min_th_bytes.unwrap_or(0), spec.max_th_bytes.unwrap_or(0), true),
-        };
+    pub fn new(spec: &RedConfig, rng: Rng) -> Red {
+        let (min_th, max_th, in_bytes) = (spec.min_th, spec.max_th, spec.in_bytes);
         Red {
+            adaptive: spec.adaptive,
+            next_adapt_ns: ARED_INTERVAL_NS,
             min_th: min_th as f64,
             max_th: max_th as f64,
             max_p: spec.max_p,
@@ -80,6 +119,29 @@ impl Red {
     /// True when the thresholds (and so `q` and `avg`) are in bytes.
     pub fn in_bytes(&self) -> bool {
         self.in_bytes
+    }
+
+    /// max_p now (Adaptive RED moves it).
+    pub fn max_p(&self) -> f64 {
+        self.max_p
+    }
+
+    /// Adaptive RED (Floyd, Gummadi & Shenker 2001, Fig. 5), run for every 0.5 s boundary up to
+    /// `now_ns`: with the target band `[min_th + 0.4·(max_th − min_th), min_th + 0.6·(max_th −
+    /// min_th)]`, an average above it raises max_p by α = min(0.01, max_p/4) (while max_p ≤
+    /// 0.5), one below it multiplies max_p by β = 0.9 (while max_p ≥ 0.01). The average used is
+    /// the one of the last arrival (no arrival in between: the queue did not change).
+    fn adapt(&mut self, now_ns: u64) {
+        let span = self.max_th - self.min_th;
+        let (lo, hi) = (self.min_th + 0.4 * span, self.min_th + 0.6 * span);
+        while self.next_adapt_ns <= now_ns {
+            self.next_adapt_ns += ARED_INTERVAL_NS;
+            if self.avg > hi && self.max_p <= ARED_MAX_P_RANGE.1 {
+                self.max_p += (self.max_p / 4.0).min(0.01);
+            } else if self.avg < lo && self.max_p >= ARED_MAX_P_RANGE.0 {
+                self.max_p *= ARED_BETA;
+            }
+        }
     }
 
     /// The average queue as of the last arrival, packets or bytes.
@@ -123,8 +185,12 @@ impl Red {
     /// has been idle (nothing waiting, nothing being serialized) or `None` when it is busy:
     /// a busy link takes the EWMA step avg ← (1 − w_q)·avg + w_q·q; an idle one ages the average
     /// as avg ← (1 − w_q)^m·avg, m = the typical packets the link could have sent meanwhile at
-    /// `rate_bps` (§11, "m ← f(time − q_time)").
-    pub fn on_arrival(&mut self, q: f64, idle_ns: Option<u64>, rate_bps: u64) -> RedDecision {
+    /// `rate_bps` (§11, "m ← f(time − q_time)"). With Adaptive RED, max_p is adapted first for
+    /// every interval boundary up to `now_ns`.
+    pub fn on_arrival(&mut self, q: f64, idle_ns: Option<u64>, rate_bps: u64, now_ns: u64) -> RedDecision {
+        if self.adaptive {
+            self.adapt(now_ns);
+        }
         self.avg = match idle_ns {
             Some(_) => self.avg_at(idle_ns, rate_bps),
             None => (1.0 - self.w_q) * self.avg + self.w_q * q,
@@ -193,19 +259,8 @@ mod tests {
     use super::*;
     use crate::rng::StreamKind;
 
-    fn spec(min_th: u64, max_th: u64, max_p: f64, w_q: f64, gentle: bool) -> RedSpec {
-        RedSpec {
-            min_th_packets: Some(min_th),
-            max_th_packets: Some(max_th),
-            min_th_bytes: None,
-            max_th_bytes: None,
-            max_p,
-            w_q,
-            gentle,
-            ecn: false,
-            idle_packet_bytes: 1500,
-        wait: false,
-        }
+    fn spec(min_th: u64, max_th: u64, max_p: f64, w_q: f64, gentle: bool) -> RedConfig {
+        RedConfig { min_th, max_th, in_bytes: false, max_p, w_q, gentle, ecn: false, idle_packet_bytes: 1500, wait: false, adaptive: false }
     }
 
     fn red(min_th: u64, max_th: u64, max_p: f64, w_q: f64, gentle: bool) -> Red {
@@ -249,11 +304,11 @@ mod tests {
     fn decisions_by_region_with_a_fixed_average() {
         // w_q = 1 makes avg the instantaneous q (busy link), so each region can be held.
         let mut r = red(5, 15, 0.1, 1.0, true);
-        assert!((0..1000).all(|_| r.on_arrival(4.0, None, 10_000_000) == RedDecision::Pass));
-        assert!((0..1000).all(|_| r.on_arrival(30.0, None, 10_000_000) == RedDecision::Forced));
-        assert!((0..100).any(|_| r.on_arrival(20.0, None, 10_000_000) == RedDecision::Early));
+        assert!((0..1000).all(|_| r.on_arrival(4.0, None, 10_000_000, 0) == RedDecision::Pass));
+        assert!((0..1000).all(|_| r.on_arrival(30.0, None, 10_000_000, 0) == RedDecision::Forced));
+        assert!((0..100).any(|_| r.on_arrival(20.0, None, 10_000_000, 0) == RedDecision::Early));
         let mut abrupt = red(5, 15, 0.1, 1.0, false);
-        assert!((0..1000).all(|_| abrupt.on_arrival(15.0, None, 10_000_000) == RedDecision::Forced));
+        assert!((0..1000).all(|_| abrupt.on_arrival(15.0, None, 10_000_000, 0) == RedDecision::Forced));
     }
 
     /// §7: with p_a = p_b/(1 − count·p_b) the number of arrivals from one drop to the next is
@@ -270,7 +325,7 @@ mod tests {
         let mut drops = 0u64;
         while drops < 20_000 {
             gap += 1;
-            if r.on_arrival(avg, None, 10_000_000) == RedDecision::Early {
+            if r.on_arrival(avg, None, 10_000_000, 0) == RedDecision::Early {
                 assert!(gap <= n_bins, "gap {gap} beyond 1/p_b = {n_bins}");
                 hist[gap] += 1;
                 drops += 1;
@@ -302,7 +357,7 @@ mod tests {
         let (mut gap, mut gaps) = (0usize, Vec::new());
         while gaps.len() < 20_000 {
             gap += 1;
-            if r.on_arrival(7.0, None, 10_000_000) == RedDecision::Early {
+            if r.on_arrival(7.0, None, 10_000_000, 0) == RedDecision::Early {
                 gaps.push(gap);
                 gap = 0;
             }
@@ -320,7 +375,7 @@ mod tests {
         // p_b = 0.55 at avg 22.5: gaps uniform on {1, 2} (1/p_b = 1.8), mean gap 1.45.
         let mut r = red(5, 15, 0.1, 1.0, true);
         let n = 200_000;
-        let drops = (0..n).filter(|_| r.on_arrival(22.5, None, 10_000_000) == RedDecision::Early).count() as f64;
+        let drops = (0..n).filter(|_| r.on_arrival(22.5, None, 10_000_000, 0) == RedDecision::Early).count() as f64;
         // P(X=1) = p_b = 0.55, P(X=2) = 0.45: mean gap 1.45, drop fraction 1/1.45.
         let want = n as f64 / 1.45;
         assert!((drops - want).abs() < 0.01 * want, "drops {drops} want {want:.0}");
@@ -330,7 +385,7 @@ mod tests {
     fn average_is_an_ewma_while_busy_and_decays_over_idle_time() {
         let mut r = red(5, 15, 0.1, 0.002, true);
         for _ in 0..1000 {
-            r.on_arrival(10.0, None, 10_000_000);
+            r.on_arrival(10.0, None, 10_000_000, 0);
         }
         let want = 10.0 * (1.0 - 0.998f64.powi(1000));
         assert!((r.avg() - want).abs() < 1e-9, "avg {} want {want}", r.avg());
@@ -339,25 +394,61 @@ mod tests {
         let before = r.avg();
         assert!((r.avg_at(Some(1_200_000_000), 10_000_000) - before * 0.998f64.powi(1000)).abs() < 1e-9);
         assert_eq!(r.avg(), before, "avg_at does not change the state");
-        r.on_arrival(0.0, Some(1_200_000_000), 10_000_000);
+        r.on_arrival(0.0, Some(1_200_000_000), 10_000_000, 0);
         assert!((r.avg() - before * 0.998f64.powi(1000)).abs() < 1e-9);
         // Zero idle time leaves it unchanged.
         let now = r.avg();
-        r.on_arrival(0.0, Some(0), 10_000_000);
+        r.on_arrival(0.0, Some(0), 10_000_000, 0);
         assert_eq!(r.avg(), now);
     }
 
     #[test]
     fn byte_thresholds_measure_in_bytes() {
         let mut s = spec(0, 0, 0.1, 1.0, true);
-        s.min_th_packets = None;
-        s.max_th_packets = None;
-        s.min_th_bytes = Some(7_500);
-        s.max_th_bytes = Some(22_500);
+        s.in_bytes = true;
+        s.min_th = 7_500;
+        s.max_th = 22_500;
         let mut r = Red::new(&s, Rng::stream(1, StreamKind::QueueAqm, 0));
         assert!(r.in_bytes());
         assert!((r.p_b(15_000.0) - 0.05).abs() < 1e-12);
-        assert_eq!(r.on_arrival(7_499.0, None, 10_000_000), RedDecision::Pass);
-        assert_eq!(r.on_arrival(45_000.0, None, 10_000_000), RedDecision::Forced);
+        assert_eq!(r.on_arrival(7_499.0, None, 10_000_000, 0), RedDecision::Pass);
+        assert_eq!(r.on_arrival(45_000.0, None, 10_000_000, 0), RedDecision::Forced);
+    }
+}
+
+#[cfg(test)]
+mod adaptive_tests {
+    use super::*;
+
+    /// Adaptive RED (2001, Fig. 5): a standing average above the target band raises max_p by
+    /// min(0.01, max_p/4) every 0.5 s up to 0.5; one below it lowers max_p by ×0.9 down to 0.01;
+    /// inside the band max_p stays. Without `adaptive` max_p never moves.
+    #[test]
+    fn max_p_moves_toward_the_band_every_half_second() {
+        let cfg = |adaptive| RedConfig { min_th: 5, max_th: 15, in_bytes: false, max_p: 0.1, w_q: 1.0, gentle: true, ecn: false, idle_packet_bytes: 1500, wait: false, adaptive };
+        let mut r = Red::new(&cfg(true), Rng::new(1));
+        // Band: [9, 11]. An arrival every ms; a boundary is judged on the average before it.
+        // Average 14 (above) from 0 to 2 s: increases at 0.5, 1 and 1.5 s.
+        for i in 0..2000u64 {
+            r.on_arrival(14.0, None, 10_000_000, i * 1_000_000);
+        }
+        assert!((r.max_p() - 0.13).abs() < 1e-12, "max_p {}", r.max_p());
+        // In the band from 2 s to 4 s: the 2 s boundary still sees 14 (one more increase), the
+        // others leave max_p alone.
+        for i in 2000..4000u64 {
+            r.on_arrival(10.0, None, 10_000_000, i * 1_000_000);
+        }
+        assert!((r.max_p() - 0.14).abs() < 1e-12, "max_p {}", r.max_p());
+        // Below the band from 4 s to 5 s: the 4.5 s boundary lowers it (4 s still saw 10).
+        for i in 4000..5000u64 {
+            r.on_arrival(6.0, None, 10_000_000, i * 1_000_000);
+        }
+        assert!((r.max_p() - 0.14 * 0.9).abs() < 1e-12, "max_p {}", r.max_p());
+        // Long below: floored near 0.01 (the last decrease applies while max_p ≥ 0.01).
+        r.on_arrival(6.0, None, 10_000_000, 200_000_000_000);
+        assert!(r.max_p() < 0.01 && r.max_p() >= 0.009, "max_p {}", r.max_p());
+        let mut fixed = Red::new(&cfg(false), Rng::new(1));
+        fixed.on_arrival(14.0, None, 10_000_000, 10_000_000_000);
+        assert_eq!(fixed.max_p(), 0.1);
     }
 }

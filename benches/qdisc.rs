@@ -1,0 +1,101 @@
+//! Queue-discipline benchmark: the per-packet cost of each discipline in the simulator.
+//!
+//! `cargo bench -p ccarena-sim --bench qdisc` prints, per discipline:
+//! - **link**: one simulator link (10 Mbps, 5 ms) fed a synthetic overload trace of 2 million
+//!   packets from 64 flows (bursts at up to twice the rate, mixed sizes, half ECN-capable):
+//!   wall ns per offered packet for enqueue, dequeue, serialization and the pipe — the
+//!   discipline's own cost plus the link's;
+//! - **sim**: a whole run, 8 CUBIC flows on a 100 Mbps / 20 ms dumbbell with a 1000-packet
+//!   bottleneck queue of that discipline for 20 simulated s: wall ns per bottleneck packet
+//!   (TCP, events and routing included) and the mean sojourn time it kept.
+//!
+//! Release build only; no assertions: the figures are for people.
+
+use std::time::Instant;
+
+use ccarena_cc::{Duration, SimTime};
+use ccarena_link::qdisc::Limit;
+use ccarena_link::SplitMix64;
+use ccarena_sim::link::Link;
+use ccarena_sim::packet::{Packet, Payload};
+use ccarena_sim::queue::qdisc_config;
+use ccarena_sim::spec::{Discipline, FlowSpec, QueueSpec};
+use ccarena_sim::testkit::{make_discipline, make_red, mbps, ms, red_packets, secs, tcp_flow, Dumbbell};
+use ccarena_sim::Simulation;
+use ccarena_transport::DataSegment;
+
+const PACKETS: usize = 2_000_000;
+
+/// The queue spec of a 1000-packet queue of `name`.
+fn queue(name: &str) -> QueueSpec {
+    let mut spec = Dumbbell::new(1, mbps(10), ms(5), 1000).spec(1, secs(1), ms(100), vec![]);
+    let q = &mut spec.links[0].queue;
+    match name {
+        "droptail" => {}
+        "droptail+K" => q.ecn_threshold_packets = Some(20),
+        "red" => make_red(q, red_packets(50, 150)),
+        "ared" => {
+            let mut r = red_packets(50, 150);
+            r.adaptive = true;
+            make_red(q, r)
+        }
+        "codel" => make_discipline(q, Discipline::Codel, true),
+        "fq_codel" => make_discipline(q, Discipline::FqCodel, true),
+        "pie" => make_discipline(q, Discipline::Pie, true),
+        "fq" => make_discipline(q, Discipline::Fq, false),
+        _ => unreachable!(),
+    }
+    q.clone()
+}
+
+/// Wall ns per packet through one link.
+fn link_ns_per_packet(q: &QueueSpec) -> (f64, u64, u64) {
+    let cfg = qdisc_config(q);
+    let qdisc = ccarena_link::Qdisc::new(&cfg, Limit::Packets(q.limit_packets.unwrap_or(1000)), SplitMix64::new(2));
+    let mut link = Link::new(0, 1, mbps(10), Duration(ms(5)), 0.0, qdisc, SplitMix64::new(1));
+    let mut r = SplitMix64::new(7);
+    let mut out = Vec::with_capacity(64);
+    let mut t = 0u64;
+    let start = Instant::now();
+    for i in 0..PACKETS {
+        // On/off: 10 000 packets at ~2× the rate, then 10 000 at ~0.6×.
+        let gap = if (i / 10_000) % 2 == 0 { 600_000 } else { 2_000_000 };
+        t += r.next_u64() % gap;
+        let flow = (r.next_u64() % 64) as u32;
+        let size = if r.next_u64() & 3 == 0 { 64 } else { 1500 };
+        let seg = DataSegment { seq: i as u64, len: 0, ts_val: SimTime::ZERO, ect: flow & 1 == 0, ce: false, cwr: false, retransmit: false };
+        link.enqueue(SimTime(t), Packet { flow, dst: 1, size_bytes: size, enqueued_at: SimTime::ZERO, payload: Payload::Data(seg) });
+        if let Some(a) = link.next_arrival().filter(|a| a.as_nanos() <= t) {
+            out.clear();
+            link.take_arrivals(a.max(SimTime(t)), &mut out);
+        }
+    }
+    let ns = start.elapsed().as_nanos() as f64 / PACKETS as f64;
+    let c = link.counters();
+    (ns, c.packets_dropped_queue, c.packets_marked)
+}
+
+/// Wall ns per bottleneck packet and the mean sojourn (ms) of a whole dumbbell run.
+fn sim_ns_per_packet(q: &QueueSpec) -> (f64, f64) {
+    let d = Dumbbell::new(8, mbps(100), ms(20), 1000);
+    let flows = (0..8).map(|i| FlowSpec::Tcp(tcp_flow(&format!("cubic{i}"), d.left(i), d.right(i), "cubic"))).collect();
+    let mut spec = d.spec(1, secs(20), ms(100), flows);
+    spec.links[d.bottleneck_link()].queue = q.clone();
+    let mut sim = Simulation::new(spec).expect("valid spec");
+    let start = Instant::now();
+    sim.run();
+    let wall = start.elapsed().as_nanos() as f64;
+    let c = sim.links()[d.bottleneck_link()].counters();
+    (wall / c.departures as f64, c.sojourn_total_ns as f64 / c.departures as f64 / 1e6)
+}
+
+fn main() {
+    println!("per-packet cost of each queue discipline (release; wall time)");
+    println!("{:<11} {:>14} {:>9} {:>9}   {:>18} {:>13}", "discipline", "link ns/pkt", "drops", "marks", "sim ns/bottl. pkt", "sojourn ms");
+    for name in ["droptail", "droptail+K", "red", "ared", "codel", "fq_codel", "pie", "fq"] {
+        let q = queue(name);
+        let (link_ns, drops, marks) = link_ns_per_packet(&q);
+        let (sim_ns, sojourn) = sim_ns_per_packet(&q);
+        println!("{name:<11} {link_ns:>14.1} {drops:>9} {marks:>9}   {sim_ns:>18.1} {sojourn:>13.2}");
+    }
+}
