@@ -77,22 +77,68 @@ class RedSpec(SpecModel):
     ecn: bool
     idle_packet_bytes: int
     wait: bool = False
+    adaptive: bool = False
 
-    _OPTIONAL = frozenset({"wait"})
+    _OPTIONAL = frozenset({"wait", "adaptive"})
+
+
+class CodelSpec(SpecModel):
+    """CoDel's parameters (RFC 8289 §4.3–4.4): target and interval in ns (target < interval),
+    ``ecn`` marks ECT packets CE instead of dropping them."""
+
+    target_ns: int
+    interval_ns: int
+    ecn: bool
+
+
+class FqCodelSpec(SpecModel):
+    """FQ-CoDel's parameters (RFC 8290 §4–5): CoDel's target/interval/ecn per flow queue,
+    ``flows`` queues served by deficit round robin with ``quantum_bytes``."""
+
+    target_ns: int
+    interval_ns: int
+    flows: int
+    quantum_bytes: int
+    ecn: bool
+
+
+class PieSpec(SpecModel):
+    """PIE's parameters (RFC 8033 §4–5): target delay, update interval and burst allowance in
+    ns, the controller's alpha and beta (1/s), ``ecn`` marks while the drop probability ≤ 10%."""
+
+    target_ns: int
+    tupdate_ns: int
+    alpha: float
+    beta: float
+    max_burst_ns: int
+    ecn: bool
+
+
+class FqSpec(SpecModel):
+    """Per-flow fair queueing (deficit round robin, Shreedhar & Varghese 1995): ``flows``
+    queues, ``quantum_bytes``."""
+
+    flows: int
+    quantum_bytes: int
 
 
 class QueueSpec(SpecModel):
-    """An egress queue: DropTail or RED, limited in packets or in bytes (exactly one is set), with
-    an optional ECN step-marking threshold K (RFC 8257 §3.1; DropTail only)."""
+    """An egress queue: DropTail, RED, CoDel, FQ-CoDel, PIE or FQ, limited in packets or in bytes
+    (exactly one is set), with an optional ECN step-marking threshold K (RFC 8257 §3.1; DropTail
+    only). The discipline's parameter object (``red``, ``codel``, …) is set, the others None."""
 
-    _OPTIONAL = frozenset({"red"})
+    _OPTIONAL = frozenset({"red", "codel", "fq_codel", "pie", "fq"})
 
-    discipline: Literal["droptail", "red"]
+    discipline: Literal["droptail", "red", "codel", "fq_codel", "pie", "fq"]
     limit_packets: int | None
     limit_bytes: int | None
     ecn_threshold_packets: int | None = None
     ecn_threshold_bytes: int | None = None
     red: RedSpec | None = None
+    codel: CodelSpec | None = None
+    fq_codel: FqCodelSpec | None = None
+    pie: PieSpec | None = None
+    fq: FqSpec | None = None
 
 
 class LinkSpec(SpecModel):

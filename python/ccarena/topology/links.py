@@ -2,17 +2,45 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
 from ccarena.errors import FieldError
-from ccarena.quantities import Fraction, QueueLimitValue, RateBps, StrictModel, TimeNs
-from ccarena.runspec import QueueSpec, RedSpec
+from ccarena.quantities import (
+    Fraction,
+    QueueLimitValue,
+    RateBps,
+    SizeBytes,
+    StrictModel,
+    TimeNs,
+)
+from ccarena.runspec import CodelSpec, FqCodelSpec, FqSpec, PieSpec, QueueSpec, RedSpec
 from ccarena.units import QueueLimit
 
-RED_FIELDS = ("min_th", "max_th", "max_p", "w_q", "gentle", "ecn", "wait")
+RED_FIELDS = ("min_th", "max_th", "max_p", "w_q", "gentle", "wait", "adaptive")
 """Queue fields that only a ``discipline = "red"`` queue takes."""
+
+DISCIPLINE_FIELDS = {
+    "droptail": ("ecn_threshold",),
+    "red": (*RED_FIELDS, "ecn"),
+    "codel": ("target", "interval", "ecn"),
+    "fq_codel": ("target", "interval", "flows", "quantum", "ecn"),
+    "pie": ("target", "tupdate", "alpha", "beta", "max_burst", "ecn"),
+    "fq": ("flows", "quantum"),
+}
+"""The settings each discipline takes besides ``limit`` (a setting of another is refused)."""
+
+AQM_DEFAULTS = {
+    "codel": {"target": 5_000_000, "interval": 100_000_000},
+    "fq_codel": {"target": 5_000_000, "interval": 100_000_000, "flows": 1024, "quantum": 1514},
+    "pie": {"target": 15_000_000, "tupdate": 15_000_000, "alpha": 0.125, "beta": 1.25,
+            "max_burst": 150_000_000},
+    "fq": {"flows": 1024, "quantum": 1514},
+}
+"""Defaults from the sources: CoDel's 5 ms target and 100 ms interval (RFC 8289 §4.3–4.4);
+FQ-CoDel's 1024 queues and a quantum of one Ethernet frame (RFC 8290 §4.1, §5); PIE's 15 ms
+target and update interval, alpha 0.125, beta 1.25 and 150 ms burst allowance (RFC 8033 §5)."""
 
 RED_IDLE_PACKET_BYTES = 1500
 """The "typical small packet" whose transmission time ages RED's average over an idle period
@@ -41,6 +69,13 @@ class Queue(StrictModel):
     ECN-capable packets that arrive with at least K waiting are marked CE instead of waiting for the
     limit to drop them.
 
+    AQMs (docs/engine-spec.md; ``crates/link``): ``discipline = "codel"`` (RFC 8289; ``target``
+    default 5 ms, ``interval`` 100 ms, ``ecn``), ``"fq_codel"`` (RFC 8290; CoDel's settings per
+    flow queue plus ``flows`` = 1024 and ``quantum`` = 1514 B), ``"pie"`` (RFC 8033; ``target`` and
+    ``tupdate`` 15 ms, ``alpha`` 0.125, ``beta`` 1.25, ``max_burst`` 150 ms, ``ecn``) and ``"fq"``
+    (per-flow deficit round robin, ``flows``, ``quantum``). ``ecn = true`` marks ECN-capable
+    packets CE where the discipline would drop them.
+
     RED (Floyd & Jacobson 1993, with Floyd's gentle variant): ``discipline = "red"`` with
     ``min_th`` / ``max_th`` (the average-queue thresholds, in the limit's unit; defaults a quarter
     and three quarters of the limit), ``max_p`` (drop probability at max_th, default 0.1),
@@ -48,11 +83,13 @@ class Queue(StrictModel):
     rises from max_p to 1 between max_th and 2·max_th instead of jumping to 1), ``ecn``
     (default false: mark ECN-capable packets instead of dropping them early) and ``wait``
     (default false: ns-2's and ns-3's option that spaces early drops 1/p_b to 2/p_b arrivals
-    apart, as their default RED does; docs/engine-spec.md). ``limit`` stays the hard limit; a
-    default threshold follows it when an ``[[events]]`` change of the limit applies.
+    apart, as their default RED does; docs/engine-spec.md) and ``adaptive`` (default false:
+    Adaptive RED, Floyd, Gummadi & Shenker 2001, moves max_p toward a target band of the average
+    every 0.5 s). ``limit`` stays the hard limit; a default threshold follows it when an
+    ``[[events]]`` change of the limit applies.
     """
 
-    discipline: Literal["droptail", "red"] = "droptail"
+    discipline: Literal["droptail", "red", "codel", "fq_codel", "pie", "fq"] = "droptail"
     limit: QueueLimitValue = "100pkt"
     ecn_threshold: QueueLimitValue | None = None
     min_th: QueueLimitValue | None = None
@@ -62,20 +99,36 @@ class Queue(StrictModel):
     gentle: bool | None = None
     ecn: bool | None = None
     wait: bool | None = None
+    adaptive: bool | None = None
+    target: TimeNs | None = Field(None, gt=0)
+    interval: TimeNs | None = Field(None, gt=0)
+    tupdate: TimeNs | None = Field(None, gt=0)
+    alpha: float | None = Field(None, gt=0, le=100)
+    beta: float | None = Field(None, gt=0, le=100)
+    max_burst: TimeNs | None = Field(None, ge=0)
+    flows: int | None = Field(None, ge=1, le=65_536)
+    quantum: SizeBytes | None = Field(None, gt=0, le=1_000_000)
 
     @model_validator(mode="after")
     def _fields_fit_the_discipline(self) -> "Queue":
         k = self.ecn_threshold
         if k is not None:
-            if self.discipline == "red":
-                raise FieldError("ecn_threshold", "is a DropTail setting; a RED queue marks with "
+            if self.discipline != "droptail":
+                raise FieldError("ecn_threshold", "is a DropTail setting; this queue marks with "
                                                   "ecn = true")
             if _unit(k) == _unit(self.limit) and _amount(k) > _amount(self.limit):
                 raise FieldError("ecn_threshold", "must not exceed the queue limit")
+        allowed = DISCIPLINE_FIELDS[self.discipline]
+        for name in sorted({f for fields in DISCIPLINE_FIELDS.values() for f in fields} - set(allowed)):
+            if getattr(self, name) is not None:
+                takers = [d for d, fields in DISCIPLINE_FIELDS.items() if name in fields]
+                raise FieldError(name, f"is not a {self.discipline} setting (it is one of "
+                                       f"{', '.join(takers)}); remove it or set discipline")
+        if self.discipline in ("codel", "fq_codel"):
+            target, interval = self._aqm("target"), self._aqm("interval")
+            if target >= interval:
+                raise FieldError("target", f"must be shorter than the interval ({interval / 1e6:g} ms)")
         if self.discipline != "red":
-            for name in RED_FIELDS:
-                if getattr(self, name) is not None:
-                    raise FieldError(name, 'is a RED setting; add discipline = "red" to use it')
             return self
         min_th, max_th = self.red_thresholds()
         for name, value in (("min_th", min_th), ("max_th", max_th)):
@@ -89,6 +142,11 @@ class Queue(StrictModel):
                                        f"({_amount(self.limit)} {_unit(self.limit)}); RED needs "
                                        "max_th ≤ limit")
         return self
+
+    def _aqm(self, name: str) -> Any:
+        """``name`` as given, else the discipline's default (:data:`AQM_DEFAULTS`)."""
+        value = getattr(self, name)
+        return value if value is not None else AQM_DEFAULTS[self.discipline][name]
 
     def red_thresholds(self, limit: QueueLimit | None = None) -> tuple[QueueLimit, QueueLimit]:
         """(min_th, max_th) as given, or the defaults: a quarter and three quarters of ``limit``
@@ -119,11 +177,20 @@ class Queue(StrictModel):
                 ecn=bool(self.ecn),
                 idle_packet_bytes=RED_IDLE_PACKET_BYTES,
                 wait=bool(self.wait),
+                adaptive=bool(self.adaptive),
             )
-        return QueueSpec(discipline=self.discipline,
-                         limit_packets=self.limit.packets, limit_bytes=self.limit.bytes,
-                         ecn_threshold_packets=k.packets if k else None,
-                         ecn_threshold_bytes=k.bytes if k else None, red=red)
+        d, a, ecn = self.discipline, self._aqm, bool(self.ecn)
+        return QueueSpec(
+            discipline=d, limit_packets=self.limit.packets, limit_bytes=self.limit.bytes,
+            ecn_threshold_packets=k.packets if k else None,
+            ecn_threshold_bytes=k.bytes if k else None, red=red,
+            codel=CodelSpec(target_ns=a("target"), interval_ns=a("interval"), ecn=ecn)
+            if d == "codel" else None,
+            fq_codel=FqCodelSpec(target_ns=a("target"), interval_ns=a("interval"), flows=a("flows"),
+                                 quantum_bytes=a("quantum"), ecn=ecn) if d == "fq_codel" else None,
+            pie=PieSpec(target_ns=a("target"), tupdate_ns=a("tupdate"), alpha=a("alpha"),
+                        beta=a("beta"), max_burst_ns=a("max_burst"), ecn=ecn) if d == "pie" else None,
+            fq=FqSpec(flows=a("flows"), quantum_bytes=a("quantum")) if d == "fq" else None)
 
 
 class AccessQueue(Queue):

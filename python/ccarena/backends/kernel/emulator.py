@@ -76,6 +76,10 @@ def direction_config(spec: RunSpec, link: int | None, emulation: Emulation,
         out["limit_packets"] = int(queue.limit_packets)
     elif queue.limit_bytes is not None:
         out["limit_bytes"] = int(queue.limit_bytes)
+    if queue.discipline != "droptail":
+        # The relay runs the simulator's own discipline (crates/link), configured as in the spec.
+        out["discipline"] = queue.discipline
+        out[queue.discipline] = getattr(queue, queue.discipline).model_dump()
     changes = changes_of(spec, link) if link is not None else []
     if changes:
         out["changes"] = changes

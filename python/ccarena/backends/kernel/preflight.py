@@ -27,11 +27,12 @@ TCP_FIELDS_FIXED_BY_LINUX = {
 than the Linux-like default is refused rather than silently ignored."""
 
 
-QUEUE_FEATURES = frozenset({"droptail"})
+QUEUE_FEATURES = frozenset({"droptail", "red", "pie"})
 """What the kernel backend's queues can do: discipline names, and ``"ecn_threshold"`` for ECN step
-marking. The relay's link model is DropTail only for now; when it takes the shared link model
-(crates/link: RED, CoDel, FQ-CoDel, PIE, ECN marking), adding those names here is the one change
-the preflight needs (the queue tables then read the relay's marks instead of 0)."""
+marking. The relay runs the shared link model (crates/link) for the disciplines that decide when a
+packet arrives (DropTail, RED, Adaptive RED, PIE); CoDel, FQ-CoDel and FQ decide at dequeue, which
+the relay's frame path does not do yet, and it does not rewrite the ECN field, so marking (ECN
+thresholds, ``ecn = true``) stays simulated only."""
 
 
 def check_privileges(caps: Capabilities) -> None:
@@ -104,7 +105,14 @@ def check_spec(spec: RunSpec, caps: Capabilities, emulation: Emulation) -> None:
         queue = link.queue
         if queue.discipline not in QUEUE_FEATURES:
             raise UserError(f"{where}: queue discipline '{queue.discipline}' is not supported by "
-                            "the kernel backend yet; use --backend sim")
+                            "the kernel backend yet (it runs droptail, red and pie); use --backend sim")
+        if queue.discipline != "droptail" and emulation.rate_and_queue != "relay":
+            raise UserError(f"{where}: a {queue.discipline} queue needs the relay's link emulation "
+                            "(htb's queue is a FIFO); set kernel.emulation = \"relay\"")
+        aqm = getattr(queue, queue.discipline, None) if queue.discipline != "droptail" else None
+        if aqm is not None and getattr(aqm, "ecn", False):
+            raise UserError(f"{where}: ECN marking (ecn = true) is not done by the kernel backend's "
+                            "link relay yet; remove ecn or use --backend sim")
         marks = queue.ecn_threshold_packets is not None or queue.ecn_threshold_bytes is not None
         if marks and "ecn_threshold" not in QUEUE_FEATURES:
             raise UserError(f"{where}: ECN step marking (ecn_threshold) needs a marking qdisc "

@@ -26,7 +26,8 @@ the link emulator computes it exactly at the instant (its model's state) and tim
 packet's wait, so ``sojourn_mean_s`` is the mean wait of the packets that left the queue during
 the interval, as in the simulator; in tc mode it is htb's root qdisc read over netlink, and
 ``sojourn_mean_s`` is NaN (pfifo does not time packets). ``marks`` and ``early_drops`` are 0 and
-``red_avg`` NaN (DropTail, the only queue the backend sets up, neither marks nor drops early).
+``red_avg`` NaN: the relay marks nothing yet, and a RED or PIE queue's early drops are counted in
+``drops`` (the relay does not report them apart).
 
 ``links``: the same counters at the end; ``packets_lost_wire`` from the relay's (or the loss
 rule's) own count; ``packets_delivered`` = departures − lost on the wire (packets still
