@@ -326,6 +326,41 @@ def plot(
 
 @app.command()
 @handles_errors
+def compare(
+    dir_a: Path = typer.Argument(..., help="Experiment A (the reference)."),
+    dir_b: Path = typer.Argument(..., help="Experiment B."),
+    out: Optional[Path] = typer.Option(None, "--out", "-o", help="Directory for the overlay "
+                                       "figures [default: DIR_B/compare]."),
+    as_json: bool = typer.Option(False, "--json", help="Print the matched rows as JSON."),
+) -> None:
+    """Two stored experiments side by side: each metric in A and B and the difference with its
+    95% CI, per shared sweep point and flavor; overlay figures (A solid, B dashed).
+
+    Example:
+
+      ccarena compare results/before results/after
+    """
+    from ccarena.report import compare_experiments as cmp
+    from ccarena.results import Result
+
+    a, b = Result(dir_a), Result(dir_b)
+    if not len(a.summary) or not len(b.summary):
+        raise UserError(f"{dir_a if not len(a.summary) else dir_b}: no finished runs to compare")
+    merged, keys = cmp.compare_table(a, b)
+    if as_json:
+        print(merged.to_json(orient="records", double_precision=15), flush=True)
+        return
+    name_a, name_b = dir_a.name or "A", dir_b.name or "B"
+    if name_a == name_b:
+        name_a, name_b = "A", "B"
+    stdout.print(cmp.terminal_table(merged, keys, name_a, name_b))
+    target = out if out is not None else dir_b / "compare"
+    for path in cmp.write_figures(merged, keys, name_a, name_b, target):
+        print(f"figure: {path}", flush=True)
+
+
+@app.command()
+@handles_errors
 def calibrate(
     quick: bool = typer.Option(False, "--quick", help="The quick suite: 1 BDP only, shorter runs "
                                                       "(under 3 minutes; the full suite under 15)."),

@@ -78,3 +78,24 @@ def test_report_writes_every_figure_in_each_format(experiment: Path) -> None:
         if png.name.startswith("plot-"):
             continue  # drawn by `ccarena plot` above, in the formats it was asked for
         assert png.with_suffix(".svg").exists() and png.with_suffix(".pdf").exists(), png.name
+
+
+def test_compare_two_experiments(experiment: Path, tmp_path: Path) -> None:
+    import copy
+    import json
+
+    faster = copy.deepcopy(SCENARIO)
+    faster["topology"]["bottleneck"]["rate"] = "20Mbps"
+    other = tmp_path / "faster"
+    ccarena.run(faster, other, jobs=2)
+    done = cli("compare", str(experiment), str(other), "--json", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    rows = json.loads(done.stdout)
+    assert len(rows) == 3 * 2  # 3 loss values × 2 flavors, matched
+    # Doubling the bottleneck raises the lossless points' goodput beyond the combined CI.
+    lossless = [r for r in rows if r["topology.bottleneck.loss"] == "0%"]
+    assert lossless and all(r["goodput_mean_bps_diff"] > r["goodput_mean_bps_diff_ci95"] for r in lossless)
+    assert sum(r["goodput_mean_bps_diff"] for r in lossless) > 5e6
+    shown = cli("compare", str(experiment), str(other), "-o", str(tmp_path / "cmp"), cwd=tmp_path)
+    assert shown.returncode == 0 and "B − A" in shown.stdout
+    assert (tmp_path / "cmp" / "compare-goodput_mean_bps.png").stat().st_size > 10_000
