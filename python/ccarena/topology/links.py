@@ -31,6 +31,10 @@ DISCIPLINE_FIELDS = {
 }
 """The settings each discipline takes besides ``limit`` (a setting of another is refused)."""
 
+DISCIPLINE_NAMES = {"droptail": "DropTail", "red": "RED", "codel": "CoDel", "fq_codel": "FQ-CoDel",
+                    "pie": "PIE", "fq": "FQ"}
+"""How the sources write each discipline's name (for messages)."""
+
 AQM_DEFAULTS = {
     "codel": {"target": 5_000_000, "interval": 100_000_000},
     "fq_codel": {"target": 5_000_000, "interval": 100_000_000, "flows": 1024, "quantum": 1514},
@@ -122,8 +126,12 @@ class Queue(StrictModel):
         for name in sorted({f for fields in DISCIPLINE_FIELDS.values() for f in fields} - set(allowed)):
             if getattr(self, name) is not None:
                 takers = [d for d, fields in DISCIPLINE_FIELDS.items() if name in fields]
-                raise FieldError(name, f"is not a {self.discipline} setting (it is one of "
-                                       f"{', '.join(takers)}); remove it or set discipline")
+                if len(takers) == 1:
+                    raise FieldError(name, f"is a {DISCIPLINE_NAMES[takers[0]]} setting; add "
+                                           f'discipline = "{takers[0]}" to use it')
+                raise FieldError(name, f"is a setting of {', '.join(DISCIPLINE_NAMES[t] for t in takers)}, "
+                                       f"not of {DISCIPLINE_NAMES[self.discipline]}; remove it or set "
+                                       "discipline to one of them")
         if self.discipline in ("codel", "fq_codel"):
             target, interval = self._aqm("target"), self._aqm("interval")
             if target >= interval:
