@@ -76,6 +76,9 @@ fn hostile_datagrams_are_dropped_and_counted_while_a_transfer_completes() {
                 let _ = sock.send_to(&valid[..(rnd() % valid.len() as u64) as usize], &addr);
                 let _ = sock.send_to(&packet(rnd(), 0, &Frame::Data { offset: 0, ts_val_ns: 0, flags: 0, payload: &[1] }), &addr);
             }
+            // Single packets below are counted exactly: let the receiver drain the flood first (a
+            // loaded machine's socket buffer drops the tail of a burst).
+            thread::sleep(Duration::from_millis(150));
             // An OFFER with a made-up cookie: no state.
             let forged = Offer { cookie: [9; 16], file_bytes: 10, sha256: [0; 32], mss_bytes: 1000, name: "forged.bin", flavor: "x" };
             sock.send_to(&packet(77, 0, &Frame::Offer(forged)), &addr).unwrap();
@@ -85,6 +88,7 @@ fn hostile_datagrams_are_dropped_and_counted_while_a_transfer_completes() {
                 sock.send_to(&packet(1000 + i, 0, &Frame::Hello), &addr).unwrap();
             }
             let flood_s = t0.elapsed().as_secs_f64();
+            thread::sleep(Duration::from_millis(150));
             // A short HELLO (amplification) is malformed.
             let mut short = packet(3, 0, &Frame::Hello);
             short.truncate(100);
@@ -93,13 +97,23 @@ fn hostile_datagrams_are_dropped_and_counted_while_a_transfer_completes() {
             let mut foreign = packet(4, 0, &Frame::Ping);
             foreign[2] = 200;
             sock.send_to(&foreign, &addr).unwrap();
-            flood_s
+            // Count the handshakes the receiver answered (RETRY), whatever the socket buffers
+            // dropped on the way in.
+            sock.set_read_timeout(Some(Duration::from_millis(300))).unwrap();
+            let mut buf = [0u8; 2048];
+            let mut retries = 0u32;
+            while let Ok(n) = sock.recv(&mut buf) {
+                if n > 3 && buf[3] == wire::kind::RETRY {
+                    retries += 1;
+                }
+            }
+            (flood_s, retries)
         }
     });
 
     let rec = send_file(&src.join("good.bin"), &addr, &SendOptions::default(), &mut |_| true).unwrap();
     assert_eq!(rec.file_bytes, 3_000_000);
-    let flood_s = attacker.join().unwrap();
+    let (flood_s, retries) = attacker.join().unwrap();
     assert_eq!(std::fs::read(dst.join("good.bin")).unwrap(), data);
 
     // Let the handshake bucket refill, then fill the connection table and go over it.
@@ -130,10 +144,11 @@ fn hostile_datagrams_are_dropped_and_counted_while_a_transfer_completes() {
     assert_eq!(c.bad_cookie, 1, "{c:?}");
     // At most the burst (50) plus 200 a second of the flood's duration were answered (plus the
     // legitimate handshakes meanwhile).
-    let answered_at_most = 50.0 + 200.0 * (flood_s + 0.1) + 10.0;
-    // (0.8: some of the flood may be dropped by the socket buffer before it is read.)
-    let limited_at_least = (0.8 * (1000.0 - answered_at_most)).max(1.0);
-    assert!(c.rate_limited as f64 >= limited_at_least, "{c:?} in {flood_s} s");
+    // The receiver may read the flood later than it was sent (and the socket buffer may drop
+    // part of it on a loaded machine): allow the refill over the 0.3 s the replies are awaited.
+    let answered_at_most = 50.0 + 200.0 * (flood_s + 0.6) + 10.0;
+    assert!(f64::from(retries) <= answered_at_most, "{retries} handshakes answered; {c:?} in {flood_s} s");
+    assert!(c.rate_limited >= 100, "{c:?} in {flood_s} s");
     assert_eq!(c.foreign_version, 1, "{c:?}");
     assert_eq!(c.connection_limit, 1, "{c:?}");
     assert_eq!(c.replayed, 1, "{c:?}");
