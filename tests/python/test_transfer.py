@@ -118,23 +118,23 @@ def test_the_record_table_names_the_quantities(tmp_path):
         assert words in out, out
 
 
-@pytest.mark.xfail(strict=False, reason="KNOWN: in one CI run of two the receiver had not written the "
-                   "partial file's sidecar 30 s after the sender's Ctrl-C (issue 14 note); to be fixed")
 def test_an_interrupted_send_resumes_with_only_the_missing_bytes(tmp_path):
     src = tmp_path / "big.bin"
-    digest = make_file(src, 60_000_000)
+    digest = make_file(src, 30_000_000)
     incoming = tmp_path / "in"
     incoming.mkdir()
     with Receiver(incoming) as rx:
         def interrupt(acked, stream, resumed, total, elapsed):
-            # The first report after data started (about 100 ms in, well before the end).
+            # The first report after data started (about 100 ms in). Unlimited, loopback moves
+            # 30 MB in less than that and the transfer ended before the "Ctrl-C"; at 100 Mbit/s it
+            # takes 2.4 s.
             if acked > 0:
                 raise KeyboardInterrupt
 
         with pytest.raises(KeyboardInterrupt):
-            _engine.udp_send_file(str(src), rx.addr, progress=interrupt)
+            _engine.udp_send_file(str(src), rx.addr, progress=interrupt, max_rate_bps=100_000_000)
         sidecar = incoming / ".big.bin.ccarena-ranges"
-        deadline = time.monotonic() + 30  # the receiver notices a silent sender after its idle timeout; generous under load
+        deadline = time.monotonic() + 30  # written at once on the sender's CLOSE; generous under load
         while not sidecar.exists():
             assert time.monotonic() < deadline
             time.sleep(0.02)
@@ -142,11 +142,26 @@ def test_an_interrupted_send_resumes_with_only_the_missing_bytes(tmp_path):
         code, out, err = cli("send", str(src), rx.addr, "--json")
         assert code == 0, err
         record = json.loads(out)
-    assert 0 < record["resumed_bytes"] < 60_000_000
-    assert record["resumed_bytes"] + record["stream_bytes"] == 60_000_000
+    assert 0 < record["resumed_bytes"] < 30_000_000
+    assert record["resumed_bytes"] + record["stream_bytes"] == 30_000_000
     assert record["bytes_sent"] - record["bytes_retransmitted"] == record["stream_bytes"]
     assert hashlib.sha256((incoming / "big.bin").read_bytes()).hexdigest() == digest
     assert [e["event"] for e in rx.events] == ["started", "failed", "started", "finished"]
+
+
+@pytest.mark.parametrize("flavor", ["cubic", "bbr"])
+def test_limit_rate_caps_the_goodput(tmp_path, flavor):
+    # A window controller (CUBIC) and a pacing one (BBR, paced at the smaller of its own rate
+    # and the cap): unlimited, loopback carries hundreds of Mbit/s.
+    src = tmp_path / "r.bin"
+    make_file(src, 4_000_000)
+    (tmp_path / "in").mkdir()
+    with Receiver(tmp_path / "in") as rx:
+        code, out, err = cli("send", str(src), rx.addr, "--flavor", flavor, "--limit-rate",
+                             "40Mbps", "--json")
+    assert code == 0, err
+    goodput = json.loads(out)["goodput_bps"]
+    assert 0.3 * 40e6 < goodput <= 1.02 * 40e6, goodput
 
 
 def test_bad_input_is_one_line_and_exit_2(tmp_path):
@@ -164,6 +179,7 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path):
     one_error_line(cli("send", str(src), closed_addr, "--flavor", "cubik"), "cubic")
     one_error_line(cli("send", str(src), closed_addr, "--recovery", "fast"), "--recovery")
     one_error_line(cli("send", str(src), closed_addr, "--flavor", "udt"), "UDT")
+    one_error_line(cli("send", str(src), closed_addr, "--limit-rate", "fast"), "--limit-rate")
 
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as taken:
         taken.bind(("127.0.0.1", 0))

@@ -72,12 +72,13 @@ fn record_dict<'py>(py: Python<'py>, r: &TransferRecord) -> PyResult<Bound<'py, 
 /// as a dict (goodput_bps, retransmissions, rtt percentiles, cwnd_samples, …).
 ///
 /// `progress(acked_bytes, stream_bytes, resumed_bytes, file_bytes, elapsed_s)` is called about
-/// every 100 ms. Raises TransferError (one line) for a missing file, a bad address, no receiver,
+/// every 100 ms. `max_rate_bps` caps the sending rate (payload bits per second; `None`: no cap).
+/// Raises TransferError (one line) for a missing file, a bad address, no receiver,
 /// a foreign wire version, a refusal, a silent peer or a failed verification; an exception in
 /// `progress` or a KeyboardInterrupt stops the transfer (the receiver keeps what arrived) and is
 /// re-raised.
 #[pyfunction]
-#[pyo3(signature = (path, addr, flavor="cubic", recovery=None, progress=None, name=None, handshake_timeout_s=5.0, idle_timeout_s=10.0))]
+#[pyo3(signature = (path, addr, flavor="cubic", recovery=None, progress=None, name=None, handshake_timeout_s=5.0, idle_timeout_s=10.0, max_rate_bps=None))]
 #[allow(clippy::too_many_arguments)]
 pub fn udp_send_file<'py>(
     py: Python<'py>,
@@ -89,6 +90,7 @@ pub fn udp_send_file<'py>(
     name: Option<String>,
     handshake_timeout_s: f64,
     idle_timeout_s: f64,
+    max_rate_bps: Option<u64>,
 ) -> PyResult<Bound<'py, PyDict>> {
     let opts = SendOptions {
         flavor: flavor.to_string(),
@@ -96,6 +98,7 @@ pub fn udp_send_file<'py>(
         name,
         handshake_timeout: Duration::from_secs_f64(handshake_timeout_s.clamp(0.1, 3600.0)),
         idle_timeout: Duration::from_secs_f64(idle_timeout_s.clamp(1.0, 3600.0)),
+        max_rate_bps: max_rate_bps.filter(|r| *r > 0),
         ..SendOptions::default()
     };
     let mut err: Option<PyErr> = None;

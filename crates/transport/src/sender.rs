@@ -249,6 +249,8 @@ pub struct Sender {
     sb: Scoreboard,
     rate: RateEstimator,
     pacer: Pacer,
+    /// An upper bound on the pacing rate set by the application (`SO_MAX_PACING_RATE`).
+    max_pacing_rate_bps: Option<u64>,
     prr: Prr,
     flow: FlowControl,
     /// The last NextSeg found new data that the receive window or send buffer held back.
@@ -323,6 +325,7 @@ impl Sender {
             sb: Scoreboard::new(cfg.dupthresh, mss),
             rate: RateEstimator::new(),
             pacer: Pacer::new(),
+            max_pacing_rate_bps: None,
             prr: Prr::default(),
             flow: FlowControl::new(cfg.initial_rwnd_bytes, cfg.sndbuf_bytes),
             flow_limited: false,
@@ -1021,6 +1024,29 @@ impl Sender {
         }
     }
 
+    /// Cap the pacing rate at `rate_bps` bits per second of payload (`None`: no cap), as Linux's
+    /// `SO_MAX_PACING_RATE` socket option does: a pacing controller is paced at the smaller of
+    /// its rate and the cap, a window-only controller (Reno, CUBIC) at the cap. For a user's
+    /// bandwidth limit (`ccarena send --limit-rate`).
+    pub fn set_max_pacing_rate_bps(&mut self, rate_bps: Option<u64>) {
+        self.max_pacing_rate_bps = rate_bps.filter(|r| *r > 0);
+    }
+
+    /// Let the pacer make up to `burst` of late polling back-to-back ([`Pacer::with_burst`]);
+    /// for drivers on a real clock. The simulator leaves it at zero.
+    pub fn set_pacing_burst(&mut self, burst: Duration) {
+        self.pacer.set_burst(burst);
+    }
+
+    /// The rate the next transmission is paced at, bits per second; `None`: unpaced.
+    fn pacing_rate_now(&self) -> Option<u64> {
+        let cc_rate = self.cwnd.pacing_rate_bps.filter(|r| *r > 0);
+        match (cc_rate, self.max_pacing_rate_bps) {
+            (Some(r), Some(cap)) => Some(r.min(cap)),
+            (r, cap) => r.or(cap),
+        }
+    }
+
     /// The earliest time [`Sender::handle_timeout`] (for the RTO) or [`Sender::poll_transmit`]
     /// (for a pacing release, reported only when the last poll found data waiting for it) must
     /// be called; `None` when nothing is pending.
@@ -1095,7 +1121,7 @@ impl Sender {
             self.cwnd_limited = true;
             return None;
         }
-        let rate = self.cwnd.pacing_rate_bps.filter(|r| *r > 0);
+        let rate = self.pacing_rate_now();
         if rate.is_some() && !self.pacer.ready(now) {
             self.paced_data_waiting = true;
             return None;

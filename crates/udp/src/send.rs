@@ -52,6 +52,12 @@ pub struct SendOptions {
     /// Lower bound on the retransmission timeout (RFC 6298 §2.4; Linux's 200 ms by default, as
     /// `ip route ... rto_min` lowers it on a fast path).
     pub min_rto: Duration,
+    /// Upper bound on the sending rate, payload bits per second (a user's bandwidth limit, as
+    /// `SO_MAX_PACING_RATE`); `None`: only congestion control limits it.
+    pub max_rate_bps: Option<u64>,
+    /// How much late wake-up time the pacer may make up back-to-back (see
+    /// `ccarena_transport::pacing`): 1 ms, about Linux's TSO burst at its pacing rate.
+    pub pacing_burst: Duration,
 }
 
 impl Default for SendOptions {
@@ -66,6 +72,8 @@ impl Default for SendOptions {
             stop_after_bytes: None,
             name: None,
             min_rto: Duration::from_millis(200),
+            max_rate_bps: None,
+            pacing_burst: Duration::from_millis(1),
         }
     }
 }
@@ -367,6 +375,8 @@ pub fn send_file(
     let epoch = Instant::now();
     let sim = |t: Instant| SimTime(t.saturating_duration_since(epoch).as_nanos() as u64);
     let mut sender = Sender::new(cfg, cc, SimTime::ZERO);
+    sender.set_max_pacing_rate_bps(opts.max_rate_bps);
+    sender.set_pacing_burst(ccarena_cc::Duration(opts.pacing_burst.as_nanos() as u64));
     if stream_bytes > 0 {
         sender.app_write(stream_bytes);
     }

@@ -41,6 +41,10 @@ def send(
                                                             "the file's name]."),
     timeout: float = typer.Option(5.0, "--timeout", min=0.1,
                                   help="Seconds to wait for the receiver to answer."),
+    limit_rate: Optional[str] = typer.Option(
+        None, "--limit-rate", metavar="RATE",
+        help="Send at most this many bits per second of file data, e.g. 50Mbps "
+             "[default: only congestion control limits it]."),
 ) -> None:
     """Send FILE to a ccarena receiver over ccarena's transport on UDP.
 
@@ -52,7 +56,17 @@ def send(
       ccarena send data.bin 192.0.2.7:9000
 
       ccarena send data.bin localhost:9000 --flavor bbr --json
+
+      ccarena send data.bin 192.0.2.7:9000 --limit-rate 20Mbps
     """
+    max_rate_bps = None
+    if limit_rate is not None:
+        from ccarena.units import UnitError, parse_rate_bps
+
+        try:
+            max_rate_bps = parse_rate_bps(limit_rate)
+        except UnitError as err:
+            raise UserError(f"--limit-rate: {err} (e.g. --limit-rate 50Mbps)") from None
     engine = _engine()
     stderr = Console(stderr=True)
     show = not json_out and stderr.is_terminal
@@ -68,7 +82,8 @@ def send(
         try:
             record = engine.udp_send_file(str(file), dest, flavor=flavor, recovery=recovery,
                                           progress=progress, name=name,
-                                          handshake_timeout_s=timeout)
+                                          handshake_timeout_s=timeout,
+                                          max_rate_bps=max_rate_bps)
         except engine.TransferError as err:
             raise UserError(str(err)) from None
         except KeyboardInterrupt:
