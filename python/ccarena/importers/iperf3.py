@@ -102,7 +102,7 @@ def _views(intervals: list[Any]) -> dict[int, tuple[bool, list[dict[str, Any]]]]
         for s in streams:
             if not isinstance(s, dict) or not isinstance(s.get("socket"), int):
                 raise ImportProblem(f"intervals[{i}] has a stream without its socket")
-            sender, rows = out.setdefault(s["socket"], (bool(s.get("sender")), []))
+            _, rows = out.setdefault(s["socket"], (bool(s.get("sender")), []))
             if not s.get("omitted"):
                 rows.append(s)
     return out

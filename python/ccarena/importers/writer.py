@@ -11,9 +11,10 @@ others are written, and the runs already in the directory stay.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import pandas as pd
 
@@ -93,8 +94,8 @@ def _summary(store: ExperimentStore, run_ids: Sequence[str]) -> pd.DataFrame:
 
 def _experiment(name: str, tool: str, runs: list[dict[str, Any]], files: list[dict[str, Any]],
                 description: str) -> dict[str, Any]:
-    lines = [f"# {tool} measurements imported with `ccarena import {tool}`: one run per file, "
-             "the files being repeats of one point."]
+    lines = [(f"# {tool} measurements imported with `ccarena import {tool}`: one run per file, "
+              "the files being repeats of one point.")]
     lines += [f"# {f['run_id']}: {f['file']} (sha256 {f['sha256']}){f['about']}" for f in files]
     return {
         "format_version": STORE_FORMAT, "name": name, "updated": now_utc(), "scenario_file": None,
