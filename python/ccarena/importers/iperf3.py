@@ -20,7 +20,8 @@ What the file gives, and where it goes (iperf3's units → the store's):
   ``rtt_mean_s`` (when the sender reported them); UDP ``packets`` → ``packets_sent``,
   ``lost_packets`` → ``packets_lost`` (so ``loss_rate`` = lost/packets), ``jitter_ms`` →
   ``jitter_s``. UDP datagrams all carry ``blksize`` bytes, so the bytes of the side that did not
-  write the file are its packets × ``blksize``;
+  write the file are its packets × ``blksize``. A server's file (``iperf3 -s -J``) has no record
+  of the client's end: only the server's own end is read from it;
 - the flavor is the congestion controller the file names for the sending side
   (``sender_tcp_congestion``; with ``--bidir`` the upload's is ``receiver_tcp_congestion``, as
   iperf3 writes them), ``unknown`` without one, ``udp`` for UDP; ``mss_bytes`` is ``tcp_mss``
@@ -176,9 +177,11 @@ def _end_records(end: dict[str, Any]) -> dict[int, dict[str, dict[str, Any]]]:
     return out
 
 
-def _tcp_totals(records: dict[str, dict[str, Any]]) -> tuple[dict[str, float], float, float]:
-    """A TCP stream's totals from its end records, with its start and end (s)."""
-    snd, rcv = records.get("sender", {}), records.get("receiver", {})
+def _tcp_totals(records: dict[str, dict[str, Any]], sides: tuple[str, ...]) -> tuple[dict[str, float], float, float]:
+    """A TCP stream's totals from its end records of ``sides`` (``sender``, ``receiver``), with
+    its start and end (s)."""
+    snd = records.get("sender", {}) if "sender" in sides else {}
+    rcv = records.get("receiver", {}) if "receiver" in sides else {}
     totals = {
         "bytes_sent": _num(snd, "bytes"), "bytes_delivered": _num(rcv, "bytes"),
         "throughput_mean_bps": _num(snd, "bits_per_second"),
@@ -254,7 +257,10 @@ def parse(path: Path) -> ImportedRun:
             if blksize:
                 totals["mss_bytes"] = blksize
         else:
-            totals, t0, t1 = _tcp_totals(ends[sock])
+            # A client's file holds both ends' records (the server sends its own at the end); a
+            # server's holds zeros for the client's end: only its own end is read there.
+            sides = ("sender", "receiver") if not server else ("sender",) if sends else ("receiver",)
+            totals, t0, t1 = _tcp_totals(ends[sock], sides)
             key = "receiver_tcp_congestion" if bidir and direction == "upload" else "sender_tcp_congestion"
             flavor = str(end.get(key) or "unknown")
             if mss:
