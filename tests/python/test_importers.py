@@ -117,6 +117,8 @@ def test_tcp_streams_become_flows_with_a_sample_per_interval(files, tmp_path):
     code, _, err = cli("import", "iperf3", files["tcp"][0], files["p2"][0], "--name", "tcp",
                          "-o", tmp_path / "tcp")
     assert code == 0, err
+    # The same file again replaces its run.
+    assert cli("import", "iperf3", files["tcp"][0], "--name", "tcp", "-o", tmp_path / "tcp")[0] == 0
     flows, samples, summary = load(tmp_path / "tcp")
     assert len(flows) == 3 and set(flows["flavor"]) == {"cubic"} and set(flows["direction"]) == {"upload"}
     assert set(summary["backend"]) == {"iperf3"} and len(summary) == 3
