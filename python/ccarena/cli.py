@@ -19,6 +19,7 @@ from rich.console import Console
 from rich.table import Table
 
 from ccarena.errors import EngineFault, UserError
+from ccarena.importers import commands as _import_commands
 from ccarena.transfer.commands import recv as _recv
 from ccarena.transfer.commands import send as _send
 
@@ -597,6 +598,13 @@ def doctor(
 # ccarena send / ccarena recv: file transfer over ccarena's transport on UDP.
 app.command(name="send")(handles_errors(_send))
 app.command(name="recv")(handles_errors(_recv))
+
+# ccarena import iperf3|flent: real measurements as an experiment directory.
+import_app = typer.Typer(help="Import real measurements (iperf3 JSON, Flent data files) as an "
+                              "experiment directory.", no_args_is_help=True, rich_markup_mode=None)
+import_app.command(name="iperf3")(handles_errors(_import_commands.iperf3))
+import_app.command(name="flent")(handles_errors(_import_commands.flent))
+app.add_typer(import_app, name="import")
 
 
 def main() -> None:

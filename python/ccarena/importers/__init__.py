@@ -1,0 +1,16 @@
+"""Real measurements in the same tables as simulated runs: ``ccarena import iperf3 FILE.json…`` and
+``ccarena import flent FILE.flent.gz…`` turn measurement files into an experiment directory
+(:mod:`ccarena.store` layout), so ``ccarena report``, ``query``, ``plot`` and ``compare`` read them
+like any experiment.
+
+- :mod:`ccarena.importers.model`: one imported run and its flows, as parsed from a file;
+- :mod:`ccarena.importers.iperf3`: iperf3's ``--json`` output;
+- :mod:`ccarena.importers.flent`: Flent's ``.flent.gz`` data files;
+- :mod:`ccarena.importers.tables`: a parsed run → the store's flows, samples and regions tables;
+- :mod:`ccarena.importers.writer`: the runs written into an experiment directory;
+- :mod:`ccarena.importers.commands`: the typer commands (registered in ``ccarena.cli``).
+
+Each file becomes one run (``backend`` = the tool: ``iperf3`` or ``flent``), the files of one
+import being repeats of one point. Columns a file has no value for stay null: nothing is invented.
+This package imports nothing heavy at import time (the CLI loads it on start).
+"""

@@ -1,0 +1,82 @@
+"""``ccarena import iperf3 FILE.json…`` and ``ccarena import flent FILE.flent.gz…``: the typer
+commands (registered in ``ccarena.cli``, which turns a :class:`~ccarena.errors.UserError` into one
+line per problem and exit status 2). Heavy modules are loaded inside the commands."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any, Callable, List, Optional
+
+import typer
+
+from ccarena.errors import UserError
+
+
+def _run(tool: str, parse: Callable[[Path], Any], files: List[Path], name: Optional[str],
+         out: Optional[Path], results: Path, about: Callable[[Any], str]) -> None:
+    from ccarena.importers.writer import import_files
+
+    if name is None:
+        stem = files[0].name.split(".")[0] if files else tool
+        name = stem or tool
+    if not name.strip() or "/" in name or name in (".", ".."):
+        raise UserError(f"--name: '{name}' cannot name an experiment directory; give a plain name")
+    root = out if out is not None else results / name
+    outcome = import_files(tool, parse, files, root, name, about)
+    if outcome.written:
+        print(f"imported {len(outcome.written)} of {len(files)} {tool} file(s) into {root} "
+              f"({outcome.total_runs} runs there)", flush=True)
+        print(f"  ccarena report {root}", flush=True)
+    sys.stdout.flush()
+    if outcome.problems:
+        # One line per file not imported (the files above were imported and are kept).
+        raise UserError(outcome.problems[0], outcome.problems[1:])
+
+
+def iperf3(
+    files: List[Path] = typer.Argument(..., help="iperf3 --json output files (one run each).",
+                                       show_default=False),
+    name: Optional[str] = typer.Option(None, "--name", help="Experiment name [default: the first "
+                                                            "file's name]."),
+    out: Optional[Path] = typer.Option(None, "--out", "-o",
+                                       help="Experiment directory [default: RESULTS/<name>]."),
+    results: Path = typer.Option(Path("results"), "--results", help="Parent of the experiment directory."),
+) -> None:
+    """Import iperf3 --json results (TCP or UDP, -P N, -R, --bidir) as an experiment: one run per
+    file, one flow per stream, a sample per interval; then report, query, plot or compare it.
+
+    Importing into the same directory again adds the new files (the same file replaces its run).
+
+    Examples:
+
+      iperf3 -c HOST -t 30 -i 0.1 -C cubic --json > cubic-1.json
+
+      ccarena import iperf3 cubic-*.json --name wan-cubic
+
+      ccarena compare results/wan-cubic-sim results/wan-cubic
+    """
+    from ccarena.importers import iperf3 as parser
+
+    _run("iperf3", parser.parse, files, name, out, results, parser.about)
+
+
+def flent(
+    files: List[Path] = typer.Argument(..., help="Flent data files (.flent.gz; one run each).",
+                                       show_default=False),
+    name: Optional[str] = typer.Option(None, "--name", help="Experiment name [default: the first "
+                                                            "file's name]."),
+    out: Optional[Path] = typer.Option(None, "--out", "-o",
+                                       help="Experiment directory [default: RESULTS/<name>]."),
+    results: Path = typer.Option(Path("results"), "--results", help="Parent of the experiment directory."),
+) -> None:
+    """Import Flent data files as an experiment: one run per file, a flow per throughput series
+    (goodput samples) and per ping series (RTT samples).
+
+    Example:
+
+      ccarena import flent rrul-2024-05-01T120000.flent.gz --name home-rrul
+    """
+    from ccarena.importers import flent as parser
+
+    _run("flent", parser.parse, files, name, out, results, parser.about)

@@ -1,0 +1,303 @@
+"""iperf3's ``--json`` output (iperf 3.x; checked against 3.12) as an :class:`ImportedRun`.
+
+One flow per stream (``-P N`` gives N per direction, ``--bidir`` both directions), named
+``<flavor>-<direction>[-k]``; ``direction`` is ``upload`` (client → server) or ``download``.
+
+What the file gives, and where it goes (iperf3's units → the store's):
+
+- each interval of a stream is one sample at the interval's end (omitted intervals, ``-O``, are
+  left out as iperf3 leaves them out of its sums). The side that wrote the file sees its own half
+  of a stream: where it sends, ``bits_per_second`` is the rate the application wrote into the
+  socket → ``throughput_bps`` (with ``sent_bytes`` cumulative; unlike a simulated flow's, it does
+  not count retransmissions), ``snd_cwnd`` (bytes) → ``cwnd_bytes``, ``rtt``/``rttvar`` (µs) →
+  ``srtt_s``/``rttvar_s``, ``retransmits`` → ``retransmits`` (cumulative); where it receives,
+  ``bits_per_second`` → ``goodput_bps`` (with ``delivered_bytes`` cumulative) and, for UDP,
+  ``jitter_ms`` → ``jitter_s``. The other half comes from ``server_output_json`` when the client
+  ran with ``--get-server-output`` against a server started with ``-J``;
+- the end record of each stream: the receiver's ``bits_per_second`` → ``goodput_mean_bps`` and
+  its bytes → ``bytes_delivered``; the sender's → ``throughput_mean_bps`` and ``bytes_sent``;
+  TCP ``retransmits`` → ``packets_retransmitted``, ``min_rtt``/``mean_rtt`` → ``rtt_min_s``/
+  ``rtt_mean_s`` (when the sender reported them); UDP ``packets`` → ``packets_sent``,
+  ``lost_packets`` → ``packets_lost`` (so ``loss_rate`` = lost/packets), ``jitter_ms`` →
+  ``jitter_s``. UDP datagrams all carry ``blksize`` bytes, so the bytes of the side that did not
+  write the file are its packets × ``blksize``. A server's file (``iperf3 -s -J``) has no record
+  of the client's end: only the server's own end is read from it;
+- the flavor is the congestion controller the file names for the sending side
+  (``sender_tcp_congestion``; with ``--bidir`` the upload's is ``receiver_tcp_congestion``, as
+  iperf3 writes them), ``unknown`` without one, ``udp`` for UDP; ``mss_bytes`` is ``tcp_mss``
+  (``-M``) or ``tcp_mss_default``, or the UDP ``blksize``.
+
+Anything else (``packets_sent`` of TCP, RTT percentiles, base RTT, the path) stays null.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+from ccarena.importers.files import GZIP_MAGIC, parse_json, read_bytes
+from ccarena.importers.model import ImportedFlow, ImportedRun, ImportProblem
+
+
+def _num(record: dict[str, Any], key: str, scale: float = 1.0) -> float | None:
+    """``record[key]`` × ``scale`` when it is a number, else None."""
+    value = record.get(key)
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return float(value) * scale
+
+
+def _positive(record: dict[str, Any], key: str, scale: float = 1.0) -> float | None:
+    """As :func:`_num`, but None for 0: iperf3 writes 0 for a TCP figure it could not read
+    (the peer's RTT in ``-R`` mode)."""
+    value = _num(record, key, scale)
+    return value if value is not None and value > 0 else None
+
+
+def load(path: Path) -> tuple[dict[str, Any], str]:
+    """The iperf3 JSON document of ``path``, checked to be iperf3 ``--json`` output, and the
+    file's SHA-256.
+
+    Raises:
+        ImportProblem: unreadable, gzip'd, not JSON or truncated, iperf3's own ``error``, another
+            kind of file, or no intervals.
+    """
+    data, sha = read_bytes(path)
+    if data.startswith(GZIP_MAGIC):
+        raise ImportProblem("is gzip-compressed, not iperf3 --json output (a Flent file? use "
+                            "`ccarena import flent`)")
+    doc = parse_json(data)
+    if not isinstance(doc, dict):
+        raise ImportProblem("is not iperf3 --json output (the top level is not a JSON object)")
+    if "error" in doc:
+        message = " ".join(str(doc["error"]).split())
+        raise ImportProblem(f"iperf3 reported an error instead of a result: {message}")
+    if "x_values" in doc and "results" in doc:
+        raise ImportProblem("is a Flent data file, not iperf3 output; use `ccarena import flent`")
+    missing = [k for k in ("start", "intervals", "end") if not isinstance(doc.get(k), (dict, list))]
+    if missing:
+        raise ImportProblem("is not iperf3 --json output (no " + ", ".join(repr(k) for k in missing)
+                            + " record)")
+    if not isinstance(doc["intervals"], list) or not doc["intervals"]:
+        raise ImportProblem("has no intervals (iperf3 ran with -i 0, or stopped before its first "
+                            "report): run iperf3 with -i 1 or shorter")
+    if not isinstance(doc["end"], dict) or not doc["end"].get("streams"):
+        raise ImportProblem("has no end record of its streams (the test did not finish)")
+    return doc, sha
+
+
+def _views(intervals: list[Any]) -> dict[int, tuple[bool, list[dict[str, Any]]]]:
+    """Socket → (this side sends it, its non-omitted interval records), sockets in order.
+
+    Raises:
+        ImportProblem: an interval without streams.
+    """
+    out: dict[int, tuple[bool, list[dict[str, Any]]]] = {}
+    for i, interval in enumerate(intervals):
+        streams = interval.get("streams") if isinstance(interval, dict) else None
+        if not isinstance(streams, list):
+            raise ImportProblem(f"intervals[{i}] has no streams")
+        for s in streams:
+            if not isinstance(s, dict) or not isinstance(s.get("socket"), int):
+                raise ImportProblem(f"intervals[{i}] has a stream without its socket")
+            _, rows = out.setdefault(s["socket"], (bool(s.get("sender")), []))
+            if not s.get("omitted"):
+                rows.append(s)
+    return out
+
+
+def _sample(s: dict[str, Any], sends: bool, udp: bool, totals: dict[str, float]) -> dict[str, Any]:
+    """One interval record of a stream as a sample, from the side that sends (``sends``) or
+    receives it; ``totals`` carries the cumulative byte and retransmission counts."""
+    row: dict[str, Any] = {}
+    nbytes = _num(s, "bytes") or 0.0
+    if sends:
+        totals["sent"] += nbytes
+        row.update(throughput_bps=_num(s, "bits_per_second"), sent_bytes=totals["sent"])
+        if not udp:
+            row.update(cwnd_bytes=_num(s, "snd_cwnd"), srtt_s=_positive(s, "rtt", 1e-6),
+                       rttvar_s=_num(s, "rttvar", 1e-6) if _positive(s, "rtt") else None)
+            retx = _num(s, "retransmits")
+            if retx is not None:
+                totals["retx"] += retx
+                row["retransmits"] = totals["retx"]
+    else:
+        totals["delivered"] += nbytes
+        row.update(goodput_bps=_num(s, "bits_per_second"), delivered_bytes=totals["delivered"])
+        if udp:
+            row["jitter_s"] = _num(s, "jitter_ms", 1e-3)
+    return row
+
+
+def _samples(rows: list[dict[str, Any]], sends: bool, udp: bool) -> list[dict[str, Any]]:
+    totals: dict[str, float] = defaultdict(float)
+    return [dict(_sample(s, sends, udp, totals), time_s=_num(s, "end")) for s in rows]
+
+
+def _merge_peer(doc: dict[str, Any], views: dict[int, tuple[bool, list[dict[str, Any]]]],
+                samples: dict[int, list[dict[str, Any]]], udp: bool) -> str:
+    """Add the other side's half of each stream from ``server_output_json`` (the same streams in
+    the same order per direction; intervals matched one to one). Returns what was done, for
+    run.json."""
+    peer = doc.get("server_output_json")
+    if not isinstance(peer, dict):
+        return "absent"
+    try:
+        peer_views = _views(peer.get("intervals") or [])
+    except ImportProblem:
+        return "ignored: its intervals have no streams"
+    merged = 0
+    for sends in (True, False):
+        mine = [k for k, (s, _) in views.items() if s == sends]
+        theirs = [k for k, (s, _) in peer_views.items() if s != sends]
+        if len(mine) != len(theirs):
+            return "ignored: its streams do not match this file's"
+        for local, remote in zip(mine, theirs):
+            other = _samples(peer_views[remote][1], not sends, udp)
+            if len(other) != len(samples[local]):
+                return "ignored: its intervals do not match this file's"
+            for row, extra in zip(samples[local], other):
+                row.update({k: v for k, v in extra.items() if k != "time_s"})
+            merged += 1
+    return f"merged ({merged} streams)"
+
+
+def _end_records(end: dict[str, Any]) -> dict[int, dict[str, dict[str, Any]]]:
+    """Socket → its end records (``sender`` and ``receiver`` for TCP, ``udp`` for UDP)."""
+    out: dict[int, dict[str, dict[str, Any]]] = {}
+    for entry in end.get("streams") or []:
+        if not isinstance(entry, dict):
+            continue
+        for key, record in entry.items():
+            if isinstance(record, dict) and isinstance(record.get("socket"), int):
+                out.setdefault(record["socket"], {})[key] = record
+    return out
+
+
+def _tcp_totals(records: dict[str, dict[str, Any]], sides: tuple[str, ...]) -> tuple[dict[str, float], float, float]:
+    """A TCP stream's totals from its end records of ``sides`` (``sender``, ``receiver``), with
+    its start and end (s)."""
+    snd = records.get("sender", {}) if "sender" in sides else {}
+    rcv = records.get("receiver", {}) if "receiver" in sides else {}
+    totals = {
+        "bytes_sent": _num(snd, "bytes"), "bytes_delivered": _num(rcv, "bytes"),
+        "throughput_mean_bps": _num(snd, "bits_per_second"),
+        "goodput_mean_bps": _num(rcv, "bits_per_second"),
+        "packets_retransmitted": _num(snd, "retransmits"),
+        "rtt_min_s": _positive(snd, "min_rtt", 1e-6), "rtt_mean_s": _positive(snd, "mean_rtt", 1e-6),
+    }
+    starts = [v for v in (_num(snd, "start"), _num(rcv, "start")) if v is not None]
+    ends = [v for v in (_num(snd, "end"), _num(rcv, "end")) if v is not None]
+    return ({k: v for k, v in totals.items() if v is not None},
+            min(starts) if starts else math.nan, max(ends) if ends else math.nan)
+
+
+def _udp_totals(record: dict[str, Any], sends: bool, blksize: float | None) -> tuple[dict[str, float], float, float]:
+    """A UDP stream's totals from its ``udp`` end record (written by the side that ``sends`` it
+    or receives it), with its start and end (s)."""
+    packets, lost = _num(record, "packets"), _num(record, "lost_packets")
+    received = packets - lost if packets is not None and lost is not None else None
+    nbytes = _num(record, "bytes")
+    start, end = _num(record, "start"), _num(record, "end")
+    span = end - start if start is not None and end is not None else math.nan
+    if sends:
+        sent_b = nbytes
+        delivered_b = received * blksize if received is not None and blksize else None
+    else:
+        delivered_b = nbytes
+        sent_b = packets * blksize if packets is not None and blksize else None
+    totals = {"bytes_sent": sent_b, "bytes_delivered": delivered_b, "packets_sent": packets,
+              "packets_lost": lost, "packets_received": received,
+              "jitter_s": _num(record, "jitter_ms", 1e-3)}
+    for key, size in (("goodput_mean_bps", delivered_b), ("throughput_mean_bps", sent_b)):
+        if size is not None and span > 0:
+            totals[key] = 8.0 * size / span
+    return ({k: v for k, v in totals.items() if v is not None},
+            start if start is not None else math.nan, end if end is not None else math.nan)
+
+
+def parse(path: Path) -> ImportedRun:
+    """One iperf3 ``--json`` file as an :class:`ImportedRun` (see the module doc for the mapping).
+
+    Raises:
+        ImportProblem: the file is not a complete iperf3 result (:func:`load`), or a stream has
+            no end record.
+    """
+    doc, sha = load(path)
+    start, end = doc["start"], doc["end"]
+    test = start.get("test_start") or {}
+    udp = str(test.get("protocol", "TCP")).upper() == "UDP"
+    server = "accepted_connection" in start and "connecting_to" not in start
+    views = _views(doc["intervals"])
+    if not any(rows for _, rows in views.values()):
+        raise ImportProblem("has no intervals outside the omitted start (-O): nothing to sample")
+    ends = _end_records(end)
+    samples = {sock: _samples(rows, sends, udp) for sock, (sends, rows) in views.items()}
+    peer = _merge_peer(doc, views, samples, udp)
+    bidir = len({sends for sends, _ in views.values()}) > 1
+    blksize = _num(test, "blksize")
+    mss = _num(start, "tcp_mss") or _num(start, "tcp_mss_default")
+    counts: dict[str, int] = defaultdict(int)
+    directions = {}
+    for sock, (sends, _) in views.items():
+        directions[sock] = "upload" if sends != server else "download"
+        counts[directions[sock]] += 1
+    seen: dict[str, int] = defaultdict(int)
+    flows = []
+    for sock, (sends, rows) in views.items():
+        direction = directions[sock]
+        if sock not in ends:
+            raise ImportProblem(f"stream {sock} has no end record (the test did not finish)")
+        if udp:
+            totals, t0, t1 = _udp_totals(ends[sock].get("udp", {}), sends, blksize)
+            flavor = "udp"
+            if blksize:
+                totals["mss_bytes"] = blksize
+        else:
+            # A client's file holds both ends' records (the server sends its own at the end); a
+            # server's holds zeros for the client's end: only its own end is read there.
+            sides = ("sender", "receiver") if not server else ("sender",) if sends else ("receiver",)
+            totals, t0, t1 = _tcp_totals(ends[sock], sides)
+            key = "receiver_tcp_congestion" if bidir and direction == "upload" else "sender_tcp_congestion"
+            flavor = str(end.get(key) or "unknown")
+            if mss:
+                totals["mss_bytes"] = mss
+        if not math.isfinite(t0) or not math.isfinite(t1):
+            t0 = min((_num(r, "start") or 0.0) for r in rows) if rows else 0.0
+            t1 = max((_num(r, "end") or 0.0) for r in rows) if rows else 0.0
+        seen[direction] += 1
+        name = f"{flavor}-{direction}" + (f"-{seen[direction]}" if counts[direction] > 1 else "")
+        flows.append(ImportedFlow(name=name, kind="udp" if udp else "tcp", flavor=flavor,
+                                  direction=direction, start_s=t0, end_s=t1, totals=totals,
+                                  samples=samples[sock]))
+    first = next(rows for _, rows in views.values() if rows)
+    interval = statistics.median([_num(r, "seconds") or 0.0 for r in first]) or 1.0
+    info = {
+        "tool": "iperf3", "version": start.get("version"), "system_info": start.get("system_info"),
+        "time": (start.get("timestamp") or {}).get("time"), "role": "server" if server else "client",
+        "connecting_to": start.get("connecting_to"), "test_start": test, "bidir": bidir,
+        "sender_tcp_congestion": end.get("sender_tcp_congestion"),
+        "receiver_tcp_congestion": end.get("receiver_tcp_congestion"),
+        "cpu_utilization_percent": end.get("cpu_utilization_percent"),
+        "server_output_json": peer,
+    }
+    return ImportedRun(tool="iperf3", path=path, sha256=sha, flows=flows,
+                       duration_s=max(f.end_s for f in flows), interval_s=float(interval), info=info)
+
+
+def about(run: ImportedRun) -> str:
+    """A short description of an imported iperf3 run (for experiment.json's text)."""
+    test = run.info.get("test_start") or {}
+    host = (run.info.get("connecting_to") or {}).get("host")
+    bits = [f"{test.get('protocol', '?')}", f"{test.get('num_streams', '?')} stream(s)"]
+    if run.info.get("bidir"):
+        bits.append("bidir")
+    elif test.get("reverse"):
+        bits.append("reverse")
+    bits.append(f"{test.get('duration', '?')} s")
+    if host:
+        bits.append(f"to {host}")
+    return f": iperf3 {run.info.get('version') or ''}, " + ", ".join(bits)
