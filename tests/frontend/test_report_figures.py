@@ -148,3 +148,61 @@ def test_a_flavor_sweep_is_drawn_as_bars_in_each_flavor_colour():
     assert plots.metric_vs_param(aggregated, "flows[0].flavor", "goodput_mean_bps", ["flow"], "t") is None
     fig = plots.metric_vs_category(aggregated, "flows[0].flavor", "goodput_mean_bps", ["flow"], "t")
     assert plots.flavor_colors_of(fig) == {f: plots.flavor_color(f).lower() for f in ("reno", "cubic", "bbr")}
+
+
+def test_regions_are_shaded_where_flows_come_and_go():
+    t = np.arange(0.0, 10.0, 0.5)
+    samples = pd.DataFrame({"flow": np.r_[np.zeros(t.size), np.ones(t.size)].astype(int),
+                            "time_s": np.r_[t, t], "goodput_bps": 1e6})
+    flows = pd.DataFrame({"flow": [0, 1], "name": ["a", "b"], "flavor": ["reno", "cubic"],
+                          "kind": ["tcp", "tcp"], "end_s": [10.0, 10.0]})
+    regions = pd.DataFrame({"start_s": [0.0, 3.0, 7.0], "end_s": [3.0, 7.0, 10.0], "n_flows": [1, 2, 1]})
+    fig = plots.goodput_vs_time(samples, flows, "g", regions=regions)
+    spans = [p for p in fig.axes[0].patches if p.get_gid() == "region"]
+    assert len(spans) == 1  # every other region: the middle one
+    x0, x1 = spans[0].get_x(), spans[0].get_x() + spans[0].get_width()
+    assert (x0, x1) == (3.0, 7.0)
+    texts = [t.get_text() for t in fig.axes[0].texts]
+    assert texts == ["1 flow", "2 flows", "1 flow"]
+    # One region (no flow comes or goes): nothing shaded.
+    single = plots.goodput_vs_time(samples, flows, "g", regions=regions.iloc[:1])
+    assert not [p for p in single.axes[0].patches if p.get_gid() == "region"]
+
+
+def test_cwnd_per_rtt_round_counts_rounds_by_srtt():
+    # 4 s at srtt 100 ms = 40 rounds; then 2 s at 200 ms = 10 more.
+    t = np.arange(0.0, 6.01, 0.1)
+    srtt = np.where(t <= 4.0 + 1e-9, 0.1, 0.2)
+    samples = pd.DataFrame({"flow": 0, "time_s": t, "srtt_s": srtt, "cwnd_bytes": 14480.0,
+                            "ssthresh_bytes": np.nan})
+    rounds = plots.with_rtt_rounds(samples)["round"].to_numpy()
+    assert rounds[0] == 0.0
+    assert abs(rounds[40] - 40.0) < 1e-6 and abs(rounds[-1] - 50.0) < 1e-6
+    flows = pd.DataFrame({"flow": [0], "name": ["reno"], "flavor": ["reno"], "kind": ["tcp"],
+                          "end_s": [6.0]})
+    fig = plots.cwnd_vs_time(samples, flows, {0: 1448.0}, "c", rounds=True)
+    line = next(ln for ln in fig.axes[0].lines if ln.get_gid())
+    assert abs(float(np.max(line.get_xdata())) - 50.0) < 1e-6
+    assert "round" in fig.axes[0].get_xlabel()
+
+
+def test_a_delay_sweep_at_fixed_loss_draws_the_1_over_rtt_law():
+    delays = ["10ms", "50ms", "100ms"]
+    rtts = np.array([0.02, 0.1, 0.2])
+    aggregated = pd.DataFrame({"point": [0, 1, 2], "delay": delays, "flow": 0, "name": "reno",
+                               "flavor": "reno", "goodput_mean_bps": [9e6, 2e6, 1e6],
+                               "goodput_mean_bps_ci95": [1e5] * 3})
+    rows = pd.DataFrame({"point": [0, 1, 2], "flow": 0, "kind": "tcp", "flavor": "reno",
+                         "path_loss": 0.01, "base_rtt_s": rtts, "mss_bytes": 1448.0,
+                         "bottleneck_rate_bps": 1e9})
+    fig = plots.metric_vs_param(aggregated, "delay", "goodput_mean_bps", ["flow"], "g vs delay",
+                                theory_rows=rows)
+    mathis = [ln for ln in fig.axes[0].lines if ln.get_label().startswith("Mathis")]
+    assert len(mathis) == 1 and "1/RTT" in mathis[0].get_label()
+    x, y = mathis[0].get_xdata(), mathis[0].get_ydata()
+    # Goodput × RTT is constant along the curve: the 1/RTT law (Mathis at p = 1%).
+    rtt_at = np.interp(x, [10, 50, 100], rtts)
+    product = y * rtt_at
+    assert np.allclose(product, product[0], rtol=1e-9)
+    expected = 8 * 1448 / 0.02 * np.sqrt(1.5 / 0.01) / 1e6
+    assert abs(y[0] - expected) / expected < 1e-6

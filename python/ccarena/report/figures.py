@@ -120,10 +120,15 @@ def _small_multiples(result: Any, first_repeats: pd.DataFrame, figures_dir: Path
     return out
 
 
+def report_options(result: Any) -> dict[str, Any]:
+    """The scenario's ``[report]`` table as stored with the experiment (empty when none)."""
+    return (getattr(result, "meta", None) or {}).get("report") or {}
+
+
 def value_labels(result: Any) -> dict[str, dict[str, str]]:
     """``[report] labels``: swept parameter path → {value as written → label} (``{"3": "fast
     recovery", "1000": "timeouts only"}``); a labelled parameter is drawn as categories."""
-    report = (getattr(result, "meta", None) or {}).get("report") or {}
+    report = report_options(result)
     return {str(p): {str(k): str(v) for k, v in m.items()} for p, m in (report.get("labels") or {}).items()}
 
 
@@ -136,6 +141,7 @@ def draw_figures(result: Any, figures_dir: Path, max_runs: int = 4, prefix: str 
     """
     out: list[Figure] = []
     summary = result.summary
+    cwnd_rounds = report_options(result).get("cwnd_axis") == "rounds"
     first_repeats = summary[summary["repeat"] == 0].drop_duplicates("point")
     every_point = first_repeats["run_id"].tolist()
     shown = every_point[:max_runs]
@@ -144,6 +150,7 @@ def draw_figures(result: Any, figures_dir: Path, max_runs: int = 4, prefix: str 
         samples = result.store.read_table(run_id, "samples")
         queues = result.store.read_table(run_id, "queues")
         links = result.store.read_table(run_id, "links")
+        regions = result.store.read_table(run_id, "regions")
         record = result.store.read_run_record(run_id)
         mss = {int(f["flow"] if "flow" in f else i): float(f.get("mss_bytes") or 1448)
                for i, f in enumerate(flows.to_dict("records"))}
@@ -155,12 +162,18 @@ def draw_figures(result: Any, figures_dir: Path, max_runs: int = 4, prefix: str 
         timed = bool(samples["srtt_s"].notna().any()) if "srtt_s" in samples else False
         figs = [
             ("goodput", f"Goodput per flow — {label}",
-             plots.goodput_vs_time(samples, flows, f"Goodput — {label}", run_id, capacity)),
+             plots.goodput_vs_time(samples, flows, f"Goodput — {label}", run_id, capacity, regions)),
             *([("cwnd", f"cwnd and ssthresh — {label}",
-                plots.cwnd_vs_time(samples, flows, mss, f"cwnd and ssthresh — {label}", run_id))]
+                plots.cwnd_vs_time(samples, flows, mss, f"cwnd and ssthresh — {label}", run_id,
+                                   regions))]
               if windowed else []),
+            *([("cwnd-rounds", f"cwnd and ssthresh per transmission round — {label}",
+                plots.cwnd_vs_time(samples, flows, mss, f"cwnd per RTT round — {label}", run_id,
+                                   rounds=True))]
+              if windowed and timed and cwnd_rounds else []),
             *([("rtt", f"RTT — {label}",
-                plots.rtt_vs_time(samples, flows, f"Smoothed RTT — {label}", run_id, base_rtt))]
+                plots.rtt_vs_time(samples, flows, f"Smoothed RTT — {label}", run_id, base_rtt,
+                                  regions))]
               if timed else []),
             *([("queue", f"Queue backlog — {label}", plots.backlog_vs_time(queues, watched, f"Queue backlog — {label}"))]
               if len(watched) else []),

@@ -229,11 +229,35 @@ def trim_time_axis(ax: plt.Axes, flows: pd.DataFrame, samples: pd.DataFrame) -> 
         ax.set_xlim(0, last_end * 1.05)
 
 
+def shade_regions(ax: plt.Axes, regions: pd.DataFrame | None) -> None:
+    """Shade every other region (a maximal interval with one set of active flows,
+    :func:`ccarena.analysis.metrics.find_regions`) in light grey and name each by its number of
+    active flows along the top, so a reader sees where flows come and go. Nothing is drawn for a
+    run with a single region. ``regions`` has ``start_s``, ``end_s`` and ``n_flows`` (the run's
+    regions table)."""
+    if regions is None or len(regions) < 2 or not {"start_s", "end_s", "n_flows"} <= set(regions):
+        return
+    rows = regions.sort_values("start_s")
+    for i, row in enumerate(rows.itertuples(index=False)):
+        start, end = float(row.start_s), float(row.end_s)
+        if not (math.isfinite(start) and math.isfinite(end)) or end <= start:
+            continue
+        if i % 2 == 1:
+            ax.axvspan(start, end, color="0.92", zorder=0, linewidth=0, gid="region")
+        n = int(row.n_flows)
+        ax.text((start + end) / 2, 1.0, f"{n} flow{'s' if n != 1 else ''}", ha="center",
+                va="bottom", fontsize=7, color="0.35", transform=ax.get_xaxis_transform(),
+                clip_on=True)
+
+
 def goodput_vs_time(samples: pd.DataFrame, flows: pd.DataFrame, title: str,
-                    run_id: str = "", capacity_bps: float | None = None) -> plt.Figure:
+                    run_id: str = "", capacity_bps: float | None = None,
+                    regions: pd.DataFrame | None = None) -> plt.Figure:
     """Goodput of each flow per sample interval (Mbps) against time (s), with the bottleneck's
-    capacity as a reference line when given."""
+    capacity as a reference line when given and the regions shaded when flows come and go
+    (:func:`shade_regions`)."""
     fig, ax = _figure(title, "time (s)", "goodput (Mbps)")
+    shade_regions(ax, regions)
     _per_flow(ax, samples, flows, "goodput_bps", 1e6, run_id)
     if capacity_bps is not None and math.isfinite(capacity_bps) and capacity_bps > 0:
         ax.axhline(capacity_bps / 1e6, color="0.45", linewidth=1.0, linestyle=(0, (6, 3)),
@@ -243,13 +267,37 @@ def goodput_vs_time(samples: pd.DataFrame, flows: pd.DataFrame, title: str,
     return _finish(fig, ax)
 
 
+def with_rtt_rounds(samples: pd.DataFrame) -> pd.DataFrame:
+    """``samples`` with a ``round`` column: per flow, the transmission rounds elapsed since its
+    first sample, ``∫ dt / srtt`` summed over the sample intervals (one round = one smoothed RTT,
+    the textbook "transmission round" of a window-based sender; the cumulative sum over samples is
+    vectorized per flow). Samples without an srtt add nothing."""
+    if not len(samples):
+        return samples.assign(round=np.array([], dtype=float))
+    ordered = samples.sort_values(["flow", "time_s"])
+    dt = ordered.groupby("flow")["time_s"].diff().fillna(0.0).to_numpy(dtype=float)
+    srtt = ordered["srtt_s"].to_numpy(dtype=float)
+    step = np.where(np.isfinite(srtt) & (srtt > 0), dt / np.where(srtt > 0, srtt, 1.0), 0.0)
+    rounds = pd.Series(step, index=ordered.index).groupby(ordered["flow"]).cumsum()
+    return ordered.assign(round=rounds.to_numpy())
+
+
 def cwnd_vs_time(samples: pd.DataFrame, flows: pd.DataFrame, mss_bytes: dict[int, float],
-                 title: str, run_id: str = "") -> plt.Figure:
+                 title: str, run_id: str = "", regions: pd.DataFrame | None = None,
+                 rounds: bool = False) -> plt.Figure:
     """cwnd (the flow's line) and ssthresh (thin dotted, same colour) of each TCP or UDT flow, in
     MSS-sized packets, against time (UDT has no ssthresh; none drawn for more than
-    :data:`MAX_LEGEND_FLOWS` flows or binned series)."""
-    fig, ax = _figure(title, "time (s)", "window (packets of MSS)")
+    :data:`MAX_LEGEND_FLOWS` flows or binned series). With ``rounds`` the x axis is the flow's
+    transmission rounds (:func:`with_rtt_rounds`, ``[report] cwnd_axis = "rounds"``: cwnd per
+    RTT round, the textbook sawtooth); otherwise time, with the regions shaded."""
+    xlabel = "transmission round (∫ dt / srtt)" if rounds else "time (s)"
+    fig, ax = _figure(title, xlabel, "window (packets of MSS)")
     tcp = flows[flows["kind"].isin(["tcp", "udt"])]
+    if rounds:
+        # The rounds column stands in for time: the plotting helpers read ``time_s``.
+        samples = with_rtt_rounds(samples).drop(columns="time_s").rename(columns={"round": "time_s"})
+    else:
+        shade_regions(ax, regions)
     _per_flow(ax, samples, tcp, "cwnd_bytes", mss_bytes, run_id)
     styles = flow_styles(tcp)
     if len(tcp) <= MAX_LEGEND_FLOWS:  # ssthresh of many flows would hide their cwnd
@@ -263,15 +311,18 @@ def cwnd_vs_time(samples: pd.DataFrame, flows: pd.DataFrame, mss_bytes: dict[int
                 ax.plot(mine["time_s"], y, color=styles[int(row.flow)][0], linewidth=0.8,
                         alpha=0.6, linestyle=":", label=f"{row.name} ssthresh")
     ax.set_ylim(bottom=0)
-    trim_time_axis(ax, tcp, samples)
+    if not rounds:
+        trim_time_axis(ax, tcp, samples)
     return _finish(fig, ax)
 
 
 def rtt_vs_time(samples: pd.DataFrame, flows: pd.DataFrame, title: str,
-                run_id: str = "", base_rtt_s: float | None = None) -> plt.Figure:
+                run_id: str = "", base_rtt_s: float | None = None,
+                regions: pd.DataFrame | None = None) -> plt.Figure:
     """Smoothed RTT (srtt, ms) of each TCP or UDT flow against time, with the base (propagation)
-    RTT as a reference line when given."""
+    RTT as a reference line when given and the regions shaded (:func:`shade_regions`)."""
     fig, ax = _figure(title, "time (s)", "smoothed RTT (ms)")
+    shade_regions(ax, regions)
     windowed = flows[flows["kind"].isin(["tcp", "udt"])]
     _per_flow(ax, samples, windowed, "srtt_s", 1e-3, run_id)
     if base_rtt_s is not None and math.isfinite(base_rtt_s) and base_rtt_s > 0:
@@ -412,8 +463,12 @@ def _y_scale(ax: plt.Axes, y: np.ndarray) -> None:
 
 def _theory_overlay(ax: plt.Axes, group: pd.DataFrame, rows: pd.DataFrame, param: str,
                     flow: int, colour: Any) -> None:
-    """Draw Mathis and Padhye (Reno family) or CUBIC's response function along the group's x range, mapping
-    x to the path loss probability by interpolating the runs' path_loss."""
+    """Draw Mathis and Padhye (Reno family) or CUBIC's response function along the group's x range.
+
+    x maps to the path's loss probability and base RTT by interpolating the runs' ``path_loss``
+    and ``base_rtt_s``, so one overlay serves a loss sweep (the 1/√p law at a fixed RTT) and a
+    delay sweep at a fixed loss (the 1/RTT law, seed 002's Fig. 4); nothing is drawn when neither
+    varies or the path has no random loss."""
     mine = rows[(rows["flow"] == flow) & rows["point"].isin(group["point"])]
     if mine.empty or (mine["kind"] != "tcp").any():
         return
@@ -425,27 +480,34 @@ def _theory_overlay(ax: plt.Axes, group: pd.DataFrame, rows: pd.DataFrame, param
                                           base_rtt_s=("base_rtt_s", "mean"),
                                           mss_bytes=("mss_bytes", "mean"))
     pts = group.set_index("point")["_x"].to_frame().join(per_point).sort_values("_x")
-    if pts["path_loss"].nunique() < 2 or not (pts["path_loss"] > 0).any():
+    loss_varies = pts["path_loss"].nunique() >= 2
+    rtt_varies = pts["base_rtt_s"].nunique() >= 2 and bool((pts["base_rtt_s"] > 0).all())
+    if not (loss_varies or rtt_varies) or not (pts["path_loss"] > 0).any():
         return
     x_dense = np.linspace(pts["_x"].min(), pts["_x"].max(), 200)
     p_dense = np.interp(x_dense, pts["_x"], pts["path_loss"])
-    rtt = float(pts["base_rtt_s"].mean())
+    rtt_dense = np.interp(x_dense, pts["_x"], pts["base_rtt_s"])
     mss = float(pts["mss_bytes"].mean())
-    ok = p_dense > 0
+    ok = (p_dense > 0) & (rtt_dense > 0)
+    p_ok, rtt_ok = p_dense[ok], rtt_dense[ok]
+    if loss_varies:
+        where = f"base RTT {float(pts['base_rtt_s'].mean()) * 1e3:.0f} ms"
+    else:
+        where = f"∝ 1/RTT at {float(pts['path_loss'].mean()) * 100:.3g}% loss"
     if flavor in RENO_FAMILY:
-        curves = [(theory.mathis_bps(mss, rtt, p_dense[ok]), "Mathis et al. 1997", ":"),
+        curves = [(theory.mathis_bps(mss, rtt_ok, p_ok), "Mathis et al. 1997", ":"),
                   # T0 as in metrics.flow_table: the 200 ms minimum RTO, or the RTT if longer.
-                  (theory.padhye_bps(mss, rtt, p_dense[ok], rto_s=max(0.2, rtt)),
+                  (theory.padhye_bps(mss, rtt_ok, p_ok, rto_s=np.maximum(0.2, rtt_ok)),
                    "Padhye et al. 1998", "-.")]
     elif flavor == "cubic":
-        curves = [(theory.cubic_bps(mss, rtt, p_dense[ok]), "CUBIC (RFC 9438 §5.1)", ":")]
+        curves = [(theory.cubic_bps(mss, rtt_ok, p_ok), "CUBIC (RFC 9438 §5.1)", ":")]
     else:
         return
     capacity = float(mine["bottleneck_rate_bps"].max())
     for y, name, style in curves:
         y = np.minimum(y, capacity) if math.isfinite(capacity) else y
         ax.plot(x_dense[ok], y / 1e6, color=colour, linestyle=style, linewidth=1.6,
-                label=f"{name}, base RTT {rtt * 1e3:.0f} ms (capped at link rate)")
+                label=f"{name}, {where} (capped at link rate)")
 
 
 def data_points(fig: plt.Figure) -> int:

@@ -338,10 +338,13 @@ class ReportOptions(StrictModel):
     parameter path → {value as written → the label figures and tables show}, e.g.
     ``{"flows[0].dupthresh" = {"3" = "fast recovery", "1000" = "timeouts only"}}``; a labelled
     parameter is drawn as categories), ``references`` (a study's
-    published tables, :class:`Reference`) and ``group_by`` (the summary column the study tables are
-    grouped by, e.g. ``"flavor"``; default: the swept parameters)."""
+    published tables, :class:`Reference`), ``group_by`` (the summary column the study tables are
+    grouped by, e.g. ``"flavor"``; default: the swept parameters) and ``cwnd_axis`` (``"rounds"``
+    adds cwnd and ssthresh per transmission round, one round = one srtt, beside the figure
+    against time: the textbook sawtooth of seed 002's Fig. 3; default ``"time"``)."""
 
     tables: list[Literal["matrix", "regions", "drop_rate"]] = []
+    cwnd_axis: Literal["time", "rounds"] = "time"
     labels: dict[str, dict[str, str]] = {}
     references: list[Reference] = []
     group_by: list[str] | None = None
