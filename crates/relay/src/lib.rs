@@ -81,6 +81,7 @@
 pub mod config;
 pub mod delay_line;
 pub mod direction;
+pub mod ecn;
 pub mod frame;
 pub mod histogram;
 pub mod link;
