@@ -97,7 +97,7 @@ pub mod worker;
 pub use config::{Config, ConfigError, DirectionConfig, PipeConfig};
 pub use delay_line::DelayLine;
 pub use histogram::{Histogram, Summary};
-pub use link::{Fate, LinkChange, LinkCounters, LinkModel, LinkParams, QueueLimit, QueueSample};
+pub use link::{Departure, Fate, FrameInfo, LinkChange, Offered, LinkCounters, LinkModel, LinkParams, QueueLimit, QueueSample};
 pub use process::ProcessGuard;
 pub use relay::{OpenError, Relay};
 pub use rng::{Loss, SplitMix64};
