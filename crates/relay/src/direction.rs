@@ -210,13 +210,16 @@ impl Direction {
         // Then read what arrived, before any wait: a wait must never starve reading.
         let read_at = sys::mono_ns();
         if self.drain(batch)? {
-            // Every frame that reached the socket by `read_at` has been offered: a link that
-            // holds frames starts what it can by then.
             if self.link.holds_frames() {
+                // Every frame that reached the socket by `read_at` has been offered: the link
+                // starts what it can by then. A frame stamped earlier but read later will count
+                // as arriving at `read_at`, so every sample instant up to it is final now.
+                self.catch_up(read_at, true);
                 self.link.advance_to(read_at);
                 self.collect_departures();
+            } else {
+                self.catch_up(sys::mono_ns().saturating_sub(SAMPLE_GRACE_NS), true);
             }
-            self.catch_up(sys::mono_ns().saturating_sub(SAMPLE_GRACE_NS), true);
         }
         // Wake for a change too: it may move the due times of queued frames; and for the next
         // held frame, at the earliest it can be due.

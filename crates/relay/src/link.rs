@@ -795,6 +795,62 @@ mod tests {
         assert_eq!(l.offer(2, 1500, 1), Fate::LostOnWire);
     }
 
+    fn fq_link(delay_ns: u64) -> LinkModel<u32> {
+        let fq = QdiscConfig::Fq(ccarena_link::qdisc::fq::FqConfig { flows: 64, quantum_bytes: 1500 });
+        let params = LinkParams { rate_bps: Some(GBIT), limit: QueueLimit::Packets(10), delay_ns };
+        LinkModel::holding(params, &fq, SplitMix64::new(4), Loss::new(0.0, SplitMix64::new(1)))
+    }
+
+    fn frame(flow: u64) -> FrameInfo {
+        FrameInfo { ip_bytes: 1500, packets: 1, flow_hash: flow, ect: false }
+    }
+
+    fn departures(l: &mut LinkModel<u32>) -> Vec<(u32, u64)> {
+        std::iter::from_fn(|| l.take_departure()).map(|d| match d.fate {
+            Fate::Deliver { due_ns } => (d.body, due_ns),
+            other => panic!("{other:?}"),
+        }).collect()
+    }
+
+    #[test]
+    fn a_held_frame_leaves_when_the_transmitter_takes_it_in_the_disciplines_order() {
+        // FQ: three frames of flow 1 then one of flow 2, all at t = 0, on 1 Gbit/s (12 µs each).
+        let mut l = fq_link(1_000);
+        assert!(l.holds_frames() && !link(Some(GBIT), QueueLimit::Packets(1), 0).holds_frames());
+        for (i, flow) in [1u64, 1, 1, 2].into_iter().enumerate() {
+            assert!(l.hold_frame(0, frame(flow), i as u32));
+        }
+        // The first starts at once; the rest wait for the transmitter.
+        assert_eq!(departures(&mut l), vec![(0, 12_000 + 1_000)]);
+        assert_eq!((l.next_start_ns(), l.backlog_packets()), (Some(12_000), 3));
+        l.advance_to(12_000);
+        // Round robin: flow 1 spent its quantum on the first frame, so flow 2's goes next.
+        l.advance_to(36_000);
+        assert_eq!(departures(&mut l), vec![(3, 24_000 + 1_000), (1, 36_000 + 1_000), (2, 48_000 + 1_000)]);
+        assert_eq!(l.next_start_ns(), None);
+        let c = l.counters();
+        assert_eq!((c.arrivals, c.departures, c.drops, c.sojourn_total_ns), (4, 4, 0, 12_000 + 24_000 + 36_000));
+    }
+
+    #[test]
+    fn a_delay_change_retimes_the_held_frame_on_the_wire_where_it_is() {
+        let mut l = fq_link(1_000_000);
+        l.hold_frame(0, frame(1), 0);
+        l.hold_frame(0, frame(1), 1);
+        // Taken by the caller, on the wire (0–12 µs) at the change: its new due time is returned
+        // for the caller's delay line.
+        assert_eq!(departures(&mut l), vec![(0, 1_012_000)]);
+        assert_eq!(l.apply_change(6_000, &LinkChange { delay_ns: Some(100_000), ..Default::default() }), vec![112_000]);
+        // Not taken yet (on the wire 12–24 µs): changed in place, never before the frame ahead.
+        l.advance_to(20_000);
+        assert!(l.apply_change(20_000, &LinkChange { delay_ns: Some(5_000), ..Default::default() }).is_empty());
+        assert_eq!(departures(&mut l), vec![(1, 112_000)]);
+        // A rate change applies to the frames that start after it.
+        l.apply_change(30_000, &LinkChange { rate_bps: Some(GBIT / 2), ..Default::default() });
+        l.hold_frame(200_000, frame(1), 2);
+        assert_eq!(departures(&mut l), vec![(2, 200_000 + 24_000 + 5_000)]);
+    }
+
     proptest! {
         /// Conservation at every instant (arrivals = drops + departures + waiting), FIFO (due
         /// times never decrease), the rate is never exceeded, and a frame that finds the queue
