@@ -77,11 +77,11 @@ def test_red_keeps_the_kernel_bottleneck_queue_short_as_in_the_simulator(tag: st
 # discipline, on both backends.
 CODEL_SCENARIO = """
 name = "codel"
-duration = "5s"
+duration = "4s"
 [topology]
 kind = "dumbbell"
 pairs = 2
-bottleneck = {{ rate = "5Mbps", delay = "10ms", queue = {{ limit = "200pkt" }} }}
+bottleneck = {{ rate = "5Mbps", delay = "10ms", queue = {{ limit = "200pkt"{queue} }} }}
 access = {{ rate = "100Mbps", delay = "1ms" }}
 [[flows]]
 from = "left0"
@@ -100,9 +100,10 @@ sample_interval = "100ms"
 """
 
 
-def _sweep_run(tmp_path: Path, name: str, sweep: str, backends: str, ecn: bool = False) -> Path:
+def _sweep_run(tmp_path: Path, name: str, sweep: str, backends: str, queue: str = "",
+               ecn: bool = False) -> Path:
     scenario = tmp_path / f"{name}.toml"
-    scenario.write_text(CODEL_SCENARIO.format(sweep=sweep, ecn="ecn = true" if ecn else ""))
+    scenario.write_text(CODEL_SCENARIO.format(sweep=sweep, queue=queue, ecn="ecn = true" if ecn else ""))
     out = tmp_path / name
     done = run_cli("run", str(scenario), "--backend", backends, "--out", str(out), "-q",
                    "--no-report", cwd=tmp_path, timeout=150)
@@ -112,7 +113,10 @@ def _sweep_run(tmp_path: Path, name: str, sweep: str, backends: str, ecn: bool =
 
 def _bottleneck(out: Path, run: str) -> tuple[pd.DataFrame, pd.Series]:
     """The bottleneck's forward queue samples after the first 1.5 s (slow start over), and its
-    links row."""
+    links row, of the run whose name starts with ``run`` (the sweep's point) and ends with the
+    same backend suffix."""
+    (run,) = [d.name for d in (out / "runs").iterdir()
+              if d.name.startswith(run.split("@")[0]) and ("@" in d.name) == ("@" in run)]
     links = pd.read_parquet(out / "runs" / run / "links.parquet")
     queues = pd.read_parquet(out / "runs" / run / "queues.parquet")
     row = links[links["role"] == "bottleneck"].iloc[0]
@@ -125,13 +129,13 @@ def test_codel_holds_the_kernel_bottlenecks_sojourn_near_target_as_in_the_simula
     out = _sweep_run(tmp_path, "codel", '"topology.bottleneck.queue.discipline" = ["droptail", "codel"]',
                      "sim,kernel")
     for backend in ("", "@kernel"):
-        droptail, _ = _bottleneck(out, "r0" + backend)
-        codel, codel_link = _bottleneck(out, "r1" + backend)
+        droptail, _ = _bottleneck(out, "discipline=droptail" + backend)
+        codel, codel_link = _bottleneck(out, "discipline=codel" + backend)
         sojourn = {name: float(q["sojourn_mean_s"].mean()) for name, q in
                    (("droptail", droptail), ("codel", codel))}
         backlog = {name: float(q["backlog_packets"].mean()) for name, q in
                    (("droptail", droptail), ("codel", codel))}
-        print(f"r{backend or '@sim'}: mean sojourn DropTail {sojourn['droptail'] * 1e3:.1f} ms, "
+        print(f"{backend or 'sim'}: mean sojourn DropTail {sojourn['droptail'] * 1e3:.1f} ms, "
               f"CoDel {sojourn['codel'] * 1e3:.1f} ms; mean backlog {backlog['droptail']:.1f} vs "
               f"{backlog['codel']:.1f} packets; CoDel's early drops "
               f"{int(codel['early_drops'].iloc[-1])} of {int(codel_link['packets_dropped_queue'])}")
@@ -146,11 +150,10 @@ def test_codel_holds_the_kernel_bottlenecks_sojourn_near_target_as_in_the_simula
 
 
 def test_fq_codel_marks_the_kernels_ecn_flows_instead_of_dropping(tag: str, tmp_path: Path) -> None:
-    out = _sweep_run(tmp_path, "fqcodel",
-                     '"topology.bottleneck.queue.discipline" = ["fq_codel"]\n'
-                     '"topology.bottleneck.queue.ecn" = [true, false]', "kernel", ecn=True)
-    marked, _ = _bottleneck(out, "r0@kernel")
-    dropped, _ = _bottleneck(out, "r1@kernel")
+    out = _sweep_run(tmp_path, "fqcodel", '"topology.bottleneck.queue.ecn" = [true, false]', "kernel",
+                     queue=', discipline = "fq_codel"', ecn=True)
+    marked, _ = _bottleneck(out, "ecn=True@kernel")
+    dropped, _ = _bottleneck(out, "ecn=False@kernel")
     with_ecn = {k: int(marked[k].iloc[-1]) for k in ("marks", "drops")}
     without = {k: int(dropped[k].iloc[-1]) for k in ("marks", "drops")}
     print(f"fq_codel with ECN: {with_ecn}; without: {without}; mean sojourn "
