@@ -8,8 +8,9 @@
 //! to the delay line, setting CE where marked (CoDel, FQ-CoDel, FQ: [`LinkModel::hold_frame`],
 //! [`LinkModel::take_departure`], [`ecn::set_ce`]); finally pop the frames as they fall due (the
 //! send itself, a syscall, is left out). The link is 1 Gbit/s with 1 ms of delay and a
-//! 1000-packet queue; the trace is 2 million real IPv4/TCP frames (1500 bytes, ECT(0)) from 64
-//! flows at 1.1 times the link rate on average, in bursts, so the queue is busy and the AQM works.
+//! 5000-packet queue; the trace is 2 million real IPv4/TCP frames (1500 bytes, ECT(0)) from 64
+//! flows at the link rate on average, alternating overload and underload, so the queue is busy
+//! and the AQM works.
 //!
 //! Prints wall ns per frame, with the drops and marks to show the discipline was exercised.
 //! Release build only; no assertions: the figures are for people.
@@ -29,6 +30,9 @@ use ccarena_relay::{DelayLine, Fate, LinkModel, LinkParams, Loss, QueueLimit};
 const FRAMES: usize = 2_000_000;
 const RATE_BPS: u64 = 1_000_000_000;
 const FLOWS: u16 = 64;
+/// The queue's limit, packets (60 ms at the rate: the 1.3 × phases build a standing queue the
+/// AQMs act on before the limit does).
+const LIMIT: u64 = 5000;
 
 /// A virtio header and an Ethernet/IPv4/TCP frame of 1500 IP bytes from flow `flow`, ECT(0),
 /// with a valid header checksum.
@@ -54,16 +58,16 @@ fn frame(flow: u16) -> Vec<u8> {
     v
 }
 
-/// (arrival ns, flow) of every frame: 1.1 × the rate on average, alternating 40 ms at 1.5 × and
-/// 40 ms at 0.7 ×.
+/// (arrival ns, flow) of every frame: the rate on average, alternating 200 ms at 1.3 × and
+/// 200 ms at 0.7 ×.
 fn trace() -> Vec<(u64, u16)> {
     let mut r = SplitMix64::new(5);
     let tx_ns = 1500 * 8 * 1_000_000_000 / RATE_BPS;
     let mut t = 0u64;
     (0..FRAMES)
         .map(|_| {
-            let fast = (t / 40_000_000) % 2 == 0;
-            let mean_gap = if fast { tx_ns * 2 / 3 } else { tx_ns * 10 / 7 };
+            let fast = (t / 200_000_000) % 2 == 0;
+            let mean_gap = if fast { tx_ns * 10 / 13 } else { tx_ns * 10 / 7 };
             t += r.next_u64() % (2 * mean_gap + 1);
             (t, (r.next_u64() % u64::from(FLOWS)) as u16)
         })
@@ -79,11 +83,11 @@ fn pop_due(line: &mut DelayLine, now_ns: u64, sent: &mut u64) {
 
 /// Wall ns per frame through `queue`, and (frames sent on, the link's drops, its marks).
 fn run(queue: &QdiscConfig, frames: &[Vec<u8>], arrivals: &[(u64, u16)]) -> (f64, u64, u64, u64) {
-    let params = LinkParams { rate_bps: Some(RATE_BPS), limit: QueueLimit::Packets(1000), delay_ns: 1_000_000 };
+    let params = LinkParams { rate_bps: Some(RATE_BPS), limit: QueueLimit::Packets(LIMIT), delay_ns: 1_000_000 };
     let mut link: LinkModel<Vec<u8>> = LinkModel::holding(params, queue, SplitMix64::new(1), Loss::new(0.0, SplitMix64::new(2)));
     let mut line = DelayLine::new(1 << 20, 64 << 20, 1 << 30);
     line.prepare(100_000);
-    let mut pool: Vec<Vec<u8>> = (0..1100).map(|_| Vec::with_capacity(1600)).collect();
+    let mut pool: Vec<Vec<u8>> = (0..LIMIT as usize + 100).map(|_| Vec::with_capacity(1600)).collect();
     let mut scratch = Vec::with_capacity(1600);
     let mut sent = 0u64;
     let start = Instant::now();
@@ -134,7 +138,7 @@ fn main() {
     let fq = FqConfig { flows: 1024, quantum_bytes: 1514 };
     let cases = [
         ("droptail", QdiscConfig::DropTail { ecn_threshold_packets: None, ecn_threshold_bytes: None }),
-        ("droptail+K", QdiscConfig::DropTail { ecn_threshold_packets: Some(65), ecn_threshold_bytes: None }),
+        ("droptail+K", QdiscConfig::DropTail { ecn_threshold_packets: Some(400), ecn_threshold_bytes: None }),
         ("pie ecn", QdiscConfig::Pie(PieConfig { ecn: true, ..PieConfig::default() })),
         ("codel ecn", QdiscConfig::Codel(codel)),
         ("codel", QdiscConfig::Codel(CodelConfig { ecn: false, ..codel })),
@@ -142,7 +146,7 @@ fn main() {
         ("fq_codel", QdiscConfig::FqCodel(fq, CodelConfig { ecn: false, ..codel })),
         ("fq", QdiscConfig::Fq(fq)),
     ];
-    println!("{FRAMES} frames of 1500 B at 1.1 × 1 Gbit/s from {FLOWS} flows, 1000-packet queue");
+    println!("{FRAMES} frames of 1500 B at 1 Gbit/s (1.3 × / 0.7 × phases) from {FLOWS} flows, {LIMIT}-packet queue");
     for (name, q) in cases {
         let mut best = f64::INFINITY;
         let mut last = (0, 0, 0);
