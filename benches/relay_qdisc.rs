@@ -66,7 +66,7 @@ fn trace() -> Vec<(u64, u16)> {
     let mut t = 0u64;
     (0..FRAMES)
         .map(|_| {
-            let fast = (t / 200_000_000) % 2 == 0;
+            let fast = (t / 200_000_000).is_multiple_of(2);
             let mean_gap = if fast { tx_ns * 10 / 13 } else { tx_ns * 10 / 7 };
             t += r.next_u64() % (2 * mean_gap + 1);
             (t, (r.next_u64() % u64::from(FLOWS)) as u16)

@@ -60,7 +60,7 @@ pub enum QueueLimit {
 pub struct LinkParams {
     /// Serialization rate, bits per second (IP bytes); `None` = no transmitter and no queue.
     pub rate_bps: Option<u64>,
-    /// The DropTail limit of the queue in front of the transmitter (ignored without a rate).
+    /// The hard limit of the queue in front of the transmitter (ignored without a rate).
     pub limit: QueueLimit,
     /// Propagation delay, ns.
     pub delay_ns: u64,

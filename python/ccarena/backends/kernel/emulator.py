@@ -4,8 +4,8 @@ process, and the queue readings it returns.
 One process (``python3 -m ccarena.backends.kernel.relay CONFIG STATS`` in the wire namespace) serves every
 relayed physical link ``k`` through ``l<k>a`` and ``l<k>b``, its directions dealt to one worker
 thread per CPU (``crates/relay/src/worker.rs``; a k = 4 fat-tree's 96 directions run on two
-threads on a 2-core machine). In relay mode (:mod:`ccarena.backends.kernel.emulation`) each direction emulates the whole spec link — DropTail
-queue, rate, wire loss, delay — and samples its queue every ``sample_interval`` on a grid that
+threads on a 2-core machine). In relay mode (:mod:`ccarena.backends.kernel.emulation`) each direction emulates the whole spec link — its queue
+discipline (any of the simulator's, with ECN marking), rate, wire loss, delay — and samples its queue every ``sample_interval`` on a grid that
 starts at ``sample_origin_ns`` (CLOCK_MONOTONIC, the clock the backend's ``t0`` is taken on, so
 the backend puts ``t0`` on that grid). In tc mode it only delays. When stopped it writes its
 stats: per direction the link's counters and samples, and how late it sent each frame against the
