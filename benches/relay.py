@@ -4,6 +4,7 @@ it costs, at 10, 100 and 1000 Mbit/s (needs root, iperf3)::
     python3 benches/relay.py                         # relay emulation, 10/100/1000 Mbit/s, 3 runs each
     python3 benches/relay.py --emulation tc          # htb rate + queue, the relay only delays
     python3 benches/relay.py --rates 1000 --repeats 5 --seconds 20
+    python3 benches/relay.py --rates 1000 --discipline fq_codel   # the relay holds frames (dequeue path)
 
 Each run: two namespaces joined by the relay (:class:`ccarena.backends.kernel.testbed.RelayTestbed`), a
 link of the given rate with 50 ms of delay each way and a one-BDP queue, and one CUBIC iperf3
@@ -45,11 +46,22 @@ def relay_cpu_s(pid: int) -> float:
     return total / ticks
 
 
-def one_run(bed: RelayTestbed, work: Path, rate_bps: int, seconds: int, emulation: str, port: int) -> dict:
+DISCIPLINES = {
+    "droptail": {},
+    "codel": {"discipline": "codel", "codel": {"target_ns": 5_000_000, "interval_ns": 100_000_000, "ecn": False}},
+    "fq_codel": {"discipline": "fq_codel", "fq_codel": {"target_ns": 5_000_000, "interval_ns": 100_000_000,
+                                                        "flows": 1024, "quantum_bytes": 1514, "ecn": False}},
+}
+"""The relay's queue per ``--discipline`` (RFC 8289 / RFC 8290 defaults)."""
+
+
+def one_run(bed: RelayTestbed, work: Path, rate_bps: int, seconds: int, emulation: str, port: int,
+            discipline: str = "droptail") -> dict:
     """One iperf3 flow through the emulated link; the measurements of :func:`main`'s table."""
     bdp_packets = max(10, int(rate_bps * 2 * DELAY_NS / 1e9 / 8 / 1500))
     if emulation == "relay":
         config = link_config(rate_bps=rate_bps, delay_ns=DELAY_NS, limit_packets=bdp_packets)
+        config["pipes"][0]["a_to_b"].update(DISCIPLINES[discipline])  # both directions share it
     else:
         config = link_config(rate_bps=None, delay_ns=DELAY_NS)
         shaper = Shaper(link=0, namespace=bed.ns_relay, ifname="rb", rate_bps=rate_bps,
@@ -78,11 +90,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--seconds", type=int, default=10, help="length of each iperf3 flow")
     ap.add_argument("--emulation", choices=("relay", "tc"), default="relay")
+    ap.add_argument("--discipline", choices=tuple(DISCIPLINES), default="droptail",
+                    help="the relay's queue discipline (relay emulation)")
     args = ap.parse_args(argv)
     if os.geteuid() != 0:
         print("benches/relay.py needs root (network namespaces, AF_PACKET)", file=sys.stderr)
         return 2
-    table = Table(title=f"link relay, {args.emulation} emulation, 50 ms each way, one-BDP queue, "
+    table = Table(title=f"link relay, {args.emulation} emulation, {args.discipline}, 50 ms each way, one-BDP queue, "
                         f"{args.seconds} s CUBIC flow (lateness p50 / p99 / p99.9 / max)")
     for col in ("rate", "run", "goodput", "relay CPU", "steal", "data lateness", "ACK lateness"):
         table.add_column(col, justify="right")
@@ -96,7 +110,8 @@ def main(argv: list[str] | None = None) -> int:
         for rate in (int(r) for r in args.rates.split(",")):
             for k in range(args.repeats):
                 port += 1
-                r = one_run(bed, Path(tmp), rate * 1_000_000, args.seconds, args.emulation, port)
+                r = one_run(bed, Path(tmp), rate * 1_000_000, args.seconds, args.emulation, port,
+                            args.discipline)
                 table.add_row(f"{rate} Mbit/s", str(k + 1), f"{r['goodput_bps'] / 1e6:.1f} Mbit/s",
                               f"{100 * r['relay_cpu']:.0f}%", f"{100 * r['steal']:.1f}%",
                               ms(r["data"]), ms(r["acks"]))

@@ -24,9 +24,11 @@
 //! optional `ecn_threshold_packets` / `ecn_threshold_bytes`; `"red"` with a `red` object
 //! (`min_th_packets` and `max_th_packets`, or `min_th_bytes` and `max_th_bytes`, `max_p`, `w_q`,
 //! `gentle`, `ecn`, `idle_packet_bytes`, optional `wait` and `adaptive`); `"pie"` with a `pie`
-//! object (`target_ns`, `tupdate_ns`, `alpha`, `beta`, `max_burst_ns`, `ecn`). The disciplines
-//! that decide at dequeue (`codel`, `fq_codel`, `fq`) are refused: the relay decides each frame's
-//! fate when it arrives ([`crate::link`]).
+//! object (`target_ns`, `tupdate_ns`, `alpha`, `beta`, `max_burst_ns`, `ecn`); `"codel"` with a
+//! `codel` object (`target_ns`, `interval_ns`, `ecn`); `"fq_codel"` with an `fq_codel` object
+//! (`target_ns`, `interval_ns`, `flows`, `quantum_bytes`, `ecn`); `"fq"` with an `fq` object
+//! (`flows`, `quantum_bytes`). The last three decide when a frame leaves the queue: the link
+//! holds the frames ([`crate::link`]).
 //!
 //! Optional, with defaults: `seed` (0), `duration_ns` (null: run until signalled),
 //! `max_queue_frames` ([`DEFAULT_MAX_QUEUE_FRAMES`]), `start_ns` (null), `sample_interval_ns` with
@@ -43,6 +45,8 @@ use std::fmt;
 
 use serde_json::{Map, Value};
 
+use ccarena_link::qdisc::codel::CodelConfig;
+use ccarena_link::qdisc::fq::FqConfig;
 use ccarena_link::qdisc::pie::PieConfig;
 use ccarena_link::qdisc::red::RedConfig;
 use ccarena_link::QdiscConfig;
@@ -245,7 +249,22 @@ fn direction(v: &Value, path: &str) -> Result<DirectionConfig> {
     reject_unknown(
         map,
         path,
-        &["delay_ns", "loss", "rate_bps", "limit_packets", "limit_bytes", "changes", "discipline", "ecn_threshold_packets", "ecn_threshold_bytes", "red", "pie"],
+        &[
+            "delay_ns",
+            "loss",
+            "rate_bps",
+            "limit_packets",
+            "limit_bytes",
+            "changes",
+            "discipline",
+            "ecn_threshold_packets",
+            "ecn_threshold_bytes",
+            "red",
+            "pie",
+            "codel",
+            "fq_codel",
+            "fq",
+        ],
     )?;
     let delay_path = join(path, "delay_ns");
     let delay_ns = non_negative_int(required(map, path, "delay_ns")?, &delay_path, "ns")?;
@@ -301,6 +320,33 @@ fn flag(map: &Map<String, Value>, path: &str, key: &str) -> Result<bool> {
     v.as_bool().ok_or_else(|| ConfigError::new(join(path, key), format!("expected true or false, got {}", kind(v))))
 }
 
+/// The disciplines that take a parameter object of their name.
+const DISCIPLINE_OBJECTS: [&str; 5] = ["red", "pie", "codel", "fq_codel", "fq"];
+/// The largest IP packet, bytes: CoDel's `maxpacket` (RFC 8289 §4.2), as the simulator's.
+const MTU_BYTES: u64 = 1500;
+/// The most flow queues FQ-CoDel and FQ take, as the engine spec allows.
+const MAX_FLOWS: u64 = 65_536;
+
+/// CoDel's target and interval in the object at `path` (target below interval).
+fn codel_times(m: &Map<String, Value>, path: &str) -> Result<(u64, u64)> {
+    let target_ns = positive_int(required(m, path, "target_ns")?, &join(path, "target_ns"), "ns")?;
+    let interval_ns = positive_int(required(m, path, "interval_ns")?, &join(path, "interval_ns"), "ns")?;
+    if target_ns >= interval_ns {
+        return Err(ConfigError::new(join(path, "target_ns"), format!("must be below interval_ns ({interval_ns})")));
+    }
+    Ok((target_ns, interval_ns))
+}
+
+/// FQ's flow count and quantum in the object at `path`.
+fn fq_config(m: &Map<String, Value>, path: &str) -> Result<FqConfig> {
+    let flows = positive_int(required(m, path, "flows")?, &join(path, "flows"), "queues")?;
+    if flows > MAX_FLOWS {
+        return Err(ConfigError::new(join(path, "flows"), format!("{flows} is not in [1, {MAX_FLOWS}]")));
+    }
+    let quantum_bytes = positive_int(required(m, path, "quantum_bytes")?, &join(path, "quantum_bytes"), "bytes")?;
+    Ok(FqConfig { flows: flows as u32, quantum_bytes })
+}
+
 /// A direction's queue discipline (see the module docs); every error names its field.
 fn discipline(map: &Map<String, Value>, path: &str) -> Result<QdiscConfig> {
     let name = match optional(map, "discipline") {
@@ -309,7 +355,7 @@ fn discipline(map: &Map<String, Value>, path: &str) -> Result<QdiscConfig> {
     };
     let k_packets = optional(map, "ecn_threshold_packets").map(|v| positive_int(v, &join(path, "ecn_threshold_packets"), "packets")).transpose()?;
     let k_bytes = optional(map, "ecn_threshold_bytes").map(|v| positive_int(v, &join(path, "ecn_threshold_bytes"), "bytes")).transpose()?;
-    for key in ["red", "pie"] {
+    for key in DISCIPLINE_OBJECTS {
         if optional(map, key).is_some() && name != key {
             return Err(ConfigError::new(join(path, key), format!("only discipline \"{key}\" takes these parameters")));
         }
@@ -371,11 +417,28 @@ fn discipline(map: &Map<String, Value>, path: &str) -> Result<QdiscConfig> {
                 mean_packet_bytes: 1500,
             }))
         }
-        "codel" | "fq_codel" | "fq" => Err(ConfigError::new(
-            join(path, "discipline"),
-            format!("\"{name}\" decides when a frame leaves the queue; the relay decides at arrival and runs droptail, red and pie only"),
-        )),
-        other => Err(ConfigError::new(join(path, "discipline"), format!("unknown discipline \"{other}\" (droptail, red or pie)"))),
+        "codel" => {
+            let codel_path = join(path, "codel");
+            let m = object(required(map, path, "codel")?, &codel_path)?;
+            reject_unknown(m, &codel_path, &["target_ns", "interval_ns", "ecn"])?;
+            let (target_ns, interval_ns) = codel_times(m, &codel_path)?;
+            Ok(QdiscConfig::Codel(CodelConfig { target_ns, interval_ns, ecn: flag(m, &codel_path, "ecn")?, mtu_bytes: MTU_BYTES }))
+        }
+        "fq_codel" => {
+            let fq_path = join(path, "fq_codel");
+            let m = object(required(map, path, "fq_codel")?, &fq_path)?;
+            reject_unknown(m, &fq_path, &["target_ns", "interval_ns", "flows", "quantum_bytes", "ecn"])?;
+            let (target_ns, interval_ns) = codel_times(m, &fq_path)?;
+            let codel = CodelConfig { target_ns, interval_ns, ecn: flag(m, &fq_path, "ecn")?, mtu_bytes: MTU_BYTES };
+            Ok(QdiscConfig::FqCodel(fq_config(m, &fq_path)?, codel))
+        }
+        "fq" => {
+            let fq_path = join(path, "fq");
+            let m = object(required(map, path, "fq")?, &fq_path)?;
+            reject_unknown(m, &fq_path, &["flows", "quantum_bytes"])?;
+            Ok(QdiscConfig::Fq(fq_config(m, &fq_path)?))
+        }
+        other => Err(ConfigError::new(join(path, "discipline"), format!("unknown discipline \"{other}\" (droptail, red, pie, codel, fq_codel or fq)"))),
     }
 }
 
@@ -600,7 +663,7 @@ mod tests {
         );
         assert_eq!(
             err(&with(r#"{"name": "x", "a": "p", "b": "q", "a_to_b": {"delay_ns": 1, "lost": 0}, "b_to_a": {"delay_ns": 1, "loss": 0}}"#)),
-            "pipes[0].a_to_b.lost: unknown field (expected one of: delay_ns, loss, rate_bps, limit_packets, limit_bytes, changes, discipline, ecn_threshold_packets, ecn_threshold_bytes, red, pie)"
+            "pipes[0].a_to_b.lost: unknown field (expected one of: delay_ns, loss, rate_bps, limit_packets, limit_bytes, changes, discipline, ecn_threshold_packets, ecn_threshold_bytes, red, pie, codel, fq_codel, fq)"
         );
         assert_eq!(err(&with(&format!(r#"{{"name": "x", "a": "p", "b": "p", {dir}}}"#))), "pipes[0].b: 'p' is also this pipe's a: a pipe joins two different interfaces");
         assert_eq!(
@@ -632,6 +695,24 @@ mod tests {
         assert_eq!(err(&top(r#""min_wake_interval_ns": 20000000"#)), "min_wake_interval_ns: 20000000 ns would hold frames up to that long; at most 10000000");
         let c = Config::from_json(&top(r#""keep_cpus_awake": false, "min_wake_interval_ns": 0"#)).unwrap();
         assert_eq!((c.keep_cpus_awake, c.min_wake_interval_ns), (false, 0));
+    }
+
+    #[test]
+    fn dequeue_time_disciplines_take_the_engine_specs_fields() {
+        let one = |d: &str| format!(r#"{{"pipes": [{{"name": "x", "a": "p", "b": "q", "a_to_b": {d}, "b_to_a": {{"delay_ns": 1, "loss": 0}}}}]}}"#);
+        let queue = |q: &str| Config::from_json(&one(&format!(r#"{{"delay_ns": 1, "loss": 0, "rate_bps": 10, "limit_packets": 50, {q}}}"#))).map(|c| c.pipes[0].a_to_b.queue.clone());
+        let codel = CodelConfig { target_ns: 5_000_000, interval_ns: 100_000_000, ecn: true, mtu_bytes: 1500 };
+        assert_eq!(queue(r#""discipline": "codel", "codel": {"target_ns": 5000000, "interval_ns": 100000000, "ecn": true}"#).unwrap(), QdiscConfig::Codel(codel));
+        assert_eq!(
+            queue(r#""discipline": "fq_codel", "fq_codel": {"target_ns": 5000000, "interval_ns": 100000000, "flows": 1024, "quantum_bytes": 1514, "ecn": true}"#).unwrap(),
+            QdiscConfig::FqCodel(FqConfig { flows: 1024, quantum_bytes: 1514 }, codel)
+        );
+        assert_eq!(queue(r#""discipline": "fq", "fq": {"flows": 16, "quantum_bytes": 3000}"#).unwrap(), QdiscConfig::Fq(FqConfig { flows: 16, quantum_bytes: 3000 }));
+        let msg = |q: &str| queue(q).unwrap_err().to_string();
+        assert_eq!(msg(r#""discipline": "codel", "codel": {"target_ns": 5, "interval_ns": 5, "ecn": false}"#), "pipes[0].a_to_b.codel.target_ns: must be below interval_ns (5)");
+        assert_eq!(msg(r#""discipline": "fq", "fq": {"flows": 70000, "quantum_bytes": 1}"#), "pipes[0].a_to_b.fq.flows: 70000 is not in [1, 65536]");
+        assert_eq!(msg(r#""discipline": "fq", "codel": {}"#), "pipes[0].a_to_b.codel: only discipline \"codel\" takes these parameters");
+        assert_eq!(msg(r#""discipline": "sfq""#), "pipes[0].a_to_b.discipline: unknown discipline \"sfq\" (droptail, red, pie, codel, fq_codel or fq)");
     }
 
     #[test]

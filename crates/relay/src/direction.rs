@@ -9,14 +9,26 @@
 //! comes before a sample at the same instant, as in the simulator. When no later frame comes,
 //! a sample is recorded once the socket is empty and a grace period has passed, and a change as
 //! soon as it is due (after a drain), since it may retime frames already on the delay line.
+//!
+//! A discipline that decides at dequeue (CoDel, FQ-CoDel, FQ) makes the link *hold* each frame
+//! ([`LinkModel::holds_frames`]): the direction copies it into a buffer from its pool, the link
+//! keeps it in the discipline until the transmitter takes it, and the direction then moves the
+//! survivors to the delay line ([`Direction::collect_departures`]). The link is advanced past
+//! the transmitter's next start when no arrival does it: the direction wakes when the next held
+//! frame could be due at the earliest (its start plus the delay). A frame the discipline drops
+//! inside the queue takes its buffer with it; the pool makes a new one when it runs dry.
+//!
+//! A frame the discipline marks has CE set in its IP header ([`crate::ecn::set_ce`]); the
+//! discipline sees a frame's ECN capability and flow hash from its header ([`crate::ecn::inspect`]).
 
 use std::io;
 use std::os::fd::{AsRawFd, RawFd};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::delay_line::DelayLine;
+use crate::ecn;
 use crate::frame::frame_size;
-use crate::link::{Fate, LinkChange, LinkModel, QueueLimit};
+use crate::link::{Departure, Fate, FrameInfo, LinkChange, LinkModel, Offered, QueueLimit};
 use crate::sampler::QueueSampler;
 use crate::schedule::{next_due, next_step, Due, Step, Tuning};
 use crate::stats::DirectionStats;
@@ -47,6 +59,9 @@ const MAX_TIMESTAMP_AGE_NS: i128 = 1_000_000_000;
 /// A grid instant is sampled without waiting for a later arrival once the socket is empty and
 /// this long has passed: a frame stamped earlier can still be in the kernel's receive path, ns.
 const SAMPLE_GRACE_NS: u64 = 2_000_000;
+/// Frame buffers a direction whose link holds frames keeps ready at most (more are made as
+/// needed); each is sized for a full frame when made.
+const MAX_POOLED_FRAMES: usize = 4096;
 
 /// When a direction needs serving again ([`Direction::service`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -66,8 +81,12 @@ pub enum Next {
 pub struct Direction {
     rx: PacketSocket,
     tx: PacketSocket,
-    link: LinkModel,
+    link: LinkModel<Vec<u8>>,
     line: DelayLine,
+    /// Buffers for frames the link holds (empty unless it does).
+    pool: Vec<Vec<u8>>,
+    /// A copy of a frame being marked on its way to the delay line.
+    scratch: Vec<u8>,
     sampler: Option<QueueSampler>,
     /// Scheduled changes, (ns after the start instant, change), in time order.
     changes: Vec<(u64, LinkChange)>,
@@ -80,7 +99,7 @@ pub struct Direction {
 
 /// The delay line's starting size for `link`: room for everything the link can hold at once
 /// (a delay's worth of frames at the rate plus a full queue), so it never grows mid-run; bytes.
-fn line_bytes_for(link: &LinkModel) -> usize {
+fn line_bytes_for<B: Default>(link: &LinkModel<B>) -> usize {
     let p = link.params();
     let Some(rate_bps) = p.rate_bps else { return DEFAULT_LINE_BYTES };
     let in_pipe_ip = u128::from(rate_bps) * u128::from(p.delay_ns) / 8 / 1_000_000_000;
@@ -103,7 +122,7 @@ impl Direction {
     pub fn new(
         rx: PacketSocket,
         tx: PacketSocket,
-        link: LinkModel,
+        link: LinkModel<Vec<u8>>,
         changes: Vec<(u64, LinkChange)>,
         max_queue_frames: usize,
         sampler: Option<QueueSampler>,
@@ -112,7 +131,31 @@ impl Direction {
         let bytes = line_bytes_for(&link);
         let mut line = DelayLine::new(max_queue_frames, bytes, MAX_LINE_BYTES);
         line.prepare(bytes / MIN_FRAME_STORED_BYTES);
-        Direction { rx, tx, link, line, sampler, changes, next_change: 0, start_ns: 0, tuning, stats: DirectionStats::default() }
+        let pooled = if link.holds_frames() {
+            let limit = match link.params().limit {
+                QueueLimit::Packets(n) => usize::try_from(n).unwrap_or(usize::MAX),
+                QueueLimit::Bytes(b) => usize::try_from(b / 64).unwrap_or(usize::MAX),
+                QueueLimit::Unlimited => MAX_POOLED_FRAMES,
+            };
+            limit.saturating_add(2).min(MAX_POOLED_FRAMES)
+        } else {
+            0
+        };
+        let pool = (0..pooled).map(|_| Vec::with_capacity(FULL_FRAME_STORED_BYTES)).collect();
+        Direction {
+            rx,
+            tx,
+            link,
+            line,
+            pool,
+            scratch: Vec::with_capacity(FULL_FRAME_STORED_BYTES),
+            sampler,
+            changes,
+            next_change: 0,
+            start_ns: 0,
+            tuning,
+            stats: DirectionStats::default(),
+        }
     }
 
     /// The socket this direction reads, for its worker to wait on.
@@ -165,18 +208,57 @@ impl Direction {
             burst += 1;
         };
         // Then read what arrived, before any wait: a wait must never starve reading.
+        let read_at = sys::mono_ns();
         if self.drain(batch)? {
-            self.catch_up(sys::mono_ns().saturating_sub(SAMPLE_GRACE_NS), true);
+            if self.link.holds_frames() {
+                // Every frame that reached the socket by `read_at` has been offered: the link
+                // starts what it can by then. A frame stamped earlier but read later will count
+                // as arriving at `read_at`, so every sample instant up to it is final now.
+                self.catch_up(read_at, true);
+                self.link.advance_to(read_at);
+                self.collect_departures();
+            } else {
+                self.catch_up(sys::mono_ns().saturating_sub(SAMPLE_GRACE_NS), true);
+            }
         }
-        // Wake for a change too: it may move the due times of queued frames.
+        // Wake for a change too: it may move the due times of queued frames; and for the next
+        // held frame, at the earliest it can be due.
         let change = self.next_change_at();
+        let held = self.link.next_start_ns().map(|s| s.saturating_add(self.link.params().delay_ns));
+        let wake = [change, held].into_iter().flatten().min();
         Ok(match step {
             Step::Send => Next::Again,
-            Step::SpinUntil(t) | Step::SleepUntil(t) => Next::At(change.map_or(t, |c| c.min(t))),
+            Step::SpinUntil(t) | Step::SleepUntil(t) => Next::At(wake.map_or(t, |w| w.min(t))),
             // The drain above may have queued frames: then decide again at once.
-            Step::AwaitTraffic(_) if self.line.is_empty() => Next::Idle(change),
-            Step::AwaitTraffic(_) => Next::Again,
+            Step::AwaitTraffic(_) if !self.line.is_empty() => Next::Again,
+            // Frames wait in the link: an arrival meanwhile starts after them, so it needs no
+            // wake-up of its own.
+            Step::AwaitTraffic(_) if held.is_some() => Next::At(wake.unwrap_or(u64::MAX)),
+            Step::AwaitTraffic(_) => Next::Idle(change),
         })
+    }
+
+    /// Move the frames the link started serializing to the delay line (marked if the discipline
+    /// marked them), and their buffers back to the pool.
+    fn collect_departures(&mut self) {
+        while let Some(Departure { fate, ce, mut body }) = self.link.take_departure() {
+            match fate {
+                Fate::Deliver { due_ns } => {
+                    if ce {
+                        ecn::set_ce(&mut body);
+                    }
+                    if self.line.push(due_ns, &body).is_err() {
+                        self.stats.dropped_overflow += 1;
+                    }
+                }
+                Fate::LostOnWire => self.stats.dropped_loss += 1,
+                Fate::Dropped => self.stats.dropped_queue += 1,
+            }
+            if self.pool.len() < MAX_POOLED_FRAMES {
+                body.clear();
+                self.pool.push(body);
+            }
+        }
     }
 
     /// Stop: offer whatever arrived before the stop (it still counts), make every sample
@@ -189,6 +271,12 @@ impl Direction {
         self.catch_up(sys::mono_ns(), true);
         self.stats.dropped_overflow += self.rx.take_kernel_drops();
         self.stats.left_queued = self.line.len() as u64;
+        if self.link.holds_frames() {
+            // Frames the discipline dropped inside the queue never come out: count its drops
+            // (packets; a GSO batch counts as its segments) and what it still holds.
+            self.stats.dropped_queue = self.link.qdisc_counters().dropped;
+            self.stats.left_queued += self.link.backlog_packets();
+        }
         self.stats.link = *self.link.counters();
         self.stats.backlog_packets_end = self.link.backlog_packets();
         if let Some(s) = self.sampler.take() {
@@ -217,6 +305,7 @@ impl Direction {
                     self.next_change += 1;
                     let dues = self.link.apply_change(at_ns, &change);
                     self.line.retime_tail(&dues);
+                    self.collect_departures();
                 }
                 None => return,
             }
@@ -227,6 +316,7 @@ impl Direction {
         if let Some(s) = self.sampler.as_mut() {
             s.record_next(&mut self.link);
         }
+        self.collect_departures();
     }
 
     fn send_head(&mut self, now_ns: u64) {
@@ -271,11 +361,30 @@ impl Direction {
                 } as u64;
                 self.catch_up(rx_mono, false);
                 let size = frame_size(f.hdr_and_frame);
-                match self.link.offer(rx_mono, size.ip_bytes, size.packets) {
+                let ip = ecn::inspect(f.hdr_and_frame);
+                let info = FrameInfo { ip_bytes: size.ip_bytes, packets: size.packets, flow_hash: ip.flow_hash, ect: ip.ect };
+                if self.link.holds_frames() {
+                    let mut body = self.pool.pop().unwrap_or_else(|| Vec::with_capacity(FULL_FRAME_STORED_BYTES));
+                    body.extend_from_slice(f.hdr_and_frame);
+                    // A refused frame's drop is counted with the discipline's (`finish`).
+                    self.link.hold_frame(rx_mono, info, body);
+                    self.collect_departures();
+                    continue;
+                }
+                let Offered { fate, ce } = self.link.offer_frame(rx_mono, info);
+                match fate {
                     Fate::Dropped => self.stats.dropped_queue += 1,
                     Fate::LostOnWire => self.stats.dropped_loss += 1,
                     Fate::Deliver { due_ns } => {
-                        if self.line.push(due_ns, f.hdr_and_frame).is_err() {
+                        let frame = if ce {
+                            self.scratch.clear();
+                            self.scratch.extend_from_slice(f.hdr_and_frame);
+                            ecn::set_ce(&mut self.scratch);
+                            &self.scratch[..]
+                        } else {
+                            f.hdr_and_frame
+                        };
+                        if self.line.push(due_ns, frame).is_err() {
                             self.stats.dropped_overflow += 1;
                         }
                     }

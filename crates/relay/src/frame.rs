@@ -11,10 +11,10 @@ use crate::sys::VNET_HDR_LEN;
 /// Ethernet header without a VLAN tag, bytes.
 pub const ETH_HEADER_BYTES: usize = 14;
 const ETH_P_8021Q: u16 = 0x8100;
-const ETH_P_IPV4: u16 = 0x0800;
-const ETH_P_IPV6: u16 = 0x86dd;
-const IPPROTO_TCP: u8 = 6;
-const IPPROTO_UDP: u8 = 17;
+pub(crate) const ETH_P_IPV4: u16 = 0x0800;
+pub(crate) const ETH_P_IPV6: u16 = 0x86dd;
+pub(crate) const IPPROTO_TCP: u8 = 6;
+pub(crate) const IPPROTO_UDP: u8 = 17;
 /// `virtio_net_hdr.gso_type` without its ECN bit.
 const GSO_TYPE_MASK: u8 = 0x7f;
 
@@ -33,7 +33,7 @@ fn u16_be(b: &[u8], at: usize) -> Option<u16> {
 
 /// Where the IP header starts (after the Ethernet header and a VLAN tag, if any) and the
 /// ethertype behind them.
-fn network_offset(frame: &[u8]) -> (usize, Option<u16>) {
+pub(crate) fn network_offset(frame: &[u8]) -> (usize, Option<u16>) {
     match u16_be(frame, 12) {
         Some(ETH_P_8021Q) => (ETH_HEADER_BYTES + 4, u16_be(frame, 16)),
         ethertype => (ETH_HEADER_BYTES, ethertype),

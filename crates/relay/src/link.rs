@@ -10,8 +10,11 @@
 //!   bytes would take the waiting bytes past `limit` bytes; with DCTCP's step marking), RED
 //!   (gentle, Adaptive) and PIE decide at arrival and keep arrival order, so a frame's fate and due
 //!   time are known when it arrives ([`LinkModel::offer_frame`]). CoDel, FQ-CoDel and FQ decide
-//!   when the transmitter frees up; they need the frame held until then, which [`LinkModel`]
-//!   does not do yet ([`LinkModel::supports`]).
+//!   when the transmitter frees up (CoDel's drops at dequeue, FQ's choice of flow, FQ-CoDel's
+//!   drops from the fattest flow): the link then *holds* the frame ([`LinkModel::holds_frames`],
+//!   [`LinkModel::hold_frame`]) with its body `B` (the relay's bytes) and hands it out when its
+//!   serialization starts ([`LinkModel::take_departure`]), with its fate and due time — the
+//!   simulator's enqueue/dequeue sequence (`crates/sim/src/link.rs`) step for step.
 //! - **Transmitter**: serialization starts at `start = max(t, tx_free_at)` and takes
 //!   `ceil(ip_bytes · 8 · 10⁹ / rate_bps)` ns; `tx_free_at` becomes the end.
 //! - **Wire loss**: each serialized frame is lost with probability `loss` (it still used the link).
@@ -32,6 +35,8 @@
 //! one per packet whenever its queue is backlogged (its watchdog waits for the next packet's
 //! tokens). At 1 Gbit/s that is ~80,000 timers a second, spent in whichever thread handed the
 //! packet to the qdisc — the relay. The relay instead wakes once per batch of due frames.
+
+use std::collections::VecDeque;
 
 use ccarena_link::qdisc::{Limit, QueuedPacket};
 use ccarena_link::wire::transmission_ns as shared_transmission_ns;
@@ -55,7 +60,7 @@ pub enum QueueLimit {
 pub struct LinkParams {
     /// Serialization rate, bits per second (IP bytes); `None` = no transmitter and no queue.
     pub rate_bps: Option<u64>,
-    /// The DropTail limit of the queue in front of the transmitter (ignored without a rate).
+    /// The hard limit of the queue in front of the transmitter (ignored without a rate).
     pub limit: QueueLimit,
     /// Propagation delay, ns.
     pub delay_ns: u64,
@@ -81,8 +86,14 @@ pub enum Fate {
 pub struct LinkCounters {
     /// Packets offered to the queue.
     pub arrivals: u64,
-    /// Packets the queue refused.
+    /// Packets the discipline dropped: refused at arrival, dropped at dequeue (CoDel), or dropped
+    /// from the fattest flow (FQ-CoDel, FQ).
     pub drops: u64,
+    /// Of `drops`, the AQM's own (unforced) drops: RED's and PIE's early drops, CoDel's drops at
+    /// dequeue; the rest are the hard limit's.
+    pub early_drops: u64,
+    /// Packets the discipline marked CE instead of dropping (still delivered).
+    pub marks: u64,
     /// Packets whose serialization has started.
     pub departures: u64,
     /// IP bytes of those packets.
@@ -145,9 +156,20 @@ pub struct Offered {
     pub ce: bool,
 }
 
+/// A frame that started serialization on a link that holds frames ([`LinkModel::take_departure`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Departure<B> {
+    /// Its fate (never [`Fate::Dropped`]: the discipline's drops never leave the queue).
+    pub fate: Fate,
+    /// The discipline marked it: the caller must set CE in its IP header (RFC 3168 §5).
+    pub ce: bool,
+    /// What the caller held the frame with.
+    pub body: B,
+}
+
 /// A frame admitted to the queue: where it stands in the link's schedule.
-#[derive(Clone, Copy, Debug)]
-struct Scheduled {
+#[derive(Clone, Debug)]
+struct Scheduled<B> {
     arrival_ns: u64,
     start_ns: u64,
     end_ns: u64,
@@ -161,9 +183,11 @@ struct Scheduled {
     flow_hash: u64,
     ect: bool,
     ce: bool,
+    /// The frame itself, while a link that holds frames holds it.
+    body: B,
 }
 
-impl QueuedPacket for Scheduled {
+impl<B> QueuedPacket for Scheduled<B> {
     #[inline]
     fn size_bytes(&self) -> u64 {
         self.ip_bytes
@@ -194,17 +218,22 @@ fn limit_of(q: QueueLimit) -> Limit {
     }
 }
 
-/// One direction's link, advanced by arrivals (see the module docs).
+/// One direction's link, advanced by arrivals (see the module docs); `B` is what a link that
+/// holds frames holds them with (the relay's bytes; `()` where only fates matter).
 #[derive(Debug)]
-pub struct LinkModel {
+pub struct LinkModel<B = ()> {
     params: LinkParams,
     loss: Loss,
     tx_free_at_ns: u64,
     last_arrival_ns: u64,
     /// Admitted frames whose serialization has not started, in the discipline.
-    qdisc: Qdisc<Scheduled>,
+    qdisc: Qdisc<Scheduled<B>>,
     /// The last frame to start serialization (it may still be on the transmitter).
-    on_wire: Option<Scheduled>,
+    on_wire: Option<Scheduled<B>>,
+    /// The discipline decides at dequeue: frames are held until their serialization starts.
+    holds: bool,
+    /// Held frames whose serialization has started, not yet taken by the caller, in order.
+    departed: VecDeque<Departure<B>>,
     /// The latest due time of a delivered frame before `on_wire`: no later frame may arrive
     /// earlier (the pipe is FIFO).
     settled_due_ns: u64,
@@ -226,27 +255,39 @@ impl LinkModel {
         LinkModel::with_queue(params, &droptail, SplitMix64::new(0), loss)
     }
 
-    /// True when the relay can run `queue`: a discipline that decides at arrival and keeps arrival
-    /// order (DropTail, RED, PIE). CoDel, FQ-CoDel and FQ decide when a frame leaves the queue.
-    pub fn supports(queue: &QdiscConfig) -> bool {
-        matches!(queue, QdiscConfig::DropTail { .. } | QdiscConfig::Red(_) | QdiscConfig::Pie(_))
-    }
-
-    /// An idle link with `params` and the discipline `queue` (which [`LinkModel::supports`];
-    /// panics otherwise), its random draws from `queue_rng`, losing frames on the wire per `loss`.
+    /// An idle link with `params` and the discipline `queue`, its random draws from `queue_rng`,
+    /// losing frames on the wire per `loss` ([`LinkModel::holding`] with nothing to hold).
     pub fn with_queue(params: LinkParams, queue: &QdiscConfig, queue_rng: SplitMix64, loss: Loss) -> LinkModel {
-        assert!(LinkModel::supports(queue), "the relay cannot run {queue:?} yet (it decides at dequeue)");
+        LinkModel::holding(params, queue, queue_rng, loss)
+    }
+}
+
+impl<B: Default> LinkModel<B> {
+    /// An idle link with `params` and the discipline `queue`, its random draws from `queue_rng`,
+    /// losing frames on the wire per `loss`, holding frames with a `B` when the discipline
+    /// decides at dequeue (CoDel, FQ-CoDel, FQ; with a rate).
+    pub fn holding(params: LinkParams, queue: &QdiscConfig, queue_rng: SplitMix64, loss: Loss) -> LinkModel<B> {
+        let qdisc = Qdisc::new(queue, limit_of(params.limit), queue_rng);
+        let holds = params.rate_bps.is_some() && !qdisc.decides_at_arrival();
         LinkModel {
             params,
             loss,
             tx_free_at_ns: 0,
             last_arrival_ns: 0,
-            qdisc: Qdisc::new(queue, limit_of(params.limit), queue_rng),
+            qdisc,
             on_wire: None,
+            holds,
+            departed: VecDeque::new(),
             settled_due_ns: 0,
             pipe_back_ns: 0,
             counters: LinkCounters::default(),
         }
+    }
+
+    /// True when frames must be offered with [`LinkModel::hold_frame`] (the discipline decides
+    /// when a frame leaves the queue), false when [`LinkModel::offer_frame`] decides at arrival.
+    pub fn holds_frames(&self) -> bool {
+        self.holds
     }
 
     /// The link's parameters now.
@@ -272,6 +313,9 @@ impl LinkModel {
 
     /// Start the serialization of every waiting frame whose start time is at or before `t_ns`.
     pub fn advance(&mut self, t_ns: u64) {
+        if self.holds {
+            return self.advance_held(t_ns);
+        }
         while let Some(head) = self.qdisc.certain_head() {
             if head.pkt.start_ns > t_ns {
                 break;
@@ -285,11 +329,120 @@ impl LinkModel {
             if w.lost_on_wire {
                 self.counters.lost_wire += w.packets;
             }
-            if let Some(prev) = self.on_wire.replace(w) {
-                if !prev.lost_on_wire {
-                    self.settled_due_ns = self.settled_due_ns.max(prev.due_ns);
-                }
+            self.put_on_wire(w);
+        }
+    }
+
+    /// Copy the discipline's decisions into the link's counters.
+    #[inline]
+    fn sync_qdisc_counters(&mut self) {
+        let q = self.qdisc.counters();
+        (self.counters.drops, self.counters.early_drops, self.counters.marks) = (q.dropped, q.dropped_early, q.marked);
+    }
+
+    /// `w` is the last frame to start serialization: the one before it is settled.
+    fn put_on_wire(&mut self, w: Scheduled<B>) {
+        if let Some(prev) = self.on_wire.replace(w) {
+            if !prev.lost_on_wire {
+                self.settled_due_ns = self.settled_due_ns.max(prev.due_ns);
             }
+        }
+    }
+
+    /// [`LinkModel::advance`] of a link that holds frames: the simulator's `Link::advance`. While
+    /// frames wait, the transmitter takes the discipline's choice each time it frees up (every
+    /// waiting frame arrived while it was busy, so it never idles with frames waiting).
+    fn advance_held(&mut self, t_ns: u64) {
+        while self.tx_free_at_ns <= t_ns && !self.qdisc.is_empty() {
+            let start_ns = self.tx_free_at_ns;
+            let Some(e) = self.qdisc.dequeue(start_ns) else { break };
+            self.transmit_held(start_ns, e.enqueued_ns, e.pkt);
+        }
+        self.sync_qdisc_counters();
+    }
+
+    /// Serialize the held frame `w` (enqueued at `enqueued_ns`) from `start_ns`: draw its wire
+    /// loss (in departure order, as the simulator does), fix its due time, hand it out.
+    fn transmit_held(&mut self, start_ns: u64, enqueued_ns: u64, mut w: Scheduled<B>) {
+        let rate_bps = self.params.rate_bps.expect("a link holds frames only with a rate");
+        w.start_ns = start_ns;
+        w.end_ns = start_ns + transmission_ns(w.ip_bytes, rate_bps);
+        self.tx_free_at_ns = w.end_ns;
+        self.counters.departures += w.packets;
+        self.counters.departed_bytes += w.ip_bytes;
+        self.counters.sojourn_total_ns += (start_ns - enqueued_ns) * w.packets;
+        self.counters.busy_ns += w.end_ns - start_ns;
+        w.lost_on_wire = self.loss.lose();
+        let fate = if w.lost_on_wire {
+            self.counters.lost_wire += w.packets;
+            Fate::LostOnWire
+        } else {
+            w.due_ns = w.end_ns.saturating_add(self.params.delay_ns).max(self.pipe_back_ns);
+            self.pipe_back_ns = w.due_ns;
+            Fate::Deliver { due_ns: w.due_ns }
+        };
+        self.departed.push_back(Departure { fate, ce: w.ce, body: std::mem::take(&mut w.body) });
+        self.put_on_wire(w);
+    }
+
+    /// Offer a frame that arrived at `arrival_ns` to a link that holds frames
+    /// ([`LinkModel::holds_frames`]), with its `body`. Returns false when the discipline refused
+    /// it at once (the body is dropped); an admitted frame comes out of
+    /// [`LinkModel::take_departure`] when its serialization starts — or never, if the discipline
+    /// drops it later (CoDel at dequeue, FQ from the fattest flow). Arrivals come in time order
+    /// (an earlier timestamp than the previous arrival or advance counts as simultaneous with it).
+    pub fn hold_frame(&mut self, arrival_ns: u64, frame: FrameInfo, body: B) -> bool {
+        debug_assert!(self.holds, "hold_frame on a link that decides at arrival");
+        let t = arrival_ns.max(self.last_arrival_ns);
+        self.last_arrival_ns = t;
+        let packets = frame.packets.max(1);
+        self.advance_held(t);
+        self.counters.arrivals += packets;
+        let rate_bps = self.params.rate_bps.expect("a link holds frames only with a rate");
+        let w = Scheduled {
+            arrival_ns: t,
+            start_ns: 0,
+            end_ns: 0,
+            due_ns: 0,
+            ip_bytes: frame.ip_bytes,
+            packets,
+            lost_on_wire: false,
+            flow_hash: frame.flow_hash,
+            ect: frame.ect,
+            ce: false,
+            body,
+        };
+        let verdict = self.qdisc.enqueue(w, t, self.tx_free_at_ns, rate_bps);
+        self.sync_qdisc_counters();
+        if matches!(verdict, Verdict::Drop | Verdict::EarlyDrop) {
+            return false;
+        }
+        if self.tx_free_at_ns <= t {
+            // The transmitter is idle and nothing else waited: the discipline's choice starts now.
+            self.tx_free_at_ns = t;
+            self.advance_held(t);
+        }
+        true
+    }
+
+    /// The next held frame whose serialization has started, in start order.
+    pub fn take_departure(&mut self) -> Option<Departure<B>> {
+        self.departed.pop_front()
+    }
+
+    /// When the transmitter takes its next frame, if a frame is held waiting, ns: a frame due at
+    /// the far end leaves no earlier than this plus the delay, so the caller need not advance the
+    /// link before then.
+    pub fn next_start_ns(&self) -> Option<u64> {
+        (self.holds && !self.qdisc.is_empty()).then_some(self.tx_free_at_ns)
+    }
+
+    /// Advance a link that holds frames to `t_ns` from outside an arrival (every arrival up to
+    /// `t_ns` offered): serialization starts up to it happen, later arrivals count from it.
+    pub fn advance_to(&mut self, t_ns: u64) {
+        if self.holds && t_ns > self.last_arrival_ns {
+            self.last_arrival_ns = t_ns;
+            self.advance_held(t_ns);
         }
     }
 
@@ -304,6 +457,7 @@ impl LinkModel {
     /// simultaneous with it. The discipline decides as the simulator's does for the same
     /// arrivals (`ccarena_link::qdisc`); `ce` asks the caller to mark the frame.
     pub fn offer_frame(&mut self, arrival_ns: u64, frame: FrameInfo) -> Offered {
+        debug_assert!(!self.holds, "offer_frame on a link that holds frames");
         let t = arrival_ns.max(self.last_arrival_ns);
         self.last_arrival_ns = t;
         let packets = frame.packets.max(1);
@@ -334,9 +488,10 @@ impl LinkModel {
             flow_hash: frame.flow_hash,
             ect: frame.ect,
             ce: false,
+            body: B::default(),
         };
         let verdict = self.qdisc.enqueue(w, t, self.tx_free_at_ns, rate_bps);
-        self.counters.drops = self.qdisc.counters().dropped;
+        self.sync_qdisc_counters();
         if matches!(verdict, Verdict::Drop | Verdict::EarlyDrop) {
             return Offered { fate: Fate::Dropped, ce: false };
         }
@@ -385,6 +540,11 @@ impl LinkModel {
             self.params.delay_ns = d;
         }
         let Some(rate_bps) = self.params.rate_bps else { return Vec::new() };
+        if self.holds {
+            // Waiting frames have no schedule yet (the new rate applies when they start): only
+            // the frame on the wire may take the new delay.
+            return self.retime_on_wire_held(at_ns, delay_changed);
+        }
         if !rate_changed && !delay_changed {
             return Vec::new();
         }
@@ -422,10 +582,33 @@ impl LinkModel {
         dues
     }
 
+    /// [`LinkModel::apply_change`]'s retiming on a link that holds frames: the frame on the wire
+    /// takes a new delay if its serialization ends at or after `at_ns`, behind the one before it.
+    /// If it is still waiting to be taken its departure is changed in place; if it was taken, its
+    /// new due time is returned.
+    fn retime_on_wire_held(&mut self, at_ns: u64, delay_changed: bool) -> Vec<u64> {
+        let delay_ns = self.params.delay_ns;
+        let settled = self.settled_due_ns;
+        let Some(w) = self.on_wire.as_mut().filter(|w| delay_changed && w.end_ns >= at_ns && !w.lost_on_wire) else { return Vec::new() };
+        w.due_ns = (w.end_ns + delay_ns).max(settled);
+        self.pipe_back_ns = w.due_ns;
+        match self.departed.back_mut() {
+            Some(d) => {
+                d.fate = Fate::Deliver { due_ns: w.due_ns };
+                Vec::new()
+            }
+            None => vec![w.due_ns],
+        }
+    }
+
     /// The queue at `t_ns`, which must not be earlier than the last arrival offered (so every
     /// arrival up to `t_ns` must have been offered for the sample to be exact).
     pub fn sample(&mut self, t_ns: u64) -> QueueSample {
         let t = t_ns.max(self.last_arrival_ns);
+        if self.holds {
+            // Dequeues happened up to `t`: a later arrival cannot be earlier.
+            self.last_arrival_ns = t;
+        }
         self.advance(t);
         QueueSample { t_ns, backlog_packets: self.qdisc.backlog_packets(), backlog_bytes: self.qdisc.backlog_bytes(), counters: self.counters }
     }
@@ -610,6 +793,62 @@ mod tests {
         l.offer(0, 1500, 1);
         l.apply_change(1, &LinkChange { loss: Some(1.0), ..Default::default() });
         assert_eq!(l.offer(2, 1500, 1), Fate::LostOnWire);
+    }
+
+    fn fq_link(delay_ns: u64) -> LinkModel<u32> {
+        let fq = QdiscConfig::Fq(ccarena_link::qdisc::fq::FqConfig { flows: 64, quantum_bytes: 1500 });
+        let params = LinkParams { rate_bps: Some(GBIT), limit: QueueLimit::Packets(10), delay_ns };
+        LinkModel::holding(params, &fq, SplitMix64::new(4), Loss::new(0.0, SplitMix64::new(1)))
+    }
+
+    fn frame(flow: u64) -> FrameInfo {
+        FrameInfo { ip_bytes: 1500, packets: 1, flow_hash: flow, ect: false }
+    }
+
+    fn departures(l: &mut LinkModel<u32>) -> Vec<(u32, u64)> {
+        std::iter::from_fn(|| l.take_departure()).map(|d| match d.fate {
+            Fate::Deliver { due_ns } => (d.body, due_ns),
+            other => panic!("{other:?}"),
+        }).collect()
+    }
+
+    #[test]
+    fn a_held_frame_leaves_when_the_transmitter_takes_it_in_the_disciplines_order() {
+        // FQ: three frames of flow 1 then one of flow 2, all at t = 0, on 1 Gbit/s (12 µs each).
+        let mut l = fq_link(1_000);
+        assert!(l.holds_frames() && !link(Some(GBIT), QueueLimit::Packets(1), 0).holds_frames());
+        for (i, flow) in [1u64, 1, 1, 2].into_iter().enumerate() {
+            assert!(l.hold_frame(0, frame(flow), i as u32));
+        }
+        // The first starts at once; the rest wait for the transmitter.
+        assert_eq!(departures(&mut l), vec![(0, 12_000 + 1_000)]);
+        assert_eq!((l.next_start_ns(), l.backlog_packets()), (Some(12_000), 3));
+        l.advance_to(12_000);
+        // Round robin: flow 1 spent its quantum on the first frame, so flow 2's goes next.
+        l.advance_to(36_000);
+        assert_eq!(departures(&mut l), vec![(3, 24_000 + 1_000), (1, 36_000 + 1_000), (2, 48_000 + 1_000)]);
+        assert_eq!(l.next_start_ns(), None);
+        let c = l.counters();
+        assert_eq!((c.arrivals, c.departures, c.drops, c.sojourn_total_ns), (4, 4, 0, 12_000 + 24_000 + 36_000));
+    }
+
+    #[test]
+    fn a_delay_change_retimes_the_held_frame_on_the_wire_where_it_is() {
+        let mut l = fq_link(1_000_000);
+        l.hold_frame(0, frame(1), 0);
+        l.hold_frame(0, frame(1), 1);
+        // Taken by the caller, on the wire (0–12 µs) at the change: its new due time is returned
+        // for the caller's delay line.
+        assert_eq!(departures(&mut l), vec![(0, 1_012_000)]);
+        assert_eq!(l.apply_change(6_000, &LinkChange { delay_ns: Some(100_000), ..Default::default() }), vec![112_000]);
+        // Not taken yet (on the wire 12–24 µs): changed in place, never before the frame ahead.
+        l.advance_to(20_000);
+        assert!(l.apply_change(20_000, &LinkChange { delay_ns: Some(5_000), ..Default::default() }).is_empty());
+        assert_eq!(departures(&mut l), vec![(1, 112_000)]);
+        // A rate change applies to the frames that start after it.
+        l.apply_change(30_000, &LinkChange { rate_bps: Some(GBIT / 2), ..Default::default() });
+        l.hold_frame(200_000, frame(1), 2);
+        assert_eq!(departures(&mut l), vec![(2, 200_000 + 24_000 + 5_000)]);
     }
 
     proptest! {

@@ -36,7 +36,7 @@ impl QueueSampler {
 
     /// Record the next instant (which the caller knows to be final: every arrival up to it
     /// offered, every change up to it applied).
-    pub fn record_next(&mut self, link: &mut LinkModel) {
+    pub fn record_next<B: Default>(&mut self, link: &mut LinkModel<B>) {
         let t = self.next_instant_ns();
         self.next_k += 1;
         if self.rows.len() < MAX_ROWS {

@@ -5,11 +5,13 @@
 //!             "a_to_b": {"frames": 123, "bytes": 456, "dropped_queue": 2, "dropped_loss": 1,
 //!                        "dropped_overflow": 0, "send_errors": 0, "untimestamped": 0, "left_queued": 0,
 //!                        "lateness_ns": {"mean": 12000, "p50": 9000, "p99": 80000, "p999": 200000, "max": 400000},
-//!                        "link": {"arrivals": 126, "drops": 2, "departures": 124, "departed_bytes": 185000,
+//!                        "link": {"arrivals": 126, "drops": 2, "early_drops": 1, "marks": 5,
+//!                                 "departures": 124, "departed_bytes": 185000,
 //!                                 "lost_wire": 1, "sojourn_total_ns": 5000000, "busy_ns": 1480000,
 //!                                 "backlog_packets_end": 0},
 //!                        "samples": {"t_ns": [...], "backlog_packets": [...], "backlog_bytes": [...],
-//!                                    "arrivals": [...], "drops": [...], "departures": [...],
+//!                                    "arrivals": [...], "drops": [...], "early_drops": [...],
+//!                                    "marks": [...], "departures": [...],
 //!                                    "departed_bytes": [...], "lost_wire": [...],
 //!                                    "sojourn_total_ns": [...], "busy_ns": [...]},
 //!                        "samples_skipped": 0},
@@ -35,7 +37,9 @@ pub struct DirectionStats {
     pub frames: u64,
     /// Bytes of those frames (Ethernet header included, virtio header not).
     pub bytes: u64,
-    /// Frames the emulated queue refused (its DropTail limit).
+    /// Frames the emulated queue dropped (its limit, or its AQM). On a link that holds frames
+    /// (CoDel, FQ-CoDel, FQ) these are the discipline's drops in packets (a GSO batch counts as
+    /// its segments), as frames it drops inside the queue are not seen one by one.
     pub dropped_queue: u64,
     /// Frames lost on the emulated wire (the configured random loss).
     pub dropped_loss: u64,
@@ -99,7 +103,8 @@ impl DirectionStats {
             "untimestamped": self.untimestamped,
             "left_queued": self.left_queued,
             "lateness_ns": {"mean": s.mean_ns, "p50": s.p50_ns, "p99": s.p99_ns, "p999": s.p999_ns, "max": s.max_ns},
-            "link": {"arrivals": l.arrivals, "drops": l.drops, "departures": l.departures,
+            "link": {"arrivals": l.arrivals, "drops": l.drops, "early_drops": l.early_drops, "marks": l.marks,
+                     "departures": l.departures,
                      "departed_bytes": l.departed_bytes, "lost_wire": l.lost_wire,
                      "sojourn_total_ns": l.sojourn_total_ns, "busy_ns": l.busy_ns,
                      "backlog_packets_end": self.backlog_packets_end},
@@ -112,6 +117,8 @@ impl DirectionStats {
                 "backlog_bytes": col(|r| r.backlog_bytes),
                 "arrivals": col(|r| r.counters.arrivals),
                 "drops": col(|r| r.counters.drops),
+                "early_drops": col(|r| r.counters.early_drops),
+                "marks": col(|r| r.counters.marks),
                 "departures": col(|r| r.counters.departures),
                 "departed_bytes": col(|r| r.counters.departed_bytes),
                 "lost_wire": col(|r| r.counters.lost_wire),
@@ -173,7 +180,7 @@ mod tests {
         for v in [1_000, 2_000, 30_000] {
             a.lateness.record(v);
         }
-        a.link = LinkCounters { arrivals: 5, drops: 1, departures: 4, departed_bytes: 6000, lost_wire: 1, sojourn_total_ns: 7, busy_ns: 48 };
+        a.link = LinkCounters { arrivals: 5, drops: 1, departures: 4, departed_bytes: 6000, lost_wire: 1, sojourn_total_ns: 7, busy_ns: 48, ..Default::default() };
         a.samples = vec![QueueSample { t_ns: 10, backlog_packets: 2, backlog_bytes: 3000, counters: a.link }, QueueSample { t_ns: 20, ..Default::default() }];
         let stats = RelayStats { pipes: vec![PipeStats { name: "left0->r0".into(), a_to_b: a, b_to_a: DirectionStats::default() }], wall_s: 1.5, cpu_latency_held: true };
         let v: Value = serde_json::from_str(&stats.to_json()).unwrap();

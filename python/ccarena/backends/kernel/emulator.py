@@ -4,8 +4,8 @@ process, and the queue readings it returns.
 One process (``python3 -m ccarena.backends.kernel.relay CONFIG STATS`` in the wire namespace) serves every
 relayed physical link ``k`` through ``l<k>a`` and ``l<k>b``, its directions dealt to one worker
 thread per CPU (``crates/relay/src/worker.rs``; a k = 4 fat-tree's 96 directions run on two
-threads on a 2-core machine). In relay mode (:mod:`ccarena.backends.kernel.emulation`) each direction emulates the whole spec link — DropTail
-queue, rate, wire loss, delay — and samples its queue every ``sample_interval`` on a grid that
+threads on a 2-core machine). In relay mode (:mod:`ccarena.backends.kernel.emulation`) each direction emulates the whole spec link — its queue
+discipline (any of the simulator's, with ECN marking), rate, wire loss, delay — and samples its queue every ``sample_interval`` on a grid that
 starts at ``sample_origin_ns`` (CLOCK_MONOTONIC, the clock the backend's ``t0`` is taken on, so
 the backend puts ``t0`` on that grid). In tc mode it only delays. When stopped it writes its
 stats: per direction the link's counters and samples, and how late it sent each frame against the
@@ -30,9 +30,20 @@ from typing import Any
 from ccarena.backends.kernel.emulation import Emulation
 from ccarena.backends.kernel.names import RunNames
 from ccarena.backends.kernel.netns import NetworkPlan
-from ccarena.backends.kernel.shaping import QueueReading
+from ccarena.backends.kernel.shaping import QueueReading as _HtbReading
 from ccarena.errors import UserError
 from ccarena.runspec import RunSpec
+
+
+@dataclass
+class QueueReading(_HtbReading):
+    """A queue reading from the relay: htb's counters plus the discipline's own decisions,
+    ``early_drops`` (of ``drops``, the AQM's unforced ones: RED's and PIE's early drops, CoDel's
+    drops at dequeue) and ``marks`` (packets marked CE). None where a reading has no such count."""
+
+    early_drops: int | None = None
+    marks: int | None = None
+
 
 READY_TIMEOUT_S = 20.0
 MAX_QUEUE_FRAMES = 1_000_000
@@ -80,6 +91,10 @@ def direction_config(spec: RunSpec, link: int | None, emulation: Emulation,
         # The relay runs the simulator's own discipline (crates/link), configured as in the spec.
         out["discipline"] = queue.discipline
         out[queue.discipline] = getattr(queue, queue.discipline).model_dump()
+    # DCTCP's step marking (DropTail only; the spec checks it).
+    for key in ("ecn_threshold_packets", "ecn_threshold_bytes"):
+        if getattr(queue, key) is not None:
+            out[key] = int(getattr(queue, key))
     changes = changes_of(spec, link) if link is not None else []
     if changes:
         out["changes"] = changes
@@ -152,7 +167,8 @@ def queue_readings(stats: dict[str, Any], plan: NetworkPlan
                 drops=int(samples["drops"][i]), departures=int(samples["departures"][i]),
                 departed_bytes=int(samples["departed_bytes"][i]),
                 sojourn_total_ns=int(samples["sojourn_total_ns"][i]),
-                lost_wire=int(samples["lost_wire"][i]), busy_ns=int(samples["busy_ns"][i]))
+                lost_wire=int(samples["lost_wire"][i]), busy_ns=int(samples["busy_ns"][i]),
+                early_drops=int(samples["early_drops"][i]), marks=int(samples["marks"][i]))
         out[link] = rows
     return out
 

@@ -27,12 +27,13 @@ TCP_FIELDS_FIXED_BY_LINUX = {
 than the Linux-like default is refused rather than silently ignored."""
 
 
-QUEUE_FEATURES = frozenset({"droptail", "red", "pie"})
+QUEUE_FEATURES = frozenset({"droptail", "red", "pie", "codel", "fq_codel", "fq", "ecn_threshold"})
 """What the kernel backend's queues can do: discipline names, and ``"ecn_threshold"`` for ECN step
-marking. The relay runs the shared link model (crates/link) for the disciplines that decide when a
-packet arrives (DropTail, RED, Adaptive RED, PIE); CoDel, FQ-CoDel and FQ decide at dequeue, which
-the relay's frame path does not do yet, and it does not rewrite the ECN field, so marking (ECN
-thresholds, ``ecn = true``) stays simulated only."""
+marking. The relay runs the shared link model (crates/link) for every discipline: those that
+decide when a packet arrives (DropTail, RED, Adaptive RED, PIE) and those that decide when it
+leaves (CoDel, FQ-CoDel, FQ: the relay holds the frame until then); it marks CE in the frame's IP
+header (ECN thresholds, ``ecn = true``) and drops a Not-ECT frame instead. All of it needs the
+relay's link emulation (htb's queue is a FIFO that never marks)."""
 
 
 def check_privileges(caps: Capabilities) -> None:
@@ -105,18 +106,17 @@ def check_spec(spec: RunSpec, caps: Capabilities, emulation: Emulation) -> None:
         queue = link.queue
         if queue.discipline not in QUEUE_FEATURES:
             raise UserError(f"{where}: queue discipline '{queue.discipline}' is not supported by "
-                            "the kernel backend yet (it runs droptail, red and pie); use --backend sim")
+                            "the kernel backend; use --backend sim")
         if queue.discipline != "droptail" and emulation.rate_and_queue != "relay":
             raise UserError(f"{where}: a {queue.discipline} queue needs the relay's link emulation "
                             "(htb's queue is a FIFO); set kernel.emulation = \"relay\"")
-        aqm = getattr(queue, queue.discipline, None) if queue.discipline != "droptail" else None
-        if aqm is not None and getattr(aqm, "ecn", False):
-            raise UserError(f"{where}: ECN marking (ecn = true) is not done by the kernel backend's "
-                            "link relay yet; remove ecn or use --backend sim")
         marks = queue.ecn_threshold_packets is not None or queue.ecn_threshold_bytes is not None
         if marks and "ecn_threshold" not in QUEUE_FEATURES:
             raise UserError(f"{where}: ECN step marking (ecn_threshold) needs a marking qdisc "
                             "this backend does not set up; remove it or use --backend sim")
+        if marks and emulation.rate_and_queue != "relay":
+            raise UserError(f"{where}: ECN step marking (ecn_threshold) needs the relay's link "
+                            "emulation (htb's queue never marks); set kernel.emulation = \"relay\"")
         if link.delay_ns > 0 and emulation.delay == "relay" and not caps.relay:
             raise UserError(f"{where}: a propagation delay needs netem or ccarena's link relay, and "
                             "this kernel has no netem and this build no relay (rebuild: pip install -e .)")

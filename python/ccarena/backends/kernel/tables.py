@@ -25,9 +25,10 @@ of traffic (backlog, drops, departures; arrivals = departures + drops + backlog)
 the link emulator computes it exactly at the instant (its model's state) and times every
 packet's wait, so ``sojourn_mean_s`` is the mean wait of the packets that left the queue during
 the interval, as in the simulator; in tc mode it is htb's root qdisc read over netlink, and
-``sojourn_mean_s`` is NaN (pfifo does not time packets). ``marks`` and ``early_drops`` are 0 and
-``red_avg`` NaN: the relay marks nothing yet, and a RED or PIE queue's early drops are counted in
-``drops`` (the relay does not report them apart).
+``sojourn_mean_s`` is NaN (pfifo does not time packets). ``marks`` (packets marked CE) and
+``early_drops`` (of ``drops``, the AQM's own: RED's and PIE's early drops, CoDel's drops at
+dequeue) are the relay's counts, as the simulator's; 0 with htb, which neither marks nor drops
+early. ``red_avg`` is NaN (the relay does not report RED's average).
 
 ``links``: the same counters at the end; ``packets_lost_wire`` from the relay's (or the loss
 rule's) own count; ``packets_delivered`` = departures − lost on the wire (packets still
@@ -196,11 +197,22 @@ def queue_rows(readings: list[tuple[float, dict[int, Any]]], baseline: dict[int,
                 sojourn = (q.sojourn_total_ns - p.sojourn_total_ns) / departed / 1e9 if departed else None
             previous[link] = q
             rows.append({"time_s": time_s, "link": link, "backlog_bytes": q.backlog_bytes,
-                         "backlog_packets": q.backlog_packets, "drops": drops, "marks": 0,
+                         "backlog_packets": q.backlog_packets, "drops": drops,
+                         "marks": _since(q, b, "marks"),
                          "arrivals": departures + drops + q.backlog_packets,
                          "departures": departures, "sojourn_mean_s": sojourn,
-                         "red_avg": None, "early_drops": 0})
+                         "red_avg": None, "early_drops": _since(q, b, "early_drops")})
     return rows
+
+
+def _since(q: Any, b: Any, key: str) -> int:
+    """Counter ``key`` of reading ``q`` since the baseline ``b`` (0 for a reading without it:
+    htb neither marks nor drops early)."""
+    now = getattr(q, key, None)
+    if now is None:
+        return 0
+    before = getattr(b, key, None) if b is not None else None
+    return int(now) - int(before or 0)
 
 
 def link_rows(spec: RunSpec, final: dict[int, Any], baseline: dict[int, Any],
@@ -226,7 +238,8 @@ def link_rows(spec: RunSpec, final: dict[int, Any], baseline: dict[int, Any],
             "link": i, "name": link.name, "rate_bps": link.rate_bps, "delay_ns": link.delay_ns,
             "packets_in": departures + drops + q.backlog_packets, "bytes_in": None,
             "packets_delivered": None if lost is None else departures - lost,
-            "packets_dropped_queue": drops, "packets_marked": 0, "packets_lost_wire": lost,
+            "packets_dropped_queue": drops, "packets_marked": _since(q, b, "marks"),
+            "packets_lost_wire": lost,
             # The kernel backend takes no link down (preflight refuses `up` events) and routes
             # every flow (static routes to every host).
             "down_drops_packets": 0, "no_route_drops_packets": 0,
