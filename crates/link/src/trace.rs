@@ -263,17 +263,16 @@ impl TraceTransmitter {
 
     fn compute_opportunities(&self, ready_ns: u64, bytes: u64) -> (u64, u64, u64) {
         let mut need = bytes;
-        let first;
-        if self.leftover_bytes > 0 && ready_ns <= self.opportunity_ns(self.next_opportunity - 1) {
+        let first = if self.leftover_bytes > 0 && ready_ns <= self.opportunity_ns(self.next_opportunity - 1) {
             // The packet was waiting when the last opportunity came: it takes what is left of it.
             if need <= self.leftover_bytes {
                 return (self.opportunity_ns(self.next_opportunity - 1), self.next_opportunity, self.leftover_bytes - need);
             }
             need -= self.leftover_bytes;
-            first = self.next_opportunity;
+            self.next_opportunity
         } else {
-            first = self.next_opportunity.max(self.first_opportunity_at_or_after(ready_ns));
-        }
+            self.next_opportunity.max(self.first_opportunity_at_or_after(ready_ns))
+        };
         let used = need.div_ceil(MTU_BYTES);
         let last = first + used - 1;
         (self.opportunity_ns(last), last + 1, used * MTU_BYTES - need)
