@@ -19,6 +19,7 @@ from rich.console import Console
 from rich.table import Table
 
 from ccarena.errors import EngineFault, UserError
+from ccarena.traces.commands import gen as _trace_gen
 from ccarena.transfer.commands import recv as _recv
 from ccarena.transfer.commands import send as _send
 
@@ -597,6 +598,11 @@ def doctor(
 # ccarena send / ccarena recv: file transfer over ccarena's transport on UDP.
 app.command(name="send")(handles_errors(_send))
 app.command(name="recv")(handles_errors(_recv))
+
+# ccarena trace gen: synthetic link capacity traces (ccarena.traces).
+trace_app = typer.Typer(name="trace", help="Link capacity traces.", no_args_is_help=True, rich_markup_mode=None)
+trace_app.command(name="gen")(handles_errors(_trace_gen))
+app.add_typer(trace_app, name="trace")
 
 
 def main() -> None:
