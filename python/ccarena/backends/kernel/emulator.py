@@ -80,6 +80,9 @@ def direction_config(spec: RunSpec, link: int | None, emulation: Emulation,
         # The relay runs the simulator's own discipline (crates/link), configured as in the spec.
         out["discipline"] = queue.discipline
         out[queue.discipline] = getattr(queue, queue.discipline).model_dump()
+    if spec_link.trace is not None:
+        # The relay runs the trace from t0 (crates/link/src/trace.rs), as the simulator from 0.
+        out["trace"] = spec_link.trace.model_dump()
     changes = changes_of(spec, link) if link is not None else []
     if changes:
         out["changes"] = changes
