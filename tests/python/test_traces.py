@@ -183,3 +183,13 @@ def test_the_variable_link_example_runs_short(tmp_path):
     assert (goodput < mean_bps).all() and (goodput > 0.6 * mean_bps).all()
     # Throughput vs delay: loss-based CUBIC fills the 300-packet buffer, the delay-based ones do not.
     assert rtt["cubic"] > 2 * rtt["vegas"] and rtt["cubic"] > rtt["ledbat"]
+
+
+def test_a_rate_event_on_a_trace_link_is_refused_in_one_line(tmp_path):
+    write(tmp_path / "scenarios" / "t.mahi", "1\n2\n")
+    path = scenario_file(tmp_path, '{ trace = "t.mahi" }')
+    path.write_text(path.read_text() + '[[events]]\nat = "1s"\nlink = "bottleneck"\nset = { rate = "5Mbps" }\n')
+    with pytest.raises(UserError) as err:
+        resolve_run(load_scenario(path).scenario, seed=1)
+    assert len(err.value.problems) == 1
+    assert str(err.value).startswith("events[0].set.rate: the link's rate follows a trace"), str(err.value)
