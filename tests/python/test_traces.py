@@ -192,4 +192,4 @@ def test_a_rate_event_on_a_trace_link_is_refused_in_one_line(tmp_path):
     with pytest.raises(UserError) as err:
         resolve_run(load_scenario(path).scenario, seed=1)
     assert len(err.value.problems) == 1
-    assert str(err.value).startswith("events[0].set.rate: the link's rate follows a trace"), str(err.value)
+    assert "s.toml: events[0].set.rate: the link's rate follows a trace" in str(err.value), str(err.value)
