@@ -100,6 +100,7 @@ fn link(nodes: &[NodeSpec], from: usize, to: usize, rate_bps: u64, delay_ns: u64
         loss: 0.0,
         queue: droptail(queue_packets),
         sample: None,
+        trace: None,
     }
 }
 

@@ -20,6 +20,7 @@ from rich.table import Table
 
 from ccarena.errors import EngineFault, UserError
 from ccarena.importers import commands as _import_commands
+from ccarena.traces.commands import gen as _trace_gen
 from ccarena.transfer.commands import recv as _recv
 from ccarena.transfer.commands import send as _send
 
@@ -605,6 +606,10 @@ import_app = typer.Typer(help="Import real measurements (iperf3 JSON, Flent data
 import_app.command(name="iperf3")(handles_errors(_import_commands.iperf3))
 import_app.command(name="flent")(handles_errors(_import_commands.flent))
 app.add_typer(import_app, name="import")
+# ccarena trace gen: synthetic link capacity traces (ccarena.traces).
+trace_app = typer.Typer(name="trace", help="Link capacity traces.", no_args_is_help=True, rich_markup_mode=None)
+trace_app.command(name="gen")(handles_errors(_trace_gen))
+app.add_typer(trace_app, name="trace")
 
 
 def main() -> None:

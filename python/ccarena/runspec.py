@@ -19,7 +19,7 @@ import hashlib
 import json
 from typing import Annotated, Any, ClassVar, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Field, model_serializer
+from pydantic import BaseModel, ConfigDict, Field, model_serializer, model_validator
 
 SPEC_FORMAT = 1
 """Version of the engine spec this module writes (``"format"``; ``ccarena_sim::spec::SPEC_FORMAT``)."""
@@ -141,14 +141,27 @@ class QueueSpec(SpecModel):
     fq: FqSpec | None = None
 
 
+class TraceSpec(SpecModel):
+    """A link's capacity trace (docs/engine-spec.md, ``links[i].trace``): Mahimahi delivery
+    opportunities (millisecond timestamps, 1500 bytes each) or rate steps ``(time_ns, rate_bps)``,
+    exactly one of the two; ``loop`` repeats it. Made by :mod:`ccarena.traces` from a trace file."""
+
+    opportunities_ms: tuple[int, ...] | None
+    steps: tuple[tuple[int, int], ...] | None
+    loop: bool
+
+
 class LinkSpec(SpecModel):
     """One direction of a link: the egress queue at node ``from_``, serialization at ``rate_bps``,
     then ``delay_ns`` of propagation to node ``to``; ``loss`` is the wire loss probability after
     serialization. ``sample``: whether the engine records the queue's time series (the queues
     table): None (the default, left out of the JSON) or True = yes, False = no; an unsampled link
-    still has its row of totals in the links table."""
+    still has its row of totals in the links table. ``trace``: the link's capacity follows this
+    trace (``rate_bps`` is then its mean); None (the default, left out of the JSON) = a constant
+    rate. A ``rate_bps`` given as a :class:`ccarena.traces.TraceRate` (a scenario's
+    ``rate = { trace = … }``) fills ``trace`` by itself."""
 
-    _OPTIONAL = frozenset({"sample"})
+    _OPTIONAL = frozenset({"sample", "trace"})
 
     name: str
     from_: int = Field(alias="from")
@@ -158,6 +171,15 @@ class LinkSpec(SpecModel):
     loss: float
     queue: QueueSpec
     sample: bool | None = None
+    trace: TraceSpec | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _trace_of_the_rate(cls, data: Any) -> Any:
+        trace = getattr(data.get("rate_bps"), "trace_spec", None) if isinstance(data, dict) else None
+        if trace is not None and data.get("trace") is None:
+            data = {**data, "rate_bps": int(data["rate_bps"]), "trace": trace}
+        return data
 
 
 class RouteSpec(SpecModel):

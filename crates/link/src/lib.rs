@@ -5,6 +5,8 @@
 //!   type ([`qdisc::QueuedPacket`]): DropTail with DCTCP step marking, RED (gentle, Adaptive),
 //!   CoDel, FQ-CoDel, PIE and FQ.
 //! - [`wire`]: the transmitter's serialization time and random loss on the wire.
+//! - [`trace`]: a transmitter whose capacity follows a trace (Mahimahi delivery opportunities or
+//!   rate steps) instead of a constant rate.
 //! - [`rng`]: the seeded SplitMix64 streams every random process draws from.
 //! - [`histogram`]: the log-linear histogram of nanosecond values (RTTs, the relay's lateness).
 //!
@@ -14,8 +16,10 @@
 pub mod histogram;
 pub mod qdisc;
 pub mod rng;
+pub mod trace;
 pub mod wire;
 
 pub use histogram::{Histogram, Summary};
 pub use qdisc::{Qdisc, QdiscConfig, QdiscCounters, QueuedPacket, Verdict};
 pub use rng::{SplitMix64, StreamKind};
+pub use trace::{RateTrace, TraceError, TraceTransmitter};

@@ -30,6 +30,13 @@
 //! (`flows`, `quantum_bytes`). The last three decide when a frame leaves the queue: the link
 //! holds the frames ([`crate::link`]).
 //!
+//! A direction with `rate_bps` may follow a capacity trace instead of that constant rate, in the
+//! engine spec's format (docs/engine-spec.md, `links[i].trace`; `ccarena_link::trace`): `"trace":
+//! {"opportunities_ms": [1, 1, 3], "steps": null, "loop": true}` (Mahimahi delivery opportunities)
+//! or `{"opportunities_ms": null, "steps": [[0, 12000000], [1000000000, 6000000]], "loop": false}`
+//! (rate steps). Its time 0 is the start instant; `rate_bps` stays the rate quoted (the trace's
+//! mean), and a change may not set `rate_bps`.
+//!
 //! Optional, with defaults: `seed` (0), `duration_ns` (null: run until signalled),
 //! `max_queue_frames` ([`DEFAULT_MAX_QUEUE_FRAMES`]), `start_ns` (null), `sample_interval_ns` with
 //! `sample_origin_ns` (both or neither: sample every queue at `origin + k·interval`,
@@ -49,7 +56,7 @@ use ccarena_link::qdisc::codel::CodelConfig;
 use ccarena_link::qdisc::fq::FqConfig;
 use ccarena_link::qdisc::pie::PieConfig;
 use ccarena_link::qdisc::red::RedConfig;
-use ccarena_link::QdiscConfig;
+use ccarena_link::{QdiscConfig, RateTrace};
 
 use crate::link::{LinkChange, LinkParams, QueueLimit};
 
@@ -92,6 +99,8 @@ pub struct DirectionConfig {
     pub queue: QdiscConfig,
     /// Scheduled changes: (ns after the start instant, change), in time order (ties in list order).
     pub changes: Vec<(u64, LinkChange)>,
+    /// The capacity trace the transmitter follows instead of `rate_bps`, if any.
+    pub trace: Option<RateTrace>,
 }
 
 impl DirectionConfig {
@@ -264,6 +273,7 @@ fn direction(v: &Value, path: &str) -> Result<DirectionConfig> {
             "codel",
             "fq_codel",
             "fq",
+            "trace",
         ],
     )?;
     let delay_path = join(path, "delay_ns");
@@ -301,7 +311,48 @@ fn direction(v: &Value, path: &str) -> Result<DirectionConfig> {
     if rate_bps.is_none() && queue != DROPTAIL {
         return Err(ConfigError::new(join(path, "discipline"), "a queue discipline needs rate_bps (without a rate nothing ever waits)"));
     }
-    Ok(DirectionConfig { delay_ns, loss, rate_bps, limit, queue, changes })
+    let trace = optional(map, "trace").map(|v| trace(v, &join(path, "trace"))).transpose()?;
+    if trace.is_some() && rate_bps.is_none() {
+        return Err(ConfigError::new(join(path, "trace"), "a trace needs rate_bps (the rate quoted for the link: the trace's mean)"));
+    }
+    if trace.is_some() {
+        if let Some(i) = changes.iter().position(|(_, c)| c.rate_bps.is_some()) {
+            return Err(ConfigError::new(format!("{}[{i}].rate_bps", join(path, "changes")), "the direction's rate follows a trace; a rate change cannot apply to it"));
+        }
+    }
+    Ok(DirectionConfig { delay_ns, loss, rate_bps, limit, queue, changes, trace })
+}
+
+/// A capacity trace: `{"opportunities_ms": [..] | null, "steps": [[time_ns, rate_bps], ..] | null,
+/// "loop": bool}`, exactly one of the first two given, checked as `ccarena_link::RateTrace` does.
+fn trace(v: &Value, path: &str) -> Result<RateTrace> {
+    let map = object(v, path)?;
+    reject_unknown(map, path, &["opportunities_ms", "steps", "loop"])?;
+    let looped = required(map, path, "loop")?.as_bool().ok_or_else(|| ConfigError::new(join(path, "loop"), "expected true or false"))?;
+    let ints = |v: &Value, p: &str| -> Result<Vec<u64>> {
+        let list = v.as_array().ok_or_else(|| ConfigError::new(p, format!("expected a list, got {}", kind(v))))?;
+        list.iter().enumerate().map(|(i, x)| non_negative_int(x, &format!("{p}[{i}]"), "ms")).collect()
+    };
+    let (key, made) = match (optional(map, "opportunities_ms"), optional(map, "steps")) {
+        (Some(o), None) => ("opportunities_ms", RateTrace::opportunities_ms(&ints(o, &join(path, "opportunities_ms"))?, looped)),
+        (None, Some(s)) => {
+            let p = join(path, "steps");
+            let list = s.as_array().ok_or_else(|| ConfigError::new(&p, format!("expected a list, got {}", kind(s))))?;
+            let mut steps = Vec::with_capacity(list.len());
+            for (i, row) in list.iter().enumerate() {
+                match row.as_array().map(Vec::as_slice) {
+                    Some([t, r]) => steps.push((
+                        non_negative_int(t, &format!("{p}[{i}][0]"), "ns")?,
+                        non_negative_int(r, &format!("{p}[{i}][1]"), "bits per second")?,
+                    )),
+                    _ => return Err(ConfigError::new(format!("{p}[{i}]"), "expected [time_ns, rate_bps]")),
+                }
+            }
+            ("steps", RateTrace::steps(&steps, looped))
+        }
+        _ => return Err(ConfigError::new(path, "give exactly one of opportunities_ms and steps")),
+    };
+    made.map_err(|e| ConfigError::new(join(path, key), e.0))
 }
 
 /// Plain DropTail: the discipline when the config names none.
@@ -629,8 +680,8 @@ mod tests {
         assert_eq!(c.pipes.len(), 1);
         let p = &c.pipes[0];
         assert_eq!((p.name.as_str(), p.a.as_str(), p.b.as_str()), ("left0->r0", "r0l0", "r0l0b"));
-        assert_eq!(p.a_to_b, DirectionConfig { delay_ns: 20_000_000, loss: 0.0, rate_bps: Some(100_000_000), limit: QueueLimit::Packets(100), queue: DROPTAIL, changes: vec![] });
-        assert_eq!(p.b_to_a, DirectionConfig { delay_ns: 5, loss: 0.01, rate_bps: None, limit: QueueLimit::Unlimited, queue: DROPTAIL, changes: vec![] });
+        assert_eq!(p.a_to_b, DirectionConfig { delay_ns: 20_000_000, loss: 0.0, rate_bps: Some(100_000_000), limit: QueueLimit::Packets(100), queue: DROPTAIL, changes: vec![], trace: None });
+        assert_eq!(p.b_to_a, DirectionConfig { delay_ns: 5, loss: 0.01, rate_bps: None, limit: QueueLimit::Unlimited, queue: DROPTAIL, changes: vec![], trace: None });
         assert_eq!(c.sampling, Some((81_234_000_000, 100_000_000)));
     }
 
@@ -663,7 +714,7 @@ mod tests {
         );
         assert_eq!(
             err(&with(r#"{"name": "x", "a": "p", "b": "q", "a_to_b": {"delay_ns": 1, "lost": 0}, "b_to_a": {"delay_ns": 1, "loss": 0}}"#)),
-            "pipes[0].a_to_b.lost: unknown field (expected one of: delay_ns, loss, rate_bps, limit_packets, limit_bytes, changes, discipline, ecn_threshold_packets, ecn_threshold_bytes, red, pie, codel, fq_codel, fq)"
+            "pipes[0].a_to_b.lost: unknown field (expected one of: delay_ns, loss, rate_bps, limit_packets, limit_bytes, changes, discipline, ecn_threshold_packets, ecn_threshold_bytes, red, pie, codel, fq_codel, fq, trace)"
         );
         assert_eq!(err(&with(&format!(r#"{{"name": "x", "a": "p", "b": "p", {dir}}}"#))), "pipes[0].b: 'p' is also this pipe's a: a pipe joins two different interfaces");
         assert_eq!(
@@ -741,5 +792,21 @@ mod tests {
         );
         assert_eq!(err(&one(r#"{"delay_ns": 1, "loss": 0, "changes": [{"delay_ns": 4}]}"#)), "pipes[0].a_to_b.changes[0].at_ns: missing");
         assert_eq!(err(&one(r#"{"delay_ns": 1, "loss": 0, "changes": [{"at_ns": 1, "loss": 2}]}"#)), "pipes[0].a_to_b.changes[0].loss: expected a probability in [0, 1], got 2");
+    }
+    #[test]
+    fn a_trace_is_parsed_and_checked() {
+        let one = |d: &str| format!(r#"{{"pipes": [{{"name": "x", "a": "p", "b": "q", "a_to_b": {d}, "b_to_a": {{"delay_ns": 1, "loss": 0}}}}]}}"#);
+        let c = Config::from_json(&one(r#"{"delay_ns": 1, "loss": 0, "rate_bps": 12000000, "trace": {"opportunities_ms": [1, 1, 4], "steps": null, "loop": true}}"#)).unwrap();
+        assert_eq!(c.pipes[0].a_to_b.trace, Some(RateTrace::opportunities_ms(&[1, 1, 4], true).unwrap()));
+        let c = Config::from_json(&one(r#"{"delay_ns": 1, "loss": 0, "rate_bps": 5, "trace": {"opportunities_ms": null, "steps": [[0, 10], [5, 0]], "loop": false}}"#)).unwrap();
+        assert_eq!(c.pipes[0].a_to_b.trace, Some(RateTrace::steps(&[(0, 10), (5, 0)], false).unwrap()));
+        assert_eq!(err(&one(r#"{"delay_ns": 1, "loss": 0, "trace": {"opportunities_ms": [1], "steps": null, "loop": true}}"#)), "pipes[0].a_to_b.trace: a trace needs rate_bps (the rate quoted for the link: the trace's mean)");
+        assert_eq!(err(&one(r#"{"delay_ns": 1, "loss": 0, "rate_bps": 5, "trace": {"opportunities_ms": [3, 2], "steps": null, "loop": true}}"#)), "pipes[0].a_to_b.trace.opportunities_ms: timestamps must not decrease: entry 1 (2 ms) follows 3 ms");
+        assert_eq!(err(&one(r#"{"delay_ns": 1, "loss": 0, "rate_bps": 5, "trace": {"opportunities_ms": null, "steps": null, "loop": true}}"#)), "pipes[0].a_to_b.trace: give exactly one of opportunities_ms and steps");
+        assert_eq!(err(&one(r#"{"delay_ns": 1, "loss": 0, "rate_bps": 5, "trace": {"opportunities_ms": null, "steps": [[0]], "loop": true}}"#)), "pipes[0].a_to_b.trace.steps[0]: expected [time_ns, rate_bps]");
+        assert_eq!(
+            err(&one(r#"{"delay_ns": 1, "loss": 0, "rate_bps": 5, "trace": {"opportunities_ms": [1], "steps": null, "loop": false}, "changes": [{"at_ns": 1, "rate_bps": 9}]}"#)),
+            "pipes[0].a_to_b.changes[0].rate_bps: the direction's rate follows a trace; a rate change cannot apply to it"
+        );
     }
 }

@@ -183,8 +183,11 @@ impl Direction {
     /// # Errors
     /// An unexpected OS error from receiving (sending errors are counted, not fatal).
     pub fn service(&mut self, batch: &mut RxBatch, start: &AtomicU64) -> io::Result<Next> {
-        if self.start_ns == 0 && self.next_change < self.changes.len() {
+        if self.start_ns == 0 && (self.next_change < self.changes.len() || self.link.has_trace()) {
             self.start_ns = start.load(Ordering::Relaxed);
+            if self.start_ns != 0 {
+                self.link.set_trace_origin(self.start_ns); // the trace's time 0, as the simulator's
+            }
         }
         // A change that is due may retime frames on the delay line: apply it before sending,
         // after offering what has arrived (which applies it if a later frame came).

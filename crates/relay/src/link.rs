@@ -17,6 +17,9 @@
 //!   simulator's enqueue/dequeue sequence (`crates/sim/src/link.rs`) step for step.
 //! - **Transmitter**: serialization starts at `start = max(t, tx_free_at)` and takes
 //!   `ceil(ip_bytes · 8 · 10⁹ / rate_bps)` ns; `tx_free_at` becomes the end.
+//!   With a capacity trace ([`LinkModel::with_trace`]) the end is when the trace lets the frame
+//!   go instead (`ccarena_link::trace`: Mahimahi delivery opportunities or rate steps, the
+//!   simulator's own code), the trace's time 0 at the run's start instant.
 //! - **Wire loss**: each serialized frame is lost with probability `loss` (it still used the link).
 //! - **Pipe**: a surviving frame is due at the far end at `end + delay_ns`.
 //!
@@ -40,7 +43,7 @@ use std::collections::VecDeque;
 
 use ccarena_link::qdisc::{Limit, QueuedPacket};
 use ccarena_link::wire::transmission_ns as shared_transmission_ns;
-use ccarena_link::{Qdisc, QdiscConfig, QdiscCounters, SplitMix64, Verdict};
+use ccarena_link::{Qdisc, QdiscConfig, QdiscCounters, RateTrace, SplitMix64, TraceTransmitter, Verdict};
 
 use crate::rng::Loss;
 
@@ -240,6 +243,9 @@ pub struct LinkModel<B = ()> {
     /// The latest due time of any delivered frame (the pipe's back).
     pipe_back_ns: u64,
     counters: LinkCounters,
+    /// The capacity trace the transmitter follows instead of the rate, if any, and whether its
+    /// origin is the start instant yet (until then, the first frame's arrival).
+    trace: Option<(TraceTransmitter, bool)>,
 }
 
 /// Serialization time of `ip_bytes` at `rate_bps`, rounded up to a whole ns (a link never runs
@@ -281,6 +287,45 @@ impl<B: Default> LinkModel<B> {
             settled_due_ns: 0,
             pipe_back_ns: 0,
             counters: LinkCounters::default(),
+            trace: None,
+        }
+    }
+
+    /// This link with its transmitter following `trace` instead of the constant rate (which
+    /// stays the rate quoted for the discipline's idle estimate). The trace's time 0 is the start
+    /// instant ([`LinkModel::set_trace_origin`]); until that is known, the first frame's arrival.
+    pub fn with_trace(mut self, trace: RateTrace) -> LinkModel<B> {
+        self.trace = Some((TraceTransmitter::new(trace, 0), false));
+        self
+    }
+
+    /// True when the transmitter follows a trace.
+    pub fn has_trace(&self) -> bool {
+        self.trace.is_some()
+    }
+
+    /// Start the trace at `origin_ns` (CLOCK_MONOTONIC, the run's start instant), as the
+    /// simulator starts it at its time 0. Nothing without a trace.
+    pub fn set_trace_origin(&mut self, origin_ns: u64) {
+        if let Some((tx, known)) = self.trace.as_mut() {
+            tx.set_origin(origin_ns);
+            *known = true;
+        }
+    }
+
+    /// When a frame of `ip_bytes` starting at `start_ns` has left: serialized at `rate_bps`, or
+    /// as the trace lets it go (without using the trace up: [`LinkModel::offer_frame`] commits
+    /// it once the frame is admitted).
+    fn end_ns(&mut self, start_ns: u64, ip_bytes: u64, rate_bps: u64) -> u64 {
+        match self.trace.as_mut() {
+            Some((tx, known)) => {
+                if !*known {
+                    tx.set_origin(start_ns);
+                    *known = true;
+                }
+                tx.peek_departure(start_ns, ip_bytes)
+            }
+            None => start_ns + transmission_ns(ip_bytes, rate_bps),
         }
     }
 
@@ -325,7 +370,7 @@ impl<B: Default> LinkModel<B> {
             self.counters.departures += w.packets;
             self.counters.departed_bytes += w.ip_bytes;
             self.counters.sojourn_total_ns += (w.start_ns - w.arrival_ns) * w.packets;
-            self.counters.busy_ns += w.end_ns - w.start_ns;
+            self.counters.busy_ns = self.counters.busy_ns.saturating_add(w.end_ns - w.start_ns);
             if w.lost_on_wire {
                 self.counters.lost_wire += w.packets;
             }
@@ -366,7 +411,11 @@ impl<B: Default> LinkModel<B> {
     fn transmit_held(&mut self, start_ns: u64, enqueued_ns: u64, mut w: Scheduled<B>) {
         let rate_bps = self.params.rate_bps.expect("a link holds frames only with a rate");
         w.start_ns = start_ns;
-        w.end_ns = start_ns + transmission_ns(w.ip_bytes, rate_bps);
+        w.end_ns = self.end_ns(start_ns, w.ip_bytes, rate_bps);
+        if let Some((tx, _)) = self.trace.as_mut() {
+            // The discipline chose this frame now: it uses the trace's opportunities up.
+            tx.depart(start_ns, w.ip_bytes);
+        }
         self.tx_free_at_ns = w.end_ns;
         self.counters.departures += w.packets;
         self.counters.departed_bytes += w.ip_bytes;
@@ -476,7 +525,7 @@ impl<B: Default> LinkModel<B> {
             return Offered { fate: Fate::Deliver { due_ns }, ce: false };
         };
         let start_ns = self.tx_free_at_ns.max(t);
-        let end_ns = start_ns + transmission_ns(ip_bytes, rate_bps);
+        let end_ns = self.end_ns(start_ns, ip_bytes, rate_bps);
         let w = Scheduled {
             arrival_ns: t,
             start_ns,
@@ -496,6 +545,9 @@ impl<B: Default> LinkModel<B> {
             return Offered { fate: Fate::Dropped, ce: false };
         }
         // Admitted: its place in the schedule is fixed now (the discipline keeps arrival order).
+        if let Some((tx, _)) = self.trace.as_mut() {
+            tx.depart(start_ns, ip_bytes);
+        }
         self.tx_free_at_ns = end_ns;
         let lost_on_wire = self.loss.lose();
         let due_ns = end_ns.saturating_add(self.params.delay_ns).max(self.pipe_back_ns);
@@ -566,8 +618,11 @@ impl<B: Default> LinkModel<B> {
         let mut any_waiting = false;
         for w in waiting.map(|e| &mut e.pkt) {
             any_waiting = true;
-            w.start_ns = tx_free.max(w.arrival_ns);
-            w.end_ns = w.start_ns + transmission_ns(w.ip_bytes, rate_bps);
+            if self.trace.is_none() {
+                // (A trace link's schedule does not depend on a rate: only the delay changed.)
+                w.start_ns = tx_free.max(w.arrival_ns);
+                w.end_ns = w.start_ns + transmission_ns(w.ip_bytes, rate_bps);
+            }
             tx_free = w.end_ns;
             if !w.lost_on_wire {
                 w.due_ns = (w.end_ns + delay_ns).max(pipe_back);

@@ -13,6 +13,7 @@ use crate::link::Link;
 use crate::packet::{Packet, Payload};
 use crate::results::{flow_row, flow_sample, flow_table, link_row, link_table};
 use ccarena_link::rng::{SplitMix64, StreamKind};
+use ccarena_link::TraceTransmitter;
 use crate::routing::{hash_threshold, uniform_index, FlowKeys, Graph, Routes, MULTI};
 use crate::sampler::Sampler;
 use crate::spec::{EventSpec, RoutingMode, Spec, SpecError};
@@ -105,7 +106,7 @@ impl Simulation {
             .iter()
             .enumerate()
             .map(|(i, l)| {
-                Link::new(
+                let link = Link::new(
                     l.from as u32,
                     l.to as u32,
                     l.rate_bps,
@@ -113,7 +114,11 @@ impl Simulation {
                     l.loss,
                     crate::queue::qdisc(&l.queue, SplitMix64::stream(spec.seed, StreamKind::QueueAqm, i as u64)),
                     SplitMix64::stream(spec.seed, StreamKind::LinkLoss, i as u64),
-                )
+                );
+                match l.trace.as_ref().map(|t| t.rate_trace().expect("validated")) {
+                    Some(trace) => link.with_trace(TraceTransmitter::new(trace, 0)),
+                    None => link,
+                }
             })
             .collect();
         let mode = crate::routing::mode(&spec);

@@ -17,7 +17,7 @@ use std::collections::VecDeque;
 use ccarena_cc::{Duration, SimTime};
 use ccarena_link::qdisc::{idle_ns, Limit};
 use ccarena_link::wire::{transmission_ns, WireLoss};
-use ccarena_link::{Qdisc, SplitMix64};
+use ccarena_link::{Qdisc, SplitMix64, TraceTransmitter};
 
 use crate::packet::Packet;
 use crate::queue::Verdict;
@@ -83,6 +83,8 @@ pub struct Link {
     counters: LinkCounters,
     /// False while a scheduled change holds the link down.
     up: bool,
+    /// When set, the transmitter follows this trace instead of `rate_bps` ([`Link::with_trace`]).
+    trace: Option<TraceTransmitter>,
 }
 
 impl Link {
@@ -104,7 +106,17 @@ impl Link {
             serialization_cache: (0, Duration::ZERO),
             counters: LinkCounters::default(),
             up: true,
+            trace: None,
         }
+    }
+
+    /// This link with its capacity following `trace` (its time 0 at simulation time 0) instead
+    /// of the constant rate: a packet leaves when the trace says ([`TraceTransmitter::depart`]),
+    /// never if the trace ends first. `rate_bps` stays the one rate quoted for the link (the
+    /// front end gives the trace's mean), used by RED's idle estimate and the reports.
+    pub fn with_trace(mut self, trace: TraceTransmitter) -> Link {
+        self.trace = Some(trace);
+        self
     }
 
     /// Offer `pkt` to the queue at `now`. Returns false when the discipline drops it. A packet
@@ -155,12 +167,16 @@ impl Link {
     #[inline]
     fn transmit(&mut self, start: SimTime, pkt: Packet) {
         let size = pkt.size_bytes as u64;
-        let serialization = self.serialization(size);
-        let end = start + serialization;
+        let end = match self.trace.as_mut() {
+            Some(trace) => SimTime(trace.depart(start.as_nanos(), size)),
+            None => start + self.serialization(size),
+        };
         self.tx_free_at = end;
         self.counters.departures += 1;
         self.counters.bytes_transmitted += size;
-        self.counters.busy_ns += serialization.as_nanos();
+        // A trace link is busy from the start until the packet has left (waiting for its
+        // delivery opportunity included); a trace that ended keeps it busy for ever.
+        self.counters.busy_ns = self.counters.busy_ns.saturating_add((end - start).as_nanos());
         self.counters.sojourn_total_ns += (start - pkt.enqueued_at).as_nanos();
         if self.loss.lose() {
             self.counters.packets_lost_wire += 1;
@@ -195,6 +211,10 @@ impl Link {
         if let Some(head) = self.qdisc.certain_head() {
             let start = self.tx_free_at.max(SimTime(head.enqueued_ns));
             let size = head.pkt.size_bytes as u64;
+            if let Some(trace) = &self.trace {
+                let end = SimTime(trace.peek_departure(start.as_nanos(), size));
+                return Some((end + self.delay).max(self.last_arrival));
+            }
             let serialization = if self.serialization_cache.0 == size {
                 self.serialization_cache.1
             } else {
@@ -259,7 +279,7 @@ impl Link {
     /// the utilization, right even when the rate changes. Call after [`Link::advance`] to `now`.
     pub fn busy_ns(&self, now: SimTime) -> u64 {
         // The packet on the wire is counted in full in `busy_ns`; take off what lies ahead.
-        self.counters.busy_ns - (self.tx_free_at - now).as_nanos()
+        self.counters.busy_ns.saturating_sub((self.tx_free_at - now).as_nanos())
     }
 
     /// Apply a scheduled change at `now`, before any packet event at that instant. Packets that
@@ -320,7 +340,7 @@ impl Link {
         self.pipe.clear();
         // The packet being serialized was counted busy in full; the rest of it never happens.
         if self.tx_free_at > now {
-            self.counters.busy_ns -= (self.tx_free_at - now).as_nanos();
+            self.counters.busy_ns = self.counters.busy_ns.saturating_sub((self.tx_free_at - now).as_nanos());
             self.tx_free_at = now;
         }
         self.last_arrival = now;

@@ -114,12 +114,51 @@ pub struct LinkSpec {
     /// rows would dominate the samples at thousands of hosts.
     #[serde(default)]
     pub sample: Option<bool>,
+    /// The link's capacity over time, instead of the constant `rate_bps` (which then is the
+    /// rate quoted for the link: the front end gives the trace's mean). Optional: absent or null
+    /// = a constant rate.
+    #[serde(default)]
+    pub trace: Option<TraceSpec>,
 }
 
 impl LinkSpec {
     /// True when the link's queue is sampled ([`LinkSpec::sample`], default true).
     pub fn sampled(&self) -> bool {
         self.sample.unwrap_or(true)
+    }
+}
+
+/// A link's capacity trace (`ccarena_link::trace`): exactly one of `opportunities_ms` and
+/// `steps` is non-null. Every key is required.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct TraceSpec {
+    /// Mahimahi delivery opportunities: the trace file's millisecond timestamps in order, each an
+    /// instant at which 1500 bytes may leave (byte accounting, as mm-link). Kept in ms, as in the
+    /// file, so a long trace stays compact.
+    pub opportunities_ms: Option<Vec<u64>>,
+    /// Rate steps `[time_ns, rate_bps]`, the first at 0, times increasing; the last row marks
+    /// the trace's end (its period when looped).
+    pub steps: Option<Vec<(u64, u64)>>,
+    /// Repeat the trace (period: the last timestamp or the last step's time). Not looped, a
+    /// Mahimahi trace has no capacity after its last opportunity and rate steps keep the last
+    /// rate.
+    #[serde(rename = "loop")]
+    pub looped: bool,
+}
+
+impl TraceSpec {
+    /// The checked trace.
+    ///
+    /// # Errors
+    /// Neither or both kinds given, or a trace [`ccarena_link::RateTrace`] refuses; the message
+    /// names the key at fault.
+    pub fn rate_trace(&self) -> Result<ccarena_link::RateTrace, (&'static str, String)> {
+        match (&self.opportunities_ms, &self.steps) {
+            (Some(o), None) => ccarena_link::RateTrace::opportunities_ms(o, self.looped).map_err(|e| ("opportunities_ms", e.0)),
+            (None, Some(s)) => ccarena_link::RateTrace::steps(s, self.looped).map_err(|e| ("steps", e.0)),
+            _ => Err(("", "set exactly one of opportunities_ms and steps".to_string())),
+        }
     }
 }
 
@@ -782,6 +821,9 @@ impl Spec {
             if l.rate_bps == 0 {
                 return Err(err(p("rate_bps"), "must be positive"));
             }
+            if let Some(trace) = &l.trace {
+                trace.rate_trace().map_err(|(key, m)| err(if key.is_empty() { p("trace") } else { p(&format!("trace.{key}")) }, m))?;
+            }
             if !(0.0..=1.0).contains(&l.loss) {
                 return Err(err(p("loss"), format!("{} is not a probability in [0, 1]", l.loss)));
             }
@@ -933,6 +975,9 @@ impl Spec {
             }
             if c.rate_bps == Some(0) {
                 return Err(err(p("set.rate_bps"), "must be positive"));
+            }
+            if c.rate_bps.is_some() && link.trace.is_some() {
+                return Err(err(p("set.rate_bps"), "the link's rate follows a trace; a rate change cannot apply to it"));
             }
             if let Some(loss) = c.loss {
                 if !(0.0..=1.0).contains(&loss) {

@@ -244,6 +244,7 @@ impl Dumbbell {
             loss,
             queue: q(limit),
             sample: None,
+            trace: None,
         };
         let mut links = vec![
             link("r0->r1".into(), r0, r1, self.bottleneck_rate_bps, self.bottleneck_delay_ns, self.bottleneck_loss, self.bottleneck_queue_packets),
@@ -361,6 +362,7 @@ impl FatTree {
                         fq: None,
                     },
                     sample: None,
+                    trace: None,
                 });
             }
         };

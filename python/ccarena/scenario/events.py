@@ -233,6 +233,9 @@ def _apply(state: _LinkState, link: DirectedLink, event: Event, as_pair: bool) -
     change = event.change
     if change is None:
         return LinkChangeSpec(**out)
+    if change.rate_bps is not None and getattr(link.rate_bps, "trace_spec", None) is not None:
+        raise FieldError(f"{kind}.rate", f"the link's rate follows a trace ({link.rate_bps.source}); "
+                                         "change its delay, loss or queue instead")
     if change.rate_bps is not None:
         state.rate_bps = state.rate_bps + change.rate_bps if add else change.rate_bps
         out["rate_bps"] = state.rate_bps

@@ -184,8 +184,9 @@ def load_scenario(source: str | Path | dict[str, Any]) -> LoadedScenario:
 
 
 def with_absolute_files(raw: dict[str, Any], base: Path) -> dict[str, Any]:
-    """``raw`` with a relative ``topology.file`` (a graph file; also its swept values) made
-    relative to ``base``, the scenario file's directory, so the part runs from any directory."""
+    """``raw`` with a relative ``topology.file`` (a graph file; also its swept values) and link
+    trace files (``rate = { trace = "…" }``) made relative to ``base``, the scenario file's
+    directory, so the part runs from any directory."""
     def absolute(value: Any) -> Any:
         return str(base / value) if isinstance(value, str) and not Path(value).is_absolute() else value
 
@@ -193,9 +194,11 @@ def with_absolute_files(raw: dict[str, Any], base: Path) -> dict[str, Any]:
     topology = out.get("topology")
     if isinstance(topology, dict) and "file" in topology:
         out["topology"] = dict(topology, file=absolute(topology["file"]))
+    if isinstance(out.get("topology"), dict):
+        out["topology"] = _absolute_traces(out["topology"], absolute)
     sweep = out.get("sweep")
     if isinstance(sweep, dict):
-        sweep = dict(sweep)
+        sweep = _absolute_traces(dict(sweep), absolute)
         if isinstance(sweep.get("topology.file"), list):
             sweep["topology.file"] = [absolute(v) for v in sweep["topology.file"]]
         nested = sweep.get("topology")
@@ -203,6 +206,18 @@ def with_absolute_files(raw: dict[str, Any], base: Path) -> dict[str, Any]:
             sweep["topology"] = dict(nested, file=[absolute(v) for v in nested["file"]])
         out["sweep"] = sweep
     return out
+
+
+def _absolute_traces(node: Any, absolute: Any) -> Any:
+    """``node`` with every link trace file (``rate = { trace = "…" }``, also in swept values)
+    passed through ``absolute``."""
+    if isinstance(node, list):
+        return [_absolute_traces(v, absolute) for v in node]
+    if not isinstance(node, dict):
+        return node
+    if isinstance(node.get("trace"), str) and set(node) <= {"trace", "loop"}:
+        return dict(node, trace=absolute(node["trace"]))
+    return {k: _absolute_traces(v, absolute) for k, v in node.items()}
 
 
 def without_sweep(raw: dict[str, Any]) -> dict[str, Any]:

@@ -53,8 +53,8 @@ from pydantic import Field, PrivateAttr, ValidationError, model_validator
 
 from ccarena.errors import FieldError
 from ccarena.flavors import suggest
-from ccarena.quantities import Fraction, RateBps, StrictModel, TimeNs
-from ccarena.topology.links import Link, Queue
+from ccarena.quantities import Fraction, StrictModel, TimeNs
+from ccarena.topology.links import Link, LinkRateBps, Queue
 from ccarena.topology.network import Network, Node
 from ccarena.topology.wiring import (
     MAX_HOSTS,
@@ -90,7 +90,7 @@ class GraphLink(StrictModel):
 
     a: str
     b: str
-    rate_bps: RateBps | None = Field(None, alias="rate")
+    rate_bps: LinkRateBps | None = Field(None, alias="rate")
     delay_ns: TimeNs | None = Field(None, alias="delay")
     loss: Fraction | None = None
     reverse_loss: Fraction | None = None

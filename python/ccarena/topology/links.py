@@ -2,21 +2,26 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, PlainValidator, model_validator
 
 from ccarena.errors import FieldError
 from ccarena.quantities import (
     Fraction,
     QueueLimitValue,
-    RateBps,
     SizeBytes,
     StrictModel,
     TimeNs,
 )
 from ccarena.runspec import CodelSpec, FqCodelSpec, FqSpec, PieSpec, QueueSpec, RedSpec
+from ccarena.traces.files import parse_link_rate
 from ccarena.units import QueueLimit
+
+LinkRateBps = Annotated[int, PlainValidator(parse_link_rate)]
+"""A link's rate: ``"100Mbps"`` → 100_000_000 bits per second, or a trace table ``{ trace =
+"traces/lte.mahi", loop = true }`` → a :class:`ccarena.traces.TraceRate` (an int, the trace's mean
+rate, carrying the trace for the engine; :mod:`ccarena.traces`)."""
 
 RED_FIELDS = ("min_th", "max_th", "max_p", "w_q", "gentle", "wait", "adaptive")
 """Queue fields that only a ``discipline = "red"`` queue takes."""
@@ -211,10 +216,12 @@ class Link(StrictModel):
     """A duplex link with the same rate, delay and queue in both directions.
 
     ``loss`` is the wire loss probability in the forward direction (from the left/first node to the
-    right/second), ``reverse_loss`` in the other (the ACK path of left-to-right flows).
+    right/second), ``reverse_loss`` in the other (the ACK path of left-to-right flows). ``rate``
+    may be a trace (``rate = { trace = "traces/lte.mahi" }``, :data:`LinkRateBps`): both
+    directions then follow it.
     """
 
-    rate_bps: RateBps = Field(alias="rate")
+    rate_bps: LinkRateBps = Field(alias="rate")
     delay_ns: TimeNs = Field(alias="delay")
     loss: Fraction = "0%"
     reverse_loss: Fraction = "0%"
@@ -224,6 +231,6 @@ class Link(StrictModel):
 class AccessLink(Link):
     """A host's access link: 1 Gbps, 1 ms, no loss and a 1000-packet queue unless given."""
 
-    rate_bps: RateBps = Field("1Gbps", alias="rate")
+    rate_bps: LinkRateBps = Field("1Gbps", alias="rate")
     delay_ns: TimeNs = Field("1ms", alias="delay")
     queue: AccessQueue = AccessQueue()

@@ -26,8 +26,8 @@ from typing import Any, ClassVar, Iterable
 from pydantic import Field, model_validator
 
 from ccarena.errors import FieldError
-from ccarena.quantities import Fraction, RateBps, StrictModel, TimeNs
-from ccarena.topology.links import Link, Queue
+from ccarena.quantities import Fraction, StrictModel, TimeNs
+from ccarena.topology.links import Link, LinkRateBps, Queue
 from ccarena.topology.network import Network, Node
 from ccarena.units import format_rate, format_time
 
@@ -48,7 +48,7 @@ def link_name(a: str, b: str) -> str:
 class FabricLink(Link):
     """A data-center link class: 10 Gbps, 1 µs, no loss and a 100-packet queue unless given."""
 
-    rate_bps: RateBps = Field("10Gbps", alias="rate")
+    rate_bps: LinkRateBps = Field("10Gbps", alias="rate")
     delay_ns: TimeNs = Field("1us", alias="delay")
 
 
@@ -57,7 +57,7 @@ class Override(StrictModel):
     class's)."""
 
     link: str
-    rate_bps: RateBps | None = Field(None, alias="rate")
+    rate_bps: LinkRateBps | None = Field(None, alias="rate")
     delay_ns: TimeNs | None = Field(None, alias="delay")
     loss: Fraction | None = None
     reverse_loss: Fraction | None = None

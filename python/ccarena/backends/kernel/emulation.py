@@ -14,7 +14,8 @@ Two ways, chosen per run (scenario ``[kernel] emulation``):
   delay (or, when the kernel has no netem, the relay for the delay only), nftables ``numgen`` for
   the loss. Closest to a hand-built Linux testbed; fine at the rates where timers are cheap.
 
-``"auto"`` (the default) takes ``"tc"`` when the kernel has netem, else ``"relay"``.
+``"auto"`` (the default) takes ``"tc"`` when the kernel has netem, else ``"relay"``; and
+``"relay"`` whenever a link's rate follows a trace, which tc cannot shape.
 """
 
 from __future__ import annotations
@@ -77,7 +78,9 @@ def choose(spec: RunSpec, caps: Capabilities, requested: str = "auto") -> Emulat
         raise UserError(f"kernel.emulation: unknown mode '{requested}' (choose auto, relay or tc)")
     delayed = any(link.delay_ns > 0 for link in spec.links)
     lossy = any(link.loss > 0 for link in spec.links)
-    mode = requested if requested != "auto" else ("tc" if caps.netem or not caps.relay else "relay")
+    traced = any(link.trace is not None for link in spec.links)  # only the relay runs a trace
+    mode = requested if requested != "auto" else (
+        "relay" if traced and caps.relay else ("tc" if caps.netem or not caps.relay else "relay"))
     if mode == "relay":
         if not caps.relay:
             raise UserError("kernel.emulation: 'relay' needs ccarena's relay, which this build lacks "

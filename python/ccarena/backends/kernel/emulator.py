@@ -95,6 +95,9 @@ def direction_config(spec: RunSpec, link: int | None, emulation: Emulation,
     for key in ("ecn_threshold_packets", "ecn_threshold_bytes"):
         if getattr(queue, key) is not None:
             out[key] = int(getattr(queue, key))
+    if spec_link.trace is not None:
+        # The relay runs the trace from t0 (crates/link/src/trace.rs), as the simulator from 0.
+        out["trace"] = spec_link.trace.model_dump()
     changes = changes_of(spec, link) if link is not None else []
     if changes:
         out["changes"] = changes

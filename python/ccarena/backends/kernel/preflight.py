@@ -117,6 +117,9 @@ def check_spec(spec: RunSpec, caps: Capabilities, emulation: Emulation) -> None:
         if marks and emulation.rate_and_queue != "relay":
             raise UserError(f"{where}: ECN step marking (ecn_threshold) needs the relay's link "
                             "emulation (htb's queue never marks); set kernel.emulation = \"relay\"")
+        if link.trace is not None and emulation.rate_and_queue != "relay":
+            raise UserError(f"{where}: a rate that follows a trace needs the relay's link emulation "
+                            "(tc shapes at one constant rate); set kernel.emulation = \"relay\" or use --backend sim")
         if link.delay_ns > 0 and emulation.delay == "relay" and not caps.relay:
             raise UserError(f"{where}: a propagation delay needs netem or ccarena's link relay, and "
                             "this kernel has no netem and this build no relay (rebuild: pip install -e .)")
