@@ -2,7 +2,7 @@
 //!
 //! The same sans-IO [`ccarena_transport::Sender`] and [`ccarena_transport::Receiver`] the
 //! simulator runs, with every TCP flavor of the catalogue, driven over a UDP socket on the
-//! monotonic clock: a file transfer ([`send_file`], [`Receiver`]) with a stateless-cookie
+//! monotonic clock: scenario flows for the `udp` backend ([`send_stream`], [`Sink`]) and a file transfer ([`send_file`], [`Receiver`]) with a stateless-cookie
 //! handshake, SHA-256 verification and resume. The wire format is in `docs/udp-wire.md`.
 //!
 //! Modules, one thing each:
@@ -14,6 +14,8 @@
 //! - [`send`]: the sending side (handshake, transport loop, record).
 //! - [`conn`]: one incoming transfer on the receiver.
 //! - [`serve`]: the receiving service (socket, handshake, connection table).
+//! - [`stream`]: a scenario flow's sender (a synthetic stream, sampled on the run's grid).
+//! - [`sink`]: a scenario flow's receiver (counts what arrives, writes nothing).
 //! - [`store`]: where received files go, safely.
 //! - [`record`]: the per-transfer record (goodput, retransmissions, RTT percentiles, cwnd).
 //! - [`sha256`]: SHA-256 (FIPS 180-4).
@@ -34,7 +36,9 @@ pub mod record;
 pub mod send;
 pub mod serve;
 pub mod sha256;
+pub mod sink;
 pub mod store;
+pub mod stream;
 pub mod wire;
 
 pub use conn::{Counters, ReceivedRecord};
@@ -43,3 +47,5 @@ pub use net::Impairment;
 pub use record::{RttSummary, TransferRecord};
 pub use send::{send_file, Progress, SendOptions};
 pub use serve::{Event, Receiver, ReceiverOptions};
+pub use sink::{Sink, SinkOptions, SinkRecord};
+pub use stream::{send_stream, StreamOptions, StreamRecord};

@@ -95,41 +95,66 @@ pub struct Progress {
 
 /// Validated flavor, recovery and MSS as the transport wants them.
 fn sender_setup(opts: &SendOptions) -> Result<(Box<dyn ccarena_cc::CongestionControl>, RecoveryMode), TransferError> {
+    controller_setup(&opts.flavor, &Params::default(), opts.recovery.as_deref(), opts.mss_bytes)
+}
+
+/// A controller of `flavor` with `params`, and the loss-recovery mode (`None`: the flavor's
+/// default), for DATA payloads of `mss_bytes`.
+///
+/// # Errors
+/// [`TransferError::Config`]: an unknown flavor or parameter, a UDT flavor (its own transport),
+/// an unknown recovery mode, an MSS outside 64 to [`wire::MAX_PAYLOAD_BYTES`].
+pub(crate) fn controller_setup(
+    flavor: &str,
+    params: &Params,
+    recovery: Option<&str>,
+    mss_bytes: u32,
+) -> Result<(Box<dyn ccarena_cc::CongestionControl>, RecoveryMode), TransferError> {
     let config = |message: String| TransferError::Config { message };
-    let cc = new_controller(&opts.flavor, &Params::default()).map_err(|e| config(format!("--flavor: {e}")))?;
-    let info = catalogue().iter().find(|c| c.name == opts.flavor).expect("the registry built it");
+    let cc = new_controller(flavor, params).map_err(|e| config(format!("--flavor: {e}")))?;
+    let info = catalogue().iter().find(|c| c.name == flavor).expect("the registry built it");
     if info.transport != "tcp" {
         return Err(config(format!(
-            "--flavor: '{}' runs on UDT's own transport, which the udp driver does not carry yet",
-            opts.flavor
+            "--flavor: '{flavor}' runs on UDT's own transport, which the udp driver does not carry yet"
         )));
     }
-    let recovery: RecoveryMode = opts
-        .recovery
-        .as_deref()
-        .unwrap_or(info.default_recovery)
-        .parse()
-        .map_err(|e| config(format!("--recovery: {e}")))?;
-    if !(64..=wire::MAX_PAYLOAD_BYTES as u32).contains(&opts.mss_bytes) {
-        return Err(config(format!("mss_bytes: {} is outside 64..={}", opts.mss_bytes, wire::MAX_PAYLOAD_BYTES)));
+    let recovery: RecoveryMode =
+        recovery.unwrap_or(info.default_recovery).parse().map_err(|e| config(format!("--recovery: {e}")))?;
+    if !(64..=wire::MAX_PAYLOAD_BYTES as u32).contains(&mss_bytes) {
+        return Err(config(format!("mss_bytes: {mss_bytes} is outside 64..={}", wire::MAX_PAYLOAD_BYTES)));
     }
     Ok((cc, recovery))
 }
 
 /// The connection as the sender sees it: socket, peer, ids and counters.
-struct Link {
-    sock: Box<dyn Datagrams>,
-    peer: SocketAddr,
-    conn_id: u64,
-    pn_out: u64,
-    replay: ReplayWindow,
-    buf: Vec<u8>,
-    last_sent: Instant,
-    last_heard: Instant,
+pub(crate) struct Link {
+    pub(crate) sock: Box<dyn Datagrams>,
+    pub(crate) peer: SocketAddr,
+    pub(crate) conn_id: u64,
+    pub(crate) pn_out: u64,
+    pub(crate) replay: ReplayWindow,
+    pub(crate) buf: Vec<u8>,
+    pub(crate) last_sent: Instant,
+    pub(crate) last_heard: Instant,
 }
 
 impl Link {
-    fn send(&mut self, frame: &Frame<'_>) -> Result<(), TransferError> {
+    /// A link to `peer` over `sock` with a fresh random connection id.
+    pub(crate) fn new(sock: Box<dyn Datagrams>, peer: SocketAddr) -> Link {
+        let now = Instant::now();
+        Link {
+            sock,
+            peer,
+            conn_id: RandomState::new().hash_one((now, std::process::id())),
+            pn_out: 0,
+            replay: ReplayWindow::default(),
+            buf: Vec::with_capacity(wire::MAX_DATAGRAM_BYTES),
+            last_sent: now,
+            last_heard: now,
+        }
+    }
+
+    pub(crate) fn send(&mut self, frame: &Frame<'_>) -> Result<(), TransferError> {
         let h = Header { version: wire::VERSION, kind: kind_of(frame), conn_id: self.conn_id, pn: self.pn_out };
         self.pn_out += 1;
         encode(&h, frame, &mut self.buf);
@@ -147,7 +172,7 @@ impl Link {
     /// Wait up to `timeout`, then hand every datagram from the peer of this connection that
     /// decodes (and is not a replay) to `on`. Decoding errors other than a foreign version are
     /// dropped; a foreign version ends the transfer.
-    fn receive(
+    pub(crate) fn receive(
         &mut self,
         timeout: Duration,
         mut on: impl FnMut(&mut Link, Frame<'_>) -> Result<(), TransferError>,
@@ -193,18 +218,21 @@ impl Link {
 }
 
 /// What the receiver answered to the offer.
-struct Accepted {
-    stream_bytes: u64,
-    rwnd_bytes: u64,
-    held: Vec<(u64, u64)>,
+pub(crate) struct Accepted {
+    pub(crate) stream_bytes: u64,
+    pub(crate) rwnd_bytes: u64,
+    pub(crate) held: Vec<(u64, u64)>,
 }
 
 /// HELLO until RETRY, then OFFER until ACCEPT; resent with backoff until `handshake_timeout`.
-fn handshake(
+///
+/// `offer` builds the offer (OFFER or STREAM_OFFER) around the cookie; `keep_going` is asked at
+/// every wake-up (false: [`TransferError::Interrupted`]).
+pub(crate) fn handshake<'o>(
     link: &mut Link,
-    offer: &Offer<'_>,
-    opts: &SendOptions,
-    progress: &mut dyn FnMut(&Progress) -> bool,
+    offer: &dyn Fn([u8; wire::COOKIE_BYTES]) -> Frame<'o>,
+    timeout: Duration,
+    keep_going: &mut dyn FnMut() -> bool,
 ) -> Result<Accepted, TransferError> {
     let start = Instant::now();
     let mut cookie: Option<[u8; wire::COOKIE_BYTES]> = None;
@@ -216,15 +244,15 @@ fn handshake(
         if now >= next_send {
             match cookie {
                 None => link.send(&Frame::Hello)?,
-                Some(c) => link.send(&Frame::Offer(Offer { cookie: c, ..*offer }))?,
+                Some(c) => link.send(&offer(c))?,
             }
             next_send = now + gap;
             gap = (gap * 2).min(Duration::from_secs(1));
         }
-        if now.duration_since(start) >= opts.handshake_timeout {
-            return Err(TransferError::NoAnswer { addr: link.peer, secs: opts.handshake_timeout.as_secs_f64() });
+        if now.duration_since(start) >= timeout {
+            return Err(TransferError::NoAnswer { addr: link.peer, secs: timeout.as_secs_f64() });
         }
-        if !progress(&Progress { file_bytes: offer.file_bytes, ..Progress::default() }) {
+        if !keep_going() {
             return Err(TransferError::Interrupted { acked_bytes: 0 });
         }
         let wait = next_send.saturating_duration_since(now).min(TICK);
@@ -259,7 +287,7 @@ fn handshake(
 }
 
 /// The transport's ACK from an ACK frame.
-fn ack_segment(a: &wire::AckFrame) -> AckSegment {
+pub(crate) fn ack_segment(a: &wire::AckFrame) -> AckSegment {
     let mut sack = [SackBlock::default(); MAX_SACK_BLOCKS];
     for (s, &(start, end)) in sack.iter_mut().zip(&a.sack[..a.sack_count as usize]) {
         *s = SackBlock { start, end };
@@ -324,17 +352,7 @@ pub fn send_file(
         Some(imp) => Box::new(Impaired::new(sock, imp)),
         None => Box::new(sock),
     };
-    let now = Instant::now();
-    let mut link = Link {
-        sock,
-        peer,
-        conn_id: RandomState::new().hash_one((now, std::process::id())),
-        pn_out: 0,
-        replay: ReplayWindow::default(),
-        buf: Vec::with_capacity(wire::MAX_DATAGRAM_BYTES),
-        last_sent: now,
-        last_heard: now,
-    };
+    let mut link = Link::new(sock, peer);
     let offer = Offer {
         cookie: [0; wire::COOKIE_BYTES],
         file_bytes,
@@ -343,7 +361,9 @@ pub fn send_file(
         name: &name,
         flavor: &opts.flavor,
     };
-    let acc = handshake(&mut link, &offer, opts, progress)?;
+    let acc = handshake(&mut link, &|cookie| Frame::Offer(Offer { cookie, ..offer }), opts.handshake_timeout, &mut || {
+        progress(&Progress { file_bytes, ..Progress::default() })
+    })?;
 
     let protocol = |what: &str| TransferError::PeerClosed { message: format!("the receiver sent {what}") };
     if acc.held.iter().any(|&(_, e)| e > file_bytes) {

@@ -269,6 +269,19 @@ impl Receiver {
                 None
             }
             Frame::Offer(offer) => self.on_offer(from, h, &offer, now, out),
+            Frame::StreamOffer { cookie, .. } => {
+                // A scenario's stream sent to a file receiver: refused, once the cookie shows the
+                // source is real (the REJECT is then no reflection).
+                if !self.jar.verify(from, h.conn_id, &cookie, now) {
+                    self.counters.bad_cookie += 1;
+                } else if self.bucket.allow(now) {
+                    self.counters.rejected_offers += 1;
+                    self.reply(from, h.conn_id, &Frame::Reject { code: RejectCode::BadOffer, message: "this receiver takes files, not streams" });
+                } else {
+                    self.counters.rate_limited += 1;
+                }
+                None
+            }
             Frame::Data { offset, ts_val_ns, flags, payload } => {
                 let Some(c) = self.conns.get_mut(&key) else {
                     self.counters.unknown_connection += 1;

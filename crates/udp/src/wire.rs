@@ -31,6 +31,8 @@ pub const MAX_TEXT_BYTES: usize = 200;
 pub const DATA_FRAME_BYTES: usize = 17;
 /// Largest payload a DATA packet carries, bytes.
 pub const MAX_PAYLOAD_BYTES: usize = MAX_DATAGRAM_BYTES - HEADER_BYTES - DATA_FRAME_BYTES;
+/// STREAM_OFFER's stream length for a stream without a set length (it ends with CLOSE).
+pub const UNBOUNDED_STREAM: u64 = u64::MAX;
 /// Most SACK ranges an ACK carries (the transport's [`ccarena_transport::MAX_SACK_BLOCKS`]).
 pub const MAX_SACK_RANGES: usize = ccarena_transport::MAX_SACK_BLOCKS;
 
@@ -55,6 +57,8 @@ pub mod kind {
     pub const ACCEPT: u8 = 0x04;
     /// Server → client: the offer is refused, with a reason.
     pub const REJECT: u8 = 0x05;
+    /// Client → server: the cookie and a synthetic stream offered to a sink (scenario flows).
+    pub const STREAM_OFFER: u8 = 0x06;
     /// Client → server: stream bytes.
     pub const DATA: u8 = 0x10;
     /// Server → client: cumulative ACK, SACK ranges, timestamps.
@@ -193,6 +197,19 @@ pub enum Frame<'a> {
     },
     /// [`kind::OFFER`].
     Offer(Offer<'a>),
+    /// [`kind::STREAM_OFFER`]: a stream of bytes with no file behind it, for a sink that counts
+    /// what arrives (`crate::sink`). A file receiver refuses it and a sink refuses OFFER, so
+    /// neither end mistakes the other's purpose.
+    StreamOffer {
+        /// The cookie from RETRY.
+        cookie: [u8; COOKIE_BYTES],
+        /// Bytes the stream carries; [`UNBOUNDED_STREAM`]: until the sender closes.
+        stream_bytes: u64,
+        /// Payload bytes per full DATA packet (the transport's MSS).
+        mss_bytes: u16,
+        /// The sender's congestion-control flavor (informational).
+        flavor: &'a str,
+    },
     /// [`kind::ACCEPT`].
     Accept {
         /// Bytes the transport stream carries (the file less what is held).
@@ -386,6 +403,13 @@ pub fn decode(buf: &[u8]) -> Result<(Header, Frame<'_>), DecodeError> {
             let flavor = r.text(false, MAX_TEXT_BYTES)?;
             Frame::Offer(Offer { cookie, file_bytes, sha256, mss_bytes, name, flavor })
         }
+        kind::STREAM_OFFER => {
+            let cookie = r.array()?;
+            let stream_bytes = r.u64()?;
+            let mss_bytes = r.u16()?;
+            let flavor = r.text(false, MAX_TEXT_BYTES)?;
+            Frame::StreamOffer { cookie, stream_bytes, mss_bytes, flavor }
+        }
         kind::ACCEPT => {
             let stream_bytes = r.u64()?;
             let rwnd_bytes = r.u64()?;
@@ -499,6 +523,12 @@ pub fn encode(header: &Header, frame: &Frame<'_>, out: &mut Vec<u8>) {
             out.extend_from_slice(name.as_bytes());
             text8(out, o.flavor);
         }
+        Frame::StreamOffer { cookie, stream_bytes, mss_bytes, flavor } => {
+            out.extend_from_slice(cookie);
+            out.extend_from_slice(&stream_bytes.to_be_bytes());
+            out.extend_from_slice(&mss_bytes.to_be_bytes());
+            text8(out, flavor);
+        }
         Frame::Accept { stream_bytes, rwnd_bytes, held } => {
             out.extend_from_slice(&stream_bytes.to_be_bytes());
             out.extend_from_slice(&rwnd_bytes.to_be_bytes());
@@ -555,6 +585,7 @@ pub fn kind_of(frame: &Frame<'_>) -> u8 {
         Frame::Hello => kind::HELLO,
         Frame::Retry { .. } => kind::RETRY,
         Frame::Offer(_) => kind::OFFER,
+        Frame::StreamOffer { .. } => kind::STREAM_OFFER,
         Frame::Accept { .. } => kind::ACCEPT,
         Frame::Reject { .. } => kind::REJECT,
         Frame::Data { .. } => kind::DATA,
@@ -600,6 +631,7 @@ mod tests {
             name: "data.bin",
             flavor: "cubic",
         }));
+        roundtrip(Frame::StreamOffer { cookie: [4; 16], stream_bytes: UNBOUNDED_STREAM, mss_bytes: 1435, flavor: "vegas" });
         roundtrip(Frame::Accept { stream_bytes: 10, rwnd_bytes: u64::MAX, held: vec![(0, 5), (8, 9)] });
         roundtrip(Frame::Reject { code: RejectCode::Exists, message: "exists" });
         roundtrip(Frame::Data { offset: 100, ts_val_ns: 5, flags: FLAG_CWR, payload: &[1, 2, 3] });

@@ -1,0 +1,450 @@
+//! A scenario flow's receiver: one UDP socket that takes one stream (STREAM_OFFER,
+//! docs/udp-wire.md) from a [`crate::stream`] sender, runs the transport's [`Receiver`] over it
+//! and counts the bytes delivered in order, sampled at `t0 + k·interval` on `CLOCK_MONOTONIC` —
+//! the goodput the kernel backend's generator counts at a TCP receiver. Nothing is written.
+//!
+//! The same defences as the file receiver ([`crate::serve`]): no state before an offer carries a
+//! valid cookie; HELLOs and offers draw from a token bucket; a foreign version gets one rate-limited
+//! VERSION_MISMATCH; everything that does not decode, belongs to no connection or repeats a packet
+//! number is dropped and counted. Memory is bounded whatever arrives: one connection (a second
+//! offer is refused as busy), no payload kept, DATA beyond the stream, beyond the window
+//! ([`MAX_WINDOW_BYTES`] when the flow has no receive buffer) or opening more than
+//! [`MAX_OOO_RANGES`] out-of-order ranges dropped.
+
+use std::io::ErrorKind;
+use std::net::{SocketAddr, ToSocketAddrs, UdpSocket};
+use std::time::{Duration, Instant};
+
+use ccarena_cc::SimTime;
+use ccarena_transport::{DataSegment, EcnMode, Receiver, ReceiverConfig};
+
+use crate::conn::{Counters, MAX_OOO_RANGES};
+use crate::error::TransferError;
+use crate::guard::{CookieJar, ReplayWindow, TokenBucket};
+use crate::net::{Datagrams, Socket};
+use crate::send::KEEPALIVE;
+use crate::stream::{mono_ns, Schedule};
+use crate::wire::{self, decode, encode, kind_of, AckFrame, DecodeError, Frame, Header, RejectCode, MAX_SACK_RANGES, UNBOUNDED_STREAM};
+
+/// Largest window above the cumulative ACK a sink accepts DATA in when the flow has no receive
+/// buffer (`rwnd_bytes` unset: the window is not advertised), bytes. Only the bound on what
+/// a hostile sender can make the sink track; no payload is kept.
+pub const MAX_WINDOW_BYTES: u64 = 1 << 32;
+
+/// A sink's settings: the flow's receiver settings (as the simulator builds its receiver) and
+/// the run's times.
+#[derive(Clone, Debug)]
+pub struct SinkOptions {
+    /// Receive buffer advertised as the window, bytes (RFC 9293 §3.8.6); `None`: unlimited.
+    pub rwnd_bytes: Option<u64>,
+    /// Delayed-ACK timer, ns (RFC 5681 §4.2).
+    pub delayed_ack_ns: u64,
+    /// ACK at least every this many full segments.
+    pub ack_every_segments: u32,
+    /// Send D-SACK (RFC 2883), as Linux's receiver does (the simulator's does for `linux`
+    /// recovery only).
+    pub dsack: bool,
+    /// The run's `t0`, CLOCK_MONOTONIC ns.
+    pub t0_mono_ns: u64,
+    /// The flow starts this long after `t0`, ns (samples start at the first instant after it).
+    pub start_ns: u64,
+    /// The run's length after `t0`, ns.
+    pub duration_ns: u64,
+    /// Sample interval, ns.
+    pub interval_ns: u64,
+    /// After the run's end: how long to wait for the sender's CLOSE.
+    pub grace: Duration,
+    /// A connection silent this long ends.
+    pub idle_timeout: Duration,
+    /// Handshake packets answered per second.
+    pub handshakes_per_s: f64,
+    /// Burst of handshake packets answered at once.
+    pub handshake_burst: f64,
+}
+
+impl Default for SinkOptions {
+    /// Linux's receiver (delayed ACK 40 ms or every 2nd segment, D-SACK, no receive-buffer cap);
+    /// a 10 s run from now, 100 ms samples, 3 s of grace.
+    fn default() -> SinkOptions {
+        SinkOptions {
+            rwnd_bytes: None,
+            delayed_ack_ns: 40_000_000,
+            ack_every_segments: 2,
+            dsack: true,
+            t0_mono_ns: mono_ns(),
+            start_ns: 0,
+            duration_ns: 10_000_000_000,
+            interval_ns: 100_000_000,
+            grace: Duration::from_secs(3),
+            idle_timeout: Duration::from_secs(10),
+            handshakes_per_s: 200.0,
+            handshake_burst: 50.0,
+        }
+    }
+}
+
+/// What a sink measured.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct SinkRecord {
+    /// `(seconds since t0, bytes delivered in order)` at every instant of the grid.
+    pub samples: Vec<(f64, u64)>,
+    /// Bytes delivered in order when the sink stopped.
+    pub received_bytes: u64,
+    /// Bytes delivered in order at the run's end.
+    pub at_end_bytes: u64,
+    /// DATA packets that reached the transport (duplicates included: `tcpi_data_segs_in`).
+    pub data_segs_in: u64,
+    /// Payload bytes that arrived twice.
+    pub duplicate_bytes: u64,
+    /// DATA packets that arrived above a hole.
+    pub out_of_order_segments: u64,
+    /// A sender connected.
+    pub connected: bool,
+    /// The sender closed the stream (rather than the sink timing out).
+    pub closed_by_sender: bool,
+    /// What the socket saw and dropped.
+    pub counters: Counters,
+}
+
+/// The one stream a sink takes.
+struct Stream {
+    peer: SocketAddr,
+    conn_id: u64,
+    stream_bytes: u64,
+    replay: ReplayWindow,
+    pn_out: u64,
+    rx: Receiver,
+    epoch: Instant,
+    last_heard: Instant,
+    last_sent: Instant,
+    data_segs_in: u64,
+    closed: bool,
+}
+
+/// A bound sink.
+pub struct Sink {
+    sock: Box<dyn Datagrams>,
+    opts: SinkOptions,
+    jar: CookieJar,
+    bucket: TokenBucket,
+    counters: Counters,
+    stream: Option<Stream>,
+    buf: Vec<u8>,
+}
+
+impl Sink {
+    /// Bind `addr` (`HOST:PORT`).
+    ///
+    /// # Errors
+    /// [`TransferError::BadAddress`], [`TransferError::PortInUse`], [`TransferError::Bind`], or
+    /// [`TransferError::Config`] for a receiver setting out of range.
+    pub fn bind(addr: &str, opts: SinkOptions) -> Result<Sink, TransferError> {
+        receiver_config(&opts, 1000).validate().map_err(|e| TransferError::Config { message: format!("{}: {}", e.field, e.reason) })?;
+        let bad = |reason: String| TransferError::BadAddress { addr: addr.to_string(), reason };
+        let local = addr.to_socket_addrs().map_err(|e| bad(e.to_string()))?.next().ok_or_else(|| bad("resolves to no address".into()))?;
+        let udp = UdpSocket::bind(local).map_err(|e| match e.kind() {
+            ErrorKind::AddrInUse => TransferError::PortInUse { addr: local },
+            _ => TransferError::Bind { addr: addr.to_string(), reason: e.to_string() },
+        })?;
+        let sock = Socket::new(udp).map_err(|e| TransferError::Io { context: "socket".into(), error: e })?;
+        let now = Instant::now();
+        Ok(Sink {
+            sock: Box::new(sock),
+            bucket: TokenBucket::new(opts.handshakes_per_s, opts.handshake_burst, now),
+            opts,
+            jar: CookieJar::new(),
+            counters: Counters::default(),
+            stream: None,
+            buf: Vec::with_capacity(wire::MAX_DATAGRAM_BYTES),
+        })
+    }
+
+    /// The bound address.
+    pub fn local_addr(&self) -> SocketAddr {
+        self.sock.local_addr().expect("a bound socket has an address")
+    }
+
+    /// Count what arrives until the run's end, then until the sender's CLOSE (or `grace` after
+    /// the end, or the stream going silent for `idle_timeout`). `keep_going` is asked about every
+    /// 100 ms; false stops at once (the record so far is returned).
+    ///
+    /// # Errors
+    /// An I/O error of the socket.
+    pub fn run(&mut self, keep_going: &mut dyn FnMut() -> bool) -> Result<SinkRecord, TransferError> {
+        crate::net::fine_timers();
+        let o = &self.opts;
+        let mut sched = Schedule::new(o.t0_mono_ns, o.interval_ns, o.duration_ns, o.start_ns);
+        let end_at = sched.end_ns();
+        let hard_end = end_at + o.grace.as_nanos() as u64;
+        let idle = o.idle_timeout;
+        let mut samples = Vec::new();
+        let mut at_end: Option<u64> = None;
+        let mut next_check = 0u64;
+        let mut rbuf = vec![0u8; wire::MAX_DATAGRAM_BYTES + 1];
+        loop {
+            let t = mono_ns();
+            if sched.due(t) {
+                samples.push((sched.take(), self.delivered()));
+                continue;
+            }
+            if t >= end_at && at_end.is_none() {
+                at_end = Some(self.delivered());
+            }
+            let done = self.stream.as_ref().is_none_or(|s| s.closed);
+            if (t >= end_at && done) || t >= hard_end {
+                break;
+            }
+            if let Some(s) = self.stream.as_mut().filter(|s| !s.closed) {
+                let now = Instant::now();
+                let st = SimTime(now.saturating_duration_since(s.epoch).as_nanos() as u64);
+                s.rx.handle_timeout(st);
+                flush_acks(s, &mut *self.sock, &mut self.buf, st);
+                if now.duration_since(s.last_heard) >= idle {
+                    s.closed = true;
+                } else if now.duration_since(s.last_sent) >= KEEPALIVE {
+                    send(s, &mut *self.sock, &mut self.buf, &Frame::Ping);
+                }
+            }
+            if t >= next_check {
+                next_check = t + 100_000_000;
+                if !keep_going() {
+                    break;
+                }
+            }
+            let mut deadline = sched.next_ns().min(next_check).min(if t < end_at { end_at } else { hard_end });
+            if let Some(s) = self.stream.as_ref().filter(|s| !s.closed) {
+                let since = |i: Instant| Instant::now().saturating_duration_since(i).as_nanos() as u64;
+                deadline = deadline.min(t + (KEEPALIVE.as_nanos() as u64).saturating_sub(since(s.last_sent)));
+                if let Some(w) = s.rx.poll_timeout() {
+                    deadline = deadline.min(t + w.as_nanos().saturating_sub(since(s.epoch)));
+                }
+            }
+            self.sock
+                .wait(Duration::from_nanos(deadline.saturating_sub(mono_ns())))
+                .map_err(|e| TransferError::Io { context: "wait".into(), error: e })?;
+            for _ in 0..4096 {
+                let (n, from) = match self.sock.recv_from(&mut rbuf) {
+                    Ok(Some(x)) => x,
+                    Ok(None) => break,
+                    Err(e) if matches!(e.kind(), ErrorKind::ConnectionRefused | ErrorKind::ConnectionReset) => continue,
+                    Err(e) => return Err(TransferError::Io { context: "receive".into(), error: e }),
+                };
+                self.counters.datagrams += 1;
+                self.on_datagram(&rbuf[..n], from);
+            }
+        }
+        let s = self.stream.as_ref();
+        let st = s.map(|s| *s.rx.stats());
+        Ok(SinkRecord {
+            samples,
+            received_bytes: self.delivered(),
+            at_end_bytes: at_end.unwrap_or_else(|| self.delivered()),
+            data_segs_in: s.map_or(0, |s| s.data_segs_in),
+            duplicate_bytes: st.map_or(0, |st| st.duplicate_bytes),
+            out_of_order_segments: st.map_or(0, |st| st.out_of_order_segments),
+            connected: s.is_some(),
+            closed_by_sender: s.is_some_and(|s| s.closed && s.last_heard.elapsed() < idle),
+            counters: self.counters,
+        })
+    }
+
+    /// Bytes delivered in order so far.
+    fn delivered(&self) -> u64 {
+        self.stream.as_ref().map_or(0, |s| s.rx.rcv_nxt())
+    }
+
+    /// A reply that creates no state (RETRY, REJECT, VERSION_MISMATCH).
+    fn reply(&mut self, to: SocketAddr, conn_id: u64, frame: &Frame<'_>) {
+        let h = Header { version: wire::VERSION, kind: kind_of(frame), conn_id, pn: 0 };
+        encode(&h, frame, &mut self.buf);
+        let _ = self.sock.send_to(&self.buf, to);
+    }
+
+    /// Handle one datagram from `from` (public for the fuzz target over the sink's state machine).
+    pub fn on_datagram(&mut self, data: &[u8], from: SocketAddr) {
+        let now = Instant::now();
+        let (h, frame) = match decode(data) {
+            Ok(x) => x,
+            Err(DecodeError::UnknownVersion(_)) => {
+                self.counters.foreign_version += 1;
+                if self.bucket.allow(now) {
+                    let conn_id = data.get(4..12).map_or(0, |b| u64::from_be_bytes(b.try_into().expect("8 bytes")));
+                    self.reply(from, conn_id, &Frame::VersionMismatch { supported: vec![wire::VERSION] });
+                }
+                return;
+            }
+            Err(_) => {
+                self.counters.malformed += 1;
+                return;
+            }
+        };
+        let ours = self.stream.as_ref().is_some_and(|s| s.peer == from && s.conn_id == h.conn_id);
+        match frame {
+            Frame::Hello => {
+                if !self.bucket.allow(now) {
+                    self.counters.rate_limited += 1;
+                    return;
+                }
+                let cookie = self.jar.issue(from, h.conn_id, now);
+                self.reply(from, h.conn_id, &Frame::Retry { cookie });
+            }
+            Frame::StreamOffer { cookie, stream_bytes, mss_bytes, .. } => {
+                if ours {
+                    // Its ACCEPT was lost: say it again.
+                    let s = self.stream.as_mut().expect("ours");
+                    if s.replay.accept(h.pn) {
+                        let accept = accept_frame(s.stream_bytes, self.opts.rwnd_bytes);
+                        send(s, &mut *self.sock, &mut self.buf, &accept);
+                    }
+                    return;
+                }
+                if !self.jar.verify(from, h.conn_id, &cookie, now) {
+                    self.counters.bad_cookie += 1;
+                    return;
+                }
+                if !self.bucket.allow(now) {
+                    self.counters.rate_limited += 1;
+                    return;
+                }
+                let refusal = if self.stream.is_some() {
+                    self.counters.connection_limit += 1;
+                    Some((RejectCode::Busy, "this sink takes one stream"))
+                } else if !(64..=wire::MAX_PAYLOAD_BYTES as u16).contains(&mss_bytes) {
+                    Some((RejectCode::BadOffer, "MSS out of range"))
+                } else {
+                    None
+                };
+                if let Some((code, message)) = refusal {
+                    self.counters.rejected_offers += 1;
+                    self.reply(from, h.conn_id, &Frame::Reject { code, message });
+                    return;
+                }
+                let mut replay = ReplayWindow::default();
+                replay.accept(h.pn);
+                let mut s = Stream {
+                    peer: from,
+                    conn_id: h.conn_id,
+                    stream_bytes,
+                    replay,
+                    pn_out: 0,
+                    rx: Receiver::new(receiver_config(&self.opts, mss_bytes as u32)),
+                    epoch: now,
+                    last_heard: now,
+                    last_sent: now,
+                    data_segs_in: 0,
+                    closed: false,
+                };
+                send(&mut s, &mut *self.sock, &mut self.buf, &accept_frame(stream_bytes, self.opts.rwnd_bytes));
+                self.stream = Some(s);
+            }
+            Frame::Offer(o) => {
+                // A file sent to a sink: refused once the cookie shows the source is real.
+                if !self.jar.verify(from, h.conn_id, &o.cookie, now) {
+                    self.counters.bad_cookie += 1;
+                } else if self.bucket.allow(now) {
+                    self.counters.rejected_offers += 1;
+                    self.reply(from, h.conn_id, &Frame::Reject { code: RejectCode::BadOffer, message: "this is a stream sink; it takes no files" });
+                } else {
+                    self.counters.rate_limited += 1;
+                }
+            }
+            Frame::Data { offset, ts_val_ns, flags, payload } => {
+                let window = self.opts.rwnd_bytes.unwrap_or(MAX_WINDOW_BYTES);
+                let Some(s) = self.stream.as_mut().filter(|_| ours) else {
+                    self.counters.unknown_connection += 1;
+                    return;
+                };
+                if s.closed {
+                    return;
+                }
+                if !s.replay.accept(h.pn) {
+                    self.counters.replayed += 1;
+                    return;
+                }
+                s.last_heard = now;
+                let len = payload.len() as u64;
+                let end = offset + len; // decode checked it does not overflow
+                let rcv_nxt = s.rx.rcv_nxt();
+                let beyond_stream = s.stream_bytes != UNBOUNDED_STREAM && end > s.stream_bytes;
+                let beyond_window = end > rcv_nxt.saturating_add(window);
+                let too_scattered = offset > rcv_nxt && s.rx.out_of_order_ranges().count() >= MAX_OOO_RANGES;
+                if beyond_stream || beyond_window || too_scattered {
+                    self.counters.out_of_bounds += 1;
+                    return;
+                }
+                s.data_segs_in += 1;
+                let seg = DataSegment {
+                    seq: offset,
+                    len: len as u32,
+                    ts_val: SimTime(ts_val_ns),
+                    ect: flags & wire::FLAG_ECT != 0,
+                    ce: false,
+                    cwr: flags & wire::FLAG_CWR != 0,
+                    retransmit: flags & wire::FLAG_RETRANSMIT != 0,
+                };
+                let st = SimTime(now.saturating_duration_since(s.epoch).as_nanos() as u64);
+                let _ = s.rx.on_segment(st, &seg);
+                flush_acks(s, &mut *self.sock, &mut self.buf, st);
+            }
+            Frame::Ping | Frame::Close { .. } => {
+                let Some(s) = self.stream.as_mut().filter(|_| ours) else {
+                    self.counters.unknown_connection += 1;
+                    return;
+                };
+                if !s.replay.accept(h.pn) {
+                    self.counters.replayed += 1;
+                    return;
+                }
+                s.last_heard = now;
+                if matches!(frame, Frame::Close { .. }) {
+                    s.closed = true;
+                }
+            }
+            // Server-to-client packets sent to a server.
+            _ => self.counters.malformed += 1,
+        }
+    }
+}
+
+fn receiver_config(o: &SinkOptions, mss_bytes: u32) -> ReceiverConfig {
+    ReceiverConfig {
+        mss_bytes,
+        delayed_ack: ccarena_cc::Duration(o.delayed_ack_ns),
+        ack_every_segments: o.ack_every_segments,
+        ecn: EcnMode::Off,
+        rcvbuf_bytes: o.rwnd_bytes,
+        dsack: o.dsack,
+    }
+}
+
+fn accept_frame(stream_bytes: u64, rwnd_bytes: Option<u64>) -> Frame<'static> {
+    Frame::Accept { stream_bytes, rwnd_bytes: rwnd_bytes.unwrap_or(u64::MAX), held: Vec::new() }
+}
+
+fn send(s: &mut Stream, sock: &mut dyn Datagrams, buf: &mut Vec<u8>, frame: &Frame<'_>) {
+    let h = Header { version: wire::VERSION, kind: kind_of(frame), conn_id: s.conn_id, pn: s.pn_out };
+    s.pn_out += 1;
+    encode(&h, frame, buf);
+    s.last_sent = Instant::now();
+    // A send error (a vanished route) is the sender's to notice: it retransmits.
+    let _ = sock.send_to(buf, s.peer);
+}
+
+fn flush_acks(s: &mut Stream, sock: &mut dyn Datagrams, buf: &mut Vec<u8>, t: SimTime) {
+    while let Some(a) = s.rx.poll_ack(t) {
+        let mut sack = [(0, 0); MAX_SACK_RANGES];
+        for (x, b) in sack.iter_mut().zip(a.sack_blocks()) {
+            *x = (b.start, b.end);
+        }
+        let frame = AckFrame {
+            ack: a.ack,
+            rwnd_bytes: a.rwnd_bytes,
+            ts_ecr_ns: a.ts_ecr.as_nanos(),
+            ts_recv_ns: a.ts_recv.as_nanos(),
+            flags: u8::from(a.ece) * wire::FLAG_ECE,
+            sack,
+            sack_count: a.sack_count,
+        };
+        send(s, sock, buf, &Frame::Ack(frame));
+    }
+}

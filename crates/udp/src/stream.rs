@@ -1,0 +1,448 @@
+//! Scenario flows: a synthetic stream (`bytes` = N, or unbounded until a stop time) sent with the
+//! transport's [`Sender`] to a [`crate::sink::Sink`], sampled at `t0 + k·interval` on
+//! `CLOCK_MONOTONIC` — the quantities the kernel backend's traffic generator reads from
+//! `TCP_INFO`, so a run on real sockets fills the same tables as the simulator and Linux TCP.
+//!
+//! Times follow the scenario's flow: the handshake (STREAM_OFFER, docs/udp-wire.md) happens as
+//! soon as the sender starts, before `t0`, so the flow's first byte leaves at `t0 + start_ns` as
+//! in the simulator, which does not model a handshake; the application writes its bytes at the
+//! start (all of them, or `u64::MAX / 4` for an unbounded flow, as the simulator does) and stops
+//! at `t0 + stop_ns` ([`Sender::app_stop`]: what was sent is still delivered). At the run's end
+//! (`t0 + duration_ns`) the totals are read (`at_end`), the application stops, and the sender
+//! drains what it has in flight for up to [`StreamOptions::drain`] before it reads them again
+//! (`drained`) and closes.
+
+use std::net::{SocketAddr, ToSocketAddrs, UdpSocket};
+use std::time::Duration;
+
+use ccarena_cc::{CaState, Params, SimTime};
+use ccarena_transport::{Sender, SenderConfig};
+
+use crate::error::TransferError;
+use crate::net::{Datagrams, Socket};
+use crate::send::{ack_segment, controller_setup, handshake, Link, KEEPALIVE};
+use crate::wire::{self, Frame, UNBOUNDED_STREAM};
+
+/// How often the driver asks its caller whether to go on (a Python signal check), at most.
+const CHECK_EVERY_NS: u64 = 100_000_000;
+
+/// `CLOCK_MONOTONIC` now, nanoseconds: the clock the parent's `t0` is read on (Python's
+/// `time.monotonic_ns`), and the one `std::time::Instant` uses on Linux.
+pub fn mono_ns() -> u64 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: a valid pointer to a timespec; CLOCK_MONOTONIC always exists on Linux.
+    unsafe {
+        libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts);
+    }
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// The sample instants `t0 + k·interval` for `k ≥ max(1, ⌈start/interval⌉)` while
+/// `k·interval ≤ duration` (the kernel backend's generator and the simulator's sampler use the
+/// same grid).
+#[derive(Clone, Copy, Debug)]
+pub struct Schedule {
+    t0_ns: u64,
+    interval_ns: u64,
+    duration_ns: u64,
+    k: u64,
+}
+
+impl Schedule {
+    /// The grid of a run starting at `t0_ns` (CLOCK_MONOTONIC) for a flow starting `start_ns`
+    /// after it. `interval_ns` is at least 1.
+    pub fn new(t0_ns: u64, interval_ns: u64, duration_ns: u64, start_ns: u64) -> Schedule {
+        let interval_ns = interval_ns.max(1);
+        Schedule { t0_ns, interval_ns, duration_ns, k: start_ns.div_ceil(interval_ns).max(1) }
+    }
+
+    /// The run's end, `t0 + duration`, CLOCK_MONOTONIC ns.
+    pub fn end_ns(&self) -> u64 {
+        self.t0_ns + self.duration_ns
+    }
+
+    /// When the next sample is due (or the run's end once every sample is taken), ns.
+    pub fn next_ns(&self) -> u64 {
+        (self.t0_ns + self.k * self.interval_ns).min(self.end_ns())
+    }
+
+    /// A sample is due at `t_ns`.
+    pub fn due(&self, t_ns: u64) -> bool {
+        self.k * self.interval_ns <= self.duration_ns && t_ns >= self.t0_ns + self.k * self.interval_ns
+    }
+
+    /// Take the due sample: its time since `t0`, seconds.
+    pub fn take(&mut self) -> f64 {
+        let time_s = (self.k * self.interval_ns) as f64 / 1e9;
+        self.k += 1;
+        time_s
+    }
+}
+
+/// A scenario flow's sender: the flow's transport settings (the scenario's `TcpFlowSpec`, as the
+/// simulator builds its sender from them) and its times.
+#[derive(Clone, Debug)]
+pub struct StreamOptions {
+    /// Congestion-control flavor (any TCP flavor of the catalogue).
+    pub flavor: String,
+    /// The flavor's parameters, `(name, value)`.
+    pub params: Vec<(String, f64)>,
+    /// Loss-recovery mode; `None`: the flavor's default.
+    pub recovery: Option<String>,
+    /// Payload bytes per DATA packet (64 to [`wire::MAX_PAYLOAD_BYTES`]).
+    pub mss_bytes: u32,
+    /// Initial window, segments (RFC 6928).
+    pub initial_cwnd_packets: u32,
+    /// RTO floor, initial value and ceiling, ns (RFC 6298 §2).
+    pub min_rto_ns: u64,
+    /// Initial RTO, ns.
+    pub initial_rto_ns: u64,
+    /// RTO ceiling, ns.
+    pub max_rto_ns: u64,
+    /// RFC 6298's clock granularity G, ns.
+    pub clock_granularity_ns: u64,
+    /// Duplicate ACKs that trigger fast retransmit (RFC 5681 §3.2).
+    pub dupthresh: u32,
+    /// Cap on unacknowledged data, bytes (a socket send buffer); `None`: unlimited.
+    pub sndbuf_bytes: Option<u64>,
+    /// Bytes to send; `None`: unbounded until the stop time.
+    pub bytes: Option<u64>,
+    /// The run's `t0`, CLOCK_MONOTONIC ns.
+    pub t0_mono_ns: u64,
+    /// The flow starts this long after `t0`, ns.
+    pub start_ns: u64,
+    /// The application stops writing this long after `t0`, ns; `None`: at the run's end.
+    pub stop_ns: Option<u64>,
+    /// The run's length after `t0`, ns.
+    pub duration_ns: u64,
+    /// Sample interval, ns.
+    pub interval_ns: u64,
+    /// How long the handshake may take.
+    pub handshake_timeout: Duration,
+    /// How long the sink may stay silent.
+    pub idle_timeout: Duration,
+    /// After the run's end: how long in-flight data may take to be acknowledged.
+    pub drain: Duration,
+    /// How much late wake-up time the pacer may make up back-to-back (`ccarena_transport::pacing`).
+    pub pacing_burst: Duration,
+}
+
+impl Default for StreamOptions {
+    /// Linux's defaults (as the scenario's): MSS the largest payload, IW 10, RTO in
+    /// [200 ms, 120 s] from 1 s, G = 1 ms, dupthresh 3; one 10 s unbounded flow from `t0` = now.
+    fn default() -> StreamOptions {
+        StreamOptions {
+            flavor: "cubic".into(),
+            params: Vec::new(),
+            recovery: None,
+            mss_bytes: wire::MAX_PAYLOAD_BYTES as u32,
+            initial_cwnd_packets: 10,
+            min_rto_ns: 200_000_000,
+            initial_rto_ns: 1_000_000_000,
+            max_rto_ns: 120_000_000_000,
+            clock_granularity_ns: 1_000_000,
+            dupthresh: 3,
+            sndbuf_bytes: None,
+            bytes: None,
+            t0_mono_ns: mono_ns(),
+            start_ns: 0,
+            stop_ns: None,
+            duration_ns: 10_000_000_000,
+            interval_ns: 100_000_000,
+            handshake_timeout: Duration::from_secs(5),
+            idle_timeout: Duration::from_secs(10),
+            drain: Duration::from_secs(2),
+            pacing_burst: Duration::from_millis(1),
+        }
+    }
+}
+
+/// One sender sample, at `t0 + time_s`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct SenderSample {
+    /// Seconds since `t0`.
+    pub time_s: f64,
+    /// Payload bytes sent, retransmissions included (`tcpi_bytes_sent`).
+    pub sent_bytes: u64,
+    /// Bytes cumulatively acknowledged (`tcpi_bytes_acked`).
+    pub acked_bytes: u64,
+    /// Bytes the application has offered.
+    pub offered_bytes: u64,
+    /// Congestion window, bytes.
+    pub cwnd_bytes: u64,
+    /// Slow-start threshold, bytes; `None` while infinite.
+    pub ssthresh_bytes: Option<u64>,
+    /// Smoothed RTT, seconds (RFC 6298); `None` before the first sample.
+    pub srtt_s: Option<f64>,
+    /// RTT variation, seconds.
+    pub rttvar_s: Option<f64>,
+    /// Retransmission timeout, seconds.
+    pub rto_s: f64,
+    /// Bytes in flight (sent, not acknowledged, SACKed or marked lost).
+    pub inflight_bytes: u64,
+    /// Pacing rate, bit/s; `None`: unpaced.
+    pub pacing_rate_bps: Option<u64>,
+    /// Segments retransmitted so far (`tcpi_total_retrans`).
+    pub retransmits: u64,
+    /// Linux's `tcp_ca_state` number: 0 Open, 1 Disorder, 2 CWR, 3 Recovery, 4 Loss.
+    pub ca_state: u8,
+}
+
+/// Counters of a stream's sender at one instant (named as `TCP_INFO` names them, so the kernel
+/// backend's table code reads them unchanged).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct StreamTotals {
+    /// Payload bytes sent, retransmissions included.
+    pub bytes_sent: u64,
+    /// Payload bytes retransmitted.
+    pub bytes_retrans: u64,
+    /// Bytes cumulatively acknowledged.
+    pub bytes_acked: u64,
+    /// DATA packets sent, retransmissions included.
+    pub data_segs_out: u64,
+    /// Segments retransmitted.
+    pub total_retrans: u64,
+    /// Retransmission timeouts.
+    pub total_rto: u64,
+    /// Fast recoveries entered.
+    pub fast_recoveries: u64,
+    /// RTOs found spurious (Eifel, RFC 3522).
+    pub spurious_rtos: u64,
+    /// Smallest RTT sample, µs (`tcpi_min_rtt`); `None` before the first.
+    pub min_rtt_us: Option<u64>,
+    /// Bytes the application offered.
+    pub offered_bytes: u64,
+}
+
+/// What a stream's sender measured.
+#[derive(Clone, Debug, PartialEq)]
+pub struct StreamRecord {
+    /// One sample per instant of the grid at or after the flow's start.
+    pub samples: Vec<SenderSample>,
+    /// Totals at the run's end.
+    pub at_end: StreamTotals,
+    /// Totals after draining (or at the drain deadline).
+    pub drained: StreamTotals,
+    /// A finite flow's completion time (start to its last byte acknowledged), seconds.
+    pub completion_time_s: Option<f64>,
+    /// The MSS used, bytes.
+    pub mss_bytes: u32,
+    /// The recovery mode used.
+    pub recovery: String,
+}
+
+fn ca_code(s: CaState) -> u8 {
+    match s {
+        CaState::Open => 0,
+        CaState::Disorder => 1,
+        CaState::Cwr => 2,
+        CaState::Recovery => 3,
+        CaState::Loss => 4,
+    }
+}
+
+fn secs(d: ccarena_cc::Duration) -> f64 {
+    d.as_nanos() as f64 / 1e9
+}
+
+fn sample(sender: &Sender, time_s: f64, offered_bytes: u64) -> SenderSample {
+    let cw = sender.cwnd();
+    SenderSample {
+        time_s,
+        sent_bytes: sender.stats().bytes_sent,
+        acked_bytes: sender.snd_una(),
+        offered_bytes,
+        cwnd_bytes: cw.cwnd_bytes,
+        ssthresh_bytes: (cw.ssthresh_bytes != u64::MAX).then_some(cw.ssthresh_bytes),
+        srtt_s: sender.srtt().map(secs),
+        rttvar_s: sender.srtt().and(sender.rttvar()).map(secs),
+        rto_s: secs(sender.rto()),
+        inflight_bytes: sender.in_flight_bytes(),
+        pacing_rate_bps: cw.pacing_rate_bps.filter(|r| *r > 0),
+        retransmits: sender.stats().segments_retransmitted,
+        ca_state: ca_code(sender.ca_state()),
+    }
+}
+
+fn totals(sender: &Sender, offered_bytes: u64) -> StreamTotals {
+    let st = sender.stats();
+    StreamTotals {
+        bytes_sent: st.bytes_sent,
+        bytes_retrans: st.bytes_retransmitted,
+        bytes_acked: sender.snd_una(),
+        data_segs_out: st.segments_sent,
+        total_retrans: st.segments_retransmitted,
+        total_rto: st.rto_count,
+        fast_recoveries: st.fast_recoveries,
+        spurious_rtos: st.spurious_rtos,
+        min_rtt_us: sender.min_rtt().map(|d| d.as_nanos() / 1000),
+        offered_bytes,
+    }
+}
+
+/// Send one scenario flow to the sink at `peer` (`HOST:PORT`) from `bind` (`HOST`, any port;
+/// `None`: any address), following `opts`' times; `keep_going` is asked about every 100 ms
+/// (false: stop at once with [`TransferError::Interrupted`], after telling the sink).
+///
+/// # Errors
+/// [`TransferError`]: a bad flavor, recovery or MSS ([`TransferError::Config`]), a bad address, a
+/// sink that does not answer or refuses, a foreign wire version, a sink silent for
+/// `idle_timeout`, an interruption.
+pub fn send_stream(
+    bind: Option<&str>,
+    peer: &str,
+    opts: &StreamOptions,
+    keep_going: &mut dyn FnMut() -> bool,
+) -> Result<StreamRecord, TransferError> {
+    let params = Params::from_pairs(opts.params.clone());
+    let (cc, recovery) = controller_setup(&opts.flavor, &params, opts.recovery.as_deref(), opts.mss_bytes)?;
+    let mss = opts.mss_bytes;
+    let cfg = SenderConfig {
+        mss_bytes: mss,
+        initial_cwnd_bytes: opts.initial_cwnd_packets as u64 * mss as u64,
+        min_rto: ccarena_cc::Duration(opts.min_rto_ns),
+        initial_rto: ccarena_cc::Duration(opts.initial_rto_ns),
+        max_rto: ccarena_cc::Duration(opts.max_rto_ns),
+        clock_granularity: ccarena_cc::Duration(opts.clock_granularity_ns),
+        recovery,
+        dupthresh: opts.dupthresh,
+        ecn: false,
+        initial_rwnd_bytes: None,
+        sndbuf_bytes: opts.sndbuf_bytes,
+    };
+    cfg.validate().map_err(|e| TransferError::Config { message: format!("{}: {}", e.field, e.reason) })?;
+    crate::net::fine_timers();
+
+    let bad_addr = |reason: String| TransferError::BadAddress { addr: peer.to_string(), reason };
+    let peer_addr: SocketAddr = peer
+        .to_socket_addrs()
+        .map_err(|e| bad_addr(e.to_string()))?
+        .next()
+        .ok_or_else(|| bad_addr("resolves to no address".into()))?;
+    let local = match bind {
+        Some(host) => format!("{host}:0"),
+        None if peer_addr.is_ipv4() => "0.0.0.0:0".into(),
+        None => "[::]:0".into(),
+    };
+    let io = |context: &str, error| TransferError::Io { context: context.to_string(), error };
+    let udp = UdpSocket::bind(local.as_str()).map_err(|e| io("bind", e))?;
+    udp.connect(peer_addr).map_err(|e| io("connect", e))?;
+    let sock: Box<dyn Datagrams> = Box::new(Socket::new(udp).map_err(|e| io("socket", e))?);
+    let mut link = Link::new(sock, peer_addr);
+    let stream_bytes = opts.bytes.unwrap_or(UNBOUNDED_STREAM);
+    let acc = handshake(
+        &mut link,
+        &|cookie| Frame::StreamOffer { cookie, stream_bytes, mss_bytes: mss as u16, flavor: &opts.flavor },
+        opts.handshake_timeout,
+        keep_going,
+    )?;
+    if acc.stream_bytes != stream_bytes || !acc.held.is_empty() {
+        return Err(TransferError::PeerClosed { message: "the sink accepted another stream than offered".into() });
+    }
+
+    let epoch = mono_ns();
+    let sim = |t: u64| SimTime(t.saturating_sub(epoch));
+    let mut sender = Sender::new(
+        SenderConfig { initial_rwnd_bytes: (acc.rwnd_bytes != u64::MAX).then_some(acc.rwnd_bytes), ..cfg },
+        cc,
+        sim(epoch),
+    );
+    sender.set_pacing_burst(ccarena_cc::Duration(opts.pacing_burst.as_nanos() as u64));
+    let mut sched = Schedule::new(opts.t0_mono_ns, opts.interval_ns, opts.duration_ns, opts.start_ns);
+    let start_at = opts.t0_mono_ns + opts.start_ns;
+    let stop_at = opts.t0_mono_ns + opts.stop_ns.unwrap_or(opts.duration_ns);
+    let end_at = sched.end_ns();
+    let payload = vec![0u8; mss as usize];
+    let mut started = false;
+    let mut stopped = false;
+    let mut completion_ns: Option<u64> = None;
+    let mut samples = Vec::new();
+    let mut at_end: Option<StreamTotals> = None;
+    let mut drain_until = u64::MAX;
+    let mut next_check = 0u64;
+    // What the application offered: the stream's bytes, or what was sent when it stopped.
+    let offered = |s: &Sender| if opts.bytes.is_some() || s.bytes_offered() < u64::MAX / 8 { s.bytes_offered() } else { s.snd_nxt() };
+    loop {
+        let t = mono_ns();
+        if sched.due(t) {
+            samples.push(sample(&sender, sched.take(), offered(&sender)));
+            continue;
+        }
+        if !started && t >= start_at {
+            started = true;
+            sender.app_write(opts.bytes.unwrap_or(u64::MAX / 4));
+        }
+        if started && !stopped && (t >= stop_at || t >= end_at) {
+            stopped = true;
+            sender.app_stop();
+        }
+        if at_end.is_none() && t >= end_at {
+            at_end = Some(totals(&sender, offered(&sender)));
+            drain_until = t + opts.drain.as_nanos() as u64;
+        }
+        sender.handle_timeout(sim(t));
+        while let Some(seg) = sender.poll_transmit(sim(t)) {
+            let flags = (u8::from(seg.retransmit) * wire::FLAG_RETRANSMIT)
+                | (u8::from(seg.ect) * wire::FLAG_ECT)
+                | (u8::from(seg.cwr) * wire::FLAG_CWR);
+            let data = Frame::Data { offset: seg.seq, ts_val_ns: seg.ts_val.as_nanos(), flags, payload: &payload[..seg.len as usize] };
+            link.send(&data)?;
+        }
+        if started && opts.bytes.is_some() && completion_ns.is_none() && sender.snd_una() >= opts.bytes.unwrap_or(0) {
+            completion_ns = Some(t - start_at);
+        }
+        if at_end.is_some() && (sender.is_complete() || t >= drain_until) {
+            break;
+        }
+        if link.last_heard.elapsed() >= opts.idle_timeout {
+            return Err(TransferError::PeerSilent { secs: opts.idle_timeout.as_secs_f64() });
+        }
+        if link.last_sent.elapsed() >= KEEPALIVE {
+            link.send(&Frame::Ping)?;
+        }
+        if t >= next_check {
+            next_check = t + CHECK_EVERY_NS;
+            if !keep_going() {
+                let _ = link.send(&Frame::Close { code: 1, message: "interrupted by the sender" });
+                return Err(TransferError::Interrupted { acked_bytes: sender.snd_una() });
+            }
+        }
+        let mut deadline = sched.next_ns().min(next_check).min(if at_end.is_some() { drain_until } else { end_at });
+        if !started {
+            deadline = deadline.min(start_at);
+        } else if !stopped {
+            deadline = deadline.min(stop_at);
+        }
+        if let Some(w) = sender.poll_timeout() {
+            deadline = deadline.min(epoch + w.as_nanos());
+        }
+        let keepalive_ns = link.last_sent.elapsed().as_nanos() as u64;
+        deadline = deadline.min(t + (KEEPALIVE.as_nanos() as u64).saturating_sub(keepalive_ns));
+        let wait = Duration::from_nanos(deadline.saturating_sub(mono_ns()));
+        link.receive(wait, |_, frame| {
+            match frame {
+                Frame::Ack(a) => {
+                    let _ = sender.on_ack(sim(mono_ns()), &ack_segment(&a));
+                }
+                Frame::Close { message, .. } => {
+                    return Err(TransferError::PeerClosed { message: message.to_string() })
+                }
+                Frame::Reject { code, message } => {
+                    return Err(TransferError::Rejected { code, message: message.to_string() })
+                }
+                _ => {}
+            }
+            Ok(())
+        })?;
+    }
+    let drained = totals(&sender, offered(&sender));
+    let _ = link.send(&Frame::Close { code: 0, message: "" });
+    Ok(StreamRecord {
+        samples,
+        at_end: at_end.unwrap_or(drained),
+        drained,
+        completion_time_s: completion_ns.map(|n| n as f64 / 1e9),
+        mss_bytes: mss,
+        recovery: recovery.to_string(),
+    })
+}
