@@ -1,5 +1,8 @@
 //! `ccarena._engine.udp_send_file` and `ccarena._engine.UdpReceiver`: the file transfer over
-//! ccarena's transport on UDP (crate `ccarena-udp`), for `ccarena send` and `ccarena recv`.
+//! ccarena's transport on UDP (crate `ccarena-udp`), for `ccarena send` and `ccarena recv`;
+//! `udp_stream_send` and `UdpSink`: a scenario flow's two ends for the `udp` backend
+//! (`python/ccarena/backends/udp/endpoint.py`), returning what the kernel backend's traffic
+//! generator returns for a TCP flow.
 //!
 //! Both run with the GIL released and take it back about every 100 ms to call the Python
 //! callback and check for signals, so Ctrl-C stops them (the receiver saves what arrived first)
@@ -10,7 +13,10 @@ use std::path::PathBuf;
 use std::sync::Mutex;
 use std::time::Duration;
 
-use ccarena_udp::{send_file, Event, Receiver, ReceiverOptions, SendOptions, TransferRecord};
+use ccarena_udp::stream::{SenderSample, StreamTotals};
+use ccarena_udp::{
+    send_file, send_stream, Event, Receiver, ReceiverOptions, SendOptions, Sink, SinkOptions, StreamOptions, TransferRecord,
+};
 use pyo3::create_exception;
 use pyo3::exceptions::PyException;
 use pyo3::prelude::*;
@@ -236,8 +242,215 @@ impl PyUdpReceiver {
     }
 }
 
+/// `config[key]` if present and not None.
+fn opt<'py, T: pyo3::conversion::FromPyObjectOwned<'py>>(config: &Bound<'py, PyDict>, key: &str) -> PyResult<Option<T>> {
+    match config.get_item(key)? {
+        Some(v) if !v.is_none() => Ok(Some(v.extract().map_err(Into::into)?)),
+        _ => Ok(None),
+    }
+}
+
+/// `config[key]`, required.
+fn req<'py, T: pyo3::conversion::FromPyObjectOwned<'py>>(config: &Bound<'py, PyDict>, key: &str) -> PyResult<T> {
+    opt(config, key)?.ok_or_else(|| pyo3::exceptions::PyKeyError::new_err(key.to_string()))
+}
+
+fn secs(v: Option<f64>, default: Duration) -> Duration {
+    v.map_or(default, |s| Duration::from_secs_f64(s.clamp(0.0, 3600.0)))
+}
+
+fn totals_dict<'py>(py: Python<'py>, t: &StreamTotals) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    d.set_item("bytes_sent", t.bytes_sent)?;
+    d.set_item("bytes_retrans", t.bytes_retrans)?;
+    d.set_item("bytes_acked", t.bytes_acked)?;
+    d.set_item("data_segs_out", t.data_segs_out)?;
+    d.set_item("total_retrans", t.total_retrans)?;
+    d.set_item("total_rto", t.total_rto)?;
+    d.set_item("fast_recoveries", t.fast_recoveries)?;
+    d.set_item("spurious_rtos", t.spurious_rtos)?;
+    d.set_item("min_rtt", t.min_rtt_us)?;
+    d.set_item("offered_bytes", t.offered_bytes)?;
+    Ok(d)
+}
+
+fn sample_dict<'py>(py: Python<'py>, s: &SenderSample) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    d.set_item("time_s", s.time_s)?;
+    d.set_item("sent_bytes", s.sent_bytes)?;
+    d.set_item("acked_bytes", s.acked_bytes)?;
+    d.set_item("offered_bytes", s.offered_bytes)?;
+    d.set_item("cwnd_bytes", s.cwnd_bytes)?;
+    d.set_item("ssthresh_bytes", s.ssthresh_bytes)?;
+    d.set_item("srtt_s", s.srtt_s)?;
+    d.set_item("rttvar_s", s.rttvar_s)?;
+    d.set_item("rto_s", s.rto_s)?;
+    d.set_item("inflight_bytes", s.inflight_bytes)?;
+    d.set_item("pacing_rate_bps", s.pacing_rate_bps)?;
+    d.set_item("retransmits", s.retransmits)?;
+    d.set_item("ca_state", s.ca_state)?;
+    Ok(d)
+}
+
+/// Send one scenario flow from `bind` (an address of this host) to the sink at `peer`
+/// (`HOST:PORT`) and return what the kernel backend's generator returns for a TCP sender:
+/// `{"ok": True, "samples": [...], "at_end": {...}, "drained": {...}, "offered_bytes",
+/// "completion_time_s", "mss_bytes", "recovery"}` (totals named as TCP_INFO names them;
+/// `min_rtt` in µs).
+///
+/// `config` holds the flow (`flavor`, `params`, `recovery`, `mss_bytes`, `initial_cwnd_packets`,
+/// `min_rto_ns`, `initial_rto_ns`, `max_rto_ns`, `clock_granularity_ns`, `dupthresh`,
+/// `sndbuf_bytes`, `bytes`) and the run's times (`t0_mono_ns`, `start_ns`, `stop_ns`,
+/// `duration_ns`, `interval_ns`); missing optional keys take Linux's values. Raises
+/// TransferError (one line) for a bad flavor or setting, no sink, a refusal or a silent sink; a
+/// KeyboardInterrupt (or other exception from a signal handler) stops the flow and is re-raised.
+#[pyfunction]
+pub fn udp_stream_send<'py>(py: Python<'py>, bind: Option<String>, peer: &str, config: &Bound<'py, PyDict>) -> PyResult<Bound<'py, PyDict>> {
+    let d = StreamOptions::default();
+    let params: Vec<(String, f64)> = opt::<std::collections::HashMap<String, f64>>(config, "params")?
+        .map(|m| m.into_iter().collect())
+        .unwrap_or_default();
+    let opts = StreamOptions {
+        flavor: req(config, "flavor")?,
+        params,
+        recovery: opt(config, "recovery")?,
+        mss_bytes: opt(config, "mss_bytes")?.unwrap_or(d.mss_bytes),
+        initial_cwnd_packets: opt(config, "initial_cwnd_packets")?.unwrap_or(d.initial_cwnd_packets),
+        min_rto_ns: opt(config, "min_rto_ns")?.unwrap_or(d.min_rto_ns),
+        initial_rto_ns: opt(config, "initial_rto_ns")?.unwrap_or(d.initial_rto_ns),
+        max_rto_ns: opt(config, "max_rto_ns")?.unwrap_or(d.max_rto_ns),
+        clock_granularity_ns: opt(config, "clock_granularity_ns")?.unwrap_or(d.clock_granularity_ns),
+        dupthresh: opt(config, "dupthresh")?.unwrap_or(d.dupthresh),
+        sndbuf_bytes: opt(config, "sndbuf_bytes")?,
+        bytes: opt(config, "bytes")?,
+        t0_mono_ns: req(config, "t0_mono_ns")?,
+        start_ns: opt(config, "start_ns")?.unwrap_or(0),
+        stop_ns: opt(config, "stop_ns")?,
+        duration_ns: req(config, "duration_ns")?,
+        interval_ns: req(config, "interval_ns")?,
+        handshake_timeout: secs(opt(config, "handshake_timeout_s")?, d.handshake_timeout),
+        idle_timeout: secs(opt(config, "idle_timeout_s")?, d.idle_timeout),
+        drain: secs(opt(config, "drain_s")?, d.drain),
+        pacing_burst: d.pacing_burst,
+    };
+    let mut err: Option<PyErr> = None;
+    let outcome = py.detach(|| send_stream(bind.as_deref(), peer, &opts, &mut || with_python(&mut err, |_| Ok(()))));
+    if let Some(e) = err {
+        return Err(e);
+    }
+    let r = outcome.map_err(|e| TransferError::new_err(e.to_string()))?;
+    let out = PyDict::new(py);
+    out.set_item("ok", true)?;
+    let samples = r.samples.iter().map(|s| sample_dict(py, s)).collect::<PyResult<Vec<_>>>()?;
+    out.set_item("samples", samples)?;
+    out.set_item("at_end", totals_dict(py, &r.at_end)?)?;
+    out.set_item("drained", totals_dict(py, &r.drained)?)?;
+    out.set_item("offered_bytes", r.at_end.offered_bytes)?;
+    out.set_item("completion_time_s", r.completion_time_s)?;
+    out.set_item("mss_bytes", r.mss_bytes)?;
+    out.set_item("recovery", r.recovery)?;
+    Ok(out)
+}
+
+/// A scenario flow's receiver: `UdpSink(bind, config)` binds `bind` (`HOST:PORT`), then `run()`
+/// counts what arrives until the run's end (and the sender's close) and returns what the kernel
+/// backend's generator returns for a TCP receiver: `{"ok": True, "samples": [{"time_s",
+/// "delivered_bytes"}], "received_bytes", "at_end_bytes", "drained": {"data_segs_in"},
+/// "duplicate_bytes", "out_of_order_segments", "connected", "counters"}`.
+///
+/// `config`: `t0_mono_ns`, `start_ns`, `duration_ns`, `interval_ns`, and the flow's receiver
+/// settings `rwnd_bytes`, `delayed_ack_ns`, `ack_every_segments`, `dsack` (missing: Linux's).
+#[pyclass(name = "UdpSink", module = "ccarena._engine")]
+pub struct PyUdpSink {
+    inner: Mutex<Sink>,
+}
+
+#[pymethods]
+impl PyUdpSink {
+    /// Bind; raises TransferError for a port in use, a bad address or a bad setting.
+    #[new]
+    fn new(bind: &str, config: &Bound<'_, PyDict>) -> PyResult<Self> {
+        let d = SinkOptions::default();
+        let opts = SinkOptions {
+            rwnd_bytes: opt(config, "rwnd_bytes")?,
+            delayed_ack_ns: opt(config, "delayed_ack_ns")?.unwrap_or(d.delayed_ack_ns),
+            ack_every_segments: opt(config, "ack_every_segments")?.unwrap_or(d.ack_every_segments),
+            dsack: opt(config, "dsack")?.unwrap_or(d.dsack),
+            t0_mono_ns: req(config, "t0_mono_ns")?,
+            start_ns: opt(config, "start_ns")?.unwrap_or(0),
+            duration_ns: req(config, "duration_ns")?,
+            interval_ns: req(config, "interval_ns")?,
+            grace: secs(opt(config, "grace_s")?, d.grace),
+            idle_timeout: secs(opt(config, "idle_timeout_s")?, d.idle_timeout),
+            ..d
+        };
+        let sink = Sink::bind(bind, opts).map_err(|e| TransferError::new_err(e.to_string()))?;
+        Ok(PyUdpSink { inner: Mutex::new(sink) })
+    }
+
+    /// The bound address, `HOST:PORT`.
+    #[getter]
+    fn local_addr(&self) -> String {
+        self.inner.lock().expect("not poisoned").local_addr().to_string()
+    }
+
+    /// Count until the end (see the class); a KeyboardInterrupt stops it and is re-raised.
+    fn run<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let mut guard = self.inner.lock().expect("not poisoned");
+        let sink: &mut Sink = &mut guard;
+        let mut err: Option<PyErr> = None;
+        let outcome = py.detach(|| sink.run(&mut || with_python(&mut err, |_| Ok(()))));
+        if let Some(e) = err {
+            return Err(e);
+        }
+        let r = outcome.map_err(|e| TransferError::new_err(e.to_string()))?;
+        let out = PyDict::new(py);
+        out.set_item("ok", true)?;
+        let samples = r
+            .samples
+            .iter()
+            .map(|(t, b)| {
+                let s = PyDict::new(py);
+                s.set_item("time_s", t)?;
+                s.set_item("delivered_bytes", b)?;
+                Ok(s)
+            })
+            .collect::<PyResult<Vec<_>>>()?;
+        out.set_item("samples", samples)?;
+        out.set_item("received_bytes", r.received_bytes)?;
+        out.set_item("at_end_bytes", r.at_end_bytes)?;
+        let drained = PyDict::new(py);
+        drained.set_item("data_segs_in", r.data_segs_in)?;
+        out.set_item("drained", drained)?;
+        out.set_item("duplicate_bytes", r.duplicate_bytes)?;
+        out.set_item("out_of_order_segments", r.out_of_order_segments)?;
+        out.set_item("connected", r.connected)?;
+        out.set_item("closed_by_sender", r.closed_by_sender)?;
+        let c = r.counters;
+        let counters = PyDict::new(py);
+        for (k, v) in [
+            ("datagrams", c.datagrams),
+            ("malformed", c.malformed),
+            ("foreign_version", c.foreign_version),
+            ("unknown_connection", c.unknown_connection),
+            ("bad_cookie", c.bad_cookie),
+            ("replayed", c.replayed),
+            ("rate_limited", c.rate_limited),
+            ("connection_limit", c.connection_limit),
+            ("out_of_bounds", c.out_of_bounds),
+            ("rejected_offers", c.rejected_offers),
+        ] {
+            counters.set_item(k, v)?;
+        }
+        out.set_item("counters", counters)?;
+        Ok(out)
+    }
+}
+
 /// Add the transfer's functions, class and exception to the module.
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(udp_stream_send, m)?)?;
+    m.add_class::<PyUdpSink>()?;
     m.add_function(wrap_pyfunction!(udp_send_file, m)?)?;
     m.add_class::<PyUdpReceiver>()?;
     m.add("TransferError", m.py().get_type::<TransferError>())?;

@@ -14,7 +14,8 @@ backend imports only the run spec, the errors and its own modules: nothing of ex
 the store or the report (the import contracts in pyproject.toml check it).
 
 Backends: ``sim`` (:mod:`ccarena.backends.sim`, the simulator), ``kernel``
-(:mod:`ccarena.backends.kernel`, the Linux TCP stack in network namespaces).
+(:mod:`ccarena.backends.kernel`, the Linux TCP stack in network namespaces), ``udp``
+(:mod:`ccarena.backends.udp`, ccarena's own transport on UDP sockets over the same namespaces).
 """
 
 from __future__ import annotations
@@ -88,6 +89,7 @@ class Backend(Protocol):
 _REGISTRY: dict[str, str] = {
     "sim": "ccarena.backends.sim:SimBackend",
     "kernel": "ccarena.backends.kernel.backend:KernelBackend",
+    "udp": "ccarena.backends.udp.backend:UdpBackend",
 }
 """Backend name → ``module:class``, imported on first use (the kernel backend's imports are not
 paid by simulator runs). The order is the order runs of one point execute in."""

@@ -123,9 +123,11 @@ class KernelBackend:
 
 
 def check(spec: RunSpec, caps: capabilities.Capabilities | None = None,
-          mode: str = "auto") -> capabilities.Capabilities:
+          mode: str = "auto", tcp_check: Callable[[str, Any], None] | None = None
+          ) -> capabilities.Capabilities:
     """Check that ``spec`` can run on this kernel with link emulation ``mode`` (``auto``,
-    ``relay`` or ``tc``); return what was detected.
+    ``relay`` or ``tc``); return what was detected. ``tcp_check`` replaces the checks of TCP
+    flows (:func:`ccarena.backends.kernel.preflight.check_spec`).
 
     Raises:
         UserError: one line naming what is missing (root, a program, a flavor, a mechanism).
@@ -136,13 +138,14 @@ def check(spec: RunSpec, caps: capabilities.Capabilities | None = None,
     with sigterm_interrupts():
         caps = caps or capabilities.detect()
         preflight.check_privileges(caps)
-        preflight.check_spec(spec, caps, choose(spec, caps, mode))
+        preflight.check_spec(spec, caps, choose(spec, caps, mode), tcp_check)
     return caps
 
 
 def run_kernel(spec: RunSpec, progress: ProgressCallback | None = None,
                workdir: str | Path | None = None, *, mode: str = "auto",
-               emulation: dict[str, Any] | None = None) -> dict[str, pd.DataFrame]:
+               emulation: dict[str, Any] | None = None, generator: Any = None,
+               tcp_check: Callable[[str, Any], None] | None = None) -> dict[str, pd.DataFrame]:
     """Run ``spec`` in network namespaces on this machine's TCP stack.
 
     Args:
@@ -152,6 +155,10 @@ def run_kernel(spec: RunSpec, progress: ProgressCallback | None = None,
             ``cca-<tag>-work*``, removed at the end).
         mode: how to emulate the links: ``"auto"``, ``"relay"`` or ``"tc"``
             (:mod:`ccarena.backends.kernel.emulation`).
+        generator: what runs the flows: a module or object with ``start_flows`` and
+            ``flow_rows`` as :mod:`.traffic` and :mod:`.tables` have them (default: this
+            kernel's TCP through :mod:`.trafficgen`; the udp backend passes its own).
+        tcp_check: the generator's own check of TCP flows (see :func:`check`).
         emulation: if given, filled with how the links were emulated and the emulation's own
             error: ``{"mechanisms", "relay": <relay stats without samples, and its timing
             settings> | None,
@@ -166,7 +173,7 @@ def run_kernel(spec: RunSpec, progress: ProgressCallback | None = None,
             generator failed (one line naming the flow and why).
         KeyboardInterrupt: Ctrl-C or SIGTERM; everything of the run is removed first.
     """
-    caps = check(spec, mode=mode)
+    caps = check(spec, mode=mode, tcp_check=tcp_check)
     emu = choose(spec, caps, mode)
     names = RunNames(new_tag())
     own_workdir = workdir is None
@@ -190,14 +197,15 @@ def run_kernel(spec: RunSpec, progress: ProgressCallback | None = None,
             if emu.loss == "nft":
                 _install_loss(plan, spec)
             measured = _run_traffic(spec, plan, work, endpoints, progress,
-                                    htb=emu.rate_and_queue == "htb", relay=relay)
+                                    htb=emu.rate_and_queue == "htb", relay=relay,
+                                    start_flows=(generator or traffic).start_flows)
             relay_stats = relay.stop() if relay is not None else None
             if emu.rate_and_queue == "relay":
                 if relay_stats is None:
                     raise UserError(f"the link relay stopped without writing its results: {relay.last_error()}")
                 _add_relay_readings(measured, emulator.queue_readings(relay_stats, plan), spec)
             lost_wire = _wire_losses(plan, spec, emu, measured)
-            flows_rows, sample_rows = tables.flow_rows(spec, measured["results"])
+            flows_rows, sample_rows = (generator or tables).flow_rows(spec, measured["results"])
             out = {
                 "flows": tables.frame(flows_rows, tables.FLOW_COLUMNS),
                 "samples": tables.frame(sample_rows, tables.SAMPLE_COLUMNS),
@@ -286,7 +294,8 @@ def _wire_losses(plan: NetworkPlan, spec: RunSpec, emu: Emulation,
 
 def _run_traffic(spec: RunSpec, plan: NetworkPlan, work: Path,
                  endpoints: list[traffic.Endpoint], progress: ProgressCallback | None, *,
-                 htb: bool, relay: emulator.Relay | None) -> dict[str, Any]:
+                 htb: bool, relay: emulator.Relay | None,
+                 start_flows: Callable[..., None] = traffic.start_flows) -> dict[str, Any]:
     """Start the generators, sample htb's queues at every instant (when ``htb``), collect every
     result. With a relay, ``t0`` falls on its sampling grid and is announced to it (its links'
     scheduled changes count from it)."""
@@ -309,7 +318,7 @@ def _run_traffic(spec: RunSpec, plan: NetworkPlan, work: Path,
             per_ns = {ns: shaping.read_root_qdiscs(h) for ns, h in handles.items()}
             return {i: per_ns[ns][ifindex[i]] for i, (ns, _) in egress.items() if ifindex[i] in per_ns[ns]}
 
-        traffic.start_flows(spec, plan, work, t0_ns, endpoints, ready_by_ns=t0_ns - 50_000_000)
+        start_flows(spec, plan, work, t0_ns, endpoints, ready_by_ns=t0_ns - 50_000_000)
         if time.monotonic_ns() >= t0_ns:
             raise UserError("the traffic generators took too long to start; the machine is too busy")
         _sleep_until(t0_ns)

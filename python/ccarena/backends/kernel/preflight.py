@@ -7,6 +7,8 @@ use --backend sim``.
 
 from __future__ import annotations
 
+from typing import Any, Callable
+
 from ccarena.backends.kernel.capabilities import TOOLS, Capabilities
 from ccarena.backends.kernel.emulation import Emulation
 from ccarena.errors import UserError
@@ -51,9 +53,11 @@ def check_tools(caps: Capabilities) -> None:
                         f"(install it: apt-get install {TOOLS[name]}); `ccarena doctor` lists what is missing")
 
 
-def check_spec(spec: RunSpec, caps: Capabilities, emulation: Emulation) -> None:
+def check_spec(spec: RunSpec, caps: Capabilities, emulation: Emulation,
+               tcp_check: Callable[[str, Any], None] | None = None) -> None:
     """Check privileges, programs, flows, queues, links and events of ``spec`` against ``caps``
-    and the chosen link ``emulation``.
+    and the chosen link ``emulation``. ``tcp_check(where, flow)``, when given, checks each TCP
+    flow instead of this kernel's TCP (the udp backend runs them on its own transport).
 
     Raises:
         UserError: the first problem, as one line.
@@ -82,6 +86,9 @@ def check_spec(spec: RunSpec, caps: Capabilities, emulation: Emulation) -> None:
                             "backend (TCP flavors and udp-cbr are); use --backend sim")
         if flow.kind != "tcp":
             continue
+        if tcp_check is not None:
+            tcp_check(where, flow)
+            continue
         flavor = flow.flavor
         if flavor not in available:
             raise UserError(f"{where}.flavor: flavor '{flavor}' is not available in this kernel "
@@ -100,7 +107,8 @@ def check_spec(spec: RunSpec, caps: Capabilities, emulation: Emulation) -> None:
             if getattr(flow, key) != TCP_DEFAULTS.get(key):
                 raise UserError(f"{where}.{field}: the kernel backend uses Linux's own value; "
                                 f"remove {field} or use --backend sim")
-    _check_ecn_per_host(spec)
+    if tcp_check is None:
+        _check_ecn_per_host(spec)
     for i, link in enumerate(spec.links):
         where = f"links[{i}] ({link.name})"
         queue = link.queue

@@ -84,10 +84,11 @@ def _base_config(spec: RunSpec, i: int, t0_ns: int, workdir: Path, role: str) ->
 
 
 def start_flows(spec: RunSpec, plan: NetworkPlan, workdir: Path, t0_ns: int,
-                endpoints: list[Endpoint], ready_by_ns: int) -> None:
+                endpoints: list[Endpoint], ready_by_ns: int, flows: list[int] | None = None) -> None:
     """Start every flow's receiver (waiting for ``ready``), then every sender.
 
     Args:
+        flows: only these flows (indices); None: every flow.
         endpoints: each started process is appended at once (the caller stops them all, even
             when this raises).
         ready_by_ns: CLOCK_MONOTONIC deadline for the receivers to be ready.
@@ -95,7 +96,8 @@ def start_flows(spec: RunSpec, plan: NetworkPlan, workdir: Path, t0_ns: int,
     Raises:
         UserError: a receiver failed to start (e.g. its port is in use): one line naming the flow.
     """
-    for i, flow in enumerate(spec.flows):
+    chosen = [(i, spec.flows[i]) for i in (range(len(spec.flows)) if flows is None else flows)]
+    for i, flow in chosen:
         role = _role(flow, "recv")
         cfg = _base_config(spec, i, t0_ns, workdir, role)
         cfg["bind"] = plan.host_addresses[int(flow.dst)][0]
@@ -106,7 +108,7 @@ def start_flows(spec: RunSpec, plan: NetworkPlan, workdir: Path, t0_ns: int,
         ep = Endpoint(i, role, ns, Path(cfg["out"]), _start(ns, cfg, stderr), stderr)
         endpoints.append(ep)
         _wait_ready(ep, flow.name, ready_by_ns)
-    for i, flow in enumerate(spec.flows):
+    for i, flow in chosen:
         role = _role(flow, "send")
         cfg = _base_config(spec, i, t0_ns, workdir, role)
         cfg["bind"] = plan.host_addresses[int(flow.src)][0]

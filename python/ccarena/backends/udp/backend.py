@@ -1,0 +1,62 @@
+"""The udp backend (:mod:`ccarena.backends.udp`): the kernel backend's testbed and link emulation
+with ccarena's transport on UDP as the TCP flows' generator (:mod:`.traffic`)."""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from ccarena.backends import ProgressCallback, RunResult
+from ccarena.backends.kernel import backend as kernel
+from ccarena.backends.udp import traffic
+from ccarena.errors import UserError
+from ccarena.runspec import RunSpec
+
+
+class UdpBackend(kernel.KernelBackend):
+    """ccarena's transport on real UDP sockets between network namespaces, behind the backend
+    protocol (:mod:`ccarena.backends`): runs in real time, one at a time, in the calling process.
+
+    Args:
+        emulation: how links are emulated, as the kernel backend's ``[kernel] emulation``:
+            ``"auto"``, ``"relay"`` or ``"tc"``.
+    """
+
+    name = "udp"
+    realtime = True
+
+    def check(self, spec: RunSpec) -> None:
+        """Raise UserError naming what this machine or the transport lacks for ``spec`` (root, a
+        program, a flavor, a field the wire fixes, a queue discipline, a mechanism)."""
+        for i, flow in enumerate(spec.flows):
+            if flow.kind not in ("tcp", "udp_cbr"):
+                raise UserError(f"flows[{i}].flavor: {flow.kind} flows are not available on the udp "
+                                "backend yet (TCP flavors and udp-cbr are); use --backend sim")
+        engine = _engine()
+        if not hasattr(engine, "udp_stream_send"):
+            raise UserError("the udp backend needs an engine built with the udp stream mode "
+                            "(rebuild: pip install -e .)")
+        self._caps = kernel.check(spec, self._caps, self.emulation, tcp_check=traffic.check_tcp_flow)
+
+    def run(self, spec: RunSpec, progress: ProgressCallback | None = None,
+            cancel: Callable[[], bool] | None = None) -> RunResult:
+        """Run ``spec`` (:func:`ccarena.backends.kernel.backend.run_kernel` with this backend's
+        generator); the record holds ``{"emulation": ..., "transport": {"mss_bytes": [...]}}``."""
+        self.check(spec)
+
+        def tick(now_ns: int, duration_ns: int) -> None:
+            if progress is not None:
+                progress(now_ns, duration_ns)
+            if cancel is not None and cancel():
+                raise KeyboardInterrupt("cancelled")
+
+        record: dict[str, Any] = {}
+        tables = kernel.run_kernel(spec, tick, mode=self.emulation, emulation=record,
+                                   generator=traffic, tcp_check=traffic.check_tcp_flow)
+        mss = [traffic.mss_on_the_wire(f) if f.kind == "tcp" else None for f in spec.flows]
+        return RunResult(tables=tables, record={"emulation": record, "transport": {"mss_bytes": mss}})
+
+
+def _engine() -> Any:
+    import ccarena._engine as engine
+
+    return engine

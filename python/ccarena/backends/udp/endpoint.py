@@ -1,0 +1,81 @@
+"""One end of a udp-backend TCP flow, run as a process inside a flow's namespace:
+``ip netns exec NS python3 -S endpoint.py CONFIG_JSON``.
+
+Roles (``config["role"]``): ``stream-recv`` binds a sink (``ccarena._engine.UdpSink``), prints
+``ready`` and counts what arrives; ``stream-send`` runs the flow's sender
+(``ccarena._engine.udp_stream_send``). Both sample at ``t0 + k·interval`` on ``CLOCK_MONOTONIC``
+and write one JSON object to ``config["out"]`` at their end, in the format of the kernel backend's
+generator (:mod:`ccarena.backends.kernel.trafficgen`): ``{"ok": true, "samples": [...], ...}`` or
+``{"ok": false, "error": "<one line>"}``.
+
+The compiled engine is loaded from ``config["engine"]`` (its file, as the parent imported it), so
+the process needs neither ``site`` nor the ccarena package on its path. It dies with its parent
+(``PR_SET_PDEATHSIG``, the generator's :func:`~ccarena.backends.kernel.trafficgen.die_with_parent`)
+and a SIGTERM or SIGINT ends it (the engine checks for signals about every 100 ms).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import signal
+import sys
+from pathlib import Path
+from types import ModuleType
+
+TRAFFICGEN = Path(__file__).resolve().parents[1] / "kernel" / "trafficgen.py"
+
+
+def _load(name: str, path: str | Path) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot load {path}")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def stream_recv(engine: ModuleType, cfg: dict) -> dict:
+    try:
+        sink = engine.UdpSink(f"{cfg['bind']}:{cfg['port']}", cfg)
+    except engine.TransferError as err:
+        return {"ok": False, "error": str(err)}
+    print("ready", flush=True)
+    return sink.run()
+
+
+def stream_send(engine: ModuleType, cfg: dict) -> dict:
+    try:
+        return engine.udp_stream_send(cfg["bind"], f"{cfg['peer']}:{cfg['port']}", cfg)
+    except engine.TransferError as err:
+        return {"ok": False, "error": str(err)}
+
+
+ROLES = {"stream-recv": stream_recv, "stream-send": stream_send}
+
+
+def main(argv: list[str]) -> int:
+    cfg = json.loads(argv[1])
+    gen = _load("ccarena_trafficgen", TRAFFICGEN)
+    gen.die_with_parent(int(cfg["parent_pid"]))
+    signal.signal(signal.SIGTERM, gen._on_signal)
+    signal.signal(signal.SIGINT, gen._on_signal)
+    try:
+        engine = _load("ccarena._engine", cfg["engine"])
+        result = ROLES[cfg["role"]](engine, cfg)
+    except gen.Stop:
+        result = {"ok": False, "error": "stopped before it could measure"}
+    except Exception as err:  # reported to the parent as one line, never a made-up number
+        result = {"ok": False, "error": f"{type(err).__name__}: {err}"}
+    tmp = cfg["out"] + ".tmp"
+    with open(tmp, "w") as f:
+        json.dump(result, f)
+    os.replace(tmp, cfg["out"])
+    if not result.get("ok"):
+        print(result.get("error", "failed"), file=sys.stderr, flush=True)
+    return 0 if result.get("ok") else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
