@@ -5,7 +5,7 @@ namespaces, over its relay-emulated links, agrees with the simulator.
   the simulator's.
 - CUBIC and Reno sharing that path: CUBIC's share of the delivered bytes within the range the
   simulator itself predicts when the second flow starts 0 to 95 ms later (an offset the scenario
-  cannot see, which moves the simulator's share by ±0.05 to ±0.1; see ``SHARE_MARGIN``).
+  cannot see, which moves the simulator's share by ±0.1), widened by ``SHARE_MARGIN``.
 - A flavor the kernel lacks (Vegas, a finite transfer) runs and completes on udp, and the kernel
   backend refuses it.
 - What the transport cannot do is refused in one line before anything starts.
@@ -27,10 +27,13 @@ pytestmark = requires_root
 PATH = {"kind": "single_link",
         "link": {"rate": "20Mbps", "delay": "20ms", "queue": {"limit": "100pkt"}}}
 RATE_BPS = 20e6
-SHARE_MARGIN = 0.05
+SHARE_MARGIN = 0.10
 """Beyond the simulator's own range of shares: what real timing adds. Measured (8 s runs, queue
-50 packets): the simulator's CUBIC share over 20 start offsets 0.692–0.876 (mean 0.746, sd 0.049);
-udp runs — see docs/udp-backend.md for the numbers."""
+50 packets): the simulator's CUBIC share over 20 start offsets (0–95 ms) 0.692–0.876 (mean 0.746,
+sd 0.049); five udp runs 0.598, 0.695, 0.697, 0.721, 0.746 (mean 0.691, sd 0.05). One udp run in
+five lands just below the simulator's range, 2 sd of the udp spread (0.1) below the prediction's
+mean; the margin keeps a run's chance to miss near 2 % (0.05 % with the retry) while a fair split
+(0.5) or a starved Reno (> 0.98) still fails."""
 
 
 def _spec(raw: dict, backend: str):

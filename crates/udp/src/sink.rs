@@ -164,6 +164,32 @@ impl Sink {
         self.sock.local_addr().expect("a bound socket has an address")
     }
 
+    /// The counters so far.
+    pub fn counters(&self) -> Counters {
+        self.counters
+    }
+
+    /// A stream was accepted.
+    pub fn connected(&self) -> bool {
+        self.stream.is_some()
+    }
+
+    /// Bytes delivered in order so far.
+    pub fn delivered_bytes(&self) -> u64 {
+        self.delivered()
+    }
+
+    /// Out-of-order ranges the stream's receiver holds now (bounded by [`MAX_OOO_RANGES`]).
+    pub fn out_of_order_ranges(&self) -> usize {
+        self.stream.as_ref().map_or(0, |s| s.rx.out_of_order_ranges().count())
+    }
+
+    /// The cookie a RETRY to `peer` for `conn_id` carries now (for tests and fuzzing, which must
+    /// get past the handshake).
+    pub fn cookie_for(&self, peer: SocketAddr, conn_id: u64) -> [u8; wire::COOKIE_BYTES] {
+        self.jar.issue(peer, conn_id, Instant::now())
+    }
+
     /// Count what arrives until the run's end, then until the sender's CLOSE (or `grace` after
     /// the end, or the stream going silent for `idle_timeout`). `keep_going` is asked about every
     /// 100 ms; false stops at once (the record so far is returned).

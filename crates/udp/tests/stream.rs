@@ -110,3 +110,47 @@ fn a_sink_takes_one_stream_and_no_file_and_a_file_receiver_takes_no_stream() {
     assert_eq!(rec.counters.rejected_offers, 1);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn a_sink_drops_hostile_input_and_its_state_stays_bounded() {
+    use ccarena_udp::wire::{encode, kind_of, Frame, Header, VERSION};
+    let mut sink = Sink::bind("127.0.0.1:0", sink_opts(mono_ns(), 1000 * MS)).unwrap();
+    let peer: std::net::SocketAddr = "127.0.0.1:9".parse().unwrap();
+    let packet = |conn_id: u64, pn: u64, frame: &Frame<'_>| {
+        let mut buf = Vec::new();
+        encode(&Header { version: VERSION, kind: kind_of(frame), conn_id, pn }, frame, &mut buf);
+        buf
+    };
+    // Garbage, and an offer without a valid cookie: dropped, no state.
+    let mut x = 7u64;
+    for _ in 0..2000 {
+        x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        let len = (x >> 53) as usize;
+        let bytes: Vec<u8> = (0..len).map(|i| (x >> (i % 56)) as u8).collect();
+        sink.on_datagram(&bytes, peer);
+    }
+    let offer = |cookie| Frame::StreamOffer { cookie, stream_bytes: 1 << 30, mss_bytes: 1000, flavor: "cubic" };
+    sink.on_datagram(&packet(5, 0, &offer([0; 16])), peer);
+    assert!(!sink.connected());
+    assert!(sink.counters().malformed > 0 && sink.counters().bad_cookie == 1);
+    // A real offer; then a second stream is refused.
+    sink.on_datagram(&packet(5, 0, &offer(sink.cookie_for(peer, 5))), peer);
+    assert!(sink.connected());
+    sink.on_datagram(&packet(6, 0, &offer(sink.cookie_for(peer, 6))), peer);
+    assert_eq!(sink.counters().connection_limit, 1);
+    let data = |offset: u64| Frame::Data { offset, ts_val_ns: 1, flags: 0, payload: &[0u8; 1000] };
+    // DATA of another connection, beyond the stream, a replayed packet number: dropped.
+    sink.on_datagram(&packet(6, 1, &data(0)), peer);
+    assert_eq!(sink.counters().unknown_connection, 1);
+    sink.on_datagram(&packet(5, 1, &data((1 << 30) - 10)), peer);
+    sink.on_datagram(&packet(5, 2, &data(0)), peer);
+    sink.on_datagram(&packet(5, 2, &data(1000)), peer);
+    assert_eq!(sink.counters().replayed, 1);
+    assert_eq!(sink.delivered_bytes(), 1000);
+    // Scattered DATA (every other segment) cannot open more than 1024 out-of-order ranges.
+    for k in 0..3000u64 {
+        sink.on_datagram(&packet(5, 3 + k, &data(2000 + 2000 * k)), peer);
+    }
+    assert_eq!(sink.out_of_order_ranges(), ccarena_udp::conn::MAX_OOO_RANGES);
+    assert!(sink.counters().out_of_bounds >= 3000 - 1024);
+}
