@@ -30,10 +30,10 @@ RATE_BPS = 20e6
 SHARE_MARGIN = 0.10
 """Beyond the simulator's own range of shares: what real timing adds. Measured (8 s runs, queue
 50 packets): the simulator's CUBIC share over 20 start offsets (0–95 ms) 0.692–0.876 (mean 0.746,
-sd 0.049); five udp runs 0.598, 0.695, 0.697, 0.721, 0.746 (mean 0.691, sd 0.05). One udp run in
-five lands just below the simulator's range, 2 sd of the udp spread (0.1) below the prediction's
-mean; the margin keeps a run's chance to miss near 2 % (0.05 % with the retry) while a fair split
-(0.5) or a starved Reno (> 0.98) still fails."""
+sd 0.049); seven udp runs 0.598, 0.610, 0.695, 0.697, 0.705, 0.721, 0.746 (mean 0.68, sd 0.05).
+Two udp runs in seven land just below the simulator's range, within 0.1 of it (2 sd of the udp
+spread); with this margin and the retry a miss is rare, while a fair split (0.5) or a starved
+Reno (> 0.98) still fails."""
 
 
 def _spec(raw: dict, backend: str):
