@@ -290,7 +290,9 @@ def plot(
                                                       "first swept parameter, else flavor]."),
     hue: Optional[str] = typer.Option("flavor", "--hue", help="One colour per value of this column."),
     facet: Optional[str] = typer.Option(None, "--facet", help="One panel per value of this column."),
-    kind: str = typer.Option("line", "--kind", help="line, bar, box, cdf or heatmap."),
+    kind: Optional[str] = typer.Option(None, "--kind", help="line, bar, box, cdf or heatmap "
+                                                            "[default: line over a numeric x, "
+                                                            "else bar]."),
     out: Optional[Path] = typer.Option(None, "--out", "-o", help="Figure file without suffix "
                                        "[default: DIRECTORY/figures/plot-Y-vs-X]."),
     formats: str = typer.Option("png", "--formats", help="Comma-separated: png, svg, pdf."),
@@ -316,6 +318,8 @@ def plot(
     y_col = custom_plot.resolve_column(summary, y, "--y")
     x_name = x or (result.parameters[0] if result.parameters else "flavor")
     x_col = custom_plot.resolve_column(summary, x_name, "--x") if kind != "cdf" else None
+    if kind is None:  # a line needs numbers along x: flavors or labels are bars
+        kind = custom_plot.default_kind(summary, x_col)
     hue_col = custom_plot.resolve_column(summary, hue, "--hue") if hue else None
     facet_col = custom_plot.resolve_column(summary, facet, "--facet") if facet else None
     title = f"{result.name}: {y_col}" + (f" vs {x_col}" if x_col else " (CDF)")

@@ -46,8 +46,7 @@ class Result:
         return list(self.experiment["sweep"]["parameters"])
 
     def _concat(self, table: str) -> pd.DataFrame:
-        frames = [self.store.read_table(r, table) for r in self.run_ids]
-        return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+        return self.store.read_tables(list(self.run_ids), table)
 
     @cached_property
     def flows(self) -> pd.DataFrame:
@@ -165,8 +164,7 @@ class PartResult:
 
     def read(self, table: str) -> pd.DataFrame:
         """One table (``samples``, ``queues``, ...) concatenated over this part's runs."""
-        frames = [self.store.read_table(r, table) for r in self.run_ids]
-        return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+        return self.store.read_tables(list(self.run_ids), table)
 
     def aggregate(self) -> pd.DataFrame:
         """Mean, SD and 95% CI over repeats per grid point and flow."""

@@ -48,6 +48,15 @@ def test_every_kind_draws(experiment: Path, args: tuple[str, ...]) -> None:
     assert written.stat().st_size > 10_000
 
 
+def test_a_categorical_x_is_drawn_as_bars_by_default(experiment: Path) -> None:
+    # No --kind: flavors along x (the default x of an experiment without a sweep) give bars.
+    done = cli("plot", str(experiment), "--x", "flavor", cwd=experiment)
+    assert done.returncode == 0, done.stderr
+    summary = pd.read_parquet(experiment / "summary.parquet")
+    assert custom_plot.default_kind(summary, "flavor") == "bar"
+    assert custom_plot.default_kind(summary, "topology.bottleneck.loss") == "line"
+
+
 def test_hue_flavor_uses_the_report_colours(experiment: Path) -> None:
     summary = pd.read_parquet(experiment / "summary.parquet")
     fig = custom_plot.plot(summary, "goodput_mean_bps", "topology.bottleneck.loss", "flavor", None,
@@ -58,7 +67,7 @@ def test_hue_flavor_uses_the_report_colours(experiment: Path) -> None:
 
 @pytest.mark.parametrize("args,expected", [
     (("--y", "goodptu"), "--y: no column 'goodptu' in this experiment (did you mean 'goodput'?)"),
-    (("--x", "flavor"), "--x: 'flavor' is not numeric"),
+    (("--x", "flavor", "--kind", "line"), "--x: 'flavor' is not numeric"),
     (("--kind", "pie"), "--kind: 'pie' is not one of line, bar, box, cdf, heatmap"),
     (("--formats", "png,gif"), "--formats: 'gif' is not a list of png, svg, pdf"),
 ])

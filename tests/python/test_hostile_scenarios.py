@@ -124,7 +124,8 @@ def assert_one_line_per_problem(err: UserError) -> None:
     assert str(err) == "\n".join(err.problems)
 
 
-@settings(max_examples=150, deadline=5000, suppress_health_check=[HealthCheck.too_slow],
+@settings(max_examples=150, deadline=30_000,  # a hang bound that a loaded 2-core machine keeps
+          suppress_health_check=[HealthCheck.too_slow],
           derandomize=True)
 @given(scenarios())
 def test_generated_scenarios_validate_and_run_or_fail_with_one_line(doc: dict[str, Any]):
@@ -191,7 +192,8 @@ def engine():
     return engine_module()
 
 
-@settings(max_examples=300, deadline=5000, derandomize=True,
+@settings(max_examples=300, deadline=30_000,  # a hang bound that a loaded 2-core machine keeps
+          derandomize=True,
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(st.sampled_from(PATHS), st.sampled_from(HOSTILE))
 def test_mutated_engine_specs_run_or_are_rejected(engine, path: tuple, value: Any):

@@ -180,7 +180,7 @@ def test_report_query_plot_and_compare_with_a_simulated_run(files, tmp_path):
     assert code == 0 and out.splitlines() == ["backend,n", "iperf3,3"], (out, err)
     code, out, err = cli("query", root, "SELECT count(*) FROM samples WHERE cwnd_bytes IS NOT NULL", "--csv")
     assert code == 0 and int(out.splitlines()[1]) > 0, err
-    code, out, err = cli("plot", root, "--y", "goodput", "--kind", "bar")
+    code, out, err = cli("plot", root, "--y", "goodput")  # flavors along x: bars by default
     assert code == 0, err
     scenario = tmp_path / "sim.toml"
     scenario.write_text(SIM_SCENARIO)
@@ -191,6 +191,9 @@ def test_report_query_plot_and_compare_with_a_simulated_run(files, tmp_path):
     [row] = json.loads(out)
     measured = pd.read_parquet(root / "summary.parquet")["goodput_mean_bps"].mean()
     assert row["flavor"] == "cubic" and row["goodput_mean_bps_b"] == pytest.approx(measured)
+    code, out, err = cli("compare", tmp_path / "sim", root)
+    assert code == 0, err
+    assert "–)" not in out and "(−–" not in out, out  # a metric one side lacks has no difference
 
 
 def flent_file(path: Path, truncate: bool = False) -> dict:

@@ -118,6 +118,27 @@ def test_the_record_table_names_the_quantities(tmp_path):
         assert words in out, out
 
 
+def test_the_send_record_has_the_senders_cpu_cost(tmp_path):
+    src = tmp_path / "c.bin"
+    make_file(src, 8_000_000)
+    (tmp_path / "in").mkdir()
+    with Receiver(tmp_path / "in") as rx:
+        code, out, err = cli("send", str(src), rx.addr, "--flavor", "cubic", "--json")
+    assert code == 0, err
+    r = json.loads(out)
+    # The sending thread's CPU (the receiver runs in another thread of this process): positive and
+    # at most the transfer's wall time.
+    assert 0 < r["sender_cpu_s"] <= r["duration_s"] * 1.05 + 0.01, r
+    assert r["cpu_mhz"] > 0
+    assert r["cpu_percent"] == pytest.approx(r["sender_cpu_s"] / r["duration_s"] * 100)
+    # Seed 001's MHz per Mbps: the CPU fraction times the clock over the goodput in Mbit/s.
+    assert r["mhz_per_mbps"] == pytest.approx(r["cpu_percent"] / 100 * r["cpu_mhz"] / (r["goodput_bps"] / 1e6))
+    with Receiver(tmp_path / "in") as rx:
+        code, out, err = cli("send", str(src), rx.addr, "--name", "c2.bin")
+    assert code == 0, err
+    assert "sender CPU" in out and "MHz/Mbps" in out, out
+
+
 def test_an_interrupted_send_resumes_with_only_the_missing_bytes(tmp_path):
     src = tmp_path / "big.bin"
     digest = make_file(src, 30_000_000)

@@ -71,6 +71,12 @@ fn record_dict<'py>(py: Python<'py>, r: &TransferRecord) -> PyResult<Bound<'py, 
     d.set_item("rtt", rtt)?;
     d.set_item("cwnd_samples", r.cwnd_samples.clone())?;
     d.set_item("sha256", &r.sha256)?;
+    // NaN (unmeasurable) becomes None: JSON has no NaN.
+    let num = |x: f64| x.is_finite().then_some(x);
+    d.set_item("sender_cpu_s", num(r.sender_cpu_s))?;
+    d.set_item("cpu_mhz", num(r.cpu_mhz))?;
+    d.set_item("cpu_percent", num(r.cpu_percent))?;
+    d.set_item("mhz_per_mbps", num(r.mhz_per_mbps))?;
     Ok(d)
 }
 

@@ -21,7 +21,7 @@ use crate::error::TransferError;
 use crate::guard::ReplayWindow;
 use crate::net::{Datagrams, Impaired, Impairment, Socket};
 use crate::ranges::{RangeSet, StreamMap};
-use crate::record::{Recorder, TransferRecord};
+use crate::record::{mhz_per_mbps, CpuMeter, Recorder, TransferRecord};
 use crate::sha256::{hex, sha256_of};
 use crate::wire::{self, decode, encode, kind_of, DecodeError, DoneStatus, Frame, Header, Offer};
 
@@ -401,6 +401,9 @@ pub fn send_file(
         sender.app_write(stream_bytes);
     }
     let mut rec = Recorder::new(epoch);
+    // The sending thread's CPU over the same interval as duration_s (first DATA to last ACK).
+    let cpu_meter = CpuMeter::start();
+    let mut cpu_at_completion = (f64::NAN, f64::NAN);
     let mut payload = vec![0u8; mss as usize];
     let mut next_tick = epoch;
     let mut completed_at: Option<Instant> = None;
@@ -425,6 +428,7 @@ pub fn send_file(
         }
         if sender.is_complete() && completed_at.is_none() {
             completed_at = Some(now);
+            cpu_at_completion = cpu_meter.finish();
         }
         // Everything acknowledged: poke the receiver until its DONE arrives (it answers any
         // packet of a finished connection with DONE, so a lost DONE is repaired).
@@ -468,6 +472,8 @@ pub fn send_file(
             let duration_s = end.duration_since(epoch).as_secs_f64().max(1e-9);
             let (rtt, cwnd_samples) = rec.finish();
             let st = sender.stats();
+            let (sender_cpu_s, cpu_mhz) = cpu_at_completion;
+            let goodput_bps = stream_bytes as f64 * 8.0 / duration_s;
             return Ok(TransferRecord {
                 name,
                 peer: peer.to_string(),
@@ -477,7 +483,7 @@ pub fn send_file(
                 resumed_bytes,
                 stream_bytes,
                 duration_s,
-                goodput_bps: stream_bytes as f64 * 8.0 / duration_s,
+                goodput_bps,
                 bytes_sent: st.bytes_sent,
                 bytes_retransmitted: st.bytes_retransmitted,
                 segments_sent: st.segments_sent,
@@ -487,6 +493,10 @@ pub fn send_file(
                 rtt,
                 cwnd_samples,
                 sha256: hex(&digest),
+                sender_cpu_s,
+                cpu_mhz,
+                cpu_percent: sender_cpu_s / duration_s * 100.0,
+                mhz_per_mbps: mhz_per_mbps(sender_cpu_s, duration_s, cpu_mhz, goodput_bps),
             });
         }
         let mut deadline = next_tick.min(link.last_sent + KEEPALIVE);

@@ -370,9 +370,34 @@ def region_ranges(regions: pd.DataFrame) -> dict[str, float]:
 FLOW_METRICS = (
     "goodput_mean_bps", "throughput_mean_bps", "loss_rate", "retransmission_rate",
     "delivery_ratio", "stability", "fct_s", "fct_slowdown", "rtt_min_s", "rtt_mean_s", "rtt_p50_s", "rtt_p95_s",
-    "rtt_p99_s",
+    "rtt_p99_s", "sender_cpu_s", "sender_wall_s", "cpu_mhz", "cpu_percent", "mhz_per_mbps",
 )
-"""Per-flow metric columns :func:`flow_table` adds (RTT columns come from the engine)."""
+"""Per-flow metric columns :func:`flow_table` adds (RTT and raw CPU columns come from the backend)."""
+
+CPU_COLUMNS = ("sender_cpu_s", "sender_wall_s", "cpu_mhz")
+"""The backend's raw CPU-cost columns (:data:`ccarena.backends.CPU_FLOW_COLUMNS`)."""
+
+
+def cpu_percent(cpu_s: float, wall_s: float) -> float:
+    """CPU utilization in percent of one core: ``cpu_s / wall_s · 100`` (NaN when either is
+    missing or ``wall_s`` is not positive)."""
+    cpu_s, wall_s = float(cpu_s), float(wall_s)
+    if not (math.isfinite(cpu_s) and math.isfinite(wall_s) and wall_s > 0):
+        return math.nan
+    return cpu_s / wall_s * 100.0
+
+
+def mhz_per_mbps(cpu_s: float, wall_s: float, mhz: float, goodput_bps: float) -> float:
+    """Seed 001's MHz per Mbps (Gupta, Ansari, Cottrell, Hughes-Jones, SLAC 2004, Table 1):
+    the sender's CPU fraction (``cpu_s / wall_s``, of one core) times the CPU clock in MHz, over
+    the goodput in Mbit/s. MHz/Mbps is (10⁶ cycles/s)/(10⁶ bit/s): CPU cycles per bit
+    delivered. NaN when an input is missing or the goodput is not positive."""
+    fraction = cpu_percent(cpu_s, wall_s) / 100.0
+    mhz, goodput_bps = float(mhz), float(goodput_bps)
+    if not (math.isfinite(fraction) and math.isfinite(mhz) and math.isfinite(goodput_bps)
+            and goodput_bps > 0):
+        return math.nan
+    return fraction * mhz / (goodput_bps / 1e6)
 
 
 def flow_table(flows: pd.DataFrame, samples: pd.DataFrame, derived: dict[str, Any],
@@ -396,7 +421,10 @@ def flow_table(flows: pd.DataFrame, samples: pd.DataFrame, derived: dict[str, An
         ``base_rtt_s``, ``path_loss``, ``bottleneck_rate_bps``, ``mss_bytes`` (payload per
         packet) from the resolved spec and topology;
         ``mathis_bps``, ``padhye_bps``, ``cubic_bps``: :mod:`ccarena.analysis.theory` at the path's loss
-        probability and base RTT (NaN for UDP flows and loss-free paths).
+        probability and base RTT (NaN for UDP flows and loss-free paths);
+        ``cpu_percent`` = :func:`cpu_percent` (sender_cpu_s, sender_wall_s) and ``mhz_per_mbps`` =
+        :func:`mhz_per_mbps` over ``goodput_mean_bps`` (NaN where the backend measured no CPU: the
+        simulator; the raw :data:`CPU_COLUMNS` are added as NaN where a table lacks them).
     RTT statistics (``rtt_min_s`` … ``rtt_p99_s``) are the engine's, over per-ACK samples.
     """
     out = flows.copy()
@@ -453,6 +481,12 @@ def flow_table(flows: pd.DataFrame, samples: pd.DataFrame, derived: dict[str, An
                                    mss, datacenter.HEADER_BYTES.get(str(kind), math.nan))
             for name, kind, size, rtt, mss in zip(out["name"], out["kind"], out["bytes_offered"],
                                                   out["base_rtt_s"], out["mss_bytes"])]
+    for c in CPU_COLUMNS:
+        if c not in out.columns:
+            out[c] = math.nan
+    out["cpu_percent"] = [cpu_percent(c, w) for c, w in zip(out["sender_cpu_s"], out["sender_wall_s"])]
+    out["mhz_per_mbps"] = [mhz_per_mbps(c, w, m, g) for c, w, m, g in
+                           zip(out["sender_cpu_s"], out["sender_wall_s"], out["cpu_mhz"], goodput)]
     finite = datacenter.slowdown_table(out)
     out["ideal_fct_s"] = finite["ideal_fct_s"].reindex(out.index).to_numpy(dtype=float)
     out["fct_slowdown"] = finite["fct_slowdown"].reindex(out.index).to_numpy(dtype=float)

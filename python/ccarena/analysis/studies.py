@@ -207,6 +207,30 @@ def _with_groups(regions: pd.DataFrame, summary: pd.DataFrame, by: Sequence[str]
     return base.merge(_run_groups(summary, by), on="run_id", how="inner")
 
 
+def run_cpu_cost(run: pd.DataFrame) -> dict[str, float]:
+    """Seed 001 Table 1's "CPU % utilization" and "MHz/Mbps" of one run (its summary rows, one
+    per flow), as for the study's one sending host running every flow.
+
+    ``sender_cpu_percent`` = 100 · Σ sender_cpu_s / (last flow's end − first flow's start): the
+    senders' CPU over the experiment, in percent of one core. ``mhz_per_mbps`` = Σ (sender_cpu_s ·
+    cpu_mhz) / Σ delivered Mbit: the CPU fraction times the clock over the aggregate goodput
+    (:func:`ccarena.analysis.metrics.mhz_per_mbps` with the run's totals), i.e. CPU cycles per bit
+    delivered. Both NaN unless every flow of the run has a CPU measurement (the simulator has
+    none).
+    """
+    need = ("sender_cpu_s", "cpu_mhz", "bytes_delivered", "start_s", "end_s")
+    if any(c not in run.columns for c in need) or not len(run):
+        return {"sender_cpu_percent": math.nan, "mhz_per_mbps": math.nan}
+    cpu = run["sender_cpu_s"].to_numpy(dtype=float)
+    mhz = run["cpu_mhz"].to_numpy(dtype=float)
+    if not (np.all(np.isfinite(cpu)) and np.all(np.isfinite(mhz))):
+        return {"sender_cpu_percent": math.nan, "mhz_per_mbps": math.nan}
+    span_s = float(run["end_s"].astype(float).max() - run["start_s"].astype(float).min())
+    mbit = float(run["bytes_delivered"].astype(float).sum()) * 8 / 1e6
+    return {"sender_cpu_percent": metrics.cpu_percent(cpu.sum(), span_s),
+            "mhz_per_mbps": float((cpu * mhz).sum() / mbit) if mbit > 0 else math.nan}
+
+
 def regions_by_group(regions: pd.DataFrame, summary: pd.DataFrame, by: Sequence[str]) -> pd.DataFrame:
     """Seed 001 Table 1 per group: the aggregate goodput's average, SD and stability over the
     whole run, and Jain's index min–max over the run's regions; each the mean over repeats.
@@ -227,14 +251,17 @@ def regions_by_group(regions: pd.DataFrame, summary: pd.DataFrame, by: Sequence[
     Returns:
         One row per group: ``*by, n`` (runs), ``aggregate_goodput_mean_bps``,
         ``aggregate_goodput_sd_bps`` (bits/s), ``aggregate_stability`` (SD/μ), ``fairness_min``,
-        ``fairness_max`` (mean over repeats of each run's min / max), each with a ``_ci95``
-        half-width column (``aggregate_goodput_mean_ci95_bps``, ``aggregate_goodput_sd_ci95_bps``,
-        ``aggregate_stability_ci95``, ``fairness_min_ci95``, ``fairness_max_ci95``).
+        ``fairness_max`` (mean over repeats of each run's min / max), ``sender_cpu_percent`` and
+        ``mhz_per_mbps`` (:func:`run_cpu_cost`; NaN for runs without CPU measurements), each with
+        a ``_ci95`` half-width column (``aggregate_goodput_mean_ci95_bps``,
+        ``aggregate_goodput_sd_ci95_bps``, ``aggregate_stability_ci95``, ``fairness_min_ci95``,
+        ``fairness_max_ci95``, ``sender_cpu_percent_ci95``, ``mhz_per_mbps_ci95``).
 
     Raises:
         ValueError: a required column is absent, or ``by`` varies within a run.
     """
     data = _with_groups(regions, summary, by)
+    flows_of = {k: g for k, g in summary.groupby("run_id", sort=False)}
     per_run = []
     for run_id, run in data.groupby("run_id", sort=False):
         rec = {"run_id": run_id, **{b: run[b].iloc[0] for b in by}}
@@ -243,13 +270,16 @@ def regions_by_group(regions: pd.DataFrame, summary: pd.DataFrame, by: Sequence[
         j = j[np.isfinite(j)]
         rec["fairness_min"] = float(j.min()) if j.size else math.nan
         rec["fairness_max"] = float(j.max()) if j.size else math.nan
+        rec.update(run_cpu_cost(flows_of.get(run_id, summary.iloc[0:0])))
         per_run.append(rec)
     runs = pd.DataFrame(per_run)
     cols = (("aggregate_goodput_mean_bps", "aggregate_goodput_mean_ci95_bps"),
             ("aggregate_goodput_sd_bps", "aggregate_goodput_sd_ci95_bps"),
             ("aggregate_stability", "aggregate_stability_ci95"),
             ("fairness_min", "fairness_min_ci95"),
-            ("fairness_max", "fairness_max_ci95"))
+            ("fairness_max", "fairness_max_ci95"),
+            ("sender_cpu_percent", "sender_cpu_percent_ci95"),
+            ("mhz_per_mbps", "mhz_per_mbps_ci95"))
     out = []
     if len(runs):
         for key, group in runs.groupby(list(by), sort=False, dropna=False):

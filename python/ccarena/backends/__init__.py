@@ -39,6 +39,11 @@ CancelCheck = Callable[[], bool]
 TABLES = ("flows", "samples", "queues", "links")
 """The tables every backend returns."""
 
+CPU_FLOW_COLUMNS = ("sender_cpu_s", "sender_wall_s", "cpu_mhz")
+"""The flows table's CPU-cost columns (seed 001, Table 1): the sender's CPU seconds over its
+sending interval, that interval's wall seconds, and the CPU clock in MHz. Measured by backends on
+real machines (kernel); NaN on the simulator, which has no CPU cost (docs/metrics.md, "CPU cost")."""
+
 INTEGER_COLUMNS = {
     "flow", "link", "bytes_offered", "bytes_sent", "bytes_retransmitted", "bytes_delivered",
     "packets_sent", "packets_retransmitted", "packets_received", "packets_lost", "rto_count",

@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from ccarena.backends import (
+    CPU_FLOW_COLUMNS,
     INTEGER_COLUMNS,
     TABLES,
     CancelCheck,
@@ -137,7 +138,10 @@ def run_spec(spec: RunSpec, *, progress: ProgressCallback | None = None,
             sim.run_until(duration_ns)
             break
     raw = sim.results()
-    return {name: columns_to_frame(raw[name]) for name in TABLES}
+    out = {name: columns_to_frame(raw[name]) for name in TABLES}
+    for column in CPU_FLOW_COLUMNS:  # a simulation has no CPU cost: NaN, never invented
+        out["flows"][column] = np.full(len(out["flows"]), np.nan)
+    return out
 
 
 def spec_name(spec: RunSpec) -> str:

@@ -73,9 +73,10 @@ def terminal_table(merged: pd.DataFrame, keys: list[str], name_a: str, name_b: s
         for m in metrics:
             fmt = COLUMNS[m][1]
             diff, half = float(rec[f"{m}_diff"]), float(rec[f"{m}_diff_ci95"])
-            sign = "+" if diff >= 0 else "−"
-            text = f"{fmt(rec[f'{m}_a'])} → {fmt(rec[f'{m}_b'])} ({sign}{fmt(abs(diff))}"
-            text += f" ± {fmt(half)})" if half > 0 else ")"
+            text = f"{fmt(rec[f'{m}_a'])} → {fmt(rec[f'{m}_b'])}"
+            if math.isfinite(diff):  # a side without the metric (UDP RTT, an import) has no Δ
+                sign = "+" if diff >= 0 else "−"
+                text += f" ({sign}{fmt(abs(diff))}" + (f" ± {fmt(half)})" if half > 0 else ")")
             significant = half > 0 and abs(diff) > half
             cells.append(f"[bold]{text}[/bold]" if significant else text)
         table.add_row(*cells)

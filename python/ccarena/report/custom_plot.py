@@ -79,6 +79,14 @@ def _numeric_axis(values: Sequence[Any]) -> np.ndarray | None:
     return axis[0] if axis is not None else None
 
 
+def default_kind(summary: pd.DataFrame, x: str | None) -> str:
+    """``"line"`` when the column ``x`` holds numbers (with or without units), else ``"bar"``."""
+    if x is None:
+        return "line"
+    levels = list(dict.fromkeys(summary[x].astype(str)))
+    return "line" if _numeric_axis(levels) is not None else "bar"
+
+
 def plot(summary: pd.DataFrame, y: str, x: str | None, hue: str | None, facet: str | None,
          kind: str, title: str) -> Any:
     """The figure (matplotlib) of ``y`` against ``x`` per ``hue`` and ``facet`` (resolved

@@ -45,6 +45,9 @@ def _label(flavor: str, params: list[str], key: tuple[Any, ...]) -> str:
 def slowdown_rows(part: Any) -> pd.DataFrame:
     """The part's finite flows with their slowdown (:func:`ccarena.analysis.datacenter.slowdown_table`),
     with the run's non-flavor swept parameters."""
+    summary = part.summary
+    if "fct_slowdown" in summary and not summary["fct_slowdown"].notna().any():
+        return pd.DataFrame()  # no finite flow: nothing to read run by run
     flows = part.read("flows")
     if flows.empty or "fct_slowdown" not in flows.columns:
         return pd.DataFrame()

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import base64
 import math
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -94,30 +95,86 @@ def _references(links: pd.DataFrame, flows: pd.DataFrame) -> tuple[float | None,
     return capacity, (float(rtts[0]) if len(rtts) == 1 else None)
 
 
-def _small_multiples(result: Any, first_repeats: pd.DataFrame, figures_dir: Path,
-                     prefix: str) -> list[Figure]:
-    """Goodput against time at every grid point (first repeat), in small panels titled by the
-    point's swept values, :data:`ccarena.report.plots.SMALL_MULTIPLES_PER_FIGURE` per figure."""
+PARALLEL_PAGES_MIN = 3
+"""Small-multiples pages from which they are drawn in worker processes, beside the report's other
+figures (matplotlib draws on one core; a page of 24 panels costs ~0.7 s of CPU)."""
+
+
+def _page_specs(result: Any, first_repeats: pd.DataFrame,
+                prefix: str) -> list[tuple[str, list[tuple[str, str]], str]]:
+    """The small-multiples pages: ``(figure title, [(panel title, run_id)], file name)`` each,
+    :data:`ccarena.report.plots.SMALL_MULTIPLES_PER_FIGURE` panels a page, every grid point's first
+    repeat titled by its swept values."""
     from ccarena.report.terminal import short_names
 
     params = [p for p in result.parameters if p in first_repeats.columns]
     names = short_names(params)
     rows = first_repeats.to_dict("records")
     per = plots.SMALL_MULTIPLES_PER_FIGURE
-    out = []
+    pages = math.ceil(len(rows) / per)
+    specs = []
     for page, start in enumerate(range(0, len(rows), per)):
-        panels = []
-        for rec in rows[start:start + per]:
-            run_id = str(rec["run_id"])
-            title = ", ".join(f"{names[p]}={rec[p]}" for p in params) or run_id
-            panels.append((title, run_id, result.store.read_table(run_id, "samples"),
-                           result.store.read_table(run_id, "flows")))
-        pages = math.ceil(len(rows) / per)
+        panels = [(", ".join(f"{names[p]}={rec[p]}" for p in params) or str(rec["run_id"]),
+                   str(rec["run_id"])) for rec in rows[start:start + per]]
         suffix = f" ({page + 1} of {pages})" if pages > 1 else ""
-        title = f"Goodput over time at every grid point{suffix}"
-        fig = plots.goodput_small_multiples(panels, title)
-        out.append(Figure.draw(fig, title, f"{prefix}every-point-goodput-{page + 1}.png", figures_dir))
-    return out
+        specs.append((f"Goodput over time at every grid point{suffix}", panels,
+                      f"{prefix}every-point-goodput-{page + 1}.png"))
+    return specs
+
+
+def draw_small_multiples_page(root: str, title: str, panels: list[tuple[str, str]], file: str,
+                              figures_dir: str, slots: dict[str, int] | None = None) -> Figure:
+    """Draw one small-multiples page from the experiment at ``root`` (``panels``: panel title and
+    run id) into ``figures_dir/file``; ``slots`` carries the report's flavor colours
+    (:func:`ccarena.report.plots.flavor_slots`) into a worker process."""
+    from ccarena.store import ExperimentStore
+
+    if slots is not None:
+        plots.restore_flavor_slots(slots)
+    store = ExperimentStore(root)
+    data = [(t, run_id, store.read_table(run_id, "samples"), store.read_table(run_id, "flows"))
+            for t, run_id in panels]
+    return Figure.draw(plots.goodput_small_multiples(data, title), title, file, Path(figures_dir))
+
+
+class SmallMultiples:
+    """Every grid point's goodput over time, in pages (:func:`_page_specs`), drawn here or — from
+    :data:`PARALLEL_PAGES_MIN` pages on a machine with more than one core — in worker processes
+    started at once, so they draw while this process draws the rest (:meth:`figures` collects)."""
+
+    def __init__(self, result: Any, first_repeats: pd.DataFrame, figures_dir: Path, prefix: str) -> None:
+        self.specs = _page_specs(result, first_repeats, prefix)
+        self.args = (str(result.root), str(figures_dir))
+        self.pool: Any = None
+        self.futures: list[Any] = []
+        cores = os.cpu_count() or 1
+        if len(self.specs) >= PARALLEL_PAGES_MIN and cores > 1:
+            import multiprocessing
+            from concurrent.futures import ProcessPoolExecutor
+
+            # spawn, not fork: the CLI's status spinner runs a thread, and a forked child would
+            # inherit whatever lock it held.
+            self.pool = ProcessPoolExecutor(max_workers=min(cores, len(self.specs)),
+                                            mp_context=multiprocessing.get_context("spawn"))
+            slots = plots.flavor_slots()
+            self.futures = [self.pool.submit(draw_small_multiples_page, self.args[0], title, panels,
+                                             file, self.args[1], slots)
+                            for title, panels, file in self.specs]
+
+    def figures(self) -> list[Figure]:
+        """The pages, in order (waiting for the workers)."""
+        if self.pool is None:
+            return [draw_small_multiples_page(self.args[0], title, panels, file, self.args[1])
+                    for title, panels, file in self.specs]
+        try:
+            return [f.result() for f in self.futures]
+        finally:
+            self.close()
+
+    def close(self) -> None:
+        """Stop the workers (pages not started are cancelled)."""
+        if self.pool is not None:
+            self.pool.shutdown(wait=True, cancel_futures=True)
 
 
 def report_options(result: Any) -> dict[str, Any]:
@@ -137,14 +194,31 @@ def draw_figures(result: Any, figures_dir: Path, max_runs: int = 4, prefix: str 
 
     Time series for the first repeat of up to ``max_runs`` grid points; metric-vs-parameter
     figures for each numeric swept parameter when there is a sweep. ``prefix`` starts the file
-    names of figures that are not per run (a part's name).
+    names of figures that are not per run (a part's name). Every other grid point's goodput is
+    drawn in small multiples (:class:`SmallMultiples`, in parallel for many pages).
     """
-    out: list[Figure] = []
     summary = result.summary
-    cwnd_rounds = report_options(result).get("cwnd_axis") == "rounds"
     first_repeats = summary[summary["repeat"] == 0].drop_duplicates("point")
     every_point = first_repeats["run_id"].tolist()
     shown = every_point[:max_runs]
+    # Started first: in parallel, the pages draw while the figures below do.
+    multiples = SmallMultiples(result, first_repeats, figures_dir, prefix) \
+        if len(every_point) > len(shown) else None
+    try:
+        return _draw_the_rest(result, figures_dir, shown, multiples, prefix)
+    except BaseException:
+        if multiples is not None:
+            multiples.close()
+        raise
+
+
+def _draw_the_rest(result: Any, figures_dir: Path, shown: list[str], multiples: SmallMultiples | None,
+                   prefix: str) -> list[Figure]:
+    """:func:`draw_figures` after the small multiples have started: the time series of the
+    ``shown`` runs, the pages, the metric-vs-parameter figures."""
+    out: list[Figure] = []
+    summary = result.summary
+    cwnd_rounds = report_options(result).get("cwnd_axis") == "rounds"
     for run_id in shown:
         flows = result.store.read_table(run_id, "flows")
         samples = result.store.read_table(run_id, "samples")
@@ -183,8 +257,7 @@ def draw_figures(result: Any, figures_dir: Path, max_runs: int = 4, prefix: str 
         for key, title, fig in figs:
             name = f"{run_id}-{key}.png"
             out.append(Figure.draw(fig, title, name, figures_dir))
-    if len(every_point) > len(shown):
-        out += _small_multiples(result, first_repeats, figures_dir, prefix)
+    small_at = len(out)
     params = result.parameters
     if params:
         aggregated = result.aggregate()
@@ -219,4 +292,6 @@ def draw_figures(result: Any, figures_dir: Path, max_runs: int = 4, prefix: str 
                 name = f"{prefix}sweep-{metric}-vs-{slug}.png"
                 out.append(Figure.draw(fig, f"{plots.METRIC_LABELS[metric][0]} vs {param} (mean ± 95% CI)",
                                        name, figures_dir))
+    if multiples is not None:
+        out[small_at:small_at] = multiples.figures()
     return out

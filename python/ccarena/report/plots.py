@@ -39,6 +39,10 @@ STYLE: dict[str, Any] = {
     "axes.spines.top": False,
     "axes.spines.right": False,
     "axes.titlesize": 12,
+    # A fixed title position: matplotlib otherwise measures every axes' tick labels at each draw
+    # to lift the title over them (a third of a 24-panel page's drawing time); none are on top.
+    "axes.titley": 1.0,
+    "axes.titlepad": 6.0,
     "axes.labelsize": 11,
     "legend.fontsize": 9,
     "legend.frameon": False,
@@ -74,6 +78,17 @@ def set_flavor_order(flavors: Sequence[str]) -> None:
     _flavor_slots.clear()
     for flavor in dict.fromkeys(str(f) for f in flavors):
         _slot(flavor)
+
+
+def flavor_slots() -> dict[str, int]:
+    """The current flavor → palette index map (to hand to a process drawing in parallel)."""
+    return dict(_flavor_slots)
+
+
+def restore_flavor_slots(slots: dict[str, int]) -> None:
+    """Take over a map from :func:`flavor_slots`: the same colours as the process it came from."""
+    _flavor_slots.clear()
+    _flavor_slots.update(slots)
 
 
 def _slot(flavor: str) -> int:

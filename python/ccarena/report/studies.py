@@ -40,9 +40,11 @@ REGION_REFERENCE_COLUMNS = {
     "average": ("aggregate_goodput_mean_bps", 1e6), "sd": ("aggregate_goodput_sd_bps", 1e6),
     "stability": ("aggregate_stability", 1.0), "fairness_min": ("fairness_min", 1.0),
     "fairness_max": ("fairness_max", 1.0),
+    # The study's "CPU % Utilization" values (0.02 for Reno, 0.73 for UDTv2) read as fractions.
+    "cpu_fraction": ("sender_cpu_percent", 100.0), "mhz_per_mbps": ("mhz_per_mbps", 1.0),
 }
 """Seed 001 Table 1's columns → (the :func:`ccarena.analysis.studies.regions_by_group` column, divisor
-into Mbps)."""
+into the study's unit: Mbps for rates, a fraction for CPU)."""
 
 DROP_REFERENCE_COLUMNS = {"mean": "drop_rate_mean_pct", "variance": "drop_rate_var_pct2"}
 """Seed 003 Table I's columns → the :func:`ccarena.analysis.studies.drop_rate_by_group` column."""
@@ -50,6 +52,11 @@ DROP_REFERENCE_COLUMNS = {"mean": "drop_rate_mean_pct", "variance": "drop_rate_v
 
 def _fmt_num(x: float) -> str:
     return "–" if not math.isfinite(x) else f"{x:.4g}"
+
+
+def _cpu_text(x: float) -> str:
+    """A CPU number (percent, MHz/Mbps) to 3 significant digits; — where none was measured."""
+    return "—" if not math.isfinite(x) else f"{x:.3g}"
 
 
 def _mean_ci_cell(col: str, mean: float, half: float, fmt: Callable[[float], str]) -> Any:
@@ -212,14 +219,18 @@ def _regions(part: Any, tables: list[StudyTable]) -> None:
     keys = [(b, b) for b in by] + [("n", "n")]
     tables.append(("regions-by-group", "Aggregate over the regions (seed 001, Table 1)",
                    "Average, SD and stability (SD/average) of the aggregate goodput (the sum over "
-                   "active flows) over the whole run; Jain's index min–max over the regions; mean "
-                   "± 95% CI over repeats.",
+                   "active flows) over the whole run; Jain's index min–max over the regions; the "
+                   "senders' CPU (user + system time of the sending processes, percent of one "
+                   "core over the run) and MHz/Mbps (CPU cycles per bit delivered) where the "
+                   "backend measures CPU (kernel), — otherwise; mean ± 95% CI over repeats.",
                    _table(grouped, keys,
                           [("aggregate_goodput_mean_bps", "average", units.format_rate, "aggregate_goodput_mean_ci95_bps"),
                            ("aggregate_goodput_sd_bps", "SD", units.format_rate, "aggregate_goodput_sd_ci95_bps"),
                            ("aggregate_stability", "stability", index_text, "aggregate_stability_ci95"),
                            ("fairness_min", "Jain min", index_text, "fairness_min_ci95"),
-                           ("fairness_max", "Jain max", index_text, "fairness_max_ci95")])))
+                           ("fairness_max", "Jain max", index_text, "fairness_max_ci95"),
+                           ("sender_cpu_percent", "CPU %", _cpu_text, "sender_cpu_percent_ci95"),
+                           ("mhz_per_mbps", "MHz/Mbps", _cpu_text, "mhz_per_mbps_ci95")])))
     detail = studies.region_detail(part.regions, part.summary, by)
     detail = detail.assign(region=detail["region"].astype(int) + 1)
     tables.append(("region-detail", "Stability and fairness per region (seed 001, Table 2)",

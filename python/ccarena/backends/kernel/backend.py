@@ -49,6 +49,7 @@ from ccarena.backends.kernel.netns import (
     plan_network,
 )
 from ccarena.backends.kernel.shaping import QueueReading
+from ccarena.backends.kernel.testbed import cpu_times
 from ccarena.errors import UserError
 from ccarena.runspec import RunSpec
 
@@ -217,6 +218,7 @@ def run_kernel(spec: RunSpec, progress: ProgressCallback | None = None,
             }
             if emulation is not None:
                 emulation.update(_emulation_record(names, caps, emu, relay_stats))
+                emulation["machine_cpu_s"] = measured["machine_cpu"]
             return out
     finally:
         traffic.stop_all(endpoints)
@@ -322,6 +324,7 @@ def _run_traffic(spec: RunSpec, plan: NetworkPlan, work: Path,
         if time.monotonic_ns() >= t0_ns:
             raise UserError("the traffic generators took too long to start; the machine is too busy")
         _sleep_until(t0_ns)
+        machine0 = cpu_times()
         baseline = read()
         readings: list[tuple[float, dict[int, shaping.QueueReading]]] = []
         k = 1
@@ -335,6 +338,7 @@ def _run_traffic(spec: RunSpec, plan: NetworkPlan, work: Path,
                 raise UserError(failure)
             k += 1
         final = readings[-1][1] if readings else read()
+        machine_cpu = machine_cpu_s(machine0, cpu_times())
     finally:
         for h in handles.values():
             h.close()
@@ -348,7 +352,16 @@ def _run_traffic(spec: RunSpec, plan: NetworkPlan, work: Path,
                             f"{result.get('error')}")
         results[(ep.flow, ep.role.split("-")[1])] = result
     return {"results": results, "readings": readings, "baseline": baseline, "final": final,
-            "t0_ns": t0_ns}
+            "t0_ns": t0_ns, "machine_cpu": machine_cpu}
+
+
+def machine_cpu_s(before: list[int], after: list[int]) -> dict[str, float]:
+    """CPU seconds of the whole machine (every CPU, every process: not only this run's) between two
+    /proc/stat readings, by kind. ``softirq_s`` bounds the kernel's softirq network work that
+    the per-flow ``sender_cpu_s`` may leave out (docs/metrics.md, "CPU cost")."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    names = ("user_s", "nice_s", "system_s", "idle_s", "iowait_s", "irq_s", "softirq_s", "steal_s")
+    return {n: (b - a) / ticks for n, a, b in zip(names, before, after)}
 
 
 def _sleep_until(t_ns: int) -> None:

@@ -20,6 +20,12 @@ per-ACK samples. ``rto_count`` is ``tcpi_total_rto`` (Linux ≥ 6.7); ``fast_rec
 counts the datagrams that fell due while its sender was stalled and were skipped rather than
 sent in a burst (:data:`ccarena.backends.kernel.trafficgen.MAX_CATCH_UP_NS`).
 
+``sender_cpu_s``, ``sender_wall_s``, ``cpu_mhz`` (:data:`ccarena.backends.CPU_FLOW_COLUMNS`):
+the sender process's user + system CPU seconds over its sending interval (from the flow's start
+to its stop, its completion, or the run's end), that interval's wall-clock length, and the mean
+CPU clock of readings at its start and end (:class:`ccarena.backends.kernel.trafficgen.CpuMeter`;
+docs/metrics.md, "CPU cost", says what is and is not counted).
+
 ``queues`` (per link, per sample): the link's queue at the sample instant, counted from the start
 of traffic (backlog, drops, departures; arrivals = departures + drops + backlog). In relay mode
 the link emulator computes it exactly at the instant (its model's state) and times every
@@ -45,7 +51,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ccarena.backends import INTEGER_COLUMNS
+from ccarena.backends import CPU_FLOW_COLUMNS, INTEGER_COLUMNS
 from ccarena.runspec import RunSpec
 
 NAN = math.nan
@@ -54,7 +60,8 @@ FLOW_COLUMNS = ("flow", "name", "kind", "flavor", "recovery", "start_s", "end_s"
                 "bytes_sent", "bytes_retransmitted", "bytes_delivered", "packets_sent",
                 "packets_retransmitted", "packets_received", "packets_lost", "rto_count",
                 "fast_recoveries", "spurious_rtos", "duplicate_bytes_received", "completion_time_s",
-                "rtt_min_s", "rtt_mean_s", "rtt_p50_s", "rtt_p95_s", "rtt_p99_s", "rtt_samples")
+                "rtt_min_s", "rtt_mean_s", "rtt_p50_s", "rtt_p95_s", "rtt_p99_s", "rtt_samples",
+                *CPU_FLOW_COLUMNS)
 SAMPLE_COLUMNS = ("time_s", "flow", "goodput_bps", "throughput_bps", "delivered_bytes", "sent_bytes",
                   "cwnd_bytes", "ssthresh_bytes", "srtt_s", "rttvar_s", "rto_s", "inflight_bytes",
                   "pacing_rate_bps", "retransmits", "ca_state")
@@ -127,6 +134,13 @@ def flow_rows(spec: RunSpec, results: dict[tuple[int, str], dict[str, Any]]
     return flows, samples
 
 
+def _cpu(send: dict[str, Any]) -> dict[str, Any]:
+    """The CPU columns from the sender's ``cpu`` result (None where it measured nothing)."""
+    cpu = send.get("cpu") or {}
+    return {"sender_cpu_s": cpu.get("cpu_s"), "sender_wall_s": cpu.get("wall_s"),
+            "cpu_mhz": cpu.get("mhz")}
+
+
 def _tcp_flow_row(i: int, flow: dict[str, Any], send: dict[str, Any], recv: dict[str, Any],
                   start_s: float, stop_s: float, srtts: list[float]) -> dict[str, Any]:
     at_end = send.get("at_end") or send.get("drained") or {}
@@ -155,6 +169,7 @@ def _tcp_flow_row(i: int, flow: dict[str, Any], send: dict[str, Any], recv: dict
         "rtt_p95_s": float(np.percentile(rtt, 95)) if rtt.size else None,
         "rtt_p99_s": float(np.percentile(rtt, 99)) if rtt.size else None,
         "rtt_samples": int(rtt.size),
+        **_cpu(send),
     }
 
 
@@ -174,6 +189,7 @@ def _udp_flow_row(i: int, flow: dict[str, Any], send: dict[str, Any], recv: dict
         "spurious_rtos": None, "duplicate_bytes_received": int(recv.get("duplicates", 0)) * size,
         "completion_time_s": None, "rtt_min_s": None, "rtt_mean_s": None, "rtt_p50_s": None,
         "rtt_p95_s": None, "rtt_p99_s": None, "rtt_samples": 0,
+        **_cpu(send),
     }
 
 

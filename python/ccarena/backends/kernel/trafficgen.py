@@ -24,6 +24,10 @@ application receives; ``tcp-send`` / ``udp-send`` connect at ``start_ns`` and se
 ``config["out"]`` at its end: ``{"ok": true, "samples": [...], "totals": {...}}`` or
 ``{"ok": false, "error": "<one line>"}``. Times in the config are nanoseconds relative to
 ``t0_mono_ns`` (a ``CLOCK_MONOTONIC`` reading chosen by the parent).
+
+Senders also measure their own CPU cost (:class:`CpuMeter`, seed 001's Table 1): the process's
+user + system time (``getrusage(RUSAGE_SELF)``; one process per flow) over the flow's sending
+interval, and the CPU clock, in ``result["cpu"]``.
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ import errno
 import fcntl
 import json
 import os
+import resource
 import select
 import signal
 import socket
@@ -184,6 +189,64 @@ class Clock:
         return time_s
 
 
+# ----------------------------------------------------------------------------- CPU cost
+
+def process_cpu_s() -> tuple[float, float]:
+    """This process's (user, system) CPU time so far, seconds. System time includes the kernel's
+    transmit path run in this process's system calls and any softirq work that happened to run
+    in its context; softirq work run in other contexts (ksoftirqd, the peer's process, the relay)
+    is not in it."""
+    ru = resource.getrusage(resource.RUSAGE_SELF)
+    return ru.ru_utime, ru.ru_stime
+
+
+def cpu_mhz_now() -> float | None:
+    """The CPU clock now, MHz: the mean over CPUs of cpufreq's ``scaling_cur_freq`` where the
+    kernel has cpufreq, else of ``/proc/cpuinfo``'s "cpu MHz" lines; None if neither is there."""
+    khz = []
+    cpu = 0
+    while os.path.isdir(f"/sys/devices/system/cpu/cpu{cpu}"):
+        try:
+            with open(f"/sys/devices/system/cpu/cpu{cpu}/cpufreq/scaling_cur_freq") as f:
+                khz.append(float(f.read().strip()))
+        except (OSError, ValueError):
+            pass
+        cpu += 1
+    if khz:
+        return sum(khz) / len(khz) / 1e3
+    try:
+        with open("/proc/cpuinfo") as f:
+            mhz = [float(line.split(":", 1)[1]) for line in f if line.startswith("cpu MHz")]
+    except (OSError, ValueError):
+        return None
+    return sum(mhz) / len(mhz) if mhz else None
+
+
+class CpuMeter:
+    """The sender's CPU time and the CPU clock over its sending interval: :meth:`begin` where the
+    flow starts, :meth:`end` (first call counts) where it ends — its stop time, the completion of a
+    finite transfer, or the end of the run."""
+
+    def __init__(self) -> None:
+        self.t0 = self.cpu0 = self.mhz0 = None
+        self.result: dict | None = None
+
+    def begin(self) -> None:
+        self.mhz0 = cpu_mhz_now()
+        self.t0, self.cpu0 = now_ns(), process_cpu_s()
+
+    def end(self) -> None:
+        if self.result is not None or self.t0 is None:
+            return
+        t, (user, system) = now_ns(), process_cpu_s()
+        mhz1 = cpu_mhz_now()
+        readings = [m for m in (self.mhz0, mhz1) if m is not None]
+        self.result = {"user_s": user - self.cpu0[0], "system_s": system - self.cpu0[1],
+                       "cpu_s": (user - self.cpu0[0]) + (system - self.cpu0[1]),
+                       "wall_s": (t - self.t0) / 1e9,
+                       "mhz": sum(readings) / len(readings) if readings else None}
+
+
 # ----------------------------------------------------------------------------- TCP
 
 def set_buffer(sock: socket.socket, force: int, option: int, size_bytes: int | None) -> None:
@@ -215,6 +278,8 @@ def tcp_send(cfg: dict) -> dict:
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_MAXSEG, int(cfg["mss_bytes"]) + TIMESTAMP_OPTION_BYTES)
     sock.bind((cfg["bind"], 0))
     sleep_until(start)
+    meter = CpuMeter()
+    meter.begin()
     sock.settimeout(5.0)
     try:
         sock.connect((cfg["peer"], cfg["port"]))
@@ -232,6 +297,8 @@ def tcp_send(cfg: dict) -> dict:
     try:
         while True:
             t = now_ns()
+            if t >= stop or completion_ns is not None:
+                meter.end()  # the flow's sending interval is over (its CPU, not the sampling after)
             if clock.due(t):
                 s = sender_sample(tcp_info(sock))
                 s["time_s"] = clock.take()
@@ -239,6 +306,7 @@ def tcp_send(cfg: dict) -> dict:
                 samples.append(s)
                 continue
             if t >= clock.end:
+                meter.end()
                 break
             if writing and (t >= stop or (limit is not None and offered >= limit)):
                 writing = False
@@ -266,10 +334,11 @@ def tcp_send(cfg: dict) -> dict:
             time.sleep(0.002)
     except Stop:
         pass
+    meter.end()
     drained = totals_from(tcp_info(sock))
     sock.close()
     return {"ok": True, "samples": samples, "at_end": at_end, "drained": drained,
-            "offered_bytes": offered,
+            "offered_bytes": offered, "cpu": meter.result,
             "completion_time_s": None if completion_ns is None else completion_ns / 1e9}
 
 
@@ -375,10 +444,14 @@ def udp_send(cfg: dict) -> dict:
     pad = bytes(max(0, size - HEADER.size))
     sent = errors = skipped = 0
     samples = []
+    meter = CpuMeter()
     try:
         sleep_until(start)
+        meter.begin()
         while True:
             t = now_ns()
+            if t >= stop:
+                meter.end()
             if clock.due(t):
                 samples.append({"time_s": clock.take(), "sent_bytes": sent * size, "sent_packets": sent})
                 continue
@@ -400,9 +473,10 @@ def udp_send(cfg: dict) -> dict:
             sleep_until(int(wake))
     except Stop:
         pass
+    meter.end()
     sock.close()
     return {"ok": True, "samples": samples, "sent_packets": sent, "send_errors": errors,
-            "skipped_packets": skipped, "packet_bytes": size}
+            "skipped_packets": skipped, "packet_bytes": size, "cpu": meter.result}
 
 
 def udp_recv(cfg: dict) -> dict:
