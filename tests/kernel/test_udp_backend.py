@@ -16,6 +16,8 @@ kernel tests do. The ``tag`` fixture checks that no namespace or process is left
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 from ccarena.backends import get_backend
@@ -78,6 +80,8 @@ def test_a_single_cubic_flow_agrees_with_the_simulator(tag: str) -> None:
         assert np.allclose(samples["time_s"].to_numpy(), np.arange(1, 61) / 10)
         assert samples["cwnd_bytes"].notna().all() and samples["srtt_s"].notna().all()
         assert flow["flavor"] == "cubic" and flow["packets_sent"] > 0
+        # The sender's CPU cost, measured as for a kernel TCP sender (docs/metrics.md).
+        assert flow["sender_cpu_s"] > 0 and abs(flow["sender_wall_s"] - 6.0) < 0.5
         failures = []
         if abs(goodput / sim_goodput - 1) > 0.05:
             failures.append(f"goodput {goodput:.0f} vs simulated {sim_goodput:.0f} bit/s")
@@ -147,3 +151,19 @@ def test_what_the_transport_cannot_do_is_refused_in_one_line(tag: str, flow: dic
     with pytest.raises(UserError, match=message) as err:
         get_backend("udp", {"emulation": "relay"}).check(spec)
     assert "\n" not in str(err.value)
+
+
+def test_the_report_puts_sim_and_udp_side_by_side(tag: str, tmp_path) -> None:
+    from ccarena.executor import run_experiment
+    from ccarena.results import Result
+    from ccarena.scenario import load_scenario
+
+    raw = {"name": "side-by-side-udp", "duration": "2s", "topology": PATH,
+           "kernel": {"emulation": "relay"},  # [kernel] options apply to the udp backend too
+           "flows": [{"from": "a", "to": "b", "flavor": "reno"}]}
+    out = tmp_path / "out"
+    outcome = run_experiment(load_scenario(raw), out, jobs=1, backends=["sim", "udp"])
+    outcome.raise_for_failures()
+    page = Path(Result(out, outcome).report()).read_text()
+    assert 'id="side-by-side-udp"' in page and "udp − sim" in page
+    assert 'id="side-by-side"' not in page  # no kernel run: no kernel section

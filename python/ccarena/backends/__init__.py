@@ -100,6 +100,16 @@ _REGISTRY: dict[str, str] = {
 paid by simulator runs). The order is the order runs of one point execute in."""
 
 
+OPTIONS_TABLES = {"udp": "kernel"}
+"""Backend → the scenario table (``[kernel]``) holding its options, where the names differ: the
+udp backend runs on the kernel backend's testbed and takes its options."""
+
+
+def options_table(backend: str) -> str:
+    """The scenario table holding ``backend``'s options (``"kernel"`` for kernel and udp)."""
+    return OPTIONS_TABLES.get(backend, backend)
+
+
 def backend_names() -> tuple[str, ...]:
     """Every backend's name, in execution order."""
     return tuple(_REGISTRY)

@@ -17,7 +17,7 @@ from typing import Any
 
 from rich.console import Console
 
-from ccarena.backends import get_backend
+from ccarena.backends import get_backend, options_table
 from ccarena.backends.sim import MEMORY_BUDGET_ENV
 from ccarena.errors import EngineFault, UserError
 from ccarena.executor.local import run_here, run_pool
@@ -238,6 +238,7 @@ def _check_backends(plans: list[RunPlan]) -> set[str]:
 
 
 def _options_of(plan: RunPlan) -> dict[str, Any]:
-    """The scenario's table of options for the plan's backend (``[kernel]``), if it has one."""
-    table = getattr(plan.scenario, plan.backend, None)
+    """The scenario's table of options for the plan's backend (``[kernel]``), if it has one; the
+    udp backend runs on the kernel backend's testbed and takes ``[kernel]`` too."""
+    table = getattr(plan.scenario, options_table(plan.backend), None)
     return table.model_dump() if table is not None else {}

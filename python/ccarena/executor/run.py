@@ -14,7 +14,7 @@ from datetime import datetime, timezone
 from typing import Any, Callable
 
 from ccarena.analysis import metrics
-from ccarena.backends import get_backend
+from ccarena.backends import get_backend, options_table
 from ccarena.errors import RunTooLarge, UserError
 from ccarena.experiment import RunPlan
 from ccarena.runspec import RunSpec
@@ -63,8 +63,9 @@ def run_record(plan: RunPlan, experiment: str) -> dict[str, Any]:
 
 
 def backend_options(record: dict[str, Any]) -> dict[str, Any]:
-    """A backend's options: the scenario's table named after it (``[kernel]`` for ``kernel``)."""
-    return dict(record.get(record.get("backend", "sim")) or {})
+    """A backend's options: the scenario's table named after it (``[kernel]`` for ``kernel``;
+    ``[kernel]`` also for ``udp``, which runs on the kernel backend's testbed)."""
+    return dict(record.get(options_table(record.get("backend", "sim"))) or {})
 
 
 def execute_run(root: str, record: dict[str, Any],

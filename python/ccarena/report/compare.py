@@ -1,7 +1,8 @@
 """Side by side: each run on the simulator beside the same run on the Linux TCP stack
-(``ccarena run FILE --backend sim,kernel``).
+(``ccarena run FILE --backend sim,kernel``) or on ccarena's own transport over UDP sockets
+(``--backend sim,udp``), one section per real backend.
 
-For every pair of runs ``X`` / ``X@kernel`` in an experiment the report gets: a table per flow
+For every pair of runs ``X`` / ``X@kernel`` (or ``X@udp``) in an experiment the report gets: a table per flow
 with goodput, mean and minimum RTT, retransmission and loss rates from both backends and the
 difference (kernel − sim, absolute and relative); figures of goodput, smoothed RTT and cwnd against
 time with both backends on the same axes (simulator solid, kernel dashed, one colour per flow);
@@ -35,20 +36,36 @@ METRICS: dict[str, tuple[str, Any]] = {
 """Per-flow summary columns compared (column → heading, formatter)."""
 
 
-def pairs(run_ids: list[str]) -> list[tuple[str, str]]:
-    """``(sim run id, kernel run id)`` for every run present on both backends."""
+REAL_BACKENDS: dict[str, tuple[str, str]] = {
+    "kernel": ("Simulator vs kernel, side by side",
+               "Each run on ccarena's simulator and on this machine's Linux TCP stack (network "
+               "namespaces), with the same resolved spec and seed. Differences are kernel − sim. "
+               "Both sides recover losses as Linux does for every flavor: SACK, RACK-TLP and PRR "
+               "(recovery = \"linux\"; RFC 6675, RFC 8985, RFC 6937)."),
+    "udp": ("Simulator vs ccarena's transport on UDP sockets, side by side",
+            "Each run on ccarena's simulator and with the same sans-IO transport and congestion "
+            "controller on real UDP sockets between network namespaces, over the same emulated "
+            "links (docs/udp-backend.md), with the same resolved spec and seed. Differences are "
+            "udp − sim."),
+}
+"""Backends compared with the simulator: section heading and introduction."""
+
+
+def pairs(run_ids: list[str], backend: str = "kernel") -> list[tuple[str, str]]:
+    """``(sim run id, run id on backend)`` for every run present on the simulator and ``backend``."""
     present = set(run_ids)
     out = []
     for run_id in run_ids:
-        base, backend = sim_twin(run_id)
-        if backend == "kernel" and base in present:
+        base, on = sim_twin(run_id)
+        if on == backend and base in present:
             out.append((base, run_id))
     return out
 
 
-def comparison(summary: pd.DataFrame, pair_list: list[tuple[str, str]]) -> pd.DataFrame:
+def comparison(summary: pd.DataFrame, pair_list: list[tuple[str, str]],
+               backend: str = "kernel") -> pd.DataFrame:
     """One row per pair and flow: ``run_id, name, flavor`` and, per metric m, ``m_sim``,
-    ``m_kernel``, ``m_diff`` (kernel − sim) and ``m_rel`` (diff / sim)."""
+    ``m_<backend>``, ``m_diff`` (backend − sim) and ``m_rel`` (diff / sim)."""
     rows = []
     for sim_id, kernel_id in pair_list:
         s = summary[summary["run_id"] == sim_id]
@@ -62,7 +79,7 @@ def comparison(summary: pd.DataFrame, pair_list: list[tuple[str, str]]) -> pd.Da
                                    "flavor": rec["flavor"]}
             for m in METRICS:
                 a, b = float(rec.get(m, math.nan)), float(krec.get(m, math.nan))
-                row[f"{m}_sim"], row[f"{m}_kernel"] = a, b
+                row[f"{m}_sim"], row[f"{m}_{backend}"] = a, b
                 row[f"{m}_diff"] = b - a
                 row[f"{m}_rel"] = (b - a) / a if a not in (0.0,) and math.isfinite(a) else math.nan
             rows.append(row)
@@ -79,18 +96,18 @@ def _signed(fmt: Any, x: float) -> str:
     return ("+" if x >= 0 else "−") + fmt(abs(x))
 
 
-def comparison_html(table: pd.DataFrame) -> str:
+def comparison_html(table: pd.DataFrame, backend: str = "kernel") -> str:
     """The comparison as an HTML table (cells carry ``data-col`` and exact ``data-value``)."""
     head = ["run", "flow", "flavor"]
     for m, (label, _) in METRICS.items():
-        head += [f"{label} sim", f"{label} kernel", "kernel − sim"]
+        head += [f"{label} sim", f"{label} {backend}", f"{backend} − sim"]
     out = ['<table class="side-by-side"><thead><tr>']
     out += [f"<th>{html.escape(h)}</th>" for h in head]
     out.append("</tr></thead><tbody>")
     for rec in table.to_dict("records"):
         cells = [f'<td class="text">{html.escape(str(rec[c]))}</td>' for c in ("run_id", "name", "flavor")]
         for m, (_, fmt) in METRICS.items():
-            for suffix in ("sim", "kernel"):
+            for suffix in ("sim", backend):
                 v = float(rec[f"{m}_{suffix}"])
                 cells.append(f'<td data-col="{m}_{suffix}" data-value="{v!r}">{_fmt(fmt, v)}</td>')
             d, rel = float(rec[f"{m}_diff"]), float(rec[f"{m}_rel"])
@@ -119,7 +136,7 @@ def lateness_html(records: dict[str, dict[str, Any]]) -> str:
                         f"{html.escape(str(mech.get('delay')))}; loss: {html.escape(str(mech.get('loss')))}</td></tr>")
     if not rows:
         return ""
-    head = "".join(f"<th>{h}</th>" for h in ("kernel run", "link, direction", "mean", "p50", "p99",
+    head = "".join(f"<th>{h}</th>" for h in ("run", "link, direction", "mean", "p50", "p99",
                                               "p99.9", "max"))
     return ("<h3>Emulation error: how late the link relay sent frames</h3>"
             "<p>Each frame should leave the relay exactly when the emulated link delivers it (after "
@@ -129,13 +146,15 @@ def lateness_html(records: dict[str, dict[str, Any]]) -> str:
 
 
 def overlay_figure(sim: pd.DataFrame, kernel: pd.DataFrame, column: str, scale: float, ylabel: str,
-                   title: str, names: dict[int, str], flavors: dict[int, str] | None = None) -> Any:
-    """Both backends' ``column`` per flow against time on one axes (sim solid, kernel dashed),
-    coloured by the flow's flavor (``flavors``: flow → flavor; by flow index without it)."""
+                   title: str, names: dict[int, str], flavors: dict[int, str] | None = None,
+                   backend: str = "kernel") -> Any:
+    """Both backends' ``column`` per flow against time on one axes (sim solid, the real backend's
+    run ``kernel`` dashed), coloured by the flow's flavor (``flavors``: flow → flavor; by flow
+    index without it)."""
     from ccarena.report import plots
 
     fig, ax = plots._figure(title, "time (s)", ylabel)
-    for frame, style, label in ((sim, "-", "sim"), (kernel, "--", "kernel")):
+    for frame, style, label in ((sim, "-", "sim"), (kernel, "--", backend)):
         for flow, group in frame.groupby("flow"):
             g = group.sort_values("time_s")
             y = pd.to_numeric(g[column], errors="coerce").to_numpy(dtype=float) * scale
@@ -149,7 +168,7 @@ def overlay_figure(sim: pd.DataFrame, kernel: pd.DataFrame, column: str, scale: 
 
 
 def figures(result: Any, pair_list: list[tuple[str, str]], figures_dir: Path,
-            max_pairs: int = 4) -> list[tuple[str, str, bytes]]:
+            max_pairs: int = 4, backend: str = "kernel") -> list[tuple[str, str, bytes]]:
     """``(title, file name, PNG)`` of the overlay figures for up to ``max_pairs`` pairs."""
     from ccarena.report import plots
 
@@ -164,27 +183,28 @@ def figures(result: Any, pair_list: list[tuple[str, str]], figures_dir: Path,
         for key, column, scale, ylabel in (("goodput", "goodput_bps", 1e-6, "goodput (Mbit/s)"),
                                            ("rtt", "srtt_s", 1e3, "smoothed RTT (ms)"),
                                            ("cwnd", "cwnd_bytes", 1 / mss, "cwnd (segments)")):
-            title = f"{ylabel.split(' (')[0]}: simulator vs kernel — {sim_id}"
-            fig = overlay_figure(s, k, column, scale, ylabel, title, names, flavors)
-            name = f"compare-{sim_id}-{key}.png".replace("/", "_")
+            title = f"{ylabel.split(' (')[0]}: simulator vs {backend} — {sim_id}"
+            fig = overlay_figure(s, k, column, scale, ylabel, title, names, flavors, backend)
+            tag = "" if backend == "kernel" else f"{backend}-"
+            name = f"compare-{tag}{sim_id}-{key}.png".replace("/", "_")
             out.append((title, name, plots.save(fig, figures_dir / name)))
     return out
 
 
-def section_html(result: Any, figures_dir: Path) -> str:
-    """The side-by-side section, or "" when the experiment has no run on both backends."""
-    pair_list = pairs(list(result.run_ids))
+def section_html(result: Any, figures_dir: Path, backend: str = "kernel") -> str:
+    """The side-by-side section of the simulator and ``backend`` (a key of
+    :data:`REAL_BACKENDS`), or "" when the experiment has no run on both."""
+    pair_list = pairs(list(result.run_ids), backend)
     if not pair_list:
         return ""
-    table = comparison(result.summary, pair_list)
+    table = comparison(result.summary, pair_list, backend)
     records = {k: result.store.read_run_record(k) for _, k in pair_list}
-    parts = ['<section id="side-by-side"><h2>Simulator vs kernel, side by side</h2>',
-             "<p>Each run on ccarena's simulator and on this machine's Linux TCP stack (network "
-             "namespaces), with the same resolved spec and seed. Differences are kernel − sim. "
-             "Both sides recover losses as Linux does for every flavor: SACK, RACK-TLP and PRR "
-             "(recovery = \"linux\"; RFC 6675, RFC 8985, RFC 6937).</p>",
-             comparison_html(table), lateness_html(records)]
-    for title, name, png in figures(result, pair_list, figures_dir):
+    heading, intro = REAL_BACKENDS[backend]
+    anchor = "side-by-side" if backend == "kernel" else f"side-by-side-{backend}"
+    parts = [f'<section id="{anchor}"><h2>{html.escape(heading)}</h2>',
+             f"<p>{html.escape(intro)}</p>",
+             comparison_html(table, backend), lateness_html(records)]
+    for title, name, png in figures(result, pair_list, figures_dir, backend=backend):
         uri = "data:image/png;base64," + base64.b64encode(png).decode("ascii")
         parts.append(f'<figure><img src="{uri}" alt="{html.escape(title)}" data-file="figures/{name}" />'
                      f"<figcaption>{html.escape(title)} (figures/{name})</figcaption></figure>")
@@ -193,9 +213,9 @@ def section_html(result: Any, figures_dir: Path) -> str:
 
 
 def insert_section(page: str, result: Any, figures_dir: Path) -> str:
-    """``page`` with the side-by-side section inserted before ``</body>`` (unchanged when the
-    experiment has no pair of runs)."""
-    section = section_html(result, figures_dir)
+    """``page`` with a side-by-side section per real backend inserted before ``</body>``
+    (unchanged when the experiment has no pair of runs)."""
+    section = "\n".join(filter(None, (section_html(result, figures_dir, b) for b in REAL_BACKENDS)))
     if not section:
         return page
     at = page.rfind("</body>")

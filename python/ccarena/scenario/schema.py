@@ -409,7 +409,7 @@ class Scenario(StrictModel):
     """A whole scenario file (see the README's scenario reference).
 
     Fields: ``name`` (the experiment's directory name), ``description``, ``duration`` (> 0),
-    ``seed`` (default 1), ``backend`` (``"sim"`` or ``"kernel"``), ``topology``, ``flows`` and
+    ``seed`` (default 1), ``backend`` (``"sim"``, ``"kernel"`` or ``"udp"``), ``topology``, ``flows`` and
     ``traffic`` (:class:`Traffic`, expanded into more flows; at least one flow in all),
     ``output``, ``sweep``, ``matrix`` (:class:`Matrix`; not with ``sweep``), ``events``
     (:class:`ccarena.scenario.events.Event`), ``routing`` (:class:`Routing`), ``report``
@@ -422,7 +422,7 @@ class Scenario(StrictModel):
     duration_ns: TimeNs = Field(alias="duration")
     seed: int = Field(1, ge=0, lt=2**63)
     start_jitter_ns: TimeNs = Field("0s", alias="start_jitter")
-    backend: Literal["sim", "kernel"] = "sim"
+    backend: Literal["sim", "kernel", "udp"] = "sim"
     _network: Network | None = PrivateAttr(default=None)
     topology: Topology
     flows: list[Flow] = []

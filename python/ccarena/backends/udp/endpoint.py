@@ -36,7 +36,7 @@ def _load(name: str, path: str | Path) -> ModuleType:
     return module
 
 
-def stream_recv(engine: ModuleType, cfg: dict) -> dict:
+def stream_recv(engine: ModuleType, cfg: dict, gen: ModuleType) -> dict:
     try:
         sink = engine.UdpSink(f"{cfg['bind']}:{cfg['port']}", cfg)
     except engine.TransferError as err:
@@ -45,11 +45,29 @@ def stream_recv(engine: ModuleType, cfg: dict) -> dict:
     return sink.run()
 
 
-def stream_send(engine: ModuleType, cfg: dict) -> dict:
+def stream_send(engine: ModuleType, cfg: dict, gen: ModuleType) -> dict:
+    """The sender, with its CPU cost measured as the kernel backend's generator measures a TCP
+    sender's (:class:`~ccarena.backends.kernel.trafficgen.CpuMeter`: this process's user +
+    system time; the engine's sender runs on this process's thread). The interval is the flow's
+    sending time: its completion time, else start to stop (or to the run's end) (the wait for the start costs no CPU)."""
+    meter = gen.CpuMeter()
+    meter.begin()
     try:
-        return engine.udp_stream_send(cfg["bind"], f"{cfg['peer']}:{cfg['port']}", cfg)
+        result = engine.udp_stream_send(cfg["bind"], f"{cfg['peer']}:{cfg['port']}", cfg)
     except engine.TransferError as err:
         return {"ok": False, "error": str(err)}
+    meter.end()
+    if result.get("ok") and meter.result is not None:
+        cpu = dict(meter.result)
+        active = result.get("completion_time_s")
+        if active is None:
+            end_ns = cfg["stop_ns"] if cfg.get("stop_ns") is not None else cfg.get("duration_ns")
+            if end_ns is not None:
+                active = (int(end_ns) - int(cfg["start_ns"])) / 1e9
+        if active:
+            cpu["wall_s"] = float(active)
+        result["cpu"] = cpu
+    return result
 
 
 ROLES = {"stream-recv": stream_recv, "stream-send": stream_send}
@@ -63,7 +81,7 @@ def main(argv: list[str]) -> int:
     signal.signal(signal.SIGINT, gen._on_signal)
     try:
         engine = _load("ccarena._engine", cfg["engine"])
-        result = ROLES[cfg["role"]](engine, cfg)
+        result = ROLES[cfg["role"]](engine, cfg, gen)
     except gen.Stop:
         result = {"ok": False, "error": "stopped before it could measure"}
     except Exception as err:  # reported to the parent as one line, never a made-up number
