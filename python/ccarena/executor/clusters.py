@@ -75,7 +75,6 @@ def slurm_cluster_arguments(options: ExecutorOptions) -> dict[str, Any]:
         "python": options.python or sys.executable,
         "job_extra_directives": list(options.job_extra_directives),
         "job_script_prologue": list(options.job_script_prologue),
-        "dashboard_address": None,
     }
     for name in ("walltime", "queue", "account", "interface"):
         if getattr(options, name) is not None:
@@ -86,7 +85,10 @@ def slurm_cluster_arguments(options: ExecutorOptions) -> dict[str, Any]:
 def slurm_cluster(options: ExecutorOptions) -> Any:
     """A ``dask_jobqueue.SLURMCluster`` built from ``[executor]`` (its scheduler starts in this
     process; nothing is submitted until it is scaled)."""
-    from dask_jobqueue import SLURMCluster
+    try:
+        from dask_jobqueue import SLURMCluster
+    except ImportError:
+        raise UserError("--executor slurm needs dask-jobqueue: pip install 'ccarena[dask]'") from None
 
     return SLURMCluster(**slurm_cluster_arguments(options))
 
@@ -119,8 +121,10 @@ def dask_client(options: ExecutorOptions, default_workers: int) -> Iterator[tupl
     Raises:
         UserError: a bad or unreachable scheduler address, or a Slurm table missing a field.
     """
-    from distributed import Client, LocalCluster
-
+    try:
+        from distributed import Client, LocalCluster
+    except ImportError:
+        raise UserError(f"--executor {options.kind} needs Dask: pip install 'ccarena[dask]'") from None
     cluster: Any = None
     if options.kind == "dask":
         address = check_scheduler_address(options.scheduler)
