@@ -16,13 +16,14 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from distributed import LocalCluster
-from typer.testing import CliRunner
-
 from ccarena.cli import app
 from ccarena.errors import UserError
 from ccarena.executor import run_experiment
-from ccarena.executor.clusters import check_scheduler_address, slurm_cluster, slurm_cluster_arguments
+from ccarena.executor.clusters import (
+    check_scheduler_address,
+    slurm_cluster,
+    slurm_cluster_arguments,
+)
 from ccarena.executor.dask_pool import dask_task
 from ccarena.executor.run import run_record
 from ccarena.experiment import expand
@@ -30,6 +31,8 @@ from ccarena.scenario import ExecutorOptions, load_scenario
 from ccarena.store import ExperimentStore
 from ccarena.store.guard import StoreError
 from ccarena.store.location import results_path
+from distributed import LocalCluster
+from typer.testing import CliRunner
 
 # 5 loss rates × 20 repeats = 100 runs of 0.2 s simulated at 2 Mb/s (a few ms of engine each).
 SWEEP = """
@@ -201,15 +204,15 @@ def test_ctrl_c_on_dask_local_keeps_finished_runs_and_a_rerun_does_the_rest(tmp_
         if proc.poll() is None:
             proc.wait()
     assert proc.returncode == 130, stderr
-    assert "Traceback" not in stderr and "interrupted" in stderr
+    assert "Traceback" not in stderr and "interrupted" in stderr, stderr
     kept = run_dirs(out)
-    assert 2 <= len(kept) < 20
+    assert 2 <= len(kept) < 20, stderr
     assert f"interrupted: {len(kept)} of 20 runs complete" in stderr, stderr
     assert_whole(out, len(kept))
 
     rerun = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert rerun.returncode == 0, rerun.stderr
-    assert f"{len(kept)} of 20 runs were already complete" in rerun.stderr
+    assert f"{len(kept)} of 20 runs were already complete" in rerun.stderr, rerun.stderr
     after = run_dirs(out)
     assert len(after) == 20
     assert all(after[k] == v for k, v in kept.items()), "a kept run was redone"
