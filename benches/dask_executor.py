@@ -13,16 +13,21 @@ through :func:`ccarena.executor.run_experiment` in this process:
 - ``process``: the process pool with ``--workers`` processes (the default executor);
 - ``dask-local``: a Dask ``LocalCluster`` of ``--workers`` single-threaded processes.
 
-Printed per executor: wall seconds (start-up of the pool or cluster included), and the scheduling
-overhead per run = (wall × workers − T1) / runs — the worker time not spent running runs,
-start-up and shutdown included —, and the same with the start-up left out (the executor's wall
-from its first to its last result: its steady-state cost per task). On a machine with fewer free
-cores than ``--workers`` the overhead includes the contention.
+Printed per executor:
+
+- wall seconds (start-up and shutdown of the pool or cluster included);
+- CPU overhead per run = (CPU of this process and every worker process − CPU of ``serial``) / runs:
+  what the executor costs beyond the runs themselves (start-up, the scheduler, serialising tasks,
+  the workers' imports), read from ``getrusage`` (the workers are reaped children, or children of a
+  reaped nanny); unlike wall time it does not depend on what else the machine runs;
+- wall overhead per run = (wall × workers − T1) / runs. On a machine with fewer free cores than
+  ``--workers`` (or busy with other work) it includes the contention; the CPU figure does not.
 """
 
 from __future__ import annotations
 
 import argparse
+import resource
 import tempfile
 import time
 from pathlib import Path
@@ -50,14 +55,18 @@ def scenario_text(runs: int) -> str:
     return SWEEP.replace("{values}", values).replace("{repeats}", str(max(1, runs // points)))
 
 
-def finish_times(root: Path) -> list[float]:
-    """Modification times of the run directories (when each was renamed into place), sorted."""
-    return sorted(p.stat().st_mtime for p in (root / "runs").iterdir())
+def cpu_seconds() -> float:
+    """CPU seconds of this process and its reaped children so far."""
+    total = 0.0
+    for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN):
+        usage = resource.getrusage(who)
+        total += usage.ru_utime + usage.ru_stime
+    return total
 
 
 def one(kind: str, scenario: Path, out: Path, workers: int) -> tuple[float, float, int]:
-    """Wall seconds of the whole experiment, seconds from the first run's completion to the last,
-    and the number of runs."""
+    """Wall seconds of the whole experiment, CPU seconds (this process and its workers), and the
+    number of runs."""
     from ccarena.executor import run_experiment
     from ccarena.scenario import ExecutorOptions, load_scenario
 
@@ -65,12 +74,11 @@ def one(kind: str, scenario: Path, out: Path, workers: int) -> tuple[float, floa
     executor = ExecutorOptions(kind="process" if kind in ("serial", "process") else kind,
                                workers=workers if kind == "dask-local" else None)
     jobs = 1 if kind == "serial" else workers
-    started = time.perf_counter()
+    cpu, started = cpu_seconds(), time.perf_counter()
     outcome = run_experiment(loaded, out, jobs=jobs, show_progress=False, executor=executor)
-    wall = time.perf_counter() - started
+    wall, cpu = time.perf_counter() - started, cpu_seconds() - cpu
     assert not outcome.failed and len(outcome.completed) == len(outcome.plans)
-    times = finish_times(out)
-    return wall, times[-1] - times[0], len(outcome.plans)
+    return wall, cpu, len(outcome.plans)
 
 
 def main() -> None:
@@ -83,16 +91,15 @@ def main() -> None:
         scenario = Path(tmp) / "sweep.toml"
         scenario.write_text(scenario_text(args.runs))
         for i in range(args.repeats):
-            t1, t1_span, runs = one("serial", scenario, Path(tmp) / f"serial-{i}", 1)
-            print(f"serial: {runs} runs in {t1:.2f} s in this process = {t1 / runs * 1e3:.1f} ms per "
-                  "run (T1: the runs' own cost)", flush=True)
+            t1, t1_cpu, runs = one("serial", scenario, Path(tmp) / f"serial-{i}", 1)
+            print(f"serial: {runs} runs in {t1:.2f} s wall, {t1_cpu:.2f} s CPU in this process = "
+                  f"{t1_cpu / runs * 1e3:.1f} ms CPU per run (the runs' own cost)", flush=True)
             for kind in ("process", "dask-local"):
-                wall, span, runs = one(kind, scenario, Path(tmp) / f"{kind}-{i}", args.workers)
-                overhead = (wall * args.workers - t1) / runs
-                steady = (span * args.workers - t1_span) / runs
-                print(f"{kind}: {runs} runs on {args.workers} workers in {wall:.2f} s wall; "
-                      f"scheduling overhead {overhead * 1e3:.1f} ms per run (start-up included), "
-                      f"{steady * 1e3:.1f} ms per run first-to-last result", flush=True)
+                wall, cpu, runs = one(kind, scenario, Path(tmp) / f"{kind}-{i}", args.workers)
+                print(f"{kind}: {runs} runs on {args.workers} workers in {wall:.2f} s wall, "
+                      f"{cpu:.2f} s CPU; overhead per run: {(cpu - t1_cpu) / runs * 1e3:.1f} ms CPU, "
+                      f"{(wall * args.workers - t1) / runs * 1e3:.1f} ms wall×workers (start-up "
+                      "included)", flush=True)
 
 
 if __name__ == "__main__":

@@ -137,9 +137,11 @@ def dask_client(options: ExecutorOptions, default_workers: int) -> Iterator[tupl
         where = f"Dask scheduler {address}"
     elif options.kind == "dask-local":
         workers = options.workers or default_workers
+        # Its workers' own logs are silenced: a run's failure comes back through its future, and a
+        # worker closing under a busy machine logs lost heartbeats that mean nothing to the user.
         with _sigint_ignored():
             cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
-                                   dashboard_address=None, silence_logs=logging.ERROR)
+                                   dashboard_address=None, silence_logs=logging.CRITICAL)
         client = Client(cluster)
         where = f"{workers} Dask workers"
     elif options.kind == "slurm":
