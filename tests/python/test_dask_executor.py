@@ -31,7 +31,7 @@ from ccarena.scenario import ExecutorOptions, load_scenario
 from ccarena.store import ExperimentStore
 from ccarena.store.guard import StoreError
 from ccarena.store.location import results_path
-from distributed import LocalCluster
+from distributed import Client, LocalCluster
 from typer.testing import CliRunner
 
 # 5 loss rates × 20 repeats = 100 runs of 0.2 s simulated at 2 Mb/s (a few ms of engine each).
@@ -79,9 +79,10 @@ def pool_summary(pool_root) -> pd.DataFrame:
 
 @pytest.fixture(scope="module")
 def cluster():
-    """A LocalCluster of 2 single-threaded worker processes, reached by address (``--executor dask``;
-    the executor's client is the only one in this process)."""
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as lc:
+    """A LocalCluster of 2 single-threaded worker processes, reached by address (``--executor dask``),
+    with a client of its own already open in this process, as a notebook user has one."""
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as lc, \
+            Client(lc):
         yield lc
 
 

@@ -100,7 +100,9 @@ def _run_tasks(pending: list[RunPlan], store: ExperimentStore, name: str, outcom
                                          key=f"ccarena-{token}-{run_id}", pure=False)
                            for run_id, record in records.items()]
                 by_key = {f.key: run_id for f, run_id in zip(futures, records)}
-                for future in as_completed(futures):
+                # This client's loop: as_completed would take the default client's, which is
+                # another one when the caller holds a client of its own (a notebook's).
+                for future in as_completed(futures, loop=client.loop):
                     try:
                         result = future.result()
                     except KilledWorker as err:  # the run killed every worker it was given
