@@ -113,6 +113,12 @@ def _run_tasks(pending: list[RunPlan], store: ExperimentStore, name: str, outcom
                                         "(another client cancelled them, or the scheduler "
                                         "restarted); finished runs are kept — run the same "
                                         "command again") from None
+                    except UserError:
+                        raise
+                    except Exception as err:  # not the run (execute_run keeps those): the worker
+                        raise UserError(f"{where}: a worker could not run {by_key[future.key]} "
+                                        f"({type(err).__name__}: {err}); every worker needs the "
+                                        "same ccarena installed — finished runs are kept") from None
                     note_result(outcome, result)
                     bar.advance(runs)
         except BaseException:
