@@ -238,7 +238,7 @@ def _group_alive(pgid: int) -> bool:
     return True
 
 
-def test_a_bad_scheduler_address_is_one_line(scenario, monkeypatch):
+def test_a_bad_scheduler_address_is_one_line(scenario, monkeypatch, tmp_path):
     monkeypatch.setenv("DASK_DISTRIBUTED__COMM__TIMEOUTS__CONNECT", "1s")
     import dask.config
 
@@ -247,12 +247,15 @@ def test_a_bad_scheduler_address_is_one_line(scenario, monkeypatch):
         for address, why in [("tcp://127.0.0.1:1", "cannot reach a Dask scheduler"),
                              ("127.0.0.1:8786", "not a Dask scheduler address"),
                              ("tcp://head", "not a Dask scheduler address")]:
-            done = CliRunner().invoke(app, ["run", str(scenario), "--out", "unused", "--executor",
+            out = tmp_path / address.replace("/", "_").replace(":", "_")
+            done = CliRunner().invoke(app, ["run", str(scenario), "--out", str(out), "--executor",
                                             "dask", "--scheduler", address, "-q", "--no-report"])
             lines = done.stderr.strip().splitlines() if done.stderr_bytes is not None else []
             assert done.exit_code == 2, (address, done.output)
             assert len(lines) == 1 and lines[0].startswith(f"error: --scheduler {address}: "), lines
             assert why in lines[0]
+            if "not a Dask scheduler address" in why:  # refused before anything is written
+                assert not out.exists()
     finally:
         monkeypatch.delenv("DASK_DISTRIBUTED__COMM__TIMEOUTS__CONNECT")
         dask.config.refresh()

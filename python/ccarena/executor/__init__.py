@@ -21,6 +21,7 @@ from rich.console import Console
 from ccarena.backends import get_backend
 from ccarena.backends.sim import MEMORY_BUDGET_ENV
 from ccarena.errors import EngineFault, UserError
+from ccarena.executor.clusters import check_executor
 from ccarena.executor.dask_pool import run_dask
 from ccarena.executor.local import run_here, run_pool
 from ccarena.executor.run import (
@@ -147,13 +148,17 @@ def run_experiment(loaded: LoadedScenario, root: str | Path, *, jobs: int | None
 
     Raises:
         UserError: the scenario expands into an invalid run, a run is over the memory budget,
-            ``root`` holds another scenario's runs, or the kernel cannot run a kernel run (checked before anything is written).
+            ``root`` holds another scenario's runs, the kernel cannot run a kernel run, or the
+            executor is misconfigured (checked before anything is written); the Dask cluster
+            cannot be reached or started.
     """
     plans = apply_backends(expand(loaded), backends)
     check_budget(plans, max_memory_bytes)
     if max_memory_bytes is not None:  # the engine's own stop, in this process and pool workers
         os.environ[MEMORY_BUDGET_ENV] = str(max_memory_bytes)
     realtime = _check_backends(plans)
+    executor = executor or loaded.scenario.executor
+    check_executor(executor)
     root = Path(root)
     check_tree(root)
     if root.exists() and not root.is_dir():
@@ -167,7 +172,7 @@ def run_experiment(loaded: LoadedScenario, root: str | Path, *, jobs: int | None
     with experiment_lock(root):
         return _run_locked(loaded, plans, realtime, store, jobs=jobs, force=force,
                            console=console, show_progress=show_progress,
-                           executor=executor or loaded.scenario.executor,
+                           executor=executor,
                            max_memory_bytes=max_memory_bytes)
 
 

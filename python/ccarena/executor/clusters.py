@@ -93,6 +93,19 @@ def slurm_cluster(options: ExecutorOptions) -> Any:
     return SLURMCluster(**slurm_cluster_arguments(options))
 
 
+def check_executor(options: ExecutorOptions) -> None:
+    """Check what can be checked of ``options`` before anything is written or started.
+
+    Raises:
+        UserError: a Dask executor without a well-formed scheduler address, or a Slurm table
+            missing ``cores`` or ``memory``.
+    """
+    if options.kind == "dask":
+        check_scheduler_address(options.scheduler)
+    elif options.kind == "slurm":
+        slurm_cluster_arguments(options)
+
+
 @contextmanager
 def _sigint_ignored() -> Iterator[None]:
     """SIGINT ignored while worker processes start: they inherit it (Python keeps an ignored
