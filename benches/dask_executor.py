@@ -50,7 +50,7 @@ repeats = {repeats}
 
 
 def scenario_text(runs: int) -> str:
-    points = 100 if runs >= 100 else runs
+    points = min(100, runs)
     values = ", ".join(f'"{0.01 * i:.2f}%"' for i in range(points))
     return SWEEP.replace("{values}", values).replace("{repeats}", str(max(1, runs // points)))
 
