@@ -148,15 +148,42 @@ def _memory_option(text: str | None) -> int | None:
         raise UserError(f"--max-memory: {err}") from None
 
 
+def _executor_option(table: Any, kind: str | None, scheduler: str | None,
+                     workers: int | None) -> Any:
+    """The scenario's ``[executor]`` with ``--executor``, ``--scheduler`` and ``--workers`` laid over.
+
+    Raises:
+        UserError: an unknown executor.
+    """
+    from ccarena.scenario import EXECUTOR_KINDS
+
+    if kind is not None and kind not in EXECUTOR_KINDS:
+        raise UserError(f"--executor: unknown executor '{printable(kind)}' (choose from "
+                        f"{', '.join(EXECUTOR_KINDS)})")
+    if kind is None and scheduler is not None:
+        kind = "dask"  # a scheduler address says where the runs go
+    given = {"kind": kind, "scheduler": scheduler, "workers": workers}
+    return table.model_copy(update={k: v for k, v in given.items() if v is not None})
+
+
 @app.command()
 @handles_errors
 def run(
     scenario: Path = typer.Argument(..., help="Scenario file (TOML).", show_default=False),
-    out: Optional[Path] = typer.Option(None, "--out", "-o",
-                                       help="Experiment directory [default: RESULTS/<name>]."),
-    results: Path = typer.Option(Path("results"), "--results", help="Parent of the experiment directory."),
+    out: Optional[str] = typer.Option(None, "--out", "-o",
+                                      help="Experiment directory, a path or a file:// URL "
+                                           "[default: RESULTS/<name>]."),
+    results: str = typer.Option("results", "--results", help="Parent of the experiment directory."),
     jobs: Optional[int] = typer.Option(None, "--jobs", "-j", min=1,
                                        help="Worker processes [default: all cores]."),
+    executor: Optional[str] = typer.Option(
+        None, "--executor", help="process (a local pool), dask (--scheduler), dask-local "
+                                 "(--workers) or slurm ([executor] table) [default: the scenario's "
+                                 "[executor] kind, else process]."),
+    scheduler: Optional[str] = typer.Option(None, "--scheduler",
+                                            help="Dask scheduler address, e.g. tcp://HOST:8786."),
+    workers: Optional[int] = typer.Option(None, "--workers", min=1,
+                                          help="dask-local worker processes [default: --jobs, else all cores]."),
     force: bool = typer.Option(False, "--force", help="Redo runs that are already complete."),
     report: bool = typer.Option(True, "--report/--no-report", help="Write report.html and figures."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bars."),
@@ -185,19 +212,24 @@ def run(
       ccarena run examples/quickstart.toml --force --no-report
 
       ccarena run examples/kernel-vs-sim.toml --backend sim,kernel     (needs root)
+
+      ccarena run study.toml --executor dask --scheduler tcp://head:8786 --out file:///shared/study
     """
     from ccarena.backends import parse_backend_names
     from ccarena.executor import run_experiment
     from ccarena.report.custom_plot import parse_formats
     from ccarena.results import Result
     from ccarena.scenario import load_scenario
+    from ccarena.store.location import results_path
 
     figure_formats = parse_formats(formats)
     loaded = load_scenario(scenario)
-    root = out if out is not None else results / loaded.scenario.name
+    root = results_path(out) if out is not None else results_path(results) / loaded.scenario.name
     outcome = run_experiment(loaded, root, jobs=jobs, force=force, console=stderr,
                              show_progress=not quiet, backends=parse_backend_names(backend),
-                             max_memory_bytes=_memory_option(max_memory))
+                             max_memory_bytes=_memory_option(max_memory),
+                             executor=_executor_option(loaded.scenario.executor, executor,
+                                                       scheduler, workers))
     total = len(outcome.plans)
     done = len(outcome.completed) + len(outcome.skipped)
     if outcome.interrupted:

@@ -1,6 +1,7 @@
 """Executing an experiment's runs: skip the finished ones, run the rest on a local process pool
-(or in this process for ``jobs = 1`` or a single run), show progress with rich, stop cleanly on
-Ctrl-C.
+(or in this process for ``jobs = 1`` or a single run) or on a Dask cluster
+(:mod:`ccarena.executor.dask_pool`, ``[executor]`` / ``--executor``), show progress with rich, stop
+cleanly on Ctrl-C.
 
 Each run is executed by :func:`ccarena.executor.run.execute_run`: backend → metrics → an atomic write of the run
 directory (:class:`ccarena.store.ExperimentStore`). A run is therefore either complete on disk or
@@ -20,6 +21,8 @@ from rich.console import Console
 from ccarena.backends import get_backend, options_table
 from ccarena.backends.sim import MEMORY_BUDGET_ENV
 from ccarena.errors import EngineFault, UserError
+from ccarena.executor.clusters import check_executor
+from ccarena.executor.dask_pool import run_dask
 from ccarena.executor.local import run_here, run_pool
 from ccarena.executor.run import (
     execute_run,
@@ -30,7 +33,7 @@ from ccarena.executor.run import (
 from ccarena.experiment import RunPlan, apply_backends, expand
 from ccarena.experiment.budget import check_budget
 from ccarena.runspec import TCP_DEFAULTS, UDP_DEFAULTS
-from ccarena.scenario import LoadedScenario
+from ccarena.scenario import ExecutorOptions, LoadedScenario
 from ccarena.store import STORE_FORMAT, ExperimentStore, build_summary
 from ccarena.store.guard import StoreError, check_tree, experiment_lock
 
@@ -121,7 +124,8 @@ def run_experiment(loaded: LoadedScenario, root: str | Path, *, jobs: int | None
                    force: bool = False, console: Console | None = None,
                    show_progress: bool = True,
                    backends: list[str] | None = None,
-                   max_memory_bytes: int | None = None) -> ExperimentOutcome:
+                   max_memory_bytes: int | None = None,
+                   executor: ExecutorOptions | None = None) -> ExperimentOutcome:
     """Expand, check, and execute an experiment into ``root``; write experiment.json and
     summary.parquet.
 
@@ -138,16 +142,23 @@ def run_experiment(loaded: LoadedScenario, root: str | Path, *, jobs: int | None
             simulator's.
         max_memory_bytes: per-run memory budget (:func:`ccarena.experiment.budget.check_budget`;
             None = half this machine's memory).
+        executor: where the runs execute (default: the scenario's ``[executor]``, a process pool
+            unless it says otherwise); ``jobs`` is then the default of a ``dask-local`` cluster's
+            workers. Real-time (kernel) runs always execute here, one at a time.
 
     Raises:
         UserError: the scenario expands into an invalid run, a run is over the memory budget,
-            ``root`` holds another scenario's runs, or the kernel cannot run a kernel run (checked before anything is written).
+            ``root`` holds another scenario's runs, the kernel cannot run a kernel run, or the
+            executor is misconfigured (checked before anything is written); the Dask cluster
+            cannot be reached or started.
     """
     plans = apply_backends(expand(loaded), backends)
     check_budget(plans, max_memory_bytes)
     if max_memory_bytes is not None:  # the engine's own stop, in this process and pool workers
         os.environ[MEMORY_BUDGET_ENV] = str(max_memory_bytes)
     realtime = _check_backends(plans)
+    executor = executor or loaded.scenario.executor
+    check_executor(executor)
     root = Path(root)
     check_tree(root)
     if root.exists() and not root.is_dir():
@@ -160,12 +171,15 @@ def run_experiment(loaded: LoadedScenario, root: str | Path, *, jobs: int | None
         raise StoreError.from_os_error(root, err) from None
     with experiment_lock(root):
         return _run_locked(loaded, plans, realtime, store, jobs=jobs, force=force,
-                           console=console, show_progress=show_progress)
+                           console=console, show_progress=show_progress,
+                           executor=executor,
+                           max_memory_bytes=max_memory_bytes)
 
 
 def _run_locked(loaded: LoadedScenario, plans: list[RunPlan], realtime: set[str],
                 store: ExperimentStore, *, jobs: int | None, force: bool,
-                console: Console | None, show_progress: bool) -> ExperimentOutcome:
+                console: Console | None, show_progress: bool, executor: ExecutorOptions,
+                max_memory_bytes: int | None) -> ExperimentOutcome:
     """:func:`run_experiment` once the directory is checked and locked."""
     root = store.root
     try:
@@ -187,13 +201,18 @@ def _run_locked(loaded: LoadedScenario, plans: list[RunPlan], realtime: set[str]
             pending.append(plan)
     in_real_time = [p for p in pending if p.backend in realtime]
     pending = [p for p in pending if p.backend not in realtime]
+    if executor.kind == "dask-local" and executor.workers is None and jobs is not None:
+        executor = executor.model_copy(update={"workers": jobs})
     jobs = max(1, min(jobs or os.cpu_count() or 1, len(pending) or 1))
     console = console or Console(stderr=True)
     name = loaded.scenario.name
     summary_error: StoreError | None = None
     try:
         if pending:
-            if jobs == 1:
+            if executor.kind != "process":
+                run_dask(pending, store, name, outcome, console, show_progress, len(plans), executor,
+                         replace=force, max_memory_bytes=max_memory_bytes)
+            elif jobs == 1:
                 run_here(pending, store, name, outcome, console, show_progress, len(plans))
             else:
                 run_pool(pending, store, name, outcome, console, show_progress, jobs, len(plans))

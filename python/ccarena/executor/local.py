@@ -36,13 +36,15 @@ def _pool_task(args: tuple[str, dict[str, Any]]) -> dict[str, Any]:
     return execute_run(*args)
 
 
-def _progress(console: Console, enabled: bool) -> Progress:
+def progress_bar(console: Console, enabled: bool) -> Progress:
+    """The progress display every executor shows (a bar over the experiment's runs)."""
     return Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(),
                     MofNCompleteColumn(), TimeElapsedColumn(), TimeRemainingColumn(),
                     console=console, disable=not enabled, transient=False)
 
 
-def _note(outcome: ExperimentOutcome, result: dict[str, Any]) -> None:
+def note_result(outcome: ExperimentOutcome, result: dict[str, Any]) -> None:
+    """Count one run's outcome (:func:`ccarena.executor.run.execute_run`'s return)."""
     if result["status"] == "complete":
         outcome.completed.append(result["run_id"])
     else:
@@ -52,7 +54,7 @@ def _note(outcome: ExperimentOutcome, result: dict[str, Any]) -> None:
 def run_here(pending: list[RunPlan], store: ExperimentStore, name: str, outcome: ExperimentOutcome,
               console: Console, show: bool, total: int) -> None:
     """Run in this process, one after another, with a bar over simulated time."""
-    with _progress(console, show) as bar:
+    with progress_bar(console, show) as bar:
         runs = bar.add_task(f"{name}: runs", total=total, completed=len(outcome.skipped))
         for plan in pending:
             duration_s = plan.resolved.spec.duration_ns / 1e9
@@ -63,7 +65,7 @@ def run_here(pending: list[RunPlan], store: ExperimentStore, name: str, outcome:
 
             result = execute_run(str(store.root), run_record(plan, name), tick)
             bar.remove_task(sim)
-            _note(outcome, result)
+            note_result(outcome, result)
             bar.advance(runs)
 
 
@@ -74,7 +76,7 @@ def run_pool(pending: list[RunPlan], store: ExperimentStore, name: str, outcome:
     ctx = multiprocessing.get_context("spawn")
     pool = ctx.Pool(processes=jobs, initializer=_worker_init)
     try:
-        with _progress(console, show) as bar:
+        with progress_bar(console, show) as bar:
             runs = bar.add_task(f"{name}: runs on {jobs} processes", total=total,
                                 completed=len(outcome.skipped))
             tasks = [(str(store.root), run_record(plan, name)) for plan in pending]
@@ -86,7 +88,7 @@ def run_pool(pending: list[RunPlan], store: ExperimentStore, name: str, outcome:
                 except multiprocessing.TimeoutError:
                     continue
                 remaining -= 1
-                _note(outcome, result)
+                note_result(outcome, result)
                 bar.advance(runs)
         pool.close()
     except BaseException:

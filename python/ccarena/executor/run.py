@@ -69,7 +69,8 @@ def backend_options(record: dict[str, Any]) -> dict[str, Any]:
 
 
 def execute_run(root: str, record: dict[str, Any],
-                progress: Callable[[int, int], None] | None = None) -> dict[str, Any]:
+                progress: Callable[[int, int], None] | None = None,
+                replace: bool = True) -> dict[str, Any]:
     """Run one run and store it: engine → metrics → atomic run directory.
 
     Args:
@@ -77,6 +78,8 @@ def execute_run(root: str, record: dict[str, Any],
         record: :func:`run_record` of the run; ``record["backend"]`` names the backend
             (:func:`ccarena.backends.get_backend`).
         progress: ``progress(now_ns, duration_ns)`` as the run advances.
+        replace: replace a complete copy of the run already stored; without it the first
+            complete copy stays (:meth:`ccarena.store.ExperimentStore.write_run`).
 
     Returns:
         ``{"run_id", "status": "complete"}`` or ``{"run_id", "status": "failed", "error",
@@ -117,7 +120,7 @@ def execute_run(root: str, record: dict[str, Any],
                     software=software_versions())
         full.update(result.record)  # how the backend ran it (the kernel's link emulation)
         try:
-            store.write_run(record["run_id"], full, out)
+            store.write_run(record["run_id"], full, out, replace=replace)
         except OSError as err:
             raise StoreError.from_os_error(store.root, err) from None
         return {"run_id": record["run_id"], "status": "complete", "wall_s": wall_s}
@@ -126,13 +129,13 @@ def execute_run(root: str, record: dict[str, Any],
     except UserError as err:
         if backend.realtime:
             raise  # this machine cannot run it: one line for the user, not an engine fault
-        return _failed(store, record, started, err)
+        return record_failure(store, record, started, err)
     except BaseException as err:  # an engine fault, a Rust panic, or a metrics bug: keep the spec
-        return _failed(store, record, started, err)
+        return record_failure(store, record, started, err)
 
 
-def _failed(store: ExperimentStore, record: dict[str, Any], started: str,
-            err: BaseException) -> dict[str, Any]:
+def record_failure(store: ExperimentStore, record: dict[str, Any], started: str,
+                   err: BaseException) -> dict[str, Any]:
     """Record a failed run in ``failed/<run_id>.json`` and return its outcome."""
     failure = dict(record, status="failed", error=f"{type(err).__name__}: {err}",
                    traceback=traceback.format_exc(), timing={"started": started, "failed": now_utc()},

@@ -11,6 +11,7 @@ Entry points: :func:`load_scenario` (a path or a dict → :class:`LoadedScenario
 :class:`ccarena.errors.UserError` with one line naming the field.
 """
 
+from ccarena.scenario.executor_options import EXECUTOR_KINDS, ExecutorOptions
 from ccarena.scenario.loading import (
     LoadedScenario,
     Part,
@@ -35,7 +36,7 @@ from ccarena.scenario.schema import (
     matrix_flows,
 )
 
-__all__ = ["RECOVERIES", "Flow", "KernelOptions", "LoadedScenario", "Matrix", "Output", "Part",
-           "Reference", "ReportOptions", "Scenario", "Sweep", "check_sweep", "load_scenario",
-           "matrix_flows", "merge_tables", "read_toml", "split_parts", "validate_scenario",
+__all__ = ["EXECUTOR_KINDS", "RECOVERIES", "ExecutorOptions", "Flow", "KernelOptions",
+           "LoadedScenario", "Matrix", "Output", "Part", "Reference", "ReportOptions", "Scenario",
+           "Sweep", "check_sweep", "load_scenario", "matrix_flows", "merge_tables", "read_toml", "split_parts", "validate_scenario",
            "without_sweep"]

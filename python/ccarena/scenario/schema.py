@@ -1,5 +1,5 @@
 """The scenario file's schema: pydantic models of every table (``[topology]``, ``[[flows]]``,
-``[output]``, ``[sweep]``, ``[matrix]``, ``[[events]]``, ``[report]``, ``[kernel]``).
+``[output]``, ``[sweep]``, ``[matrix]``, ``[[events]]``, ``[report]``, ``[kernel]``, ``[executor]``).
 
 A scenario says what network, which flows, how long and how often to sample, what to vary and the
 seed. Quantities are strings with units (see :mod:`ccarena.units`). Every model forbids unknown
@@ -28,6 +28,7 @@ from ccarena.errors import FieldError, UserError
 from ccarena.quantities import Packets, RateBps, SizeBytes, StrictModel, TimeNs
 from ccarena.runspec import TCP_DEFAULTS
 from ccarena.scenario.events import Event, resolve_events
+from ccarena.scenario.executor_options import ExecutorOptions
 from ccarena.scenario.traffic import TrafficPattern, expand_traffic, flow_template
 from ccarena.topology import Network, Topology
 from ccarena.units import format_time
@@ -414,7 +415,7 @@ class Scenario(StrictModel):
     ``output``, ``sweep``, ``matrix`` (:class:`Matrix`; not with ``sweep``), ``events``
     (:class:`ccarena.scenario.events.Event`), ``routing`` (:class:`Routing`), ``report``
     (:class:`ReportOptions`), ``kernel``
-    (:class:`KernelOptions`), ``parts`` (see :func:`split_parts`).
+    (:class:`KernelOptions`), ``executor`` (:class:`ExecutorOptions`), ``parts`` (see :func:`split_parts`).
     """
 
     name: str = "experiment"
@@ -434,6 +435,7 @@ class Scenario(StrictModel):
     routing: Routing = Routing()
     report: ReportOptions = ReportOptions()
     kernel: KernelOptions = KernelOptions()
+    executor: ExecutorOptions = ExecutorOptions()
 
     @model_validator(mode="before")
     @classmethod

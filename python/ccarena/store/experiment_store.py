@@ -5,6 +5,7 @@ write an experiment directory."""
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import shutil
@@ -48,12 +49,16 @@ class ExperimentStore:
             return None
         return self.read_run_record(run_id).get("spec_sha256")
 
-    def write_run(self, run_id: str, record: dict[str, Any], tables: dict[str, pd.DataFrame]) -> Path:
+    def write_run(self, run_id: str, record: dict[str, Any], tables: dict[str, pd.DataFrame],
+                  replace: bool = True) -> Path:
         """Write a run atomically: build it in ``.tmp/``, then rename it into ``runs/``.
 
-        An existing run of the same id (a ``--force`` rerun) is replaced: moved aside, the new
-        one renamed in, the old one deleted. Interrupted at any point, ``runs/`` holds either the
-        old complete run, the new complete run, or (briefly, during a forced replace) neither.
+        An existing run of the same id (a ``--force`` rerun) is replaced when ``replace``: moved
+        aside, the new one renamed in, the old one deleted. Interrupted at any point, ``runs/``
+        holds either the old complete run, the new complete run, or (briefly, during a forced
+        replace) neither. Without ``replace`` the first complete copy stays and later ones are
+        dropped; so are copies that lose a race with another writer of the same run (the rename
+        onto a non-empty directory fails): a run is never duplicated nor mixed from two writes.
         """
         self.tmp_dir.mkdir(parents=True, exist_ok=True)
         self.runs_dir.mkdir(parents=True, exist_ok=True)
@@ -70,10 +75,18 @@ class ExperimentStore:
                     os.fsync(f.fileno())
             fsync_dir(tmp)
             target = self.run_dir(run_id)
-            if target.exists():
+            if target.exists() and replace:
                 old = self.tmp_dir / f"{run_id}.old.{uuid.uuid4().hex}"
                 os.rename(target, old)
-            os.rename(tmp, target)
+            try:
+                os.rename(tmp, target)
+            except OSError as err:
+                # Another writer completed the same run first (a cluster's retry of a task whose
+                # worker was presumed lost): keep its copy whole, drop ours.
+                if err.errno not in (errno.ENOTEMPTY, errno.EEXIST) or not self.is_complete(run_id):
+                    raise
+                shutil.rmtree(tmp, ignore_errors=True)
+                return target
             fsync_dir(self.runs_dir)
         except BaseException:
             shutil.rmtree(tmp, ignore_errors=True)
