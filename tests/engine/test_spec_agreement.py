@@ -12,12 +12,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from pydantic import BaseModel
-
 from ccarena import _engine
 from ccarena.experiment import expand
 from ccarena.runspec import RunSpec
 from ccarena.scenario import load_scenario
+from pydantic import BaseModel
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
