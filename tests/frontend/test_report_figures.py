@@ -208,30 +208,26 @@ def test_a_delay_sweep_at_fixed_loss_draws_the_1_over_rtt_law():
     assert abs(y[0] - expected) / expected < 1e-6
 
 
-def test_small_multiples_drawn_in_worker_processes_match_the_serial_ones(report, tmp_path, monkeypatch):
-    # 2 panels a page: the 6 grid points make 3 pages, drawn by spawned workers; they must carry
-    # the same series and flavor colours as pages drawn in this process.
+def test_figures_drawn_in_worker_processes_match_the_serial_ones(report, tmp_path, monkeypatch):
+    # 2 panels a page: the 4 shown runs' time series and the 6 grid points' 3 pages are drawn by
+    # spawned workers; they must be the same figures, with the same series and flavor colours, in
+    # the same order, as drawn in this process.
     from ccarena.report import figures
     from ccarena.results import Result
 
     out, _ = report
     monkeypatch.setattr(plots, "SMALL_MULTIPLES_PER_FIGURE", 2)
     result = Result(out)
-    plots.set_flavor_order(["reno", "cubic"])  # not the pinned order: workers must take this one
-    summary = result.summary
-    first = summary[summary["repeat"] == 0].drop_duplicates("point")
-    monkeypatch.setattr(figures, "PARALLEL_PAGES_MIN", 10**6)
-    serial = figures.SmallMultiples(result, first, tmp_path / "serial", "")
-    assert serial.pool is None
-    (tmp_path / "serial").mkdir()
-    one_by_one = serial.figures()
-    monkeypatch.setattr(figures, "PARALLEL_PAGES_MIN", 2)
-    (tmp_path / "parallel").mkdir()
-    parallel = figures.SmallMultiples(result, first, tmp_path / "parallel", "")
-    assert parallel.pool is not None and len(parallel.specs) == 3
-    in_workers = parallel.figures()
-    assert [f.file for f in in_workers] == [f.file for f in one_by_one]
-    assert [f.series for f in in_workers] == [f.series for f in one_by_one]
-    assert [f.flavor_colors for f in in_workers] == [f.flavor_colors for f in one_by_one]
-    assert in_workers[0].flavor_colors["reno"] == plots.flavor_color("reno").lower()
-    assert all((tmp_path / "parallel" / f.file).stat().st_size > 1000 for f in in_workers)
+    plots.set_flavor_order(["reno", "cubic"])
+
+    def drawn(parallel: bool) -> list[tuple]:
+        monkeypatch.setattr(figures, "PARALLEL_TASKS_MIN", 1 if parallel else 10**6)
+        where = tmp_path / ("parallel" if parallel else "serial")
+        where.mkdir()
+        figs = figures.draw_figures(result, where)
+        assert all((where / f.file).stat().st_size > 1000 for f in figs)
+        return [(f.file, f.title, f.series, f.flavor_colors, f.points) for f in figs]
+
+    serial, parallel = drawn(False), drawn(True)
+    assert sum("every-point" in f[0] for f in serial) == 3
+    assert parallel == serial

@@ -95,9 +95,10 @@ def _references(links: pd.DataFrame, flows: pd.DataFrame) -> tuple[float | None,
     return capacity, (float(rtts[0]) if len(rtts) == 1 else None)
 
 
-PARALLEL_PAGES_MIN = 3
-"""Small-multiples pages from which they are drawn in worker processes, beside the report's other
-figures (matplotlib draws on one core; a page of 24 panels costs ~0.7 s of CPU)."""
+PARALLEL_TASKS_MIN = 6
+"""Figure tasks (runs' time series and small-multiples pages) from which they are drawn by worker
+processes while this process draws the sweep figures: matplotlib draws on one core, a run's time
+series cost ~1 s and a page of 24 panels ~0.7 s of CPU, and a spawned worker ~1.5 s to start."""
 
 
 def _page_specs(result: Any, first_repeats: pd.DataFrame,
@@ -122,57 +123,106 @@ def _page_specs(result: Any, first_repeats: pd.DataFrame,
     return specs
 
 
+def _store(root: str, slots: dict[str, int] | None) -> Any:
+    from ccarena.store import ExperimentStore
+
+    if slots is not None:
+        plots.restore_flavor_slots(slots)
+    return ExperimentStore(root)
+
+
 def draw_small_multiples_page(root: str, title: str, panels: list[tuple[str, str]], file: str,
                               figures_dir: str, slots: dict[str, int] | None = None) -> Figure:
     """Draw one small-multiples page from the experiment at ``root`` (``panels``: panel title and
     run id) into ``figures_dir/file``; ``slots`` carries the report's flavor colours
     (:func:`ccarena.report.plots.flavor_slots`) into a worker process."""
-    from ccarena.store import ExperimentStore
-
-    if slots is not None:
-        plots.restore_flavor_slots(slots)
-    store = ExperimentStore(root)
+    store = _store(root, slots)
     data = [(t, run_id, store.read_table(run_id, "samples"), store.read_table(run_id, "flows"))
             for t, run_id in panels]
     return Figure.draw(plots.goodput_small_multiples(data, title), title, file, Path(figures_dir))
 
 
-class SmallMultiples:
-    """Every grid point's goodput over time, in pages (:func:`_page_specs`), drawn here or — from
-    :data:`PARALLEL_PAGES_MIN` pages on a machine with more than one core — in worker processes
-    started at once, so they draw while this process draws the rest (:meth:`figures` collects)."""
+def draw_run_figures(root: str, run_id: str, label: str, cwnd_rounds: bool, figures_dir: str,
+                     slots: dict[str, int] | None = None) -> list[Figure]:
+    """The time series of one run of the experiment at ``root`` (goodput, cwnd — also per
+    transmission round with ``cwnd_rounds`` —, RTT, queue backlog, delivered bytes), titled with
+    ``label``, into ``figures_dir``; ``slots`` as for :func:`draw_small_multiples_page`."""
+    store = _store(root, slots)
+    flows = store.read_table(run_id, "flows")
+    samples = store.read_table(run_id, "samples")
+    queues = store.read_table(run_id, "queues")
+    links = store.read_table(run_id, "links")
+    regions = store.read_table(run_id, "regions")
+    record = store.read_run_record(run_id)
+    mss = {int(f["flow"] if "flow" in f else i): float(f.get("mss_bytes") or 1448)
+           for i, f in enumerate(flows.to_dict("records"))}
+    watched = _with_limits(_watched_queues(links, queues), record)
+    capacity, base_rtt = _references(links, flows)
+    # cwnd and RTT exist only for window-based flows: a UDP-only run has none to draw.
+    windowed = bool(samples["cwnd_bytes"].notna().any()) if "cwnd_bytes" in samples else False
+    timed = bool(samples["srtt_s"].notna().any()) if "srtt_s" in samples else False
+    figs = [
+        ("goodput", f"Goodput per flow — {label}",
+         lambda: plots.goodput_vs_time(samples, flows, f"Goodput — {label}", run_id, capacity, regions)),
+        *([("cwnd", f"cwnd and ssthresh — {label}",
+            lambda: plots.cwnd_vs_time(samples, flows, mss, f"cwnd and ssthresh — {label}", run_id,
+                                       regions))]
+          if windowed else []),
+        *([("cwnd-rounds", f"cwnd and ssthresh per transmission round — {label}",
+            lambda: plots.cwnd_vs_time(samples, flows, mss, f"cwnd per RTT round — {label}", run_id,
+                                       rounds=True))]
+          if windowed and timed and cwnd_rounds else []),
+        *([("rtt", f"RTT — {label}",
+            lambda: plots.rtt_vs_time(samples, flows, f"Smoothed RTT — {label}", run_id, base_rtt,
+                                      regions))]
+          if timed else []),
+        *([("queue", f"Queue backlog — {label}",
+            lambda: plots.backlog_vs_time(queues, watched, f"Queue backlog — {label}"))]
+          if len(watched) else []),
+        ("delivered", f"Cumulative delivered bytes — {label}",
+         lambda: plots.delivered_vs_time(samples, flows, f"Delivered — {label}", run_id)),
+    ]
+    # Drawn and saved one at a time: an open figure holds its canvas.
+    return [Figure.draw(make(), title, f"{run_id}-{key}.png", Path(figures_dir))
+            for key, title, make in figs]
 
-    def __init__(self, result: Any, first_repeats: pd.DataFrame, figures_dir: Path, prefix: str) -> None:
-        self.specs = _page_specs(result, first_repeats, prefix)
-        self.args = (str(result.root), str(figures_dir))
-        self.pool: Any = None
-        self.futures: list[Any] = []
+
+class _Later:
+    """A task run when its result is asked for (the serial stand-in for a future)."""
+
+    def __init__(self, fn: Any, args: tuple[Any, ...]) -> None:
+        self.fn, self.args = fn, args
+
+    def result(self) -> Any:
+        return self.fn(*self.args)
+
+
+class FigureWork:
+    """Figures drawn from the stored tables: by spawned worker processes when there are at least
+    :data:`PARALLEL_TASKS_MIN` tasks and more than one core (they draw while this process draws
+    the sweep figures), else here, in order, when their results are asked for."""
+
+    def __init__(self, tasks: int) -> None:
         cores = os.cpu_count() or 1
-        if len(self.specs) >= PARALLEL_PAGES_MIN and cores > 1:
+        self.pool: Any = None
+        self.slots = plots.flavor_slots()
+        if tasks >= PARALLEL_TASKS_MIN and cores > 1:
             import multiprocessing
             from concurrent.futures import ProcessPoolExecutor
 
             # spawn, not fork: the CLI's status spinner runs a thread, and a forked child would
             # inherit whatever lock it held.
-            self.pool = ProcessPoolExecutor(max_workers=min(cores, len(self.specs)),
+            self.pool = ProcessPoolExecutor(max_workers=min(cores, tasks),
                                             mp_context=multiprocessing.get_context("spawn"))
-            slots = plots.flavor_slots()
-            self.futures = [self.pool.submit(draw_small_multiples_page, self.args[0], title, panels,
-                                             file, self.args[1], slots)
-                            for title, panels, file in self.specs]
 
-    def figures(self) -> list[Figure]:
-        """The pages, in order (waiting for the workers)."""
-        if self.pool is None:
-            return [draw_small_multiples_page(self.args[0], title, panels, file, self.args[1])
-                    for title, panels, file in self.specs]
-        try:
-            return [f.result() for f in self.futures]
-        finally:
-            self.close()
+    def submit(self, fn: Any, *args: Any) -> Any:
+        """``fn(*args, slots)`` in a worker (a future), or later here (:class:`_Later`)."""
+        if self.pool is not None:
+            return self.pool.submit(fn, *args, self.slots)
+        return _Later(fn, (*args, None))
 
     def close(self) -> None:
-        """Stop the workers (pages not started are cancelled)."""
+        """Stop the workers (tasks not started are cancelled)."""
         if self.pool is not None:
             self.pool.shutdown(wait=True, cancel_futures=True)
 
@@ -192,72 +242,38 @@ def value_labels(result: Any) -> dict[str, dict[str, str]]:
 def draw_figures(result: Any, figures_dir: Path, max_runs: int = 4, prefix: str = "") -> list[Figure]:
     """Draw every figure of the report into ``figures_dir``.
 
-    Time series for the first repeat of up to ``max_runs`` grid points; metric-vs-parameter
-    figures for each numeric swept parameter when there is a sweep. ``prefix`` starts the file
-    names of figures that are not per run (a part's name). Every other grid point's goodput is
-    drawn in small multiples (:class:`SmallMultiples`, in parallel for many pages).
+    Time series for the first repeat of up to ``max_runs`` grid points; small multiples of every
+    grid point's goodput when there are more; metric-vs-parameter figures for each swept parameter
+    when there is a sweep. ``prefix`` starts the file names of figures that are not per run (a
+    part's name). The time series and pages are drawn by worker processes when there are many
+    (:class:`FigureWork`).
     """
     summary = result.summary
     first_repeats = summary[summary["repeat"] == 0].drop_duplicates("point")
     every_point = first_repeats["run_id"].tolist()
     shown = every_point[:max_runs]
-    # Started first: in parallel, the pages draw while the figures below do.
-    multiples = SmallMultiples(result, first_repeats, figures_dir, prefix) \
-        if len(every_point) > len(shown) else None
+    pages = _page_specs(result, first_repeats, prefix) if len(every_point) > len(shown) else []
+    cwnd_rounds = report_options(result).get("cwnd_axis") == "rounds"
+    root, where = str(result.root), str(figures_dir)
+    work = FigureWork(len(shown) + len(pages))
     try:
-        return _draw_the_rest(result, figures_dir, shown, multiples, prefix)
-    except BaseException:
-        if multiples is not None:
-            multiples.close()
-        raise
+        runs = []
+        for run_id in shown:
+            label = run_id if len(shown) > 1 or result.store.read_run_record(run_id).get("params") \
+                else result.name
+            runs.append(work.submit(draw_run_figures, root, run_id, label, cwnd_rounds, where))
+        drawn_pages = [work.submit(draw_small_multiples_page, root, title, panels, file, where)
+                       for title, panels, file in pages]
+        sweep = _sweep_figures(result, figures_dir, prefix)
+        return [f for r in runs for f in r.result()] + [p.result() for p in drawn_pages] + sweep
+    finally:
+        work.close()
 
 
-def _draw_the_rest(result: Any, figures_dir: Path, shown: list[str], multiples: SmallMultiples | None,
-                   prefix: str) -> list[Figure]:
-    """:func:`draw_figures` after the small multiples have started: the time series of the
-    ``shown`` runs, the pages, the metric-vs-parameter figures."""
+def _sweep_figures(result: Any, figures_dir: Path, prefix: str) -> list[Figure]:
+    """The metric-vs-parameter figures of a sweep (none without one)."""
     out: list[Figure] = []
     summary = result.summary
-    cwnd_rounds = report_options(result).get("cwnd_axis") == "rounds"
-    for run_id in shown:
-        flows = result.store.read_table(run_id, "flows")
-        samples = result.store.read_table(run_id, "samples")
-        queues = result.store.read_table(run_id, "queues")
-        links = result.store.read_table(run_id, "links")
-        regions = result.store.read_table(run_id, "regions")
-        record = result.store.read_run_record(run_id)
-        mss = {int(f["flow"] if "flow" in f else i): float(f.get("mss_bytes") or 1448)
-               for i, f in enumerate(flows.to_dict("records"))}
-        label = run_id if len(shown) > 1 or record.get("params") else result.name
-        watched = _with_limits(_watched_queues(links, queues), record)
-        capacity, base_rtt = _references(links, flows)
-        # cwnd and RTT exist only for window-based flows: a UDP-only run has none to draw.
-        windowed = bool(samples["cwnd_bytes"].notna().any()) if "cwnd_bytes" in samples else False
-        timed = bool(samples["srtt_s"].notna().any()) if "srtt_s" in samples else False
-        figs = [
-            ("goodput", f"Goodput per flow — {label}",
-             plots.goodput_vs_time(samples, flows, f"Goodput — {label}", run_id, capacity, regions)),
-            *([("cwnd", f"cwnd and ssthresh — {label}",
-                plots.cwnd_vs_time(samples, flows, mss, f"cwnd and ssthresh — {label}", run_id,
-                                   regions))]
-              if windowed else []),
-            *([("cwnd-rounds", f"cwnd and ssthresh per transmission round — {label}",
-                plots.cwnd_vs_time(samples, flows, mss, f"cwnd per RTT round — {label}", run_id,
-                                   rounds=True))]
-              if windowed and timed and cwnd_rounds else []),
-            *([("rtt", f"RTT — {label}",
-                plots.rtt_vs_time(samples, flows, f"Smoothed RTT — {label}", run_id, base_rtt,
-                                  regions))]
-              if timed else []),
-            *([("queue", f"Queue backlog — {label}", plots.backlog_vs_time(queues, watched, f"Queue backlog — {label}"))]
-              if len(watched) else []),
-            ("delivered", f"Cumulative delivered bytes — {label}",
-             plots.delivered_vs_time(samples, flows, f"Delivered — {label}", run_id)),
-        ]
-        for key, title, fig in figs:
-            name = f"{run_id}-{key}.png"
-            out.append(Figure.draw(fig, title, name, figures_dir))
-    small_at = len(out)
     params = result.parameters
     if params:
         aggregated = result.aggregate()
@@ -292,6 +308,5 @@ def _draw_the_rest(result: Any, figures_dir: Path, shown: list[str], multiples: 
                 name = f"{prefix}sweep-{metric}-vs-{slug}.png"
                 out.append(Figure.draw(fig, f"{plots.METRIC_LABELS[metric][0]} vs {param} (mean ± 95% CI)",
                                        name, figures_dir))
-    if multiples is not None:
-        out[small_at:small_at] = multiples.figures()
     return out
+

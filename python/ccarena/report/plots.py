@@ -309,6 +309,10 @@ def cwnd_vs_time(samples: pd.DataFrame, flows: pd.DataFrame, mss_bytes: dict[int
     fig, ax = _figure(title, xlabel, "window (packets of MSS)")
     tcp = flows[flows["kind"].isin(["tcp", "udt"])]
     if rounds:
+        if "end_s" in tcp and len(samples):
+            # A stopped flow's samples go on (flat); its rounds end with it.
+            ends = samples["flow"].map(dict(zip(tcp["flow"], tcp["end_s"])))
+            samples = samples[~(samples["time_s"] > ends)]
         # The rounds column stands in for time: the plotting helpers read ``time_s``.
         samples = with_rtt_rounds(samples).drop(columns="time_s").rename(columns={"round": "time_s"})
     else:
