@@ -22,9 +22,18 @@ from ccarena.store import STORE_FORMAT, ExperimentStore
 from ccarena.store.guard import StoreError
 
 
+def _installed(name: str, version: Any, missing: type[Exception]) -> str:
+    # The distribution's metadata, not the module: importing duckdb costs ~70 ms of every run.
+    try:
+        return str(version(name))
+    except missing:
+        return "not installed"
+
+
 def software_versions() -> dict[str, str]:
     """Versions of ccarena, Python, the engine and the libraries that shape the numbers."""
-    import duckdb
+    from importlib.metadata import PackageNotFoundError, version
+
     import numpy
     import pandas
     import pyarrow
@@ -33,7 +42,7 @@ def software_versions() -> dict[str, str]:
 
     versions = {"ccarena": __version__, "python": platform.python_version(),
                 "numpy": numpy.__version__, "pandas": pandas.__version__,
-                "pyarrow": pyarrow.__version__, "duckdb": duckdb.__version__,
+                "pyarrow": pyarrow.__version__, "duckdb": _installed("duckdb", version, PackageNotFoundError),
                 "platform": platform.platform()}
     try:
         from ccarena import _engine
