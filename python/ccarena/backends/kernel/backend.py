@@ -111,7 +111,8 @@ class KernelBackend:
 
     def run(self, spec: RunSpec, progress: ProgressCallback | None = None,
             cancel: Callable[[], bool] | None = None) -> RunResult:
-        """Run ``spec`` (:func:`run_kernel`); the record holds ``{"emulation": ...}``."""
+        """Run ``spec`` (:func:`run_kernel`, with :meth:`run_options`); the record holds
+        ``{"emulation": ...}`` and :meth:`run_record`'s entries."""
         def tick(now_ns: int, duration_ns: int) -> None:
             if progress is not None:
                 progress(now_ns, duration_ns)
@@ -119,8 +120,17 @@ class KernelBackend:
                 raise KeyboardInterrupt("cancelled")
 
         record: dict[str, Any] = {}
-        tables_ = run_kernel(spec, tick, mode=self.emulation, emulation=record)
-        return RunResult(tables=tables_, record={"emulation": record})
+        tables_ = run_kernel(spec, tick, mode=self.emulation, emulation=record, **self.run_options())
+        return RunResult(tables=tables_, record={"emulation": record, **self.run_record(spec)})
+
+    def run_options(self) -> dict[str, Any]:
+        """Extra keyword arguments of :func:`run_kernel` (a backend on this testbed with its own
+        flow generator passes ``generator`` and ``tcp_check``); none for Linux TCP."""
+        return {}
+
+    def run_record(self, spec: RunSpec) -> dict[str, Any]:
+        """Extra entries of the run's record; none for Linux TCP."""
+        return {}
 
 
 def check(spec: RunSpec, caps: capabilities.Capabilities | None = None,

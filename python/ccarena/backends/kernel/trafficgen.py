@@ -547,8 +547,15 @@ def main(argv: list[str]) -> int:
     die_with_parent(int(cfg["parent_pid"]))
     signal.signal(signal.SIGTERM, _on_signal)
     signal.signal(signal.SIGINT, _on_signal)
+    return measure_and_report(cfg, lambda: ROLES[cfg["role"]](cfg))
+
+
+def measure_and_report(cfg: dict, measure) -> int:
+    """Run ``measure()`` and write its result (or ``{"ok": false, "error": "<one line>"}``) to
+    ``cfg["out"]`` atomically; the process's exit status (0 when ok). Shared by the udp backend's
+    endpoint (:mod:`ccarena.backends.udp.endpoint`)."""
     try:
-        result = ROLES[cfg["role"]](cfg)
+        result = measure()
     except Stop:
         result = {"ok": False, "error": "stopped before it could measure"}
     except Exception as err:  # reported to the parent as one line, never a made-up number

@@ -39,21 +39,19 @@ class UdpBackend(kernel.KernelBackend):
 
     def run(self, spec: RunSpec, progress: ProgressCallback | None = None,
             cancel: Callable[[], bool] | None = None) -> RunResult:
-        """Run ``spec`` (:func:`ccarena.backends.kernel.backend.run_kernel` with this backend's
-        generator); the record holds ``{"emulation": ..., "transport": {"mss_bytes": [...]}}``."""
+        """Run ``spec`` on the kernel backend's testbed with this backend's generator
+        (:meth:`run_options`); the record also holds ``{"transport": {"mss_bytes": [...]}}``."""
         self.check(spec)
+        return super().run(spec, progress, cancel)
 
-        def tick(now_ns: int, duration_ns: int) -> None:
-            if progress is not None:
-                progress(now_ns, duration_ns)
-            if cancel is not None and cancel():
-                raise KeyboardInterrupt("cancelled")
+    def run_options(self) -> dict[str, Any]:
+        """ccarena's transport on UDP generates the TCP flows (:mod:`.traffic`)."""
+        return {"generator": traffic, "tcp_check": traffic.check_tcp_flow}
 
-        record: dict[str, Any] = {}
-        tables = kernel.run_kernel(spec, tick, mode=self.emulation, emulation=record,
-                                   generator=traffic, tcp_check=traffic.check_tcp_flow)
+    def run_record(self, spec: RunSpec) -> dict[str, Any]:
+        """The payload bytes a udp packet carries per TCP flow (the wire's MSS)."""
         mss = [traffic.mss_on_the_wire(f) if f.kind == "tcp" else None for f in spec.flows]
-        return RunResult(tables=tables, record={"emulation": record, "transport": {"mss_bytes": mss}})
+        return {"transport": {"mss_bytes": mss}}
 
 
 def _engine() -> Any:

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import os
 import signal
 import sys
 from pathlib import Path
@@ -79,20 +78,8 @@ def main(argv: list[str]) -> int:
     gen.die_with_parent(int(cfg["parent_pid"]))
     signal.signal(signal.SIGTERM, gen._on_signal)
     signal.signal(signal.SIGINT, gen._on_signal)
-    try:
-        engine = _load("ccarena._engine", cfg["engine"])
-        result = ROLES[cfg["role"]](engine, cfg, gen)
-    except gen.Stop:
-        result = {"ok": False, "error": "stopped before it could measure"}
-    except Exception as err:  # reported to the parent as one line, never a made-up number
-        result = {"ok": False, "error": f"{type(err).__name__}: {err}"}
-    tmp = cfg["out"] + ".tmp"
-    with open(tmp, "w") as f:
-        json.dump(result, f)
-    os.replace(tmp, cfg["out"])
-    if not result.get("ok"):
-        print(result.get("error", "failed"), file=sys.stderr, flush=True)
-    return 0 if result.get("ok") else 1
+    return gen.measure_and_report(
+        cfg, lambda: ROLES[cfg["role"]](_load("ccarena._engine", cfg["engine"]), cfg, gen))
 
 
 if __name__ == "__main__":
