@@ -27,20 +27,17 @@ class UdpBackend(kernel.KernelBackend):
     def check(self, spec: RunSpec) -> None:
         """Raise UserError naming what this machine or the transport lacks for ``spec`` (root, a
         program, a flavor, a field the wire fixes, a queue discipline, a mechanism)."""
-        for i, flow in enumerate(spec.flows):
-            if flow.kind not in ("tcp", "udp_cbr"):
-                raise UserError(f"flows[{i}].flavor: {flow.kind} flows are not available on the udp "
-                                "backend yet (TCP flavors and udp-cbr are); use --backend sim")
         engine = _engine()
         if not hasattr(engine, "udp_stream_send"):
             raise UserError("the udp backend needs an engine built with the udp stream mode "
                             "(rebuild: pip install -e .)")
-        self._caps = kernel.check(spec, self._caps, self.emulation, tcp_check=traffic.check_tcp_flow)
+        self._caps = kernel.check(spec, self._caps, self.emulation, tcp_check=traffic.check_flow)
 
     def run(self, spec: RunSpec, progress: ProgressCallback | None = None,
             cancel: Callable[[], bool] | None = None) -> RunResult:
         """Run ``spec`` (:func:`ccarena.backends.kernel.backend.run_kernel` with this backend's
-        generator); the record holds ``{"emulation": ..., "transport": {"mss_bytes": [...]}}``."""
+        generator); the record holds ``{"emulation": ..., "transport": {"mss_bytes": [...], "implementation": [...]}}`` (per flow: ``"ccarena"`` for TCP
+        flows, ``"libudt"`` for UDT flows, None for UDP CBR)."""
         self.check(spec)
 
         def tick(now_ns: int, duration_ns: int) -> None:
@@ -51,9 +48,13 @@ class UdpBackend(kernel.KernelBackend):
 
         record: dict[str, Any] = {}
         tables = kernel.run_kernel(spec, tick, mode=self.emulation, emulation=record,
-                                   generator=traffic, tcp_check=traffic.check_tcp_flow)
-        mss = [traffic.mss_on_the_wire(f) if f.kind == "tcp" else None for f in spec.flows]
-        return RunResult(tables=tables, record={"emulation": record, "transport": {"mss_bytes": mss}})
+                                   generator=traffic, tcp_check=traffic.check_flow)
+        mss = [traffic.mss_on_the_wire(f) if f.kind == "tcp" else
+               int(f.mss_bytes) if f.kind == "udt" else None for f in spec.flows]
+        impl = ["libudt" if f.kind == "udt" else "ccarena" if f.kind == "tcp" else None
+                for f in spec.flows]
+        return RunResult(tables=tables, record={"emulation": record,
+                                                "transport": {"mss_bytes": mss, "implementation": impl}})
 
 
 def _engine() -> Any:

@@ -31,6 +31,7 @@ from ccarena.backends.kernel import tables as kernel_tables
 from ccarena.backends.kernel import traffic as kernel_traffic
 from ccarena.backends.kernel.netns import NetworkPlan
 from ccarena.backends.kernel.traffic import Endpoint, port_for
+from ccarena.backends.udp import libudt
 from ccarena.errors import UserError
 from ccarena.runspec import TCP_DEFAULTS, RunSpec
 
@@ -41,6 +42,18 @@ DEFAULT_MSS_BYTES = int(TCP_DEFAULTS["mss_bytes"])
 FIXED_BY_THE_WIRE = {"header_bytes": "header_bytes", "ack_bytes": "ack_bytes"}
 """Flow fields (spec key → scenario field) that only describe the simulator's packets: the udp
 backend's packets carry the wire's headers, so another value is refused rather than ignored."""
+
+
+def check_flow(where: str, flow: Any) -> None:
+    """Check one TCP or UDT flow of the spec for the udp backend (UDT: :mod:`.libudt`).
+
+    Raises:
+        UserError: one line naming the field and the fix.
+    """
+    if flow.kind == "udt":
+        libudt.check_udt_flow(where, flow)
+    else:
+        check_tcp_flow(where, flow)
 
 
 def check_tcp_flow(where: str, flow: Any) -> None:
@@ -147,9 +160,44 @@ def start_flows(spec: RunSpec, plan: NetworkPlan, workdir: Path, t0_ns: int,
                             plan.host_addresses[int(flow.dst)][0])
         stderr = workdir / f"flow{i}-stream-send.stderr"
         endpoints.append(Endpoint(i, "stream-send", ns, Path(cfg["out"]), _start(ns, cfg, stderr), stderr))
-    cbr = [i for i, flow in enumerate(spec.flows) if flow.kind != "tcp"]
+    udt = [i for i, flow in enumerate(spec.flows) if flow.kind == "udt"]
+    if udt:
+        _start_udt(spec, plan, workdir, t0_ns, endpoints, ready_by_ns, udt)
+    cbr = [i for i, flow in enumerate(spec.flows) if flow.kind == "udp_cbr"]
     if cbr:
         kernel_traffic.start_flows(spec, plan, workdir, t0_ns, endpoints, ready_by_ns, flows=cbr)
+
+
+def _start_process(namespace: str, command: list[str], stderr: Path) -> subprocess.Popen:
+    with open(stderr, "w") as err:
+        return subprocess.Popen(["ip", "netns", "exec", namespace, *command], stdout=subprocess.PIPE,
+                                stderr=err, text=True, start_new_session=True)
+
+
+def _start_udt(spec: RunSpec, plan: NetworkPlan, workdir: Path, t0_ns: int,
+               endpoints: list[Endpoint], ready_by_ns: int, flows: list[int]) -> None:
+    """Start UDT flows ``flows`` as libudt peers (:mod:`.libudt`): each receiver (waiting for
+    ``ready``), then each sender, appended to ``endpoints`` at once."""
+    program = libudt.peer_program()
+    common = {"t0_ns": t0_ns, "interval_ns": int(spec.sample_interval_ns),
+              "duration_ns": int(spec.duration_ns)}
+    for i in flows:
+        flow = spec.flows[i]
+        ns, out = plan.ns(int(flow.dst)), workdir / f"flow{i}-udt-recv.json"
+        stderr = workdir / f"flow{i}-udt-recv.stderr"
+        command = libudt.recv_command(program, bind=plan.host_addresses[int(flow.dst)][0],
+                                      port=port_for(i), out=out, flow=flow, **common)
+        ep = Endpoint(i, "udt-recv", ns, out, _start_process(ns, command, stderr), stderr)
+        endpoints.append(ep)
+        kernel_traffic._wait_ready(ep, flow.name, ready_by_ns)
+    for i in flows:
+        flow = spec.flows[i]
+        ns, out = plan.ns(int(flow.src)), workdir / f"flow{i}-udt-send.json"
+        stderr = workdir / f"flow{i}-udt-send.stderr"
+        command = libudt.send_command(program, bind=plan.host_addresses[int(flow.src)][0],
+                                      peer=plan.host_addresses[int(flow.dst)][0], port=port_for(i),
+                                      out=out, flow=flow, **common)
+        endpoints.append(Endpoint(i, "udt-send", ns, out, _start_process(ns, command, stderr), stderr))
 
 
 def flow_rows(spec: RunSpec, results: dict[tuple[int, str], dict[str, Any]]
@@ -157,7 +205,15 @@ def flow_rows(spec: RunSpec, results: dict[tuple[int, str], dict[str, Any]]
     """(flows rows, samples rows) as the kernel backend builds them, with the transport's own
     counts where Linux has none: ``fast_recoveries``, ``spurious_rtos`` (the sender's, after
     draining) and ``duplicate_bytes_received`` (the sink's)."""
-    flows, samples = kernel_tables.flow_rows(spec, results)
+    keep = [i for i, flow in enumerate(spec.flows) if flow.kind != "udt"]
+    sub = spec.model_copy(update={"flows": [spec.flows[i] for i in keep]})
+    flows, samples = kernel_tables.flow_rows(
+        sub, {(j, side): results[(i, side)] for j, i in enumerate(keep) for side in ("send", "recv")})
+    for row in flows + samples:
+        row["flow"] = keep[int(row["flow"])]
+    udt_flows, udt_samples = _udt_rows(spec, results)
+    flows = sorted(flows + udt_flows, key=lambda r: int(r["flow"]))
+    samples = sorted(samples + udt_samples, key=lambda r: (int(r["flow"]), r["time_s"]))
     for row in flows:
         i = int(row["flow"])
         if spec.flows[i].kind != "tcp":
@@ -166,4 +222,40 @@ def flow_rows(spec: RunSpec, results: dict[tuple[int, str], dict[str, Any]]
         row["fast_recoveries"] = drained.get("fast_recoveries")
         row["spurious_rtos"] = drained.get("spurious_rtos")
         row["duplicate_bytes_received"] = results[(i, "recv")].get("duplicate_bytes")
+    return flows, samples
+
+
+def _udt_rows(spec: RunSpec, results: dict[tuple[int, str], dict[str, Any]]
+              ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """(flows rows, samples rows) of the UDT (libudt) flows: the samples as the kernel's TCP
+    samples (UDT's congestion window, smoothed RTT, sending rate and retransmissions at the
+    sender; bytes delivered at the receiver), the rows by :func:`.libudt.flow_row`."""
+    interval_s = spec.sample_interval_ns / 1e9
+    duration_s = spec.duration_ns / 1e9
+    flows, samples = [], []
+    for i, flow in enumerate(spec.flows):
+        if flow.kind != "udt":
+            continue
+        send, recv = results[(i, "send")], results[(i, "recv")]
+        start_s = flow.start_ns / 1e9
+        stop_s = flow.stop_ns / 1e9 if flow.stop_ns is not None else duration_s
+        sent_by_k = {round(s["time_s"] / interval_s): s for s in send["samples"]}
+        recv_by_k = {round(s["time_s"] / interval_s): s for s in recv["samples"]}
+        prev_sent = prev_delivered = 0.0
+        srtts = []
+        for k in sorted(set(sent_by_k) | set(recv_by_k)):
+            s, r = sent_by_k.get(k, {}), recv_by_k.get(k, {})
+            delivered = float(r.get("delivered_bytes", prev_delivered))
+            sent = float(s.get("sent_bytes", prev_sent))
+            row = {"time_s": k * interval_s, "flow": i, "delivered_bytes": delivered,
+                   "sent_bytes": sent, "goodput_bps": (delivered - prev_delivered) * 8 / interval_s,
+                   "throughput_bps": (sent - prev_sent) * 8 / interval_s,
+                   "ssthresh_bytes": None, "rttvar_s": None, "rto_s": None, "ca_state": None}
+            for c in ("cwnd_bytes", "srtt_s", "inflight_bytes", "pacing_rate_bps", "retransmits"):
+                row[c] = s.get(c)
+            if s.get("srtt_s") and start_s <= k * interval_s <= stop_s + 1e-9:
+                srtts.append(s["srtt_s"])
+            samples.append(row)
+            prev_sent, prev_delivered = sent, delivered
+        flows.append(libudt.flow_row(i, flow, send, recv, start_s, stop_s, srtts))
     return flows, samples
