@@ -232,12 +232,14 @@ int run_send(const Args& a) {
     if (UDT::perfmon(s, &p, false) == UDT::ERROR) break;
     if (p.msRTT > 0 && (min_rtt_ms == 0 || p.msRTT < min_rtt_ms)) min_rtt_ms = p.msRTT;
     if (!samples.empty()) samples += ", ";
-    double pacing = p.usPktSndPeriod > 0 ? (payload + 44) * 8 * 1e6 / p.usPktSndPeriod : 0;
+    // Payload bits per second at UDT's packet sending period (as the simulator reports pacing).
+    // In slow start UDT4 sends unpaced (a period of 1 µs): no pacing rate, as the simulator says.
+    std::string pacing = p.usPktSndPeriod > 1 ? f(payload * 8 * 1e6 / p.usPktSndPeriod) : "null";
     samples += "{\"time_s\": " + f(k * interval / 1e9) +
                ", \"sent_bytes\": " + std::to_string(p.pktSentTotal * payload) +
                ", \"cwnd_bytes\": " + std::to_string(int64_t(p.pktCongestionWindow) * payload) +
                ", \"inflight_bytes\": " + std::to_string(int64_t(p.pktFlightSize) * payload) +
-               ", \"srtt_s\": " + f(p.msRTT / 1e3) + ", \"pacing_rate_bps\": " + f(pacing) +
+               ", \"srtt_s\": " + f(p.msRTT / 1e3) + ", \"pacing_rate_bps\": " + pacing +
                ", \"retransmits\": " + std::to_string(p.pktRetransTotal) +
                ", \"flow_window_packets\": " + std::to_string(p.pktFlowWindow) + "}";
   }
