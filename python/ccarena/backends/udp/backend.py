@@ -36,8 +36,9 @@ class UdpBackend(kernel.KernelBackend):
     def run(self, spec: RunSpec, progress: ProgressCallback | None = None,
             cancel: Callable[[], bool] | None = None) -> RunResult:
         """Run ``spec`` (:func:`ccarena.backends.kernel.backend.run_kernel` with this backend's
-        generator); the record holds ``{"emulation": ..., "transport": {"mss_bytes": [...], "implementation": [...]}}`` (per flow: ``"ccarena"`` for TCP
-        flows, ``"libudt"`` for UDT flows, None for UDP CBR)."""
+        generator); the record holds ``{"emulation": ..., "transport": {"mss_bytes": [...],
+        "implementation": [...]}}``, per flow: ``"ccarena"`` (TCP flows), ``"libudt"`` (UDT flows,
+        :mod:`.libudt`) or None (UDP CBR)."""
         self.check(spec)
 
         def tick(now_ns: int, duration_ns: int) -> None:
@@ -53,8 +54,8 @@ class UdpBackend(kernel.KernelBackend):
                int(f.mss_bytes) if f.kind == "udt" else None for f in spec.flows]
         impl = ["libudt" if f.kind == "udt" else "ccarena" if f.kind == "tcp" else None
                 for f in spec.flows]
-        return RunResult(tables=tables, record={"emulation": record,
-                                                "transport": {"mss_bytes": mss, "implementation": impl}})
+        transport = {"mss_bytes": mss, "implementation": impl}
+        return RunResult(tables=tables, record={"emulation": record, "transport": transport})
 
 
 def _engine() -> Any:

@@ -6,7 +6,8 @@ prints ``ready`` once bound); its sender (``udp_stream_send``) runs in the sourc
 are :mod:`.endpoint` processes, started, watched and stopped by pid exactly as the kernel's
 generators (:class:`ccarena.backends.kernel.traffic.Endpoint`), and they write the same JSON, so
 the kernel backend's tables come out; the transport's own counts (fast recoveries, spurious RTOs,
-duplicate bytes) fill the columns Linux cannot. UDP CBR flows run on the kernel's generator.
+duplicate bytes) fill the columns Linux cannot. UDP CBR flows run on the kernel's generator; UDT
+flows run libudt's peer (:mod:`.libudt`), whose rows :func:`flow_rows` builds beside them.
 
 What differs from the simulator's flow, and why (docs/udp-backend.md):
 
