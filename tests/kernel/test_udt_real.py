@@ -6,12 +6,11 @@ Measured first (6 s, 100-packet queue; this 2-core machine under a load average 
 
 - simulator: 38.87 Mbit/s goodput, rate increase after 2 s 1.20 Mbit/s per second, RTT floor
   40.02 ms, 130 packets retransmitted (one loss episode, at the end of slow start);
-- libudt, eight runs: 24.5, 25.0, 25.3, 25.5, 26.0, 26.3, 26.3 and 28.9 Mbit/s (0.63–0.74 of
-  the simulator's), increase 0.9–1.0 Mbit/s per second, smoothed-RTT floor 40.4–41.2 ms, 170–270
-  packets retransmitted in the same single episode. In two runs more of the twelve made on this
-  machine, libudt fell into a retransmission storm (70,000–88,000 packets retransmitted, 3–4
-  Mbit/s delivered): that is libudt's own behaviour (docs/udp-backend.md), so a run is retried
-  once, as the other kernel tests do.
+- libudt, sixteen runs: 22.9–29.7 Mbit/s in fifteen (median 25.9; 0.59–0.76 of the
+  simulator's), increase 0.9–1.0 Mbit/s per second, smoothed-RTT floor 40.4–41.2 ms, 170–270
+  packets retransmitted in the same single episode (1,618 in one run). In the sixteenth libudt fell
+  into a retransmission storm (70,982 packets retransmitted, 3.1 Mbit/s delivered): libudt's own
+  behaviour (docs/udp-backend.md), so a run is retried once, as the other kernel tests do.
 
 The bands, and why (docs/udp-backend.md, "UDT: libudt beside the simulator"):
 
@@ -20,7 +19,8 @@ The bands, and why (docs/udp-backend.md, "UDT: libudt beside the simulator"):
   packets/s) still lags far behind the link when the first loss comes: libudt continues at 22–23
   Mbit/s, the simulator's smoothed arrival rate is 38 Mbit/s (34 after its first congestion
   period). After that both climb by the same DAIMD step, so the gap of ~13 Mbit/s persists over
-  6 s: (38.87 − 13)/38.87 = 0.67. The band is that ± 0.15, beyond the spread of the runs (± 0.06).
+  6 s: (38.87 − 13)/38.87 = 0.67. The band is that −0.12/+0.18, beyond the spread of the runs
+  (0.59–0.76).
 - **Increase 0.6–1.6 Mbit/s per second, both.** With 6–10 Mbit/s spare (the simulator's B − C;
   UDT4 caps the spare at B/9 ≈ 5.5 after a decrease: the same decade 10⁷ bit/s), the increase is
   10⁷·β/MSS = 0.01 packets per SYN (10 ms): 100 packets/s per second, 1.17–1.20 Mbit/s per
