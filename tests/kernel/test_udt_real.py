@@ -117,3 +117,12 @@ def test_what_cannot_run_is_refused_in_one_line(tag: str, backend: str, flow: di
     with pytest.raises(UserError, match=message) as err:
         get_backend(backend, {}).check(_spec(raw, backend))
     assert "\n" not in str(err.value)
+
+
+def test_a_machine_without_libudt_is_told_what_to_install(tag: str, monkeypatch, tmp_path) -> None:
+    from ccarena.backends.udp import libudt
+
+    monkeypatch.setattr(libudt, "HEADER", tmp_path / "absent" / "udt.h")
+    with pytest.raises(UserError, match=r"libudt-dev is not installed \(apt-get install libudt-dev\)") as err:
+        get_backend("udp", {}).check(_spec(RAW, "udp"))
+    assert "\n" not in str(err.value)
