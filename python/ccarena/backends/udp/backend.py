@@ -3,6 +3,8 @@ with ccarena's transport on UDP as the TCP flows' generator (:mod:`.traffic`).""
 
 from __future__ import annotations
 
+from functools import partial
+from types import SimpleNamespace
 from typing import Any, Callable
 
 from ccarena.backends import ProgressCallback, RunResult
@@ -19,10 +21,23 @@ class UdpBackend(kernel.KernelBackend):
     Args:
         emulation: how links are emulated, as the kernel backend's ``[kernel] emulation``:
             ``"auto"``, ``"relay"`` or ``"tc"``.
+        udt_impl: who runs UDT flows: ``"ccarena"`` (ccarena's UDT transport, the simulator's
+            code, on crates/udp) or ``"libudt"`` (the reference UDT4, :mod:`.libudt`).
+
+    Raises:
+        UserError: an unknown ``udt_impl``.
     """
 
     name = "udp"
     realtime = True
+
+    def __init__(self, emulation: str = "auto", udt_impl: str = "ccarena") -> None:
+        super().__init__(emulation)
+        if udt_impl not in traffic.UDT_IMPLEMENTATIONS:
+            raise UserError(f"udt_impl: '{udt_impl}' is not one of "
+                            f"{', '.join(traffic.UDT_IMPLEMENTATIONS)}")
+        self.udt_impl = udt_impl
+        self._check_flow = partial(traffic.check_flow, udt_impl=udt_impl)
 
     def check(self, spec: RunSpec) -> None:
         """Raise UserError naming what this machine or the transport lacks for ``spec`` (root, a
@@ -31,14 +46,14 @@ class UdpBackend(kernel.KernelBackend):
         if not hasattr(engine, "udp_stream_send"):
             raise UserError("the udp backend needs an engine built with the udp stream mode "
                             "(rebuild: pip install -e .)")
-        self._caps = kernel.check(spec, self._caps, self.emulation, tcp_check=traffic.check_flow)
+        self._caps = kernel.check(spec, self._caps, self.emulation, tcp_check=self._check_flow)
 
     def run(self, spec: RunSpec, progress: ProgressCallback | None = None,
             cancel: Callable[[], bool] | None = None) -> RunResult:
         """Run ``spec`` (:func:`ccarena.backends.kernel.backend.run_kernel` with this backend's
         generator); the record holds ``{"emulation": ..., "transport": {"mss_bytes": [...],
-        "implementation": [...]}}``, per flow: ``"ccarena"`` (TCP flows), ``"libudt"`` (UDT flows,
-        :mod:`.libudt`) or None (UDP CBR)."""
+        "implementation": [...]}}``, per flow: ``"ccarena"`` (TCP flows), ``udt_impl`` (UDT flows) or
+        None (UDP CBR)."""
         self.check(spec)
 
         def tick(now_ns: int, duration_ns: int) -> None:
@@ -48,11 +63,15 @@ class UdpBackend(kernel.KernelBackend):
                 raise KeyboardInterrupt("cancelled")
 
         record: dict[str, Any] = {}
+        generator = SimpleNamespace(start_flows=partial(traffic.start_flows, udt_impl=self.udt_impl),
+                                    flow_rows=traffic.flow_rows)
         tables = kernel.run_kernel(spec, tick, mode=self.emulation, emulation=record,
-                                   generator=traffic, tcp_check=traffic.check_flow)
+                                   generator=generator, tcp_check=self._check_flow)
+        libudt = self.udt_impl == "libudt"
         mss = [traffic.mss_on_the_wire(f) if f.kind == "tcp" else
-               int(f.mss_bytes) if f.kind == "udt" else None for f in spec.flows]
-        impl = ["libudt" if f.kind == "udt" else "ccarena" if f.kind == "tcp" else None
+               (int(f.mss_bytes) if libudt else traffic.udt_mss_on_the_wire(f)) if f.kind == "udt"
+               else None for f in spec.flows]
+        impl = [self.udt_impl if f.kind == "udt" else "ccarena" if f.kind == "tcp" else None
                 for f in spec.flows]
         transport = {"mss_bytes": mss, "implementation": impl}
         return RunResult(tables=tables, record={"emulation": record, "transport": transport})

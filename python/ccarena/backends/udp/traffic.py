@@ -45,16 +45,48 @@ FIXED_BY_THE_WIRE = {"header_bytes": "header_bytes", "ack_bytes": "ack_bytes"}
 backend's packets carry the wire's headers, so another value is refused rather than ignored."""
 
 
-def check_flow(where: str, flow: Any) -> None:
-    """Check one TCP or UDT flow of the spec for the udp backend (UDT: :mod:`.libudt`).
+UDT_IMPLEMENTATIONS = ("ccarena", "libudt")
+"""Who runs a UDT flow on the udp backend: ccarena's UDT transport (crates/transport/src/udt, the
+simulator's code, over crates/udp) or the reference UDT4 (:mod:`.libudt`)."""
+MAX_UDT_PAYLOAD_BYTES = 1427
+"""The largest UDT_DATA payload of ccarena's wire format (docs/udp-wire.md): 1500 − 20 IP − 8 UDP −
+20 ccarena header − 25 UDT_DATA frame."""
+
+
+def check_flow(where: str, flow: Any, udt_impl: str = "ccarena") -> None:
+    """Check one TCP or UDT flow of the spec for the udp backend (UDT run by ``udt_impl``).
 
     Raises:
         UserError: one line naming the field and the fix.
     """
-    if flow.kind == "udt":
+    if flow.kind != "udt":
+        check_tcp_flow(where, flow)
+    elif udt_impl == "libudt":
         libudt.check_udt_flow(where, flow)
     else:
-        check_tcp_flow(where, flow)
+        check_udt_flow(where, flow)
+
+
+def check_udt_flow(where: str, flow: Any) -> None:
+    """Check one UDT flow for ccarena's UDT on the udp backend: the SYN, initial RTT, EXP floor
+    and flow window are the driver's (UDT4's defaults, crates/udp/src/udt_stream.rs), the headers
+    the wire's; another value is refused rather than ignored.
+
+    Raises:
+        UserError: one line naming the field and the fix.
+    """
+    from ccarena.runspec import UDT_DEFAULTS
+
+    for key in (*libudt.FIXED_BY_LIBUDT, "flow_window_packets"):
+        if getattr(flow, key) != UDT_DEFAULTS.get(key):
+            field = "rwnd" if key == "flow_window_packets" else key
+            raise UserError(f"{where}.{field}: ccarena's UDT on the udp backend runs with UDT4's "
+                            f"default; remove {field} or use --backend sim")
+
+
+def udt_mss_on_the_wire(flow: Any) -> int:
+    """The payload per packet of a ccarena UDT flow: its MSS cut to :data:`MAX_UDT_PAYLOAD_BYTES`."""
+    return min(int(flow.mss_bytes), MAX_UDT_PAYLOAD_BYTES)
 
 
 def check_tcp_flow(where: str, flow: Any) -> None:
@@ -135,8 +167,27 @@ def sender_config(spec: RunSpec, i: int, t0_ns: int, workdir: Path, bind: str, p
     return cfg
 
 
+def udt_receiver_config(spec: RunSpec, i: int, t0_ns: int, workdir: Path, bind: str) -> dict[str, Any]:
+    """The sink's configuration of UDT flow ``i`` run by ccarena's UDT (the sink runs UDT's
+    receiver when the sender offers flavor ``udt``; its settings are UDT4's defaults)."""
+    cfg = _config(spec, i, t0_ns, workdir, "stream-recv")
+    cfg.update(bind=bind)
+    return cfg
+
+
+def udt_sender_config(spec: RunSpec, i: int, t0_ns: int, workdir: Path, bind: str,
+                      peer: str) -> dict[str, Any]:
+    """The stream sender's configuration of UDT flow ``i`` run by ccarena's UDT (flavor ``udt``:
+    the engine's driver runs the UDT transport, its ``params`` the ``udt`` controller's)."""
+    flow = spec.flows[i]
+    cfg = _config(spec, i, t0_ns, workdir, "stream-send")
+    cfg.update(bind=bind, peer=peer, flavor="udt", params=dict(flow.params),
+               mss_bytes=udt_mss_on_the_wire(flow), bytes=flow.bytes)
+    return cfg
+
+
 def start_flows(spec: RunSpec, plan: NetworkPlan, workdir: Path, t0_ns: int,
-                endpoints: list[Endpoint], ready_by_ns: int) -> None:
+                endpoints: list[Endpoint], ready_by_ns: int, udt_impl: str = "ccarena") -> None:
     """Start every flow's receiver (waiting for ``ready``), then every sender: TCP flows as
     :mod:`.endpoint` processes, UDP CBR flows on the kernel's generator. Each started process is
     appended to ``endpoints`` at once (the caller stops them all, even when this raises).
@@ -144,24 +195,26 @@ def start_flows(spec: RunSpec, plan: NetworkPlan, workdir: Path, t0_ns: int,
     Raises:
         UserError: a receiver failed to start (e.g. its port is in use): one line naming the flow.
     """
-    for i, flow in enumerate(spec.flows):
-        if flow.kind != "tcp":
-            continue
+    ours = [i for i, flow in enumerate(spec.flows)
+            if flow.kind == "tcp" or (flow.kind == "udt" and udt_impl == "ccarena")]
+    for i in ours:
+        flow = spec.flows[i]
         ns = plan.ns(int(flow.dst))
-        cfg = receiver_config(spec, i, t0_ns, workdir, plan.host_addresses[int(flow.dst)][0])
+        make = receiver_config if flow.kind == "tcp" else udt_receiver_config
+        cfg = make(spec, i, t0_ns, workdir, plan.host_addresses[int(flow.dst)][0])
         stderr = workdir / f"flow{i}-stream-recv.stderr"
         ep = Endpoint(i, "stream-recv", ns, Path(cfg["out"]), _start(ns, cfg, stderr), stderr)
         endpoints.append(ep)
         kernel_traffic._wait_ready(ep, flow.name, ready_by_ns)
-    for i, flow in enumerate(spec.flows):
-        if flow.kind != "tcp":
-            continue
+    for i in ours:
+        flow = spec.flows[i]
         ns = plan.ns(int(flow.src))
-        cfg = sender_config(spec, i, t0_ns, workdir, plan.host_addresses[int(flow.src)][0],
-                            plan.host_addresses[int(flow.dst)][0])
+        make = sender_config if flow.kind == "tcp" else udt_sender_config
+        cfg = make(spec, i, t0_ns, workdir, plan.host_addresses[int(flow.src)][0],
+                   plan.host_addresses[int(flow.dst)][0])
         stderr = workdir / f"flow{i}-stream-send.stderr"
         endpoints.append(Endpoint(i, "stream-send", ns, Path(cfg["out"]), _start(ns, cfg, stderr), stderr))
-    udt = [i for i, flow in enumerate(spec.flows) if flow.kind == "udt"]
+    udt = [i for i, flow in enumerate(spec.flows) if flow.kind == "udt" and udt_impl == "libudt"]
     if udt:
         _start_udt(spec, plan, workdir, t0_ns, endpoints, ready_by_ns, udt)
     cbr = [i for i, flow in enumerate(spec.flows) if flow.kind == "udp_cbr"]
@@ -203,6 +256,7 @@ def _start_udt(spec: RunSpec, plan: NetworkPlan, workdir: Path, t0_ns: int,
 
 def flow_rows(spec: RunSpec, results: dict[tuple[int, str], dict[str, Any]]
               ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    # UDT rows (ccarena's or libudt's: both ends write the same keys) come from :func:`_udt_rows`.
     """(flows rows, samples rows) as the kernel backend builds them, with the transport's own
     counts where Linux has none: ``fast_recoveries``, ``spurious_rtos`` (the sender's, after
     draining) and ``duplicate_bytes_received`` (the sink's)."""
