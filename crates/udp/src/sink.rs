@@ -177,6 +177,9 @@ pub struct Sink {
     counters: Counters,
     stream: Option<Stream>,
     buf: Vec<u8>,
+    /// How long before it was read the datagram being handled arrived (the kernel's time stamp;
+    /// 0: unknown, or just now). UDT's receiver takes its arrival time from it.
+    arrival_age_ns: u64,
 }
 
 impl Sink {
@@ -203,6 +206,7 @@ impl Sink {
             counters: Counters::default(),
             stream: None,
             buf: Vec::with_capacity(wire::MAX_DATAGRAM_BYTES),
+            arrival_age_ns: 0,
         })
     }
 
@@ -306,7 +310,9 @@ impl Sink {
                     Err(e) => return Err(TransferError::Io { context: "receive".into(), error: e }),
                 };
                 self.counters.datagrams += 1;
+                self.arrival_age_ns = self.sock.last_arrival_age_ns().unwrap_or(0);
                 self.on_datagram(&rbuf[..n], from);
+                self.arrival_age_ns = 0;
             }
         }
         let s = self.stream.as_ref();
@@ -486,6 +492,8 @@ impl Sink {
                 }
                 s.last_heard = now;
                 let st = SimTime(now.saturating_duration_since(s.epoch).as_nanos() as u64);
+                // When it arrived, not when it was read (Datagrams::last_arrival_age_ns).
+                let arrived = SimTime(st.as_nanos().saturating_sub(self.arrival_age_ns));
                 let Rx::Udt(rx) = &mut s.rx else {
                     self.counters.out_of_bounds += 1; // UDT packets on a TCP-like stream
                     return;
@@ -507,7 +515,7 @@ impl Sink {
                             timestamp: SimTime(timestamp_ns),
                             retransmit: flags & wire::FLAG_RETRANSMIT != 0,
                         };
-                        let _ = rx.on_data(st, &pkt);
+                        let _ = rx.on_data(arrived, &pkt);
                     }
                     Frame::UdtAck2 { ack_seq } => {
                         let _ = rx.on_ack2(st, &Ack2Packet { ack_seq });
