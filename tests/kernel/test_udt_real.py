@@ -24,14 +24,14 @@ The bands, and why (docs/udp-backend.md, "UDT flows"):
   arrival jitter puts at 30–38 Mbit/s where the simulator has 38 (−3 to −10 % over 6 s). The band
   is the measured 0.88–0.90 widened by that spread again each way.
 
-- **Goodput 0.55–0.85 of the simulator's.** Both leave slow start at their smoothed receive rate,
-  but UDT4's (a 7/8 moving average of one receive-speed report per 10 ms ACK, starting at 16
-  packets/s) still lags far behind the link when the first loss comes: libudt continues at 22–23
-  Mbit/s, the simulator's smoothed arrival rate is 38 Mbit/s (34 after its first congestion
-  period). After that both climb by the same DAIMD step, so the gap of ~13 Mbit/s persists over
-  6 s: (38.87 − 13)/38.87 = 0.67. The band is that −0.12/+0.18, beyond the spread of the runs
+- **libudt: goodput 0.55–0.85 of the simulator's.** Both leave slow start at their smoothed
+  receive rate, but libudt's estimate is far lower when the first loss comes: it continues at
+  22–23 Mbit/s, the simulator's UDT at 38 (34 after its first congestion period); why is not
+  pinned down (UDT4's 7/8 smoothing from 16 packets/s, its median filter over bursty arrivals).
+  After that both climb by the same DAIMD step, so the gap of ~13 Mbit/s persists over 6 s:
+  (38.87 − 13)/38.87 = 0.67. The band is that −0.12/+0.18, beyond the spread of the runs
   (0.59–0.76).
-- **Increase 0.6–1.6 Mbit/s per second, both.** With 6–10 Mbit/s spare (the simulator's B − C;
+- **Increase 0.6–1.6 Mbit/s per second, all three.** With 6–10 Mbit/s spare (the simulator's B − C;
   UDT4 caps the spare at B/9 ≈ 5.5 after a decrease: the same decade 10⁷ bit/s), the increase is
   10⁷·β/MSS = 0.01 packets per SYN (10 ms): 100 packets/s per second, 1.17–1.20 Mbit/s per
   second of payload. libudt's is a little lower (an increase only on an ACK arriving at least a
