@@ -117,7 +117,7 @@ pub struct SinkRecord {
 
 /// The transport's receiving half: TCP-like, or UDT's.
 enum Rx {
-    Tcp(Receiver),
+    Tcp(Box<Receiver>),
     Udt(Box<UdtReceiver>),
 }
 
@@ -414,7 +414,7 @@ impl Sink {
                     rx: if flavor == UDT_FLAVOR {
                         Rx::Udt(Box::new(UdtReceiver::new(udt_receiver_config(), SimTime(0))))
                     } else {
-                        Rx::Tcp(Receiver::new(receiver_config(&self.opts, mss_bytes as u32)))
+                        Rx::Tcp(Box::new(Receiver::new(receiver_config(&self.opts, mss_bytes as u32))))
                     },
                     epoch: now,
                     last_heard: now,

@@ -73,3 +73,35 @@ fn a_udt_payload_beyond_the_udt_frame_is_refused() {
     let err = send_stream(Some("127.0.0.1"), "127.0.0.1:9", &opts, &mut || true).unwrap_err();
     assert!(matches!(err, TransferError::Config { .. }), "{err}");
 }
+
+#[test]
+fn a_udt_sink_drops_what_does_not_belong_to_its_stream() {
+    use ccarena_udp::wire::{encode, kind_of, Frame, Header, VERSION};
+    let opts = SinkOptions { t0_mono_ns: mono_ns(), duration_ns: 1000 * MS, interval_ns: 100 * MS, ..SinkOptions::default() };
+    let mut sink = Sink::bind("127.0.0.1:0", opts).unwrap();
+    let peer: std::net::SocketAddr = "127.0.0.1:9".parse().unwrap();
+    let packet = |pn: u64, frame: &Frame<'_>| {
+        let mut buf = Vec::new();
+        encode(&Header { version: VERSION, kind: kind_of(frame), conn_id: 5, pn }, frame, &mut buf);
+        buf
+    };
+    let stream_bytes = 10 * 1000;
+    let offer = Frame::StreamOffer { cookie: sink.cookie_for(peer, 5), stream_bytes, mss_bytes: 1000, flavor: "udt" };
+    sink.on_datagram(&packet(0, &offer), peer);
+    assert!(sink.connected());
+    let udt = |seq: u64| Frame::UdtData { seq, offset: seq * 1000, timestamp_ns: 1, flags: 0, payload: &[0u8; 1000] };
+    sink.on_datagram(&packet(1, &udt(0)), peer);
+    assert_eq!(sink.delivered_bytes(), 1000);
+    // TCP-like DATA on a UDT stream, UDT_DATA beyond the stream or far beyond the flow window:
+    // dropped and counted; nothing more is delivered.
+    sink.on_datagram(&packet(2, &Frame::Data { offset: 1000, ts_val_ns: 1, flags: 0, payload: &[0u8; 1000] }), peer);
+    sink.on_datagram(&packet(3, &udt(10)), peer);
+    sink.on_datagram(&packet(4, &Frame::UdtData { seq: 1 << 40, offset: 1000, timestamp_ns: 1, flags: 0, payload: &[0u8; 10] }), peer);
+    assert_eq!(sink.counters().out_of_bounds, 3);
+    assert_eq!(sink.delivered_bytes(), 1000);
+    // A replayed packet number is dropped; the next in-order packet is delivered.
+    sink.on_datagram(&packet(4, &udt(1)), peer);
+    assert_eq!(sink.counters().replayed, 1);
+    sink.on_datagram(&packet(5, &udt(1)), peer);
+    assert_eq!(sink.delivered_bytes(), 2000);
+}
