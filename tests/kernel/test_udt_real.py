@@ -125,11 +125,12 @@ def test_udt_on_real_sockets_beside_the_simulators_udt(tag: str, impl: str) -> N
     assert not failures, failures
 
 
-SHARE_MARGIN = 0.10
+SHARE_MARGIN = 0.15
 """UDT's share of the bytes delivered beside a CUBIC flow, udp − simulator. Measured (10 s, both
-flows from 0): the simulator gives UDT 0.533; three runs of ccarena's UDT on udp 0.522, 0.507 and
-0.592 (within 0.06). libudt gives 0.26–0.48 on the same path (it leaves slow start lower and
-climbs slower, docs/udp-backend.md), so the margin also tells the two implementations apart."""
+flows from 0): the simulator gives UDT 0.533; five runs of ccarena's UDT on udp 0.522, 0.507,
+0.592, 0.576 and 0.434 (mean 0.526, sd 0.06): the margin is 2.5 sd. A starved UDT (libudt's
+0.26–0.38 in three of four runs on this path, docs/udp-backend.md) or a UDT taking more than
+two thirds fails it."""
 
 
 def test_udt_beside_cubic_shares_the_path_as_the_simulator_predicts(tag: str) -> None:
