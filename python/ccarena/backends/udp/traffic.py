@@ -6,8 +6,10 @@ prints ``ready`` once bound); its sender (``udp_stream_send``) runs in the sourc
 are :mod:`.endpoint` processes, started, watched and stopped by pid exactly as the kernel's
 generators (:class:`ccarena.backends.kernel.traffic.Endpoint`), and they write the same JSON, so
 the kernel backend's tables come out; the transport's own counts (fast recoveries, spurious RTOs,
-duplicate bytes) fill the columns Linux cannot. UDP CBR flows run on the kernel's generator; UDT
-flows run libudt's peer (:mod:`.libudt`), whose rows :func:`flow_rows` builds beside them.
+duplicate bytes) fill the columns Linux cannot. UDP CBR flows run on the kernel's generator. UDT
+flows run ccarena's UDT through the same two endpoints (the sender's flavor ``udt`` selects UDT's
+own transport and frames) or, with ``udt_impl = "libudt"``, libudt's peer (:mod:`.libudt`); both
+write the same keys, and :func:`flow_rows` builds their rows beside the others.
 
 What differs from the simulator's flow, and why (docs/udp-backend.md):
 
@@ -17,6 +19,8 @@ What differs from the simulator's flow, and why (docs/udp-backend.md):
 - **Headers**: 65 bytes per DATA packet and 90 to 138 per ACK are the wire's, so ``header_bytes``
   and ``ack_bytes`` must keep their defaults (they only describe the simulator's packets).
 - **ECN** is not carried on real sockets yet (refused).
+- **UDT** (ccarena's): a UDT_DATA packet carries at most 1427 payload bytes (the simulator's 1456
+  runs as 1427); SYN, initial RTT, EXP floor and flow window are UDT4's defaults (others refused).
 """
 
 from __future__ import annotations
