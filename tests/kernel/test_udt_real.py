@@ -7,8 +7,8 @@ Measured first (6 s, 100-packet queue; this 2-core machine under a load average 
 
 - simulator: 38.87 Mbit/s goodput, rate increase after 2 s 1.20 Mbit/s per second, RTT floor
   40.02 ms, 130 packets retransmitted (one loss episode, at the end of slow start);
-- ccarena's UDT on udp, five runs: 34.2–35.2 Mbit/s (0.88–0.90 of the simulator's), increase
-  1.05–1.12 Mbit/s per second, RTT floor 40.19–40.24 ms, 132–157 packets retransmitted in the
+- ccarena's UDT on udp, eight runs: 31.8–35.2 Mbit/s (0.82–0.90 of the simulator's), increase
+  0.97–1.12 Mbit/s per second, RTT floor 40.19–40.25 ms, 130–157 packets retransmitted in the
   same single episode;
 - libudt, sixteen runs: 22.9–29.7 Mbit/s in fifteen (median 25.9; 0.59–0.76 of the
   simulator's), increase 0.9–1.0 Mbit/s per second, smoothed-RTT floor 40.4–41.2 ms, 170–270
@@ -21,8 +21,8 @@ The bands, and why (docs/udp-backend.md, "UDT flows"):
 - **ccarena's UDT: goodput 0.78–1.02 of the simulator's, retransmissions 0.7–1.5 times.** The
   same code on real time: its payload is 1427 bytes, not 1456 (ccarena's header and UDT_DATA
   frame; −2 %), and it leaves slow start at the receiver's smoothed arrival speed, which real
-  arrival jitter puts at 30–38 Mbit/s where the simulator has 38 (−3 to −10 % over 6 s). The band
-  is the measured 0.88–0.90 widened by that spread again each way.
+  arrival jitter puts at 30–38 Mbit/s where the simulator has 38 (−3 to −16 % over 6 s). The band
+  is the measured 0.82–0.90 widened by half that spread again each way.
 
 - **libudt: goodput 0.55–0.85 of the simulator's.** Both leave slow start at their smoothed
   receive rate, but libudt's estimate is far lower when the first loss comes: it continues at
