@@ -230,7 +230,8 @@ impl Sink {
         self.delivered()
     }
 
-    /// Out-of-order ranges the stream's receiver holds now (bounded by [`MAX_OOO_RANGES`]).
+    /// Out-of-order ranges the stream's TCP-like receiver holds now (bounded by
+    /// [`MAX_OOO_RANGES`]); 0 for a UDT stream, whose loss list the flow window bounds.
     pub fn out_of_order_ranges(&self) -> usize {
         self.stream.as_ref().map_or(0, |s| match &s.rx {
             Rx::Tcp(r) => r.out_of_order_ranges().count(),
