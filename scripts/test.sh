@@ -11,6 +11,9 @@ for pair in ip:iproute2 tc:iproute2 ss:iproute2 ethtool:ethtool nft:nftables ipt
             iperf3:iperf3 ping:iputils-ping chromium:chromium; do
     command -v "${pair%%:*}" >/dev/null 2>&1 || need+=("${pair##*:}")
 done
+# The udp backend's UDT flows run the reference UDT4 (tools/udt-peer, built with g++ against libudt).
+command -v g++ >/dev/null 2>&1 || need+=(g++)
+test -f /usr/include/udt/udt.h || need+=(libudt-dev)
 if ((${#need[@]})); then
     export DEBIAN_FRONTEND=noninteractive
     apt-get update -qq >/dev/null

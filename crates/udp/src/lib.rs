@@ -39,6 +39,7 @@ pub mod sha256;
 pub mod sink;
 pub mod store;
 pub mod stream;
+pub mod udt_stream;
 pub mod wire;
 
 pub use conn::{Counters, ReceivedRecord};

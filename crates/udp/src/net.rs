@@ -48,7 +48,20 @@ pub trait Datagrams: Send {
     /// # Errors
     /// The socket's error.
     fn local_addr(&self) -> io::Result<SocketAddr>;
+
+    /// How long ago the datagram last returned by [`Datagrams::recv_from`] arrived, ns, from the
+    /// kernel's receive time stamp; `None` when the socket has none (the caller's clock is then
+    /// the arrival time). A receiver that wakes late reads a burst of queued datagrams at once:
+    /// its own clock would see them arrive together, which UDT's arrival-speed and packet-pair
+    /// estimates must not (draft-gg-udt-03 §6.2).
+    fn last_arrival_age_ns(&self) -> Option<u64> {
+        None
+    }
 }
+
+/// `SIOCGSTAMPNS` (linux/sockios.h): the receive time stamp of the last packet read from a
+/// socket, as a `timespec` on CLOCK_REALTIME.
+const SIOCGSTAMPNS: libc::c_ulong = 0x8907;
 
 /// A non-blocking UDP socket.
 #[derive(Debug)]
@@ -100,7 +113,12 @@ impl Socket {
         sock.set_nonblocking(true)?;
         set_buffer(&sock, libc::SO_SNDBUF, SOCKET_BUFFER_BYTES);
         set_buffer(&sock, libc::SO_RCVBUF, SOCKET_BUFFER_BYTES);
-        Ok(Socket { sock, send_drops: 0 })
+        // The first SIOCGSTAMPNS turns the socket's receive time stamps on (it finds none yet);
+        // SO_TIMESTAMPNS would not do: it puts the stamps into control messages instead. A packet
+        // without a stamp (one that came before stamping was on) reads as arriving when read.
+        let socket = Socket { sock, send_drops: 0 };
+        let _ = socket.last_arrival_age_ns();
+        Ok(socket)
     }
 }
 
@@ -135,6 +153,20 @@ impl Datagrams for Socket {
 
     fn local_addr(&self) -> io::Result<SocketAddr> {
         self.sock.local_addr()
+    }
+
+    fn last_arrival_age_ns(&self) -> Option<u64> {
+        let mut stamp = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+        let mut now = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+        // SAFETY: a valid fd and pointers to timespecs the calls fill.
+        let ok = unsafe {
+            libc::ioctl(self.sock.as_raw_fd(), SIOCGSTAMPNS as _, &mut stamp) == 0
+                && libc::clock_gettime(libc::CLOCK_REALTIME, &mut now) == 0
+        };
+        let ns = |t: libc::timespec| t.tv_sec as i128 * 1_000_000_000 + t.tv_nsec as i128;
+        // A stamp in the future (a clock step) or older than a second (no fresh stamp) is not used.
+        let age = ns(now) - ns(stamp);
+        (ok && (0..1_000_000_000).contains(&age)).then_some(age as u64)
     }
 }
 
@@ -216,5 +248,27 @@ impl<D: Datagrams> Datagrams for Impaired<D> {
 
     fn local_addr(&self) -> io::Result<SocketAddr> {
         self.inner.local_addr()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_datagram_read_late_reports_when_it_arrived() {
+        let mut rx = Socket::new(UdpSocket::bind("127.0.0.1:0").unwrap()).unwrap();
+        let tx = UdpSocket::bind("127.0.0.1:0").unwrap();
+        // The kernel turns packet time stamping on a moment after a socket first asks for it
+        // (a deferred static-key switch); a packet arriving before is stamped when read.
+        std::thread::sleep(Duration::from_millis(100));
+        tx.send_to(b"x", rx.local_addr().unwrap()).unwrap();
+        rx.wait(Duration::from_secs(1)).unwrap();
+        // Read 30 ms after it arrived: the kernel's stamp says so, the reader's clock would not.
+        std::thread::sleep(Duration::from_millis(30));
+        let mut buf = [0u8; 8];
+        assert_eq!(rx.recv_from(&mut buf).unwrap().map(|x| x.0), Some(1));
+        let age = rx.last_arrival_age_ns().expect("a kernel receive stamp");
+        assert!((30_000_000..1_000_000_000).contains(&age), "age {age} ns");
     }
 }

@@ -10,12 +10,17 @@
 //! offer is refused as busy), no payload kept, DATA beyond the stream, beyond the window
 //! ([`MAX_WINDOW_BYTES`] when the flow has no receive buffer) or opening more than
 //! [`MAX_OOO_RANGES`] out-of-order ranges dropped.
+//!
+//! A stream offered with flavor `udt` ([`crate::udt_stream`]) runs the UDT transport's
+//! [`UdtReceiver`] instead: UDT_DATA and UDT_ACK2 in, UDT_ACK and UDT_NAK out; a UDT_DATA packet
+//! beyond the stream or more than the flow window ahead of the first missing packet is dropped.
 
 use std::io::ErrorKind;
 use std::net::{SocketAddr, ToSocketAddrs, UdpSocket};
 use std::time::{Duration, Instant};
 
 use ccarena_cc::SimTime;
+use ccarena_transport::udt::{Ack2Packet, DataPacket, ToSender, UdtReceiver, UdtReceiverConfig};
 use ccarena_transport::{DataSegment, EcnMode, Receiver, ReceiverConfig};
 
 use crate::conn::{Counters, MAX_OOO_RANGES};
@@ -24,7 +29,11 @@ use crate::guard::{CookieJar, ReplayWindow, TokenBucket};
 use crate::net::{Datagrams, Socket};
 use crate::send::KEEPALIVE;
 use crate::stream::{mono_ns, Schedule};
-use crate::wire::{self, decode, encode, kind_of, AckFrame, DecodeError, Frame, Header, RejectCode, MAX_SACK_RANGES, UNBOUNDED_STREAM};
+use crate::udt_stream::{FLOW_WINDOW_PACKETS, INITIAL_RTT, SYN, UDT_FLAVOR};
+use crate::wire::{
+    self, decode, encode, kind_of, AckFrame, DecodeError, Frame, Header, RejectCode, UdtAckFrame, MAX_NAK_RANGES,
+    MAX_SACK_RANGES, UNBOUNDED_STREAM,
+};
 
 /// Largest window above the cumulative ACK a sink accepts DATA in when the flow has no receive
 /// buffer (`rwnd_bytes` unset: the window is not advertised), bytes. Only the bound on what
@@ -106,6 +115,44 @@ pub struct SinkRecord {
     pub counters: Counters,
 }
 
+/// The transport's receiving half: TCP-like, or UDT's.
+enum Rx {
+    Tcp(Box<Receiver>),
+    Udt(Box<UdtReceiver>),
+}
+
+impl Rx {
+    fn handle_timeout(&mut self, t: SimTime) {
+        match self {
+            Rx::Tcp(r) => r.handle_timeout(t),
+            Rx::Udt(r) => r.handle_timeout(t),
+        }
+    }
+
+    fn poll_timeout(&self) -> Option<SimTime> {
+        match self {
+            Rx::Tcp(r) => r.poll_timeout(),
+            Rx::Udt(r) => r.poll_timeout(),
+        }
+    }
+
+    /// Bytes delivered in order.
+    fn delivered(&self) -> u64 {
+        match self {
+            Rx::Tcp(r) => r.rcv_nxt(),
+            Rx::Udt(r) => r.delivered_bytes(),
+        }
+    }
+
+    /// (duplicate bytes, out-of-order segments or packets).
+    fn disorder(&self) -> (u64, u64) {
+        match self {
+            Rx::Tcp(r) => (r.stats().duplicate_bytes, r.stats().out_of_order_segments),
+            Rx::Udt(r) => (r.stats().duplicate_bytes, r.stats().out_of_order_packets),
+        }
+    }
+}
+
 /// The one stream a sink takes.
 struct Stream {
     peer: SocketAddr,
@@ -113,7 +160,7 @@ struct Stream {
     stream_bytes: u64,
     replay: ReplayWindow,
     pn_out: u64,
-    rx: Receiver,
+    rx: Rx,
     epoch: Instant,
     last_heard: Instant,
     last_sent: Instant,
@@ -130,6 +177,9 @@ pub struct Sink {
     counters: Counters,
     stream: Option<Stream>,
     buf: Vec<u8>,
+    /// How long before it was read the datagram being handled arrived (the kernel's time stamp;
+    /// 0: unknown, or just now). UDT's receiver takes its arrival time from it.
+    arrival_age_ns: u64,
 }
 
 impl Sink {
@@ -156,6 +206,7 @@ impl Sink {
             counters: Counters::default(),
             stream: None,
             buf: Vec::with_capacity(wire::MAX_DATAGRAM_BYTES),
+            arrival_age_ns: 0,
         })
     }
 
@@ -179,9 +230,13 @@ impl Sink {
         self.delivered()
     }
 
-    /// Out-of-order ranges the stream's receiver holds now (bounded by [`MAX_OOO_RANGES`]).
+    /// Out-of-order ranges the stream's TCP-like receiver holds now (bounded by
+    /// [`MAX_OOO_RANGES`]); 0 for a UDT stream, whose loss list the flow window bounds.
     pub fn out_of_order_ranges(&self) -> usize {
-        self.stream.as_ref().map_or(0, |s| s.rx.out_of_order_ranges().count())
+        self.stream.as_ref().map_or(0, |s| match &s.rx {
+            Rx::Tcp(r) => r.out_of_order_ranges().count(),
+            Rx::Udt(_) => 0,
+        })
     }
 
     /// The cookie a RETRY to `peer` for `conn_id` carries now (for tests and fuzzing, which must
@@ -224,7 +279,7 @@ impl Sink {
                 let now = Instant::now();
                 let st = SimTime(now.saturating_duration_since(s.epoch).as_nanos() as u64);
                 s.rx.handle_timeout(st);
-                flush_acks(s, &mut *self.sock, &mut self.buf, st);
+                flush(s, &mut *self.sock, &mut self.buf, st);
                 if now.duration_since(s.last_heard) >= idle {
                     s.closed = true;
                 } else if now.duration_since(s.last_sent) >= KEEPALIVE {
@@ -256,18 +311,20 @@ impl Sink {
                     Err(e) => return Err(TransferError::Io { context: "receive".into(), error: e }),
                 };
                 self.counters.datagrams += 1;
+                self.arrival_age_ns = self.sock.last_arrival_age_ns().unwrap_or(0);
                 self.on_datagram(&rbuf[..n], from);
+                self.arrival_age_ns = 0;
             }
         }
         let s = self.stream.as_ref();
-        let st = s.map(|s| *s.rx.stats());
+        let st = s.map(|s| s.rx.disorder());
         Ok(SinkRecord {
             samples,
             received_bytes: self.delivered(),
             at_end_bytes: at_end.unwrap_or_else(|| self.delivered()),
             data_segs_in: s.map_or(0, |s| s.data_segs_in),
-            duplicate_bytes: st.map_or(0, |st| st.duplicate_bytes),
-            out_of_order_segments: st.map_or(0, |st| st.out_of_order_segments),
+            duplicate_bytes: st.map_or(0, |st| st.0),
+            out_of_order_segments: st.map_or(0, |st| st.1),
             connected: s.is_some(),
             closed_by_sender: s.is_some_and(|s| s.closed && s.last_heard.elapsed() < idle),
             counters: self.counters,
@@ -276,7 +333,7 @@ impl Sink {
 
     /// Bytes delivered in order so far.
     fn delivered(&self) -> u64 {
-        self.stream.as_ref().map_or(0, |s| s.rx.rcv_nxt())
+        self.stream.as_ref().map_or(0, |s| s.rx.delivered())
     }
 
     /// A reply that creates no state (RETRY, REJECT, VERSION_MISMATCH).
@@ -314,7 +371,7 @@ impl Sink {
                 let cookie = self.jar.issue(from, h.conn_id, now);
                 self.reply(from, h.conn_id, &Frame::Retry { cookie });
             }
-            Frame::StreamOffer { cookie, stream_bytes, mss_bytes, .. } => {
+            Frame::StreamOffer { cookie, stream_bytes, mss_bytes, flavor } => {
                 if ours {
                     // Its ACCEPT was lost: say it again.
                     let s = self.stream.as_mut().expect("ours");
@@ -335,7 +392,9 @@ impl Sink {
                 let refusal = if self.stream.is_some() {
                     self.counters.connection_limit += 1;
                     Some((RejectCode::Busy, "this sink takes one stream"))
-                } else if !(64..=wire::MAX_PAYLOAD_BYTES as u16).contains(&mss_bytes) {
+                } else if !(64..=wire::MAX_PAYLOAD_BYTES as u16).contains(&mss_bytes)
+                    || (flavor == UDT_FLAVOR && mss_bytes as usize > wire::MAX_UDT_PAYLOAD_BYTES)
+                {
                     Some((RejectCode::BadOffer, "MSS out of range"))
                 } else {
                     None
@@ -353,7 +412,11 @@ impl Sink {
                     stream_bytes,
                     replay,
                     pn_out: 0,
-                    rx: Receiver::new(receiver_config(&self.opts, mss_bytes as u32)),
+                    rx: if flavor == UDT_FLAVOR {
+                        Rx::Udt(Box::new(UdtReceiver::new(udt_receiver_config(), SimTime(0))))
+                    } else {
+                        Rx::Tcp(Box::new(Receiver::new(receiver_config(&self.opts, mss_bytes as u32))))
+                    },
                     epoch: now,
                     last_heard: now,
                     last_sent: now,
@@ -388,12 +451,16 @@ impl Sink {
                     return;
                 }
                 s.last_heard = now;
+                let Rx::Tcp(rx) = &mut s.rx else {
+                    self.counters.out_of_bounds += 1; // TCP-like DATA on a UDT stream
+                    return;
+                };
                 let len = payload.len() as u64;
                 let end = offset + len; // decode checked it does not overflow
-                let rcv_nxt = s.rx.rcv_nxt();
+                let rcv_nxt = rx.rcv_nxt();
                 let beyond_stream = s.stream_bytes != UNBOUNDED_STREAM && end > s.stream_bytes;
                 let beyond_window = end > rcv_nxt.saturating_add(window);
-                let too_scattered = offset > rcv_nxt && s.rx.out_of_order_ranges().count() >= MAX_OOO_RANGES;
+                let too_scattered = offset > rcv_nxt && rx.out_of_order_ranges().count() >= MAX_OOO_RANGES;
                 if beyond_stream || beyond_window || too_scattered {
                     self.counters.out_of_bounds += 1;
                     return;
@@ -409,8 +476,54 @@ impl Sink {
                     retransmit: flags & wire::FLAG_RETRANSMIT != 0,
                 };
                 let st = SimTime(now.saturating_duration_since(s.epoch).as_nanos() as u64);
-                let _ = s.rx.on_segment(st, &seg);
-                flush_acks(s, &mut *self.sock, &mut self.buf, st);
+                let _ = rx.on_segment(st, &seg);
+                flush(s, &mut *self.sock, &mut self.buf, st);
+            }
+            Frame::UdtData { .. } | Frame::UdtAck2 { .. } => {
+                let Some(s) = self.stream.as_mut().filter(|_| ours) else {
+                    self.counters.unknown_connection += 1;
+                    return;
+                };
+                if s.closed {
+                    return;
+                }
+                if !s.replay.accept(h.pn) {
+                    self.counters.replayed += 1;
+                    return;
+                }
+                s.last_heard = now;
+                let st = SimTime(now.saturating_duration_since(s.epoch).as_nanos() as u64);
+                // When it arrived, not when it was read (Datagrams::last_arrival_age_ns).
+                let arrived = SimTime(st.as_nanos().saturating_sub(self.arrival_age_ns));
+                let Rx::Udt(rx) = &mut s.rx else {
+                    self.counters.out_of_bounds += 1; // UDT packets on a TCP-like stream
+                    return;
+                };
+                match frame {
+                    Frame::UdtData { seq, offset, timestamp_ns, flags, payload } => {
+                        let end = offset + payload.len() as u64; // decode checked it does not overflow
+                        let beyond_stream = s.stream_bytes != UNBOUNDED_STREAM && end > s.stream_bytes;
+                        let beyond_window = seq >= rx.rcv_nxt().saturating_add(FLOW_WINDOW_PACKETS as u64);
+                        if beyond_stream || beyond_window {
+                            self.counters.out_of_bounds += 1;
+                            return;
+                        }
+                        s.data_segs_in += 1;
+                        let pkt = DataPacket {
+                            seq,
+                            offset,
+                            len: payload.len() as u32,
+                            timestamp: SimTime(timestamp_ns),
+                            retransmit: flags & wire::FLAG_RETRANSMIT != 0,
+                        };
+                        let _ = rx.on_data(arrived, &pkt);
+                    }
+                    Frame::UdtAck2 { ack_seq } => {
+                        let _ = rx.on_ack2(st, &Ack2Packet { ack_seq });
+                    }
+                    _ => unreachable!("matched above"),
+                }
+                flush(s, &mut *self.sock, &mut self.buf, st);
             }
             Frame::Ping | Frame::Close { .. } => {
                 let Some(s) = self.stream.as_mut().filter(|_| ours) else {
@@ -456,8 +569,48 @@ fn send(s: &mut Stream, sock: &mut dyn Datagrams, buf: &mut Vec<u8>, frame: &Fra
     let _ = sock.send_to(buf, s.peer);
 }
 
-fn flush_acks(s: &mut Stream, sock: &mut dyn Datagrams, buf: &mut Vec<u8>, t: SimTime) {
-    while let Some(a) = s.rx.poll_ack(t) {
+/// UDT's receiver settings: UDT4's defaults, as the sender's ([`crate::udt_stream`]).
+fn udt_receiver_config() -> UdtReceiverConfig {
+    let d = |x: Duration| ccarena_cc::Duration(x.as_nanos() as u64);
+    UdtReceiverConfig { syn_interval: d(SYN), max_flow_window_packets: FLOW_WINDOW_PACKETS, initial_rtt: d(INITIAL_RTT) }
+}
+
+/// Send what the receiver has to send: ACKs (TCP-like), or UDT's ACKs and NAKs.
+fn flush(s: &mut Stream, sock: &mut dyn Datagrams, buf: &mut Vec<u8>, t: SimTime) {
+    if let Rx::Udt(rx) = &mut s.rx {
+        let mut out = Vec::new();
+        while let Some(p) = rx.poll_transmit(t) {
+            out.push(p);
+        }
+        for p in out {
+            let frame = match p {
+                ToSender::Ack(a) => Frame::UdtAck(UdtAckFrame {
+                    ack_seq: a.ack_seq,
+                    ack_no: a.ack_no,
+                    rtt_ns: a.rtt.as_nanos(),
+                    rtt_var_ns: a.rtt_var.as_nanos(),
+                    buffer_available_packets: a.buffer_available_packets,
+                    arrival_rate_pps: a.arrival_rate_pps,
+                    link_capacity_pps: a.link_capacity_pps,
+                }),
+                ToSender::Nak(n) => {
+                    let mut ranges = [(0, 0); MAX_NAK_RANGES];
+                    for (x, r) in ranges.iter_mut().zip(n.ranges()) {
+                        *x = (r.start, r.end);
+                    }
+                    Frame::UdtNak { ranges, count: n.count }
+                }
+            };
+            send(s, sock, buf, &frame);
+        }
+        return;
+    }
+    let Rx::Tcp(rx) = &mut s.rx else { return };
+    let mut acks = Vec::new();
+    while let Some(a) = rx.poll_ack(t) {
+        acks.push(a);
+    }
+    for a in acks {
         let mut sack = [(0, 0); MAX_SACK_RANGES];
         for (x, b) in sack.iter_mut().zip(a.sack_blocks()) {
             *x = (b.start, b.end);

@@ -281,7 +281,8 @@ fn totals(sender: &Sender, offered_bytes: u64) -> StreamTotals {
 }
 
 /// Send one scenario flow to the sink at `peer` (`HOST:PORT`) from `bind` (`HOST`, any port;
-/// `None`: any address), following `opts`' times; `keep_going` is asked about every 100 ms
+/// `None`: any address), following `opts`' times (flavor `udt`: UDT's own transport,
+/// [`crate::udt_stream::send_udt_stream`]); `keep_going` is asked about every 100 ms
 /// (false: stop at once with [`TransferError::Interrupted`], after telling the sink).
 ///
 /// # Errors
@@ -294,6 +295,9 @@ pub fn send_stream(
     opts: &StreamOptions,
     keep_going: &mut dyn FnMut() -> bool,
 ) -> Result<StreamRecord, TransferError> {
+    if opts.flavor == crate::udt_stream::UDT_FLAVOR {
+        return crate::udt_stream::send_udt_stream(bind, peer, opts, keep_going);
+    }
     let params = Params::from_pairs(opts.params.clone());
     let (cc, recovery) = controller_setup(&opts.flavor, &params, opts.recovery.as_deref(), opts.mss_bytes)?;
     let mss = opts.mss_bytes;

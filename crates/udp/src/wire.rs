@@ -31,6 +31,14 @@ pub const MAX_TEXT_BYTES: usize = 200;
 pub const DATA_FRAME_BYTES: usize = 17;
 /// Largest payload a DATA packet carries, bytes.
 pub const MAX_PAYLOAD_BYTES: usize = MAX_DATAGRAM_BYTES - HEADER_BYTES - DATA_FRAME_BYTES;
+/// Bytes a UDT_DATA frame adds after the header: packet sequence number (8), offset (8), time
+/// stamp (8), flags (1).
+pub const UDT_DATA_FRAME_BYTES: usize = 25;
+/// Largest payload a UDT_DATA packet carries, bytes.
+pub const MAX_UDT_PAYLOAD_BYTES: usize = MAX_DATAGRAM_BYTES - HEADER_BYTES - UDT_DATA_FRAME_BYTES;
+/// Most loss ranges one UDT_NAK carries (the UDT transport's
+/// [`ccarena_transport::udt::MAX_NAK_RANGES`]).
+pub const MAX_NAK_RANGES: usize = ccarena_transport::udt::packet::MAX_NAK_RANGES;
 /// STREAM_OFFER's stream length for a stream without a set length (it ends with CLOSE).
 pub const UNBOUNDED_STREAM: u64 = u64::MAX;
 /// Most SACK ranges an ACK carries (the transport's [`ccarena_transport::MAX_SACK_BLOCKS`]).
@@ -63,6 +71,14 @@ pub mod kind {
     pub const DATA: u8 = 0x10;
     /// Server → client: cumulative ACK, SACK ranges, timestamps.
     pub const ACK: u8 = 0x11;
+    /// Client → server: a UDT data packet (its sequence number, stream offset, time stamp).
+    pub const UDT_DATA: u8 = 0x12;
+    /// Server → client: a UDT full ACK (draft-gg-udt-03 §2.2 type 0x2).
+    pub const UDT_ACK: u8 = 0x13;
+    /// Client → server: a UDT ACK2, the acknowledgment of an ACK (type 0x6).
+    pub const UDT_ACK2: u8 = 0x14;
+    /// Server → client: a UDT NAK, packets reported lost (type 0x3).
+    pub const UDT_NAK: u8 = 0x15;
     /// Server → client: every byte arrived; the SHA-256 verdict.
     pub const DONE: u8 = 0x20;
     /// Either way: the connection ends (after DONE, or an abort).
@@ -185,6 +201,25 @@ pub struct AckFrame {
     pub sack_count: u8,
 }
 
+/// A UDT full ACK on the wire: the UDT transport's [`ccarena_transport::udt::AckPacket`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct UdtAckFrame {
+    /// ACK sequence number (the ACK2 answering it echoes it).
+    pub ack_seq: u64,
+    /// Every packet below this sequence number arrived.
+    pub ack_no: u64,
+    /// The receiver's RTT estimate, ns.
+    pub rtt_ns: u64,
+    /// The receiver's RTT variance estimate, ns.
+    pub rtt_var_ns: u64,
+    /// Available receiver buffer, packets (the flow window).
+    pub buffer_available_packets: u32,
+    /// Packet arrival speed, packets/s (0: no estimate).
+    pub arrival_rate_pps: u32,
+    /// Link capacity from packet pairs, packets/s (0: unknown).
+    pub link_capacity_pps: u32,
+}
+
 /// The frame a packet carries.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Frame<'a> {
@@ -239,6 +274,34 @@ pub enum Frame<'a> {
     },
     /// [`kind::ACK`].
     Ack(AckFrame),
+    /// [`kind::UDT_DATA`].
+    UdtData {
+        /// Packet sequence number, from 0 (a retransmission keeps its number).
+        seq: u64,
+        /// Stream offset of the first payload byte.
+        offset: u64,
+        /// The sender's time stamp, ns of its clock.
+        timestamp_ns: u64,
+        /// [`FLAG_RETRANSMIT`].
+        flags: u8,
+        /// The bytes (1 to [`MAX_UDT_PAYLOAD_BYTES`]).
+        payload: &'a [u8],
+    },
+    /// [`kind::UDT_ACK`].
+    UdtAck(UdtAckFrame),
+    /// [`kind::UDT_ACK2`].
+    UdtAck2 {
+        /// The ACK sequence number acknowledged.
+        ack_seq: u64,
+    },
+    /// [`kind::UDT_NAK`]: loss ranges `[start, end)` of packet sequence numbers, 1 to
+    /// [`MAX_NAK_RANGES`], each non-empty.
+    UdtNak {
+        /// The ranges; the first `count` are valid.
+        ranges: [(u64, u64); MAX_NAK_RANGES],
+        /// Valid entries of `ranges`.
+        count: u8,
+    },
     /// [`kind::DONE`].
     Done {
         /// The verdict.
@@ -312,6 +375,11 @@ impl<'a> Reader<'a> {
     fn u16(&mut self) -> Result<u16, DecodeError> {
         let b = self.bytes(2)?;
         Ok(u16::from_be_bytes([b[0], b[1]]))
+    }
+
+    fn u32(&mut self) -> Result<u32, DecodeError> {
+        let b = self.bytes(4)?;
+        Ok(u32::from_be_bytes([b[0], b[1], b[2], b[3]]))
     }
 
     fn u64(&mut self) -> Result<u64, DecodeError> {
@@ -471,6 +539,47 @@ pub fn decode(buf: &[u8]) -> Result<(Header, Frame<'_>), DecodeError> {
             }
             Frame::Ack(AckFrame { ack, rwnd_bytes, ts_ecr_ns, ts_recv_ns, flags, sack, sack_count: n })
         }
+        kind::UDT_DATA => {
+            let seq = r.u64()?;
+            let offset = r.u64()?;
+            let timestamp_ns = r.u64()?;
+            let flags = r.u8()?;
+            if flags & !FLAG_RETRANSMIT != 0 {
+                return Err(DecodeError::Invalid("unknown UDT_DATA flags"));
+            }
+            let payload = r.rest();
+            if payload.is_empty() {
+                return Err(DecodeError::Invalid("UDT_DATA without payload"));
+            }
+            if offset.checked_add(payload.len() as u64).is_none() || seq == u64::MAX {
+                return Err(DecodeError::Invalid("UDT_DATA beyond the largest offset or sequence number"));
+            }
+            Frame::UdtData { seq, offset, timestamp_ns, flags, payload }
+        }
+        kind::UDT_ACK => Frame::UdtAck(UdtAckFrame {
+            ack_seq: r.u64()?,
+            ack_no: r.u64()?,
+            rtt_ns: r.u64()?,
+            rtt_var_ns: r.u64()?,
+            buffer_available_packets: r.u32()?,
+            arrival_rate_pps: r.u32()?,
+            link_capacity_pps: r.u32()?,
+        }),
+        kind::UDT_ACK2 => Frame::UdtAck2 { ack_seq: r.u64()? },
+        kind::UDT_NAK => {
+            let n = r.u8()?;
+            if n == 0 || n as usize > MAX_NAK_RANGES {
+                return Err(DecodeError::Invalid("NAK range count out of range"));
+            }
+            let mut ranges = [(0, 0); MAX_NAK_RANGES];
+            for x in ranges.iter_mut().take(n as usize) {
+                *x = r.range()?;
+                if x.0 == x.1 {
+                    return Err(DecodeError::Invalid("empty NAK range"));
+                }
+            }
+            Frame::UdtNak { ranges, count: n }
+        }
         kind::DONE => {
             let status = DoneStatus::from_u8(r.u8()?);
             Frame::Done { status, message: r.text(false, MAX_TEXT_BYTES)? }
@@ -562,6 +671,30 @@ pub fn encode(header: &Header, frame: &Frame<'_>, out: &mut Vec<u8>) {
                 out.extend_from_slice(&e.to_be_bytes());
             }
         }
+        Frame::UdtData { seq, offset, timestamp_ns, flags, payload } => {
+            out.extend_from_slice(&seq.to_be_bytes());
+            out.extend_from_slice(&offset.to_be_bytes());
+            out.extend_from_slice(&timestamp_ns.to_be_bytes());
+            out.push(*flags);
+            out.extend_from_slice(payload);
+        }
+        Frame::UdtAck(a) => {
+            for v in [a.ack_seq, a.ack_no, a.rtt_ns, a.rtt_var_ns] {
+                out.extend_from_slice(&v.to_be_bytes());
+            }
+            for v in [a.buffer_available_packets, a.arrival_rate_pps, a.link_capacity_pps] {
+                out.extend_from_slice(&v.to_be_bytes());
+            }
+        }
+        Frame::UdtAck2 { ack_seq } => out.extend_from_slice(&ack_seq.to_be_bytes()),
+        Frame::UdtNak { ranges, count } => {
+            let n = (*count as usize).min(MAX_NAK_RANGES);
+            out.push(n as u8);
+            for (s, e) in &ranges[..n] {
+                out.extend_from_slice(&s.to_be_bytes());
+                out.extend_from_slice(&e.to_be_bytes());
+            }
+        }
         Frame::Done { status, message } => {
             out.push(*status as u8);
             text8(out, message);
@@ -590,6 +723,10 @@ pub fn kind_of(frame: &Frame<'_>) -> u8 {
         Frame::Reject { .. } => kind::REJECT,
         Frame::Data { .. } => kind::DATA,
         Frame::Ack(_) => kind::ACK,
+        Frame::UdtData { .. } => kind::UDT_DATA,
+        Frame::UdtAck(_) => kind::UDT_ACK,
+        Frame::UdtAck2 { .. } => kind::UDT_ACK2,
+        Frame::UdtNak { .. } => kind::UDT_NAK,
         Frame::Done { .. } => kind::DONE,
         Frame::Close { .. } => kind::CLOSE,
         Frame::Ping => kind::PING,
@@ -608,10 +745,11 @@ mod tests {
         let (h2, f2) = decode(&buf).expect("decodes");
         assert_eq!(h2, h);
         assert_eq!(f2, frame);
-        // Every strict prefix is rejected, never a panic. DATA's payload runs to the end of the
+        // Every strict prefix is rejected, never a panic. DATA's (and UDT_DATA's) payload runs to the end of the
         // datagram, so only the prefixes that cut its fixed part can be told apart.
         let checked = match frame {
             Frame::Data { .. } => HEADER_BYTES + DATA_FRAME_BYTES + 1,
+            Frame::UdtData { .. } => HEADER_BYTES + UDT_DATA_FRAME_BYTES + 1,
             _ => buf.len(),
         };
         for n in 0..checked {
@@ -644,6 +782,18 @@ mod tests {
             sack: [(20, 30), (40, 50), (0, 0)],
             sack_count: 2,
         }));
+        roundtrip(Frame::UdtData { seq: 7, offset: 7 * 1427, timestamp_ns: 9, flags: FLAG_RETRANSMIT, payload: &[4, 5] });
+        roundtrip(Frame::UdtAck(UdtAckFrame {
+            ack_seq: 3,
+            ack_no: 1000,
+            rtt_ns: 40_000_000,
+            rtt_var_ns: 1_000_000,
+            buffer_available_packets: 25_600,
+            arrival_rate_pps: 4000,
+            link_capacity_pps: 4300,
+        }));
+        roundtrip(Frame::UdtAck2 { ack_seq: 3 });
+        roundtrip(Frame::UdtNak { ranges: [(5, 6), (9, 20), (0, 0), (0, 0)], count: 2 });
         roundtrip(Frame::Done { status: DoneStatus::HashMismatch, message: "bad" });
         roundtrip(Frame::Close { code: 0, message: "" });
         roundtrip(Frame::Ping);

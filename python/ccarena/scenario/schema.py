@@ -303,9 +303,13 @@ class KernelOptions(StrictModel):
     (default: ``"tc"`` where the kernel has netem, else ``"relay"``), ``"relay"`` (ccarena's link
     emulator does the rate, queue, delay and loss with the simulator's link model) or ``"tc"``
     (htb + pfifo/bfifo, netem or the relay for the delay, nftables for the loss).
+    The udp backend runs on the same testbed and takes these options too; ``udt_impl`` is its
+    own: who runs UDT flows on it — ``"ccarena"`` (default: ccarena's UDT, the simulator's code,
+    over UDP sockets) or ``"libudt"`` (the reference UDT4 library, docs/udp-backend.md).
     """
 
     emulation: Literal["auto", "relay", "tc"] = "auto"
+    udt_impl: Literal["ccarena", "libudt"] = "ccarena"
 
 
 class StaticRoute(StrictModel):

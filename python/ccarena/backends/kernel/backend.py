@@ -95,12 +95,15 @@ class KernelBackend:
     Args:
         emulation: how links are emulated, the scenario's ``[kernel] emulation``: ``"auto"``,
             ``"relay"`` or ``"tc"`` (:mod:`ccarena.backends.kernel.emulation`).
+        udt_impl: the udp backend's option in the same ``[kernel]`` table; ignored here.
     """
 
     name = "kernel"
     realtime = True
 
-    def __init__(self, emulation: str = "auto") -> None:
+    def __init__(self, emulation: str = "auto", udt_impl: str = "ccarena") -> None:
+        # udt_impl is the udp backend's option of the shared [kernel] table: Linux has no UDT.
+        del udt_impl
         self.emulation = emulation
         self._caps: capabilities.Capabilities | None = None  # detected once, on first check
 

@@ -81,6 +81,9 @@ def check_spec(spec: RunSpec, caps: Capabilities, emulation: Emulation,
     catalogue = tcp_flavors()
     for i, flow in enumerate(spec.flows):
         where = f"flows[{i}]"
+        if flow.kind == "udt" and tcp_check is not None:  # the udp backend runs UDT (libudt)
+            tcp_check(where, flow)
+            continue
         if flow.kind not in ("tcp", "udp_cbr"):
             raise UserError(f"{where}.flavor: {flow.kind} flows are not available on the kernel "
                             "backend (TCP flavors and udp-cbr are); use --backend sim")

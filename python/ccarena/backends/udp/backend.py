@@ -3,6 +3,8 @@ with ccarena's transport on UDP as the TCP flows' generator (:mod:`.traffic`).""
 
 from __future__ import annotations
 
+from functools import partial
+from types import SimpleNamespace
 from typing import Any, Callable
 
 from ccarena.backends import ProgressCallback, RunResult
@@ -19,39 +21,58 @@ class UdpBackend(kernel.KernelBackend):
     Args:
         emulation: how links are emulated, as the kernel backend's ``[kernel] emulation``:
             ``"auto"``, ``"relay"`` or ``"tc"``.
+        udt_impl: who runs UDT flows: ``"ccarena"`` (ccarena's UDT transport, the simulator's
+            code, on crates/udp) or ``"libudt"`` (the reference UDT4, :mod:`.libudt`).
+
+    Raises:
+        UserError: an unknown ``udt_impl``.
     """
 
     name = "udp"
     realtime = True
 
+    def __init__(self, emulation: str = "auto", udt_impl: str = "ccarena") -> None:
+        super().__init__(emulation)
+        if udt_impl not in traffic.UDT_IMPLEMENTATIONS:
+            raise UserError(f"udt_impl: '{udt_impl}' is not one of "
+                            f"{', '.join(traffic.UDT_IMPLEMENTATIONS)}")
+        self.udt_impl = udt_impl
+        self._check_flow = partial(traffic.check_flow, udt_impl=udt_impl)
+
     def check(self, spec: RunSpec) -> None:
         """Raise UserError naming what this machine or the transport lacks for ``spec`` (root, a
         program, a flavor, a field the wire fixes, a queue discipline, a mechanism)."""
-        for i, flow in enumerate(spec.flows):
-            if flow.kind not in ("tcp", "udp_cbr"):
-                raise UserError(f"flows[{i}].flavor: {flow.kind} flows are not available on the udp "
-                                "backend yet (TCP flavors and udp-cbr are); use --backend sim")
         engine = _engine()
         if not hasattr(engine, "udp_stream_send"):
             raise UserError("the udp backend needs an engine built with the udp stream mode "
                             "(rebuild: pip install -e .)")
-        self._caps = kernel.check(spec, self._caps, self.emulation, tcp_check=traffic.check_tcp_flow)
+        self._caps = kernel.check(spec, self._caps, self.emulation, tcp_check=self._check_flow)
 
     def run(self, spec: RunSpec, progress: ProgressCallback | None = None,
             cancel: Callable[[], bool] | None = None) -> RunResult:
         """Run ``spec`` on the kernel backend's testbed with this backend's generator
-        (:meth:`run_options`); the record also holds ``{"transport": {"mss_bytes": [...]}}``."""
+        (:meth:`run_options`); the record also holds ``{"transport": {"mss_bytes": [...],
+        "implementation": [...]}}`` (:meth:`run_record`)."""
         self.check(spec)
         return super().run(spec, progress, cancel)
 
     def run_options(self) -> dict[str, Any]:
-        """ccarena's transport on UDP generates the TCP flows (:mod:`.traffic`)."""
-        return {"generator": traffic, "tcp_check": traffic.check_tcp_flow}
+        """ccarena's transport on UDP (or libudt, for UDT flows with ``udt_impl = "libudt"``)
+        generates the TCP and UDT flows (:mod:`.traffic`)."""
+        generator = SimpleNamespace(start_flows=partial(traffic.start_flows, udt_impl=self.udt_impl),
+                                    flow_rows=traffic.flow_rows)
+        return {"generator": generator, "tcp_check": self._check_flow}
 
     def run_record(self, spec: RunSpec) -> dict[str, Any]:
-        """The payload bytes a udp packet carries per TCP flow (the wire's MSS)."""
-        mss = [traffic.mss_on_the_wire(f) if f.kind == "tcp" else None for f in spec.flows]
-        return {"transport": {"mss_bytes": mss}}
+        """Per flow, the payload bytes a packet carries on the wire and who ran it: ``"ccarena"``
+        (TCP flows), ``udt_impl`` (UDT flows) or None (UDP CBR)."""
+        libudt = self.udt_impl == "libudt"
+        mss = [traffic.mss_on_the_wire(f) if f.kind == "tcp" else
+               (int(f.mss_bytes) if libudt else traffic.udt_mss_on_the_wire(f)) if f.kind == "udt"
+               else None for f in spec.flows]
+        impl = [self.udt_impl if f.kind == "udt" else "ccarena" if f.kind == "tcp" else None
+                for f in spec.flows]
+        return {"transport": {"mss_bytes": mss, "implementation": impl}}
 
 
 def _engine() -> Any:
