@@ -87,8 +87,7 @@ pub struct Simulation {
     /// Limits the run stops at ([`Simulation::set_budget`]), and why it stopped, if it did.
     budget: Budget,
     over_budget: Option<String>,
-    /// Reused buffers so the per-packet path never allocates.
-    arrivals: Vec<Packet>,
+    /// Reused buffer so the per-packet path never allocates.
     outgoing: Vec<Packet>,
 }
 
@@ -171,7 +170,6 @@ impl Simulation {
             events_processed: 0,
             budget: Budget::default(),
             over_budget: None,
-            arrivals: Vec::new(),
             outgoing: Vec::new(),
             spec,
         })
@@ -394,17 +392,19 @@ impl Simulation {
         if self.links[l].scheduled_at == self.now {
             self.links[l].scheduled_at = SimTime::NEVER;
         }
-        let mut arrived = std::mem::take(&mut self.arrivals);
-        self.links[l].take_arrivals(self.now, &mut arrived);
+        let now = self.now;
+        self.links[l].advance(now);
         let node = self.links[l].to;
-        for pkt in arrived.drain(..) {
+        // One packet at a time, straight from the pipe: handing a packet on touches other links
+        // and flows only (a link never leads back to its own sender), so this link's arrivals
+        // are the same as if all were taken first.
+        while let Some(pkt) = self.links[l].pop_arrived(now) {
             if pkt.dst == node {
                 self.deliver(pkt);
             } else {
                 self.send_from(node, l as u32, pkt);
             }
         }
-        self.arrivals = arrived;
         self.ensure_link_event(l);
     }
 
