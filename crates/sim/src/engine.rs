@@ -361,15 +361,23 @@ impl Simulation {
         &self.routes
     }
 
-    #[inline]
+    /// Make sure link `l` has an event pending no later than its next arrival. Inline: most
+    /// calls find one already scheduled (a packet joined a pipe that was not empty).
+    #[inline(always)]
     fn ensure_link_event(&mut self, l: usize) {
-        let link = &mut self.links[l];
+        let link = &self.links[l];
         if let Some(t) = link.next_arrival() {
             if t < link.scheduled_at {
-                link.scheduled_at = t;
-                self.events.push(t, Event::LinkArrival(l as u32));
+                self.schedule_link(l, t);
             }
         }
+    }
+
+    /// Push link `l`'s arrival event at `t` (earlier than any it has pending).
+    #[inline(never)]
+    fn schedule_link(&mut self, l: usize, t: SimTime) {
+        self.links[l].scheduled_at = t;
+        self.events.push(t, Event::LinkArrival(l as u32));
     }
 
     /// Apply scheduled change `c`; the head of the link's pipe may now arrive earlier. Cold: a
