@@ -225,6 +225,45 @@ mod tests {
         assert!(q.is_empty());
     }
 
+    /// The same against a sort with times spread over every magnitude (nanoseconds to the end
+    /// of time), so entries start in high buckets and move down several times before they pop,
+    /// and with pops bounded by a limit that often stops short of the earliest entry.
+    #[test]
+    fn matches_a_sorted_order_with_times_of_every_magnitude() {
+        let mut q = EventQueue::new();
+        let mut reference: Vec<(u64, u64)> = Vec::new();
+        let (mut x, mut seq, mut now) = (0x2545_f491_4f6c_dd1du64, 0u64, 0u64);
+        for _ in 0..20_000 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            if x % 5 < 3 {
+                let t = now.saturating_add((x >> 8) >> (x % 64));
+                q.push(SimTime(t), Event::LinkArrival(seq as u32));
+                reference.push((t, seq));
+                seq += 1;
+            } else {
+                let limit = now.saturating_add((x >> 16) >> (x % 61));
+                reference.sort_unstable();
+                match q.pop_until(SimTime(limit)) {
+                    Some((t, e)) => {
+                        let (rt, rseq) = reference.remove(0);
+                        assert_eq!((t.0, e), (rt, Event::LinkArrival(rseq as u32)));
+                        assert!(rt <= limit);
+                        now = t.0;
+                    }
+                    None => assert!(reference.first().is_none_or(|&(rt, _)| rt > limit)),
+                }
+            }
+            assert_eq!(q.len(), reference.len());
+        }
+        reference.sort_unstable();
+        for (rt, rseq) in reference {
+            assert_eq!(q.pop_until(SimTime::NEVER), Some((SimTime(rt), Event::LinkArrival(rseq as u32))));
+        }
+        assert!(q.is_empty());
+    }
+
     #[test]
     fn pop_until_leaves_later_events() {
         let mut q = EventQueue::new();
