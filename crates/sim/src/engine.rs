@@ -87,8 +87,7 @@ pub struct Simulation {
     /// Limits the run stops at ([`Simulation::set_budget`]), and why it stopped, if it did.
     budget: Budget,
     over_budget: Option<String>,
-    /// Reused buffers so the per-packet path never allocates.
-    arrivals: Vec<Packet>,
+    /// Reused buffer so the per-packet path never allocates.
     outgoing: Vec<Packet>,
 }
 
@@ -171,7 +170,6 @@ impl Simulation {
             events_processed: 0,
             budget: Budget::default(),
             over_budget: None,
-            arrivals: Vec::new(),
             outgoing: Vec::new(),
             spec,
         })
@@ -363,15 +361,23 @@ impl Simulation {
         &self.routes
     }
 
-    #[inline]
+    /// Make sure link `l` has an event pending no later than its next arrival. Inline: most
+    /// calls find one already scheduled (a packet joined a pipe that was not empty).
+    #[inline(always)]
     fn ensure_link_event(&mut self, l: usize) {
-        let link = &mut self.links[l];
+        let link = &self.links[l];
         if let Some(t) = link.next_arrival() {
             if t < link.scheduled_at {
-                link.scheduled_at = t;
-                self.events.push(t, Event::LinkArrival(l as u32));
+                self.schedule_link(l, t);
             }
         }
+    }
+
+    /// Push link `l`'s arrival event at `t` (earlier than any it has pending).
+    #[inline(never)]
+    fn schedule_link(&mut self, l: usize, t: SimTime) {
+        self.links[l].scheduled_at = t;
+        self.events.push(t, Event::LinkArrival(l as u32));
     }
 
     /// Apply scheduled change `c`; the head of the link's pipe may now arrive earlier. Cold: a
@@ -394,17 +400,19 @@ impl Simulation {
         if self.links[l].scheduled_at == self.now {
             self.links[l].scheduled_at = SimTime::NEVER;
         }
-        let mut arrived = std::mem::take(&mut self.arrivals);
-        self.links[l].take_arrivals(self.now, &mut arrived);
+        let now = self.now;
+        self.links[l].advance(now);
         let node = self.links[l].to;
-        for pkt in arrived.drain(..) {
+        // One packet at a time, straight from the pipe: handing a packet on touches other links
+        // and flows only (a link never leads back to its own sender), so this link's arrivals
+        // are the same as if all were taken first.
+        while let Some(pkt) = self.links[l].pop_arrived(now) {
             if pkt.dst == node {
                 self.deliver(pkt);
             } else {
                 self.send_from(node, l as u32, pkt);
             }
         }
-        self.arrivals = arrived;
         self.ensure_link_event(l);
     }
 

@@ -122,13 +122,26 @@ impl Link {
     /// Offer `pkt` to the queue at `now`. Returns false when the discipline drops it. A packet
     /// the discipline marks has CE set on its data segment (only ECT data segments are marked).
     #[inline]
-    pub fn enqueue(&mut self, now: SimTime, pkt: Packet) -> bool {
+    pub fn enqueue(&mut self, now: SimTime, mut pkt: Packet) -> bool {
         self.advance(now);
         self.counters.packets_in += 1;
         self.counters.bytes_in += pkt.size_bytes as u64;
         if !self.up {
             self.counters.packets_dropped_down += 1;
             return false;
+        }
+        if self.tx_free_at <= now {
+            // Idle transmitter, empty DropTail queue: the packet starts at once, decided (and
+            // marked) as the queue would, without passing through it.
+            if let Some(verdict) = self.qdisc.pass_through(&mut pkt) {
+                if matches!(verdict, Verdict::Drop | Verdict::EarlyDrop) {
+                    return false;
+                }
+                self.tx_free_at = now;
+                pkt.enqueued_at = now;
+                self.transmit(now, pkt);
+                return true;
+            }
         }
         let verdict = self.qdisc.enqueue(pkt, now.as_nanos(), self.tx_free_at.as_nanos(), self.rate_bps);
         if matches!(verdict, Verdict::Drop | Verdict::EarlyDrop) {
@@ -204,10 +217,17 @@ impl Link {
     /// otherwise (CoDel, FQ-CoDel, FQ: the next packet, or whether one is sent at all, is decided
     /// when the transmitter frees up) a lower bound, the transmitter's next start plus the delay,
     /// so the engine wakes the link in time and it decides then.
+    #[inline]
     pub fn next_arrival(&self) -> Option<SimTime> {
-        if let Some((t, _)) = self.pipe.front() {
-            return Some(*t);
+        match self.pipe.front() {
+            Some((t, _)) => Some(*t),
+            None => self.next_arrival_from_queue(),
         }
+    }
+
+    /// [`Link::next_arrival`] with an empty pipe: out of line, the pipe is rarely empty.
+    #[inline(never)]
+    fn next_arrival_from_queue(&self) -> Option<SimTime> {
         if let Some(head) = self.qdisc.certain_head() {
             let start = self.tx_free_at.max(SimTime(head.enqueued_ns));
             let size = head.pkt.size_bytes as u64;
@@ -228,14 +248,22 @@ impl Link {
     /// Append to `out` every packet that has reached the far end by `now`.
     pub fn take_arrivals(&mut self, now: SimTime, out: &mut Vec<Packet>) {
         self.advance(now);
-        while let Some((t, _)) = self.pipe.front() {
-            if *t > now {
-                break;
-            }
-            let (_, pkt) = self.pipe.pop_front().expect("front exists");
-            self.counters.packets_delivered += 1;
+        while let Some(pkt) = self.pop_arrived(now) {
             out.push(pkt);
         }
+    }
+
+    /// The pipe's head if it has reached the far end by `now`, counted delivered. Call
+    /// [`Link::advance`] to `now` first (as [`Link::take_arrivals`] does): the engine hands each
+    /// packet on before taking the next, with no staging copy.
+    #[inline]
+    pub fn pop_arrived(&mut self, now: SimTime) -> Option<Packet> {
+        if self.pipe.front()?.0 > now {
+            return None;
+        }
+        let (_, pkt) = self.pipe.pop_front()?;
+        self.counters.packets_delivered += 1;
+        Some(pkt)
     }
 
     /// Packets waiting in the queue (not counting the one being serialized).

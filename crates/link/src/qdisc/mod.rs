@@ -222,6 +222,34 @@ impl<P: QueuedPacket> Qdisc<P> {
         verdict
     }
 
+    /// DropTail's decision on `pkt` arriving at an empty queue whose transmitter is idle, with
+    /// the packet's mark set and counted as [`Qdisc::enqueue`] would: on `Enqueue` or `Mark` the
+    /// caller sends it at once, exactly what an enqueue followed by a dequeue at the same
+    /// instant gives, without the two copies through the queue. `None` (nothing changed) for
+    /// any other discipline or a non-empty queue: use `enqueue` and `dequeue`.
+    #[inline]
+    pub fn pass_through(&mut self, pkt: &mut P) -> Option<Verdict> {
+        let Kind::Fifo(q, FifoAqm::DropTail { k_packets, k_bytes }) = &self.kind else { return None };
+        if !q.is_empty() {
+            return None;
+        }
+        let verdict = fifo::droptail(self.limit, *k_packets, *k_bytes, 0, 0, pkt.size_bytes(), pkt.ect());
+        match verdict {
+            Verdict::Enqueue => {}
+            Verdict::Mark => {
+                pkt.set_ce();
+                self.counters.marked += pkt.packets();
+            }
+            Verdict::Drop | Verdict::EarlyDrop => {
+                self.counters.dropped += pkt.packets();
+                if verdict == Verdict::EarlyDrop {
+                    self.counters.dropped_early += pkt.packets();
+                }
+            }
+        }
+        Some(verdict)
+    }
+
     /// The packet the transmitter starts sending at `now_ns`, if any: the discipline's choice,
     /// after its dequeue-time drops and marks (CoDel). Calls come in time order.
     #[inline]
