@@ -85,6 +85,9 @@ pub struct Link {
     up: bool,
     /// When set, the transmitter follows this trace instead of `rate_bps` ([`Link::with_trace`]).
     trace: Option<TraceTransmitter>,
+    /// Forwarding jitter ([`Link::with_jitter`]): its stream and the next draw, kept one ahead so
+    /// [`Link::next_arrival`] stays exact.
+    jitter: Option<(SplitMix64, u64)>,
 }
 
 impl Link {
@@ -107,6 +110,31 @@ impl Link {
             counters: LinkCounters::default(),
             up: true,
             trace: None,
+            jitter: None,
+        }
+    }
+
+    /// This link with forwarding jitter: each packet reaches the far end a random time after its
+    /// propagation delay, uniform in [0, its own serialization time at the link's rate), never
+    /// before the packet ahead of it (no reordering). Real hosts and routers vary the instant
+    /// they forward a packet; a simulator that does not lets competing flows whose paths have
+    /// equal delays and rates lock their packets into fixed phases at a DropTail queue, so the
+    /// tail drop hits one flow every time (Floyd & Jacobson, "On Traffic Phase Effects in
+    /// Packet-Switched Gateways", 1992: the discrimination goes away with a random processing
+    /// time of up to one service time). Draws come from `rng` alone.
+    pub fn with_jitter(mut self, mut rng: SplitMix64) -> Link {
+        let first = rng.next_u64();
+        self.jitter = Some((rng, first));
+        self
+    }
+
+    /// The jitter the next packet of `size` bytes serialized in `serialization` gets, ns (zero
+    /// without jitter): the pending draw scaled to [0, serialization).
+    #[inline]
+    fn next_jitter(&self, serialization: Duration) -> Duration {
+        match &self.jitter {
+            Some((_, u)) => Duration(((u128::from(*u) * u128::from(serialization.as_nanos())) >> 64) as u64),
+            None => Duration::ZERO,
         }
     }
 
@@ -167,9 +195,10 @@ impl Link {
     #[inline]
     fn transmit(&mut self, start: SimTime, pkt: Packet) {
         let size = pkt.size_bytes as u64;
+        let serialization = self.serialization(size);
         let end = match self.trace.as_mut() {
             Some(trace) => SimTime(trace.depart(start.as_nanos(), size)),
-            None => start + self.serialization(size),
+            None => start + serialization,
         };
         self.tx_free_at = end;
         self.counters.departures += 1;
@@ -183,8 +212,13 @@ impl Link {
             self.last_in_pipe = false;
             return;
         }
-        // A link does not reorder: if the delay was lowered mid-run, later packets wait.
-        let arrival = (end + self.delay).max(self.last_arrival);
+        let jitter = self.next_jitter(serialization);
+        if let Some((rng, u)) = self.jitter.as_mut() {
+            *u = rng.next_u64();
+        }
+        // A link does not reorder: if the delay was lowered mid-run, or jitter held the packet
+        // ahead back, later packets wait.
+        let arrival = (end + self.delay + jitter).max(self.last_arrival);
         self.last_arrival = arrival;
         self.last_in_pipe = true;
         self.pipe.push_back((arrival, pkt));
@@ -211,16 +245,17 @@ impl Link {
         if let Some(head) = self.qdisc.certain_head() {
             let start = self.tx_free_at.max(SimTime(head.enqueued_ns));
             let size = head.pkt.size_bytes as u64;
-            if let Some(trace) = &self.trace {
-                let end = SimTime(trace.peek_departure(start.as_nanos(), size));
-                return Some((end + self.delay).max(self.last_arrival));
-            }
             let serialization = if self.serialization_cache.0 == size {
                 self.serialization_cache.1
             } else {
                 Duration(transmission_ns(size, self.rate_bps))
             };
-            return Some((start + serialization + self.delay).max(self.last_arrival));
+            let jitter = self.next_jitter(serialization);
+            if let Some(trace) = &self.trace {
+                let end = SimTime(trace.peek_departure(start.as_nanos(), size));
+                return Some((end + self.delay + jitter).max(self.last_arrival));
+            }
+            return Some((start + serialization + self.delay + jitter).max(self.last_arrival));
         }
         (!self.qdisc.is_empty()).then(|| (self.tx_free_at + self.delay).max(self.last_arrival))
     }
