@@ -85,9 +85,20 @@ pub struct Link {
     up: bool,
     /// When set, the transmitter follows this trace instead of `rate_bps` ([`Link::with_trace`]).
     trace: Option<TraceTransmitter>,
-    /// Forwarding jitter ([`Link::with_jitter`]): its stream and the next draw, kept one ahead so
-    /// [`Link::next_arrival`] stays exact.
-    jitter: Option<(SplitMix64, u64)>,
+    /// Forwarding jitter ([`Link::with_jitter`]), if any.
+    jitter: Option<Jitter>,
+    /// The jitter the last packet put in the pipe got (kept when a delay change recomputes its
+    /// arrival).
+    last_jitter: Duration,
+}
+
+/// A link's forwarding jitter: its stream, the next draw (kept one ahead so
+/// [`Link::next_arrival`] stays exact), and its range as a fraction of a serialization time.
+#[derive(Debug)]
+struct Jitter {
+    rng: SplitMix64,
+    next: u64,
+    fraction: f64,
 }
 
 impl Link {
@@ -111,29 +122,33 @@ impl Link {
             up: true,
             trace: None,
             jitter: None,
+            last_jitter: Duration::ZERO,
         }
     }
 
     /// This link with forwarding jitter: each packet reaches the far end a random time after its
-    /// propagation delay, uniform in [0, its own serialization time at the link's rate), never
-    /// before the packet ahead of it (no reordering). Real hosts and routers vary the instant
+    /// propagation delay, uniform in [0, `fraction` × its own serialization time at the link's
+    /// rate), never before the packet ahead of it (no reordering); `fraction` in [0, 1]. Real hosts and routers vary the instant
     /// they forward a packet; a simulator that does not lets competing flows whose paths have
     /// equal delays and rates lock their packets into fixed phases at a DropTail queue, so the
     /// tail drop hits one flow every time (Floyd & Jacobson, "On Traffic Phase Effects in
     /// Packet-Switched Gateways", 1992: the discrimination goes away with a random processing
     /// time of up to one service time). Draws come from `rng` alone.
-    pub fn with_jitter(mut self, mut rng: SplitMix64) -> Link {
-        let first = rng.next_u64();
-        self.jitter = Some((rng, first));
+    pub fn with_jitter(mut self, mut rng: SplitMix64, fraction: f64) -> Link {
+        let next = rng.next_u64();
+        self.jitter = Some(Jitter { rng, next, fraction });
         self
     }
 
-    /// The jitter the next packet of `size` bytes serialized in `serialization` gets, ns (zero
-    /// without jitter): the pending draw scaled to [0, serialization).
+    /// The jitter the next packet serialized in `serialization` gets (zero without jitter): the
+    /// pending draw scaled to [0, fraction × serialization).
     #[inline]
     fn next_jitter(&self, serialization: Duration) -> Duration {
         match &self.jitter {
-            Some((_, u)) => Duration(((u128::from(*u) * u128::from(serialization.as_nanos())) >> 64) as u64),
+            Some(j) => {
+                let full = (u128::from(j.next) * u128::from(serialization.as_nanos())) >> 64;
+                Duration((full as f64 * j.fraction) as u64)
+            }
             None => Duration::ZERO,
         }
     }
@@ -213,9 +228,10 @@ impl Link {
             return;
         }
         let jitter = self.next_jitter(serialization);
-        if let Some((rng, u)) = self.jitter.as_mut() {
-            *u = rng.next_u64();
+        if let Some(j) = self.jitter.as_mut() {
+            j.next = j.rng.next_u64();
         }
+        self.last_jitter = jitter;
         // A link does not reorder: if the delay was lowered mid-run, or jitter held the packet
         // ahead back, later packets wait.
         let arrival = (end + self.delay + jitter).max(self.last_arrival);
@@ -341,7 +357,7 @@ impl Link {
             if self.last_in_pipe && self.tx_free_at >= now {
                 let n = self.pipe.len();
                 let before = if n >= 2 { self.pipe[n - 2].0 } else { SimTime::ZERO };
-                let arrival = (self.tx_free_at + self.delay).max(before);
+                let arrival = (self.tx_free_at + self.delay + self.last_jitter).max(before);
                 self.pipe[n - 1].0 = arrival;
                 self.last_arrival = arrival;
             }
@@ -596,5 +612,44 @@ mod tests {
         l.take_arrivals(SimTime(1_000_000_000), &mut out);
         assert_eq!(out.len(), 50);
         assert_eq!(l.counters().packets_lost_wire, 50);
+    }
+
+    /// Jitter: each packet arrives within one serialization time after serialization plus
+    /// delay, never before the one ahead; the announced arrival is the real one; the draws
+    /// vary (Floyd & Jacobson's random processing time).
+    #[test]
+    fn jitter_stays_within_one_serialization_time_and_keeps_order() {
+        let mut l = link(1000, 0.0).with_jitter(SplitMix64::stream(1, StreamKind::LinkJitter, 0), 1.0);
+        let mut out = Vec::new();
+        let mut offsets = Vec::new();
+        let mut last = SimTime::ZERO;
+        for i in 0..200u64 {
+            // 1000 bytes take 1 ms; one packet every 3 ms so none waits.
+            let sent = SimTime(i * 3_000_000);
+            l.enqueue(sent, pkt(1000));
+            let announced = l.next_arrival().expect("a packet is in the pipe");
+            l.take_arrivals(announced, &mut out);
+            assert_eq!(out.len() as u64, i + 1, "it arrives when announced");
+            let nominal = sent + Duration::from_millis(2);
+            assert!(announced >= nominal && announced < nominal + Duration::from_millis(1), "{announced:?}");
+            assert!(announced >= last);
+            last = announced;
+            offsets.push((announced - nominal).as_nanos());
+        }
+        let mean = offsets.iter().sum::<u64>() as f64 / offsets.len() as f64;
+        assert!((mean - 500_000.0).abs() < 60_000.0, "mean jitter {mean} ns");
+        // Back to back: a packet held back by jitter holds the next one too (FIFO).
+        let mut l = link(1000, 0.0).with_jitter(SplitMix64::stream(2, StreamKind::LinkJitter, 0), 1.0);
+        for _ in 0..100 {
+            l.enqueue(SimTime::ZERO, pkt(10));
+        }
+        let mut out = Vec::new();
+        let mut prev = SimTime::ZERO;
+        while let Some(t) = l.next_arrival() {
+            assert!(t >= prev);
+            prev = t;
+            l.take_arrivals(t, &mut out);
+        }
+        assert_eq!(out.len(), 100);
     }
 }
