@@ -142,6 +142,7 @@ fn spec(nodes: Vec<NodeSpec>, links: Vec<LinkSpec>, flows: Vec<FlowSpec>) -> Spe
         routes: Vec::new(),
         flows,
         events: Vec::new(),
+        link_jitter: None,
     }
 }
 

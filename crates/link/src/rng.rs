@@ -21,6 +21,8 @@ pub enum StreamKind {
     QueueAqm = 3,
     /// A node's routing randomness: its ECMP hash salt and its spraying draws (index: node index).
     Routing = 4,
+    /// A link's forwarding jitter (index: link index).
+    LinkJitter = 5,
 }
 
 /// The golden-ratio increment between states (γ of the paper: 2^64 / φ, odd).

@@ -114,6 +114,10 @@ impl Simulation {
                     crate::queue::qdisc(&l.queue, SplitMix64::stream(spec.seed, StreamKind::QueueAqm, i as u64)),
                     SplitMix64::stream(spec.seed, StreamKind::LinkLoss, i as u64),
                 );
+                let link = match spec.link_jitter.filter(|f| *f > 0.0) {
+                    Some(fraction) => link.with_jitter(SplitMix64::stream(spec.seed, StreamKind::LinkJitter, i as u64), fraction),
+                    None => link,
+                };
                 match l.trace.as_ref().map(|t| t.rate_trace().expect("validated")) {
                     Some(trace) => link.with_trace(TraceTransmitter::new(trace, 0)),
                     None => link,
@@ -550,3 +554,4 @@ impl Simulation {
         }
     }
 }
+

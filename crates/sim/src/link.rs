@@ -85,6 +85,20 @@ pub struct Link {
     up: bool,
     /// When set, the transmitter follows this trace instead of `rate_bps` ([`Link::with_trace`]).
     trace: Option<TraceTransmitter>,
+    /// Forwarding jitter ([`Link::with_jitter`]), if any.
+    jitter: Option<Jitter>,
+    /// The jitter the last packet put in the pipe got (kept when a delay change recomputes its
+    /// arrival).
+    last_jitter: Duration,
+}
+
+/// A link's forwarding jitter: its stream, the next draw (kept one ahead so
+/// [`Link::next_arrival`] stays exact), and its range as a fraction of a serialization time.
+#[derive(Debug)]
+struct Jitter {
+    rng: SplitMix64,
+    next: u64,
+    fraction: f64,
 }
 
 impl Link {
@@ -107,6 +121,35 @@ impl Link {
             counters: LinkCounters::default(),
             up: true,
             trace: None,
+            jitter: None,
+            last_jitter: Duration::ZERO,
+        }
+    }
+
+    /// This link with forwarding jitter: each packet reaches the far end a random time after its
+    /// propagation delay, uniform in [0, `fraction` × its own serialization time at the link's
+    /// rate), never before the packet ahead of it (no reordering); `fraction` in [0, 1]. Real hosts and routers vary the instant
+    /// they forward a packet; a simulator that does not lets competing flows whose paths have
+    /// equal delays and rates lock their packets into fixed phases at a DropTail queue, so the
+    /// tail drop hits one flow every time (Floyd & Jacobson, "On Traffic Phase Effects in
+    /// Packet-Switched Gateways", 1992: the discrimination goes away with a random processing
+    /// time of up to one service time). Draws come from `rng` alone.
+    pub fn with_jitter(mut self, mut rng: SplitMix64, fraction: f64) -> Link {
+        let next = rng.next_u64();
+        self.jitter = Some(Jitter { rng, next, fraction });
+        self
+    }
+
+    /// The jitter the next packet serialized in `serialization` gets (zero without jitter): the
+    /// pending draw scaled to [0, fraction × serialization).
+    #[inline]
+    fn next_jitter(&self, serialization: Duration) -> Duration {
+        match &self.jitter {
+            Some(j) => {
+                let full = (u128::from(j.next) * u128::from(serialization.as_nanos())) >> 64;
+                Duration((full as f64 * j.fraction) as u64)
+            }
+            None => Duration::ZERO,
         }
     }
 
@@ -180,9 +223,10 @@ impl Link {
     #[inline]
     fn transmit(&mut self, start: SimTime, pkt: Packet) {
         let size = pkt.size_bytes as u64;
+        let serialization = self.serialization(size);
         let end = match self.trace.as_mut() {
             Some(trace) => SimTime(trace.depart(start.as_nanos(), size)),
-            None => start + self.serialization(size),
+            None => start + serialization,
         };
         self.tx_free_at = end;
         self.counters.departures += 1;
@@ -196,8 +240,14 @@ impl Link {
             self.last_in_pipe = false;
             return;
         }
-        // A link does not reorder: if the delay was lowered mid-run, later packets wait.
-        let arrival = (end + self.delay).max(self.last_arrival);
+        let jitter = self.next_jitter(serialization);
+        if let Some(j) = self.jitter.as_mut() {
+            j.next = j.rng.next_u64();
+        }
+        self.last_jitter = jitter;
+        // A link does not reorder: if the delay was lowered mid-run, or jitter held the packet
+        // ahead back, later packets wait.
+        let arrival = (end + self.delay + jitter).max(self.last_arrival);
         self.last_arrival = arrival;
         self.last_in_pipe = true;
         self.pipe.push_back((arrival, pkt));
@@ -231,16 +281,17 @@ impl Link {
         if let Some(head) = self.qdisc.certain_head() {
             let start = self.tx_free_at.max(SimTime(head.enqueued_ns));
             let size = head.pkt.size_bytes as u64;
-            if let Some(trace) = &self.trace {
-                let end = SimTime(trace.peek_departure(start.as_nanos(), size));
-                return Some((end + self.delay).max(self.last_arrival));
-            }
             let serialization = if self.serialization_cache.0 == size {
                 self.serialization_cache.1
             } else {
                 Duration(transmission_ns(size, self.rate_bps))
             };
-            return Some((start + serialization + self.delay).max(self.last_arrival));
+            let jitter = self.next_jitter(serialization);
+            if let Some(trace) = &self.trace {
+                let end = SimTime(trace.peek_departure(start.as_nanos(), size));
+                return Some((end + self.delay + jitter).max(self.last_arrival));
+            }
+            return Some((start + serialization + self.delay + jitter).max(self.last_arrival));
         }
         (!self.qdisc.is_empty()).then(|| (self.tx_free_at + self.delay).max(self.last_arrival))
     }
@@ -334,7 +385,7 @@ impl Link {
             if self.last_in_pipe && self.tx_free_at >= now {
                 let n = self.pipe.len();
                 let before = if n >= 2 { self.pipe[n - 2].0 } else { SimTime::ZERO };
-                let arrival = (self.tx_free_at + self.delay).max(before);
+                let arrival = (self.tx_free_at + self.delay + self.last_jitter).max(before);
                 self.pipe[n - 1].0 = arrival;
                 self.last_arrival = arrival;
             }
@@ -589,5 +640,44 @@ mod tests {
         l.take_arrivals(SimTime(1_000_000_000), &mut out);
         assert_eq!(out.len(), 50);
         assert_eq!(l.counters().packets_lost_wire, 50);
+    }
+
+    /// Jitter: each packet arrives within one serialization time after serialization plus
+    /// delay, never before the one ahead; the announced arrival is the real one; the draws
+    /// vary (Floyd & Jacobson's random processing time).
+    #[test]
+    fn jitter_stays_within_one_serialization_time_and_keeps_order() {
+        let mut l = link(1000, 0.0).with_jitter(SplitMix64::stream(1, StreamKind::LinkJitter, 0), 1.0);
+        let mut out = Vec::new();
+        let mut offsets = Vec::new();
+        let mut last = SimTime::ZERO;
+        for i in 0..200u64 {
+            // 1000 bytes take 1 ms; one packet every 3 ms so none waits.
+            let sent = SimTime(i * 3_000_000);
+            l.enqueue(sent, pkt(1000));
+            let announced = l.next_arrival().expect("a packet is in the pipe");
+            l.take_arrivals(announced, &mut out);
+            assert_eq!(out.len() as u64, i + 1, "it arrives when announced");
+            let nominal = sent + Duration::from_millis(2);
+            assert!(announced >= nominal && announced < nominal + Duration::from_millis(1), "{announced:?}");
+            assert!(announced >= last);
+            last = announced;
+            offsets.push((announced - nominal).as_nanos());
+        }
+        let mean = offsets.iter().sum::<u64>() as f64 / offsets.len() as f64;
+        assert!((mean - 500_000.0).abs() < 60_000.0, "mean jitter {mean} ns");
+        // Back to back: a packet held back by jitter holds the next one too (FIFO).
+        let mut l = link(1000, 0.0).with_jitter(SplitMix64::stream(2, StreamKind::LinkJitter, 0), 1.0);
+        for _ in 0..100 {
+            l.enqueue(SimTime::ZERO, pkt(10));
+        }
+        let mut out = Vec::new();
+        let mut prev = SimTime::ZERO;
+        while let Some(t) = l.next_arrival() {
+            assert!(t >= prev);
+            prev = t;
+            l.take_arrivals(t, &mut out);
+        }
+        assert_eq!(out.len(), 100);
     }
 }

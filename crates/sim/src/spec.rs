@@ -46,6 +46,14 @@ pub struct Spec {
     /// Scheduled link changes, in any order (applied in time order, ties in list order). Required;
     /// may be empty.
     pub events: Vec<EventSpec>,
+    /// Forwarding jitter on every link, as a fraction in [0, 1] of a packet's serialization time:
+    /// each packet reaches the far end a uniform random time in [0, fraction × its serialization
+    /// time) after its propagation delay, never before the packet ahead of it. Null/absent or 0:
+    /// none (every packet exactly on time). Breaks the phase lock of flows whose paths have equal
+    /// rates and delays at a DropTail queue (Floyd & Jacobson, "On Traffic Phase Effects in
+    /// Packet-Switched Gateways", 1992; docs/engine-spec.md).
+    #[serde(default)]
+    pub link_jitter: Option<f64>,
 }
 
 /// Routing computed by the engine: for each destination host, a breadth-first search by hop
@@ -796,6 +804,11 @@ impl Spec {
         }
         if self.duration_ns == 0 {
             return Err(err("duration_ns", "must be positive"));
+        }
+        if let Some(j) = self.link_jitter {
+            if !(0.0..=1.0).contains(&j) {
+                return Err(err("link_jitter", format!("{j} is not in [0, 1]")));
+            }
         }
         if self.sample_interval_ns == 0 {
             return Err(err("sample_interval_ns", "must be positive"));

@@ -273,7 +273,7 @@ impl Dumbbell {
             routes.push(RouteSpec { node: r0, dst: r, link: 0 });
             routes.push(RouteSpec { node: r1, dst: l, link: 1 });
         }
-        Spec { format: SPEC_FORMAT, seed, duration_ns, sample_interval_ns, nodes, links, routes, routing: None, flows, events: Vec::new() }
+        Spec { format: SPEC_FORMAT, seed, duration_ns, sample_interval_ns, nodes, links, routes, routing: None, flows, events: Vec::new(), link_jitter: None }
     }
 }
 
@@ -392,6 +392,7 @@ impl FatTree {
             routing: Some(RoutingSpec { mode: RoutingMode::Ecmp }),
             flows,
             events: Vec::new(),
+            link_jitter: None,
         }
     }
 }
