@@ -318,8 +318,13 @@ class RunSpec(SpecModel):
     static overrides."""
     flows: tuple[FlowSpec, ...]
     events: tuple[EventSpec, ...] = ()
+    link_jitter: float | None = Field(None, ge=0.0, le=1.0)
+    """Forwarding jitter on every link, a fraction of a packet's serialization time (the engine
+    delays each packet by U[0, fraction × serialization) after its propagation delay, keeping
+    order; Floyd & Jacobson 1992's remedy for traffic phase effects). ``None``: none — the front end
+    does not set it yet (docs/engine-spec.md)."""
 
-    _OPTIONAL = frozenset({"routing"})
+    _OPTIONAL = frozenset({"routing", "link_jitter"})
 
     def to_dict(self) -> dict[str, Any]:
         """The spec as JSON-ready data (``from`` for :attr:`LinkSpec.from_`); a new copy each call."""
