@@ -189,7 +189,10 @@ def run(
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bars."),
     backend: Optional[str] = typer.Option(
         None, "--backend", "-b",
-        help="sim, kernel, or sim,kernel (both, side by side) [default: the scenario's backend]."),
+        help="sim, kernel, udp, or several side by side (sim,kernel,udp) [default: the "
+             "scenario's backend]."),
+    part: Optional[list[str]] = typer.Option(
+        None, "--part", help="Run only this [[parts]] entry (repeat for several) [default: all]."),
     max_memory: Optional[str] = typer.Option(
         None, "--max-memory", help="Refuse a run estimated to need more memory than this, e.g. 8GB "
                                    "[default: half this machine's memory]."),
@@ -213,17 +216,21 @@ def run(
 
       ccarena run examples/kernel-vs-sim.toml --backend sim,kernel     (needs root)
 
+      ccarena run examples/seeds/001-lifo-real-sockets.toml --part tcp   (needs root)
+
       ccarena run study.toml --executor dask --scheduler tcp://head:8786 --out file:///shared/study
     """
     from ccarena.backends import parse_backend_names
     from ccarena.executor import run_experiment
     from ccarena.report.custom_plot import parse_formats
     from ccarena.results import Result
-    from ccarena.scenario import load_scenario
+    from ccarena.scenario import load_scenario, select_parts
     from ccarena.store.location import results_path
 
     figure_formats = parse_formats(formats)
     loaded = load_scenario(scenario)
+    if part:
+        loaded = select_parts(loaded, part)
     root = results_path(out) if out is not None else results_path(results) / loaded.scenario.name
     outcome = run_experiment(loaded, root, jobs=jobs, force=force, console=stderr,
                              show_progress=not quiet, backends=parse_backend_names(backend),

@@ -19,6 +19,7 @@ from ccarena.scenario.loading import (
     load_scenario,
     merge_tables,
     read_toml,
+    select_parts,
     split_parts,
     validate_scenario,
     without_sweep,
@@ -38,5 +39,6 @@ from ccarena.scenario.schema import (
 
 __all__ = ["EXECUTOR_KINDS", "RECOVERIES", "ExecutorOptions", "Flow", "KernelOptions",
            "LoadedScenario", "Matrix", "Output", "Part", "Reference", "ReportOptions", "Scenario",
-           "Sweep", "check_sweep", "load_scenario", "matrix_flows", "merge_tables", "read_toml", "split_parts", "validate_scenario",
+           "Sweep", "check_sweep", "load_scenario", "matrix_flows", "merge_tables", "read_toml", "select_parts",
+           "split_parts", "validate_scenario",
            "without_sweep"]

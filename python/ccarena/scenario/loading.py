@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 import tomllib
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -181,6 +181,22 @@ def load_scenario(source: str | Path | dict[str, Any]) -> LoadedScenario:
         raise (err.prefixed(f"{origin}: ") if origin else err) from None
     return LoadedScenario(raw=raw, scenario=parts[0].scenario, source=origin, text=text,
                           parts=tuple(parts))
+
+
+def select_parts(loaded: LoadedScenario, names: list[str]) -> LoadedScenario:
+    """``loaded`` with only the ``[[parts]]`` named in ``names`` (in the file's order), e.g. to run
+    a study's simulated part without the real-socket one.
+
+    Raises:
+        UserError: a name is not one of the file's parts (or the file has none).
+    """
+    known = [p.name for p in loaded.parts]
+    for name in names:
+        if name not in known or not name:
+            listed = ", ".join(n for n in known if n) or "none (the file has no [[parts]])"
+            raise UserError(f"--part: no part '{name}'; parts: {listed}")
+    kept = tuple(p for p in loaded.parts if p.name in names)
+    return replace(loaded, parts=kept, scenario=kept[0].scenario)
 
 
 def with_absolute_files(raw: dict[str, Any], base: Path) -> dict[str, Any]:
