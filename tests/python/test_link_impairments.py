@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from ccarena.backends import get_backend
 from ccarena.backends.kernel.emulation import Emulation
 from ccarena.backends.kernel.emulator import direction_config
@@ -45,3 +46,21 @@ def test_conditions_reach_both_directions_the_simulator_and_the_relay():
     assert (relay["duplicate"], relay["reorder"], relay["reorder_delay_ns"]) == (0.02, 0.05, 3_000_000)
     plain = direction_config(_spec(), 0, Emulation("relay", "relay", "relay", "relay"), 0)
     assert not {"duplicate", "reorder", "reorder_delay_ns"} & set(plain)
+
+
+def test_the_kernel_backend_duplicates_and_reorders_only_with_its_relay():
+    from ccarena.backends.kernel.capabilities import Capabilities
+    from ccarena.backends.kernel.emulation import choose
+    from ccarena.errors import UserError
+
+    def caps(netem: bool, relay: bool = True) -> Capabilities:
+        return Capabilities(privileged=True, tools={}, congestion_controls=["cubic"],
+                            qdiscs={"netem": netem}, relay=relay)
+
+    impaired = _spec(reorder="5%")
+    # netem would be the kernel's choice for a plain lossy, delayed link; the relay is for these.
+    assert choose(_spec(), caps(netem=True)).mode == "tc"
+    assert choose(impaired, caps(netem=True)).mode == "relay"
+    for c, mode in ((caps(netem=True), "tc"), (caps(netem=False, relay=False), "auto")):
+        with pytest.raises(UserError, match=r"^kernel.emulation: duplicate and reorder need ccarena's relay"):
+            choose(impaired, c, mode)
