@@ -101,7 +101,7 @@ fn run(queue: &QdiscConfig, frames: &[Vec<u8>], arrivals: &[(u64, u16)]) -> (f64
             let mut body = pool.pop().unwrap_or_else(|| Vec::with_capacity(1600));
             body.extend_from_slice(f);
             link.hold_frame(t, info, body);
-            while let Some(Departure { fate, ce, mut body }) = link.take_departure() {
+            while let Some(Departure { fate, ce, mut body, .. }) = link.take_departure() {
                 if let Fate::Deliver { due_ns } = fate {
                     if ce {
                         ecn::set_ce(&mut body);
@@ -112,7 +112,7 @@ fn run(queue: &QdiscConfig, frames: &[Vec<u8>], arrivals: &[(u64, u16)]) -> (f64
                 pool.push(body);
             }
         } else {
-            let Offered { fate, ce } = link.offer_frame(t, info);
+            let Offered { fate, ce, .. } = link.offer_frame(t, info);
             if let Fate::Deliver { due_ns } = fate {
                 let bytes = if ce {
                     scratch.clear();

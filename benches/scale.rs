@@ -101,6 +101,9 @@ fn link(nodes: &[NodeSpec], from: usize, to: usize, rate_bps: u64, delay_ns: u64
         queue: droptail(queue_packets),
         sample: None,
         trace: None,
+        duplicate: 0.0,
+        reorder: 0.0,
+        reorder_delay_ns: None,
     }
 }
 

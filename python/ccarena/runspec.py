@@ -159,9 +159,11 @@ class LinkSpec(SpecModel):
     still has its row of totals in the links table. ``trace``: the link's capacity follows this
     trace (``rate_bps`` is then its mean); None (the default, left out of the JSON) = a constant
     rate. A ``rate_bps`` given as a :class:`ccarena.traces.TraceRate` (a scenario's
-    ``rate = { trace = … }``) fills ``trace`` by itself."""
+    ``rate = { trace = … }``) fills ``trace`` by itself. ``duplicate``, ``reorder`` and
+    ``reorder_delay_ns``: duplication and reordering on the wire (docs/engine-spec.md); left out of
+    the JSON at their defaults (0, 0, None), so a spec without them hashes as before."""
 
-    _OPTIONAL = frozenset({"sample", "trace"})
+    _OPTIONAL = frozenset({"sample", "trace", "duplicate", "reorder", "reorder_delay_ns"})
 
     name: str
     from_: int = Field(alias="from")
@@ -172,6 +174,9 @@ class LinkSpec(SpecModel):
     queue: QueueSpec
     sample: bool | None = None
     trace: TraceSpec | None = None
+    duplicate: float = Field(0.0, ge=0.0, le=1.0)
+    reorder: float = Field(0.0, ge=0.0, le=1.0)
+    reorder_delay_ns: int | None = Field(None, gt=0)
 
     @model_validator(mode="before")
     @classmethod

@@ -23,7 +23,8 @@ EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 EVERY_OPTION = {
     "name": "every-option", "duration": "4s",
     "topology": {"kind": "dumbbell", "pairs": 3,
-                 "bottleneck": {"rate": "10Mbps", "delay": "10ms",
+                 "bottleneck": {"rate": "10Mbps", "delay": "10ms", "duplicate": "1%", "reorder": "5%",
+                                "reorder_delay": "3ms",
                                 "queue": {"discipline": "red", "limit": "40pkt", "ecn": True,
                                           "wait": True}},
                  "access": {"rate": "100Mbps", "delay": "1ms",

@@ -5,6 +5,8 @@
 //!   type ([`qdisc::QueuedPacket`]): DropTail with DCTCP step marking, RED (gentle, Adaptive),
 //!   CoDel, FQ-CoDel, PIE and FQ.
 //! - [`wire`]: the transmitter's serialization time and random loss on the wire.
+//! - [`impair`]: duplication and reordering on the wire (netem's `duplicate`, reordering by
+//!   holding a packet back).
 //! - [`trace`]: a transmitter whose capacity follows a trace (Mahimahi delivery opportunities or
 //!   rate steps) instead of a constant rate.
 //! - [`rng`]: the seeded SplitMix64 streams every random process draws from.
@@ -14,12 +16,14 @@
 //! rates are bits per second. Nothing here reads a clock or does I/O.
 
 pub mod histogram;
+pub mod impair;
 pub mod qdisc;
 pub mod rng;
 pub mod trace;
 pub mod wire;
 
 pub use histogram::{Histogram, Summary};
+pub use impair::{Impairment, WireImpairments};
 pub use qdisc::{Qdisc, QdiscConfig, QdiscCounters, QueuedPacket, Verdict};
 pub use rng::{SplitMix64, StreamKind};
 pub use trace::{RateTrace, TraceError, TraceTransmitter};

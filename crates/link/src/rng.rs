@@ -23,6 +23,10 @@ pub enum StreamKind {
     Routing = 4,
     /// A link's forwarding jitter (index: link index).
     LinkJitter = 5,
+    /// A link's duplication process (index: link index; `crate::impair`).
+    LinkDuplicate = 6,
+    /// A link's reordering process (index: link index; `crate::impair`).
+    LinkReorder = 7,
 }
 
 /// The golden-ratio increment between states (γ of the paper: 2^64 / φ, odd).
@@ -75,6 +79,13 @@ impl SplitMix64 {
     pub fn for_direction(seed: u64, pipe_index: usize, direction: u8) -> SplitMix64 {
         let mut m = SplitMix64::new(seed ^ GOLDEN_GAMMA.wrapping_mul(pipe_index as u64 * 2 + u64::from(direction) + 1));
         SplitMix64::new(m.next_u64())
+    }
+
+    /// The relay's stream of process `kind` for one direction of one pipe, for the processes
+    /// added after the loss stream ([`SplitMix64::for_direction`], which stays the loss's): the
+    /// seed is mixed with the kind first, so each kind's streams are unrelated to the loss's.
+    pub fn for_direction_of(seed: u64, pipe_index: usize, direction: u8, kind: StreamKind) -> SplitMix64 {
+        SplitMix64::for_direction(mix64(seed ^ ((kind as u64) << 48)), pipe_index, direction)
     }
 
     /// XOR `salt` into the state: the same seed with different salts gives unrelated streams

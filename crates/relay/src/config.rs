@@ -37,6 +37,12 @@
 //! (rate steps). Its time 0 is the start instant; `rate_bps` stays the rate quoted (the trace's
 //! mean), and a change may not set `rate_bps`.
 //!
+//! A direction may duplicate and reorder frames (`ccarena_link::impair`, the engine spec's link
+//! fields of the same names): `"duplicate": 0.01` (each surviving frame sent twice with that
+//! probability, the copy right behind it), `"reorder": 0.05` with `"reorder_delay_ns": 5000000`
+//! (each surviving frame held back that much longer with that probability, so later frames
+//! overtake it; null or absent = the direction's delay, at least 1 ms). Absent = 0, as before.
+//!
 //! Optional, with defaults: `seed` (0), `duration_ns` (null: run until signalled),
 //! `max_queue_frames` ([`DEFAULT_MAX_QUEUE_FRAMES`]), `start_ns` (null), `sample_interval_ns` with
 //! `sample_origin_ns` (both or neither: sample every queue at `origin + k·interval`,
@@ -56,7 +62,7 @@ use ccarena_link::qdisc::codel::CodelConfig;
 use ccarena_link::qdisc::fq::FqConfig;
 use ccarena_link::qdisc::pie::PieConfig;
 use ccarena_link::qdisc::red::RedConfig;
-use ccarena_link::{QdiscConfig, RateTrace};
+use ccarena_link::{QdiscConfig, RateTrace, SplitMix64};
 
 use crate::link::{LinkChange, LinkParams, QueueLimit};
 
@@ -101,9 +107,28 @@ pub struct DirectionConfig {
     pub changes: Vec<(u64, LinkChange)>,
     /// The capacity trace the transmitter follows instead of `rate_bps`, if any.
     pub trace: Option<RateTrace>,
+    /// Probability in [0, 1] that a surviving frame is sent twice (`ccarena_link::impair`).
+    pub duplicate: f64,
+    /// Probability in [0, 1] that a surviving frame is held back by `reorder_delay_ns`.
+    pub reorder: f64,
+    /// How long a reordered frame is held back, ns.
+    pub reorder_delay_ns: u64,
 }
 
 impl DirectionConfig {
+    /// The direction's duplication and reordering, drawing from the streams of direction
+    /// `direction` (0 = a→b) of pipe `pipe_index` under `seed`.
+    pub fn impairments(&self, seed: u64, pipe_index: usize, direction: u8) -> ccarena_link::WireImpairments {
+        use ccarena_link::StreamKind;
+        ccarena_link::WireImpairments::new(
+            self.duplicate,
+            self.reorder,
+            self.reorder_delay_ns,
+            SplitMix64::for_direction_of(seed, pipe_index, direction, StreamKind::LinkDuplicate),
+            SplitMix64::for_direction_of(seed, pipe_index, direction, StreamKind::LinkReorder),
+        )
+    }
+
     /// The link model's parameters.
     pub fn link_params(&self) -> LinkParams {
         LinkParams { rate_bps: self.rate_bps, limit: self.limit, delay_ns: self.delay_ns }
@@ -274,6 +299,9 @@ fn direction(v: &Value, path: &str) -> Result<DirectionConfig> {
             "fq_codel",
             "fq",
             "trace",
+            "duplicate",
+            "reorder",
+            "reorder_delay_ns",
         ],
     )?;
     let delay_path = join(path, "delay_ns");
@@ -320,7 +348,13 @@ fn direction(v: &Value, path: &str) -> Result<DirectionConfig> {
             return Err(ConfigError::new(format!("{}[{i}].rate_bps", join(path, "changes")), "the direction's rate follows a trace; a rate change cannot apply to it"));
         }
     }
-    Ok(DirectionConfig { delay_ns, loss, rate_bps, limit, queue, changes, trace })
+    let duplicate = optional(map, "duplicate").map(|v| probability(v, &join(path, "duplicate"))).transpose()?.unwrap_or(0.0);
+    let reorder = optional(map, "reorder").map(|v| probability(v, &join(path, "reorder"))).transpose()?.unwrap_or(0.0);
+    let reorder_delay_ns = match optional(map, "reorder_delay_ns") {
+        Some(v) => non_negative_int(v, &join(path, "reorder_delay_ns"), "ns")?,
+        None => ccarena_link::impair::default_reorder_delay_ns(delay_ns),
+    };
+    Ok(DirectionConfig { delay_ns, loss, rate_bps, limit, queue, changes, trace, duplicate, reorder, reorder_delay_ns })
 }
 
 /// A capacity trace: `{"opportunities_ms": [..] | null, "steps": [[time_ns, rate_bps], ..] | null,
@@ -680,9 +714,19 @@ mod tests {
         assert_eq!(c.pipes.len(), 1);
         let p = &c.pipes[0];
         assert_eq!((p.name.as_str(), p.a.as_str(), p.b.as_str()), ("left0->r0", "r0l0", "r0l0b"));
-        assert_eq!(p.a_to_b, DirectionConfig { delay_ns: 20_000_000, loss: 0.0, rate_bps: Some(100_000_000), limit: QueueLimit::Packets(100), queue: DROPTAIL, changes: vec![], trace: None });
-        assert_eq!(p.b_to_a, DirectionConfig { delay_ns: 5, loss: 0.01, rate_bps: None, limit: QueueLimit::Unlimited, queue: DROPTAIL, changes: vec![], trace: None });
+        assert_eq!(p.a_to_b, DirectionConfig { delay_ns: 20_000_000, loss: 0.0, rate_bps: Some(100_000_000), limit: QueueLimit::Packets(100), queue: DROPTAIL, changes: vec![], trace: None, duplicate: 0.0, reorder: 0.0, reorder_delay_ns: 20_000_000 });
+        assert_eq!(p.b_to_a, DirectionConfig { delay_ns: 5, loss: 0.01, rate_bps: None, limit: QueueLimit::Unlimited, queue: DROPTAIL, changes: vec![], trace: None, duplicate: 0.0, reorder: 0.0, reorder_delay_ns: 1_000_000 });
         assert_eq!(c.sampling, Some((81_234_000_000, 100_000_000)));
+    }
+
+    #[test]
+    fn duplication_and_reordering_are_optional_and_checked() {
+        let one = |d: &str| format!(r#"{{"pipes": [{{"name": "x", "a": "p", "b": "q", "a_to_b": {d}, "b_to_a": {{"delay_ns": 1, "loss": 0}}}}]}}"#);
+        let c = Config::from_json(&one(r#"{"delay_ns": 1, "loss": 0, "duplicate": 0.01, "reorder": 0.05, "reorder_delay_ns": 3000000}"#)).unwrap();
+        let d = &c.pipes[0].a_to_b;
+        assert_eq!((d.duplicate, d.reorder, d.reorder_delay_ns), (0.01, 0.05, 3_000_000));
+        assert_eq!(err(&one(r#"{"delay_ns": 1, "loss": 0, "reorder": 2}"#)), "pipes[0].a_to_b.reorder: expected a probability in [0, 1], got 2");
+        assert_eq!(err(&one(r#"{"delay_ns": 1, "loss": 0, "duplicate": -0.1}"#)), "pipes[0].a_to_b.duplicate: expected a probability in [0, 1], got -0.1");
     }
 
     #[test]
@@ -714,7 +758,7 @@ mod tests {
         );
         assert_eq!(
             err(&with(r#"{"name": "x", "a": "p", "b": "q", "a_to_b": {"delay_ns": 1, "lost": 0}, "b_to_a": {"delay_ns": 1, "loss": 0}}"#)),
-            "pipes[0].a_to_b.lost: unknown field (expected one of: delay_ns, loss, rate_bps, limit_packets, limit_bytes, changes, discipline, ecn_threshold_packets, ecn_threshold_bytes, red, pie, codel, fq_codel, fq, trace)"
+            "pipes[0].a_to_b.lost: unknown field (expected one of: delay_ns, loss, rate_bps, limit_packets, limit_bytes, changes, discipline, ecn_threshold_packets, ecn_threshold_bytes, red, pie, codel, fq_codel, fq, trace, duplicate, reorder, reorder_delay_ns)"
         );
         assert_eq!(err(&with(&format!(r#"{{"name": "x", "a": "p", "b": "p", {dir}}}"#))), "pipes[0].b: 'p' is also this pipe's a: a pipe joins two different interfaces");
         assert_eq!(

@@ -18,6 +18,11 @@
 //! frame could be due at the earliest (its start plus the delay). A frame the discipline drops
 //! inside the queue takes its buffer with it; the pool makes a new one when it runs dry.
 //!
+//! A frame the wire duplicates is put on the delay line twice, the copy right behind it; a frame
+//! it holds back (reordering) goes on a second delay line, `held`, whose frames are all held by
+//! the same extra delay and so stay in order among themselves: the direction sends whichever
+//! line's head is due first ([`Direction::head_due_ns`]).
+//!
 //! A frame the discipline marks has CE set in its IP header ([`crate::ecn::set_ce`]); the
 //! discipline sees a frame's ECN capability and flow hash from its header ([`crate::ecn::inspect`]).
 
@@ -29,6 +34,7 @@ use crate::delay_line::DelayLine;
 use crate::ecn;
 use crate::frame::frame_size;
 use crate::link::{Departure, Fate, FrameInfo, LinkChange, LinkModel, Offered, QueueLimit};
+use ccarena_link::Impairment;
 use crate::sampler::QueueSampler;
 use crate::schedule::{next_due, next_step, Due, Step, Tuning};
 use crate::stats::DirectionStats;
@@ -83,6 +89,8 @@ pub struct Direction {
     tx: PacketSocket,
     link: LinkModel<Vec<u8>>,
     line: DelayLine,
+    /// Frames the wire holds back to be overtaken (empty unless the link reorders).
+    held: DelayLine,
     /// Buffers for frames the link holds (empty unless it does).
     pool: Vec<Vec<u8>>,
     /// A copy of a frame being marked on its way to the delay line.
@@ -131,6 +139,9 @@ impl Direction {
         let bytes = line_bytes_for(&link);
         let mut line = DelayLine::new(max_queue_frames, bytes, MAX_LINE_BYTES);
         line.prepare(bytes / MIN_FRAME_STORED_BYTES);
+        let held_bytes = if link.reorders() { bytes } else { FULL_FRAME_STORED_BYTES };
+        let mut held = DelayLine::new(max_queue_frames, held_bytes, MAX_LINE_BYTES);
+        held.prepare(held_bytes / MIN_FRAME_STORED_BYTES);
         let pooled = if link.holds_frames() {
             let limit = match link.params().limit {
                 QueueLimit::Packets(n) => usize::try_from(n).unwrap_or(usize::MAX),
@@ -147,6 +158,7 @@ impl Direction {
             tx,
             link,
             line,
+            held,
             pool,
             scratch: Vec::with_capacity(FULL_FRAME_STORED_BYTES),
             sampler,
@@ -203,7 +215,7 @@ impl Direction {
         let mut burst = 0;
         let step = loop {
             let now = sys::mono_ns();
-            let step = next_step(now, self.line.head_due_ns(), 0, &self.tuning);
+            let step = next_step(now, self.head_due_ns(), 0, &self.tuning);
             if step != Step::Send || burst == MAX_SEND_BURST {
                 break step;
             }
@@ -233,7 +245,7 @@ impl Direction {
             Step::Send => Next::Again,
             Step::SpinUntil(t) | Step::SleepUntil(t) => Next::At(wake.map_or(t, |w| w.min(t))),
             // The drain above may have queued frames: then decide again at once.
-            Step::AwaitTraffic(_) if !self.line.is_empty() => Next::Again,
+            Step::AwaitTraffic(_) if !self.line.is_empty() || !self.held.is_empty() => Next::Again,
             // Frames wait in the link: an arrival meanwhile starts after them, so it needs no
             // wake-up of its own.
             Step::AwaitTraffic(_) if held.is_some() => Next::At(wake.unwrap_or(u64::MAX)),
@@ -244,15 +256,13 @@ impl Direction {
     /// Move the frames the link started serializing to the delay line (marked if the discipline
     /// marked them), and their buffers back to the pool.
     fn collect_departures(&mut self) {
-        while let Some(Departure { fate, ce, mut body }) = self.link.take_departure() {
+        while let Some(Departure { fate, ce, impair, mut body }) = self.link.take_departure() {
             match fate {
                 Fate::Deliver { due_ns } => {
                     if ce {
                         ecn::set_ce(&mut body);
                     }
-                    if self.line.push(due_ns, &body).is_err() {
-                        self.stats.dropped_overflow += 1;
-                    }
+                    deliver(&mut self.line, &mut self.held, &mut self.stats, due_ns, &body, impair);
                 }
                 Fate::LostOnWire => self.stats.dropped_loss += 1,
                 Fate::Dropped => self.stats.dropped_queue += 1,
@@ -273,7 +283,7 @@ impl Direction {
         self.drain(batch)?;
         self.catch_up(sys::mono_ns(), true);
         self.stats.dropped_overflow += self.rx.take_kernel_drops();
-        self.stats.left_queued = self.line.len() as u64;
+        self.stats.left_queued = (self.line.len() + self.held.len()) as u64;
         if self.link.holds_frames() {
             // Frames the discipline dropped inside the queue never come out: count its drops
             // (packets; a GSO batch counts as its segments) and what it still holds.
@@ -322,8 +332,22 @@ impl Direction {
         self.collect_departures();
     }
 
+    /// The due time of the next frame to send: the earlier of the two lines' heads, ns.
+    fn head_due_ns(&self) -> Option<u64> {
+        match (self.line.head_due_ns(), self.held.head_due_ns()) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
     fn send_head(&mut self, now_ns: u64) {
-        let Some((due_ns, hdr_and_frame)) = self.line.head() else { return };
+        // The in-order line first at a tie.
+        let line = match (self.line.head_due_ns(), self.held.head_due_ns()) {
+            (Some(a), Some(b)) if b < a => &mut self.held,
+            (None, Some(_)) => &mut self.held,
+            _ => &mut self.line,
+        };
+        let Some((due_ns, hdr_and_frame)) = line.head() else { return };
         match self.tx.send(hdr_and_frame) {
             Ok(()) => {
                 self.stats.frames += 1;
@@ -332,7 +356,7 @@ impl Direction {
             }
             Err(_) => self.stats.send_errors += 1,
         }
-        self.line.pop();
+        line.pop();
     }
 
     /// Offer every frame waiting in the socket (up to [`MAX_DRAIN_FRAMES`]) to the link and queue
@@ -374,7 +398,7 @@ impl Direction {
                     self.collect_departures();
                     continue;
                 }
-                let Offered { fate, ce } = self.link.offer_frame(rx_mono, info);
+                let Offered { fate, ce, impair } = self.link.offer_frame(rx_mono, info);
                 match fate {
                     Fate::Dropped => self.stats.dropped_queue += 1,
                     Fate::LostOnWire => self.stats.dropped_loss += 1,
@@ -387,9 +411,7 @@ impl Direction {
                         } else {
                             f.hdr_and_frame
                         };
-                        if self.line.push(due_ns, frame).is_err() {
-                            self.stats.dropped_overflow += 1;
-                        }
+                        deliver(&mut self.line, &mut self.held, &mut self.stats, due_ns, frame, impair);
                     }
                 }
             }
@@ -399,6 +421,18 @@ impl Direction {
             }
         }
         Ok(false)
+    }
+}
+
+/// Queue a delivered frame: on the held-back line if the wire holds it back, else on the FIFO
+/// line; twice (the copy right behind it) if the wire duplicates it. A frame the line cannot
+/// take is counted as an overflow.
+fn deliver(line: &mut DelayLine, held: &mut DelayLine, stats: &mut DirectionStats, due_ns: u64, frame: &[u8], impair: Impairment) {
+    let line = if impair.reordered() { held } else { line };
+    for _ in 0..impair.copies() {
+        if line.push(due_ns, frame).is_err() {
+            stats.dropped_overflow += 1;
+        }
     }
 }
 

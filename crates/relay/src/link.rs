@@ -22,9 +22,14 @@
 //!   simulator's own code), the trace's time 0 at the run's start instant.
 //! - **Wire loss**: each serialized frame is lost with probability `loss` (it still used the link).
 //! - **Pipe**: a surviving frame is due at the far end at `end + delay_ns`.
+//! - **Duplication and reordering** ([`LinkModel::with_impairments`], `ccarena_link::impair`, the
+//!   simulator's code): a surviving frame may be delivered twice (the copy right behind it,
+//!   [`Offered::impair`]) or held back by the reorder delay, due at `end + delay_ns +
+//!   reorder_delay_ns`, so later frames overtake it.
 //!
 //! With a fixed delay, due times are non-decreasing in arrival order, so the relay's FIFO
-//! [`crate::DelayLine`] stays the whole schedule. Without a rate (`rate_bps = None`) there is no
+//! [`crate::DelayLine`] stays the whole schedule; held-back frames, all held by the same extra
+//! delay, keep their order among themselves and go to a second FIFO. Without a rate (`rate_bps = None`) there is no
 //! queue and no transmitter: each frame is due `delay_ns` after it arrived (delay-only mode, when
 //! a kernel qdisc does the rate and queue).
 //!
@@ -43,7 +48,7 @@ use std::collections::VecDeque;
 
 use ccarena_link::qdisc::{Limit, QueuedPacket};
 use ccarena_link::wire::transmission_ns as shared_transmission_ns;
-use ccarena_link::{Qdisc, QdiscConfig, QdiscCounters, RateTrace, SplitMix64, TraceTransmitter, Verdict};
+use ccarena_link::{Impairment, Qdisc, QdiscConfig, QdiscCounters, RateTrace, SplitMix64, TraceTransmitter, Verdict, WireImpairments};
 
 use crate::rng::Loss;
 
@@ -108,6 +113,11 @@ pub struct LinkCounters {
     /// Time the transmitter spent serializing the departed packets, ns (busy time over elapsed
     /// time is the utilization, right even when the rate changes).
     pub busy_ns: u64,
+    /// Of the departed packets, those the wire delivers twice (counted when they depart; the
+    /// copies are not in `arrivals` or `departures`).
+    pub duplicated: u64,
+    /// Of the departed packets, those the wire holds back to be overtaken (reordered).
+    pub reordered: u64,
 }
 
 /// The queue at one instant: what waits, and the counters so far.
@@ -157,6 +167,9 @@ pub struct Offered {
     pub fate: Fate,
     /// The discipline marked it: the caller must set CE in its IP header (RFC 3168 §5).
     pub ce: bool,
+    /// What the wire does to it if delivered: send it twice (the copy right behind it), or hold
+    /// it back (its due time includes the hold; it goes on the held-back line, not the FIFO).
+    pub impair: Impairment,
 }
 
 /// A frame that started serialization on a link that holds frames ([`LinkModel::take_departure`]).
@@ -166,6 +179,8 @@ pub struct Departure<B> {
     pub fate: Fate,
     /// The discipline marked it: the caller must set CE in its IP header (RFC 3168 §5).
     pub ce: bool,
+    /// Duplicated or held back, as in [`Offered::impair`].
+    pub impair: Impairment,
     /// What the caller held the frame with.
     pub body: B,
 }
@@ -183,6 +198,8 @@ struct Scheduled<B> {
     /// Drawn at admission (the stream stays in admission order = departure order), counted when
     /// the frame departs, as the simulator counts it.
     lost_on_wire: bool,
+    /// Duplication and reordering, drawn with the loss (only for a frame not lost).
+    impair: Impairment,
     flow_hash: u64,
     ect: bool,
     ce: bool,
@@ -246,6 +263,10 @@ pub struct LinkModel<B = ()> {
     /// The capacity trace the transmitter follows instead of the rate, if any, and whether its
     /// origin is the start instant yet (until then, the first frame's arrival).
     trace: Option<(TraceTransmitter, bool)>,
+    /// Duplication and reordering on the wire.
+    impair: WireImpairments,
+    /// The latest due time of a held-back frame (the held-back FIFO's back).
+    held_back_ns: u64,
 }
 
 /// Serialization time of `ip_bytes` at `rate_bps`, rounded up to a whole ns (a link never runs
@@ -288,6 +309,46 @@ impl<B: Default> LinkModel<B> {
             pipe_back_ns: 0,
             counters: LinkCounters::default(),
             trace: None,
+            impair: WireImpairments::none(),
+            held_back_ns: 0,
+        }
+    }
+
+    /// This link with duplication and reordering on the wire (`ccarena_link::impair`).
+    pub fn with_impairments(mut self, impair: WireImpairments) -> LinkModel<B> {
+        self.impair = impair;
+        self
+    }
+
+    /// True when the link may hold frames back (the caller needs a second delay line).
+    pub fn reorders(&self) -> bool {
+        self.impair.reorder() > 0.0 && self.impair.reorder_delay_ns() > 0
+    }
+
+    /// Draw what the wire does to a frame that survived it, and its due time from `nominal_ns`
+    /// (end of serialization plus delay): a held-back frame is due the hold later, behind the
+    /// held-back frames before it; any other frame behind the pipe's back (FIFO).
+    fn deliver_at(&mut self, nominal_ns: u64) -> (u64, Impairment) {
+        let imp = self.impair.draw();
+        if imp.reordered() {
+            let due = nominal_ns.saturating_add(imp.held_ns).max(self.held_back_ns);
+            self.held_back_ns = due;
+            (due, imp)
+        } else {
+            let due = nominal_ns.max(self.pipe_back_ns);
+            self.pipe_back_ns = due;
+            (due, imp)
+        }
+    }
+
+    /// Count a departing frame's duplication and reordering.
+    #[inline]
+    fn count_impairment(&mut self, imp: Impairment, packets: u64) {
+        if imp.duplicated {
+            self.counters.duplicated += packets;
+        }
+        if imp.reordered() {
+            self.counters.reordered += packets;
         }
     }
 
@@ -374,6 +435,7 @@ impl<B: Default> LinkModel<B> {
             if w.lost_on_wire {
                 self.counters.lost_wire += w.packets;
             }
+            self.count_impairment(w.impair, w.packets);
             self.put_on_wire(w);
         }
     }
@@ -388,7 +450,7 @@ impl<B: Default> LinkModel<B> {
     /// `w` is the last frame to start serialization: the one before it is settled.
     fn put_on_wire(&mut self, w: Scheduled<B>) {
         if let Some(prev) = self.on_wire.replace(w) {
-            if !prev.lost_on_wire {
+            if !prev.lost_on_wire && !prev.impair.reordered() {
                 self.settled_due_ns = self.settled_due_ns.max(prev.due_ns);
             }
         }
@@ -426,11 +488,11 @@ impl<B: Default> LinkModel<B> {
             self.counters.lost_wire += w.packets;
             Fate::LostOnWire
         } else {
-            w.due_ns = w.end_ns.saturating_add(self.params.delay_ns).max(self.pipe_back_ns);
-            self.pipe_back_ns = w.due_ns;
+            (w.due_ns, w.impair) = self.deliver_at(w.end_ns.saturating_add(self.params.delay_ns));
+            self.count_impairment(w.impair, w.packets);
             Fate::Deliver { due_ns: w.due_ns }
         };
-        self.departed.push_back(Departure { fate, ce: w.ce, body: std::mem::take(&mut w.body) });
+        self.departed.push_back(Departure { fate, ce: w.ce, impair: w.impair, body: std::mem::take(&mut w.body) });
         self.put_on_wire(w);
     }
 
@@ -456,6 +518,7 @@ impl<B: Default> LinkModel<B> {
             ip_bytes: frame.ip_bytes,
             packets,
             lost_on_wire: false,
+            impair: Impairment::default(),
             flow_hash: frame.flow_hash,
             ect: frame.ect,
             ce: false,
@@ -518,11 +581,11 @@ impl<B: Default> LinkModel<B> {
             self.counters.departed_bytes += ip_bytes;
             if self.loss.lose() {
                 self.counters.lost_wire += packets;
-                return Offered { fate: Fate::LostOnWire, ce: false };
+                return Offered { fate: Fate::LostOnWire, ce: false, impair: Impairment::default() };
             }
-            let due_ns = t.saturating_add(self.params.delay_ns).max(self.pipe_back_ns);
-            self.pipe_back_ns = due_ns;
-            return Offered { fate: Fate::Deliver { due_ns }, ce: false };
+            let (due_ns, impair) = self.deliver_at(t.saturating_add(self.params.delay_ns));
+            self.count_impairment(impair, packets);
+            return Offered { fate: Fate::Deliver { due_ns }, ce: false, impair };
         };
         let start_ns = self.tx_free_at_ns.max(t);
         let end_ns = self.end_ns(start_ns, ip_bytes, rate_bps);
@@ -534,6 +597,7 @@ impl<B: Default> LinkModel<B> {
             ip_bytes,
             packets,
             lost_on_wire: false,
+            impair: Impairment::default(),
             flow_hash: frame.flow_hash,
             ect: frame.ect,
             ce: false,
@@ -542,7 +606,7 @@ impl<B: Default> LinkModel<B> {
         let verdict = self.qdisc.enqueue(w, t, self.tx_free_at_ns, rate_bps);
         self.sync_qdisc_counters();
         if matches!(verdict, Verdict::Drop | Verdict::EarlyDrop) {
-            return Offered { fate: Fate::Dropped, ce: false };
+            return Offered { fate: Fate::Dropped, ce: false, impair: Impairment::default() };
         }
         // Admitted: its place in the schedule is fixed now (the discipline keeps arrival order).
         if let Some((tx, _)) = self.trace.as_mut() {
@@ -550,17 +614,16 @@ impl<B: Default> LinkModel<B> {
         }
         self.tx_free_at_ns = end_ns;
         let lost_on_wire = self.loss.lose();
-        let due_ns = end_ns.saturating_add(self.params.delay_ns).max(self.pipe_back_ns);
-        if !lost_on_wire {
-            self.pipe_back_ns = due_ns;
-        }
+        let nominal_ns = end_ns.saturating_add(self.params.delay_ns);
+        let (due_ns, impair) = if lost_on_wire { (nominal_ns, Impairment::default()) } else { self.deliver_at(nominal_ns) };
         let queued = self.qdisc.last_enqueued_mut().expect("a FIFO discipline keeps the admitted frame at its tail");
         queued.pkt.lost_on_wire = lost_on_wire;
         queued.pkt.due_ns = due_ns;
+        queued.pkt.impair = impair;
         let ce = queued.pkt.ce;
         self.advance(t);
         let fate = if lost_on_wire { Fate::LostOnWire } else { Fate::Deliver { due_ns } };
-        Offered { fate, ce }
+        Offered { fate, ce, impair }
     }
 
     /// Change the link at `at_ns` (not earlier than the last arrival offered), with the
@@ -570,6 +633,9 @@ impl<B: Default> LinkModel<B> {
     /// earlier frame; a new limit drops nothing already queued. One difference: a new loss
     /// probability applies to frames *arriving* from `at_ns` on, not to those already queued
     /// (their fate was drawn when they arrived, and a lost frame is not kept).
+    ///
+    /// A held-back (reordered) frame keeps the due time it was given; a duplicated frame's new
+    /// due time is returned twice (its copy is on the line right behind it).
     ///
     /// Returns the new due times of the delivered frames whose due time changed: the last frames
     /// handed to the delay line, in order (the caller retimes that many at its tail).
@@ -606,11 +672,12 @@ impl<B: Default> LinkModel<B> {
         let mut tx_free = 0;
         if let Some(w) = self.on_wire.as_mut() {
             tx_free = w.end_ns;
-            if delay_changed && w.end_ns >= at_ns && !w.lost_on_wire {
+            let in_fifo = !w.lost_on_wire && !w.impair.reordered();
+            if delay_changed && w.end_ns >= at_ns && in_fifo {
                 w.due_ns = (w.end_ns + delay_ns).max(pipe_back);
-                dues.push(w.due_ns);
+                dues.extend(std::iter::repeat_n(w.due_ns, w.impair.copies() as usize));
             }
-            if !w.lost_on_wire {
+            if in_fifo {
                 pipe_back = pipe_back.max(w.due_ns);
             }
         }
@@ -624,10 +691,10 @@ impl<B: Default> LinkModel<B> {
                 w.end_ns = w.start_ns + transmission_ns(w.ip_bytes, rate_bps);
             }
             tx_free = w.end_ns;
-            if !w.lost_on_wire {
+            if !w.lost_on_wire && !w.impair.reordered() {
                 w.due_ns = (w.end_ns + delay_ns).max(pipe_back);
                 pipe_back = w.due_ns;
-                dues.push(w.due_ns);
+                dues.extend(std::iter::repeat_n(w.due_ns, w.impair.copies() as usize));
             }
         }
         if any_waiting {
@@ -644,7 +711,9 @@ impl<B: Default> LinkModel<B> {
     fn retime_on_wire_held(&mut self, at_ns: u64, delay_changed: bool) -> Vec<u64> {
         let delay_ns = self.params.delay_ns;
         let settled = self.settled_due_ns;
-        let Some(w) = self.on_wire.as_mut().filter(|w| delay_changed && w.end_ns >= at_ns && !w.lost_on_wire) else { return Vec::new() };
+        let Some(w) = self.on_wire.as_mut().filter(|w| delay_changed && w.end_ns >= at_ns && !w.lost_on_wire && !w.impair.reordered()) else {
+            return Vec::new();
+        };
         w.due_ns = (w.end_ns + delay_ns).max(settled);
         self.pipe_back_ns = w.due_ns;
         match self.departed.back_mut() {
@@ -652,7 +721,7 @@ impl<B: Default> LinkModel<B> {
                 d.fate = Fate::Deliver { due_ns: w.due_ns };
                 Vec::new()
             }
-            None => vec![w.due_ns],
+            None => vec![w.due_ns; w.impair.copies() as usize],
         }
     }
 
@@ -904,6 +973,65 @@ mod tests {
         l.apply_change(30_000, &LinkChange { rate_bps: Some(GBIT / 2), ..Default::default() });
         l.hold_frame(200_000, frame(1), 2);
         assert_eq!(departures(&mut l), vec![(2, 200_000 + 24_000 + 5_000)]);
+    }
+
+    fn impaired(duplicate: f64, reorder: f64, held_ns: u64) -> LinkModel {
+        let imp = WireImpairments::new(duplicate, reorder, held_ns, SplitMix64::new(8), SplitMix64::new(9));
+        link(Some(GBIT), QueueLimit::Packets(100), 1_000_000).with_impairments(imp)
+    }
+
+    /// A held-back frame is due the hold later than in order, so the frames behind it are due
+    /// first; a duplicated frame is reported as such; the counters count both at departure.
+    #[test]
+    fn held_back_frames_are_overtaken_and_duplicates_are_reported() {
+        // One 1500-byte frame every 100 µs (idle link): due 12 µs + 1 ms after arrival, or
+        // 350 µs later when held back.
+        let mut l = impaired(0.1, 0.1, 350_000);
+        let mut dues = Vec::new();
+        let (mut dup, mut held) = (0, 0);
+        for k in 0..5000u64 {
+            let t = k * 100_000;
+            let o = l.offer_frame(t, FrameInfo { ip_bytes: 1500, packets: 1, flow_hash: 0, ect: false });
+            let d = due(o.fate);
+            let nominal = t + 12_000 + 1_000_000;
+            if o.impair.reordered() {
+                held += 1;
+                assert_eq!(d, nominal + 350_000);
+            } else {
+                assert_eq!(d, nominal);
+            }
+            dup += u64::from(o.impair.duplicated);
+            dues.push(d);
+        }
+        // A held-back frame is overtaken by the next three (due 100, 200, 300 µs after it was
+        // due in order), unless they were held too.
+        let overtaken = dues.windows(2).filter(|w| w[1] < w[0]).count();
+        assert!(overtaken > 300 && held > 400 && dup > 400, "{overtaken} {held} {dup}");
+        let c = l.sample(600_000_000).counters;
+        assert_eq!((c.duplicated, c.reordered), (dup, held));
+        // No reordering configured: due times never decrease.
+        let mut plain = impaired(0.5, 0.0, 350_000);
+        let mut last = 0;
+        for k in 0..1000u64 {
+            let d = due(plain.offer(k * 20_000, 1500, 1));
+            assert!(d >= last);
+            last = d;
+        }
+        assert!(!plain.reorders() && l.reorders());
+    }
+
+    /// A delay change retimes the duplicated frame's two copies and leaves a held-back frame
+    /// alone.
+    #[test]
+    fn a_delay_change_retimes_both_copies_and_not_a_held_frame() {
+        let mut l = impaired(1.0, 0.0, 0);
+        l.offer(0, 1500, 1);
+        l.offer(0, 1500, 1);
+        let dues = l.apply_change(6_000, &LinkChange { delay_ns: Some(100_000), ..Default::default() });
+        assert_eq!(dues, vec![112_000, 112_000, 124_000, 124_000]);
+        let mut h = impaired(0.0, 1.0, 50_000);
+        h.offer(0, 1500, 1);
+        assert!(h.apply_change(6_000, &LinkChange { delay_ns: Some(100_000), ..Default::default() }).is_empty());
     }
 
     proptest! {

@@ -112,7 +112,8 @@ impl Relay {
             let tx_b = open_socket("sending", &fb, &p.b, ib, PacketSocket::sender)?;
             let link = |dir: u8, d: &DirectionConfig| {
                 let queue_rng = SplitMix64::for_direction(!config.seed, i, dir);
-                let link = LinkModel::holding(d.link_params(), &d.queue, queue_rng, Loss::new(d.loss, SplitMix64::for_direction(config.seed, i, dir)));
+                let link = LinkModel::holding(d.link_params(), &d.queue, queue_rng, Loss::new(d.loss, SplitMix64::for_direction(config.seed, i, dir)))
+                    .with_impairments(d.impairments(config.seed, i, dir));
                 match &d.trace {
                     Some(trace) => link.with_trace(trace.clone()),
                     None => link,

@@ -8,12 +8,13 @@
 //!                        "link": {"arrivals": 126, "drops": 2, "early_drops": 1, "marks": 5,
 //!                                 "departures": 124, "departed_bytes": 185000,
 //!                                 "lost_wire": 1, "sojourn_total_ns": 5000000, "busy_ns": 1480000,
-//!                                 "backlog_packets_end": 0},
+//!                                 "duplicated": 0, "reordered": 0, "backlog_packets_end": 0},
 //!                        "samples": {"t_ns": [...], "backlog_packets": [...], "backlog_bytes": [...],
 //!                                    "arrivals": [...], "drops": [...], "early_drops": [...],
 //!                                    "marks": [...], "departures": [...],
 //!                                    "departed_bytes": [...], "lost_wire": [...],
-//!                                    "sojourn_total_ns": [...], "busy_ns": [...]},
+//!                                    "sojourn_total_ns": [...], "busy_ns": [...],
+//!                                    "duplicated": [...], "reordered": [...]},
 //!                        "samples_skipped": 0},
 //!             "b_to_a": {...}}],
 //!  "wall_s": 12.3, "cpu_latency_held": true}
@@ -22,7 +23,8 @@
 //! `frames`/`bytes` count what was sent on (Ethernet bytes); `dropped_*` are frames. `link` and
 //! `samples` are the emulated link's packet counters ([`crate::link::LinkCounters`]; a GSO batch
 //! counts as its segments): conservation holds as `arrivals = drops + departures +
-//! backlog_packets_end`. `samples` is columnar, one entry per grid instant (absent without a
+//! backlog_packets_end`; `duplicated` and `reordered` count departed packets the wire sent twice
+//! or held back (`ccarena_link::impair`). `samples` is columnar, one entry per grid instant (absent without a
 //! sampling grid).
 
 use serde_json::{json, Value};
@@ -107,6 +109,7 @@ impl DirectionStats {
                      "departures": l.departures,
                      "departed_bytes": l.departed_bytes, "lost_wire": l.lost_wire,
                      "sojourn_total_ns": l.sojourn_total_ns, "busy_ns": l.busy_ns,
+                     "duplicated": l.duplicated, "reordered": l.reordered,
                      "backlog_packets_end": self.backlog_packets_end},
         });
         if !self.samples.is_empty() || self.samples_skipped > 0 {
@@ -124,6 +127,8 @@ impl DirectionStats {
                 "lost_wire": col(|r| r.counters.lost_wire),
                 "sojourn_total_ns": col(|r| r.counters.sojourn_total_ns),
                 "busy_ns": col(|r| r.counters.busy_ns),
+                "duplicated": col(|r| r.counters.duplicated),
+                "reordered": col(|r| r.counters.reordered),
             });
             v["samples_skipped"] = self.samples_skipped.into();
         }

@@ -8,7 +8,9 @@
 //! those that decide at dequeue (CoDel and FQ-CoDel with ECN, FQ) through its holding path
 //! ([`LinkModel::hold_frame`], [`LinkModel::take_departure`]). The simulator does not say which
 //! of its undelivered packets the wire lost and which the discipline dropped at dequeue, so both
-//! count as one outcome per packet, and the totals of each are compared apart.
+//! count as one outcome per packet, and the totals of each are compared apart. With duplication
+//! and reordering on the wire (`ccarena_link::impair`) both deliver the same packets at the same
+//! instants, the same ones twice, and count the same.
 
 use ccarena_cc::{Duration, SimTime};
 use ccarena_link::qdisc::codel::CodelConfig;
@@ -16,7 +18,7 @@ use ccarena_link::qdisc::fq::FqConfig;
 use ccarena_link::qdisc::pie::PieConfig;
 use ccarena_link::qdisc::red::RedConfig;
 use ccarena_link::qdisc::Limit;
-use ccarena_link::{Qdisc, QdiscConfig, SplitMix64};
+use ccarena_link::{Qdisc, QdiscConfig, SplitMix64, StreamKind, WireImpairments};
 use ccarena_relay::link::{FrameInfo, Offered};
 use ccarena_relay::{Fate, LinkModel, LinkParams, Loss, QueueLimit};
 use ccarena_sim::link::Link;
@@ -62,15 +64,16 @@ enum Outcome {
     Dropped,
     /// Lost on the wire, or (a discipline that decides at dequeue) dropped inside the queue.
     Lost,
-    Delivered { at_ns: u64, ce: bool },
+    Delivered { at_ns: u64, ce: bool, copies: u64 },
 }
 
-/// Per-packet outcomes and the totals: (lost on the wire, dropped by the discipline, marked).
-type Run = (Vec<Outcome>, [u64; 3]);
+/// Per-packet outcomes and the totals: (lost on the wire, dropped by the discipline, marked,
+/// duplicated, reordered).
+type Run = (Vec<Outcome>, [u64; 5]);
 
-fn sim_outcomes(cfg: &QdiscConfig, limit: Limit, arrivals: &[Arrival]) -> Run {
+fn sim_outcomes(cfg: &QdiscConfig, limit: Limit, arrivals: &[Arrival], imp: &WireImpairments) -> Run {
     let qdisc = Qdisc::new(cfg, limit, SplitMix64::new(22));
-    let mut link = Link::new(0, 1, RATE_BPS, Duration(DELAY_NS), LOSS, qdisc, SplitMix64::new(11));
+    let mut link = Link::new(0, 1, RATE_BPS, Duration(DELAY_NS), LOSS, qdisc, SplitMix64::new(11)).with_impairments(imp.clone());
     let mut out = vec![Outcome::Lost; arrivals.len()];
     let mut arrived = Vec::new();
     let mut drain = |link: &mut Link, until_ns: u64, out: &mut Vec<Outcome>| {
@@ -79,7 +82,12 @@ fn sim_outcomes(cfg: &QdiscConfig, limit: Limit, arrivals: &[Arrival]) -> Run {
             link.take_arrivals(t, &mut arrived);
             for p in &arrived {
                 let Payload::Data(seg) = p.payload else { unreachable!() };
-                out[seg.seq as usize] = Outcome::Delivered { at_ns: t.as_nanos(), ce: seg.ce };
+                let slot = &mut out[seg.seq as usize];
+                match slot {
+                    // The copy, right behind it.
+                    Outcome::Delivered { at_ns, copies, .. } if *at_ns == t.as_nanos() => *copies += 1,
+                    _ => *slot = Outcome::Delivered { at_ns: t.as_nanos(), ce: seg.ce, copies: 1 },
+                }
             }
         }
     };
@@ -93,30 +101,31 @@ fn sim_outcomes(cfg: &QdiscConfig, limit: Limit, arrivals: &[Arrival]) -> Run {
     }
     drain(&mut link, u64::MAX, &mut out);
     let c = link.counters();
-    (out, [c.packets_lost_wire, c.packets_dropped_queue, c.packets_marked])
+    (out, [c.packets_lost_wire, c.packets_dropped_queue, c.packets_marked, c.packets_duplicated, c.packets_reordered])
 }
 
 fn info(a: &Arrival) -> FrameInfo {
     FrameInfo { ip_bytes: a.size, packets: 1, flow_hash: u64::from(a.flow), ect: a.ect }
 }
 
-fn outcome(fate: Fate, ce: bool) -> Outcome {
+fn outcome(fate: Fate, ce: bool, copies: u64) -> Outcome {
     match fate {
         Fate::Dropped => Outcome::Dropped,
         Fate::LostOnWire => Outcome::Lost,
-        Fate::Deliver { due_ns } => Outcome::Delivered { at_ns: due_ns, ce },
+        Fate::Deliver { due_ns } => Outcome::Delivered { at_ns: due_ns, ce, copies },
     }
 }
 
-fn relay_outcomes(cfg: &QdiscConfig, limit: QueueLimit, arrivals: &[Arrival]) -> Run {
+fn relay_outcomes(cfg: &QdiscConfig, limit: QueueLimit, arrivals: &[Arrival], imp: &WireImpairments) -> Run {
     let params = LinkParams { rate_bps: Some(RATE_BPS), limit, delay_ns: DELAY_NS };
     // The body a held frame carries is its index in the trace.
-    let mut link: LinkModel<usize> = LinkModel::holding(params, cfg, SplitMix64::new(22), Loss::new(LOSS, SplitMix64::new(11)));
+    let mut link: LinkModel<usize> =
+        LinkModel::holding(params, cfg, SplitMix64::new(22), Loss::new(LOSS, SplitMix64::new(11))).with_impairments(imp.clone());
     let mut out = vec![Outcome::Lost; arrivals.len()];
     if link.holds_frames() {
         let collect = |link: &mut LinkModel<usize>, out: &mut Vec<Outcome>| {
             while let Some(d) = link.take_departure() {
-                out[d.body] = outcome(d.fate, d.ce);
+                out[d.body] = outcome(d.fate, d.ce, d.impair.copies());
             }
         };
         for (i, a) in arrivals.iter().enumerate() {
@@ -130,13 +139,13 @@ fn relay_outcomes(cfg: &QdiscConfig, limit: QueueLimit, arrivals: &[Arrival]) ->
         assert_eq!(link.backlog_packets(), 0);
     } else {
         for (i, a) in arrivals.iter().enumerate() {
-            let Offered { fate, ce } = link.offer_frame(a.t_ns, info(a));
-            out[i] = outcome(fate, ce);
+            let Offered { fate, ce, impair } = link.offer_frame(a.t_ns, info(a));
+            out[i] = outcome(fate, ce, impair.copies());
         }
         link.sample(u64::MAX / 2);
     }
     let c = link.counters();
-    (out, [c.lost_wire, c.drops, c.marks])
+    (out, [c.lost_wire, c.drops, c.marks, c.duplicated, c.reordered])
 }
 
 fn red(in_bytes: bool, adaptive: bool) -> RedConfig {
@@ -163,15 +172,17 @@ fn simulator_and_relay_decide_the_same_fates() {
         ("fq", QdiscConfig::Fq(fq), 40),
     ];
     for (name, cfg, limit) in cases {
-        let (sim, sim_totals) = sim_outcomes(&cfg, Limit::Packets(limit), &arrivals);
-        let (relay, relay_totals) = relay_outcomes(&cfg, QueueLimit::Packets(limit), &arrivals);
+        let none = WireImpairments::none();
+        let (sim, sim_totals) = sim_outcomes(&cfg, Limit::Packets(limit), &arrivals, &none);
+        let (relay, relay_totals) = relay_outcomes(&cfg, QueueLimit::Packets(limit), &arrivals, &none);
         let count = |o: &[Outcome], f: fn(&Outcome) -> bool| o.iter().filter(|x| f(x)).count();
         let (drops, lost, marks) = (
             count(&sim, |o| *o == Outcome::Dropped),
             count(&sim, |o| *o == Outcome::Lost),
             count(&sim, |o| matches!(o, Outcome::Delivered { ce: true, .. })),
         );
-        let [lost_wire, dropped, marked] = sim_totals;
+        let [lost_wire, dropped, marked, duplicated, reordered] = sim_totals;
+        assert_eq!((duplicated, reordered), (0, 0));
         eprintln!("{name}: {drops} refused, {dropped} dropped in all, {marks} marked, {lost_wire} lost on the wire of {}", arrivals.len());
         // The trace must exercise every decision for the comparison to mean something.
         assert!(dropped > 100 && lost > 50 && lost_wire > 50, "{name}: {dropped} drops, {lost} lost");
@@ -189,7 +200,34 @@ fn simulator_and_relay_decide_the_same_fates() {
             // CoDel's own drops at dequeue, not only the hard limit's.
             assert!(dropped as usize > drops + 20, "{name}: {dropped} drops, {drops} at arrival");
         }
-        assert_eq!(sim_totals, relay_totals, "{name}: (lost on the wire, dropped, marked)");
+        assert_eq!(sim_totals, relay_totals, "{name}: (lost on the wire, dropped, marked, duplicated, reordered)");
+        if let Some(i) = (0..arrivals.len()).find(|&i| sim[i] != relay[i]) {
+            panic!("{name}: packet {i} ({:?}): simulator {:?}, relay {:?}", arrivals[i], sim[i], relay[i]);
+        }
+    }
+}
+
+/// Duplication and reordering on top of loss: the same packets delivered at the same instants,
+/// the same ones twice, the same counts, through both of the relay's paths (a discipline that
+/// decides at arrival and one that holds frames).
+#[test]
+fn simulator_and_relay_duplicate_and_reorder_the_same_packets() {
+    let arrivals = trace();
+    let imp = WireImpairments::new(0.02, 0.05, 3_000_000, SplitMix64::stream(9, StreamKind::LinkDuplicate, 0), SplitMix64::stream(9, StreamKind::LinkReorder, 0));
+    let codel = CodelConfig { target_ns: 5_000_000, interval_ns: 100_000_000, ecn: true, mtu_bytes: 1500 };
+    let cases = [
+        ("droptail", QdiscConfig::DropTail { ecn_threshold_packets: None, ecn_threshold_bytes: None }, 40),
+        ("fq_codel ecn", QdiscConfig::FqCodel(FqConfig { flows: 1024, quantum_bytes: 1500 }, codel), 1000),
+    ];
+    for (name, cfg, limit) in cases {
+        let (sim, sim_totals) = sim_outcomes(&cfg, Limit::Packets(limit), &arrivals, &imp);
+        let (relay, relay_totals) = relay_outcomes(&cfg, QueueLimit::Packets(limit), &arrivals, &imp);
+        let [_, _, _, duplicated, reordered] = sim_totals;
+        eprintln!("{name}: {duplicated} duplicated, {reordered} reordered of {}", arrivals.len());
+        assert!(duplicated > 200 && reordered > 500, "{name}: {duplicated} duplicated, {reordered} reordered");
+        let twice = sim.iter().filter(|o| matches!(o, Outcome::Delivered { copies: 2, .. })).count() as u64;
+        assert_eq!(twice, duplicated, "{name}: every duplicate delivered twice");
+        assert_eq!(sim_totals, relay_totals, "{name}: (lost on the wire, dropped, marked, duplicated, reordered)");
         if let Some(i) = (0..arrivals.len()).find(|&i| sim[i] != relay[i]) {
             panic!("{name}: packet {i} ({:?}): simulator {:?}, relay {:?}", arrivals[i], sim[i], relay[i]);
         }

@@ -114,6 +114,7 @@ impl Simulation {
                     crate::queue::qdisc(&l.queue, SplitMix64::stream(spec.seed, StreamKind::QueueAqm, i as u64)),
                     SplitMix64::stream(spec.seed, StreamKind::LinkLoss, i as u64),
                 );
+                let link = link.with_impairments(l.impairments(spec.seed, i));
                 let link = match spec.link_jitter.filter(|f| *f > 0.0) {
                     Some(fraction) => link.with_jitter(SplitMix64::stream(spec.seed, StreamKind::LinkJitter, i as u64), fraction),
                     None => link,

@@ -17,15 +17,15 @@ use std::collections::VecDeque;
 use ccarena_cc::{Duration, SimTime};
 use ccarena_link::qdisc::{idle_ns, Limit};
 use ccarena_link::wire::{transmission_ns, WireLoss};
-use ccarena_link::{Qdisc, SplitMix64, TraceTransmitter};
+use ccarena_link::{Impairment, Qdisc, SplitMix64, TraceTransmitter, WireImpairments};
 
 use crate::packet::Packet;
 use crate::queue::Verdict;
 use crate::spec::LinkChangeSpec;
 
-/// Cumulative per-link counters. Conservation: `packets_in = packets_delivered +
-/// packets_dropped_queue + packets_lost_wire + packets_dropped_down + queued + in pipe` at every
-/// instant.
+/// Cumulative per-link counters. Conservation: `packets_in + packets_duplicated =
+/// packets_delivered + packets_dropped_queue + packets_lost_wire + packets_dropped_down + queued +
+/// in pipe` at every instant (a duplicate's copy is delivered, or lost with the link, too).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct LinkCounters {
     /// Packets offered to the queue.
@@ -55,6 +55,11 @@ pub struct LinkCounters {
     /// Packets lost to the link being down: queued or on the wire when it went down, or offered
     /// while it was down.
     pub packets_dropped_down: u64,
+    /// Packets the wire duplicated (each delivered twice; `ccarena_link::impair`).
+    pub packets_duplicated: u64,
+    /// Packets the wire held back so that later ones overtook them (reordered; a duplicated one
+    /// counts once).
+    pub packets_reordered: u64,
 }
 
 /// One direction of a link.
@@ -90,6 +95,15 @@ pub struct Link {
     /// The jitter the last packet put in the pipe got (kept when a delay change recomputes its
     /// arrival).
     last_jitter: Duration,
+    /// Duplication and reordering ([`Link::with_impairments`]).
+    impair: WireImpairments,
+    /// What the wire did to the last packet put in the pipe.
+    last_impair: Impairment,
+    /// Packets held back to be overtaken (reordered), in their own FIFO: all are held by the
+    /// same extra delay, so they keep their order among themselves.
+    held: VecDeque<(SimTime, Packet)>,
+    /// The latest arrival of a held-back packet (the held FIFO's back).
+    held_last: SimTime,
 }
 
 /// A link's forwarding jitter: its stream, the next draw (kept one ahead so
@@ -123,7 +137,19 @@ impl Link {
             trace: None,
             jitter: None,
             last_jitter: Duration::ZERO,
+            impair: WireImpairments::none(),
+            last_impair: Impairment::default(),
+            held: VecDeque::new(),
+            held_last: SimTime::ZERO,
         }
+    }
+
+    /// This link with duplication and reordering on the wire (`ccarena_link::impair`): a
+    /// surviving packet may arrive twice (the copy right behind it) or be held back by the
+    /// reorder delay so later packets overtake it.
+    pub fn with_impairments(mut self, impair: WireImpairments) -> Link {
+        self.impair = impair;
+        self
     }
 
     /// This link with forwarding jitter: each packet reaches the far end a random time after its
@@ -245,12 +271,36 @@ impl Link {
             j.next = j.rng.next_u64();
         }
         self.last_jitter = jitter;
+        self.last_in_pipe = true;
+        if self.impair.active() {
+            return self.transmit_impaired(end + self.delay + jitter, pkt);
+        }
         // A link does not reorder: if the delay was lowered mid-run, or jitter held the packet
         // ahead back, later packets wait.
         let arrival = (end + self.delay + jitter).max(self.last_arrival);
         self.last_arrival = arrival;
-        self.last_in_pipe = true;
         self.pipe.push_back((arrival, pkt));
+    }
+
+    /// Put a packet due at `due` (serialization, delay and jitter) in the pipe on a link that
+    /// may duplicate or reorder: held back in its own FIFO if chosen, twice if duplicated.
+    #[inline(never)]
+    fn transmit_impaired(&mut self, due: SimTime, pkt: Packet) {
+        let imp = self.impair.draw();
+        self.last_impair = imp;
+        let (queue, back) = if imp.reordered() {
+            self.counters.packets_reordered += 1;
+            (&mut self.held, &mut self.held_last)
+        } else {
+            (&mut self.pipe, &mut self.last_arrival)
+        };
+        let arrival = (due + Duration(imp.held_ns)).max(*back);
+        *back = arrival;
+        queue.push_back((arrival, pkt));
+        if imp.duplicated {
+            self.counters.packets_duplicated += 1;
+            queue.push_back((arrival, pkt));
+        }
     }
 
     /// Time to serialize `size` bytes at the current rate ([`transmission_ns`]).
@@ -269,9 +319,13 @@ impl Link {
     /// so the engine wakes the link in time and it decides then.
     #[inline]
     pub fn next_arrival(&self) -> Option<SimTime> {
-        match self.pipe.front() {
+        let main = match self.pipe.front() {
             Some((t, _)) => Some(*t),
             None => self.next_arrival_from_queue(),
+        };
+        match self.held.front() {
+            Some((h, _)) => Some(main.map_or(*h, |m| m.min(*h))),
+            None => main,
         }
     }
 
@@ -309,10 +363,28 @@ impl Link {
     /// packet on before taking the next, with no staging copy.
     #[inline]
     pub fn pop_arrived(&mut self, now: SimTime) -> Option<Packet> {
+        if !self.held.is_empty() {
+            return self.pop_arrived_with_held(now);
+        }
         if self.pipe.front()?.0 > now {
             return None;
         }
         let (_, pkt) = self.pipe.pop_front()?;
+        self.counters.packets_delivered += 1;
+        Some(pkt)
+    }
+
+    /// [`Link::pop_arrived`] while packets are held back: the earlier of the two FIFOs' heads
+    /// (the in-order one first at a tie).
+    #[inline(never)]
+    fn pop_arrived_with_held(&mut self, now: SimTime) -> Option<Packet> {
+        let held_at = self.held.front().map_or(SimTime::NEVER, |h| h.0);
+        let main_at = self.pipe.front().map_or(SimTime::NEVER, |p| p.0);
+        let queue = if main_at <= held_at { &mut self.pipe } else { &mut self.held };
+        if queue.front()?.0 > now {
+            return None;
+        }
+        let (_, pkt) = queue.pop_front()?;
         self.counters.packets_delivered += 1;
         Some(pkt)
     }
@@ -334,7 +406,7 @@ impl Link {
 
     /// Packets serialized (or being serialized) and not yet arrived.
     pub fn in_pipe_packets(&self) -> u64 {
-        self.pipe.len() as u64
+        (self.pipe.len() + self.held.len()) as u64
     }
 
     /// Cumulative counters (the discipline's drops and marks included).
@@ -381,12 +453,16 @@ impl Link {
         if let Some(delay) = change.delay_ns {
             self.delay = Duration(delay);
             // The packet on the wire starts propagating when its serialization ends, after the
-            // change: give it the new delay, behind the packet before it.
-            if self.last_in_pipe && self.tx_free_at >= now {
+            // change: give it the new delay, behind the packet before it (and its copy, right
+            // behind it). A held-back packet keeps its arrival.
+            if self.last_in_pipe && self.tx_free_at >= now && !self.last_impair.reordered() {
                 let n = self.pipe.len();
-                let before = if n >= 2 { self.pipe[n - 2].0 } else { SimTime::ZERO };
+                let copies = self.last_impair.copies() as usize;
+                let before = if n > copies { self.pipe[n - copies - 1].0 } else { SimTime::ZERO };
                 let arrival = (self.tx_free_at + self.delay + self.last_jitter).max(before);
-                self.pipe[n - 1].0 = arrival;
+                for slot in self.pipe.range_mut(n - copies..) {
+                    slot.0 = arrival;
+                }
                 self.last_arrival = arrival;
             }
         }
@@ -414,15 +490,17 @@ impl Link {
     /// waiting or on the wire is lost, the transmitter stops mid-packet.
     fn go_down(&mut self, now: SimTime) {
         self.up = false;
-        let lost = self.qdisc.clear() + self.pipe.len() as u64;
+        let lost = self.qdisc.clear() + self.in_pipe_packets();
         self.counters.packets_dropped_down += lost;
         self.pipe.clear();
+        self.held.clear();
         // The packet being serialized was counted busy in full; the rest of it never happens.
         if self.tx_free_at > now {
             self.counters.busy_ns = self.counters.busy_ns.saturating_sub((self.tx_free_at - now).as_nanos());
             self.tx_free_at = now;
         }
         self.last_arrival = now;
+        self.held_last = now;
         self.last_in_pipe = false;
     }
 }
@@ -679,5 +757,96 @@ mod tests {
             l.take_arrivals(t, &mut out);
         }
         assert_eq!(out.len(), 100);
+    }
+
+    fn seq_of(p: &Packet) -> u64 {
+        match p.payload {
+            Payload::Datagram { seq } => seq,
+            _ => unreachable!(),
+        }
+    }
+
+    /// Every arrival of `l` in time order: (time, seq).
+    fn drain_all(l: &mut Link) -> Vec<(u64, u64)> {
+        let mut out = Vec::new();
+        let mut got = Vec::new();
+        let mut prev = SimTime::ZERO;
+        while let Some(t) = l.next_arrival() {
+            assert!(t >= prev, "arrivals go forward");
+            prev = t;
+            out.clear();
+            l.take_arrivals(t, &mut out);
+            got.extend(out.iter().map(|p| (t.as_nanos(), seq_of(p))));
+        }
+        got
+    }
+
+    fn impaired(seed: u64, duplicate: f64, reorder: f64, reorder_delay_ns: u64) -> Link {
+        link(100_000, 0.0).with_impairments(WireImpairments::new(
+            duplicate,
+            reorder,
+            reorder_delay_ns,
+            SplitMix64::stream(seed, StreamKind::LinkDuplicate, 0),
+            SplitMix64::stream(seed, StreamKind::LinkReorder, 0),
+        ))
+    }
+
+    /// A held-back packet arrives `reorder_delay` late, after the packets behind it that were
+    /// not held; a duplicate arrives right behind its original; counters conserve packets.
+    #[test]
+    fn reordered_packets_are_overtaken_and_duplicates_follow_their_original() {
+        // 1000-byte packets every 1 ms (one serialization time apart), 1 ms delay, 3.5 ms hold.
+        let mut l = impaired(5, 0.1, 0.1, 3_500_000);
+        for seq in 0..2000u64 {
+            l.enqueue(SimTime(seq * 1_000_000), Packet { payload: Payload::Datagram { seq }, ..pkt(1000) });
+        }
+        let got = drain_all(&mut l);
+        let c = l.counters();
+        assert!(c.packets_duplicated > 150 && c.packets_reordered > 150, "{c:?}");
+        assert_eq!(got.len() as u64, c.packets_in + c.packets_duplicated);
+        assert_eq!(c.packets_in + c.packets_duplicated, c.packets_delivered);
+        // Each packet arrives at its nominal time (2 ms after it was sent) or 3.5 ms later.
+        let mut held = 0;
+        for &(t, seq) in &got {
+            let nominal = seq * 1_000_000 + 2_000_000;
+            assert!(t == nominal || t == nominal + 3_500_000, "seq {seq} at {t}");
+            if t > nominal {
+                held += 1;
+                // The three packets sent after it (not held) arrived before it.
+                for later in seq + 1..seq + 4 {
+                    let pos_later = got.iter().position(|&(_, s)| s == later).unwrap();
+                    let pos = got.iter().position(|&(tt, s)| s == seq && tt == t).unwrap();
+                    if got[pos_later].0 == later * 1_000_000 + 2_000_000 {
+                        assert!(pos_later < pos, "{later} overtook {seq}");
+                    }
+                }
+            }
+        }
+        let dups = got.windows(2).filter(|w| w[0] == w[1]).count() as u64;
+        assert_eq!(dups, c.packets_duplicated, "each copy right behind its original");
+        assert_eq!(held as u64, c.packets_reordered + got.windows(2).filter(|w| w[0] == w[1] && w[0].0 > w[0].1 * 1_000_000 + 2_000_000).count() as u64);
+        let inversions = got.windows(2).filter(|w| w[1].1 < w[0].1).count();
+        assert!(inversions > 150, "reordered: {inversions} inversions");
+    }
+
+    /// Probabilities 0: arrivals are bit for bit those of a link without impairments.
+    #[test]
+    fn no_impairment_is_todays_link() {
+        let run = |l: &mut Link| {
+            for seq in 0..500u64 {
+                l.enqueue(SimTime(seq * 700_000), Packet { payload: Payload::Datagram { seq }, ..pkt(1000) });
+            }
+            drain_all(l)
+        };
+        let plain = run(&mut link(20, 0.1));
+        let zero = run(&mut link(20, 0.1).with_impairments(WireImpairments::new(
+            0.0,
+            0.0,
+            1_000_000,
+            SplitMix64::new(1),
+            SplitMix64::new(2),
+        )));
+        assert_eq!(plain, zero);
+        assert!(plain.windows(2).all(|w| w[1].1 > w[0].1), "in order");
     }
 }

@@ -131,6 +131,10 @@ pub struct LinkRow {
     pub bytes_transmitted: f64,
     /// Busy time over elapsed time; NaN at time 0.
     pub utilization: f64,
+    /// Packets the wire delivered twice (each counted once; its copy is in `packets_delivered`).
+    pub packets_duplicated: f64,
+    /// Packets the wire held back so later ones overtook them.
+    pub packets_reordered: f64,
 }
 
 /// The `flows` table.
@@ -148,7 +152,7 @@ pub fn link_table(rows: &[LinkRow]) -> Table {
     table!(rows;
         link, name, rate_bps, delay_ns, packets_in, bytes_in, packets_delivered, packets_dropped_queue,
         packets_marked, packets_lost_wire, down_drops_packets, no_route_drops_packets, packets_queued_end, packets_in_flight_end, bytes_transmitted,
-        utilization,
+        utilization, packets_duplicated, packets_reordered,
     )
 }
 
@@ -311,6 +315,8 @@ pub fn link_row(index: usize, link: &Link, spec: &LinkSpec, now: SimTime, no_rou
         bytes_transmitted: c.bytes_transmitted as f64,
         // Busy time over elapsed time: right when events change the rate.
         utilization: if elapsed_ns > 0 { link.busy_ns(now) as f64 / elapsed_ns as f64 } else { f64::NAN },
+        packets_duplicated: c.packets_duplicated as f64,
+        packets_reordered: c.packets_reordered as f64,
     }
 }
 

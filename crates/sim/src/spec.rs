@@ -127,9 +127,36 @@ pub struct LinkSpec {
     /// = a constant rate.
     #[serde(default)]
     pub trace: Option<TraceSpec>,
+    /// Probability in [0, 1] that a packet surviving the wire is delivered twice, the copy right
+    /// behind it (netem's `duplicate`; `ccarena_link::impair`). Optional: absent = 0 (never).
+    #[serde(default)]
+    pub duplicate: f64,
+    /// Probability in [0, 1] that a packet surviving the wire is held back by
+    /// `reorder_delay_ns` after its propagation delay, so later packets overtake it
+    /// (`ccarena_link::impair`). Optional: absent = 0 (the link keeps order).
+    #[serde(default)]
+    pub reorder: f64,
+    /// How long a reordered packet is held back, ns. Optional: absent or null = the link's
+    /// delay, at least 1 ms (`ccarena_link::impair::default_reorder_delay_ns`).
+    #[serde(default)]
+    pub reorder_delay_ns: Option<u64>,
 }
 
 impl LinkSpec {
+    /// The link's duplication and reordering processes, drawing from the run's streams for
+    /// link `index` (none drawn while both probabilities are 0).
+    pub fn impairments(&self, seed: u64, index: usize) -> ccarena_link::WireImpairments {
+        use ccarena_link::{SplitMix64, StreamKind};
+        let held_ns = self.reorder_delay_ns.unwrap_or_else(|| ccarena_link::impair::default_reorder_delay_ns(self.delay_ns));
+        ccarena_link::WireImpairments::new(
+            self.duplicate,
+            self.reorder,
+            held_ns,
+            SplitMix64::stream(seed, StreamKind::LinkDuplicate, index as u64),
+            SplitMix64::stream(seed, StreamKind::LinkReorder, index as u64),
+        )
+    }
+
     /// True when the link's queue is sampled ([`LinkSpec::sample`], default true).
     pub fn sampled(&self) -> bool {
         self.sample.unwrap_or(true)
@@ -840,6 +867,11 @@ impl Spec {
             if !(0.0..=1.0).contains(&l.loss) {
                 return Err(err(p("loss"), format!("{} is not a probability in [0, 1]", l.loss)));
             }
+            for (key, v) in [("duplicate", l.duplicate), ("reorder", l.reorder)] {
+                if !(0.0..=1.0).contains(&v) {
+                    return Err(err(p(key), format!("{v} is not a probability in [0, 1]")));
+                }
+            }
             match (l.queue.limit_packets, l.queue.limit_bytes) {
                 (Some(_), Some(_)) | (None, None) => {
                     return Err(err(p("queue"), "set exactly one of limit_packets and limit_bytes"))
@@ -1063,6 +1095,9 @@ mod tests {
         make_red(&mut s.links[0].queue, red_bytes(15_000, 45_000));
         s.links[1].queue.ecn_threshold_packets = Some(20);
         s.links[1].loss = 0.0125;
+        s.links[1].duplicate = 0.01;
+        s.links[1].reorder = 0.05;
+        s.links[1].reorder_delay_ns = Some(2_000_000);
         s.events.push(link_event(1_000_000_000, 0, |c| c.loss = Some(0.3)));
         s.events.push(link_event(2_000_000_000, 0, |c| c.up = Some(false)));
         // The dumbbell's table, now as static overrides of computed routes.

@@ -245,6 +245,9 @@ impl Dumbbell {
             queue: q(limit),
             sample: None,
             trace: None,
+            duplicate: 0.0,
+            reorder: 0.0,
+            reorder_delay_ns: None,
         };
         let mut links = vec![
             link("r0->r1".into(), r0, r1, self.bottleneck_rate_bps, self.bottleneck_delay_ns, self.bottleneck_loss, self.bottleneck_queue_packets),
@@ -363,6 +366,9 @@ impl FatTree {
                     },
                     sample: None,
                     trace: None,
+                    duplicate: 0.0,
+                    reorder: 0.0,
+                    reorder_delay_ns: None,
                 });
             }
         };

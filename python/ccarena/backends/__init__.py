@@ -52,7 +52,7 @@ INTEGER_COLUMNS = {
     "drops", "marks", "arrivals", "departures", "rate_bps", "delay_ns", "packets_in", "bytes_in",
     "packets_delivered", "packets_dropped_queue", "packets_marked", "packets_lost_wire",
     "down_drops_packets", "no_route_drops_packets", "packets_queued_end",
-    "packets_in_flight_end", "bytes_transmitted",
+    "packets_in_flight_end", "bytes_transmitted", "packets_duplicated", "packets_reordered",
 }
 """Columns that hold counts or ids: stored as int64 when every value is finite."""
 

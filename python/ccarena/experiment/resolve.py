@@ -208,7 +208,8 @@ def resolve_run(scenario: Scenario, seed: int) -> ResolvedRun:
         links=tuple(
             LinkSpec(name=link.name, from_=index[link.src], to=index[link.dst],
                      rate_bps=link.rate_bps, delay_ns=link.delay_ns, loss=link.loss,
-                     queue=link.queue,
+                     duplicate=link.duplicate, reorder=link.reorder,
+                     reorder_delay_ns=link.reorder_delay_ns, queue=link.queue,
                      sample=None if scenario.output.queues == "all" or link.role not in UNSAMPLED_ROLES
                      else False)
             for link in net.links

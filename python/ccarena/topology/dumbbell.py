@@ -63,7 +63,7 @@ class Dumbbell(StrictModel):
         b = self.bottleneck
         net.add_duplex("r0", "r1", rate_bps=b.rate_bps, delay_ns=b.delay_ns, loss_ab=b.loss,
                        loss_ba=b.reverse_loss, queue=b.queue,
-                       role="bottleneck", reverse_role="bottleneck-reverse")
+                       role="bottleneck", reverse_role="bottleneck-reverse", impair=b.impair())
         for i in range(self.pairs):
             a = self.access_for(i)
             for host, router in ((f"left{i}", "r0"), (f"right{i}", "r1")):
@@ -74,7 +74,7 @@ class Dumbbell(StrictModel):
                                loss_ab=a.loss if forward_from_host else a.reverse_loss,
                                loss_ba=a.reverse_loss if forward_from_host else a.loss,
                                queue=a.queue, role="access",
-                               forward_is_ab=forward_from_host)
+                               forward_is_ab=forward_from_host, impair=a.impair())
         return net
 
     def describe(self) -> list[str]:

@@ -291,7 +291,7 @@ class Graph(StrictModel):
         for a, b, link, role in wires:
             net.add_duplex(a, b, rate_bps=link.rate_bps, delay_ns=link.delay_ns, loss_ab=link.loss,
                            loss_ba=link.reverse_loss, queue=link.queue, role=role,
-                           physical=link_name(a, b))
+                           physical=link_name(a, b), impair=link.impair())
         return net
 
     def describe(self) -> list[str]:

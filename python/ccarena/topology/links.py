@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, NamedTuple
 
 from pydantic import Field, PlainValidator, model_validator
 
@@ -219,13 +219,36 @@ class Link(StrictModel):
     right/second), ``reverse_loss`` in the other (the ACK path of left-to-right flows). ``rate``
     may be a trace (``rate = { trace = "traces/lte.mahi" }``, :data:`LinkRateBps`): both
     directions then follow it.
+
+    ``duplicate`` and ``reorder`` apply to both directions, like netem's on each side
+    (docs/engine-spec.md, ``duplicate``/``reorder``): ``duplicate = "1%"`` delivers each packet
+    that survives the wire twice with that probability, the copy right behind it; ``reorder =
+    "5%"`` holds each surviving packet back with that probability by ``reorder_delay`` (default:
+    the link's delay, at least 1 ms) after its propagation delay, so the packets behind it overtake
+    it.
     """
 
     rate_bps: LinkRateBps = Field(alias="rate")
     delay_ns: TimeNs = Field(alias="delay")
     loss: Fraction = "0%"
     reverse_loss: Fraction = "0%"
+    duplicate: Fraction = "0%"
+    reorder: Fraction = "0%"
+    reorder_delay_ns: TimeNs | None = Field(None, alias="reorder_delay", gt=0)
     queue: Queue = Queue()
+
+    def impair(self) -> "WireImpair":
+        """This link's duplication and reordering, for :meth:`Network.add_duplex`."""
+        return WireImpair(self.duplicate, self.reorder, self.reorder_delay_ns)
+
+
+class WireImpair(NamedTuple):
+    """A link's duplication and reordering (:class:`Link`): probabilities in [0, 1] and the hold
+    of a reordered packet in ns (None: the engine's default, the link's delay, at least 1 ms)."""
+
+    duplicate: float = 0.0
+    reorder: float = 0.0
+    reorder_delay_ns: int | None = None
 
 
 class AccessLink(Link):

@@ -15,7 +15,7 @@ if TYPE_CHECKING:
 
 from ccarena.errors import UserError
 from ccarena.runspec import QueueSpec
-from ccarena.topology.links import Queue
+from ccarena.topology.links import Queue, WireImpair
 
 
 @dataclass(frozen=True)
@@ -56,6 +56,9 @@ class DirectedLink:
     role: str
     physical: str
     forward: bool
+    duplicate: float = 0.0
+    reorder: float = 0.0
+    reorder_delay_ns: int | None = None
 
 
 @dataclass
@@ -145,11 +148,13 @@ class Network:
 
     def add_duplex(self, a: str, b: str, *, rate_bps: int, delay_ns: int, loss_ab: float,
                    loss_ba: float, queue: Queue, role: str, reverse_role: str | None = None,
-                   forward_is_ab: bool = True, physical: str | None = None) -> None:
+                   forward_is_ab: bool = True, physical: str | None = None,
+                   impair: WireImpair = WireImpair()) -> None:
         """Add the two directions of a physical link between ``a`` and ``b``; both directions'
         queues get ``queue`` (the scenario's queue table). ``forward_is_ab``: whether a→b is the
         direction the topology's ``loss`` field describes (see :class:`DirectedLink`).
-        ``physical``: the duplex link's name (default ``"a-b"``)."""
+        ``physical``: the duplex link's name (default ``"a-b"``). ``impair``: duplication and
+        reordering, in both directions."""
         self._graph = None
         self._toward = {}
         spec = queue.spec_fields()
@@ -158,4 +163,6 @@ class Network:
                                        (b, a, loss_ba, reverse_role or role, not forward_is_ab)):
             self.links.append(DirectedLink(
                 name=f"{src}->{dst}", src=src, dst=dst, rate_bps=rate_bps, delay_ns=delay_ns,
-                loss=loss, queue=spec, setting=queue, role=r, physical=physical, forward=fwd))
+                loss=loss, queue=spec, setting=queue, role=r, physical=physical, forward=fwd,
+                duplicate=impair.duplicate, reorder=impair.reorder,
+                reorder_delay_ns=impair.reorder_delay_ns))

@@ -37,7 +37,7 @@ class SingleLink(StrictModel):
         q = self.link.queue
         net.add_duplex("a", "b", rate_bps=self.link.rate_bps, delay_ns=self.link.delay_ns,
                        loss_ab=self.link.loss, loss_ba=self.link.reverse_loss,
-                       queue=q, role="link", reverse_role="link-reverse")
+                       queue=q, role="link", reverse_role="link-reverse", impair=self.link.impair())
         return net
 
     def describe(self) -> list[str]:

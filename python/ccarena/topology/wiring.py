@@ -136,7 +136,7 @@ def build_network(nodes: list[Node], wires: Iterable[Wire], link_of: Any,
             link = override.apply(link)
         net.add_duplex(w.a, w.b, rate_bps=link.rate_bps, delay_ns=link.delay_ns, loss_ab=link.loss,
                        loss_ba=link.reverse_loss, queue=link.queue, role=w.cls,
-                       reverse_role=reverse_roles.get(w.cls), physical=name)
+                       reverse_role=reverse_roles.get(w.cls), physical=name, impair=link.impair())
     return net
 
 

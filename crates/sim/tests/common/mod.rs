@@ -32,12 +32,12 @@ pub fn jain(xs: &[f64]) -> f64 {
     s * s / (xs.len() as f64 * s2)
 }
 
-/// Every link conserves packets: in = delivered + dropped + lost + lost to the link being down +
-/// queued + in flight.
+/// Every link conserves packets: in + duplicated = delivered + dropped + lost + lost to the link
+/// being down + queued + in flight.
 pub fn assert_conservation(res: &Results) {
     let l = &res.links;
     for i in 0..l.rows() {
-        let inn = l.f64("packets_in")[i];
+        let inn = l.f64("packets_in")[i] + l.f64("packets_duplicated")[i];
         let out = l.f64("packets_delivered")[i]
             + l.f64("packets_dropped_queue")[i]
             + l.f64("packets_lost_wire")[i]

@@ -79,8 +79,13 @@ def choose(spec: RunSpec, caps: Capabilities, requested: str = "auto") -> Emulat
     delayed = any(link.delay_ns > 0 for link in spec.links)
     lossy = any(link.loss > 0 for link in spec.links)
     traced = any(link.trace is not None for link in spec.links)  # only the relay runs a trace
+    # Only the relay duplicates and reorders as the simulator does (crates/link/src/impair.rs).
+    impaired = any(link.duplicate > 0 or link.reorder > 0 for link in spec.links)
     mode = requested if requested != "auto" else (
-        "relay" if traced and caps.relay else ("tc" if caps.netem or not caps.relay else "relay"))
+        "relay" if (traced or impaired) and caps.relay else ("tc" if caps.netem or not caps.relay else "relay"))
+    if mode == "tc" and impaired:
+        raise UserError("kernel.emulation: duplicate and reorder need ccarena's relay "
+                        "(emulation = \"relay\"; rebuild with pip install -e . if it is missing)")
     if mode == "relay":
         if not caps.relay:
             raise UserError("kernel.emulation: 'relay' needs ccarena's relay, which this build lacks "

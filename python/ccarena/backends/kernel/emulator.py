@@ -95,6 +95,15 @@ def direction_config(spec: RunSpec, link: int | None, emulation: Emulation,
     for key in ("ecn_threshold_packets", "ecn_threshold_bytes"):
         if getattr(queue, key) is not None:
             out[key] = int(getattr(queue, key))
+    if link is not None:
+        # Duplication and reordering (crates/link/src/impair.rs), only when set: a config without
+        # them is the one the relay always got.
+        if spec_link.duplicate > 0:
+            out["duplicate"] = float(spec_link.duplicate)
+        if spec_link.reorder > 0:
+            out["reorder"] = float(spec_link.reorder)
+            if spec_link.reorder_delay_ns is not None:
+                out["reorder_delay_ns"] = int(spec_link.reorder_delay_ns)
     if spec_link.trace is not None:
         # The relay runs the trace from t0 (crates/link/src/trace.rs), as the simulator from 0.
         out["trace"] = spec_link.trace.model_dump()
@@ -171,7 +180,9 @@ def queue_readings(stats: dict[str, Any], plan: NetworkPlan
                 departed_bytes=int(samples["departed_bytes"][i]),
                 sojourn_total_ns=int(samples["sojourn_total_ns"][i]),
                 lost_wire=int(samples["lost_wire"][i]), busy_ns=int(samples["busy_ns"][i]),
-                early_drops=int(samples["early_drops"][i]), marks=int(samples["marks"][i]))
+                early_drops=int(samples["early_drops"][i]), marks=int(samples["marks"][i]),
+                duplicated=int(samples["duplicated"][i]) if "duplicated" in samples else None,
+                reordered=int(samples["reordered"][i]) if "reordered" in samples else None)
         out[link] = rows
     return out
 

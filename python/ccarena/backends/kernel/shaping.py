@@ -84,8 +84,9 @@ class QueueReading:
     """Cumulative counters of one link's queue at one instant (packets and IP bytes).
 
     ``sojourn_total_ns`` (time spent waiting, summed over departed packets), ``lost_wire``
-    (packets lost on the wire) and ``busy_ns`` (time the link spent serializing) come only from
-    the relay; None from htb.
+    (packets lost on the wire), ``busy_ns`` (time the link spent serializing), ``duplicated`` and
+    ``reordered`` (departed packets the wire sent twice or held back) come only from the relay;
+    None from htb.
     """
 
     backlog_bytes: int
@@ -96,6 +97,8 @@ class QueueReading:
     sojourn_total_ns: int | None = None
     lost_wire: int | None = None
     busy_ns: int | None = None
+    duplicated: int | None = None
+    reordered: int | None = None
 
     @property
     def arrivals(self) -> int:

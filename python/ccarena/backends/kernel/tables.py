@@ -37,8 +37,10 @@ dequeue) are the relay's counts, as the simulator's; 0 with htb, which neither m
 early. ``red_avg`` is NaN (the relay does not report RED's average).
 
 ``links``: the same counters at the end; ``packets_lost_wire`` from the relay's (or the loss
-rule's) own count; ``packets_delivered`` = departures − lost on the wire (packets still
-propagating at the end count as delivered); ``utilization`` is the relay's busy time over the
+rule's) own count; ``packets_delivered`` = departures − lost on the wire + the wire's copies
+(packets still propagating at the end count as delivered); ``packets_duplicated`` and
+``packets_reordered`` are the relay's counts of packets its wire sent twice or held back (0 in tc
+mode, which does neither); ``utilization`` is the relay's busy time over the
 run (right under rate changes) or, with htb, the bytes sent over rate × duration; ``bytes_in``
 and ``packets_in_flight_end`` are NaN.
 """
@@ -70,7 +72,7 @@ QUEUE_COLUMNS = ("time_s", "link", "backlog_bytes", "backlog_packets", "drops", 
 LINK_COLUMNS = ("link", "name", "rate_bps", "delay_ns", "packets_in", "bytes_in", "packets_delivered",
                 "packets_dropped_queue", "packets_marked", "packets_lost_wire", "down_drops_packets",
                 "no_route_drops_packets", "packets_queued_end", "packets_in_flight_end",
-                "bytes_transmitted", "utilization")
+                "bytes_transmitted", "utilization", "packets_duplicated", "packets_reordered")
 STRING_COLUMNS = ("name", "kind", "flavor", "recovery")
 
 
@@ -253,7 +255,8 @@ def link_rows(spec: RunSpec, final: dict[int, Any], baseline: dict[int, Any],
         rows.append({
             "link": i, "name": link.name, "rate_bps": link.rate_bps, "delay_ns": link.delay_ns,
             "packets_in": departures + drops + q.backlog_packets, "bytes_in": None,
-            "packets_delivered": None if lost is None else departures - lost,
+            # The wire's copies are delivered too (as the simulator counts them).
+            "packets_delivered": None if lost is None else departures - lost + _since(q, b, "duplicated"),
             "packets_dropped_queue": drops, "packets_marked": _since(q, b, "marks"),
             "packets_lost_wire": lost,
             # The kernel backend takes no link down (preflight refuses `up` events) and routes
@@ -262,5 +265,7 @@ def link_rows(spec: RunSpec, final: dict[int, Any], baseline: dict[int, Any],
             "packets_queued_end": q.backlog_packets, "packets_in_flight_end": None,
             "bytes_transmitted": sent_bytes,
             "utilization": busy_s / duration_s,
+            "packets_duplicated": _since(q, b, "duplicated"),
+            "packets_reordered": _since(q, b, "reordered"),
         })
     return rows

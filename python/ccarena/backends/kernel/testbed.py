@@ -32,15 +32,25 @@ def _sh(*cmd: str) -> str:
 
 def link_config(*, rate_bps: int | None, delay_ns: int, limit_packets: int | None = None,
                 loss: float = 0.0, duration_ns: int | None = None, seed: int = 7,
-                **options: Any) -> dict[str, Any]:
+                reverse_loss: float | None = None, duplicate: float = 0.0, reorder: float = 0.0,
+                reorder_delay_ns: int | None = None, **options: Any) -> dict[str, Any]:
     """A relay config (``crates/relay/src/config.rs``) emulating the same link both ways between
-    ``ra`` and ``rb``; ``options`` are further top-level keys (``min_wake_interval_ns``, ...)."""
+    ``ra`` and ``rb`` (``loss`` a → b, and b → a unless ``reverse_loss`` is given; ``duplicate``,
+    ``reorder`` and ``reorder_delay_ns`` both ways, left out of the config at 0 / None);
+    ``options`` are further top-level keys (``min_wake_interval_ns``, ...)."""
     direction: dict[str, Any] = {"delay_ns": delay_ns, "loss": loss}
     if rate_bps is not None:
         direction["rate_bps"] = rate_bps
         if limit_packets is not None:
             direction["limit_packets"] = limit_packets
-    return {"pipes": [{"name": "a<->b", "a": "ra", "b": "rb", "a_to_b": direction, "b_to_a": direction}],
+    if duplicate:
+        direction["duplicate"] = duplicate
+    if reorder:
+        direction["reorder"] = reorder
+        if reorder_delay_ns is not None:
+            direction["reorder_delay_ns"] = reorder_delay_ns
+    back = direction if reverse_loss is None else {**direction, "loss": reverse_loss}
+    return {"pipes": [{"name": "a<->b", "a": "ra", "b": "rb", "a_to_b": direction, "b_to_a": back}],
             "seed": seed, "duration_ns": duration_ns, "max_queue_frames": 100_000, **options}
 
 
