@@ -17,6 +17,7 @@ use std::time::{Duration, Instant};
 use ccarena_cc::{catalogue, new_controller, Params, SimTime};
 use ccarena_transport::{AckSegment, RecoveryMode, SackBlock, Sender, SenderConfig, MAX_SACK_BLOCKS};
 
+use crate::batch::RecvBatch;
 use crate::error::TransferError;
 use crate::guard::ReplayWindow;
 use crate::net::{Datagrams, Impaired, Impairment, Socket};
@@ -136,14 +137,17 @@ pub(crate) struct Link {
     pub(crate) buf: Vec<u8>,
     pub(crate) last_sent: Instant,
     pub(crate) last_heard: Instant,
+    rbatch: RecvBatch,
 }
+
+/// Most datagrams a driver reads before it looks at its timers again.
+pub(crate) const MAX_READ_PER_WAKE: usize = 4096;
 
 impl Link {
     /// A link to `peer` over `sock` with a fresh random connection id.
     pub(crate) fn new(sock: Box<dyn Datagrams>, peer: SocketAddr) -> Link {
         let now = Instant::now();
         Link {
-            sock,
             peer,
             conn_id: RandomState::new().hash_one((now, std::process::id())),
             pn_out: 0,
@@ -151,6 +155,8 @@ impl Link {
             buf: Vec::with_capacity(wire::MAX_DATAGRAM_BYTES),
             last_sent: now,
             last_heard: now,
+            rbatch: sock.new_recv_batch(),
+            sock,
         }
     }
 
@@ -180,38 +186,54 @@ impl Link {
         if !timeout.is_zero() {
             self.sock.wait(timeout).map_err(|e| self.io_error(e, "wait"))?;
         }
-        let mut rbuf = [0u8; wire::MAX_DATAGRAM_BYTES + 1];
-        for _ in 0..4096 {
-            let (n, from) = match self.sock.recv_from(&mut rbuf) {
-                Ok(Some(x)) => x,
-                Ok(None) => break,
-                Err(e) => return Err(self.io_error(e, "receive")),
-            };
-            if from != self.peer {
-                continue;
+        // The batch is taken out of the link for the frames (which borrow it) to meet `on`
+        // (which takes the link), and put back whatever happens.
+        let mut batch = std::mem::take(&mut self.rbatch);
+        let r = self.receive_into(&mut batch, &mut on);
+        self.rbatch = batch;
+        r
+    }
+
+    /// Read up to [`MAX_READ_PER_WAKE`] datagrams with `batch`, handing each of this
+    /// connection's frames to `on`.
+    fn receive_into(
+        &mut self,
+        batch: &mut RecvBatch,
+        on: &mut impl FnMut(&mut Link, Frame<'_>) -> Result<(), TransferError>,
+    ) -> Result<(), TransferError> {
+        let mut read = 0;
+        while read < MAX_READ_PER_WAKE {
+            if self.sock.recv_batch(batch).map_err(|e| self.io_error(e, "receive"))? == 0 {
+                break;
             }
-            let (h, frame) = match decode(&rbuf[..n]) {
-                Ok(x) => x,
-                Err(DecodeError::UnknownVersion(v)) => {
-                    return Err(TransferError::VersionMismatch { addr: self.peer, theirs: v })
+            for d in batch.iter() {
+                read += 1;
+                if d.from != self.peer {
+                    continue;
                 }
-                Err(_) => continue,
-            };
-            if let Frame::VersionMismatch { supported } = &frame {
-                if !supported.contains(&wire::VERSION) {
-                    let theirs = supported.iter().copied().max().unwrap_or(h.version);
-                    return Err(TransferError::VersionMismatch { addr: self.peer, theirs });
+                let (h, frame) = match decode(d.data) {
+                    Ok(x) => x,
+                    Err(DecodeError::UnknownVersion(v)) => {
+                        return Err(TransferError::VersionMismatch { addr: self.peer, theirs: v })
+                    }
+                    Err(_) => continue,
+                };
+                if let Frame::VersionMismatch { supported } = &frame {
+                    if !supported.contains(&wire::VERSION) {
+                        let theirs = supported.iter().copied().max().unwrap_or(h.version);
+                        return Err(TransferError::VersionMismatch { addr: self.peer, theirs });
+                    }
+                    continue;
                 }
-                continue;
+                // RETRY and REJECT come from the stateless handshake path (packet number 0, no
+                // connection yet): only the connection's own packets go through the replay window.
+                let stateless = matches!(frame, Frame::Retry { .. } | Frame::Reject { .. });
+                if h.conn_id != self.conn_id || (!stateless && !self.replay.accept(h.pn)) {
+                    continue;
+                }
+                self.last_heard = Instant::now();
+                on(self, frame)?;
             }
-            // RETRY and REJECT come from the stateless handshake path (packet number 0, no
-            // connection yet): only the connection's own packets go through the replay window.
-            let stateless = matches!(frame, Frame::Retry { .. } | Frame::Reject { .. });
-            if h.conn_id != self.conn_id || (!stateless && !self.replay.accept(h.pn)) {
-                continue;
-            }
-            self.last_heard = Instant::now();
-            on(self, frame)?;
         }
         Ok(())
     }
