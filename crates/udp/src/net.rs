@@ -318,4 +318,37 @@ mod tests {
         let age = d.arrival_age_ns.expect("a kernel receive stamp");
         assert!((30_000_000..1_000_000_000).contains(&age), "age {age} ns");
     }
+
+    #[test]
+    fn queued_sends_leave_in_order_in_few_calls_at_the_wait_and_at_drop() {
+        let mut rx = Socket::new(UdpSocket::bind("127.0.0.1:0").unwrap()).unwrap();
+        let to = rx.local_addr().unwrap();
+        let mut tx = Socket::new(UdpSocket::bind("127.0.0.1:0").unwrap()).unwrap();
+        let datagram = |i: u32| {
+            let mut d = vec![0u8; 1400];
+            d[..4].copy_from_slice(&i.to_be_bytes());
+            d
+        };
+        // 150 datagrams: more than the queue holds (it flushes itself at 64), the rest at the
+        // wait; the last two after the wait, sent when the socket is dropped.
+        for i in 0..148 {
+            tx.send_to(&datagram(i), to).unwrap();
+        }
+        tx.wait(Duration::ZERO).unwrap();
+        assert_eq!(tx.sent_datagrams, 148);
+        assert!(tx.send_calls <= 6, "{} calls for 148 datagrams", tx.send_calls);
+        tx.send_to(&datagram(148), to).unwrap();
+        tx.send_to(&datagram(149), to).unwrap();
+        drop(tx);
+        let mut batch = rx.new_recv_batch();
+        let mut got = Vec::new();
+        while got.len() < 150 {
+            rx.wait(Duration::from_secs(1)).unwrap();
+            if rx.recv_batch(&mut batch).unwrap() == 0 {
+                break;
+            }
+            got.extend(batch.iter().map(|d| u32::from_be_bytes(d.data[..4].try_into().unwrap())));
+        }
+        assert_eq!(got, (0..150).collect::<Vec<_>>());
+    }
 }
