@@ -10,10 +10,11 @@
 //! draft-gg-udt-03 §6.2).
 //!
 //! GSO is used until the kernel refuses it: `sendmsg` with `UDP_SEGMENT` fails with `EIO` when
-//! the route's device does not offload checksums (the kernel backend turns `tx` offload off on
-//! every veth), or `EINVAL` when a segment would not fit the path MTU; the refused datagrams
-//! then go out one per message of the same `sendmmsg` call, and the socket sends that way from
-//! then on. The wire is the same either way: GSO's segments are ordinary datagrams.
+//! the route's device does not offload checksums (older kernels; recent ones, e.g. 6.18, checksum
+//! in software instead; the kernel backend turns `tx` offload off on every veth), or `EINVAL` when a segment
+//! would not fit the path MTU or the socket has UDP checksums off; the refused datagrams then go
+//! out one per message, and the socket sends that way from then on. The wire is the same either
+//! way: GSO's segments are ordinary datagrams.
 
 use std::io;
 use std::mem::{size_of, zeroed};
