@@ -4,9 +4,9 @@
 //! (`UDP_GRO`, datagrams of one flow that arrive together read as one buffer and a segment size),
 //! each datagram with its kernel receive time stamp (`SO_TIMESTAMPNS`).
 //!
-//! Why not the `quinn-udp` crate: it brings `socket2`, `tracing` and its own transmit/receive
-//! types for what is here a few hundred lines over `libc` (already a dependency), and it does not
-//! hand out receive time stamps, which UDT's receiver needs (arrival speed and packet pairs,
+//! Why not the `quinn-udp` crate (0.5): it brings `socket2`, by default `tracing`, and its own
+//! transmit/receive types for what is here a few hundred lines over `libc` (already a
+//! dependency), and its receive metadata has no kernel time stamps, which UDT's receiver needs (arrival speed and packet pairs,
 //! draft-gg-udt-03 §6.2).
 //!
 //! GSO is used until the kernel refuses it: `sendmsg` with `UDP_SEGMENT` fails with `EIO` when
