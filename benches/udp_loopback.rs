@@ -9,6 +9,13 @@
 //! for loopback delivery partly charged to whichever thread triggered it). The sender's figure
 //! includes hashing the file once (SHA-256) and the receiver's hashing it at the end; the SHA-256
 //! cost alone is printed first so it can be taken out.
+//!
+//! Then the socket layer alone (`UDP_BENCH_IO_MB`, default 500 MB of 1472-byte datagrams, no
+//! transport): the sending thread's CPU seconds per GB and its system calls for one `send_to` per
+//! datagram, `sendmmsg` (64 datagrams a call), and `sendmmsg` with UDP GSO
+//! ([`ccarena_udp::batch`]), each to a reader draining with `recv_from` or `recvmmsg` (+ GRO for
+//! the GSO case); what the reader got is printed (a reader that falls behind drops, as a
+//! full socket buffer does).
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -16,6 +23,7 @@ use std::sync::Arc;
 use std::thread;
 use std::time::Instant;
 
+use ccarena_udp::batch::{self, RecvBatch, SendQueue};
 use ccarena_udp::sha256::sha256_of;
 use ccarena_udp::{send_file, Receiver, ReceiverOptions, SendOptions};
 
@@ -31,6 +39,86 @@ fn thread_cpu_s() -> f64 {
 
 fn libc_timespec() -> libc::timespec {
     libc::timespec { tv_sec: 0, tv_nsec: 0 }
+}
+
+/// How the socket-layer run sends and reads.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Io {
+    /// One `send_to`/`recv_from` per datagram.
+    Plain,
+    /// `sendmmsg`/`recvmmsg`.
+    Mmsg,
+    /// `sendmmsg` with UDP GSO, `recvmmsg` with UDP GRO.
+    Gso,
+}
+
+/// Send `mb` MB of 1472-byte datagrams over loopback the `io` way: the sender thread's CPU
+/// seconds, its system calls, and the datagrams the reader got.
+fn socket_layer(io: Io, mb: usize) -> (f64, usize, usize, u64) {
+    use std::net::UdpSocket;
+    use std::os::fd::AsRawFd;
+    const DGRAM: usize = 1472;
+    let n = mb * 1_000_000 / DGRAM;
+    let rx = UdpSocket::bind("127.0.0.1:0").unwrap();
+    let tx = UdpSocket::bind("127.0.0.1:0").unwrap();
+    let to = rx.local_addr().unwrap();
+    tx.connect(to).unwrap();
+    for s in [&rx, &tx] {
+        batch::set_int_option(s.as_raw_fd(), libc::SOL_SOCKET, libc::SO_RCVBUF, 8 << 20);
+        batch::set_int_option(s.as_raw_fd(), libc::SOL_SOCKET, libc::SO_SNDBUF, 8 << 20);
+    }
+    if io == Io::Gso {
+        batch::set_int_option(rx.as_raw_fd(), libc::SOL_UDP, libc::UDP_GRO, 1);
+    }
+    rx.set_read_timeout(Some(std::time::Duration::from_millis(300))).unwrap();
+    let reader = thread::spawn(move || {
+        let mut got = 0u64;
+        let mut buf = vec![0u8; 65_536];
+        let mut b = RecvBatch::new(batch::MAX_MESSAGES, if io == Io::Gso { batch::GRO_SLOT_BYTES } else { DGRAM + 1 });
+        loop {
+            if io == Io::Plain {
+                match rx.recv(&mut buf) {
+                    Ok(_) => got += 1,
+                    Err(_) => return got,
+                }
+            } else {
+                // Block for the first, then take what is waiting.
+                match rx.peek(&mut buf[..1]) {
+                    Ok(_) => {}
+                    Err(_) => return got,
+                }
+                batch::recv_batch(rx.as_raw_fd(), &mut b).unwrap();
+                got += b.iter().count() as u64;
+            }
+        }
+    });
+    let payload = vec![7u8; DGRAM];
+    let c = thread_cpu_s();
+    let mut calls = 0;
+    match io {
+        Io::Plain => {
+            for _ in 0..n {
+                let _ = tx.send(&payload);
+                calls += 1;
+            }
+        }
+        Io::Mmsg | Io::Gso => {
+            tx.set_nonblocking(true).unwrap();
+            let mut gso = io == Io::Gso;
+            let mut q = SendQueue::default();
+            let mut left = n;
+            while left > 0 {
+                q.clear();
+                for _ in 0..left.min(batch::MAX_MESSAGES) {
+                    q.push(&payload, to);
+                }
+                left -= q.len();
+                calls += batch::send_queue(tx.as_raw_fd(), &q, &mut gso).unwrap().calls;
+            }
+        }
+    }
+    let cpu = thread_cpu_s() - c;
+    (cpu, calls, n, reader.join().unwrap())
 }
 
 fn main() {
@@ -96,4 +184,15 @@ fn main() {
         let _ = std::fs::remove_dir_all(&dst);
     }
     let _ = std::fs::remove_dir_all(&base);
+
+    let io_mb: usize = std::env::var("UDP_BENCH_IO_MB").ok().and_then(|v| v.parse().ok()).unwrap_or(500);
+    for io in [Io::Plain, Io::Mmsg, Io::Gso] {
+        let (cpu, calls, sent, got) = socket_layer(io, io_mb);
+        println!(
+            "socket layer, {io:?}: sender {:.3} CPU s/GB ({:.2} µs a datagram), {calls} system calls for {sent} \
+             datagrams; the reader got {got}",
+            cpu / (io_mb as f64 / 1000.0),
+            cpu / sent as f64 * 1e6,
+        );
+    }
 }

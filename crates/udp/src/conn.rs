@@ -1,11 +1,13 @@
 //! One incoming transfer on the receiver: the transport's [`Receiver`] driven by arriving DATA
-//! and its delayed-ACK timer, the payload written straight to the partial file at the file
+//! and its delayed-ACK timer, the payload written to the partial file at the file
 //! offsets the stream maps to, the sidecar kept current for a resume, and the end: SHA-256,
 //! the file moved into place, DONE.
 //!
 //! Memory is bounded whatever the sender does: DATA beyond the advertised window (the receive
 //! buffer cap) or that would open more than [`MAX_OOO_RANGES`] out-of-order ranges is dropped,
-//! so the transport's reassembly list stays small; payload is never buffered.
+//! so the transport's reassembly list stays small; payload is held only until a run of
+//! in-order bytes is written with one `pwrite` (at most [`WRITE_BEHIND_BYTES`], and always
+//! before the sidecar claims it or the file is hashed).
 
 use std::fs::File;
 use std::io;
@@ -136,7 +138,17 @@ pub struct Conn {
     last_sidecar: Instant,
     phase: Phase,
     buf: Vec<u8>,
+    /// Payload not yet written: contiguous bytes for file offset `pending_at` (written in one
+    /// `pwrite` when the next piece is not contiguous, it reaches [`WRITE_BEHIND_BYTES`], or
+    /// before anything reads the file or claims it holds them).
+    pending: Vec<u8>,
+    pending_at: u64,
+    /// A write failed: the file lacks bytes the transport took, so no sidecar may claim them.
+    write_failed: bool,
 }
+
+/// Most payload bytes a connection holds before writing them.
+pub const WRITE_BEHIND_BYTES: usize = 1 << 20;
 
 impl Conn {
     /// A connection accepted at `now` for `place` (partial `file` holding `held_before`).
@@ -176,6 +188,9 @@ impl Conn {
             last_sidecar: now,
             phase: Phase::Receiving,
             buf: Vec::with_capacity(wire::MAX_DATAGRAM_BYTES),
+            pending: Vec::new(),
+            pending_at: 0,
+            write_failed: false,
         }
     }
 
@@ -249,9 +264,35 @@ impl Conn {
         set
     }
 
+    /// Queue `data` for file offset `off`, writing what was pending first unless `data`
+    /// continues it (one `pwrite` per run of in-order payload instead of one per packet).
+    fn write_behind(&mut self, data: &[u8], off: u64) -> io::Result<()> {
+        let continues = !self.pending.is_empty() && self.pending_at + self.pending.len() as u64 == off;
+        if !continues || self.pending.len() + data.len() > WRITE_BEHIND_BYTES {
+            self.flush_writes()?;
+            self.pending_at = off;
+        }
+        self.pending.extend_from_slice(data);
+        Ok(())
+    }
+
+    /// Write what is pending.
+    fn flush_writes(&mut self) -> io::Result<()> {
+        if self.pending.is_empty() {
+            return Ok(());
+        }
+        let r = self.file.write_all_at(&self.pending, self.pending_at);
+        self.pending.clear();
+        self.write_failed |= r.is_err();
+        r
+    }
+
+    /// Write the sidecar — only after the bytes it claims are in the file.
     fn save_sidecar(&mut self, now: Instant) {
         self.last_sidecar = now;
-        let _ = self.place.write_sidecar(&self.held_now());
+        if self.flush_writes().is_ok() && !self.write_failed {
+            let _ = self.place.write_sidecar(&self.held_now());
+        }
     }
 
     /// A DATA packet arrived at `now`. Returns the outcome when this packet ended the transfer.
@@ -284,7 +325,7 @@ impl Conn {
         if end > rcv_nxt {
             let mut at = 0usize;
             for (off, n) in self.map.file_pieces(offset, len) {
-                if let Err(e) = self.file.write_all_at(&payload[at..at + n as usize], off) {
+                if let Err(e) = self.write_behind(&payload[at..at + n as usize], off) {
                     return Some(self.fail(sock, counters, format!("writing {}: {e}", self.name)));
                 }
                 at += n as usize;
@@ -315,6 +356,9 @@ impl Conn {
         let t = self.sim(now);
         self.rx.handle_timeout(SimTime::NEVER);
         self.flush_acks(sock, t);
+        if let Err(e) = self.flush_writes() {
+            return Some(self.fail(sock, counters, format!("writing {}: {e}", self.name)));
+        }
         let (status, message, outcome) = match self.verify() {
             Ok(true) => match self.place.finish(self.force) {
                 Ok(()) => {

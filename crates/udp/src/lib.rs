@@ -10,7 +10,8 @@
 //! - [`wire`]: packet encoding and decoding (never panics).
 //! - [`guard`]: stateless cookies, the handshake rate limit, the anti-replay window.
 //! - [`ranges`]: held/missing byte ranges and the stream ↔ file map (resume).
-//! - [`net`]: the non-blocking socket with `ppoll` waits; the loss/duplicate/reorder shim.
+//! - [`batch`]: many datagrams per system call (`sendmmsg` with UDP GSO, `recvmmsg` with GRO).
+//! - [`net`]: the non-blocking, batching socket with `ppoll` waits; the loss/duplicate/reorder shim.
 //! - [`send`]: the sending side (handshake, transport loop, record).
 //! - [`conn`]: one incoming transfer on the receiver.
 //! - [`serve`]: the receiving service (socket, handshake, connection table).
@@ -21,12 +22,13 @@
 //! - [`sha256`]: SHA-256 (FIPS 180-4).
 //! - [`error`]: what can go wrong, one line each.
 //!
-//! Not yet: UDT flavors (their own transport), batching (`sendmmsg`/GSO), ECN on real sockets,
+//! Not yet: ECN on real sockets,
 //! D-SACK (the receiver does not know the sender's recovery mode), authentication or encryption
 //! (an on-path attacker who sees the connection id can inject packets).
 
 #![warn(missing_docs)]
 
+pub mod batch;
 pub mod conn;
 pub mod error;
 pub mod guard;

@@ -1,4 +1,5 @@
-//! Datagram I/O: a non-blocking UDP socket with a sub-millisecond wait (`ppoll`), and an
+//! Datagram I/O: a non-blocking UDP socket that sends and reads in batches ([`crate::batch`])
+//! with a sub-millisecond wait (`ppoll`), and an
 //! impairment wrapper that drops, duplicates and reorders what it sends (seeded) for tests of
 //! the transport on a lossy path over loopback.
 
@@ -6,6 +7,9 @@ use std::io;
 use std::net::{SocketAddr, UdpSocket};
 use std::os::fd::AsRawFd;
 use std::time::Duration;
+
+use crate::batch::{self, RecvBatch, SendQueue};
+use crate::wire;
 
 /// Socket buffer size asked for (SO_SNDBUF/SO_RCVBUF), bytes; the kernel caps it at
 /// `net.core.{w,r}mem_max`. A large receive buffer keeps a burst of a fast sender from being
@@ -23,24 +27,41 @@ pub fn fine_timers() {
 }
 
 /// What the drivers need of a datagram socket.
+///
+/// Sends may be queued: they go out, in order, at the latest at the next [`Datagrams::flush`],
+/// [`Datagrams::wait`] or [`Datagrams::recv_batch`] (so a sender's loop that hands over all the
+/// pacer releases at once and then waits sends them with one system call).
 pub trait Datagrams: Send {
-    /// Send one datagram to `to`. A full socket buffer drops the datagram (as a queue would).
+    /// Send (or queue) one datagram to `to`. A full socket buffer drops the datagram (as a
+    /// queue would).
     ///
     /// # Errors
     /// The socket's error (for a connected socket, `ConnectionRefused` after an ICMP port
-    /// unreachable).
+    /// unreachable), possibly for a datagram queued earlier.
     fn send_to(&mut self, buf: &[u8], to: SocketAddr) -> io::Result<()>;
 
-    /// One datagram if one is waiting (`Ok(None)` if none).
+    /// Send everything queued.
+    ///
+    /// # Errors
+    /// As [`Datagrams::send_to`].
+    fn flush(&mut self) -> io::Result<()>;
+
+    /// Flush, then read what is waiting into `batch` (cleared first); returns the messages
+    /// read (0: nothing waiting). Iterate with [`RecvBatch::iter`].
     ///
     /// # Errors
     /// The socket's error.
-    fn recv_from(&mut self, buf: &mut [u8]) -> io::Result<Option<(usize, SocketAddr)>>;
+    fn recv_batch(&mut self, batch: &mut RecvBatch) -> io::Result<usize>;
 
-    /// Block until a datagram is waiting or `timeout` has passed.
+    /// A receive batch sized for this socket (its slots hold a GRO buffer when GRO is on).
+    fn new_recv_batch(&self) -> RecvBatch {
+        RecvBatch::new(batch::MAX_MESSAGES, wire::MAX_DATAGRAM_BYTES + 1)
+    }
+
+    /// Flush, then block until a datagram is waiting or `timeout` has passed.
     ///
     /// # Errors
-    /// The poll's error (not EINTR, which returns early).
+    /// The poll's error (not EINTR, which returns early), or a flush's.
     fn wait(&mut self, timeout: Duration) -> io::Result<()>;
 
     /// The bound address.
@@ -48,42 +69,34 @@ pub trait Datagrams: Send {
     /// # Errors
     /// The socket's error.
     fn local_addr(&self) -> io::Result<SocketAddr>;
-
-    /// How long ago the datagram last returned by [`Datagrams::recv_from`] arrived, ns, from the
-    /// kernel's receive time stamp; `None` when the socket has none (the caller's clock is then
-    /// the arrival time). A receiver that wakes late reads a burst of queued datagrams at once:
-    /// its own clock would see them arrive together, which UDT's arrival-speed and packet-pair
-    /// estimates must not (draft-gg-udt-03 §6.2).
-    fn last_arrival_age_ns(&self) -> Option<u64> {
-        None
-    }
 }
 
-/// `SIOCGSTAMPNS` (linux/sockios.h): the receive time stamp of the last packet read from a
-/// socket, as a `timespec` on CLOCK_REALTIME.
-const SIOCGSTAMPNS: libc::c_ulong = 0x8907;
+/// Datagrams queued before a [`Socket`] flushes on its own: about one `sendmmsg` call's worth,
+/// so memory stays small whatever a caller queues.
+pub const MAX_QUEUED_DATAGRAMS: usize = batch::MAX_MESSAGES;
 
-/// A non-blocking UDP socket.
+/// A non-blocking UDP socket that sends and receives in batches ([`crate::batch`]): `sendmmsg`
+/// with UDP GSO while the kernel takes it, `recvmmsg` with UDP GRO where the kernel offers it,
+/// kernel receive time stamps on every datagram.
 #[derive(Debug)]
 pub struct Socket {
     sock: UdpSocket,
+    queue: SendQueue,
+    /// GSO is still in use (false once the kernel refused it).
+    gso: bool,
+    /// GRO is on (the kernel took `UDP_GRO`).
+    gro: bool,
     /// Datagrams dropped because the send buffer was full.
     pub send_drops: u64,
+    /// `sendmmsg` calls made and datagrams they sent (how well sends batch).
+    pub send_calls: u64,
+    /// Datagrams sent.
+    pub sent_datagrams: u64,
 }
 
 fn set_buffer(sock: &UdpSocket, opt: libc::c_int, bytes: usize) {
-    let v = bytes as libc::c_int;
-    // SAFETY: a valid fd and a pointer to a c_int of the size passed. Failure only leaves the
-    // default size.
-    unsafe {
-        libc::setsockopt(
-            sock.as_raw_fd(),
-            libc::SOL_SOCKET,
-            opt,
-            (&v as *const libc::c_int).cast(),
-            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-        );
-    }
+    // Failure only leaves the default size.
+    batch::set_int_option(sock.as_raw_fd(), libc::SOL_SOCKET, opt, bytes as libc::c_int);
 }
 
 fn poll_fd(fd: libc::c_int, events: libc::c_short, timeout: Duration) -> io::Result<bool> {
@@ -105,68 +118,92 @@ fn poll_fd(fd: libc::c_int, events: libc::c_short, timeout: Duration) -> io::Res
 }
 
 impl Socket {
-    /// Wrap `sock`, making it non-blocking and asking for large buffers.
+    /// Wrap `sock`, making it non-blocking, asking for large buffers, receive time stamps
+    /// (`SO_TIMESTAMPNS`) and GRO (`UDP_GRO`, where the kernel has it).
     ///
     /// # Errors
     /// `set_nonblocking`'s error.
     pub fn new(sock: UdpSocket) -> io::Result<Socket> {
+        Socket::with_offloads(sock, true, true)
+    }
+
+    /// As [`Socket::new`], choosing whether to try GSO and GRO (false: one datagram per
+    /// message and per receive slot; for tests and measurements of the plain path).
+    ///
+    /// # Errors
+    /// `set_nonblocking`'s error.
+    pub fn with_offloads(sock: UdpSocket, gso: bool, gro: bool) -> io::Result<Socket> {
         sock.set_nonblocking(true)?;
         set_buffer(&sock, libc::SO_SNDBUF, SOCKET_BUFFER_BYTES);
         set_buffer(&sock, libc::SO_RCVBUF, SOCKET_BUFFER_BYTES);
-        // The first SIOCGSTAMPNS turns the socket's receive time stamps on (it finds none yet);
-        // SO_TIMESTAMPNS would not do: it puts the stamps into control messages instead. A packet
-        // without a stamp (one that came before stamping was on) reads as arriving when read.
-        let socket = Socket { sock, send_drops: 0 };
-        let _ = socket.last_arrival_age_ns();
-        Ok(socket)
+        let fd = sock.as_raw_fd();
+        // Stamps come as control messages of every datagram read (a packet that arrived
+        // before stamping was on reads as arriving when read).
+        batch::set_int_option(fd, libc::SOL_SOCKET, libc::SO_TIMESTAMPNS, 1);
+        let gro = gro && batch::set_int_option(fd, libc::SOL_UDP, libc::UDP_GRO, 1);
+        Ok(Socket { sock, queue: SendQueue::default(), gso, gro, send_drops: 0, send_calls: 0, sent_datagrams: 0 })
+    }
+
+    /// GSO is in use (the kernel has not refused it yet).
+    pub fn gso(&self) -> bool {
+        self.gso
+    }
+
+    /// GRO is on.
+    pub fn gro(&self) -> bool {
+        self.gro
     }
 }
 
 impl Datagrams for Socket {
     fn send_to(&mut self, buf: &[u8], to: SocketAddr) -> io::Result<()> {
-        for attempt in 0..2 {
-            match self.sock.send_to(buf, to) {
-                Ok(_) => return Ok(()),
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock && attempt == 0 => {
-                    // The send buffer is full: give the kernel a moment to drain it.
-                    poll_fd(self.sock.as_raw_fd(), libc::POLLOUT, Duration::from_millis(5))?;
-                }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
-                Err(e) => return Err(e),
-            }
+        self.queue.push(buf, to);
+        if self.queue.len() >= MAX_QUEUED_DATAGRAMS {
+            self.flush()?;
         }
-        self.send_drops += 1;
         Ok(())
     }
 
-    fn recv_from(&mut self, buf: &mut [u8]) -> io::Result<Option<(usize, SocketAddr)>> {
-        match self.sock.recv_from(buf) {
-            Ok(x) => Ok(Some(x)),
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => Ok(None),
-            Err(e) => Err(e),
+    fn flush(&mut self) -> io::Result<()> {
+        if self.queue.is_empty() {
+            return Ok(());
+        }
+        let r = batch::send_queue(self.sock.as_raw_fd(), &self.queue, &mut self.gso);
+        self.queue.clear();
+        let r = r?;
+        self.send_drops += r.dropped as u64;
+        self.send_calls += r.calls as u64;
+        self.sent_datagrams += r.sent as u64;
+        Ok(())
+    }
+
+    fn recv_batch(&mut self, batch: &mut RecvBatch) -> io::Result<usize> {
+        self.flush()?;
+        batch::recv_batch(self.sock.as_raw_fd(), batch)
+    }
+
+    fn new_recv_batch(&self) -> RecvBatch {
+        if self.gro {
+            RecvBatch::new(16, batch::GRO_SLOT_BYTES)
+        } else {
+            RecvBatch::new(batch::MAX_MESSAGES, wire::MAX_DATAGRAM_BYTES + 1)
         }
     }
 
     fn wait(&mut self, timeout: Duration) -> io::Result<()> {
+        self.flush()?;
         poll_fd(self.sock.as_raw_fd(), libc::POLLIN, timeout).map(|_| ())
     }
 
     fn local_addr(&self) -> io::Result<SocketAddr> {
         self.sock.local_addr()
     }
+}
 
-    fn last_arrival_age_ns(&self) -> Option<u64> {
-        let mut stamp = libc::timespec { tv_sec: 0, tv_nsec: 0 };
-        let mut now = libc::timespec { tv_sec: 0, tv_nsec: 0 };
-        // SAFETY: a valid fd and pointers to timespecs the calls fill.
-        let ok = unsafe {
-            libc::ioctl(self.sock.as_raw_fd(), SIOCGSTAMPNS as _, &mut stamp) == 0
-                && libc::clock_gettime(libc::CLOCK_REALTIME, &mut now) == 0
-        };
-        let ns = |t: libc::timespec| t.tv_sec as i128 * 1_000_000_000 + t.tv_nsec as i128;
-        // A stamp in the future (a clock step) or older than a second (no fresh stamp) is not used.
-        let age = ns(now) - ns(stamp);
-        (ok && (0..1_000_000_000).contains(&age)).then_some(age as u64)
+impl Drop for Socket {
+    /// What is still queued (a last CLOSE) goes out.
+    fn drop(&mut self) {
+        let _ = self.flush();
     }
 }
 
@@ -234,8 +271,16 @@ impl<D: Datagrams> Datagrams for Impaired<D> {
         Ok(())
     }
 
-    fn recv_from(&mut self, buf: &mut [u8]) -> io::Result<Option<(usize, SocketAddr)>> {
-        self.inner.recv_from(buf)
+    fn flush(&mut self) -> io::Result<()> {
+        self.inner.flush()
+    }
+
+    fn recv_batch(&mut self, batch: &mut RecvBatch) -> io::Result<usize> {
+        self.inner.recv_batch(batch)
+    }
+
+    fn new_recv_batch(&self) -> RecvBatch {
+        self.inner.new_recv_batch()
     }
 
     fn wait(&mut self, timeout: Duration) -> io::Result<()> {
@@ -266,9 +311,44 @@ mod tests {
         rx.wait(Duration::from_secs(1)).unwrap();
         // Read 30 ms after it arrived: the kernel's stamp says so, the reader's clock would not.
         std::thread::sleep(Duration::from_millis(30));
-        let mut buf = [0u8; 8];
-        assert_eq!(rx.recv_from(&mut buf).unwrap().map(|x| x.0), Some(1));
-        let age = rx.last_arrival_age_ns().expect("a kernel receive stamp");
+        let mut batch = rx.new_recv_batch();
+        assert_eq!(rx.recv_batch(&mut batch).unwrap(), 1);
+        let d = batch.iter().next().expect("the datagram");
+        assert_eq!(d.data, b"x");
+        let age = d.arrival_age_ns.expect("a kernel receive stamp");
         assert!((30_000_000..1_000_000_000).contains(&age), "age {age} ns");
+    }
+
+    #[test]
+    fn queued_sends_leave_in_order_in_few_calls_at_the_wait_and_at_drop() {
+        let mut rx = Socket::new(UdpSocket::bind("127.0.0.1:0").unwrap()).unwrap();
+        let to = rx.local_addr().unwrap();
+        let mut tx = Socket::new(UdpSocket::bind("127.0.0.1:0").unwrap()).unwrap();
+        let datagram = |i: u32| {
+            let mut d = vec![0u8; 1400];
+            d[..4].copy_from_slice(&i.to_be_bytes());
+            d
+        };
+        // 150 datagrams: more than the queue holds (it flushes itself at 64), the rest at the
+        // wait; the last two after the wait, sent when the socket is dropped.
+        for i in 0..148 {
+            tx.send_to(&datagram(i), to).unwrap();
+        }
+        tx.wait(Duration::ZERO).unwrap();
+        assert_eq!(tx.sent_datagrams, 148);
+        assert!(tx.send_calls <= 6, "{} calls for 148 datagrams", tx.send_calls);
+        tx.send_to(&datagram(148), to).unwrap();
+        tx.send_to(&datagram(149), to).unwrap();
+        drop(tx);
+        let mut batch = rx.new_recv_batch();
+        let mut got = Vec::new();
+        while got.len() < 150 {
+            rx.wait(Duration::from_secs(1)).unwrap();
+            if rx.recv_batch(&mut batch).unwrap() == 0 {
+                break;
+            }
+            got.extend(batch.iter().map(|d| u32::from_be_bytes(d.data[..4].try_into().unwrap())));
+        }
+        assert_eq!(got, (0..150).collect::<Vec<_>>());
     }
 }

@@ -17,6 +17,7 @@ use std::time::{Duration, Instant};
 use ccarena_cc::{catalogue, new_controller, Params, SimTime};
 use ccarena_transport::{AckSegment, RecoveryMode, SackBlock, Sender, SenderConfig, MAX_SACK_BLOCKS};
 
+use crate::batch::RecvBatch;
 use crate::error::TransferError;
 use crate::guard::ReplayWindow;
 use crate::net::{Datagrams, Impaired, Impairment, Socket};
@@ -136,14 +137,17 @@ pub(crate) struct Link {
     pub(crate) buf: Vec<u8>,
     pub(crate) last_sent: Instant,
     pub(crate) last_heard: Instant,
+    rbatch: RecvBatch,
 }
+
+/// Most datagrams a driver reads before it looks at its timers again.
+pub(crate) const MAX_READ_PER_WAKE: usize = 4096;
 
 impl Link {
     /// A link to `peer` over `sock` with a fresh random connection id.
     pub(crate) fn new(sock: Box<dyn Datagrams>, peer: SocketAddr) -> Link {
         let now = Instant::now();
         Link {
-            sock,
             peer,
             conn_id: RandomState::new().hash_one((now, std::process::id())),
             pn_out: 0,
@@ -151,6 +155,8 @@ impl Link {
             buf: Vec::with_capacity(wire::MAX_DATAGRAM_BYTES),
             last_sent: now,
             last_heard: now,
+            rbatch: sock.new_recv_batch(),
+            sock,
         }
     }
 
@@ -180,39 +186,101 @@ impl Link {
         if !timeout.is_zero() {
             self.sock.wait(timeout).map_err(|e| self.io_error(e, "wait"))?;
         }
-        let mut rbuf = [0u8; wire::MAX_DATAGRAM_BYTES + 1];
-        for _ in 0..4096 {
-            let (n, from) = match self.sock.recv_from(&mut rbuf) {
-                Ok(Some(x)) => x,
-                Ok(None) => break,
-                Err(e) => return Err(self.io_error(e, "receive")),
-            };
-            if from != self.peer {
-                continue;
+        // The batch is taken out of the link for the frames (which borrow it) to meet `on`
+        // (which takes the link), and put back whatever happens.
+        let mut batch = std::mem::take(&mut self.rbatch);
+        let r = self.receive_into(&mut batch, &mut on);
+        self.rbatch = batch;
+        r
+    }
+
+    /// Read up to [`MAX_READ_PER_WAKE`] datagrams with `batch`, handing each of this
+    /// connection's frames to `on`.
+    fn receive_into(
+        &mut self,
+        batch: &mut RecvBatch,
+        on: &mut impl FnMut(&mut Link, Frame<'_>) -> Result<(), TransferError>,
+    ) -> Result<(), TransferError> {
+        let mut read = 0;
+        while read < MAX_READ_PER_WAKE {
+            if self.sock.recv_batch(batch).map_err(|e| self.io_error(e, "receive"))? == 0 {
+                break;
             }
-            let (h, frame) = match decode(&rbuf[..n]) {
-                Ok(x) => x,
-                Err(DecodeError::UnknownVersion(v)) => {
-                    return Err(TransferError::VersionMismatch { addr: self.peer, theirs: v })
+            for d in batch.iter() {
+                read += 1;
+                if d.from != self.peer {
+                    continue;
                 }
-                Err(_) => continue,
-            };
-            if let Frame::VersionMismatch { supported } = &frame {
-                if !supported.contains(&wire::VERSION) {
-                    let theirs = supported.iter().copied().max().unwrap_or(h.version);
-                    return Err(TransferError::VersionMismatch { addr: self.peer, theirs });
+                let (h, frame) = match decode(d.data) {
+                    Ok(x) => x,
+                    Err(DecodeError::UnknownVersion(v)) => {
+                        return Err(TransferError::VersionMismatch { addr: self.peer, theirs: v })
+                    }
+                    Err(_) => continue,
+                };
+                if let Frame::VersionMismatch { supported } = &frame {
+                    if !supported.contains(&wire::VERSION) {
+                        let theirs = supported.iter().copied().max().unwrap_or(h.version);
+                        return Err(TransferError::VersionMismatch { addr: self.peer, theirs });
+                    }
+                    continue;
                 }
-                continue;
+                // RETRY and REJECT come from the stateless handshake path (packet number 0, no
+                // connection yet): only the connection's own packets go through the replay window.
+                let stateless = matches!(frame, Frame::Retry { .. } | Frame::Reject { .. });
+                if h.conn_id != self.conn_id || (!stateless && !self.replay.accept(h.pn)) {
+                    continue;
+                }
+                self.last_heard = Instant::now();
+                on(self, frame)?;
             }
-            // RETRY and REJECT come from the stateless handshake path (packet number 0, no
-            // connection yet): only the connection's own packets go through the replay window.
-            let stateless = matches!(frame, Frame::Retry { .. } | Frame::Reject { .. });
-            if h.conn_id != self.conn_id || (!stateless && !self.replay.accept(h.pn)) {
-                continue;
-            }
-            self.last_heard = Instant::now();
-            on(self, frame)?;
         }
+        Ok(())
+    }
+}
+
+/// Bytes the file sender reads ahead at once.
+const READ_AHEAD_BYTES: usize = 1 << 20;
+
+/// The file read in large pieces for the DATA packets: one `pread` per
+/// [`READ_AHEAD_BYTES`] of new data rather than one per packet (a system call per packet
+/// would cost as much as the batched sends save). Retransmissions, behind the window, are read
+/// directly and leave it in place.
+#[derive(Default)]
+struct ReadAhead {
+    buf: Vec<u8>,
+    /// File offset of `buf[0]`.
+    start: u64,
+}
+
+impl ReadAhead {
+    /// Fill `dst` from `file` at `off`.
+    fn read_exact_at(&mut self, file: &File, dst: &mut [u8], off: u64) -> std::io::Result<()> {
+        let end = off + dst.len() as u64;
+        let held = self.start..self.start + self.buf.len() as u64;
+        if !(held.contains(&off) && end <= held.end) {
+            if off < self.start || dst.len() > READ_AHEAD_BYTES {
+                return file.read_exact_at(dst, off);
+            }
+            // Forward of the window: refill from here (up to the end of the file).
+            self.buf.resize(READ_AHEAD_BYTES, 0);
+            let mut n = 0;
+            while n < self.buf.len() {
+                match file.read_at(&mut self.buf[n..], off + n as u64) {
+                    Ok(0) => break,
+                    Ok(k) => n += k,
+                    Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                    Err(e) => return Err(e),
+                }
+            }
+            self.buf.truncate(n);
+            self.start = off;
+            if (n as u64) < dst.len() as u64 {
+                return Err(std::io::Error::new(ErrorKind::UnexpectedEof, "the file is shorter than offered"));
+            }
+        }
+        let at = (off - self.start) as usize;
+        dst.copy_from_slice(&self.buf[at..at + dst.len()]);
         Ok(())
     }
 }
@@ -405,6 +473,7 @@ pub fn send_file(
     let cpu_meter = CpuMeter::start();
     let mut cpu_at_completion = (f64::NAN, f64::NAN);
     let mut payload = vec![0u8; mss as usize];
+    let mut reader = ReadAhead::default();
     let mut next_tick = epoch;
     let mut completed_at: Option<Instant> = None;
     let mut done: Option<(DoneStatus, String)> = None;
@@ -417,7 +486,7 @@ pub fn send_file(
             let mut at = 0usize;
             for (off, len) in map.file_pieces(seg.seq, seg.len as u64) {
                 let dst = &mut payload[at..at + len as usize];
-                file.read_exact_at(dst, off).map_err(|e| missing(e.to_string()))?;
+                reader.read_exact_at(&file, dst, off).map_err(|e| missing(e.to_string()))?;
                 at += len as usize;
             }
             debug_assert_eq!(at, seg.len as usize);
@@ -523,5 +592,31 @@ pub fn send_file(
             }
             Ok(())
         })?;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn read_ahead_returns_the_files_bytes_forward_backward_across_windows_and_at_the_end() {
+        let path = std::env::temp_dir().join(format!("ccarena-readahead-{}", std::process::id()));
+        let len = 2 * READ_AHEAD_BYTES + 12_345;
+        let data: Vec<u8> = (0..len).map(|i| (i * 7 + i / 251) as u8).collect();
+        std::fs::write(&path, &data).unwrap();
+        let file = File::open(&path).unwrap();
+        let mut r = ReadAhead::default();
+        // New data in order, a window boundary crossed mid-piece, retransmissions far behind,
+        // a piece at the very end, and one past it.
+        let reads = [(0, 1400), (1400, 1400), (READ_AHEAD_BYTES as u64 - 700, 1400), (10, 1400), (2800, 35), (len as u64 - 1000, 1000)];
+        for (off, n) in reads {
+            let mut dst = vec![0u8; n];
+            r.read_exact_at(&file, &mut dst, off).unwrap();
+            assert!(dst == data[off as usize..off as usize + n], "read at {off}");
+        }
+        let mut dst = vec![0u8; 10];
+        assert!(r.read_exact_at(&file, &mut dst, len as u64 - 5).is_err());
+        let _ = std::fs::remove_file(&path);
     }
 }

@@ -19,6 +19,7 @@ use crate::conn::{Conn, Counters, Outcome, ReceivedRecord};
 use crate::error::TransferError;
 use crate::guard::{CookieJar, TokenBucket};
 use crate::net::{Datagrams, Impaired, Impairment, Socket};
+use crate::send::MAX_READ_PER_WAKE;
 use crate::store::{check_dir, Placement};
 use crate::wire::{self, decode, encode, kind_of, DecodeError, Frame, Header, Offer, RejectCode};
 
@@ -170,7 +171,7 @@ impl Receiver {
         crate::net::fine_timers();
         let mut next_tick = Instant::now();
         let mut ended_one = false;
-        let mut rbuf = vec![0u8; wire::MAX_DATAGRAM_BYTES + 1];
+        let mut rbatch = self.sock.new_recv_batch();
         loop {
             let now = Instant::now();
             let mut outcomes = Vec::new();
@@ -200,16 +201,23 @@ impl Receiver {
                 .wait(deadline.saturating_duration_since(Instant::now()))
                 .map_err(|e| TransferError::Io { context: "wait".into(), error: e })?;
             let mut outcomes = Vec::new();
-            for _ in 0..4096 {
-                let (n, from) = match self.sock.recv_from(&mut rbuf) {
-                    Ok(Some(x)) => x,
-                    Ok(None) => break,
+            let mut read = 0;
+            while read < MAX_READ_PER_WAKE {
+                match self.sock.recv_batch(&mut rbatch) {
+                    Ok(0) => break,
+                    Ok(_) => {}
                     // An ICMP error for an earlier send: nothing to read, go on.
-                    Err(e) if matches!(e.kind(), ErrorKind::ConnectionRefused | ErrorKind::ConnectionReset) => continue,
+                    Err(e) if matches!(e.kind(), ErrorKind::ConnectionRefused | ErrorKind::ConnectionReset) => {
+                        read += 1;
+                        continue;
+                    }
                     Err(e) => return Err(TransferError::Io { context: "receive".into(), error: e }),
-                };
-                self.counters.datagrams += 1;
-                self.on_datagram(&rbuf[..n], from, &mut outcomes);
+                }
+                for d in rbatch.iter() {
+                    read += 1;
+                    self.counters.datagrams += 1;
+                    self.on_datagram(d.data, d.from, &mut outcomes);
+                }
             }
             ended_one |= outcomes.iter().any(|(_, _, o)| !matches!(o, Outcome::Started { .. }));
             if !report(&outcomes, on_event) {

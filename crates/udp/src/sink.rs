@@ -27,7 +27,7 @@ use crate::conn::{Counters, MAX_OOO_RANGES};
 use crate::error::TransferError;
 use crate::guard::{CookieJar, ReplayWindow, TokenBucket};
 use crate::net::{Datagrams, Socket};
-use crate::send::KEEPALIVE;
+use crate::send::{KEEPALIVE, MAX_READ_PER_WAKE};
 use crate::stream::{mono_ns, Schedule};
 use crate::udt_stream::{FLOW_WINDOW_PACKETS, INITIAL_RTT, SYN, UDT_FLAVOR};
 use crate::wire::{
@@ -261,7 +261,7 @@ impl Sink {
         let mut samples = Vec::new();
         let mut at_end: Option<u64> = None;
         let mut next_check = 0u64;
-        let mut rbuf = vec![0u8; wire::MAX_DATAGRAM_BYTES + 1];
+        let mut rbatch = self.sock.new_recv_batch();
         loop {
             let t = mono_ns();
             if sched.due(t) {
@@ -303,17 +303,24 @@ impl Sink {
             self.sock
                 .wait(Duration::from_nanos(deadline.saturating_sub(mono_ns())))
                 .map_err(|e| TransferError::Io { context: "wait".into(), error: e })?;
-            for _ in 0..4096 {
-                let (n, from) = match self.sock.recv_from(&mut rbuf) {
-                    Ok(Some(x)) => x,
-                    Ok(None) => break,
-                    Err(e) if matches!(e.kind(), ErrorKind::ConnectionRefused | ErrorKind::ConnectionReset) => continue,
+            let mut read = 0;
+            while read < MAX_READ_PER_WAKE {
+                match self.sock.recv_batch(&mut rbatch) {
+                    Ok(0) => break,
+                    Ok(_) => {}
+                    Err(e) if matches!(e.kind(), ErrorKind::ConnectionRefused | ErrorKind::ConnectionReset) => {
+                        read += 1;
+                        continue;
+                    }
                     Err(e) => return Err(TransferError::Io { context: "receive".into(), error: e }),
-                };
-                self.counters.datagrams += 1;
-                self.arrival_age_ns = self.sock.last_arrival_age_ns().unwrap_or(0);
-                self.on_datagram(&rbuf[..n], from);
-                self.arrival_age_ns = 0;
+                }
+                for d in rbatch.iter() {
+                    read += 1;
+                    self.counters.datagrams += 1;
+                    self.arrival_age_ns = d.arrival_age_ns.unwrap_or(0);
+                    self.on_datagram(d.data, d.from);
+                    self.arrival_age_ns = 0;
+                }
             }
         }
         let s = self.stream.as_ref();
@@ -493,7 +500,7 @@ impl Sink {
                 }
                 s.last_heard = now;
                 let st = SimTime(now.saturating_duration_since(s.epoch).as_nanos() as u64);
-                // When it arrived, not when it was read (Datagrams::last_arrival_age_ns).
+                // When it arrived, not when it was read (the kernel's stamp, batch::Datagram).
                 let arrived = SimTime(st.as_nanos().saturating_sub(self.arrival_age_ns));
                 let Rx::Udt(rx) = &mut s.rx else {
                     self.counters.out_of_bounds += 1; // UDT packets on a TCP-like stream

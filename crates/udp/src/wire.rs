@@ -37,7 +37,7 @@ pub const UDT_DATA_FRAME_BYTES: usize = 25;
 /// Largest payload a UDT_DATA packet carries, bytes.
 pub const MAX_UDT_PAYLOAD_BYTES: usize = MAX_DATAGRAM_BYTES - HEADER_BYTES - UDT_DATA_FRAME_BYTES;
 /// Most loss ranges one UDT_NAK carries (the UDT transport's
-/// [`ccarena_transport::udt::MAX_NAK_RANGES`]).
+/// [`ccarena_transport::udt::packet::MAX_NAK_RANGES`]).
 pub const MAX_NAK_RANGES: usize = ccarena_transport::udt::packet::MAX_NAK_RANGES;
 /// STREAM_OFFER's stream length for a stream without a set length (it ends with CLOSE).
 pub const UNBOUNDED_STREAM: u64 = u64::MAX;
