@@ -34,7 +34,7 @@ from ccarena.store.location import results_path
 from distributed import Client, LocalCluster
 from typer.testing import CliRunner
 
-# 5 loss rates × 20 repeats = 100 runs of 0.2 s simulated at 2 Mb/s (a few ms of engine each).
+# 5 loss rates × 8 repeats = 40 runs of 0.2 s simulated at 2 Mb/s (a few ms of engine each).
 SWEEP = """
 name = "dask-sweep"
 duration = "0.2s"
@@ -51,9 +51,9 @@ flavor = "reno"
 
 [sweep]
 "topology.link.loss" = ["0%", "0.1%", "0.5%", "1%", "2%"]
-repeats = 20
+repeats = 8
 """
-RUNS = 100
+RUNS = 40
 
 
 @pytest.fixture(scope="module")
@@ -126,9 +126,9 @@ def test_killing_a_worker_mid_sweep_loses_no_run_and_duplicates_none(scenario, p
     lc = cluster
     root = tmp_path / "killed"
     killed: dict[str, object] = {}
-    # Half the repeats (50 runs): the same run ids and seeds as the pool's first 10 repeats.
+    # Half the repeats (20 runs): the same run ids and seeds as the pool's first 4 repeats.
     half = scenario.with_name("half.toml")
-    half.write_text(SWEEP.replace("repeats = 20", "repeats = 10"))
+    half.write_text(SWEEP.replace("repeats = 8", "repeats = 4"))
     runs = RUNS // 2
 
     def kill_one_worker() -> None:
@@ -136,7 +136,7 @@ def test_killing_a_worker_mid_sweep_loses_no_run_and_duplicates_none(scenario, p
         while time.monotonic() < deadline:
             done = len(list((root / "runs").iterdir())) if (root / "runs").is_dir() else 0
             busy = [ws.address for ws in list(lc.scheduler.workers.values()) if ws.processing]
-            if done >= 10 and busy:  # mid-sweep, and the worker holds a run
+            if done >= 4 and busy:  # mid-sweep, and the worker holds a run
                 nanny = next(n for n in lc.workers.values() if n.worker_address == busy[0])
                 pid = nanny.process.pid
                 os.kill(pid, signal.SIGKILL)
@@ -186,8 +186,8 @@ def test_a_second_completion_of_a_run_keeps_the_first(scenario, pool_root, tmp_p
 
 def test_ctrl_c_on_dask_local_keeps_finished_runs_and_a_rerun_does_the_rest(tmp_path):
     """Through the command line, as a user stops it: SIGINT to the whole process group."""
-    longer = SWEEP.replace('"0.2s"', '"20s"').replace("2Mbps", "100Mbps").replace("repeats = 20",
-                                                                                 "repeats = 4")
+    longer = SWEEP.replace('"0.2s"', '"20s"').replace("2Mbps", "100Mbps").replace("repeats = 8",
+                                                                                 "repeats = 2")
     (tmp_path / "sweep.toml").write_text(longer)
     out = tmp_path / "out"
     cmd = [sys.executable, "-m", "ccarena", "run", "sweep.toml", "--out", f"file://{out}",
@@ -214,17 +214,17 @@ def test_ctrl_c_on_dask_local_keeps_finished_runs_and_a_rerun_does_the_rest(tmp_
     assert proc.returncode == 130, stderr
     assert "Traceback" not in stderr and "interrupted" in stderr, stderr
     kept = run_dirs(out)
-    assert 2 <= len(kept) < 20, stderr
-    assert f"interrupted: {len(kept)} of 20 runs complete" in stderr, stderr
+    assert 2 <= len(kept) < 10, stderr
+    assert f"interrupted: {len(kept)} of 10 runs complete" in stderr, stderr
     assert_whole(out, len(kept))
 
     # The rest on the default executor (in this process with -j 1): resume works across executors.
     rerun = subprocess.run([*cmd[:cmd.index("--executor")], "-j", "1", "-q", "--no-report"],
                            cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert rerun.returncode == 0, rerun.stderr
-    assert f"{len(kept)} of 20 runs were already complete" in rerun.stderr, rerun.stderr
+    assert f"{len(kept)} of 10 runs were already complete" in rerun.stderr, rerun.stderr
     after = run_dirs(out)
-    assert len(after) == 20
+    assert len(after) == 10
     assert all(after[k] == v for k, v in kept.items()), "a kept run was redone"
 
 
