@@ -95,6 +95,13 @@ pub const PARAMS: &[ParamInfo] = &[
               Linux's tcp_cubic), 0 = off (plain RFC 5681 slow start)",
     },
     ParamInfo {
+        name: "no_loss_growth",
+        default: 0.0,
+        doc: "least cwnd growth per RTT in congestion avoidance before the first congestion \
+              event, a fraction of cwnd: 0 = none (RFC 9438 §4.10, the curve alone); Linux's \
+              tcp_cubic grows at least 0.05 (5% per RTT) after HyStart; 0 ≤ x ≤ 0.5",
+    },
+    ParamInfo {
         name: "alpha_switch",
         default: 1.0,
         doc: "Reno-friendly additive factor: 1 = α_cubic until W_est reaches cwnd_prior, then 1 \
@@ -104,7 +111,8 @@ pub const PARAMS: &[ParamInfo] = &[
 ];
 
 /// The parameter names [`Cubic::new`] accepts (the names in [`PARAMS`]).
-const PARAM_NAMES: &[&str] = &["c", "beta", "fast_convergence", "hystart", "alpha_switch"];
+const PARAM_NAMES: &[&str] =
+    &["c", "beta", "fast_convergence", "hystart", "no_loss_growth", "alpha_switch"];
 
 /// Upper bound on cwnd growth over one RTT in congestion avoidance: target ≤ 1.5·cwnd
 /// (RFC 9438 §4.2), so CUBIC never grows faster than slow start.
@@ -240,6 +248,10 @@ pub struct Cubic {
     /// The Reno-friendly α becomes 1 once W_est ≥ cwnd_prior (RFC 9438 §4.3); `false`: α_cubic
     /// always (RFC 8312 §4.2).
     alpha_switch: bool,
+    /// Least growth per RTT, a fraction of cwnd, until the first congestion event (0: none).
+    no_loss_growth: f64,
+    /// A congestion event (loss, ECN, RTO) has happened: `no_loss_growth` no longer applies.
+    congested: bool,
     /// W_max, segments: the window at the last congestion event, possibly lowered by fast
     /// convergence; 0 until the first congestion event (undefined in the RFC).
     w_max: f64,
@@ -285,6 +297,10 @@ impl Cubic {
         }
         let fast_convergence = flag(params, "fast_convergence")?;
         let alpha_switch = flag(params, "alpha_switch")?;
+        let no_loss_growth = params.get_or("no_loss_growth", 0.0);
+        if !(0.0..=0.5).contains(&no_loss_growth) {
+            return Err(bad("no_loss_growth", no_loss_growth, "must be between 0 and 0.5"));
+        }
         let hystart = params.get_or("hystart", 1.0);
         if ![0.0, 1.0, 2.0].contains(&hystart) {
             return Err(bad("hystart", hystart, "must be 0 (off), 1 (HyStart++) or 2 (HyStart)"));
@@ -294,6 +310,8 @@ impl Cubic {
             beta,
             fast_convergence,
             alpha_switch,
+            no_loss_growth,
+            congested: false,
             w_max: 0.0,
             cwnd_prior: 0.0,
             epoch: None,
@@ -355,10 +373,14 @@ impl Cubic {
         let t = ack.now.saturating_since(epoch.start).as_secs_f64();
         let rtt = lookahead_rtt(ack).as_secs_f64();
 
-        // §4.2: target = W_cubic(t + RTT), clamped to [cwnd, 1.5·cwnd].
+        // §4.2: target = W_cubic(t + RTT), clamped to [cwnd, 1.5·cwnd]; before any congestion
+        // event, at least (1 + no_loss_growth)·cwnd (Linux: the curve from K = 0 after HyStart
+        // is too flat to find the path's capacity, so it grows by at least 5% per RTT).
         let w_cubic_now = self.w_cubic(t, epoch.k_secs);
-        let target =
-            self.w_cubic(t + rtt, epoch.k_secs).clamp(cwnd_seg, MAX_TARGET_RATIO * cwnd_seg);
+        let floor = if self.congested { 1.0 } else { 1.0 + self.no_loss_growth };
+        let target = self
+            .w_cubic(t + rtt, epoch.k_secs)
+            .clamp(floor * cwnd_seg, MAX_TARGET_RATIO * cwnd_seg);
 
         // §4.3 Figure 4: W_est += α_cubic · segments_acked / cwnd (= bytes_acked / cwnd_bytes);
         // α_cubic becomes 1 once W_est has reached cwnd_prior (RFC 9438), or never (RFC 8312).
@@ -374,7 +396,11 @@ impl Cubic {
             // §4.3: Reno-friendly region, cwnd = W_est (never shrunk on an ACK).
             self.mode = Mode::RenoFriendly;
             let w_est_bytes = (epoch.w_est * mss) as u64;
-            st.cwnd_bytes = st.cwnd_bytes.max(w_est_bytes);
+            // The faster of the Reno estimate and the no-loss floor.
+            self.frac_bytes += (floor - 1.0) * bytes_acked as f64;
+            let whole = self.frac_bytes.floor();
+            self.frac_bytes -= whole;
+            st.cwnd_bytes = st.cwnd_bytes.saturating_add(whole as u64).max(w_est_bytes);
         } else {
             // §4.4/§4.5: cwnd += (target − cwnd)/cwnd per segment acked, i.e.
             // (target − cwnd)·bytes_acked/cwnd in bytes; the fraction of a byte is carried.
@@ -555,6 +581,7 @@ impl CongestionControl for Cubic {
         self.cwnd_prior = cwnd_seg;
         self.epoch = None;
         self.frac_bytes = 0.0;
+        self.congested = true;
         self.probe_from_epoch = ev.kind == LossKind::Timeout;
         self.hystart.phase = HyStartPhase::Off;
         self.classic_hystart = None;
@@ -792,6 +819,37 @@ mod tests {
         assert!((linux - alpha).abs() < 0.03, "growth {linux:.3} segments per RTT, α {alpha:.3}");
         let rfc9438 = growth(&[]);
         assert!((rfc9438 - 1.0).abs() < 0.05, "growth {rfc9438:.3} segments per RTT");
+    }
+
+    #[test]
+    fn no_loss_growth_floor_applies_until_the_first_congestion_event() {
+        // After a loss-free slow-start exit the curve starts flat (K = 0, W_max = cwnd): with
+        // no_loss_growth = 0.05 cwnd still grows by 5% per RTT, as Linux's tcp_cubic.
+        let rtt = Duration::from_millis(40);
+        let run = |pairs: &[(&str, f64)]| {
+            let mut cc = cubic(pairs);
+            let mut st = CwndState::new(80 * MSS, MSS);
+            st.ssthresh_bytes = st.cwnd_bytes; // as HyStart leaves it
+            cc.cwnd_prior = 80.0;
+            cc.probe_from_epoch = true;
+            let trace = drive(&mut cc, &mut st, SimTime::ZERO, rtt, Duration::from_millis(400));
+            (cc, st, at(&trace, 0.4).1 as f64 / MSS as f64)
+        };
+        // 10 RTTs: 80·1.05^10 ≈ 130 (the per-ACK increments compound a little faster).
+        let (mut cc, mut st, linux) = run(&[("no_loss_growth", 0.05)]);
+        assert!((125.0..140.0).contains(&linux), "cwnd {linux:.1} after 10 RTTs");
+        // RFC 9438: the curve (80 + 0.4·0.44³) is below the Reno estimate, which gains one
+        // segment per RTT (α = 1 as W_est ≥ cwnd_prior): 90.
+        let (_, _, rfc) = run(&[]);
+        assert!(rfc <= 91.0, "cwnd {rfc:.1} after 10 RTTs");
+        // After a congestion event the floor is gone: back to the curve and W_est.
+        let ss = cc.ssthresh(&st, &loss_at(SimTime(1_000_000_000), LossKind::FastRetransmit, &st));
+        st.ssthresh_bytes = ss;
+        st.cwnd_bytes = ss;
+        let before = st.cwnd_bytes;
+        drive(&mut cc, &mut st, SimTime(1_000_000_000), rtt, Duration::from_millis(200));
+        let grown = (st.cwnd_bytes - before) as f64 / before as f64;
+        assert!(grown < 0.1, "grew {:.0}% in 5 RTTs", 100.0 * grown);
     }
 
     #[test]
@@ -1086,6 +1144,8 @@ mod tests {
         bad_param(p(&[("hystart", 3.0)]), "hystart");
         bad_param(p(&[("hystart", 0.5)]), "hystart");
         bad_param(p(&[("alpha_switch", 2.0)]), "alpha_switch");
+        bad_param(p(&[("no_loss_growth", -0.1)]), "no_loss_growth");
+        bad_param(p(&[("no_loss_growth", 0.6)]), "no_loss_growth");
         assert!(matches!(p(&[("gamma", 1.0)]), Err(CcError::UnknownParam { flavor: "cubic", .. })));
 
         let cc =
