@@ -112,7 +112,8 @@ impl HyStart {
             if self.samples < MIN_SAMPLES {
                 self.samples += 1;
             } else {
-                let eta = Duration(min_rtt.as_nanos() / 8).clamp(MIN_DELAY_THRESH, MAX_DELAY_THRESH);
+                let eta =
+                    Duration(min_rtt.as_nanos() / 8).clamp(MIN_DELAY_THRESH, MAX_DELAY_THRESH);
                 if self.round_min_rtt.is_some_and(|r| r > min_rtt + eta) {
                     return Some(Exit::Delay);
                 }
@@ -129,11 +130,8 @@ mod tests {
     const MSS: u64 = 1448;
 
     fn ack(now_us: u64, una: u64, nxt: u64, rtt_ms: u64) -> AckSample {
-        let mut a = crate::growth::testing::ack(
-            SimTime(now_us * 1000),
-            MSS,
-            Duration::from_millis(rtt_ms),
-        );
+        let mut a =
+            crate::growth::testing::ack(SimTime(now_us * 1000), MSS, Duration::from_millis(rtt_ms));
         a.snd_una = una;
         a.snd_nxt = nxt;
         a
@@ -161,12 +159,18 @@ mod tests {
         let nxt = 100 * MSS;
         // 3 ms apart: every ACK starts a new train.
         for i in 0..40u64 {
-            assert_eq!(hs.on_ack(&ack(1_000_000 + 3000 * i, (i + 1) * MSS, nxt, 40), 32.0), None);
+            assert_eq!(
+                hs.on_ack(&ack(1_000_000 + 3000 * i, (i + 1) * MSS, nxt, 40), 32.0),
+                None
+            );
         }
         // Closely spaced but below the low window.
         let mut hs = HyStart::new();
         for i in 0..40u64 {
-            assert_eq!(hs.on_ack(&ack(1_000_000 + 500 * i, (i + 1) * MSS, nxt, 40), 15.0), None);
+            assert_eq!(
+                hs.on_ack(&ack(1_000_000 + 500 * i, (i + 1) * MSS, nxt, 40), 15.0),
+                None
+            );
         }
     }
 

@@ -2,7 +2,7 @@
 
 A run of a non-sim backend has the id of the same run on the simulator plus ``@<backend>``
 (``r0`` and ``r0@kernel``), so sim run ids never change and each kernel run sits beside its
-simulated twin: the same resolved spec, the same seed.
+simulated twin: the same resolved spec (but for the Linux host's flavor parameters below), the same seed.
 
 Linux recovers every flavor's losses the same way (SACK + RACK-TLP + PRR, ``reno`` included), so
 when a run goes to the kernel backend, its TCP flows whose recovery the scenario leaves to the
@@ -10,10 +10,10 @@ flavor's default use recovery ``"linux"`` — on the kernel and on its simulated
 two compare like with like (:data:`LINUX_RECOVERY`).
 
 The simulated twin of a kernel run also models a Linux host where Linux's congestion control
-module departs from the RFC the flavor follows by default (:data:`LINUX_HOST_PARAMS`: CUBIC's
-Reno-friendly factor, slow-start exit and first growth), for every parameter the scenario leaves
-to its default. A run without a kernel twin keeps the RFC flavor, so its spec and spec hash do
-not change.
+module departs from the RFC or draft the flavor follows by default (:data:`LINUX_HOST_PARAMS`:
+CUBIC's Reno-friendly factor, slow-start exit and first growth; BBR's long-term bandwidth
+sampling), for every parameter the scenario leaves to its default. A run without a kernel twin
+keeps the RFC flavor.
 """
 
 from __future__ import annotations
@@ -37,6 +37,10 @@ LINUX_HOST_PARAMS: dict[str, dict[str, float]] = {
         "hystart": 2.0,
         # tcp_cubic grows by at least 5% per RTT until its first congestion event.
         "no_loss_growth": 0.05,
+    },
+    "bbr": {
+        # Linux's v1 long-term ("policer") bandwidth sampling, not in draft-00.
+        "lt_bw": 1.0,
     },
 }
 """Flavor → the parameters that make the simulator's flavor behave as Linux's module (Linux 6.x
