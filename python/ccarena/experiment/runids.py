@@ -2,7 +2,8 @@
 
 A run of a non-sim backend has the id of the same run on the simulator plus ``@<backend>``
 (``r0`` and ``r0@kernel``), so sim run ids never change and each kernel run sits beside its
-simulated twin: the same resolved spec (but for the Linux host's flavor parameters below), the same seed.
+simulated twin: the same resolved spec (but for the Linux host's flavor parameters below), the
+same seed.
 
 Linux recovers every flavor's losses the same way (SACK + RACK-TLP + PRR, ``reno`` included), so
 when a run goes to the kernel backend, its TCP flows whose recovery the scenario leaves to the
