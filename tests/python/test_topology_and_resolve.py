@@ -149,3 +149,31 @@ def test_a_copied_spec_serializes_its_own_values():
     twin = spec.model_copy(update={"flows": flows})
     assert '"recovery":"linux"' in twin.to_json() and twin.to_json() != before
     assert spec.to_json() == before and twin.sha256() != spec.sha256()
+
+
+def test_the_simulated_twin_of_a_kernel_run_models_linuxs_cubic_and_only_it():
+    """With ``--backend sim,kernel`` the sim run's CUBIC flows get Linux's CUBIC parameters
+    (RFC 8312's Reno-friendly factor, HyStart, 5% growth before the first loss) unless the
+    scenario sets them; the kernel run keeps the catalogue's defaults (the kernel cannot be given
+    parameters), and a sim-only run is the RFC flavor with an unchanged spec."""
+    from ccarena.experiment import apply_backends, expand
+    from ccarena.experiment.runids import LINUX_HOST_PARAMS
+    from ccarena.scenario import load_scenario
+
+    raw = copy.deepcopy(DUMBBELL)
+    raw["flows"] = raw["flows"][:2] + [{"from": "left1", "to": "right1", "flavor": "cubic",
+                                        "params": {"hystart": 0}}]
+    plans = expand(load_scenario(raw))
+    alone = apply_backends(plans, ["sim"])[0]
+    sim, kernel = apply_backends(plans, ["sim", "kernel"])
+    assert (sim.backend, kernel.backend) == ("sim", "kernel")
+    assert alone.resolved.spec.sha256() == plans[0].resolved.spec.sha256()
+    defaults = plans[0].resolved.spec.flows[0].params
+    linux = LINUX_HOST_PARAMS["cubic"]
+    assert sim.resolved.spec.flows[0].params == {**defaults, **linux}
+    assert sim.resolved.spec.flows[2].params == {**defaults, **linux, "hystart": 0.0}
+    assert sim.resolved.spec.flows[1].params == kernel.resolved.spec.flows[1].params  # reno
+    assert kernel.resolved.spec.flows[0].params == defaults
+    assert all(f.recovery == "linux" for f in sim.resolved.spec.flows[:3:2])
+    # The engine accepts the twin's parameters.
+    _engine.Simulation(sim.resolved.spec.to_json())

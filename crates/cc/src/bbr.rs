@@ -45,8 +45,13 @@
 //!   adapt cwnd based on ack aggregation estimation"; draft-ietf-ccwg-bbr §5.5.9 specifies the
 //!   same estimator and `BBRUpdateMaxInflight` adds it to the target the same way;
 //!   `bbr_common::AckAggregationEpoch`, shared with `bbr3`).
-//! - The long-term ("policer") bandwidth sampling of Linux's v1 is not part of draft-00 and not
-//!   implemented: it acts only at loss rates ≥ 20%.
+//! - Long-term bandwidth sampling (`lt_bw = 1`; off by default, as draft-00 has none): Linux's
+//!   v1 (its "policer detection") measures the delivery rate over intervals of 4–16 rounds that
+//!   end in a loss; when an interval lost at least 20% of what it delivered and the rate of two
+//!   such intervals in a row agrees within 1/8, BBR uses their mean as BtlBw with pacing gain 1
+//!   for 48 rounds, then starts over ([`LtBw`]). Two BBR flows sharing a 1-BDP DropTail queue lose
+//!   that much and Linux's flows lock onto such rates (a flat pacing rate for seconds), so a
+//!   late flow converges much more slowly than draft-00 lets it.
 //! - Pacing margin: every rate set from BtlBw is 1% lower (`bbr_common::PACING_MARGIN_PERCENT`,
 //!   draft-ietf-ccwg-bbr §2.5 and §5.6.2; Linux's v1 does the same). Draft-00 has none; without it
 //!   v1 took 2–4 points more of a ~1 BDP buffer from CUBIC and Reno than Linux's `bbr` does.
@@ -106,6 +111,29 @@ const EXTRA_ACKED_FILTER_ROUNDS: usize = 10;
 /// `bbr_extra_acked_max_us` = 100 ms), so one burst cannot open the window without bound.
 const EXTRA_ACKED_MAX_S: f64 = 0.1;
 
+/// Long-term sampling: an interval needs at least this many rounds (Linux v1
+/// `bbr_lt_intvl_min_rtts`).
+const LT_INTERVAL_MIN_ROUNDS: u32 = 4;
+
+/// Long-term sampling: an interval longer than this many rounds is abandoned (4 ×
+/// [`LT_INTERVAL_MIN_ROUNDS`], as Linux v1).
+const LT_INTERVAL_MAX_ROUNDS: u32 = 4 * LT_INTERVAL_MIN_ROUNDS;
+
+/// Long-term sampling: an interval counts when lost/delivered ≥ this (Linux v1
+/// `bbr_lt_loss_thresh` = 50/256 ≈ 20%).
+const LT_LOSS_THRESH: f64 = 50.0 / 256.0;
+
+/// Long-term sampling: two intervals agree when their rates differ by at most this fraction of
+/// the earlier one (Linux v1 `bbr_lt_bw_ratio` = 1/8) ...
+const LT_BW_RATIO: f64 = 1.0 / 8.0;
+
+/// ... or by at most this many bits per second (Linux v1 `bbr_lt_bw_diff` = 4 kbit/s).
+const LT_BW_DIFF_BPS: u64 = 4_000;
+
+/// Long-term sampling: rounds spent on the long-term rate before sampling starts over (Linux v1
+/// `bbr_lt_bw_max_rtts`).
+const LT_BW_MAX_ROUNDS: u32 = 48;
+
 /// The `bbr` flavor's tunable parameters, with defaults (listed in the registry's catalogue).
 pub const PARAMS: &[ParamInfo] = &[
     ParamInfo {
@@ -135,6 +163,13 @@ pub const PARAMS: &[ParamInfo] = &[
         doc: "minimum time in PROBE_RTT at 4 packets, milliseconds (draft-00 §4.3.5: 200); ≥ 0",
     },
     ParamInfo {
+        name: "lt_bw",
+        default: 0.0,
+        doc: "long-term bandwidth sampling of Linux's v1: after two intervals of 4–16 rounds \
+              losing ≥ 20% at rates within 1/8, pace at their mean with gain 1 for 48 rounds; \
+              1 = on (Linux), 0 = off (draft-00)",
+    },
+    ParamInfo {
         name: "seed",
         default: 1.0,
         doc: "seed of the deterministic generator that picks PROBE_BW's first phase \
@@ -142,7 +177,112 @@ pub const PARAMS: &[ParamInfo] = &[
     },
 ];
 
-const PARAM_NAMES: &[&str] = &["high_gain", "cwnd_gain", "bw_filter_rounds", "rtprop_filter_s", "probe_rtt_ms", "seed"];
+const PARAM_NAMES: &[&str] =
+    &["high_gain", "cwnd_gain", "bw_filter_rounds", "rtprop_filter_s", "probe_rtt_ms", "lt_bw", "seed"];
+
+/// Long-term bandwidth sampling state (Linux v1's policer detection; see the module
+/// documentation).
+#[derive(Debug, Clone, Default)]
+pub struct LtBw {
+    /// An interval is being measured (it starts at the first loss).
+    sampling: bool,
+    /// BtlBw is the long-term rate.
+    in_use: bool,
+    /// The long-term rate, bits/s (0: none yet).
+    bw_bps: u64,
+    /// Rounds in this interval, or on the long-term rate.
+    rounds: u32,
+    /// Connection totals at the interval's start.
+    start_delivered: u64,
+    start_lost: u64,
+    start: SimTime,
+}
+
+impl LtBw {
+    fn reset_interval(&mut self, now: SimTime, delivered: u64, lost: u64) {
+        self.start = now;
+        self.start_delivered = delivered;
+        self.start_lost = lost;
+        self.rounds = 0;
+    }
+
+    fn reset(&mut self, now: SimTime, delivered: u64, lost: u64) {
+        self.bw_bps = 0;
+        self.in_use = false;
+        self.sampling = false;
+        self.reset_interval(now, delivered, lost);
+    }
+
+    /// The long-term rate, when BtlBw is that rate.
+    pub fn rate_bps(&self) -> Option<u64> {
+        self.in_use.then_some(self.bw_bps)
+    }
+
+    /// One ACK: `delivered`/`lost` are the connection totals, bytes. Returns true when the
+    /// long-term rate was given up after [`LT_BW_MAX_ROUNDS`] (the caller restarts PROBE_BW).
+    #[allow(clippy::too_many_arguments)]
+    fn on_ack(&mut self, now: SimTime, round_start: bool, probe_bw: bool, app_limited: bool,
+              newly_lost: u64, delivered: u64, lost: u64) -> bool {
+        if self.in_use {
+            if probe_bw && round_start {
+                self.rounds += 1;
+                if self.rounds >= LT_BW_MAX_ROUNDS {
+                    self.reset(now, delivered, lost);
+                    return true;
+                }
+            }
+            return false;
+        }
+        // Sampling starts at a loss, so that a policer's bucket is empty.
+        if !self.sampling {
+            if newly_lost == 0 {
+                return false;
+            }
+            self.reset_interval(now, delivered, lost);
+            self.sampling = true;
+        }
+        // An application-limited sample would underestimate the rate.
+        if app_limited {
+            self.reset(now, delivered, lost);
+            return false;
+        }
+        if round_start {
+            self.rounds += 1;
+        }
+        if self.rounds < LT_INTERVAL_MIN_ROUNDS {
+            return false;
+        }
+        if self.rounds > LT_INTERVAL_MAX_ROUNDS {
+            self.reset(now, delivered, lost);
+            return false;
+        }
+        // The interval ends at a loss, with enough lost.
+        if newly_lost == 0 {
+            return false;
+        }
+        let (d, l) = (delivered - self.start_delivered, lost - self.start_lost);
+        if d == 0 || (l as f64) < LT_LOSS_THRESH * d as f64 {
+            return false;
+        }
+        let t = now.saturating_since(self.start);
+        if t < Duration::from_millis(1) {
+            return false;
+        }
+        let bw = (d as f64 * 8.0 / t.as_secs_f64()) as u64;
+        if self.bw_bps > 0 {
+            let diff = bw.abs_diff(self.bw_bps);
+            if diff as f64 <= LT_BW_RATIO * self.bw_bps as f64 || diff <= LT_BW_DIFF_BPS {
+                self.bw_bps = (bw + self.bw_bps) / 2;
+                self.in_use = true;
+                self.rounds = 0;
+                return false;
+            }
+        }
+        self.bw_bps = bw;
+        self.reset_interval(now, delivered, lost);
+        false
+    }
+}
 
 /// BBR's state machine modes (draft-00 §4.3).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -178,6 +318,11 @@ pub struct Bbr {
     rtprop_filter: Duration,
     probe_rtt_duration: Duration,
     seed: u64,
+    /// Long-term sampling on (`lt_bw`), and its state.
+    lt_enabled: bool,
+    lt: LtBw,
+    /// Connection total of bytes declared lost (the sum of [`RateSample::newly_lost_bytes`]).
+    lost_total: u64,
     // Model.
     bw_filter: RoundMaxFilter,
     btlbw_bps: u64,
@@ -247,6 +392,10 @@ impl Bbr {
         if !(probe_ms.is_finite() && probe_ms >= 0.0) {
             return Err(bad("probe_rtt_ms", probe_ms, "must be a finite number ≥ 0"));
         }
+        let lt_bw = params.get_or("lt_bw", 0.0);
+        if lt_bw != 0.0 && lt_bw != 1.0 {
+            return Err(bad("lt_bw", lt_bw, "must be 0 (off) or 1 (on)"));
+        }
         let seed = params.get_or("seed", 1.0);
         if !(seed.fract() == 0.0 && seed >= 0.0 && seed < 2f64.powi(53)) {
             return Err(bad("seed", seed, "must be a non-negative integer"));
@@ -257,6 +406,9 @@ impl Bbr {
             rtprop_filter: Duration::from_secs_f64(rtprop_s),
             probe_rtt_duration: Duration::from_secs_f64(probe_ms / 1000.0),
             seed: seed as u64,
+            lt_enabled: lt_bw == 1.0,
+            lt: LtBw::default(),
+            lost_total: 0,
             bw_filter: RoundMaxFilter::new(rounds as usize),
             btlbw_bps: 0,
             rtprop: None,
@@ -305,9 +457,10 @@ impl Bbr {
         self.cwnd_gain
     }
 
-    /// The BtlBw estimate, bits per second of payload.
+    /// The BtlBw estimate, bits per second of payload: the long-term rate while it is in use,
+    /// else the max filter's.
     pub fn btlbw_bps(&self) -> u64 {
-        self.btlbw_bps
+        self.lt.rate_bps().unwrap_or(self.btlbw_bps)
     }
 
     /// The RTprop estimate.
@@ -322,7 +475,7 @@ impl Bbr {
 
     /// BtlBw·RTprop in bytes, if RTprop is known.
     fn bdp_bytes(&self) -> Option<f64> {
-        self.rtprop.map(|r| self.btlbw_bps as f64 / 8.0 * r.as_secs_f64())
+        self.rtprop.map(|r| self.btlbw_bps() as f64 / 8.0 * r.as_secs_f64())
     }
 
     /// draft-00 §4.2.2 `BBRSetSendQuantum`, bytes.
@@ -373,7 +526,9 @@ impl Bbr {
     fn advance_cycle_phase(&mut self, now: SimTime) {
         self.cycle_stamp = now;
         self.cycle_index = (self.cycle_index + 1) % PACING_GAIN_CYCLE.len();
-        self.pacing_gain = PACING_GAIN_CYCLE[self.cycle_index];
+        // On the long-term rate BBR neither probes nor drains.
+        self.pacing_gain =
+            if self.lt.rate_bps().is_some() { 1.0 } else { PACING_GAIN_CYCLE[self.cycle_index] };
     }
 
     /// draft-00 §4.3.4.3 `BBRIsNextCyclePhase`.
@@ -417,6 +572,19 @@ impl Bbr {
             self.round_count += 1;
             self.round_start = true;
             self.packet_conservation = false;
+        }
+        // Long-term sampling (Linux v1), before the max filter.
+        self.lost_total += rs.newly_lost_bytes;
+        if self.lt_enabled {
+            let was = self.lt.rate_bps().is_some();
+            let expired = self.lt.on_ack(now, self.round_start, self.mode == Mode::ProbeBw,
+                                         app_limited, rs.newly_lost_bytes,
+                                         rs.total_delivered_bytes, self.lost_total);
+            if expired {
+                self.enter_probe_bw(now);
+            } else if !was && self.lt.rate_bps().is_some() && self.mode == Mode::ProbeBw {
+                self.pacing_gain = 1.0;
+            }
         }
         // BBRUpdateBtlBw: only valid samples (non-zero interval); without one the estimate stays.
         if rs.interval > Duration::ZERO && (rs.delivery_rate_bps >= self.btlbw_bps || !app_limited) {
@@ -481,7 +649,7 @@ impl Bbr {
         if rs.newly_acked_bytes == 0 || rs.interval == Duration::ZERO {
             return;
         }
-        let extra = self.extra_acked_epoch.on_ack(now, self.btlbw_bps, rs.newly_acked_bytes).min(st.cwnd_bytes);
+        let extra = self.extra_acked_epoch.on_ack(now, self.btlbw_bps(), rs.newly_acked_bytes).min(st.cwnd_bytes);
         self.extra_acked_bytes = self.extra_acked_filter.update(self.round_count, extra);
     }
 
@@ -493,7 +661,7 @@ impl Bbr {
         if !self.filled_pipe {
             return 0;
         }
-        let cap = (self.btlbw_bps as f64 / 8.0 * EXTRA_ACKED_MAX_S) as u64;
+        let cap = (self.btlbw_bps() as f64 / 8.0 * EXTRA_ACKED_MAX_S) as u64;
         self.extra_acked_bytes.min(cap)
     }
 
@@ -525,10 +693,10 @@ impl Bbr {
     /// draft-00 §4.2.1 `BBRSetPacingRateWithGain`, 1% under `pacing_gain · BtlBw` as Linux's v1
     /// and draft-ietf-ccwg-bbr §5.6.2 pace (see [`PACING_MARGIN_PERCENT`](crate::bbr_common::PACING_MARGIN_PERCENT)).
     fn set_pacing_rate(&mut self, st: &mut CwndState) {
-        if self.btlbw_bps == 0 {
+        if self.btlbw_bps() == 0 {
             return;
         }
-        let rate = pacing_rate_with_margin_bps(self.pacing_gain, self.btlbw_bps);
+        let rate = pacing_rate_with_margin_bps(self.pacing_gain, self.btlbw_bps());
         apply_pacing_rate(st, rate, self.filled_pipe);
     }
 
@@ -617,7 +785,7 @@ impl CongestionControl for Bbr {
                 self.idle_restart = true;
                 self.extra_acked_epoch.restart(now);
                 if self.mode == Mode::ProbeBw {
-                    st.pacing_rate_bps = Some(pacing_rate_with_margin_bps(1.0, self.btlbw_bps).max(1));
+                    st.pacing_rate_bps = Some(pacing_rate_with_margin_bps(1.0, self.btlbw_bps()).max(1));
                 }
             }
             _ => {}
@@ -820,6 +988,68 @@ mod tests {
         assert_eq!(d.st.cwnd_bytes, d.bbr.inflight(&d.st, 2.0) + d.bbr.ack_aggregation_cwnd());
     }
 
+    /// One round of ten ACKs 4 ms apart delivering 10 packets each (29 Mbit/s), the last one
+    /// declaring `lost` bytes lost.
+    fn lossy_round(d: &mut Driver, lost: u64) {
+        let start = d.delivered;
+        let inflight = d.bbr.inflight(&d.st, 1.0);
+        for i in 0..10 {
+            let l = if i == 9 { lost } else { 0 };
+            d.ack(Duration::from_millis(4), 10 * MSS, start, BW, RTT, inflight, l);
+        }
+    }
+
+    #[test]
+    fn long_term_sampling_locks_onto_a_lossy_rate_for_48_rounds() {
+        // In PROBE_BW with a 100 Mbit/s max filter, rounds that deliver 29 Mbit/s and lose 25%
+        // of it: with lt_bw = 1 the second 4-round interval agrees with the first, so BtlBw
+        // becomes their rate with gain 1 (Linux's v1); after 48 rounds sampling starts over.
+        let rate = 100 * MSS * 8 * 1_000 / 40; // bits/s: 100 packets per 40 ms
+        let mut d = Driver::new(Params::from_pairs(vec![("lt_bw".to_string(), 1.0)]));
+        d.fill_pipe();
+        d.ack(Duration::from_millis(1), MSS, d.delivered, BW, RTT, 0, 0);
+        assert_eq!(d.bbr.bbr_mode(), Mode::ProbeBw);
+        let mut rounds = 0;
+        while d.bbr.lt.rate_bps().is_none() {
+            lossy_round(&mut d, 25 * MSS);
+            rounds += 1;
+            assert!(rounds <= 12, "no long-term rate after {rounds} rounds");
+        }
+        assert!(rounds >= 2 * LT_INTERVAL_MIN_ROUNDS as usize - 1);
+        let lt = d.bbr.btlbw_bps();
+        assert!(lt.abs_diff(rate) * 50 < rate, "long-term rate {lt} vs {rate}");
+        assert_eq!(d.bbr.btlbw_bps, BW, "the max filter itself still holds 100 Mbit/s");
+        for _ in 0..40 {
+            lossy_round(&mut d, 0);
+            assert_eq!(d.bbr.pacing_gain(), 1.0);
+            assert_eq!(d.bbr.btlbw_bps(), lt);
+            assert_eq!(d.st.pacing_rate_bps, Some(pacing_rate_with_margin_bps(1.0, lt)));
+        }
+        for _ in 0..10 {
+            lossy_round(&mut d, 0);
+        }
+        assert_eq!(d.bbr.lt.rate_bps(), None, "given up after 48 rounds");
+        assert_eq!(d.bbr.btlbw_bps(), BW);
+
+        // Without lt_bw (draft-00) the same losses leave BtlBw at the max filter's.
+        let mut d = Driver::new(Params::default());
+        d.fill_pipe();
+        d.ack(Duration::from_millis(1), MSS, d.delivered, BW, RTT, 0, 0);
+        for _ in 0..12 {
+            lossy_round(&mut d, 25 * MSS);
+        }
+        assert_eq!(d.bbr.btlbw_bps(), BW);
+
+        // Less than 20% lost: no long-term rate either.
+        let mut d = Driver::new(Params::from_pairs(vec![("lt_bw".to_string(), 1.0)]));
+        d.fill_pipe();
+        d.ack(Duration::from_millis(1), MSS, d.delivered, BW, RTT, 0, 0);
+        for _ in 0..20 {
+            lossy_round(&mut d, 15 * MSS);
+        }
+        assert_eq!(d.bbr.lt.rate_bps(), None);
+    }
+
     #[test]
     fn probe_rtt_after_ten_seconds_without_a_new_minimum_for_200ms_at_four_packets() {
         let mut d = Driver::new(Params::default());
@@ -932,7 +1162,7 @@ mod tests {
 
     #[test]
     fn parameters_are_validated() {
-        for (name, v) in [("high_gain", 1.0), ("cwnd_gain", 0.5), ("bw_filter_rounds", 2.5), ("rtprop_filter_s", 0.0), ("probe_rtt_ms", -1.0), ("seed", -1.0)] {
+        for (name, v) in [("high_gain", 1.0), ("cwnd_gain", 0.5), ("bw_filter_rounds", 2.5), ("rtprop_filter_s", 0.0), ("probe_rtt_ms", -1.0), ("lt_bw", 0.5), ("seed", -1.0)] {
             match Bbr::new(&Params::from_pairs(vec![(name.to_string(), v)])) {
                 Err(CcError::BadParam { param, .. }) => assert_eq!(param, name),
                 other => panic!("{name} = {v}: expected BadParam, got {other:?}"),

@@ -8,6 +8,9 @@
 //!   growth divided by 4) for at most 5 rounds, then congestion avoidance with ssthresh = cwnd,
 //!   without any loss. Later slow starts (after an RTO) are plain RFC 5681 slow start, as RFC 9406
 //!   §4.3 recommends.
+//!   With `hystart = 2` the initial slow start instead ends at the first signal of the original
+//!   HyStart (Ha & Rhee 2011, [`crate::hystart`]: ACK train or delay increase), straight to
+//!   congestion avoidance, as Linux's `tcp_cubic` does.
 //! - **Congestion avoidance** (RFC 9438 §4.2–§4.5): cwnd follows
 //!   `W_cubic(t) = C·(t − K)³ + W_max` (segments, t in seconds since the congestion-avoidance
 //!   epoch started), aiming one RTT ahead, unless the Reno estimate `W_est` is larger (§4.3,
@@ -41,7 +44,10 @@
 //!   convergence has lowered W_max below the window it was measured at. If a stage starts with
 //!   cwnd_epoch ≥ W_max, W_max is raised to cwnd_epoch and K = 0 (probe upward at once).
 //! - The Reno-friendly additive factor becomes 1 once `W_est ≥ cwnd_prior` (RFC 9438 §4.3 as
-//!   published; earlier drafts compared with W_max).
+//!   published; earlier drafts compared with W_max). With `alpha_switch = 0` it stays α_cubic =
+//!   3(1 − β)/(1 + β) for good, as RFC 8312 §4.2 specifies and Linux's `tcp_cubic` does: a Linux
+//!   CUBIC flow beside Reno grows its Reno estimate at about half Reno's rate, so it leaves Reno
+//!   more of a shared link than an RFC 9438 flow does.
 //! - Periods in which the sender is not cwnd-limited are removed from `t` (§4.2 "MUST NOT include
 //!   periods during which cwnd has not been updated due to application-limited behavior"): the
 //!   epoch start moves forward by the time between two ACKs when the later one is not
@@ -84,13 +90,29 @@ pub const PARAMS: &[ParamInfo] = &[
     ParamInfo {
         name: "hystart",
         default: 1.0,
-        doc: "HyStart++ delay-based exit from the initial slow start (RFC 9406): 1 = on, \
-              0 = off (plain RFC 5681 slow start)",
+        doc: "exit from the initial slow start: 1 = HyStart++ (RFC 9406), 2 = HyStart's ACK \
+              train and delay increase, straight to congestion avoidance (Ha & Rhee 2011; \
+              Linux's tcp_cubic), 0 = off (plain RFC 5681 slow start)",
+    },
+    ParamInfo {
+        name: "no_loss_growth",
+        default: 0.0,
+        doc: "least cwnd growth per RTT in congestion avoidance before the first congestion \
+              event, a fraction of cwnd: 0 = none (RFC 9438 §4.10, the curve alone); Linux's \
+              tcp_cubic grows at least 0.05 (5% per RTT) after HyStart; 0 ≤ x ≤ 0.5",
+    },
+    ParamInfo {
+        name: "alpha_switch",
+        default: 1.0,
+        doc: "Reno-friendly additive factor: 1 = α_cubic until W_est reaches cwnd_prior, then 1 \
+              (RFC 9438 §4.3); 0 = α_cubic = 3(1−β)/(1+β) always (RFC 8312 §4.2; Linux's \
+              tcp_cubic)",
     },
 ];
 
 /// The parameter names [`Cubic::new`] accepts (the names in [`PARAMS`]).
-const PARAM_NAMES: &[&str] = &["c", "beta", "fast_convergence", "hystart"];
+const PARAM_NAMES: &[&str] =
+    &["c", "beta", "fast_convergence", "hystart", "no_loss_growth", "alpha_switch"];
 
 /// Upper bound on cwnd growth over one RTT in congestion avoidance: target ≤ 1.5·cwnd
 /// (RFC 9438 §4.2), so CUBIC never grows faster than slow start.
@@ -223,6 +245,13 @@ pub struct Cubic {
     beta: f64,
     /// Fast convergence on (RFC 9438 §4.7).
     fast_convergence: bool,
+    /// The Reno-friendly α becomes 1 once W_est ≥ cwnd_prior (RFC 9438 §4.3); `false`: α_cubic
+    /// always (RFC 8312 §4.2).
+    alpha_switch: bool,
+    /// Least growth per RTT, a fraction of cwnd, until the first congestion event (0: none).
+    no_loss_growth: f64,
+    /// A congestion event (loss, ECN, RTO) has happened: `no_loss_growth` no longer applies.
+    congested: bool,
     /// W_max, segments: the window at the last congestion event, possibly lowered by fast
     /// convergence; 0 until the first congestion event (undefined in the RFC).
     w_max: f64,
@@ -242,6 +271,9 @@ pub struct Cubic {
     /// State before the last reduction, for [`CongestionControl::undo_cwnd`].
     undo: Option<UndoState>,
     hystart: HyStart,
+    /// The original HyStart (`hystart = 2`) while it still governs the initial slow start;
+    /// `None` otherwise.
+    classic_hystart: Option<crate::hystart::HyStart>,
     mode: Mode,
 }
 
@@ -251,7 +283,8 @@ impl Cubic {
     ///
     /// # Errors
     /// [`CcError::UnknownParam`] for a name not in [`PARAMS`]; [`CcError::BadParam`] when
-    /// `c ≤ 0` (or not finite), `beta` is not strictly between 0 and 1, or a flag is not 0 or 1.
+    /// `c ≤ 0` (or not finite), `beta` is not strictly between 0 and 1, `hystart` is not 0, 1
+    /// or 2, or another flag is not 0 or 1.
     pub fn new(params: &Params) -> Result<Cubic, CcError> {
         params.expect_only("cubic", PARAM_NAMES)?;
         let c = params.get_or("c", DEFAULT_C);
@@ -263,11 +296,22 @@ impl Cubic {
             return Err(bad("beta", beta, "must be strictly between 0 and 1"));
         }
         let fast_convergence = flag(params, "fast_convergence")?;
-        let hystart = flag(params, "hystart")?;
+        let alpha_switch = flag(params, "alpha_switch")?;
+        let no_loss_growth = params.get_or("no_loss_growth", 0.0);
+        if !(0.0..=0.5).contains(&no_loss_growth) {
+            return Err(bad("no_loss_growth", no_loss_growth, "must be between 0 and 0.5"));
+        }
+        let hystart = params.get_or("hystart", 1.0);
+        if ![0.0, 1.0, 2.0].contains(&hystart) {
+            return Err(bad("hystart", hystart, "must be 0 (off), 1 (HyStart++) or 2 (HyStart)"));
+        }
         Ok(Cubic {
             c,
             beta,
             fast_convergence,
+            alpha_switch,
+            no_loss_growth,
+            congested: false,
             w_max: 0.0,
             cwnd_prior: 0.0,
             epoch: None,
@@ -275,7 +319,8 @@ impl Cubic {
             frac_bytes: 0.0,
             last_ack: None,
             undo: None,
-            hystart: HyStart::new(hystart),
+            hystart: HyStart::new(hystart == 1.0),
+            classic_hystart: (hystart == 2.0).then(crate::hystart::HyStart::new),
             mode: Mode::SlowStart,
         })
     }
@@ -328,14 +373,22 @@ impl Cubic {
         let t = ack.now.saturating_since(epoch.start).as_secs_f64();
         let rtt = lookahead_rtt(ack).as_secs_f64();
 
-        // §4.2: target = W_cubic(t + RTT), clamped to [cwnd, 1.5·cwnd].
+        // §4.2: target = W_cubic(t + RTT), clamped to [cwnd, 1.5·cwnd]; before any congestion
+        // event, at least (1 + no_loss_growth)·cwnd (Linux: the curve from K = 0 after HyStart
+        // is too flat to find the path's capacity, so it grows by at least 5% per RTT).
         let w_cubic_now = self.w_cubic(t, epoch.k_secs);
-        let target =
-            self.w_cubic(t + rtt, epoch.k_secs).clamp(cwnd_seg, MAX_TARGET_RATIO * cwnd_seg);
+        let floor = if self.congested { 1.0 } else { 1.0 + self.no_loss_growth };
+        let target = self
+            .w_cubic(t + rtt, epoch.k_secs)
+            .clamp(floor * cwnd_seg, MAX_TARGET_RATIO * cwnd_seg);
 
         // §4.3 Figure 4: W_est += α_cubic · segments_acked / cwnd (= bytes_acked / cwnd_bytes);
-        // α_cubic becomes 1 once W_est has reached cwnd_prior.
-        let alpha = if epoch.w_est >= self.cwnd_prior { 1.0 } else { self.alpha_cubic() };
+        // α_cubic becomes 1 once W_est has reached cwnd_prior (RFC 9438), or never (RFC 8312).
+        let alpha = if self.alpha_switch && epoch.w_est >= self.cwnd_prior {
+            1.0
+        } else {
+            self.alpha_cubic()
+        };
         epoch.w_est += alpha * bytes_acked as f64 / cwnd_bytes;
         self.epoch = Some(epoch);
 
@@ -343,7 +396,11 @@ impl Cubic {
             // §4.3: Reno-friendly region, cwnd = W_est (never shrunk on an ACK).
             self.mode = Mode::RenoFriendly;
             let w_est_bytes = (epoch.w_est * mss) as u64;
-            st.cwnd_bytes = st.cwnd_bytes.max(w_est_bytes);
+            // The faster of the Reno estimate and the no-loss floor.
+            self.frac_bytes += (floor - 1.0) * bytes_acked as f64;
+            let whole = self.frac_bytes.floor();
+            self.frac_bytes -= whole;
+            st.cwnd_bytes = st.cwnd_bytes.saturating_add(whole as u64).max(w_est_bytes);
         } else {
             // §4.4/§4.5: cwnd += (target − cwnd)/cwnd per segment acked, i.e.
             // (target − cwnd)·bytes_acked/cwnd in bytes; the fraction of a byte is carried.
@@ -353,6 +410,26 @@ impl Cubic {
             self.frac_bytes -= whole;
             st.cwnd_bytes = st.cwnd_bytes.saturating_add(whole as u64);
         }
+    }
+
+    /// The original HyStart (`hystart = 2`, [`crate::hystart`]) on a slow-start ACK: when one
+    /// of its detectors fires, slow start ends with ssthresh = cwnd and the first stage probes
+    /// from there (K = 0, RFC 9438 §4.10), as after HyStart++. Returns whether it ended.
+    fn classic_hystart_exit(&mut self, st: &mut CwndState, ack: &AckSample) -> bool {
+        if st.ssthresh_bytes != u64::MAX {
+            self.classic_hystart = None; // not the initial slow start any more
+        }
+        let Some(hs) = self.classic_hystart.as_mut() else { return false };
+        if hs.on_ack(ack, st.cwnd_packets()).is_none() {
+            return false;
+        }
+        self.classic_hystart = None;
+        st.ssthresh_bytes = st.cwnd_bytes;
+        self.cwnd_prior = st.cwnd_packets();
+        self.probe_from_epoch = true;
+        self.epoch = None;
+        self.mode = Mode::Cubic;
+        true
     }
 
     /// Whether HyStart++ governs this slow start: enabled, not finished, and still the initial
@@ -467,10 +544,14 @@ impl CongestionControl for Cubic {
             if !ack.cwnd_limited {
                 return;
             }
-            self.mode = Mode::SlowStart;
-            acked = slow_start(st, acked);
-            if acked == 0 {
-                return;
+            // HyStart judges the ACK before it grows cwnd; when it ends slow start the ACK goes
+            // to congestion avoidance instead.
+            if !self.classic_hystart_exit(st, ack) {
+                self.mode = Mode::SlowStart;
+                acked = slow_start(st, acked);
+                if acked == 0 {
+                    return;
+                }
             }
         }
         if !ack.cwnd_limited {
@@ -500,8 +581,10 @@ impl CongestionControl for Cubic {
         self.cwnd_prior = cwnd_seg;
         self.epoch = None;
         self.frac_bytes = 0.0;
+        self.congested = true;
         self.probe_from_epoch = ev.kind == LossKind::Timeout;
         self.hystart.phase = HyStartPhase::Off;
+        self.classic_hystart = None;
         self.mode = if ev.kind == LossKind::Timeout { Mode::SlowStart } else { Mode::Cubic };
         ((st.cwnd_bytes as f64 * self.beta) as u64).max(2 * st.mss_bytes)
     }
@@ -715,6 +798,86 @@ mod tests {
         let per_rtt = (at(&trace, 0.025).1 - at(&trace, 0.015).1) as f64 / MSS as f64 / 10.0;
         assert!((per_rtt - 1.0).abs() < 0.05, "growth {per_rtt:.3} segments per RTT");
         assert_eq!(at(&trace, 0.025).2, "reno_friendly");
+    }
+
+    #[test]
+    fn rfc8312_reno_friendly_factor_stays_alpha_cubic_past_cwnd_prior() {
+        // As `reno_friendly_region_governs_at_small_bdp`, but with alpha_switch = 0 (RFC 8312
+        // §4.2, Linux's tcp_cubic): W_est keeps growing by α_cubic ≈ 0.53 segments per RTT after
+        // it passes cwnd_prior = 20, where RFC 9438 §4.3 switches to 1.
+        let alpha = 3.0 * 0.3 / 1.7;
+        let rtt = Duration::from_millis(1);
+        let growth = |pairs: &[(&str, f64)]| {
+            let mut cc = cubic(pairs);
+            let mut st = after_loss(&mut cc, 20);
+            let trace = drive(&mut cc, &mut st, SimTime::ZERO, rtt, Duration::from_millis(40));
+            assert_eq!(at(&trace, 0.035).2, "reno_friendly");
+            // Per RTT between 20 and 35 RTTs, past W_est = cwnd_prior (≈ 11.3 RTTs).
+            (at(&trace, 0.035).1 - at(&trace, 0.020).1) as f64 / MSS as f64 / 15.0
+        };
+        let linux = growth(&[("alpha_switch", 0.0)]);
+        assert!((linux - alpha).abs() < 0.03, "growth {linux:.3} segments per RTT, α {alpha:.3}");
+        let rfc9438 = growth(&[]);
+        assert!((rfc9438 - 1.0).abs() < 0.05, "growth {rfc9438:.3} segments per RTT");
+    }
+
+    #[test]
+    fn no_loss_growth_floor_applies_until_the_first_congestion_event() {
+        // After a loss-free slow-start exit the curve starts flat (K = 0, W_max = cwnd): with
+        // no_loss_growth = 0.05 cwnd still grows by 5% per RTT, as Linux's tcp_cubic.
+        let rtt = Duration::from_millis(40);
+        let run = |pairs: &[(&str, f64)]| {
+            let mut cc = cubic(pairs);
+            let mut st = CwndState::new(80 * MSS, MSS);
+            st.ssthresh_bytes = st.cwnd_bytes; // as HyStart leaves it
+            cc.cwnd_prior = 80.0;
+            cc.probe_from_epoch = true;
+            let trace = drive(&mut cc, &mut st, SimTime::ZERO, rtt, Duration::from_millis(400));
+            (cc, st, at(&trace, 0.4).1 as f64 / MSS as f64)
+        };
+        // 10 RTTs: 80·1.05^10 ≈ 130 (the per-ACK increments compound a little faster).
+        let (mut cc, mut st, linux) = run(&[("no_loss_growth", 0.05)]);
+        assert!((125.0..140.0).contains(&linux), "cwnd {linux:.1} after 10 RTTs");
+        // RFC 9438: the curve (80 + 0.4·0.44³) is below the Reno estimate, which gains one
+        // segment per RTT (α = 1 as W_est ≥ cwnd_prior): 90.
+        let (_, _, rfc) = run(&[]);
+        assert!(rfc <= 91.0, "cwnd {rfc:.1} after 10 RTTs");
+        // After a congestion event the floor is gone: back to the curve and W_est.
+        let ss = cc.ssthresh(&st, &loss_at(SimTime(1_000_000_000), LossKind::FastRetransmit, &st));
+        st.ssthresh_bytes = ss;
+        st.cwnd_bytes = ss;
+        let before = st.cwnd_bytes;
+        drive(&mut cc, &mut st, SimTime(1_000_000_000), rtt, Duration::from_millis(200));
+        let grown = (st.cwnd_bytes - before) as f64 / before as f64;
+        assert!(grown < 0.1, "grew {:.0}% in 5 RTTs", 100.0 * grown);
+    }
+
+    #[test]
+    fn classic_hystart_ends_slow_start_on_an_ack_train_without_css() {
+        // Flat 50 ms RTT: HyStart++ sees no delay increase and keeps slow-starting
+        // (`hystart_stays_in_slow_start_with_flat_rtt`), but once a generation's ACKs come less
+        // than 2 ms apart (more than 25 per RTT) their train outlasts minRTT/2 and the original
+        // HyStart (hystart = 2) ends slow start: ssthresh = cwnd, straight to congestion
+        // avoidance probing from that window (K = 0), no CSS.
+        let mut cc = cubic(&[("hystart", 2.0)]);
+        let (st, trace) = drive_slow_start(&mut cc, 8, |_| Duration::from_millis(50));
+        let exit = trace.iter().position(|a| a.ssthresh != u64::MAX).expect("left slow start");
+        assert!(trace.iter().all(|a| a.mode != "css"));
+        // Generation 2 has 40 ACKs 1.25 ms apart: its train passes 25 ms at its 22nd ACK.
+        assert_eq!(trace[exit].generation, 2);
+        let first_of_gen = trace.iter().position(|a| a.generation == 2).unwrap();
+        assert_eq!(exit - first_of_gen, 21);
+        assert_eq!(trace[exit].ssthresh, trace[exit].cwnd_before, "ssthresh = cwnd at the exit");
+        assert!(trace[exit..].iter().all(|a| a.mode == "cubic" || a.mode == "reno_friendly"));
+        assert!(st.cwnd_bytes < 2 * trace[exit].ssthresh, "no more doubling");
+        let ep = cc.epoch.unwrap();
+        assert_eq!(ep.k_secs, 0.0);
+        assert_eq!(cc.w_max, ep.cwnd_epoch);
+
+        // HyStart++ on the same run stays in slow start.
+        let mut cc = cubic(&[]);
+        let (st, _) = drive_slow_start(&mut cc, 8, |_| Duration::from_millis(50));
+        assert_eq!(st.ssthresh_bytes, u64::MAX);
     }
 
     /// One ACK of a slow-start run.
@@ -978,7 +1141,11 @@ mod tests {
         bad_param(p(&[("beta", 1.5)]), "beta");
         bad_param(p(&[("beta", f64::NAN)]), "beta");
         bad_param(p(&[("fast_convergence", 0.5)]), "fast_convergence");
-        bad_param(p(&[("hystart", 2.0)]), "hystart");
+        bad_param(p(&[("hystart", 3.0)]), "hystart");
+        bad_param(p(&[("hystart", 0.5)]), "hystart");
+        bad_param(p(&[("alpha_switch", 2.0)]), "alpha_switch");
+        bad_param(p(&[("no_loss_growth", -0.1)]), "no_loss_growth");
+        bad_param(p(&[("no_loss_growth", 0.6)]), "no_loss_growth");
         assert!(matches!(p(&[("gamma", 1.0)]), Err(CcError::UnknownParam { flavor: "cubic", .. })));
 
         let cc =

@@ -60,6 +60,7 @@ pub mod growth;
 pub mod highspeed;
 pub mod hstcp_lp;
 pub mod htcp;
+pub mod hystart;
 pub mod hybla;
 pub mod illinois;
 pub mod ledbat;

@@ -112,7 +112,8 @@ const FLAVORS: &[FlavorInfo] = &[
         name: "cubic",
         family: "loss",
         summary: "W(t) = C(t-K)^3 + W_max, beta 0.7, Reno-friendly region, fast convergence, HyStart++",
-        source: "RFC 9438, RFC 9406",
+        source: "RFC 9438, RFC 9406; as Linux's tcp_cubic with alpha_switch = 0 (RFC 8312 §4.2), \
+                 hystart = 2 (Ha & Rhee 2011) and no_loss_growth = 0.05",
         default_recovery: "linux",
         transport: "tcp",
         needs_ecn: false,
@@ -126,7 +127,8 @@ const FLAVORS: &[FlavorInfo] = &[
                   [1.25, 0.75, 1×6], PROBE_RTT 200 ms",
         source: "Cardwell et al., BBR: Congestion-Based Congestion Control, ACM Queue 2016; \
                  draft-cardwell-iccrg-bbr-congestion-control-00; pacing margin and extra_acked as \
-                 Linux's tcp_bbr (draft-ietf-ccwg-bbr §5.5.9, §5.6.2)",
+                 Linux's tcp_bbr (draft-ietf-ccwg-bbr §5.5.9, §5.6.2); lt_bw = 1: Linux's \
+                 long-term bandwidth sampling",
         default_recovery: "linux",
         transport: "tcp",
         needs_ecn: false,

@@ -2,12 +2,19 @@
 
 A run of a non-sim backend has the id of the same run on the simulator plus ``@<backend>``
 (``r0`` and ``r0@kernel``), so sim run ids never change and each kernel run sits beside its
-simulated twin: the same resolved spec, the same seed.
+simulated twin: the same resolved spec (but for the Linux host's flavor parameters below), the
+same seed.
 
 Linux recovers every flavor's losses the same way (SACK + RACK-TLP + PRR, ``reno`` included), so
 when a run goes to the kernel backend, its TCP flows whose recovery the scenario leaves to the
 flavor's default use recovery ``"linux"`` — on the kernel and on its simulated twin alike, so the
 two compare like with like (:data:`LINUX_RECOVERY`).
+
+The simulated twin of a kernel run also models a Linux host where Linux's congestion control
+module departs from the RFC or draft the flavor follows by default (:data:`LINUX_HOST_PARAMS`:
+CUBIC's Reno-friendly factor, slow-start exit and first growth; BBR's long-term bandwidth
+sampling), for every parameter the scenario leaves to its default. A run without a kernel twin
+keeps the RFC flavor.
 """
 
 from __future__ import annotations
@@ -20,6 +27,25 @@ from ccarena.runspec import RunSpec, TcpFlowSpec
 
 LINUX_RECOVERY = "linux"
 """The recovery profile of a Linux host: SACK (RFC 6675) + RACK-TLP (RFC 8985) + PRR (RFC 6937)."""
+
+LINUX_HOST_PARAMS: dict[str, dict[str, float]] = {
+    "cubic": {
+        # RFC 8312 §4.2: α_cubic = 3(1 − β)/(1 + β) always, not 1 once W_est ≥ cwnd_prior
+        # (RFC 9438 §4.3); Linux's tcp_cubic never switches.
+        "alpha_switch": 0.0,
+        # Ha & Rhee's HyStart (ACK train + delay increase, straight to congestion avoidance),
+        # which tcp_cubic runs by default, instead of HyStart++ (RFC 9406).
+        "hystart": 2.0,
+        # tcp_cubic grows by at least 5% per RTT until its first congestion event.
+        "no_loss_growth": 0.05,
+    },
+    "bbr": {
+        # Linux's v1 long-term ("policer") bandwidth sampling, not in draft-00.
+        "lt_bw": 1.0,
+    },
+}
+"""Flavor → the parameters that make the simulator's flavor behave as Linux's module (Linux 6.x
+defaults), applied to the simulated twins of kernel runs (:func:`with_linux_host`)."""
 
 REAL_TCP_BACKENDS = ("kernel",)
 """Backends whose TCP is Linux's own: runs on them (and their twins) use :data:`LINUX_RECOVERY`."""
@@ -40,15 +66,18 @@ def sim_twin(run_id: str) -> tuple[str, str]:
 
 def apply_backends(plans: Sequence[RunPlan], backends: Sequence[str] | None) -> list[RunPlan]:
     """Each plan once per backend (default: its scenario's ``backend``), ids per
-    :func:`run_id_for`; with the Linux recovery profile when one of them is a
-    :data:`REAL_TCP_BACKENDS` backend (:func:`with_linux_recovery`)."""
+    :func:`run_id_for`; when one of them is a :data:`REAL_TCP_BACKENDS` backend, with the Linux
+    recovery profile on every backend (:func:`with_linux_recovery`) and the Linux host's flavor
+    parameters on the simulator (:func:`with_linux_host`; the kernel runs Linux's own modules)."""
     out = []
     for plan in plans:
         chosen = list(backends or [plan.scenario.backend])
-        if any(b in REAL_TCP_BACKENDS for b in chosen):
+        twinned = any(b in REAL_TCP_BACKENDS for b in chosen)
+        if twinned:
             plan = with_linux_recovery(plan)
         for backend in chosen:
-            out.append(dataclasses.replace(plan, backend=backend,
+            one = with_linux_host(plan) if twinned and backend == "sim" else plan
+            out.append(dataclasses.replace(one, backend=backend,
                                            run_id=run_id_for(plan.run_id, backend)))
     return out
 
@@ -59,6 +88,19 @@ def with_linux_recovery(plan: RunPlan) -> RunPlan:
     flows = tuple(
         spec.model_copy(update={"recovery": LINUX_RECOVERY})
         if isinstance(spec, TcpFlowSpec) and flow.recovery is None else spec
+        for flow, spec in zip(plan.scenario.flows, plan.resolved.spec.flows))
+    spec: RunSpec = plan.resolved.spec.model_copy(update={"flows": flows})
+    return dataclasses.replace(plan, resolved=dataclasses.replace(plan.resolved, spec=spec))
+
+
+def with_linux_host(plan: RunPlan) -> RunPlan:
+    """``plan`` with :data:`LINUX_HOST_PARAMS` for every TCP flow of those flavors, except the
+    parameters the scenario gives the flow itself."""
+    flows = tuple(
+        spec.model_copy(update={"params": {**spec.params, **{
+            name: value for name, value in LINUX_HOST_PARAMS[spec.flavor].items()
+            if name not in (flow.params or {})}}})
+        if isinstance(spec, TcpFlowSpec) and spec.flavor in LINUX_HOST_PARAMS else spec
         for flow, spec in zip(plan.scenario.flows, plan.resolved.spec.flows))
     spec: RunSpec = plan.resolved.spec.model_copy(update={"flows": flows})
     return dataclasses.replace(plan, resolved=dataclasses.replace(plan.resolved, spec=spec))
