@@ -64,7 +64,7 @@ fn link_ns_per_packet(q: &QueueSpec) -> (f64, u64, u64) {
         let flow = (r.next_u64() % 64) as u32;
         let size = if r.next_u64() & 3 == 0 { 64 } else { 1500 };
         let seg = DataSegment { seq: i as u64, len: 0, ts_val: SimTime::ZERO, ect: flow & 1 == 0, ce: false, cwr: false, retransmit: false };
-        link.enqueue(SimTime(t), Packet { flow, dst: 1, size_bytes: size, enqueued_at: SimTime::ZERO, payload: Payload::Data(seg) });
+        link.enqueue(SimTime(t), Packet { flow, dst: 1, size_bytes: size, payload: Payload::Data(seg) });
         if let Some(a) = link.next_arrival().filter(|a| a.as_nanos() <= t) {
             out.clear();
             link.take_arrivals(a.max(SimTime(t)), &mut out);

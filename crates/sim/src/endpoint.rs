@@ -68,8 +68,9 @@ pub trait Endpoint {
 
     /// Hand `payload`, which reached its destination host at `now`, to the end it is for; returns
     /// that end (whose output the engine then sends). Panics on another transport's payload (a
-    /// routing bug: packets carry their flow's index).
-    fn receive(&mut self, now: SimTime, payload: &Payload) -> Side;
+    /// routing bug: packets carry their flow's index). Takes the payload so its box, if any,
+    /// can be reused.
+    fn receive(&mut self, now: SimTime, payload: Payload) -> Side;
 
     /// The application offers `bytes` more bytes.
     fn app_write(&mut self, bytes: u64);
@@ -107,7 +108,7 @@ pub(crate) use with_endpoint;
 pub fn drain<E: Endpoint>(ep: &mut E, side: Side, now: SimTime, flow: u32, out: &mut Vec<Packet>) -> (u32, Option<SimTime>) {
     let dst = side.peer_host(ep.transfer());
     while let Some((payload, size_bytes)) = ep.poll_packet(side, now) {
-        out.push(Packet { flow, dst, size_bytes, enqueued_at: now, payload });
+        out.push(Packet { flow, dst, size_bytes, payload });
     }
     let want = ep.poll_timeout(side);
     let t = ep.transfer();
@@ -187,21 +188,29 @@ impl Endpoint for TcpFlow {
                     0
                 };
                 self.acks_sent += 1;
-                Some((Payload::Ack(ack), self.transfer.ack_bytes + sack_bytes))
+                let boxed = match self.ack_boxes.pop() {
+                    Some(mut b) => {
+                        *b = ack;
+                        b
+                    }
+                    None => Box::new(ack),
+                };
+                Some((Payload::Ack(boxed), self.transfer.ack_bytes + sack_bytes))
             }
         }
     }
 
     delegate_to_ends!();
 
-    fn receive(&mut self, now: SimTime, payload: &Payload) -> Side {
+    fn receive(&mut self, now: SimTime, payload: Payload) -> Side {
         match payload {
             Payload::Data(seg) => {
-                self.transfer.delivered_bytes += self.receiver.on_segment(now, seg);
+                self.transfer.delivered_bytes += self.receiver.on_segment(now, &seg);
                 Side::Receiver
             }
             Payload::Ack(ack) => {
-                let outcome = self.sender.on_ack(now, ack);
+                let outcome = self.sender.on_ack(now, &ack);
+                self.ack_boxes.push(ack);
                 if let Some(rtt) = outcome.rtt {
                     self.transfer.rtt.record(rtt.as_nanos());
                 }
@@ -236,27 +245,27 @@ impl Endpoint for UdtFlow {
                     ToSender::Ack(_) => t.ack_bytes,
                     ToSender::Nak(n) => t.header_bytes + n.loss_info_bytes(),
                 };
-                Some((Payload::UdtToSender(p), size_bytes))
+                Some((Payload::UdtToSender(Box::new(p)), size_bytes))
             }
         }
     }
 
     delegate_to_ends!();
 
-    fn receive(&mut self, now: SimTime, payload: &Payload) -> Side {
+    fn receive(&mut self, now: SimTime, payload: Payload) -> Side {
         match payload {
             Payload::UdtToReceiver(ToReceiver::Data(d)) => {
-                self.transfer.delivered_bytes += self.receiver.on_data(now, d);
+                self.transfer.delivered_bytes += self.receiver.on_data(now, &d);
                 Side::Receiver
             }
             Payload::UdtToReceiver(ToReceiver::Ack2(a)) => {
-                if let Some(rtt) = self.receiver.on_ack2(now, a) {
+                if let Some(rtt) = self.receiver.on_ack2(now, &a) {
                     self.transfer.rtt.record(rtt.as_nanos());
                 }
                 Side::Receiver
             }
             Payload::UdtToSender(p) => {
-                match p {
+                match &*p {
                     ToSender::Ack(a) => self.sender.on_ack(now, a),
                     ToSender::Nak(n) => self.sender.on_nak(now, n),
                 }

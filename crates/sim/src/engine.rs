@@ -431,7 +431,7 @@ impl Simulation {
             return;
         }
         let now = self.now;
-        let side = with_endpoint!(&mut self.flows[f], ep => ep.receive(now, &pkt.payload));
+        let side = with_endpoint!(&mut self.flows[f], ep => ep.receive(now, pkt.payload));
         self.flush(f, side);
     }
 
@@ -508,7 +508,6 @@ impl Simulation {
             flow: f as u32,
             dst: c.dst,
             size_bytes: c.packet_bytes + c.header_bytes,
-            enqueued_at: now,
             payload: Payload::Datagram { seq: c.sent },
         };
         c.sent += 1;

@@ -148,13 +148,15 @@ impl EventQueue {
             }
             let top = bucket.swap_remove(m);
             self.last = top.key();
-            // Every other entry of the bucket moves to a lower one relative to the new `last`.
-            let mut rest = std::mem::take(&mut self.buckets[b]);
+            // Every other entry of the bucket moves to a lower one relative to the new `last`
+            // (never to `b` itself), so the bucket is read in place and emptied after.
             self.occupied[b >> 6] &= !(1 << (b & 63));
-            for e in rest.drain(..) {
+            for i in 0..self.buckets[b].len() {
+                let e = self.buckets[b][i];
+                debug_assert!(self.bucket_of(e.key()) < b);
                 self.put(e);
             }
-            self.buckets[b] = rest;
+            self.buckets[b].clear();
             top
         };
         self.len -= 1;

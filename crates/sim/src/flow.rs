@@ -2,7 +2,7 @@
 //! constant-bit-rate sources, and bulk UDT transfers (UDT's own sender and receiver).
 
 use ccarena_cc::{new_controller, Duration, SimTime};
-use ccarena_transport::{EcnMode, Receiver, ReceiverConfig, RecoveryMode, Sender, SenderConfig};
+use ccarena_transport::{AckSegment, EcnMode, Receiver, ReceiverConfig, RecoveryMode, Sender, SenderConfig};
 
 use ccarena_cc::udt::Udt;
 use ccarena_transport::udt::{UdtReceiver, UdtReceiverConfig, UdtSender, UdtSenderConfig};
@@ -73,6 +73,9 @@ pub struct TcpFlow {
     pub receiver: Receiver,
     /// ACK packets the receiver sent.
     pub acks_sent: u64,
+    /// Boxes of ACKs the sender has read, reused by the receiver's next ACKs: an ACK's box goes
+    /// from one end of the flow to the other, so a steady flow allocates none.
+    pub ack_boxes: Vec<Box<AckSegment>>,
 }
 
 impl TcpFlow {
@@ -121,6 +124,7 @@ impl TcpFlow {
             sender: Sender::new(cfg, cc, SimTime(f.start_ns)),
             receiver: Receiver::new(rcfg),
             acks_sent: 0,
+            ack_boxes: Vec::new(),
         })
     }
 }

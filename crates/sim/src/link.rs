@@ -207,8 +207,7 @@ impl Link {
                     return false;
                 }
                 self.tx_free_at = now;
-                pkt.enqueued_at = now;
-                self.transmit(now, pkt);
+                self.transmit(now, pkt, now);
                 return true;
             }
         }
@@ -221,9 +220,7 @@ impl Link {
             // discipline's choice (this packet, unless it keeps it back) starts at once.
             self.tx_free_at = now;
             if let Some(e) = self.qdisc.dequeue(now.as_nanos()) {
-                let mut pkt = e.pkt;
-                pkt.enqueued_at = SimTime(e.enqueued_ns);
-                self.transmit(now, pkt);
+                self.transmit(now, e.pkt, SimTime(e.enqueued_ns));
             }
         }
         true
@@ -233,21 +230,19 @@ impl Link {
     /// frees up at or before `now`. A packet starts when the one before it ends (`tx_free_at`):
     /// every waiting packet arrived while the transmitter was busy, so the link never idles with
     /// packets waiting. The discipline decides at each start (CoDel's drops, FQ's choice).
-    #[inline]
+    #[inline(always)]
     pub fn advance(&mut self, now: SimTime) {
         while self.tx_free_at <= now && !self.qdisc.is_empty() {
             let start = self.tx_free_at;
             let Some(e) = self.qdisc.dequeue(start.as_nanos()) else { break };
-            let mut pkt = e.pkt;
-            pkt.enqueued_at = SimTime(e.enqueued_ns);
-            self.transmit(start, pkt);
+            self.transmit(start, e.pkt, SimTime(e.enqueued_ns));
         }
     }
 
-    /// Serialize `pkt` from `start` (the transmitter is free then) and put it in the pipe, unless
-    /// the wire loses it.
+    /// Serialize `pkt`, queued since `enqueued_at`, from `start` (the transmitter is free then)
+    /// and put it in the pipe, unless the wire loses it.
     #[inline]
-    fn transmit(&mut self, start: SimTime, pkt: Packet) {
+    fn transmit(&mut self, start: SimTime, pkt: Packet, enqueued_at: SimTime) {
         let size = pkt.size_bytes as u64;
         let serialization = self.serialization(size);
         let end = match self.trace.as_mut() {
@@ -260,7 +255,7 @@ impl Link {
         // A trace link is busy from the start until the packet has left (waiting for its
         // delivery opportunity included); a trace that ended keeps it busy for ever.
         self.counters.busy_ns = self.counters.busy_ns.saturating_add((end - start).as_nanos());
-        self.counters.sojourn_total_ns += (start - pkt.enqueued_at).as_nanos();
+        self.counters.sojourn_total_ns += (start - enqueued_at).as_nanos();
         if self.loss.lose() {
             self.counters.packets_lost_wire += 1;
             self.last_in_pipe = false;
@@ -520,7 +515,7 @@ mod tests {
     }
 
     fn pkt(size: u32) -> Packet {
-        Packet { flow: 0, dst: 1, size_bytes: size, enqueued_at: SimTime::ZERO, payload: Payload::Datagram { seq: 0 } }
+        Packet { flow: 0, dst: 1, size_bytes: size, payload: Payload::Datagram { seq: 0 } }
     }
 
     fn link(limit: u64, loss: f64) -> Link {
@@ -597,7 +592,6 @@ mod tests {
             flow: 0,
             dst: 1,
             size_bytes: 1000,
-            enqueued_at: SimTime::ZERO,
             payload: Payload::Data(DataSegment { seq: 0, len: 948, ts_val: SimTime::ZERO, ect, ce: false, cwr: false, retransmit: false }),
         };
         // First serializes at once, second waits (0 waiting on arrival: not marked), third and

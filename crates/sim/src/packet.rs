@@ -1,16 +1,20 @@
-//! Packets: small plain `Copy` structs with header fields and no payload bytes.
+//! Packets: small structs with header fields and no payload bytes.
+//!
+//! A packet is moved several times per hop (into a queue, out of it, into a link's pipe, out
+//! of it), so it is kept small: 48 bytes. The bulky headers (a TCP ACK with its SACK blocks, a
+//! UDT ACK or NAK) are boxed; a data segment, the bulk of the traffic, is inline.
 
-use ccarena_cc::SimTime;
 use ccarena_transport::udt::{ToReceiver, ToSender};
 use ccarena_transport::{AckSegment, DataSegment};
 
 /// What a packet carries.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub enum Payload {
     /// A TCP data segment, sender to receiver.
     Data(DataSegment),
-    /// A TCP acknowledgment, receiver to sender.
-    Ack(AckSegment),
+    /// A TCP acknowledgment, receiver to sender (boxed: with its three SACK blocks it is 88
+    /// bytes, and ACKs are a third of the packets at most).
+    Ack(Box<AckSegment>),
     /// A UDP datagram with its sequence number in the flow.
     Datagram {
         /// Datagram index within its flow, from 0.
@@ -18,12 +22,14 @@ pub enum Payload {
     },
     /// A UDT data packet or ACK2, sender to receiver.
     UdtToReceiver(ToReceiver),
-    /// A UDT ACK or NAK, receiver to sender.
-    UdtToSender(ToSender),
+    /// A UDT ACK or NAK, receiver to sender (boxed: a NAK's loss ranges are 72 bytes; one ACK
+    /// per SYN and the NAKs are few).
+    UdtToSender(Box<ToSender>),
 }
 
-/// A packet in the network.
-#[derive(Clone, Copy, Debug)]
+/// A packet in the network. Not `Copy` (its payload may own a box): a link that duplicates a
+/// packet clones it.
+#[derive(Clone, Debug)]
 pub struct Packet {
     /// Index of the flow it belongs to.
     pub flow: u32,
@@ -31,8 +37,19 @@ pub struct Packet {
     pub dst: u32,
     /// Size on the wire, bytes (payload + headers).
     pub size_bytes: u32,
-    /// When it entered the queue it is in now (for sojourn time).
-    pub enqueued_at: SimTime,
     /// Headers.
     pub payload: Payload,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The size every queue, pipe and hand-over moves: a field or variant that grows it past
+    /// 48 bytes costs every hop (issue 16 item 7).
+    #[test]
+    fn a_packet_is_at_most_48_bytes() {
+        assert!(std::mem::size_of::<Packet>() <= 48, "Packet is {} bytes", std::mem::size_of::<Packet>());
+        assert_eq!(std::mem::size_of::<Option<Packet>>(), std::mem::size_of::<Packet>());
+    }
 }
