@@ -17,6 +17,7 @@
 //! - [`conn`]: one incoming transfer on the receiver.
 //! - [`serve`]: the receiving service (socket, handshake, connection table).
 //! - [`stream`]: a scenario flow's sender (a synthetic stream, sampled on the run's grid).
+//! - `rx`: the receiving half of a connection, TCP-like or UDT, and its feedback frames.
 //! - [`sink`]: a scenario flow's receiver (counts what arrives, writes nothing).
 //! - [`store`]: where received files go, safely.
 //! - [`record`]: the per-transfer record (goodput, retransmissions, RTT percentiles, cwnd).
@@ -36,6 +37,7 @@ pub mod guard;
 pub mod net;
 pub mod ranges;
 pub mod record;
+mod rx;
 pub mod send;
 pub mod serve;
 pub mod sha256;
