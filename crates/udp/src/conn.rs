@@ -17,13 +17,13 @@ use std::os::unix::fs::FileExt;
 use std::time::{Duration, Instant};
 
 use ccarena_cc::SimTime;
-use ccarena_transport::udt::{Ack2Packet, DataPacket};
+use ccarena_transport::udt::Ack2Packet;
 use ccarena_transport::DataSegment;
 
 use crate::guard::ReplayWindow;
 use crate::net::Datagrams;
 use crate::ranges::{RangeSet, StreamMap};
-use crate::rx::Rx;
+use crate::rx::{udt_data_packet, Rx};
 use crate::udt_stream::FLOW_WINDOW_PACKETS;
 use crate::sha256::{hex, Sha256};
 use crate::store::Placement;
@@ -322,9 +322,7 @@ impl Conn {
         flags: u8,
         payload: &[u8],
     ) -> Option<Outcome> {
-        self.last_heard = now;
-        if !self.receiving() {
-            self.answer_finished(sock);
+        if !self.heard(sock, now) {
             return None;
         }
         let Rx::Tcp(rx) = &self.rx else {
@@ -363,6 +361,15 @@ impl Conn {
         self.maybe_finish(sock, counters, now)
     }
 
+    /// A data packet arrived at `now`: true while receiving; a finished connection answers DONE.
+    fn heard(&mut self, sock: &mut dyn Datagrams, now: Instant) -> bool {
+        self.last_heard = now;
+        if !self.receiving() {
+            self.answer_finished(sock);
+        }
+        self.receiving()
+    }
+
     /// Write stream bytes `payload` at stream `offset` to their file offsets.
     fn write_stream(&mut self, offset: u64, payload: &[u8]) -> io::Result<()> {
         let mut at = 0usize;
@@ -392,9 +399,7 @@ impl Conn {
         flags: u8,
         payload: &[u8],
     ) -> Option<Outcome> {
-        self.last_heard = now;
-        if !self.receiving() {
-            self.answer_finished(sock);
+        if !self.heard(sock, now) {
             return None;
         }
         let Rx::Udt(rx) = &self.rx else {
@@ -420,13 +425,7 @@ impl Conn {
             self.udt_got.insert(offset, end);
         }
         let t = self.sim(now);
-        let pkt = DataPacket {
-            seq,
-            offset,
-            len: payload.len() as u32,
-            timestamp: SimTime(timestamp_ns),
-            retransmit: flags & wire::FLAG_RETRANSMIT != 0,
-        };
+        let pkt = udt_data_packet(seq, offset, timestamp_ns, flags, payload.len());
         if let Rx::Udt(rx) = &mut self.rx {
             // When it arrived, not when it was read (the kernel's stamp, batch::Datagram).
             let _ = rx.on_data(SimTime(t.as_nanos().saturating_sub(arrival_age_ns)), &pkt);

@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use ccarena_cc::SimTime;
-use ccarena_transport::udt::{ToSender, UdtReceiver, UdtReceiverConfig};
+use ccarena_transport::udt::{DataPacket, ToSender, UdtReceiver, UdtReceiverConfig};
 use ccarena_transport::Receiver;
 
 use crate::udt_stream::{FLOW_WINDOW_PACKETS, INITIAL_RTT, SYN};
@@ -24,6 +24,11 @@ pub(crate) enum Rx {
 pub(crate) fn udt_receiver_config() -> UdtReceiverConfig {
     let d = |x: Duration| ccarena_cc::Duration(x.as_nanos() as u64);
     UdtReceiverConfig { syn_interval: d(SYN), max_flow_window_packets: FLOW_WINDOW_PACKETS, initial_rtt: d(INITIAL_RTT) }
+}
+
+/// UDT's data packet from a UDT_DATA frame's fields (`len` payload bytes).
+pub(crate) fn udt_data_packet(seq: u64, offset: u64, timestamp_ns: u64, flags: u8, len: usize) -> DataPacket {
+    DataPacket { seq, offset, len: len as u32, timestamp: SimTime(timestamp_ns), retransmit: flags & wire::FLAG_RETRANSMIT != 0 }
 }
 
 impl Rx {

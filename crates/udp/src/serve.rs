@@ -299,7 +299,7 @@ impl Receiver {
                 }
                 None
             }
-            Frame::Data { offset, ts_val_ns, flags, payload } => {
+            Frame::Data { .. } | Frame::UdtData { .. } | Frame::UdtAck2 { .. } | Frame::Ping | Frame::Close { .. } => {
                 let Some(c) = self.conns.get_mut(&key) else {
                     self.counters.unknown_connection += 1;
                     return None;
@@ -308,50 +308,26 @@ impl Receiver {
                     self.counters.replayed += 1;
                     return None;
                 }
-                let o = c.on_data(&mut *self.sock, &mut self.counters, now, offset, ts_val_ns, flags, payload)?;
-                Some((c.name.clone(), from, o))
-            }
-            Frame::UdtData { .. } | Frame::UdtAck2 { .. } => {
-                let Some(c) = self.conns.get_mut(&key) else {
-                    self.counters.unknown_connection += 1;
-                    return None;
-                };
-                if !c.fresh(h.pn) {
-                    self.counters.replayed += 1;
-                    return None;
-                }
-                match frame {
+                let (sock, counters) = (&mut *self.sock, &mut self.counters);
+                let o = match frame {
+                    Frame::Data { offset, ts_val_ns, flags, payload } => {
+                        c.on_data(sock, counters, now, offset, ts_val_ns, flags, payload)?
+                    }
                     Frame::UdtData { seq, offset, timestamp_ns, flags, payload } => {
-                        let (sock, counters, age) = (&mut *self.sock, &mut self.counters, self.arrival_age_ns);
-                        let o = c.on_udt_data(sock, counters, now, age, seq, offset, timestamp_ns, flags, payload)?;
-                        Some((c.name.clone(), from, o))
+                        let age = self.arrival_age_ns;
+                        c.on_udt_data(sock, counters, now, age, seq, offset, timestamp_ns, flags, payload)?
                     }
                     Frame::UdtAck2 { ack_seq } => {
-                        c.on_udt_ack2(&mut *self.sock, &mut self.counters, now, ack_seq);
-                        None
+                        c.on_udt_ack2(sock, counters, now, ack_seq);
+                        return None;
                     }
-                    _ => unreachable!("matched above"),
-                }
-            }
-            Frame::Ping | Frame::Close { .. } => {
-                let Some(c) = self.conns.get_mut(&key) else {
-                    self.counters.unknown_connection += 1;
-                    return None;
-                };
-                if !c.fresh(h.pn) {
-                    self.counters.replayed += 1;
-                    return None;
-                }
-                match frame {
-                    Frame::Close { message, .. } => {
-                        let o = c.on_close(&mut self.counters, now, message)?;
-                        Some((c.name.clone(), from, o))
-                    }
+                    Frame::Close { message, .. } => c.on_close(counters, now, message)?,
                     _ => {
-                        c.on_ping(&mut *self.sock, now);
-                        None
+                        c.on_ping(sock, now);
+                        return None;
                     }
-                }
+                };
+                Some((c.name.clone(), from, o))
             }
             // Server-to-client packets sent to a server.
             _ => {

@@ -20,7 +20,7 @@ use std::net::{SocketAddr, ToSocketAddrs, UdpSocket};
 use std::time::{Duration, Instant};
 
 use ccarena_cc::SimTime;
-use ccarena_transport::udt::{Ack2Packet, DataPacket};
+use ccarena_transport::udt::Ack2Packet;
 use ccarena_transport::{DataSegment, EcnMode, Receiver, ReceiverConfig};
 
 use crate::conn::{Counters, MAX_OOO_RANGES};
@@ -29,7 +29,7 @@ use crate::guard::{CookieJar, ReplayWindow, TokenBucket};
 use crate::net::{Datagrams, Socket};
 use crate::send::{KEEPALIVE, MAX_READ_PER_WAKE};
 use crate::stream::{mono_ns, Schedule};
-use crate::rx::Rx;
+use crate::rx::{udt_data_packet, Rx};
 use crate::udt_stream::{FLOW_WINDOW_PACKETS, UDT_FLAVOR};
 use crate::wire::{self, decode, encode, kind_of, DecodeError, Frame, Header, RejectCode, UNBOUNDED_STREAM};
 
@@ -476,14 +476,7 @@ impl Sink {
                             return;
                         }
                         s.data_segs_in += 1;
-                        let pkt = DataPacket {
-                            seq,
-                            offset,
-                            len: payload.len() as u32,
-                            timestamp: SimTime(timestamp_ns),
-                            retransmit: flags & wire::FLAG_RETRANSMIT != 0,
-                        };
-                        let _ = rx.on_data(arrived, &pkt);
+                        let _ = rx.on_data(arrived, &udt_data_packet(seq, offset, timestamp_ns, flags, payload.len()));
                     }
                     Frame::UdtAck2 { ack_seq } => {
                         let _ = rx.on_ack2(st, &Ack2Packet { ack_seq });
