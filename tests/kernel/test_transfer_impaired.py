@@ -20,7 +20,7 @@ resume as the TCP-like flavors. UDT reads every loss as congestion (a rate decre
 period; Gu & Grossman 2007), and its rate increase waits for packet-pair capacity estimates whose
 window starts at 1 s intervals (``crates/transport/src/udt/window.rs``; UDT4 starts it at 1 ms): at
 10 % loss it starts at 0.1 to 0.7 Mbit/s and reaches about 3 Mbit/s (50 MB in 141 s measured, cubic
-58 s), so its default case is a 500 kB prefix of the file (4 to 32 s measured; docs/udp-backend.md).
+58 s), so its default case is a 500 kB prefix of the file (6 and 32 s measured; docs/udp-backend.md).
 
 The file is ``CCARENA_IMPAIRED_BYTES`` bytes: 4 MB by default, so the module stays within about
 half a minute; the issue's 50 MB is the same test with ``CCARENA_IMPAIRED_BYTES=50000000`` (run by
