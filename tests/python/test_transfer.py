@@ -79,7 +79,8 @@ def one_error_line(done, *needles: str) -> str:
     return lines[0]
 
 
-def test_send_and_recv_commands_byte_exact_with_a_record(tmp_path):
+@pytest.mark.parametrize("flavor", ["bbr", "udt"])
+def test_send_and_recv_commands_byte_exact_with_a_record(tmp_path, flavor):
     src = tmp_path / "payload.bin"
     digest = make_file(src, 6_000_000)
     incoming = tmp_path / "in"
@@ -91,7 +92,7 @@ def test_send_and_recv_commands_byte_exact_with_a_record(tmp_path):
         line = recv.stderr.readline()
         match = re.search(r"listening on (\S+)", line)
         assert match, line
-        code, out, err = cli("send", str(src), match.group(1), "--flavor", "bbr", "--json")
+        code, out, err = cli("send", str(src), match.group(1), "--flavor", flavor, "--json")
         assert code == 0, err
         record = json.loads(out)
         recv_out, recv_err = recv.communicate(timeout=30)
@@ -99,7 +100,7 @@ def test_send_and_recv_commands_byte_exact_with_a_record(tmp_path):
         recv.kill()
     assert recv.returncode == 0, recv_err
     assert hashlib.sha256((incoming / "payload.bin").read_bytes()).hexdigest() == digest
-    assert record["sha256"] == digest and record["flavor"] == "bbr"
+    assert record["sha256"] == digest and record["flavor"] == flavor
     assert record["stream_bytes"] == 6_000_000 and record["goodput_bps"] > 0
     assert record["rtt"]["samples"] > 0 and record["rtt"]["p50_ms"] <= record["rtt"]["p99_ms"]
     assert record["cwnd_samples"] and all(c > 0 for _, c in record["cwnd_samples"])
@@ -199,7 +200,9 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path):
     one_error_line(cli("send", str(src), "127.0.0.1"), "bad address")
     one_error_line(cli("send", str(src), closed_addr, "--flavor", "cubik"), "cubic")
     one_error_line(cli("send", str(src), closed_addr, "--recovery", "fast"), "--recovery")
-    one_error_line(cli("send", str(src), closed_addr, "--flavor", "udt"), "UDT")
+    # UDT is carried, but has no recovery modes or rate limit.
+    one_error_line(cli("send", str(src), closed_addr, "--flavor", "udt", "--recovery", "sack"), "UDT")
+    one_error_line(cli("send", str(src), closed_addr, "--flavor", "udt", "--limit-rate", "10Mbps"), "UDT")
     one_error_line(cli("send", str(src), closed_addr, "--limit-rate", "fast"), "--limit-rate")
 
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as taken:

@@ -1,4 +1,5 @@
-//! One incoming transfer on the receiver: the transport's [`Receiver`] driven by arriving DATA
+//! One incoming transfer on the receiver: the transport's receiver (TCP-like, or UDT's for a
+//! transfer offered with flavor `udt`) driven by arriving DATA (UDT_DATA)
 //! and its delayed-ACK timer, the payload written to the partial file at the file
 //! offsets the stream maps to, the sidecar kept current for a resume, and the end: SHA-256,
 //! the file moved into place, DONE.
@@ -16,17 +17,23 @@ use std::os::unix::fs::FileExt;
 use std::time::{Duration, Instant};
 
 use ccarena_cc::SimTime;
-use ccarena_transport::{DataSegment, Receiver};
+use ccarena_transport::udt::Ack2Packet;
+use ccarena_transport::DataSegment;
 
 use crate::guard::ReplayWindow;
 use crate::net::Datagrams;
 use crate::ranges::{RangeSet, StreamMap};
+use crate::rx::{udt_data_packet, Rx};
+use crate::udt_stream::FLOW_WINDOW_PACKETS;
 use crate::sha256::{hex, Sha256};
 use crate::store::Placement;
-use crate::wire::{self, encode, kind_of, AckFrame, DoneStatus, Frame, Header, MAX_SACK_RANGES};
+use crate::wire::{self, encode, kind_of, DoneStatus, Frame, Header};
 
 /// Most out-of-order ranges a connection holds above a hole.
 pub const MAX_OOO_RANGES: usize = 1024;
+/// Most byte ranges a UDT connection tracks (a hole after every packet of the flow window, and
+/// then some; 16 bytes each).
+pub const MAX_UDT_RANGES: usize = 2 * FLOW_WINDOW_PACKETS as usize;
 /// How long a finished connection stays to answer a sender that missed DONE.
 pub const LINGER: Duration = Duration::from_secs(2);
 /// How often the sidecar is rewritten while receiving.
@@ -129,7 +136,10 @@ pub struct Conn {
     file: File,
     held_before: RangeSet,
     map: StreamMap,
-    rx: Receiver,
+    rx: Rx,
+    /// UDT: the stream ranges written (UDT's receiver tracks packets, not bytes); bounded by
+    /// [`MAX_UDT_RANGES`].
+    udt_got: RangeSet,
     rcvbuf_bytes: u64,
     force: bool,
     epoch: Instant,
@@ -153,7 +163,7 @@ pub const WRITE_BEHIND_BYTES: usize = 1 << 20;
 impl Conn {
     /// A connection accepted at `now` for `place` (partial `file` holding `held_before`).
     #[allow(clippy::too_many_arguments)]
-    pub fn new(
+    pub(crate) fn new(
         peer: SocketAddr,
         conn_id: u64,
         offer_pn: u64,
@@ -161,7 +171,7 @@ impl Conn {
         place: Placement,
         file: File,
         held_before: RangeSet,
-        rx: Receiver,
+        rx: Rx,
         rcvbuf_bytes: u64,
         force: bool,
         now: Instant,
@@ -180,6 +190,7 @@ impl Conn {
             held_before,
             map,
             rx,
+            udt_got: RangeSet::new(),
             rcvbuf_bytes,
             force,
             epoch: now,
@@ -229,22 +240,27 @@ impl Conn {
         SimTime(now.saturating_duration_since(self.epoch).as_nanos() as u64)
     }
 
+    /// Send the receiver's feedback (ACKs; UDT's ACKs and NAKs).
     fn flush_acks(&mut self, sock: &mut dyn Datagrams, t: SimTime) {
-        while let Some(a) = self.rx.poll_ack(t) {
-            let mut sack = [(0, 0); MAX_SACK_RANGES];
-            for (s, b) in sack.iter_mut().zip(a.sack_blocks()) {
-                *s = (b.start, b.end);
-            }
-            let frame = AckFrame {
-                ack: a.ack,
-                rwnd_bytes: a.rwnd_bytes,
-                ts_ecr_ns: a.ts_ecr.as_nanos(),
-                ts_recv_ns: a.ts_recv.as_nanos(),
-                flags: u8::from(a.ece) * wire::FLAG_ECE,
-                sack,
-                sack_count: a.sack_count,
-            };
-            self.send(sock, &Frame::Ack(frame));
+        while let Some(frame) = self.rx.poll_frame(t) {
+            self.send(sock, &frame);
+        }
+    }
+
+    /// The stream ranges the partial file holds from this connection.
+    fn stream_held(&self) -> Vec<(u64, u64)> {
+        match &self.rx {
+            Rx::Tcp(rx) => std::iter::once((0, rx.rcv_nxt())).chain(rx.out_of_order_ranges()).collect(),
+            Rx::Udt(_) => self.udt_got.ranges().to_vec(),
+        }
+    }
+
+    /// Every stream byte is in.
+    fn stream_complete(&self) -> bool {
+        let total = self.map.stream_bytes();
+        match &self.rx {
+            Rx::Tcp(rx) => rx.rcv_nxt() >= total,
+            Rx::Udt(_) => total == 0 || self.udt_got.ranges().first().is_some_and(|&(s, e)| s == 0 && e >= total),
         }
     }
 
@@ -257,8 +273,7 @@ impl Conn {
                 set.insert(off, off + len);
             }
         };
-        add(0, self.rx.rcv_nxt());
-        for (s, e) in self.rx.out_of_order_ranges() {
+        for (s, e) in self.stream_held() {
             add(s, e);
         }
         set
@@ -307,28 +322,26 @@ impl Conn {
         flags: u8,
         payload: &[u8],
     ) -> Option<Outcome> {
-        self.last_heard = now;
-        if !self.receiving() {
-            self.answer_finished(sock);
+        if !self.heard(sock, now) {
             return None;
         }
+        let Rx::Tcp(rx) = &self.rx else {
+            counters.out_of_bounds += 1; // DATA on a UDT connection
+            return None;
+        };
         let len = payload.len() as u64;
         let end = offset + len; // decode checked it does not overflow
-        let rcv_nxt = self.rx.rcv_nxt();
+        let rcv_nxt = rx.rcv_nxt();
         let beyond_stream = end > self.map.stream_bytes();
         let beyond_window = end > rcv_nxt.saturating_add(self.rcvbuf_bytes);
-        let too_scattered = offset > rcv_nxt && self.rx.out_of_order_ranges().count() >= MAX_OOO_RANGES;
+        let too_scattered = offset > rcv_nxt && rx.out_of_order_ranges().count() >= MAX_OOO_RANGES;
         if beyond_stream || beyond_window || too_scattered {
             counters.out_of_bounds += 1;
             return None;
         }
         if end > rcv_nxt {
-            let mut at = 0usize;
-            for (off, n) in self.map.file_pieces(offset, len) {
-                if let Err(e) = self.write_behind(&payload[at..at + n as usize], off) {
-                    return Some(self.fail(sock, counters, format!("writing {}: {e}", self.name)));
-                }
-                at += n as usize;
+            if let Err(e) = self.write_stream(offset, payload) {
+                return Some(self.fail(sock, counters, format!("writing {}: {e}", self.name)));
             }
         }
         let seg = DataSegment {
@@ -341,20 +354,111 @@ impl Conn {
             retransmit: flags & wire::FLAG_RETRANSMIT != 0,
         };
         let t = self.sim(now);
-        let _ = self.rx.on_segment(t, &seg);
+        if let Rx::Tcp(rx) = &mut self.rx {
+            let _ = rx.on_segment(t, &seg);
+        }
         self.flush_acks(sock, t);
         self.maybe_finish(sock, counters, now)
     }
 
+    /// A data packet arrived at `now`: true while receiving; a finished connection answers DONE.
+    fn heard(&mut self, sock: &mut dyn Datagrams, now: Instant) -> bool {
+        self.last_heard = now;
+        if !self.receiving() {
+            self.answer_finished(sock);
+        }
+        self.receiving()
+    }
+
+    /// Write stream bytes `payload` at stream `offset` to their file offsets.
+    fn write_stream(&mut self, offset: u64, payload: &[u8]) -> io::Result<()> {
+        let mut at = 0usize;
+        for (off, n) in self.map.file_pieces(offset, payload.len() as u64) {
+            self.write_behind(&payload[at..at + n as usize], off)?;
+            at += n as usize;
+        }
+        Ok(())
+    }
+
+    /// A UDT_DATA packet arrived at `now` (`arrival_age_ns` before it was read: UDT's receiver
+    /// takes its arrival time). Returns the outcome when this packet ended the transfer.
+    ///
+    /// Dropped (`out_of_bounds`): on a TCP-like connection, beyond the stream,
+    /// [`FLOW_WINDOW_PACKETS`] or more ahead of the first missing packet, or new bytes when the
+    /// connection already tracks [`MAX_UDT_RANGES`] ranges.
+    #[allow(clippy::too_many_arguments)]
+    pub fn on_udt_data(
+        &mut self,
+        sock: &mut dyn Datagrams,
+        counters: &mut Counters,
+        now: Instant,
+        arrival_age_ns: u64,
+        seq: u64,
+        offset: u64,
+        timestamp_ns: u64,
+        flags: u8,
+        payload: &[u8],
+    ) -> Option<Outcome> {
+        if !self.heard(sock, now) {
+            return None;
+        }
+        let Rx::Udt(rx) = &self.rx else {
+            counters.out_of_bounds += 1; // UDT_DATA on a TCP-like connection
+            return None;
+        };
+        let end = offset + payload.len() as u64; // decode checked it does not overflow
+        let beyond_stream = end > self.map.stream_bytes();
+        let beyond_window = seq >= rx.rcv_nxt().saturating_add(FLOW_WINDOW_PACKETS as u64);
+        let held = self.udt_got.ranges();
+        // The first range ending at or after `offset`: the bytes are old if it covers them.
+        let i = held.partition_point(|&(_, e)| e < offset);
+        let covered = held.get(i).is_some_and(|&(s, e)| s <= offset && end <= e);
+        let too_scattered = !covered && held.len() >= MAX_UDT_RANGES;
+        if beyond_stream || beyond_window || too_scattered {
+            counters.out_of_bounds += 1;
+            return None;
+        }
+        if !covered {
+            if let Err(e) = self.write_stream(offset, payload) {
+                return Some(self.fail(sock, counters, format!("writing {}: {e}", self.name)));
+            }
+            self.udt_got.insert(offset, end);
+        }
+        let t = self.sim(now);
+        let pkt = udt_data_packet(seq, offset, timestamp_ns, flags, payload.len());
+        if let Rx::Udt(rx) = &mut self.rx {
+            // When it arrived, not when it was read (the kernel's stamp, batch::Datagram).
+            let _ = rx.on_data(SimTime(t.as_nanos().saturating_sub(arrival_age_ns)), &pkt);
+        }
+        self.flush_acks(sock, t);
+        self.maybe_finish(sock, counters, now)
+    }
+
+    /// A UDT_ACK2 arrived at `now` (UDT's receiver measures the RTT from it); on a finished
+    /// connection it is answered with DONE.
+    pub fn on_udt_ack2(&mut self, sock: &mut dyn Datagrams, counters: &mut Counters, now: Instant, ack_seq: u64) {
+        self.last_heard = now;
+        let t = self.sim(now);
+        let receiving = self.receiving();
+        match &mut self.rx {
+            Rx::Udt(rx) if receiving => {
+                let _ = rx.on_ack2(t, &Ack2Packet { ack_seq });
+                self.flush_acks(sock, t);
+            }
+            Rx::Udt(_) => self.answer_finished(sock),
+            Rx::Tcp(_) => counters.out_of_bounds += 1,
+        }
+    }
+
     /// End the transfer if every stream byte is in: hash, move into place, DONE.
     pub fn maybe_finish(&mut self, sock: &mut dyn Datagrams, counters: &mut Counters, now: Instant) -> Option<Outcome> {
-        if !self.receiving() || self.rx.rcv_nxt() < self.map.stream_bytes() {
+        if !self.receiving() || !self.stream_complete() {
             return None;
         }
         // Acknowledge the last bytes at once rather than after the delayed-ACK timer, which a
         // finished connection no longer runs: the sender's RTT and completion time see them.
         let t = self.sim(now);
-        self.rx.handle_timeout(SimTime::NEVER);
+        self.rx.ack_now(t);
         self.flush_acks(sock, t);
         if let Err(e) = self.flush_writes() {
             return Some(self.fail(sock, counters, format!("writing {}: {e}", self.name)));
@@ -403,7 +507,7 @@ impl Conn {
 
     fn record(&self, now: Instant) -> ReceivedRecord {
         let duration_s = now.saturating_duration_since(self.epoch).as_secs_f64().max(1e-9);
-        let st = self.rx.stats();
+        let (duplicate_bytes, out_of_order_segments) = self.rx.disorder();
         let stream_bytes = self.map.stream_bytes();
         ReceivedRecord {
             name: self.name.clone(),
@@ -414,8 +518,8 @@ impl Conn {
             stream_bytes,
             duration_s,
             goodput_bps: stream_bytes as f64 * 8.0 / duration_s,
-            duplicate_bytes: st.duplicate_bytes,
-            out_of_order_segments: st.out_of_order_segments,
+            duplicate_bytes,
+            out_of_order_segments,
             sha256: hex(&self.place.sha256),
         }
     }

@@ -13,9 +13,11 @@
 //! - [`batch`]: many datagrams per system call (`sendmmsg` with UDP GSO, `recvmmsg` with GRO).
 //! - [`net`]: the non-blocking, batching socket with `ppoll` waits; the loss/duplicate/reorder shim.
 //! - [`send`]: the sending side (handshake, transport loop, record).
+//! - `tx`: the sending half a file transfer drives, TCP-like or UDT.
 //! - [`conn`]: one incoming transfer on the receiver.
 //! - [`serve`]: the receiving service (socket, handshake, connection table).
 //! - [`stream`]: a scenario flow's sender (a synthetic stream, sampled on the run's grid).
+//! - `rx`: the receiving half of a connection, TCP-like or UDT, and its feedback frames.
 //! - [`sink`]: a scenario flow's receiver (counts what arrives, writes nothing).
 //! - [`store`]: where received files go, safely.
 //! - [`record`]: the per-transfer record (goodput, retransmissions, RTT percentiles, cwnd).
@@ -35,12 +37,14 @@ pub mod guard;
 pub mod net;
 pub mod ranges;
 pub mod record;
+mod rx;
 pub mod send;
 pub mod serve;
 pub mod sha256;
 pub mod sink;
 pub mod store;
 pub mod stream;
+mod tx;
 pub mod udt_stream;
 pub mod wire;
 

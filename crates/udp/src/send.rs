@@ -15,7 +15,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use ccarena_cc::{catalogue, new_controller, Params, SimTime};
-use ccarena_transport::{AckSegment, RecoveryMode, SackBlock, Sender, SenderConfig, MAX_SACK_BLOCKS};
+use ccarena_transport::{AckSegment, RecoveryMode, SackBlock, MAX_SACK_BLOCKS};
 
 use crate::batch::RecvBatch;
 use crate::error::TransferError;
@@ -24,6 +24,7 @@ use crate::net::{Datagrams, Impaired, Impairment, Socket};
 use crate::ranges::{RangeSet, StreamMap};
 use crate::record::{mhz_per_mbps, CpuMeter, Recorder, TransferRecord};
 use crate::sha256::{hex, sha256_of};
+use crate::tx::{FileTx, Outgoing};
 use crate::wire::{self, decode, encode, kind_of, DecodeError, DoneStatus, Frame, Header, Offer};
 
 /// How often the progress callback runs (and the loop wakes at least), and the cwnd sampling.
@@ -34,11 +35,13 @@ pub const KEEPALIVE: Duration = Duration::from_secs(1);
 /// How to send.
 #[derive(Clone, Debug)]
 pub struct SendOptions {
-    /// Congestion-control flavor (any TCP flavor of the catalogue).
+    /// Congestion-control flavor: any TCP flavor of the catalogue (ccarena's TCP-like transport),
+    /// or `udt` (UDT's own transport, [`crate::tx`]).
     pub flavor: String,
-    /// Loss-recovery mode; `None`: the flavor's default.
+    /// Loss-recovery mode; `None`: the flavor's default (must be `None` for `udt`).
     pub recovery: Option<String>,
-    /// Payload bytes per DATA packet (64 to [`wire::MAX_PAYLOAD_BYTES`]).
+    /// Payload bytes per DATA packet (64 to [`wire::MAX_PAYLOAD_BYTES`]; for `udt`, to
+    /// [`wire::MAX_UDT_PAYLOAD_BYTES`]).
     pub mss_bytes: u32,
     /// How long the handshake may take before giving up.
     pub handshake_timeout: Duration,
@@ -54,7 +57,7 @@ pub struct SendOptions {
     /// `ip route ... rto_min` lowers it on a fast path).
     pub min_rto: Duration,
     /// Upper bound on the sending rate, payload bits per second (a user's bandwidth limit, as
-    /// `SO_MAX_PACING_RATE`); `None`: only congestion control limits it.
+    /// `SO_MAX_PACING_RATE`); `None`: only congestion control limits it. Not for `udt`.
     pub max_rate_bps: Option<u64>,
     /// How much late wake-up time the pacer may make up back-to-back (see
     /// `ccarena_transport::pacing`): 1 ms, about Linux's TSO burst at its pacing rate.
@@ -94,11 +97,6 @@ pub struct Progress {
     pub elapsed_s: f64,
 }
 
-/// Validated flavor, recovery and MSS as the transport wants them.
-fn sender_setup(opts: &SendOptions) -> Result<(Box<dyn ccarena_cc::CongestionControl>, RecoveryMode), TransferError> {
-    controller_setup(&opts.flavor, &Params::default(), opts.recovery.as_deref(), opts.mss_bytes)
-}
-
 /// A controller of `flavor` with `params`, and the loss-recovery mode (`None`: the flavor's
 /// default), for DATA payloads of `mss_bytes`.
 ///
@@ -116,7 +114,7 @@ pub(crate) fn controller_setup(
     let info = catalogue().iter().find(|c| c.name == flavor).expect("the registry built it");
     if info.transport != "tcp" {
         return Err(config(format!(
-            "--flavor: '{flavor}' runs on UDT's own transport, which the udp driver does not carry yet"
+            "--flavor: '{flavor}' runs on UDT's own transport, not the TCP-like one"
         )));
     }
     let recovery: RecoveryMode =
@@ -385,7 +383,7 @@ pub fn send_file(
     opts: &SendOptions,
     progress: &mut dyn FnMut(&Progress) -> bool,
 ) -> Result<TransferRecord, TransferError> {
-    let (cc, recovery) = sender_setup(opts)?;
+    let (_, recovery) = FileTx::new(opts, u64::MAX, SimTime::ZERO)?; // options checked before any I/O
     crate::net::fine_timers();
     let missing = |reason: String| TransferError::MissingFile { path: path.to_path_buf(), reason };
     let file = File::open(path).map_err(|e| missing(e.to_string()))?;
@@ -445,26 +443,9 @@ pub fn send_file(
     let stream_bytes = acc.stream_bytes;
     let resumed_bytes = file_bytes - stream_bytes;
 
-    let mss = opts.mss_bytes;
-    let cfg = SenderConfig {
-        mss_bytes: mss,
-        initial_cwnd_bytes: 10 * mss as u64,
-        min_rto: ccarena_cc::Duration(opts.min_rto.as_nanos() as u64),
-        initial_rto: ccarena_cc::Duration::from_secs(1),
-        max_rto: ccarena_cc::Duration::from_secs(60),
-        clock_granularity: ccarena_cc::Duration::from_millis(1),
-        recovery,
-        dupthresh: 3,
-        ecn: false,
-        initial_rwnd_bytes: (acc.rwnd_bytes != u64::MAX).then_some(acc.rwnd_bytes),
-        sndbuf_bytes: None,
-    };
-    cfg.validate().map_err(|e| TransferError::Config { message: e.to_string() })?;
     let epoch = Instant::now();
     let sim = |t: Instant| SimTime(t.saturating_duration_since(epoch).as_nanos() as u64);
-    let mut sender = Sender::new(cfg, cc, SimTime::ZERO);
-    sender.set_max_pacing_rate_bps(opts.max_rate_bps);
-    sender.set_pacing_burst(ccarena_cc::Duration(opts.pacing_burst.as_nanos() as u64));
+    let (mut sender, _) = FileTx::new(opts, acc.rwnd_bytes, SimTime::ZERO)?;
     if stream_bytes > 0 {
         sender.app_write(stream_bytes);
     }
@@ -472,7 +453,7 @@ pub fn send_file(
     // The sending thread's CPU over the same interval as duration_s (first DATA to last ACK).
     let cpu_meter = CpuMeter::start();
     let mut cpu_at_completion = (f64::NAN, f64::NAN);
-    let mut payload = vec![0u8; mss as usize];
+    let mut payload = vec![0u8; opts.mss_bytes as usize];
     let mut reader = ReadAhead::default();
     let mut next_tick = epoch;
     let mut completed_at: Option<Instant> = None;
@@ -482,18 +463,22 @@ pub fn send_file(
         let now = Instant::now();
         let t = sim(now);
         sender.handle_timeout(t);
-        while let Some(seg) = sender.poll_transmit(t) {
+        while let Some(out) = sender.poll_transmit(t) {
+            let data = match out {
+                Outgoing::Data(d) => d,
+                Outgoing::Control(frame) => {
+                    link.send(&frame)?;
+                    continue;
+                }
+            };
             let mut at = 0usize;
-            for (off, len) in map.file_pieces(seg.seq, seg.len as u64) {
+            for (off, len) in map.file_pieces(data.offset, data.len as u64) {
                 let dst = &mut payload[at..at + len as usize];
                 reader.read_exact_at(&file, dst, off).map_err(|e| missing(e.to_string()))?;
                 at += len as usize;
             }
-            debug_assert_eq!(at, seg.len as usize);
-            let flags = (u8::from(seg.retransmit) * wire::FLAG_RETRANSMIT)
-                | (u8::from(seg.ect) * wire::FLAG_ECT)
-                | (u8::from(seg.cwr) * wire::FLAG_CWR);
-            link.send(&Frame::Data { offset: seg.seq, ts_val_ns: seg.ts_val.as_nanos(), flags, payload: &payload[..at] })?;
+            debug_assert_eq!(at, data.len as usize);
+            link.send(&data.frame(&payload[..at]))?;
         }
         if sender.is_complete() && completed_at.is_none() {
             completed_at = Some(now);
@@ -516,20 +501,20 @@ pub fn send_file(
         if now.duration_since(link.last_heard) >= allowed_idle {
             return Err(TransferError::PeerSilent { secs: allowed_idle.as_secs_f64() });
         }
-        let interrupted = opts.stop_after_bytes.is_some_and(|n| sender.snd_una() >= n && completed_at.is_none());
+        let interrupted = opts.stop_after_bytes.is_some_and(|n| sender.acked_bytes() >= n && completed_at.is_none());
         if now >= next_tick || interrupted {
             next_tick = now + TICK;
-            rec.cwnd(now, sender.cwnd().cwnd_bytes);
+            rec.cwnd(now, sender.cwnd_bytes());
             let p = Progress {
                 file_bytes,
                 resumed_bytes,
                 stream_bytes,
-                acked_bytes: sender.snd_una(),
+                acked_bytes: sender.acked_bytes(),
                 elapsed_s: now.duration_since(epoch).as_secs_f64(),
             };
             if interrupted || !progress(&p) {
                 link.send(&Frame::Close { code: 1, message: "interrupted by the sender" })?;
-                return Err(TransferError::Interrupted { acked_bytes: sender.snd_una() });
+                return Err(TransferError::Interrupted { acked_bytes: sender.acked_bytes() });
             }
         }
         if let Some((status, message)) = done.take() {
@@ -540,7 +525,7 @@ pub fn send_file(
             let end = completed_at.unwrap_or(now);
             let duration_s = end.duration_since(epoch).as_secs_f64().max(1e-9);
             let (rtt, cwnd_samples) = rec.finish();
-            let st = sender.stats();
+            let st = sender.totals();
             let (sender_cpu_s, cpu_mhz) = cpu_at_completion;
             let goodput_bps = stream_bytes as f64 * 8.0 / duration_s;
             return Ok(TransferRecord {
@@ -556,7 +541,7 @@ pub fn send_file(
                 bytes_sent: st.bytes_sent,
                 bytes_retransmitted: st.bytes_retransmitted,
                 segments_sent: st.segments_sent,
-                retransmissions: st.segments_retransmitted,
+                retransmissions: st.retransmissions,
                 rto_count: st.rto_count,
                 fast_recoveries: st.fast_recoveries,
                 rtt,
@@ -575,10 +560,9 @@ pub fn send_file(
         let wait = deadline.saturating_duration_since(Instant::now());
         link.receive(wait, |_, frame| {
             match frame {
-                Frame::Ack(a) => {
-                    let outcome = sender.on_ack(sim(Instant::now()), &ack_segment(&a));
-                    if let Some(rtt) = outcome.rtt {
-                        rec.rtt(Duration::from_nanos(rtt.as_nanos()));
+                Frame::Ack(_) | Frame::UdtAck(_) | Frame::UdtNak { .. } => {
+                    if let Some(rtt) = sender.on_frame(sim(Instant::now()), &frame) {
+                        rec.rtt(rtt);
                     }
                 }
                 Frame::Done { status, message } => done = Some((status, message.to_string())),

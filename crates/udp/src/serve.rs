@@ -13,9 +13,12 @@ use std::net::{SocketAddr, ToSocketAddrs, UdpSocket};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use ccarena_cc::SimTime;
 use ccarena_transport::{EcnMode, Receiver as TransportReceiver, ReceiverConfig};
 
 use crate::conn::{Conn, Counters, Outcome, ReceivedRecord};
+use crate::rx::Rx;
+use crate::udt_stream::UDT_FLAVOR;
 use crate::error::TransferError;
 use crate::guard::{CookieJar, TokenBucket};
 use crate::net::{Datagrams, Impaired, Impairment, Socket};
@@ -101,6 +104,9 @@ pub struct Receiver {
     bucket: TokenBucket,
     counters: Counters,
     buf: Vec<u8>,
+    /// How long before it was read the datagram being handled arrived (the kernel's time stamp;
+    /// 0: unknown, or just now). UDT's receiver takes its arrival time from it.
+    arrival_age_ns: u64,
 }
 
 impl Receiver {
@@ -132,6 +138,7 @@ impl Receiver {
             jar: CookieJar::new(),
             counters: Counters::default(),
             buf: Vec::with_capacity(wire::MAX_DATAGRAM_BYTES),
+            arrival_age_ns: 0,
         })
     }
 
@@ -216,7 +223,9 @@ impl Receiver {
                 for d in rbatch.iter() {
                     read += 1;
                     self.counters.datagrams += 1;
+                    self.arrival_age_ns = d.arrival_age_ns.unwrap_or(0);
                     self.on_datagram(d.data, d.from, &mut outcomes);
+                    self.arrival_age_ns = 0;
                 }
             }
             ended_one |= outcomes.iter().any(|(_, _, o)| !matches!(o, Outcome::Started { .. }));
@@ -290,7 +299,7 @@ impl Receiver {
                 }
                 None
             }
-            Frame::Data { offset, ts_val_ns, flags, payload } => {
+            Frame::Data { .. } | Frame::UdtData { .. } | Frame::UdtAck2 { .. } | Frame::Ping | Frame::Close { .. } => {
                 let Some(c) = self.conns.get_mut(&key) else {
                     self.counters.unknown_connection += 1;
                     return None;
@@ -299,28 +308,26 @@ impl Receiver {
                     self.counters.replayed += 1;
                     return None;
                 }
-                let o = c.on_data(&mut *self.sock, &mut self.counters, now, offset, ts_val_ns, flags, payload)?;
-                Some((c.name.clone(), from, o))
-            }
-            Frame::Ping | Frame::Close { .. } => {
-                let Some(c) = self.conns.get_mut(&key) else {
-                    self.counters.unknown_connection += 1;
-                    return None;
-                };
-                if !c.fresh(h.pn) {
-                    self.counters.replayed += 1;
-                    return None;
-                }
-                match frame {
-                    Frame::Close { message, .. } => {
-                        let o = c.on_close(&mut self.counters, now, message)?;
-                        Some((c.name.clone(), from, o))
+                let (sock, counters) = (&mut *self.sock, &mut self.counters);
+                let o = match frame {
+                    Frame::Data { offset, ts_val_ns, flags, payload } => {
+                        c.on_data(sock, counters, now, offset, ts_val_ns, flags, payload)?
                     }
+                    Frame::UdtData { seq, offset, timestamp_ns, flags, payload } => {
+                        let age = self.arrival_age_ns;
+                        c.on_udt_data(sock, counters, now, age, seq, offset, timestamp_ns, flags, payload)?
+                    }
+                    Frame::UdtAck2 { ack_seq } => {
+                        c.on_udt_ack2(sock, counters, now, ack_seq);
+                        return None;
+                    }
+                    Frame::Close { message, .. } => c.on_close(counters, now, message)?,
                     _ => {
-                        c.on_ping(&mut *self.sock, now);
-                        None
+                        c.on_ping(sock, now);
+                        return None;
                     }
-                }
+                };
+                Some((c.name.clone(), from, o))
             }
             // Server-to-client packets sent to a server.
             _ => {
@@ -366,7 +373,9 @@ impl Receiver {
         if self.conns.values().any(|c| c.name == offer.name && c.receiving()) {
             return refuse(self, RejectCode::Busy, "this file is being received from another sender");
         }
-        if !(64..=wire::MAX_PAYLOAD_BYTES as u16).contains(&offer.mss_bytes) {
+        let udt = offer.flavor == UDT_FLAVOR;
+        let max_mss = if udt { wire::MAX_UDT_PAYLOAD_BYTES } else { wire::MAX_PAYLOAD_BYTES };
+        if !(64..=max_mss as u16).contains(&offer.mss_bytes) {
             return refuse(self, RejectCode::BadOffer, "MSS out of range");
         }
         if offer.file_bytes > self.opts.max_file_bytes {
@@ -385,7 +394,7 @@ impl Receiver {
             rcvbuf_bytes: Some(self.opts.rcvbuf_bytes),
             dsack: false,
         };
-        let rx = TransportReceiver::new(rcfg);
+        let rx = if udt { Rx::udt(SimTime::ZERO) } else { Rx::Tcp(Box::new(TransportReceiver::new(rcfg))) };
         let resumed = held.len_bytes();
         let mut c = Conn::new(from, h.conn_id, h.pn, offer.name.to_string(), place, file, held, rx, self.opts.rcvbuf_bytes, self.opts.force, now);
         c.send_accept(&mut *self.sock);

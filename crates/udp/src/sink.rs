@@ -20,7 +20,7 @@ use std::net::{SocketAddr, ToSocketAddrs, UdpSocket};
 use std::time::{Duration, Instant};
 
 use ccarena_cc::SimTime;
-use ccarena_transport::udt::{Ack2Packet, DataPacket, ToSender, UdtReceiver, UdtReceiverConfig};
+use ccarena_transport::udt::Ack2Packet;
 use ccarena_transport::{DataSegment, EcnMode, Receiver, ReceiverConfig};
 
 use crate::conn::{Counters, MAX_OOO_RANGES};
@@ -29,11 +29,9 @@ use crate::guard::{CookieJar, ReplayWindow, TokenBucket};
 use crate::net::{Datagrams, Socket};
 use crate::send::{KEEPALIVE, MAX_READ_PER_WAKE};
 use crate::stream::{mono_ns, Schedule};
-use crate::udt_stream::{FLOW_WINDOW_PACKETS, INITIAL_RTT, SYN, UDT_FLAVOR};
-use crate::wire::{
-    self, decode, encode, kind_of, AckFrame, DecodeError, Frame, Header, RejectCode, UdtAckFrame, MAX_NAK_RANGES,
-    MAX_SACK_RANGES, UNBOUNDED_STREAM,
-};
+use crate::rx::{udt_data_packet, Rx};
+use crate::udt_stream::{FLOW_WINDOW_PACKETS, UDT_FLAVOR};
+use crate::wire::{self, decode, encode, kind_of, DecodeError, Frame, Header, RejectCode, UNBOUNDED_STREAM};
 
 /// Largest window above the cumulative ACK a sink accepts DATA in when the flow has no receive
 /// buffer (`rwnd_bytes` unset: the window is not advertised), bytes. Only the bound on what
@@ -113,44 +111,6 @@ pub struct SinkRecord {
     pub closed_by_sender: bool,
     /// What the socket saw and dropped.
     pub counters: Counters,
-}
-
-/// The transport's receiving half: TCP-like, or UDT's.
-enum Rx {
-    Tcp(Box<Receiver>),
-    Udt(Box<UdtReceiver>),
-}
-
-impl Rx {
-    fn handle_timeout(&mut self, t: SimTime) {
-        match self {
-            Rx::Tcp(r) => r.handle_timeout(t),
-            Rx::Udt(r) => r.handle_timeout(t),
-        }
-    }
-
-    fn poll_timeout(&self) -> Option<SimTime> {
-        match self {
-            Rx::Tcp(r) => r.poll_timeout(),
-            Rx::Udt(r) => r.poll_timeout(),
-        }
-    }
-
-    /// Bytes delivered in order.
-    fn delivered(&self) -> u64 {
-        match self {
-            Rx::Tcp(r) => r.rcv_nxt(),
-            Rx::Udt(r) => r.delivered_bytes(),
-        }
-    }
-
-    /// (duplicate bytes, out-of-order segments or packets).
-    fn disorder(&self) -> (u64, u64) {
-        match self {
-            Rx::Tcp(r) => (r.stats().duplicate_bytes, r.stats().out_of_order_segments),
-            Rx::Udt(r) => (r.stats().duplicate_bytes, r.stats().out_of_order_packets),
-        }
-    }
 }
 
 /// The one stream a sink takes.
@@ -420,7 +380,7 @@ impl Sink {
                     replay,
                     pn_out: 0,
                     rx: if flavor == UDT_FLAVOR {
-                        Rx::Udt(Box::new(UdtReceiver::new(udt_receiver_config(), SimTime(0))))
+                        Rx::udt(SimTime(0))
                     } else {
                         Rx::Tcp(Box::new(Receiver::new(receiver_config(&self.opts, mss_bytes as u32))))
                     },
@@ -516,14 +476,7 @@ impl Sink {
                             return;
                         }
                         s.data_segs_in += 1;
-                        let pkt = DataPacket {
-                            seq,
-                            offset,
-                            len: payload.len() as u32,
-                            timestamp: SimTime(timestamp_ns),
-                            retransmit: flags & wire::FLAG_RETRANSMIT != 0,
-                        };
-                        let _ = rx.on_data(arrived, &pkt);
+                        let _ = rx.on_data(arrived, &udt_data_packet(seq, offset, timestamp_ns, flags, payload.len()));
                     }
                     Frame::UdtAck2 { ack_seq } => {
                         let _ = rx.on_ack2(st, &Ack2Packet { ack_seq });
@@ -576,61 +529,9 @@ fn send(s: &mut Stream, sock: &mut dyn Datagrams, buf: &mut Vec<u8>, frame: &Fra
     let _ = sock.send_to(buf, s.peer);
 }
 
-/// UDT's receiver settings: UDT4's defaults, as the sender's ([`crate::udt_stream`]).
-fn udt_receiver_config() -> UdtReceiverConfig {
-    let d = |x: Duration| ccarena_cc::Duration(x.as_nanos() as u64);
-    UdtReceiverConfig { syn_interval: d(SYN), max_flow_window_packets: FLOW_WINDOW_PACKETS, initial_rtt: d(INITIAL_RTT) }
-}
-
 /// Send what the receiver has to send: ACKs (TCP-like), or UDT's ACKs and NAKs.
 fn flush(s: &mut Stream, sock: &mut dyn Datagrams, buf: &mut Vec<u8>, t: SimTime) {
-    if let Rx::Udt(rx) = &mut s.rx {
-        let mut out = Vec::new();
-        while let Some(p) = rx.poll_transmit(t) {
-            out.push(p);
-        }
-        for p in out {
-            let frame = match p {
-                ToSender::Ack(a) => Frame::UdtAck(UdtAckFrame {
-                    ack_seq: a.ack_seq,
-                    ack_no: a.ack_no,
-                    rtt_ns: a.rtt.as_nanos(),
-                    rtt_var_ns: a.rtt_var.as_nanos(),
-                    buffer_available_packets: a.buffer_available_packets,
-                    arrival_rate_pps: a.arrival_rate_pps,
-                    link_capacity_pps: a.link_capacity_pps,
-                }),
-                ToSender::Nak(n) => {
-                    let mut ranges = [(0, 0); MAX_NAK_RANGES];
-                    for (x, r) in ranges.iter_mut().zip(n.ranges()) {
-                        *x = (r.start, r.end);
-                    }
-                    Frame::UdtNak { ranges, count: n.count }
-                }
-            };
-            send(s, sock, buf, &frame);
-        }
-        return;
-    }
-    let Rx::Tcp(rx) = &mut s.rx else { return };
-    let mut acks = Vec::new();
-    while let Some(a) = rx.poll_ack(t) {
-        acks.push(a);
-    }
-    for a in acks {
-        let mut sack = [(0, 0); MAX_SACK_RANGES];
-        for (x, b) in sack.iter_mut().zip(a.sack_blocks()) {
-            *x = (b.start, b.end);
-        }
-        let frame = AckFrame {
-            ack: a.ack,
-            rwnd_bytes: a.rwnd_bytes,
-            ts_ecr_ns: a.ts_ecr.as_nanos(),
-            ts_recv_ns: a.ts_recv.as_nanos(),
-            flags: u8::from(a.ece) * wire::FLAG_ECE,
-            sack,
-            sack_count: a.sack_count,
-        };
-        send(s, sock, buf, &Frame::Ack(frame));
+    while let Some(frame) = s.rx.poll_frame(t) {
+        send(s, sock, buf, &frame);
     }
 }

@@ -78,7 +78,8 @@ fn totals(s: &UdtSender, offered_bytes: u64, min_rtt_us: Option<u64>) -> StreamT
     }
 }
 
-fn ack_packet(a: &UdtAckFrame) -> AckPacket {
+/// UDT's ACK from a UDT_ACK frame.
+pub(crate) fn ack_packet(a: &UdtAckFrame) -> AckPacket {
     AckPacket {
         ack_seq: a.ack_seq,
         ack_no: a.ack_no,
@@ -90,13 +91,39 @@ fn ack_packet(a: &UdtAckFrame) -> AckPacket {
     }
 }
 
-fn nak_packet(ranges: &[(u64, u64)]) -> NakPacket {
+/// UDT's NAK from a UDT_NAK frame's ranges.
+pub(crate) fn nak_packet(ranges: &[(u64, u64)]) -> NakPacket {
     let mut nak = NakPacket::default();
     for (x, &(start, end)) in nak.ranges.iter_mut().zip(ranges) {
         *x = LossRange { start, end };
     }
     nak.count = ranges.len().min(nak.ranges.len()) as u8;
     nak
+}
+
+/// The UDT sender's settings (UDT4's defaults: [`SYN`], [`FLOW_WINDOW_PACKETS`],
+/// [`INITIAL_RTT`], [`MIN_EXP`]) for packets of `mss_bytes`, and its controller with `params`.
+///
+/// # Errors
+/// [`TransferError::Config`]: an MSS outside 1 to [`wire::MAX_UDT_PAYLOAD_BYTES`], a bad parameter.
+pub(crate) fn udt_sender_setup(mss_bytes: u32, params: &Params) -> Result<(UdtSenderConfig, Udt), TransferError> {
+    let config = |message: String| TransferError::Config { message };
+    if mss_bytes == 0 || mss_bytes as usize > wire::MAX_UDT_PAYLOAD_BYTES {
+        return Err(config(format!(
+            "mss: {mss_bytes} bytes; a UDT_DATA packet carries 1 to {}",
+            wire::MAX_UDT_PAYLOAD_BYTES
+        )));
+    }
+    let cc = Udt::new(params).map_err(|e| config(format!("params: {e}")))?;
+    let cfg = UdtSenderConfig {
+        mss_bytes,
+        syn_interval: cc_dur(SYN),
+        max_flow_window_packets: FLOW_WINDOW_PACKETS,
+        initial_rtt: cc_dur(INITIAL_RTT),
+        min_exp: cc_dur(MIN_EXP),
+    };
+    cfg.validate().map_err(|e| config(format!("{}: {}", e.field, e.reason)))?;
+    Ok((cfg, cc))
 }
 
 /// Send one scenario UDT flow to the sink at `peer` (`HOST:PORT`) from `bind` (`HOST`; `None`:
@@ -114,20 +141,8 @@ pub fn send_udt_stream(
     opts: &StreamOptions,
     keep_going: &mut dyn FnMut() -> bool,
 ) -> Result<StreamRecord, TransferError> {
-    let config = |message: String| TransferError::Config { message };
     let mss = opts.mss_bytes;
-    if mss == 0 || mss as usize > wire::MAX_UDT_PAYLOAD_BYTES {
-        return Err(config(format!("mss: {mss} bytes; a UDT_DATA packet carries 1 to {}", wire::MAX_UDT_PAYLOAD_BYTES)));
-    }
-    let cc = Udt::new(&Params::from_pairs(opts.params.clone())).map_err(|e| config(format!("params: {e}")))?;
-    let cfg = UdtSenderConfig {
-        mss_bytes: mss,
-        syn_interval: cc_dur(SYN),
-        max_flow_window_packets: FLOW_WINDOW_PACKETS,
-        initial_rtt: cc_dur(INITIAL_RTT),
-        min_exp: cc_dur(MIN_EXP),
-    };
-    cfg.validate().map_err(|e| config(format!("{}: {}", e.field, e.reason)))?;
+    let (cfg, cc) = udt_sender_setup(mss, &Params::from_pairs(opts.params.clone()))?;
     crate::net::fine_timers();
 
     let bad_addr = |reason: String| TransferError::BadAddress { addr: peer.to_string(), reason };

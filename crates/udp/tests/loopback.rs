@@ -119,16 +119,18 @@ fn byte_exact_with_ten_percent_loss_reordering_and_duplication() {
     assert!(c.replayed > 0, "{c:?}");
 }
 
-#[test]
-fn an_interrupted_transfer_resumes_sending_only_what_is_missing() {
-    let src = tempdir("resume-src");
-    let dst = tempdir("resume-dst");
+/// Interrupt a transfer with `flavor` after 2 MB are acknowledged, then send again: only what
+/// the receiver does not hold crosses the network.
+fn interrupted_transfer_resumes(flavor: &str) {
+    let src = tempdir(&format!("resume-src-{flavor}"));
+    let dst = tempdir(&format!("resume-dst-{flavor}"));
     let size = 8_000_000u64;
     let file = make_file(&src, "resume.bin", size as usize);
     let server = Server::start(&dst, ReceiverOptions::default());
-    let first = SendOptions { stop_after_bytes: Some(3_000_000), ..SendOptions::default() };
+    let opts = SendOptions { flavor: flavor.into(), ..SendOptions::default() };
+    let first = SendOptions { stop_after_bytes: Some(2_000_000), ..opts.clone() };
     match send(&file, &server.addr, &first) {
-        Err(TransferError::Interrupted { acked_bytes }) => assert!(acked_bytes >= 3_000_000),
+        Err(TransferError::Interrupted { acked_bytes }) => assert!(acked_bytes >= 2_000_000),
         other => panic!("expected an interruption, got {other:?}"),
     }
     assert!(!dst.join("resume.bin").exists());
@@ -140,9 +142,11 @@ fn an_interrupted_transfer_resumes_sending_only_what_is_missing() {
         }
         thread::sleep(std::time::Duration::from_millis(20));
     }
-    assert!(sidecar.exists());
-    let rec = send(&file, &server.addr, &SendOptions::default()).unwrap();
-    assert!(rec.resumed_bytes >= 3_000_000, "{rec:?}");
+    let listing: Vec<_> = std::fs::read_dir(&dst).unwrap().map(|e| e.unwrap().file_name()).collect();
+    assert!(sidecar.exists(), "{listing:?}");
+    let rec = send(&file, &server.addr, &opts).unwrap();
+    assert_eq!(rec.flavor, flavor);
+    assert!(rec.resumed_bytes >= 2_000_000, "{rec:?}");
     assert_eq!(rec.resumed_bytes + rec.stream_bytes, size);
     // Only the missing bytes crossed the network again (plus retransmissions of those).
     assert!(rec.bytes_sent - rec.bytes_retransmitted == rec.stream_bytes, "{rec:?}");
@@ -150,6 +154,59 @@ fn an_interrupted_transfer_resumes_sending_only_what_is_missing() {
     assert!(!dst.join(".resume.bin.ccarena-ranges").exists());
     assert!(!dst.join(".resume.bin.ccarena-part").exists());
     server.stop();
+}
+
+#[test]
+fn an_interrupted_transfer_resumes_sending_only_what_is_missing() {
+    interrupted_transfer_resumes("cubic");
+}
+
+#[test]
+fn an_interrupted_udt_transfer_resumes_sending_only_what_is_missing() {
+    interrupted_transfer_resumes("udt");
+}
+
+#[test]
+fn udt_transfers_are_byte_exact_clean_and_with_ten_percent_loss_reordering_and_duplication() {
+    let src = tempdir("udt-src");
+    let dst = tempdir("udt-dst");
+    let clean = make_file(&src, "clean.bin", 10_000_000);
+    // UDT takes every loss as congestion (Gu & Grossman 2007): at 10 % and loopback's 0.1 ms RTT it
+    // sends about 20 packets/s, so a small file.
+    let lossy = make_file(&src, "lossy.bin", 150_000);
+    let imp = |seed| Impairment { loss: 0.10, duplicate: 0.02, reorder: 0.02, seed };
+    let server = Server::start(&dst, ReceiverOptions { impairment: Some(imp(3)), ..ReceiverOptions::default() });
+    let clean_server = Server::start(&dst, ReceiverOptions::default());
+    let udt = SendOptions { flavor: "udt".into(), handshake_timeout: std::time::Duration::from_secs(10), ..SendOptions::default() };
+    let rec = send(&clean, &clean_server.addr, &udt).unwrap();
+    assert_eq!(digest(&dst.join("clean.bin")), digest(&clean));
+    assert_eq!((rec.flavor.as_str(), rec.recovery.as_str(), rec.stream_bytes), ("udt", "nak", 10_000_000));
+    assert!(rec.rtt.samples > 0 && rec.rtt.p50_ms > 0.0, "{:?}", rec.rtt);
+    assert!(!rec.cwnd_samples.is_empty());
+    eprintln!("udt clean: {:.1} Mbit/s, {} retransmissions", rec.goodput_bps / 1e6, rec.retransmissions);
+    let rec = send(&lossy, &server.addr, &SendOptions { impairment: Some(imp(4)), ..udt.clone() }).unwrap();
+    eprintln!("udt lossy: {:.2} s, {} retransmissions, {} EXP", rec.duration_s, rec.retransmissions, rec.rto_count);
+    assert_eq!(digest(&dst.join("lossy.bin")), digest(&lossy));
+    // About a tenth of the data was lost and had to be sent again.
+    assert!(rec.retransmissions as f64 > 0.05 * (150_000.0 / 1400.0), "{rec:?}");
+    assert_eq!(clean_server.stop().completed, 1);
+    let c = server.stop();
+    assert_eq!((c.completed, c.failed), (1, 0), "{c:?}");
+}
+
+#[test]
+fn udt_refuses_what_its_transport_does_not_have() {
+    let src = tempdir("udt-bad-src");
+    let file = make_file(&src, "f.bin", 1000);
+    let udt = SendOptions { flavor: "udt".into(), ..SendOptions::default() };
+    for opts in [
+        SendOptions { recovery: Some("sack".into()), ..udt.clone() },
+        SendOptions { max_rate_bps: Some(1_000_000), ..udt.clone() },
+        SendOptions { mss_bytes: 1450, ..udt.clone() },
+    ] {
+        let e = send(&file, "127.0.0.1:9", &opts).unwrap_err();
+        assert!(matches!(e, TransferError::Config { .. }), "{e}");
+    }
 }
 
 #[test]

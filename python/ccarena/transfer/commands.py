@@ -32,7 +32,8 @@ def send(
     file: Path = typer.Argument(..., help="The file to send.", show_default=False),
     dest: str = typer.Argument(..., metavar="HOST:PORT", help="The receiver (ccarena recv).",
                                show_default=False),
-    flavor: str = typer.Option("cubic", "--flavor", help="Congestion control (ccarena flavors)."),
+    flavor: str = typer.Option("cubic", "--flavor", help="Congestion control (ccarena flavors; udt: UDT's own "
+                                                              "transport)."),
     recovery: Optional[str] = typer.Option(
         None, "--recovery", help="Loss recovery: tahoe, reno, newreno, sack, prr, linux "
                                  "[default: the flavor's]."),

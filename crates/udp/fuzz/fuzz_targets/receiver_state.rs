@@ -1,6 +1,7 @@
 //! The receiving service's state machine, structure-aware: the input is a script of packets
-//! from a few peers — HELLOs, OFFERs with valid cookies (so connections are made), DATA at
-//! chosen offsets and lengths, PINGs, CLOSEs, raw bytes — fed to `Receiver::on_datagram` and its
+//! from a few peers — HELLOs, OFFERs with valid cookies (so connections are made; TCP-like or
+//! UDT), DATA and UDT_DATA at chosen sequence numbers, offsets and lengths, UDT_ACK2s, PINGs,
+//! CLOSEs, raw bytes — fed to `Receiver::on_datagram` and its
 //! timers. Nothing may panic, the connection table stays within its limit, and no file appears
 //! outside the directory or under a name the receiver should have refused.
 #![no_main]
@@ -82,16 +83,25 @@ fuzz_target!(|data: &[u8]| {
                     sha256: [0; 32],
                     mss_bytes: mss as u16,
                     name,
-                    flavor: "cubic",
+                    flavor: if n & 0x80 != 0 { "udt" } else { "cubic" },
                 });
                 encode(&h(&f), &f, &mut buf);
             }
-            2 | 3 => {
+            2 => {
                 let Some(offset) = s.u64(3) else { break };
                 let Some(len) = s.u64(2) else { break };
                 let len = (len as usize % wire::MAX_PAYLOAD_BYTES) + 1;
                 let payload = vec![op; len];
                 let f = Frame::Data { offset, ts_val_ns: 0, flags: 0, payload: &payload };
+                encode(&h(&f), &f, &mut buf);
+            }
+            3 => {
+                let Some(seq) = s.u64(3) else { break };
+                let Some(offset) = s.u64(3) else { break };
+                let Some(len) = s.u64(2) else { break };
+                let len = (len as usize % wire::MAX_UDT_PAYLOAD_BYTES) + 1;
+                let payload = vec![op; len];
+                let f = Frame::UdtData { seq, offset, timestamp_ns: 0, flags: op & 0x01, payload: &payload };
                 encode(&h(&f), &f, &mut buf);
             }
             4 => {
@@ -100,6 +110,11 @@ fuzz_target!(|data: &[u8]| {
             }
             5 => {
                 let f = Frame::Close { code: 1, message: "x" };
+                encode(&h(&f), &f, &mut buf);
+            }
+            6 => {
+                let Some(ack_seq) = s.u64(2) else { break };
+                let f = Frame::UdtAck2 { ack_seq };
                 encode(&h(&f), &f, &mut buf);
             }
             _ => {
