@@ -94,7 +94,7 @@ fn sim_outcomes(cfg: &QdiscConfig, limit: Limit, arrivals: &[Arrival], imp: &Wir
     for (i, a) in arrivals.iter().enumerate() {
         drain(&mut link, a.t_ns, &mut out);
         let seg = DataSegment { seq: i as u64, len: 0, ts_val: SimTime::ZERO, ect: a.ect, ce: false, cwr: false, retransmit: false };
-        let pkt = Packet { flow: a.flow, dst: 1, size_bytes: a.size as u32, enqueued_at: SimTime::ZERO, payload: Payload::Data(seg) };
+        let pkt = Packet { flow: a.flow, dst: 1, size_bytes: a.size as u32, payload: Payload::Data(seg) };
         if !link.enqueue(SimTime(a.t_ns), pkt) {
             out[i] = Outcome::Dropped;
         }

@@ -73,7 +73,7 @@ fn sim_outcomes(trace: &RateTrace, cfg: &QdiscConfig, arrivals: &[(u64, u64)]) -
     for (i, &(t, size)) in arrivals.iter().enumerate() {
         drain(&mut link, t, &mut out);
         let seg = DataSegment { seq: i as u64, len: 0, ts_val: SimTime::ZERO, ect: false, ce: false, cwr: false, retransmit: false };
-        let pkt = Packet { flow: 0, dst: 1, size_bytes: size as u32, enqueued_at: SimTime::ZERO, payload: Payload::Data(seg) };
+        let pkt = Packet { flow: 0, dst: 1, size_bytes: size as u32, payload: Payload::Data(seg) };
         if !link.enqueue(SimTime(t), pkt) {
             out[i] = Outcome::Dropped;
         }

@@ -291,11 +291,11 @@ impl Link {
         };
         let arrival = (due + Duration(imp.held_ns)).max(*back);
         *back = arrival;
-        queue.push_back((arrival, pkt));
         if imp.duplicated {
             self.counters.packets_duplicated += 1;
-            queue.push_back((arrival, pkt));
+            queue.push_back((arrival, pkt.clone()));
         }
+        queue.push_back((arrival, pkt));
     }
 
     /// Time to serialize `size` bytes at the current rate ([`transmission_ns`]).
