@@ -231,3 +231,20 @@ def test_figures_drawn_in_worker_processes_match_the_serial_ones(report, tmp_pat
     serial, parallel = drawn(False), drawn(True)
     assert sum("every-point" in f[0] for f in serial) == 3
     assert parallel == serial
+
+
+def test_many_flows_in_a_flavor_sweep_collapse_to_one_bar_per_flavor_with_min_max_whiskers():
+    flavors = ["reno", "cubic", "dctcp"]
+    rows = [{"flows[0].flavor": f, "flow": i, "flavor": f, "goodput_mean_bps": (k + 1) * 1e6 + i * 1e4,
+             "goodput_mean_bps_ci95": 1e5} for k, f in enumerate(flavors) for i in range(plots.MAX_BAR_GROUPS + 8)]
+    fig = plots.metric_vs_category(pd.DataFrame(rows), "flows[0].flavor", "goodput_mean_bps", ["flow"], "t")
+    ax = fig.axes[0]
+    bars = [c for c in ax.containers if getattr(c, "_ccarena_flavor", None)]
+    assert [c._ccarena_flavor for c in bars] == flavors and all(len(c.patches) == 1 for c in bars)
+    # The bar is the mean over the flows (in Mbps); its whisker spans the lowest to the highest flow.
+    n = plots.MAX_BAR_GROUPS + 8
+    for k, c in enumerate(bars):
+        assert c.patches[0].get_height() == pytest.approx(k + 1 + (n - 1) / 2 * 0.01)
+        segments = c.errorbar.lines[2][0].get_segments()
+        assert segments[0][0][1] == pytest.approx(k + 1) and segments[0][1][1] == pytest.approx(k + 1 + (n - 1) * 0.01)
+    assert plots.flavor_colors_of(fig) == {f: plots.flavor_color(f).lower() for f in flavors}

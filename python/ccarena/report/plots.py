@@ -616,6 +616,36 @@ def goodput_small_multiples(panels: Sequence[tuple[str, str, pd.DataFrame, pd.Da
 
 HATCHES = ("", "//", "..", "xx", "\\\\", "oo", "--")
 """Hatch of the n-th bar group (a flow, or another swept value) in a categorical sweep figure."""
+MAX_BAR_GROUPS = 12
+"""Above this many bar groups (flows, or other swept values) a categorical sweep figure draws one
+bar per value and flavor: the mean over the groups, whiskers from their lowest to their highest."""
+
+
+def _collapsed_bars(ax: plt.Axes, aggregated: pd.DataFrame, param: str, metric: str,
+                    values: list[str], divisor: float, flavors_seen: dict[str, Any]) -> None:
+    """Per value of ``param`` and flavor, a bar of ``metric``'s mean over its rows with a whisker
+    from the smallest to the largest row (in the flavor's colour), side by side when a value has
+    several flavors."""
+    data = aggregated.assign(_value=aggregated[param].astype(str),
+                             _flavor=aggregated["flavor"].astype(str) if "flavor" in aggregated else "")
+    stats = data.groupby(["_value", "_flavor"], sort=False)[metric].agg(["mean", "min", "max"])
+    per_value = stats.groupby(level=0, sort=False).size()
+    width = 0.8 / max(1, int(per_value.max()))
+    position = {v: 0 for v in values}
+    for flavor in dict.fromkeys(stats.index.get_level_values(1)):
+        part = stats.xs(flavor, level=1)
+        x = []
+        for v in part.index:
+            n = int(per_value[v])
+            x.append(values.index(v) + (position[v] - (n - 1) / 2) * width)
+            position[v] += 1
+        mean, lo, hi = (part[c].to_numpy(dtype=float) / divisor for c in ("mean", "min", "max"))
+        colour = flavor_color(flavor) if flavor else color(0)
+        bar = ax.bar(x, mean, width=width * 0.95, color=colour, edgecolor="white",
+                     yerr=[np.clip(mean - lo, 0, None), np.clip(hi - mean, 0, None)], capsize=3,
+                     ecolor="0.25")
+        bar._ccarena_flavor = flavor  # type: ignore[attr-defined]
+        flavors_seen.setdefault(flavor, colour)
 
 
 def metric_vs_category(aggregated: pd.DataFrame, param: str, metric: str, group_by: Sequence[str],
@@ -635,35 +665,43 @@ def metric_vs_category(aggregated: pd.DataFrame, param: str, metric: str, group_
     fig, ax = _figure(title, param, label)
     fig.set_size_inches(max(6.0, 1.0 + 0.9 * len(values) * max(1, aggregated.groupby(list(group_by)).ngroups) ** 0.5), 4.0)
     groups = list(aggregated.groupby(list(group_by), sort=False, dropna=False))
-    width = 0.8 / max(1, len(groups))
     flavors_seen: dict[str, Any] = {}
     from matplotlib.patches import Patch
 
     group_handles = []
-    for i, (key, group) in enumerate(groups):
-        key = key if isinstance(key, tuple) else (key,)
-        names = []
-        for k, col in zip(key, group_by):
-            if col in ("flow", "point_group"):
-                continue
-            names.append((group_labels or {}).get(col, {}).get(str(k), str(k)))
-        offset = (i - (len(groups) - 1) / 2) * width
-        for _, row in group.iterrows():
-            x = values.index(str(row[param])) + offset
-            y = float(row[metric]) / divisor
-            half = float(row.get(f"{metric}_ci95", math.nan)) / divisor
-            half = half if math.isfinite(half) else 0.0
-            below = max(0.0, min(half, y - low / divisor))
-            above = max(0.0, min(half, high / divisor - y))
-            flavor = str(row.get("flavor", ""))
-            colour = flavor_color(flavor) if flavor else color(i)
-            bar = ax.bar([x], [y], width=width * 0.95, color=colour, hatch=HATCHES[i % len(HATCHES)],
-                         edgecolor="white", yerr=[[below], [above]], capsize=3, ecolor="0.25")
-            bar._ccarena_flavor = flavor  # type: ignore[attr-defined]
-            flavors_seen.setdefault(flavor, colour)
-        if len(groups) > 1:
-            group_handles.append(Patch(facecolor="0.8", hatch=HATCHES[i % len(HATCHES)],
-                                       edgecolor="white", label=", ".join(names) or f"group {i}"))
+    if len(groups) > MAX_BAR_GROUPS:
+        # Hundreds of flows (an incast, a permutation) as side-by-side bars are unreadable: one bar
+        # per value and flavor, the mean over the flows, whiskers from the lowest to the highest.
+        _collapsed_bars(ax, aggregated, param, metric, values, divisor, flavors_seen)
+        group_handles.append(Patch(facecolor="0.8", edgecolor="white",
+                                   label=f"mean of {len(groups)} flows; whiskers min–max"))
+    else:
+        width = 0.8 / max(1, len(groups))
+        for i, (key, group) in enumerate(groups):
+            key = key if isinstance(key, tuple) else (key,)
+            names = [(group_labels or {}).get(col, {}).get(str(k), str(k))
+                     for k, col in zip(key, group_by) if col not in ("flow", "point_group")]
+            offset = (i - (len(groups) - 1) / 2) * width
+            x = np.array([values.index(v) for v in group[param].astype(str)], dtype=float) + offset
+            y = group[metric].to_numpy(dtype=float) / divisor
+            ci = f"{metric}_ci95"
+            half = group[ci].to_numpy(dtype=float) / divisor if ci in group else np.zeros(len(group))
+            half = np.where(np.isfinite(half), half, 0.0)
+            below = np.clip(np.minimum(half, y - low / divisor), 0.0, None)
+            above = np.clip(np.minimum(half, high / divisor - y), 0.0, None)
+            flavor_col = group["flavor"].astype(str).to_numpy() if "flavor" in group else np.full(len(group), "")
+            # One call per flavor (not per bar): a report of many runs draws thousands of bars.
+            for flavor in dict.fromkeys(flavor_col):
+                sel = flavor_col == flavor
+                colour = flavor_color(flavor) if flavor else color(i)
+                bar = ax.bar(x[sel], y[sel], width=width * 0.95, color=colour,
+                             hatch=HATCHES[i % len(HATCHES)], edgecolor="white",
+                             yerr=[below[sel], above[sel]], capsize=3, ecolor="0.25")
+                bar._ccarena_flavor = flavor  # type: ignore[attr-defined]
+                flavors_seen.setdefault(flavor, colour)
+            if len(groups) > 1:
+                group_handles.append(Patch(facecolor="0.8", hatch=HATCHES[i % len(HATCHES)],
+                                           edgecolor="white", label=", ".join(names) or f"group {i}"))
     ax.set_xticks(range(len(values)), shown, rotation=30 if sum(len(s) for s in shown) > 60 else 0,
                   ha="right" if sum(len(s) for s in shown) > 60 else "center")
     ax.set_ylim(0, 1.02 if metric == "jain_index" else None)
