@@ -103,7 +103,7 @@ def test_udt_on_real_sockets_beside_the_simulators_udt(tag: str, impl: str) -> N
         assert flow["kind"] == "udt" and flow["flavor"] == "udt"
         assert np.allclose(samples["time_s"].to_numpy(), np.arange(1, 61) / 10)
         assert flow["packets_sent"] > 0 and flow["packets_received"] > 0
-        assert flow["sender_cpu_s"] > 0
+        assert flow["sender_cpu_s"] > 0 and flow["cpu_mhz"] > 0  # CPU per megabit (seed 001, Table 1)
         failures = []
         ratio = goodput / sim_goodput
         low, high = GOODPUT_RATIO[impl]

@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from ccarena.backends.kernel.trafficgen import cpu_mhz_now
 from ccarena.errors import UserError
 
 SOURCE = Path(__file__).resolve().parents[4] / "tools" / "udt-peer" / "udt_peer.cpp"
@@ -151,5 +152,8 @@ def flow_row(i: int, flow: Any, send: dict[str, Any], recv: dict[str, Any], star
         "rtt_p95_s": float(np.percentile(rtt, 95)) if rtt.size else None,
         "rtt_p99_s": float(np.percentile(rtt, 99)) if rtt.size else None,
         "rtt_samples": int(rtt.size),
-        "sender_cpu_s": cpu.get("cpu_s"), "sender_wall_s": cpu.get("wall_s"), "cpu_mhz": None,
+        "sender_cpu_s": cpu.get("cpu_s"), "sender_wall_s": cpu.get("wall_s"),
+        # The UDT senders (the peer program, ccarena's stream) report no clock: read it as the run
+        # ends, on the same machine (the kernel backend averages its start and end readings).
+        "cpu_mhz": cpu.get("mhz") or (cpu_mhz_now() if cpu.get("cpu_s") is not None else None),
     }
