@@ -119,6 +119,10 @@ class GraphLink(StrictModel):
             value = getattr(self, field)
             values[field] = value if value is not None else \
                 (getattr(default, field) if default is not None else fallback[field])
+        # model_construct() skips parsing the defaults: a graph link duplicates and reorders as its
+        # default link does (edges carry no such attribute), else not at all.
+        for field, none in (("duplicate", 0.0), ("reorder", 0.0), ("reorder_delay_ns", None)):
+            values[field] = getattr(default, field) if default is not None else none
         return Link.model_construct(**values)
 
 
