@@ -248,3 +248,16 @@ def test_many_flows_in_a_flavor_sweep_collapse_to_one_bar_per_flavor_with_min_ma
         segments = c.errorbar.lines[2][0].get_segments()
         assert segments[0][0][1] == pytest.approx(k + 1) and segments[0][1][1] == pytest.approx(k + 1 + (n - 1) * 0.01)
     assert plots.flavor_colors_of(fig) == {f: plots.flavor_color(f).lower() for f in flavors}
+
+
+def test_hundreds_of_regions_are_not_shaded_or_labelled():
+    t = np.arange(0.0, 10.0, 0.5)
+    samples = pd.DataFrame({"flow": np.zeros(t.size, dtype=int), "time_s": t, "goodput_bps": 1e6})
+    flows = pd.DataFrame({"flow": [0], "name": ["a"], "flavor": ["reno"], "kind": ["tcp"], "end_s": [10.0]})
+    n = plots.MAX_SHADED_REGIONS + 1
+    edges = np.linspace(0.0, 10.0, n + 1)
+    regions = pd.DataFrame({"start_s": edges[:-1], "end_s": edges[1:], "n_flows": np.arange(n) % 3 + 1})
+    fig = plots.goodput_vs_time(samples, flows, "g", regions=regions)
+    assert not [p for p in fig.axes[0].patches if p.get_gid() == "region"] and not fig.axes[0].texts
+    fig = plots.goodput_vs_time(samples, flows, "g", regions=regions.iloc[:-1])
+    assert len([p for p in fig.axes[0].patches if p.get_gid() == "region"]) == (n - 1) // 2

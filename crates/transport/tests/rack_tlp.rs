@@ -27,7 +27,7 @@ fn ack(una: u64, sack: &[(u64, u64)], ts: SimTime) -> AckSegment {
 fn after_first_round(mode: RecoveryMode, segments: u64) -> Sender {
     let mut s = sender(mode, segments);
     assert_eq!(drain(&mut s, ms(0)).len(), 10);
-    s.on_ack(ms(100), &ack(10, &[], ms(0)));
+    let _ = s.on_ack(ms(100), &ack(10, &[], ms(0)));
     drain(&mut s, ms(100));
     s
 }
@@ -36,16 +36,16 @@ fn after_first_round(mode: RecoveryMode, segments: u64) -> Sender {
 /// segment 12 is overtaken by five later segments and arrives 5 ms later. Returns the sender.
 fn reordered(mode: RecoveryMode) -> Sender {
     let mut s = after_first_round(mode, 100);
-    s.on_ack(ms(200), &ack(10, &[(11, 12)], ms(100)));
+    let _ = s.on_ack(ms(200), &ack(10, &[(11, 12)], ms(100)));
     drain(&mut s, ms(200));
-    s.on_ack(ms(205), &ack(12, &[], ms(100)));
+    let _ = s.on_ack(ms(205), &ack(12, &[], ms(100)));
     drain(&mut s, ms(205));
     s.handle_timeout(ms(225));
     drain(&mut s, ms(225));
     // 13..18 arrive before 12: five segments SACKed above the hole.
-    s.on_ack(ms(230), &ack(12, &[(13, 18)], ms(100)));
+    let _ = s.on_ack(ms(230), &ack(12, &[(13, 18)], ms(100)));
     drain(&mut s, ms(230));
-    s.on_ack(ms(235), &ack(18, &[], ms(100)));
+    let _ = s.on_ack(ms(235), &ack(18, &[], ms(100)));
     drain(&mut s, ms(235));
     s
 }
@@ -70,7 +70,7 @@ fn rack_declares_a_loss_by_time_with_its_reordering_timer() {
     // Twelve segments: 10 and 11 go out at 100 ms; 11 is SACKed at 200 ms, 10 never arrives.
     let mut s = after_first_round(RecoveryMode::Linux, 12);
     assert_eq!(s.snd_nxt(), 12 * M);
-    s.on_ack(ms(200), &ack(10, &[(11, 12)], ms(100)));
+    let _ = s.on_ack(ms(200), &ack(10, &[(11, 12)], ms(100)));
     assert!(drain(&mut s, ms(200)).is_empty());
     assert_eq!(s.ca_state(), CaState::Disorder);
     // One SACKed segment: below DupThresh, so the reordering window is min_rtt/4 = 25 ms and
@@ -83,7 +83,7 @@ fn rack_declares_a_loss_by_time_with_its_reordering_timer() {
     assert_eq!(out.len(), 1);
     assert!(out[0].retransmit && out[0].seq == 10 * M);
     assert_eq!(s.ca_state(), CaState::Recovery);
-    s.on_ack(ms(325), &ack(12, &[], ms(225)));
+    let _ = s.on_ack(ms(325), &ack(12, &[], ms(225)));
     assert_eq!(s.ca_state(), CaState::Open);
     assert_eq!((s.stats().rto_count, s.stats().tlp_probes), (0, 0));
     // Without RACK the same loss waits for the retransmission timer.
@@ -97,7 +97,7 @@ fn a_tail_loss_is_repaired_by_a_probe_not_a_timeout() {
     // Ten segments at 0 ms; 7, 8 and 9 (the tail) are lost; 0..7 are acknowledged at 100 ms.
     let mut s = sender(RecoveryMode::Linux, 10);
     assert_eq!(drain(&mut s, ms(0)).len(), 10);
-    s.on_ack(ms(100), &ack(7, &[], ms(0)));
+    let _ = s.on_ack(ms(100), &ack(7, &[], ms(0)));
     assert!(drain(&mut s, ms(100)).is_empty());
     // PTO = 2·SRTT = 200 ms after the ACK, before the RTO (100 + 300 ms).
     assert_eq!(s.poll_timeout(), Some(ms(300)));
@@ -108,11 +108,11 @@ fn a_tail_loss_is_repaired_by_a_probe_not_a_timeout() {
     assert_eq!(s.stats().tlp_probes, 1);
     // The probe's SACK lets RACK declare 7 and 8 lost (sent at 0 ms, due at 0 + 100 + 25 ms):
     // fast recovery retransmits them.
-    s.on_ack(ms(400), &ack(7, &[(9, 10)], ms(300)));
+    let _ = s.on_ack(ms(400), &ack(7, &[(9, 10)], ms(300)));
     assert_eq!(s.ca_state(), CaState::Recovery);
     let rtx: Vec<u64> = drain(&mut s, ms(400)).iter().map(|d| d.seq / M).collect();
     assert_eq!(rtx, vec![7, 8]);
-    s.on_ack(ms(500), &ack(10, &[], ms(400)));
+    let _ = s.on_ack(ms(500), &ack(10, &[], ms(400)));
     assert!(s.is_complete());
     let st = s.stats();
     assert_eq!((st.rto_count, st.fast_recoveries, st.tlp_probes), (0, 1, 1));
@@ -131,7 +131,7 @@ fn one_segment_in_flight_waits_for_a_delayed_ack_too() {
     // later than the RTO.
     let mut s = sender(RecoveryMode::Linux, 11);
     drain(&mut s, ms(0));
-    s.on_ack(ms(100), &ack(10, &[], ms(0)));
+    let _ = s.on_ack(ms(100), &ack(10, &[], ms(0)));
     assert_eq!(drain(&mut s, ms(100)).len(), 1);
     // 100 + 200 + 200 = 500 ms would be after the RTO at 100 + 300 ms.
     assert_eq!(s.poll_timeout(), Some(ms(400)));

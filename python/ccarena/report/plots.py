@@ -244,13 +244,19 @@ def trim_time_axis(ax: plt.Axes, flows: pd.DataFrame, samples: pd.DataFrame) -> 
         ax.set_xlim(0, last_end * 1.05)
 
 
+MAX_SHADED_REGIONS = 24
+"""Most regions a time-series figure shades and labels (:func:`shade_regions`)."""
+
+
 def shade_regions(ax: plt.Axes, regions: pd.DataFrame | None) -> None:
     """Shade every other region (a maximal interval with one set of active flows,
     :func:`ccarena.analysis.metrics.find_regions`) in light grey and name each by its number of
     active flows along the top, so a reader sees where flows come and go. Nothing is drawn for a
-    run with a single region. ``regions`` has ``start_s``, ``end_s`` and ``n_flows`` (the run's
-    regions table)."""
-    if regions is None or len(regions) < 2 or not {"start_s", "end_s", "n_flows"} <= set(regions):
+    run with a single region, nor past :data:`MAX_SHADED_REGIONS` (an incast's or a Poisson
+    workload's hundreds of regions would be stripes and overprinted labels). ``regions`` has
+    ``start_s``, ``end_s`` and ``n_flows`` (the run's regions table)."""
+    if regions is None or not 2 <= len(regions) <= MAX_SHADED_REGIONS \
+            or not {"start_s", "end_s", "n_flows"} <= set(regions):
         return
     rows = regions.sort_values("start_s")
     for i, row in enumerate(rows.itertuples(index=False)):
