@@ -13,9 +13,13 @@ pub const MEDIAN_FILTER_FACTOR: u64 = 8;
 /// (draft-gg-udt-03 §6.2 step 4: "If more than 8 values are left ... Otherwise, return 0").
 pub const MIN_ARRIVAL_INTERVALS: usize = 8;
 
-/// Initial packet-pair interval, ns: "filled with very large intervals (i.e., low bandwidth, for
-/// safety purpose) initially. UDT uses 1 second" (Gu 2009 §2.2).
-pub const INITIAL_PAIR_INTERVAL_NS: u64 = 1_000_000_000;
+/// Initial packet-pair interval, ns: 1 ms, a link capacity of 1 000 packets/s until the real
+/// pairs are the majority of the window. Gu 2009 §2.2 asks for "very large intervals (i.e., low
+/// bandwidth, for safety purpose)" and says "UDT uses 1 second", but the reference implementation
+/// it describes, UDT4 (libudt 4.11, `CPktTimeWindow`'s constructor), fills the probe window with
+/// 1000 µs (only its arrival window starts at 1 s); we follow UDT4 so that ccarena's UDT and libudt
+/// start from the same estimate (draft-gg-udt-03 gives no initial value).
+pub const INITIAL_PAIR_INTERVAL_NS: u64 = 1_000_000;
 
 /// A circular window of the last [`WINDOW_INTERVALS`] intervals, nanoseconds.
 #[derive(Clone, Debug)]
@@ -108,15 +112,15 @@ mod tests {
     }
 
     #[test]
-    fn pair_window_starts_at_one_packet_per_second_and_follows_the_median() {
+    fn pair_window_starts_at_a_thousand_packets_per_second_and_follows_the_median() {
         let mut w = IntervalWindow::filled_with(INITIAL_PAIR_INTERVAL_NS);
-        assert_eq!(w.link_capacity_pps(), 1);
+        assert_eq!(w.link_capacity_pps(), 1_000, "UDT4's initial 1000 µs probe intervals");
         // 12 µs pairs (1500 B at 1 Gbps): once they are the majority, B = 83 333 packets/s.
         for i in 0..9 {
             w.push(12_000);
             let b = w.link_capacity_pps();
             if i < 8 {
-                assert_eq!(b, 1, "after {} pairs the median is still 1 s", i + 1);
+                assert_eq!(b, 1_000, "after {} pairs the median is still 1 ms", i + 1);
             } else {
                 assert_eq!(b, 83_333);
             }
