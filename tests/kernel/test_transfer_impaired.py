@@ -17,10 +17,11 @@ as Padhye et al.'s model predicts with the 200 ms minimum RTO — correct, but t
 UDT runs on its own transport (``--flavor udt``: UDT_DATA, UDT_ACK, UDT_ACK2 and UDT_NAK frames,
 ``crates/udp/src/tx.rs``), recovering from its receiver's NAKs; the same record, SHA-256 check and
 resume as the TCP-like flavors. UDT reads every loss as congestion (a rate decrease per NAK
-period; Gu & Grossman 2007), and its rate increase waits for packet-pair capacity estimates whose
-window starts at 1 s intervals (``crates/transport/src/udt/window.rs``; UDT4 starts it at 1 ms): at
-10 % loss it starts at 0.1 to 0.7 Mbit/s and reaches about 3 Mbit/s (50 MB in 141 s measured, cubic
-58 s), so its default case is a 500 kB prefix of the file (6 and 32 s measured; docs/udp-backend.md).
+period; Gu & Grossman 2007), and its rate increase follows packet-pair capacity estimates (whose
+window now starts at 1 ms intervals, as UDT4's; it started at 1 s, Gu 2009 §2.2,
+``crates/transport/src/udt/window.rs``): at 10 % loss it reached about 3 Mbit/s with the 1 s start
+(50 MB in 141 s measured, cubic 58 s), so its default case is a 500 kB prefix of the file
+(docs/udp-backend.md).
 
 The file is ``CCARENA_IMPAIRED_BYTES`` bytes: 4 MB by default, so the module stays within about
 half a minute; the issue's 50 MB is the same test with ``CCARENA_IMPAIRED_BYTES=50000000`` (run by
