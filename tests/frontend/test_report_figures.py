@@ -261,3 +261,12 @@ def test_hundreds_of_regions_are_not_shaded_or_labelled():
     assert not [p for p in fig.axes[0].patches if p.get_gid() == "region"] and not fig.axes[0].texts
     fig = plots.goodput_vs_time(samples, flows, "g", regions=regions.iloc[:-1])
     assert len([p for p in fig.axes[0].patches if p.get_gid() == "region"]) == (n - 1) // 2
+
+
+def test_flows_that_share_every_swept_value_are_told_apart_by_name_in_the_legend():
+    rows = [{"flows[*].flavor": f, "flows[*].rwnd": "1600KB", "flow": i, "name": f"flow{i + 1}", "flavor": f,
+             "goodput_mean_bps": 1e6 * (i + 1)} for f in ("reno", "cubic") for i in range(3)]
+    fig = plots.metric_vs_category(pd.DataFrame(rows), "flows[*].flavor", "goodput_mean_bps",
+                                   ["flow", "flows[*].rwnd"], "t")
+    legend = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+    assert legend[2:] == ["flow1, 1600KB", "flow2, 1600KB", "flow3, 1600KB"]

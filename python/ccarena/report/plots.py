@@ -654,6 +654,21 @@ def _collapsed_bars(ax: plt.Axes, aggregated: pd.DataFrame, param: str, metric: 
         flavors_seen.setdefault(flavor, colour)
 
 
+def _group_names(groups: list[tuple[Any, pd.DataFrame]], group_by: Sequence[str],
+                 group_labels: dict[str, dict[str, str]] | None) -> list[str]:
+    """The legend name of each bar group: its swept values (as ``group_labels`` show them), with
+    the flow's name first where those alone would name two groups alike (flows of one run)."""
+    names = []
+    for i, (key, group) in enumerate(groups):
+        key = key if isinstance(key, tuple) else (key,)
+        parts = [(group_labels or {}).get(col, {}).get(str(k), str(k))
+                 for k, col in zip(key, group_by) if col not in ("flow", "point_group")]
+        names.append(", ".join(parts))
+    if len(set(names)) < len(names) and all("name" in g for _, g in groups):
+        names = [", ".join([str(g["name"].iloc[0])] + ([n] if n else [])) for (_, g), n in zip(groups, names)]
+    return [n or f"group {i}" for i, n in enumerate(names)]
+
+
 def metric_vs_category(aggregated: pd.DataFrame, param: str, metric: str, group_by: Sequence[str],
                        title: str, labels: dict[str, str] | None = None,
                        group_labels: dict[str, dict[str, str]] | None = None) -> plt.Figure | None:
@@ -683,10 +698,8 @@ def metric_vs_category(aggregated: pd.DataFrame, param: str, metric: str, group_
                                    label=f"mean of {len(groups)} flows; whiskers min–max"))
     else:
         width = 0.8 / max(1, len(groups))
+        legend_names = _group_names(groups, group_by, group_labels)
         for i, (key, group) in enumerate(groups):
-            key = key if isinstance(key, tuple) else (key,)
-            names = [(group_labels or {}).get(col, {}).get(str(k), str(k))
-                     for k, col in zip(key, group_by) if col not in ("flow", "point_group")]
             offset = (i - (len(groups) - 1) / 2) * width
             x = np.array([values.index(v) for v in group[param].astype(str)], dtype=float) + offset
             y = group[metric].to_numpy(dtype=float) / divisor
@@ -707,7 +720,7 @@ def metric_vs_category(aggregated: pd.DataFrame, param: str, metric: str, group_
                 flavors_seen.setdefault(flavor, colour)
             if len(groups) > 1:
                 group_handles.append(Patch(facecolor="0.8", hatch=HATCHES[i % len(HATCHES)],
-                                           edgecolor="white", label=", ".join(names) or f"group {i}"))
+                                           edgecolor="white", label=legend_names[i]))
     ax.set_xticks(range(len(values)), shown, rotation=30 if sum(len(s) for s in shown) > 60 else 0,
                   ha="right" if sum(len(s) for s in shown) > 60 else "center")
     ax.set_ylim(0, 1.02 if metric == "jain_index" else None)
