@@ -1,18 +1,23 @@
-"""Benchmark: loopback throughput and sender CPU per Gbit for kernel TCP (iperf3, CUBIC) and
-ccarena's transport on UDP (``ccarena send``, CUBIC) — the issue 14 / seed 001 "CPU per megabit"
-comparison on one machine, unshaped::
+"""Benchmark: loopback throughput and sender CPU per Gbit for kernel TCP (iperf3, CUBIC),
+ccarena's transport on UDP (``ccarena send``, CUBIC and UDT) and the reference UDT4 library
+(libudt 4.11 through ``tools/udt-peer``) — the issue 14 / seed 001 "CPU per megabit" comparison
+on one machine, unshaped::
 
-    python3 benches/cpu_per_gbit.py                 # 3 runs each, iperf3 for 5 s, a 400 MB file
+    python3 benches/cpu_per_gbit.py                 # 3 runs each, 5 s tests, a 400 MB file
     python3 benches/cpu_per_gbit.py --repeats 5 --seconds 10 --file-mb 1000
+    python3 benches/cpu_per_gbit.py --only libudt,udt
 
-Both senders are measured the same way: the sending process's (iperf3) or thread's (``ccarena
-send``, ``getrusage(RUSAGE_THREAD)``) user + system CPU over the transfer, and the CPU clock from
-cpufreq or /proc/cpuinfo. On loopback the kernel runs the receive path (softirq) in the sending
-context for both, so both figures include part of the receiver's kernel work; the receiver's own
-process is not counted. iperf3's number is its ``cpu_utilization_percent.host_total`` (getrusage
-of the client process) times the test's length. Printed per tool: goodput (Gbit/s), sender CPU
-(% of one core), CPU seconds per Gbit delivered, and MHz/Mbps (seed 001's CPU cycles per bit).
-Not a test: numbers depend on the machine and on what else it runs.
+Every sender is measured the same way: the sending process's (iperf3, the libudt peer) or
+thread's (``ccarena send``, ``getrusage(RUSAGE_THREAD)``) user + system CPU over the transfer,
+and the CPU clock from cpufreq or /proc/cpuinfo. On loopback the kernel runs the receive path
+(softirq) in the sending context, so every figure includes part of the receiver's kernel work;
+the receiver's own process is not counted. iperf3's number is its
+``cpu_utilization_percent.host_total`` (getrusage of the client process) times the test's length;
+the libudt peer's is its process's getrusage (UDT4's sending and receiving threads included) over
+a test as long as iperf3's. Printed per sender: goodput (Gbit/s), sender CPU (% of one core), CPU
+seconds per Gbit delivered, and MHz/Mbps (seed 001's CPU cycles per bit). Needs g++ and
+libudt-dev for the libudt row (``scripts/test.sh`` installs both). Not a test: numbers depend on
+the machine and on what else it runs.
 """
 
 from __future__ import annotations
@@ -36,6 +41,15 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "python"))
 
 from ccarena.backends.kernel.trafficgen import cpu_mhz_now  # noqa: E402
+
+
+SENDERS = {
+    "tcp": "kernel TCP (iperf3, cubic)",
+    "cubic": "ccarena send (UDP, cubic)",
+    "udt": "ccarena send (UDP, UDT)",
+    "libudt": "libudt (UDT4 4.11)",
+}
+"""``--only`` names → the table's row names."""
 
 
 def free_port() -> int:
@@ -65,8 +79,9 @@ def iperf3_run(seconds: float) -> dict:
             "mhz": (mhz0 + mhz1) / 2 if mhz0 and mhz1 else None}
 
 
-def ccarena_run(path: Path, incoming: Path) -> dict:
-    """One ``ccarena send`` (CUBIC) of ``path`` to a ``ccarena recv`` on loopback: its record."""
+def ccarena_run(path: Path, incoming: Path, flavor: str = "cubic") -> dict:
+    """One ``ccarena send --flavor FLAVOR`` of ``path`` to a ``ccarena recv`` on loopback: its
+    record's goodput, sender CPU and clock."""
     env = dict(os.environ, PYTHONPATH=str(REPO / "python"))
     for f in incoming.iterdir():
         f.unlink()
@@ -79,7 +94,7 @@ def ccarena_run(path: Path, incoming: Path) -> dict:
         if not addr:
             raise SystemExit(f"ccarena recv did not start: {line}")
         out = subprocess.run([sys.executable, "-m", "ccarena", "send", str(path), addr.group(1),
-                              "--flavor", "cubic", "--json"], capture_output=True, text=True, env=env,
+                              "--flavor", flavor, "--json"], capture_output=True, text=True, env=env,
                              timeout=600)
         if out.returncode != 0:
             raise SystemExit(f"ccarena send failed: {out.stderr.strip()}")
@@ -90,6 +105,47 @@ def ccarena_run(path: Path, incoming: Path) -> dict:
     r = json.loads(out.stdout)
     return {"goodput_bps": r["goodput_bps"], "cpu_s": r["sender_cpu_s"], "wall_s": r["duration_s"],
             "mhz": r["cpu_mhz"]}
+
+
+def libudt_run(seconds: float) -> dict:
+    """One libudt (UDT4) test on loopback: the peer program sends for ``seconds`` as fast as UDT4
+    lets it; goodput is what the receiving peer got over that time."""
+    from ccarena.backends.udp.libudt import peer_program
+
+    program = peer_program()
+    port = free_port()
+    interval_ns, start_ns = 100_000_000, 500_000_000
+    duration_ns = start_ns + int(seconds * 1e9)
+    with tempfile.TemporaryDirectory(prefix="ccarena-libudt-") as tmp:
+        rx_out, tx_out = Path(tmp) / "rx.json", Path(tmp) / "tx.json"
+        t0 = time.clock_gettime_ns(time.CLOCK_MONOTONIC) + 300_000_000
+        common = ["--port", str(port), "--t0-ns", str(t0), "--interval-ns", str(interval_ns),
+                  "--duration-ns", str(duration_ns)]
+        recv = subprocess.Popen([str(program), "recv", "--bind", "127.0.0.1", *common, "--out",
+                                 str(rx_out)], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                text=True)
+        try:
+            if recv.stdout.readline().strip() != "ready":
+                raise SystemExit("the libudt receiver did not start")
+            mhz0 = cpu_mhz_now()
+            send = subprocess.run([str(program), "send", "--bind", "127.0.0.1", "--peer",
+                                   "127.0.0.1", *common, "--start-ns", str(start_ns), "--out",
+                                   str(tx_out)], capture_output=True, text=True,
+                                  timeout=seconds + 30)
+            mhz1 = cpu_mhz_now()
+            recv.wait(timeout=seconds + 30)
+        finally:
+            if recv.poll() is None:
+                recv.kill()
+        if send.returncode != 0:
+            raise SystemExit(f"the libudt sender failed: {send.stderr.strip()}")
+        tx, rx = json.loads(tx_out.read_text()), json.loads(rx_out.read_text())
+    # The receiver's samples count delivered bytes at t0 + k·interval: goodput over the sending time.
+    at = {round(s["time_s"] * 1e9): s["delivered_bytes"] for s in rx["samples"]}
+    wall_s = tx["cpu"]["wall_s"]
+    delivered = at[duration_ns] - at.get(start_ns, 0)
+    return {"goodput_bps": delivered * 8 / wall_s, "cpu_s": tx["cpu"]["cpu_s"], "wall_s": wall_s,
+            "mhz": (mhz0 + mhz1) / 2 if mhz0 and mhz1 else None}
 
 
 def row(name: str, runs: list[dict]) -> list[str]:
@@ -111,9 +167,15 @@ def row(name: str, runs: list[dict]) -> list[str]:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--repeats", type=int, default=3)
-    ap.add_argument("--seconds", type=float, default=5.0, help="iperf3's test length")
+    ap.add_argument("--seconds", type=float, default=5.0, help="iperf3's and libudt's test length")
     ap.add_argument("--file-mb", type=int, default=400, help="ccarena send's file size, MB")
+    ap.add_argument("--only", default=",".join(SENDERS),
+                    help=f"comma-separated senders among {', '.join(SENDERS)}")
     args = ap.parse_args()
+    only = [name for name in args.only.split(",") if name]
+    unknown = sorted(set(only) - set(SENDERS))
+    if unknown:
+        ap.error(f"--only: unknown sender {unknown[0]!r}; choose among {', '.join(SENDERS)}")
     console = Console()
     with tempfile.TemporaryDirectory(prefix="ccarena-cpu-") as tmp:
         src, incoming = Path(tmp) / "payload.bin", Path(tmp) / "in"
@@ -121,10 +183,16 @@ def main() -> None:
         with open(src, "wb") as f:
             for _ in range(args.file_mb):
                 f.write(os.urandom(1_000_000))
-        results = {"kernel TCP (iperf3, cubic)": [], "ccarena send (UDP, cubic)": []}
+        runners = {
+            "tcp": lambda: iperf3_run(args.seconds),
+            "cubic": lambda: ccarena_run(src, incoming, "cubic"),
+            "udt": lambda: ccarena_run(src, incoming, "udt"),
+            "libudt": lambda: libudt_run(args.seconds),
+        }
+        results: dict[str, list[dict]] = {SENDERS[name]: [] for name in only}
         for i in range(args.repeats):
-            results["kernel TCP (iperf3, cubic)"].append(iperf3_run(args.seconds))
-            results["ccarena send (UDP, cubic)"].append(ccarena_run(src, incoming))
+            for name in only:
+                results[SENDERS[name]].append(runners[name]())
             console.print(f"run {i + 1}/{args.repeats} done")
     table = Table(title="Loopback, unshaped: median (min–max) over runs")
     for h in ("sender", "goodput Gbit/s", "sender CPU % of a core", "CPU s per Gbit", "MHz/Mbps", "MHz"):
