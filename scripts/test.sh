@@ -27,13 +27,14 @@ python3 -m pip install --quiet -e ".[test]"
 cargo nextest run --release --workspace --exclude ccarena-py --no-fail-fast
 python3 -m pytest -q
 
-# A short fuzz run of ccarena-udp's wire decoder and receiver state machine (crates/udp/fuzz,
-# outside the workspace; needs nightly). cargo-fuzz is installed only if missing.
+# A short fuzz run of ccarena-udp's wire decoder and of the state machines of its two listening
+# services, the file receiver and the scenario sink (crates/udp/fuzz, outside the workspace; needs
+# nightly). cargo-fuzz is installed only if missing.
 if cargo +nightly --version >/dev/null 2>&1; then
     cargo fuzz --version >/dev/null 2>&1 || cargo install --locked cargo-fuzz
     fuzz_log=$(mktemp)
-    for target in wire_decode receiver_state; do
-        if ! (cd crates/udp/fuzz && cargo +nightly fuzz run -O "$target" -- -max_total_time=15 \
+    for target in wire_decode receiver_state sink_state; do
+        if ! (cd crates/udp/fuzz && cargo +nightly fuzz run -O "$target" -- -max_total_time=10 \
                 -print_final_stats=1) >"$fuzz_log" 2>&1; then
             tail -n 60 "$fuzz_log"
             echo "fuzz $target: FAILED (the crashing input is under crates/udp/fuzz/artifacts/$target)"
