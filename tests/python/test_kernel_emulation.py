@@ -80,11 +80,13 @@ def test_the_relay_config_is_the_specs_links_queues_and_events() -> None:
     assert "changes" not in bottleneck["b_to_a"]
     access = by_name["left0->r0"]["a_to_b"]
     assert (access["rate_bps"], access["limit_bytes"], access["delay_ns"]) == (100_000_000, 30_000, 0)
-    # Each spec link maps to its pipe and direction.
+    # Each spec link maps to its pipe and direction, which draws from that link's simulator
+    # streams (common random numbers with the simulated twin).
     directions = emulator.relayed_directions(plan)
     assert sorted(directions) == list(range(len(s.links)))
     for link, (index, direction) in directions.items():
         assert config["pipes"][index][direction]["rate_bps"] == s.links[link].rate_bps
+        assert config["pipes"][index][direction]["stream_index"] == link
 
 
 def test_in_tc_mode_the_relay_only_delays() -> None:

@@ -25,5 +25,5 @@ pub mod wire;
 pub use histogram::{Histogram, Summary};
 pub use impair::{Impairment, WireImpairments};
 pub use qdisc::{Qdisc, QdiscConfig, QdiscCounters, QueuedPacket, Verdict};
-pub use rng::{SplitMix64, StreamKind};
+pub use rng::{LinkStreams, SplitMix64, StreamKind};
 pub use trace::{RateTrace, TraceError, TraceTransmitter};

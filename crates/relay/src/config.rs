@@ -43,6 +43,13 @@
 //! (each surviving frame held back that much longer with that probability, so later frames
 //! overtake it; null or absent = the direction's delay, at least 1 ms). Absent = 0, as before.
 //!
+//! A direction may name the engine spec's link it emulates, `"stream_index": 3`: it then draws its
+//! loss, queue-discipline, duplication and reordering randomness from that link's streams in the
+//! simulator ([`LinkStreams::simulator`] of `seed` and the index), so a kernel run and its simulated
+//! twin face the same random draws, packet for packet (common random numbers: what differs
+//! between them is the stacks, not the luck of the draw). Absent: the direction's own streams
+//! ([`LinkStreams::relay`]).
+//!
 //! Optional, with defaults: `seed` (0), `duration_ns` (null: run until signalled),
 //! `max_queue_frames` ([`DEFAULT_MAX_QUEUE_FRAMES`]), `start_ns` (null), `sample_interval_ns` with
 //! `sample_origin_ns` (both or neither: sample every queue at `origin + k·interval`,
@@ -62,7 +69,7 @@ use ccarena_link::qdisc::codel::CodelConfig;
 use ccarena_link::qdisc::fq::FqConfig;
 use ccarena_link::qdisc::pie::PieConfig;
 use ccarena_link::qdisc::red::RedConfig;
-use ccarena_link::{QdiscConfig, RateTrace, SplitMix64};
+use ccarena_link::{LinkStreams, QdiscConfig, RateTrace};
 
 use crate::link::{LinkChange, LinkParams, QueueLimit};
 
@@ -113,19 +120,30 @@ pub struct DirectionConfig {
     pub reorder: f64,
     /// How long a reordered frame is held back, ns.
     pub reorder_delay_ns: u64,
+    /// The engine spec's link whose simulator streams this direction draws from, if any.
+    pub stream_index: Option<u64>,
 }
 
+
 impl DirectionConfig {
-    /// The direction's duplication and reordering, drawing from the streams of direction
-    /// `direction` (0 = a→b) of pipe `pipe_index` under `seed`.
-    pub fn impairments(&self, seed: u64, pipe_index: usize, direction: u8) -> ccarena_link::WireImpairments {
-        use ccarena_link::StreamKind;
+    /// The direction's random streams under `seed`: the simulator's streams of link
+    /// `stream_index` when the config names one ([`LinkStreams::simulator`]), else the relay's own
+    /// for direction `direction` (0 = a→b) of pipe `pipe_index` ([`LinkStreams::relay`]).
+    pub fn streams(&self, seed: u64, pipe_index: usize, direction: u8) -> LinkStreams {
+        match self.stream_index {
+            Some(i) => LinkStreams::simulator(seed, i),
+            None => LinkStreams::relay(seed, pipe_index, direction),
+        }
+    }
+
+    /// The direction's duplication and reordering, drawing from `streams`.
+    pub fn impairments(&self, streams: &LinkStreams) -> ccarena_link::WireImpairments {
         ccarena_link::WireImpairments::new(
             self.duplicate,
             self.reorder,
             self.reorder_delay_ns,
-            SplitMix64::for_direction_of(seed, pipe_index, direction, StreamKind::LinkDuplicate),
-            SplitMix64::for_direction_of(seed, pipe_index, direction, StreamKind::LinkReorder),
+            streams.duplicate.clone(),
+            streams.reorder.clone(),
         )
     }
 
@@ -302,6 +320,7 @@ fn direction(v: &Value, path: &str) -> Result<DirectionConfig> {
             "duplicate",
             "reorder",
             "reorder_delay_ns",
+            "stream_index",
         ],
     )?;
     let delay_path = join(path, "delay_ns");
@@ -354,7 +373,8 @@ fn direction(v: &Value, path: &str) -> Result<DirectionConfig> {
         Some(v) => non_negative_int(v, &join(path, "reorder_delay_ns"), "ns")?,
         None => ccarena_link::impair::default_reorder_delay_ns(delay_ns),
     };
-    Ok(DirectionConfig { delay_ns, loss, rate_bps, limit, queue, changes, trace, duplicate, reorder, reorder_delay_ns })
+    let stream_index = optional(map, "stream_index").map(|v| non_negative_int(v, &join(path, "stream_index"), "a link index")).transpose()?;
+    Ok(DirectionConfig { delay_ns, loss, rate_bps, limit, queue, changes, trace, duplicate, reorder, reorder_delay_ns, stream_index })
 }
 
 /// A capacity trace: `{"opportunities_ms": [..] | null, "steps": [[time_ns, rate_bps], ..] | null,
@@ -714,8 +734,8 @@ mod tests {
         assert_eq!(c.pipes.len(), 1);
         let p = &c.pipes[0];
         assert_eq!((p.name.as_str(), p.a.as_str(), p.b.as_str()), ("left0->r0", "r0l0", "r0l0b"));
-        assert_eq!(p.a_to_b, DirectionConfig { delay_ns: 20_000_000, loss: 0.0, rate_bps: Some(100_000_000), limit: QueueLimit::Packets(100), queue: DROPTAIL, changes: vec![], trace: None, duplicate: 0.0, reorder: 0.0, reorder_delay_ns: 20_000_000 });
-        assert_eq!(p.b_to_a, DirectionConfig { delay_ns: 5, loss: 0.01, rate_bps: None, limit: QueueLimit::Unlimited, queue: DROPTAIL, changes: vec![], trace: None, duplicate: 0.0, reorder: 0.0, reorder_delay_ns: 1_000_000 });
+        assert_eq!(p.a_to_b, DirectionConfig { delay_ns: 20_000_000, loss: 0.0, rate_bps: Some(100_000_000), limit: QueueLimit::Packets(100), queue: DROPTAIL, changes: vec![], trace: None, duplicate: 0.0, reorder: 0.0, reorder_delay_ns: 20_000_000, stream_index: None });
+        assert_eq!(p.b_to_a, DirectionConfig { delay_ns: 5, loss: 0.01, rate_bps: None, limit: QueueLimit::Unlimited, queue: DROPTAIL, changes: vec![], trace: None, duplicate: 0.0, reorder: 0.0, reorder_delay_ns: 1_000_000, stream_index: None });
         assert_eq!(c.sampling, Some((81_234_000_000, 100_000_000)));
     }
 
@@ -727,6 +747,19 @@ mod tests {
         assert_eq!((d.duplicate, d.reorder, d.reorder_delay_ns), (0.01, 0.05, 3_000_000));
         assert_eq!(err(&one(r#"{"delay_ns": 1, "loss": 0, "reorder": 2}"#)), "pipes[0].a_to_b.reorder: expected a probability in [0, 1], got 2");
         assert_eq!(err(&one(r#"{"delay_ns": 1, "loss": 0, "duplicate": -0.1}"#)), "pipes[0].a_to_b.duplicate: expected a probability in [0, 1], got -0.1");
+    }
+
+    #[test]
+    fn a_direction_naming_a_spec_link_draws_that_links_simulator_streams() {
+        let json = r#"{"pipes": [{"name": "x", "a": "p", "b": "q", "a_to_b": {"delay_ns": 1, "loss": 0.1, "stream_index": 3}, "b_to_a": {"delay_ns": 1, "loss": 0.1}}], "seed": 7}"#;
+        let c = Config::from_json(json).unwrap();
+        let (fwd, rev) = (&c.pipes[0].a_to_b, &c.pipes[0].b_to_a);
+        assert_eq!(fwd.stream_index, Some(3));
+        assert_eq!(fwd.streams(c.seed, 0, 0), LinkStreams::simulator(7, 3));
+        assert_eq!(rev.streams(c.seed, 0, 1), LinkStreams::relay(7, 0, 1));
+        assert_ne!(LinkStreams::simulator(7, 3), LinkStreams::relay(7, 0, 0));
+        let one = |d: &str| format!(r#"{{"pipes": [{{"name": "x", "a": "p", "b": "q", "a_to_b": {d}, "b_to_a": {{"delay_ns": 1, "loss": 0}}}}]}}"#);
+        assert_eq!(err(&one(r#"{"delay_ns": 1, "loss": 0, "stream_index": -1}"#)), "pipes[0].a_to_b.stream_index: expected a non-negative integer (a link index), got -1");
     }
 
     #[test]
@@ -758,7 +791,7 @@ mod tests {
         );
         assert_eq!(
             err(&with(r#"{"name": "x", "a": "p", "b": "q", "a_to_b": {"delay_ns": 1, "lost": 0}, "b_to_a": {"delay_ns": 1, "loss": 0}}"#)),
-            "pipes[0].a_to_b.lost: unknown field (expected one of: delay_ns, loss, rate_bps, limit_packets, limit_bytes, changes, discipline, ecn_threshold_packets, ecn_threshold_bytes, red, pie, codel, fq_codel, fq, trace, duplicate, reorder, reorder_delay_ns)"
+            "pipes[0].a_to_b.lost: unknown field (expected one of: delay_ns, loss, rate_bps, limit_packets, limit_bytes, changes, discipline, ecn_threshold_packets, ecn_threshold_bytes, red, pie, codel, fq_codel, fq, trace, duplicate, reorder, reorder_delay_ns, stream_index)"
         );
         assert_eq!(err(&with(&format!(r#"{{"name": "x", "a": "p", "b": "p", {dir}}}"#))), "pipes[0].b: 'p' is also this pipe's a: a pipe joins two different interfaces");
         assert_eq!(

@@ -10,7 +10,7 @@ use crate::config::{Config, ConfigError, DirectionConfig};
 use crate::direction::Direction;
 use crate::worker;
 use crate::link::LinkModel;
-use crate::rng::{Loss, SplitMix64};
+use crate::rng::Loss;
 use crate::sampler::QueueSampler;
 use crate::schedule::Tuning;
 use crate::stats::{PipeStats, RelayStats};
@@ -111,9 +111,9 @@ impl Relay {
             let rx_b = open_socket("receiving", &fb, &p.b, ib, PacketSocket::receiver)?;
             let tx_b = open_socket("sending", &fb, &p.b, ib, PacketSocket::sender)?;
             let link = |dir: u8, d: &DirectionConfig| {
-                let queue_rng = SplitMix64::for_direction(!config.seed, i, dir);
-                let link = LinkModel::holding(d.link_params(), &d.queue, queue_rng, Loss::new(d.loss, SplitMix64::for_direction(config.seed, i, dir)))
-                    .with_impairments(d.impairments(config.seed, i, dir));
+                let streams = d.streams(config.seed, i, dir);
+                let link = LinkModel::holding(d.link_params(), &d.queue, streams.queue.clone(), Loss::new(d.loss, streams.loss.clone()))
+                    .with_impairments(d.impairments(&streams));
                 match &d.trace {
                     Some(trace) => link.with_trace(trace.clone()),
                     None => link,

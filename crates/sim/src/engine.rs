@@ -12,7 +12,7 @@ use crate::flow::Flow;
 use crate::link::Link;
 use crate::packet::{Packet, Payload};
 use crate::results::{flow_row, flow_sample, flow_table, link_row, link_table};
-use ccarena_link::rng::{SplitMix64, StreamKind};
+use ccarena_link::rng::{LinkStreams, SplitMix64, StreamKind};
 use ccarena_link::TraceTransmitter;
 use crate::routing::{hash_threshold, uniform_index, FlowKeys, Graph, Routes, MULTI};
 use crate::sampler::Sampler;
@@ -105,18 +105,19 @@ impl Simulation {
             .iter()
             .enumerate()
             .map(|(i, l)| {
+                let streams = LinkStreams::simulator(spec.seed, i as u64);
                 let link = Link::new(
                     l.from as u32,
                     l.to as u32,
                     l.rate_bps,
                     Duration(l.delay_ns),
                     l.loss,
-                    crate::queue::qdisc(&l.queue, SplitMix64::stream(spec.seed, StreamKind::QueueAqm, i as u64)),
-                    SplitMix64::stream(spec.seed, StreamKind::LinkLoss, i as u64),
+                    crate::queue::qdisc(&l.queue, streams.queue),
+                    streams.loss,
                 );
-                let link = link.with_impairments(l.impairments(spec.seed, i));
+                let link = link.with_impairments(l.impairments(streams.duplicate, streams.reorder));
                 let link = match spec.link_jitter.filter(|f| *f > 0.0) {
-                    Some(fraction) => link.with_jitter(SplitMix64::stream(spec.seed, StreamKind::LinkJitter, i as u64), fraction),
+                    Some(fraction) => link.with_jitter(streams.jitter, fraction),
                     None => link,
                 };
                 match l.trace.as_ref().map(|t| t.rate_trace().expect("validated")) {

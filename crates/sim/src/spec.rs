@@ -143,18 +143,12 @@ pub struct LinkSpec {
 }
 
 impl LinkSpec {
-    /// The link's duplication and reordering processes, drawing from the run's streams for
-    /// link `index` (none drawn while both probabilities are 0).
-    pub fn impairments(&self, seed: u64, index: usize) -> ccarena_link::WireImpairments {
-        use ccarena_link::{SplitMix64, StreamKind};
+    /// The link's duplication and reordering processes, drawing from `duplicate` and `reorder`
+    /// (the run's streams for this link, `ccarena_link::LinkStreams::simulator`; none drawn while
+    /// both probabilities are 0).
+    pub fn impairments(&self, duplicate: ccarena_link::SplitMix64, reorder: ccarena_link::SplitMix64) -> ccarena_link::WireImpairments {
         let held_ns = self.reorder_delay_ns.unwrap_or_else(|| ccarena_link::impair::default_reorder_delay_ns(self.delay_ns));
-        ccarena_link::WireImpairments::new(
-            self.duplicate,
-            self.reorder,
-            held_ns,
-            SplitMix64::stream(seed, StreamKind::LinkDuplicate, index as u64),
-            SplitMix64::stream(seed, StreamKind::LinkReorder, index as u64),
-        )
+        ccarena_link::WireImpairments::new(self.duplicate, self.reorder, held_ns, duplicate, reorder)
     }
 
     /// True when the link's queue is sampled ([`LinkSpec::sample`], default true).

@@ -96,6 +96,10 @@ def direction_config(spec: RunSpec, link: int | None, emulation: Emulation,
         if getattr(queue, key) is not None:
             out[key] = int(getattr(queue, key))
     if link is not None:
+        # The simulated link's own random streams (loss, the discipline's draws, duplication,
+        # reordering): the kernel run and its simulated twin face the same draws, packet for
+        # packet — common random numbers, so what differs between them is the stacks.
+        out["stream_index"] = int(link)
         # Duplication and reordering (crates/link/src/impair.rs), only when set: a config without
         # them is the one the relay always got.
         if spec_link.duplicate > 0:
