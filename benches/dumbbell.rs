@@ -2,14 +2,15 @@
 //!
 //! `cargo bench -p ccarena-sim --bench dumbbell` runs each scenario in its own process (so peak
 //! RSS is per scenario) and prints wall time, bottleneck packets per wall-second, events per
-//! wall-second and peak RSS. `... --bench dumbbell -- NAME` runs one scenario in this process.
+//! wall-second, peak RSS and a hash of every result table (two builds that print the same hash
+//! computed bit-identical results). `... --bench dumbbell -- NAME` runs one scenario in this process.
 //! Release build only; no assertions: the figures are for people (and the note).
 
 use std::process::Command;
 use std::time::Instant;
 
 use ccarena_sim::spec::FlowSpec;
-use ccarena_sim::testkit::{mbps, ms, proc_status_kib, secs, tcp_flow, Dumbbell};
+use ccarena_sim::testkit::{fingerprint, mbps, ms, proc_status_kib, secs, tcp_flow, Dumbbell};
 use ccarena_sim::Simulation;
 
 /// (name, pairs, bottleneck rate, access rate, flavor)
@@ -52,13 +53,14 @@ fn run_one(name: &str) {
     let pkts = res.links.f64("packets_delivered")[d.bottleneck_link()];
     let goodput: f64 = res.flows.f64("bytes_delivered").iter().sum::<f64>() * 8.0 / (duration_ns() as f64 / 1e9);
     println!(
-        "{name:<20} wall {wall:7.2} s  bottleneck {:>10.0} pkt/s  events {:>11.0} /s  peak RSS {:>7} KiB  ({} bottleneck pkts, goodput {:.1} Mbps, BDP {} pkts)",
+        "{name:<20} wall {wall:7.2} s  bottleneck {:>10.0} pkt/s  events {:>11.0} /s  peak RSS {:>7} KiB  ({} bottleneck pkts, goodput {:.1} Mbps, BDP {} pkts, results {:016x})",
         pkts / wall,
         sim.events_processed() as f64 / wall,
         proc_status_kib("VmHWM"),
         pkts,
         goodput / 1e6,
         bdp_packets,
+        fingerprint(&res),
     );
 }
 
