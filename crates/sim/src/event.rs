@@ -110,9 +110,11 @@ impl EventQueue {
     /// If `time` is before the last popped event's (time never goes back in the simulation).
     #[inline]
     pub fn push(&mut self, time: SimTime, event: Event) {
+        // The key is at least the last popped one exactly when the time is: this entry's
+        // sequence is above every sequence pushed before, popped ones included.
+        assert!(time.0 >= (self.last >> 64) as u64, "event scheduled at {} ns, before the current time", time.0);
         let e = Entry { time, seq: self.next_seq, event };
         self.next_seq += 1;
-        assert!(e.key() >= self.last, "event scheduled at {} ns, before the current time", time.0);
         self.len += 1;
         self.put(e);
     }
