@@ -260,7 +260,7 @@ impl Link {
 
     /// Serialize `pkt`, queued since `enqueued_at`, from `start` (the transmitter is free then)
     /// and put it in the pipe, unless the wire loses it.
-    #[inline]
+    #[inline(always)]
     fn transmit(&mut self, start: SimTime, pkt: Packet, enqueued_at: SimTime) {
         let size = pkt.size_bytes as u64;
         let serialization = self.serialization(size);
