@@ -466,6 +466,12 @@ impl Scoreboard {
         wait: Duration,
     ) -> Option<SimTime> {
         let mut deadline: Option<SimTime> = None;
+        // The entries of cumulatively acknowledged records lead the list (they were sent first):
+        // drop them up front, as the walk below would one by one, so that it starts at a record
+        // still outstanding.
+        while self.tsorted.front().is_some_and(|&(abs, _)| abs < self.base) {
+            self.tsorted.pop_front();
+        }
         let mut relost = std::mem::take(&mut self.relost_scratch);
         let (mut i, mut stale, mut live) = (0usize, 0usize, 0usize);
         while i < self.tsorted.len() {
@@ -497,11 +503,13 @@ impl Scoreboard {
                 self.mark_lost_idx(idx);
             }
         }
-        relost.sort_unstable();
-        for &idx in &relost {
-            self.retransmission_lost(idx);
+        if !relost.is_empty() {
+            relost.sort_unstable();
+            for &idx in &relost {
+                self.retransmission_lost(idx);
+            }
+            relost.clear();
         }
-        relost.clear();
         self.relost_scratch = relost;
         if stale > 64 && stale > 2 * live {
             // Drop the dead entries in the middle once they outnumber the live ones walked.
