@@ -286,7 +286,7 @@ impl Simulation {
 
     /// Put `pkt`, which reached `node` over link `via` (`FROM_HOST` when `node` sent it), on the
     /// link `node` routes its destination to.
-    #[inline]
+    #[inline(always)]
     fn send_from(&mut self, node: u32, via: u32, pkt: Packet) {
         let entry = self.routes.entry(node, pkt.dst);
         if entry & MULTI != 0 {

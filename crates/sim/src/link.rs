@@ -209,8 +209,24 @@ impl Link {
 
     /// Offer `pkt` to the queue at `now`. Returns false when the discipline drops it. A packet
     /// the discipline marks has CE set on its data segment (only ECT data segments are marked).
-    #[inline]
-    pub fn enqueue(&mut self, now: SimTime, mut pkt: Packet) -> bool {
+    #[inline(always)]
+    pub fn enqueue(&mut self, now: SimTime, pkt: Packet) -> bool {
+        // Most arrivals find the link idle with an empty DropTail queue that takes anything:
+        // `enqueue_queued` would only count the packet and start it at once. Inline that path.
+        if self.tx_free_at <= now && self.up && self.qdisc.empty_and_admits_all() {
+            self.counters.packets_in += 1;
+            self.counters.bytes_in += pkt.size_bytes as u64;
+            self.tx_free_at = now;
+            self.transmit(now, pkt, now);
+            return true;
+        }
+        self.enqueue_queued(now, pkt)
+    }
+
+    /// [`Link::enqueue`] in general: the transmitter busy, packets waiting, or a discipline that
+    /// decides. Out of line: the common case above stays small where it is inlined.
+    #[inline(never)]
+    fn enqueue_queued(&mut self, now: SimTime, mut pkt: Packet) -> bool {
         self.advance(now);
         self.counters.packets_in += 1;
         self.counters.bytes_in += pkt.size_bytes as u64;

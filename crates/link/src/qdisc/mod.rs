@@ -242,6 +242,14 @@ impl<P: QueuedPacket> Qdisc<P> {
         verdict
     }
 
+    /// True when the queue is empty and [`Qdisc::pass_through`] would admit any packet unmarked
+    /// (DropTail with room for one packet and no ECN threshold of 0): a caller whose transmitter
+    /// is idle may send the packet at once without asking.
+    #[inline(always)]
+    pub fn empty_and_admits_all(&self) -> bool {
+        self.empty_admits_all && matches!(&self.kind, Kind::Fifo(q, _) if q.is_empty())
+    }
+
     /// DropTail's decision on `pkt` arriving at an empty queue whose transmitter is idle, with
     /// the packet's mark set and counted as [`Qdisc::enqueue`] would: on `Enqueue` or `Mark` the
     /// caller sends it at once, exactly what an enqueue followed by a dequeue at the same
