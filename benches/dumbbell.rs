@@ -3,13 +3,16 @@
 //! `cargo bench -p ccarena-sim --bench dumbbell` runs each scenario in its own process (so peak
 //! RSS is per scenario) and prints wall time, bottleneck packets per wall-second, events per
 //! wall-second and peak RSS. `... --bench dumbbell -- NAME` runs one scenario in this process.
+//! With `DUMBBELL_HASH=1` each line also gives a hash of every result table (two builds that
+//! print the same hash computed bit-identical results); it is off by default because hashing a
+//! 100-flow run's samples costs about a tenth of the run's instructions, which callgrind counts.
 //! Release build only; no assertions: the figures are for people (and the note).
 
 use std::process::Command;
 use std::time::Instant;
 
 use ccarena_sim::spec::FlowSpec;
-use ccarena_sim::testkit::{mbps, ms, proc_status_kib, secs, tcp_flow, Dumbbell};
+use ccarena_sim::testkit::{fingerprint, mbps, ms, proc_status_kib, secs, tcp_flow, Dumbbell};
 use ccarena_sim::Simulation;
 
 /// (name, pairs, bottleneck rate, access rate, flavor)
@@ -33,6 +36,11 @@ fn duration_ns() -> u64 {
 const MTU_BYTES: u64 = 1500;
 
 
+/// `DUMBBELL_HASH=1`: print a hash of the results.
+fn hash_wanted() -> bool {
+    std::env::var("DUMBBELL_HASH").is_ok_and(|v| v == "1")
+}
+
 fn run_one(name: &str) {
     let &(_, pairs, rate, access, flavor) = SCENARIOS.iter().find(|s| s.0 == name).expect("known scenario");
     // BDP buffer: rate × RTT (2 × 20 ms bottleneck, zero-delay access links).
@@ -52,13 +60,14 @@ fn run_one(name: &str) {
     let pkts = res.links.f64("packets_delivered")[d.bottleneck_link()];
     let goodput: f64 = res.flows.f64("bytes_delivered").iter().sum::<f64>() * 8.0 / (duration_ns() as f64 / 1e9);
     println!(
-        "{name:<20} wall {wall:7.2} s  bottleneck {:>10.0} pkt/s  events {:>11.0} /s  peak RSS {:>7} KiB  ({} bottleneck pkts, goodput {:.1} Mbps, BDP {} pkts)",
+        "{name:<20} wall {wall:7.2} s  bottleneck {:>10.0} pkt/s  events {:>11.0} /s  peak RSS {:>7} KiB  ({} bottleneck pkts, goodput {:.1} Mbps, BDP {} pkts{})",
         pkts / wall,
         sim.events_processed() as f64 / wall,
         proc_status_kib("VmHWM"),
         pkts,
         goodput / 1e6,
         bdp_packets,
+        if hash_wanted() { format!(", results {:016x}", fingerprint(&res)) } else { String::new() },
     );
 }
 

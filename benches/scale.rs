@@ -18,7 +18,6 @@
 //! hop among equal-cost ones by a hash of each flow's 5-tuple), as the front end asks for them, so
 //! the spec holds no route table.
 
-use std::hash::{Hash, Hasher};
 use std::process::Command;
 use std::time::Instant;
 
@@ -26,8 +25,7 @@ use ccarena_sim::spec::{
     Discipline, FlowSpec, LinkSpec, NodeKind, NodeSpec, QueueSpec, RoutingMode, RoutingSpec, Spec,
     SPEC_FORMAT,
 };
-use ccarena_sim::testkit::{mbps, ms, proc_status_kib, secs, tcp_flow};
-use ccarena_sim::table::{Column, Results};
+use ccarena_sim::testkit::{fingerprint, mbps, ms, proc_status_kib, secs, tcp_flow};
 use ccarena_sim::Simulation;
 
 /// The scenarios: dumbbells by flow count, fat-trees by k.
@@ -249,22 +247,6 @@ fn run_one(name: &str) {
         sim.events_processed(),
         goodput / 1e6,
     );
-}
-
-/// A hash of every value of every result table: two builds that print the same one computed
-/// bit-identical results.
-fn fingerprint(res: &Results) -> u64 {
-    let mut h = std::hash::DefaultHasher::new();
-    for table in [&res.flows, &res.samples, &res.queues, &res.links] {
-        for (name, column) in &table.columns {
-            name.hash(&mut h);
-            match column {
-                Column::F64(v) => v.iter().for_each(|x| x.to_bits().hash(&mut h)),
-                Column::Str(v) => v.hash(&mut h),
-            }
-        }
-    }
-    h.finish()
 }
 
 fn main() {

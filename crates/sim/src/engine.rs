@@ -287,7 +287,7 @@ impl Simulation {
 
     /// Put `pkt`, which reached `node` over link `via` (`FROM_HOST` when `node` sent it), on the
     /// link `node` routes its destination to.
-    #[inline]
+    #[inline(always)]
     fn send_from(&mut self, node: u32, via: u32, pkt: Packet) {
         let entry = self.routes.entry(node, pkt.dst);
         if entry & MULTI != 0 {
@@ -380,7 +380,7 @@ impl Simulation {
     }
 
     /// Push link `l`'s arrival event at `t` (earlier than any it has pending).
-    #[inline(never)]
+    #[inline]
     fn schedule_link(&mut self, l: usize, t: SimTime) {
         self.links[l].scheduled_at = t;
         self.events.push(t, Event::LinkArrival(l as u32));
@@ -403,12 +403,13 @@ impl Simulation {
     }
 
     fn on_link_arrival(&mut self, l: usize) {
-        if self.links[l].scheduled_at == self.now {
-            self.links[l].scheduled_at = SimTime::NEVER;
-        }
         let now = self.now;
-        self.links[l].advance(now);
-        let node = self.links[l].to;
+        let link = &mut self.links[l];
+        if link.scheduled_at == now {
+            link.scheduled_at = SimTime::NEVER;
+        }
+        link.advance(now);
+        let node = link.to;
         // One packet at a time, straight from the pipe: handing a packet on touches other links
         // and flows only (a link never leads back to its own sender), so this link's arrivals
         // are the same as if all were taken first.

@@ -55,6 +55,10 @@ impl Entry {
 /// one for keys equal to the last popped.
 const BUCKETS: usize = 129;
 
+/// Slots for the buckets: [`BUCKETS`] rounded up to the occupancy bitmap's 3 words, so every
+/// index the bitmap or a key yields is in range and indexing needs no bounds check.
+const SLOTS: usize = BUCKETS.next_multiple_of(64);
+
 /// A deterministic priority queue of events: a radix heap (Ahuja, Mehlhorn, Orlin & Tarjan,
 /// "Faster algorithms for the shortest path problem", JACM 1990) on the 128-bit key (time,
 /// sequence).
@@ -70,7 +74,9 @@ const BUCKETS: usize = 129;
 /// order is the exact (time, sequence) order, the same as any correct priority queue's.
 #[derive(Debug)]
 pub struct EventQueue {
-    buckets: Vec<Vec<Entry>>,
+    /// Bucket `b` (< [`BUCKETS`]) holds the entries whose key differs from `last` first at bit
+    /// `b − 1` (bucket 0: equal keys); slots past [`BUCKETS`] stay empty.
+    buckets: Box<[Vec<Entry>; SLOTS]>,
     /// Bit `b` set when bucket `b` is not empty.
     occupied: [u64; 3],
     /// Key of the last popped entry (0 before the first pop).
@@ -81,7 +87,7 @@ pub struct EventQueue {
 
 impl Default for EventQueue {
     fn default() -> Self {
-        EventQueue { buckets: (0..BUCKETS).map(|_| Vec::new()).collect(), occupied: [0; 3], last: 0, len: 0, next_seq: 0 }
+        EventQueue { buckets: Box::new(std::array::from_fn(|_| Vec::new())), occupied: [0; 3], last: 0, len: 0, next_seq: 0 }
     }
 }
 
@@ -110,17 +116,29 @@ impl EventQueue {
     /// If `time` is before the last popped event's (time never goes back in the simulation).
     #[inline]
     pub fn push(&mut self, time: SimTime, event: Event) {
+        // The key is at least the last popped one exactly when the time is: this entry's
+        // sequence is above every sequence pushed before, popped ones included.
+        assert!(time.0 >= (self.last >> 64) as u64, "event scheduled at {} ns, before the current time", time.0);
         let e = Entry { time, seq: self.next_seq, event };
         self.next_seq += 1;
-        assert!(e.key() >= self.last, "event scheduled at {} ns, before the current time", time.0);
         self.len += 1;
         self.put(e);
     }
 
-    /// The lowest non-empty bucket, if any.
+    /// The lowest non-empty bucket, if any. Word by word: bucket 0 and the low buckets, where
+    /// near events sit, are found at the first test.
     #[inline(always)]
     fn lowest(&self) -> Option<usize> {
-        self.occupied.iter().enumerate().find(|(_, w)| **w != 0).map(|(i, w)| i * 64 + w.trailing_zeros() as usize)
+        let [w0, w1, w2] = self.occupied;
+        if w0 != 0 {
+            Some(w0.trailing_zeros() as usize)
+        } else if w1 != 0 {
+            Some(64 + w1.trailing_zeros() as usize)
+        } else if w2 != 0 {
+            Some(128 + w2.trailing_zeros() as usize)
+        } else {
+            None
+        }
     }
 
     /// Remove and return the earliest event if it is due at or before `limit`.
@@ -149,14 +167,16 @@ impl EventQueue {
             let top = bucket.swap_remove(m);
             self.last = top.key();
             // Every other entry of the bucket moves to a lower one relative to the new `last`
-            // (never to `b` itself), so the bucket is read in place and emptied after.
+            // (never to `b` itself), so the bucket is taken out, read, and put back empty (its
+            // allocation kept).
             self.occupied[b >> 6] &= !(1 << (b & 63));
-            for i in 0..self.buckets[b].len() {
-                let e = self.buckets[b][i];
+            let mut moving = std::mem::take(&mut self.buckets[b]);
+            for &e in &moving {
                 debug_assert!(self.bucket_of(e.key()) < b);
                 self.put(e);
             }
-            self.buckets[b].clear();
+            moving.clear();
+            self.buckets[b] = moving;
             top
         };
         self.len -= 1;

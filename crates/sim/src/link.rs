@@ -104,6 +104,10 @@ pub struct Link {
     held: VecDeque<(SimTime, Packet)>,
     /// The latest arrival of a held-back packet (the held FIFO's back).
     held_last: SimTime,
+    /// The wire only delays: no rate trace, no jitter, no random loss, no duplication or
+    /// reordering (none draws anything then), so [`Link::transmit`] takes its short path. Kept
+    /// by [`Link::update_plain_wire`] whenever one of them changes.
+    plain_wire: bool,
 }
 
 /// A link's forwarding jitter: its stream, the next draw (kept one ahead so
@@ -119,7 +123,7 @@ impl Link {
     /// A link from `from` to `to` with the given rate (bits/s), delay, loss probability, queue
     /// discipline and wire-loss RNG stream.
     pub fn new(from: u32, to: u32, rate_bps: u64, delay: Duration, loss: f64, qdisc: Qdisc<Packet>, rng: SplitMix64) -> Link {
-        Link {
+        let mut link = Link {
             from,
             to,
             rate_bps,
@@ -141,7 +145,19 @@ impl Link {
             last_impair: Impairment::default(),
             held: VecDeque::new(),
             held_last: SimTime::ZERO,
-        }
+            plain_wire: false,
+        };
+        link.update_plain_wire();
+        link
+    }
+
+    /// Recompute `plain_wire` after the trace, jitter, loss or impairments changed. The loss
+    /// test mirrors [`WireLoss::lose`], which draws only for a probability above 0.
+    fn update_plain_wire(&mut self) {
+        self.plain_wire = self.trace.is_none()
+            && self.jitter.is_none()
+            && !(self.loss.probability() > 0.0)
+            && !self.impair.active();
     }
 
     /// This link with duplication and reordering on the wire (`ccarena_link::impair`): a
@@ -149,6 +165,7 @@ impl Link {
     /// reorder delay so later packets overtake it.
     pub fn with_impairments(mut self, impair: WireImpairments) -> Link {
         self.impair = impair;
+        self.update_plain_wire();
         self
     }
 
@@ -163,6 +180,7 @@ impl Link {
     pub fn with_jitter(mut self, mut rng: SplitMix64, fraction: f64) -> Link {
         let next = rng.next_u64();
         self.jitter = Some(Jitter { rng, next, fraction });
+        self.update_plain_wire();
         self
     }
 
@@ -185,13 +203,30 @@ impl Link {
     /// front end gives the trace's mean), used by RED's idle estimate and the reports.
     pub fn with_trace(mut self, trace: TraceTransmitter) -> Link {
         self.trace = Some(trace);
+        self.update_plain_wire();
         self
     }
 
     /// Offer `pkt` to the queue at `now`. Returns false when the discipline drops it. A packet
     /// the discipline marks has CE set on its data segment (only ECT data segments are marked).
-    #[inline]
-    pub fn enqueue(&mut self, now: SimTime, mut pkt: Packet) -> bool {
+    #[inline(always)]
+    pub fn enqueue(&mut self, now: SimTime, pkt: Packet) -> bool {
+        // Most arrivals find the link idle with an empty DropTail queue that takes anything:
+        // `enqueue_queued` would only count the packet and start it at once. Inline that path.
+        if self.tx_free_at <= now && self.up && self.qdisc.empty_and_admits_all() {
+            self.counters.packets_in += 1;
+            self.counters.bytes_in += pkt.size_bytes as u64;
+            self.tx_free_at = now;
+            self.transmit(now, pkt, now);
+            return true;
+        }
+        self.enqueue_queued(now, pkt)
+    }
+
+    /// [`Link::enqueue`] in general: the transmitter busy, packets waiting, or a discipline that
+    /// decides. Out of line: the common case above stays small where it is inlined.
+    #[inline(never)]
+    fn enqueue_queued(&mut self, now: SimTime, mut pkt: Packet) -> bool {
         self.advance(now);
         self.counters.packets_in += 1;
         self.counters.bytes_in += pkt.size_bytes as u64;
@@ -241,14 +276,27 @@ impl Link {
 
     /// Serialize `pkt`, queued since `enqueued_at`, from `start` (the transmitter is free then)
     /// and put it in the pipe, unless the wire loses it.
-    #[inline]
+    #[inline(always)]
     fn transmit(&mut self, start: SimTime, pkt: Packet, enqueued_at: SimTime) {
         let size = pkt.size_bytes as u64;
         let serialization = self.serialization(size);
-        let end = match self.trace.as_mut() {
-            Some(trace) => SimTime(trace.depart(start.as_nanos(), size)),
-            None => start + serialization,
-        };
+        if self.plain_wire {
+            // What the general path below does when nothing draws: no loss, no jitter.
+            let end = start + serialization;
+            self.count_departure(start, end, size, enqueued_at);
+            self.last_jitter = Duration::ZERO;
+            self.last_in_pipe = true;
+            let arrival = (end + self.delay).max(self.last_arrival);
+            self.last_arrival = arrival;
+            self.pipe.push_back((arrival, pkt));
+            return;
+        }
+        self.transmit_wire(start, pkt, enqueued_at, size, serialization);
+    }
+
+    /// Count a departure that occupies the transmitter from `start` to `end`.
+    #[inline(always)]
+    fn count_departure(&mut self, start: SimTime, end: SimTime, size: u64, enqueued_at: SimTime) {
         self.tx_free_at = end;
         self.counters.departures += 1;
         self.counters.bytes_transmitted += size;
@@ -256,6 +304,16 @@ impl Link {
         // delivery opportunity included); a trace that ended keeps it busy for ever.
         self.counters.busy_ns = self.counters.busy_ns.saturating_add((end - start).as_nanos());
         self.counters.sojourn_total_ns += (start - enqueued_at).as_nanos();
+    }
+
+    /// [`Link::transmit`] on a wire that may follow a trace, lose, jitter, duplicate or reorder.
+    #[inline(never)]
+    fn transmit_wire(&mut self, start: SimTime, pkt: Packet, enqueued_at: SimTime, size: u64, serialization: Duration) {
+        let end = match self.trace.as_mut() {
+            Some(trace) => SimTime(trace.depart(start.as_nanos(), size)),
+            None => start + serialization,
+        };
+        self.count_departure(start, end, size, enqueued_at);
         if self.loss.lose() {
             self.counters.packets_lost_wire += 1;
             self.last_in_pipe = false;
@@ -316,6 +374,8 @@ impl Link {
     pub fn next_arrival(&self) -> Option<SimTime> {
         let main = match self.pipe.front() {
             Some((t, _)) => Some(*t),
+            // An empty link (the usual case once a pipe-head event has delivered) needs no call.
+            None if self.qdisc.is_empty() => None,
             None => self.next_arrival_from_queue(),
         };
         match self.held.front() {
@@ -444,6 +504,7 @@ impl Link {
         }
         if let Some(loss) = change.loss {
             self.loss.set_probability(loss);
+            self.update_plain_wire();
         }
         if let Some(delay) = change.delay_ns {
             self.delay = Duration(delay);

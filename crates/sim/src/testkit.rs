@@ -6,7 +6,9 @@
 //! delayed ACK every 2nd segment or 40 ms), every one visible here.
 
 use std::collections::BTreeMap;
+use std::hash::{Hash, Hasher};
 
+use crate::table::{Column, Results};
 use crate::spec::{
     CbrFlowSpec, CodelSpec, Discipline, FqCodelSpec, FqSpec, PieSpec, EventSpec, FlowSpec, LinkChangeSpec, LinkSpec, NodeKind, NodeSpec, QueueSpec, RedSpec,
     RouteSpec, RoutingMode, RoutingSpec, Spec, TcpFlowSpec, UdtFlowSpec, SPEC_FORMAT,
@@ -414,4 +416,21 @@ pub fn proc_status_kib(field: &str) -> u64 {
                 .and_then(|l| l.split_whitespace().nth(1).and_then(|v| v.parse().ok()))
         })
         .unwrap_or(0)
+}
+
+/// A hash of every value of every result table (column names and values, f64s by their bits):
+/// two builds that give the same one computed bit-identical results. For the benchmarks, which
+/// print it so an optimization can be checked not to change a run.
+pub fn fingerprint(res: &Results) -> u64 {
+    let mut h = std::hash::DefaultHasher::new();
+    for table in [&res.flows, &res.samples, &res.queues, &res.links] {
+        for (name, column) in &table.columns {
+            name.hash(&mut h);
+            match column {
+                Column::F64(v) => v.iter().for_each(|x| x.to_bits().hash(&mut h)),
+                Column::Str(v) => v.hash(&mut h),
+            }
+        }
+    }
+    h.finish()
 }

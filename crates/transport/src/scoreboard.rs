@@ -254,13 +254,16 @@ impl Scoreboard {
 
     /// Cumulative ACK up to `ack` (at most snd.nxt). Calls `f(record, was_sacked)` for every
     /// record (or front part of a record) it removes.
+    #[inline(always)]
     pub fn advance(&mut self, ack: u64, mut f: impl FnMut(&SegRecord, bool)) {
         while let Some(&front) = self.segs.front() {
-            if front.end() <= ack {
+            // `f` is called at one place, for a whole record or the front part of one, so the
+            // compiler can inline the caller's closure.
+            let (rec, whole) = if front.end() <= ack {
                 self.segs.pop_front();
                 self.base += 1;
                 self.unaccount(&front, front.len as u64, true);
-                f(&front, front.is_sacked());
+                (front, true)
             } else if front.seq < ack {
                 // An ACK inside a segment (not produced by ccarena's receiver): trim the record.
                 let cut = ack - front.seq;
@@ -271,9 +274,12 @@ impl Scoreboard {
                 }
                 let mut part = front;
                 part.len = cut as u32;
-                f(&part, front.is_sacked());
-                break;
+                (part, false)
             } else {
+                break;
+            };
+            f(&rec, front.is_sacked());
+            if !whole {
                 break;
             }
         }
@@ -466,6 +472,12 @@ impl Scoreboard {
         wait: Duration,
     ) -> Option<SimTime> {
         let mut deadline: Option<SimTime> = None;
+        // The entries of cumulatively acknowledged records lead the list (they were sent first):
+        // drop them up front, as the walk below would one by one, so that it starts at a record
+        // still outstanding.
+        while self.tsorted.front().is_some_and(|&(abs, _)| abs < self.base) {
+            self.tsorted.pop_front();
+        }
         let mut relost = std::mem::take(&mut self.relost_scratch);
         let (mut i, mut stale, mut live) = (0usize, 0usize, 0usize);
         while i < self.tsorted.len() {
@@ -497,11 +509,13 @@ impl Scoreboard {
                 self.mark_lost_idx(idx);
             }
         }
-        relost.sort_unstable();
-        for &idx in &relost {
-            self.retransmission_lost(idx);
+        if !relost.is_empty() {
+            relost.sort_unstable();
+            for &idx in &relost {
+                self.retransmission_lost(idx);
+            }
+            relost.clear();
         }
-        relost.clear();
         self.relost_scratch = relost;
         if stale > 64 && stale > 2 * live {
             // Drop the dead entries in the middle once they outnumber the live ones walked.

@@ -162,6 +162,10 @@ pub struct Qdisc<P> {
     limit: Limit,
     counters: QdiscCounters,
     kind: Kind<P>,
+    /// DropTail whose verdict on any arrival at an empty queue is `Enqueue` (a limit of at least
+    /// one packet, or none; no ECN threshold of 0), so [`Qdisc::pass_through`] need not decide.
+    /// Kept by [`Qdisc::set_limit`].
+    empty_admits_all: bool,
 }
 
 /// How long a link with an empty queue whose transmitter is free from `tx_free_at_ns` has been
@@ -185,7 +189,23 @@ impl<P: QueuedPacket> Qdisc<P> {
             QdiscConfig::FqCodel(fq, codel) => Kind::Flows(Box::new(FlowQueues::new(fq, Some(codel), rng.next_u64()))),
             QdiscConfig::Fq(fq) => Kind::Flows(Box::new(FlowQueues::new(fq, None, rng.next_u64()))),
         };
-        Qdisc { limit, counters: QdiscCounters::default(), kind }
+        let mut q = Qdisc { limit, counters: QdiscCounters::default(), kind, empty_admits_all: false };
+        q.update_empty_admits_all();
+        q
+    }
+
+    /// Recompute `empty_admits_all`: [`fifo::droptail`] with nothing waiting refuses only when
+    /// the limit has no room for one packet (a byte limit depends on the size) and marks only
+    /// with a threshold of 0.
+    fn update_empty_admits_all(&mut self) {
+        let thresholds_above_0 =
+            matches!(&self.kind, Kind::Fifo(_, FifoAqm::DropTail { k_packets, k_bytes }) if *k_packets != Some(0) && *k_bytes != Some(0));
+        let room_for_any = match self.limit {
+            Limit::Packets(n) => n >= 1,
+            Limit::Bytes(_) => false,
+            Limit::Unlimited => true,
+        };
+        self.empty_admits_all = thresholds_above_0 && room_for_any;
     }
 
     /// Offer `pkt` arriving at `now_ns` to the queue; `tx_free_at_ns` is when the transmitter
@@ -222,6 +242,14 @@ impl<P: QueuedPacket> Qdisc<P> {
         verdict
     }
 
+    /// True when the queue is empty and [`Qdisc::pass_through`] would admit any packet unmarked
+    /// (DropTail with room for one packet and no ECN threshold of 0): a caller whose transmitter
+    /// is idle may send the packet at once without asking.
+    #[inline(always)]
+    pub fn empty_and_admits_all(&self) -> bool {
+        self.empty_admits_all && matches!(&self.kind, Kind::Fifo(q, _) if q.is_empty())
+    }
+
     /// DropTail's decision on `pkt` arriving at an empty queue whose transmitter is idle, with
     /// the packet's mark set and counted as [`Qdisc::enqueue`] would: on `Enqueue` or `Mark` the
     /// caller sends it at once, exactly what an enqueue followed by a dequeue at the same
@@ -232,6 +260,9 @@ impl<P: QueuedPacket> Qdisc<P> {
         let Kind::Fifo(q, FifoAqm::DropTail { k_packets, k_bytes }) = &self.kind else { return None };
         if !q.is_empty() {
             return None;
+        }
+        if self.empty_admits_all {
+            return Some(Verdict::Enqueue);
         }
         let verdict = fifo::droptail(self.limit, *k_packets, *k_bytes, 0, 0, pkt.size_bytes(), pkt.ect());
         match verdict {
@@ -350,6 +381,7 @@ impl<P: QueuedPacket> Qdisc<P> {
     /// Change the hard limit (scheduled events); nothing already queued is dropped.
     pub fn set_limit(&mut self, limit: Limit) {
         self.limit = limit;
+        self.update_empty_admits_all();
     }
 
     /// Drop every waiting packet (the link went down); returns how many packets that was. Not
