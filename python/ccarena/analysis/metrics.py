@@ -58,7 +58,10 @@ def stability(samples: Iterable[float]) -> float:
 
     Returns NaN for fewer than two samples or a zero mean.
     """
-    x = np.asarray(list(samples), dtype=float)
+    if isinstance(samples, np.ndarray):
+        x = samples.astype(float, copy=False)
+    else:
+        x = np.asarray(list(samples), dtype=float)
     x = x[np.isfinite(x)]
     if x.size < 2:
         return math.nan
@@ -186,7 +189,7 @@ def active_intervals(flows: pd.DataFrame, duration_s: float) -> list[tuple[int, 
     """Each flow's active interval ``(flow, start_s, end_s)`` from the engine's flows table
     (``end_s`` NaN is read as the end of the run)."""
     out = []
-    for row in flows.itertuples(index=False):
+    for row in _rows(flows, ("flow", "start_s", "end_s")):
         end = float(row.end_s) if np.isfinite(row.end_s) else duration_s
         out.append((int(row.flow), float(row.start_s), min(end, duration_s)))
     return out
@@ -199,6 +202,50 @@ def samples_within(samples: pd.DataFrame, start_s: float, end_s: float,
     t = samples["time_s"].to_numpy(dtype=float)
     keep = (t - sample_interval_s >= start_s - eps) & (t <= end_s + eps)
     return samples[keep]
+
+
+def _rows(table: pd.DataFrame, columns: Sequence[str]) -> Iterable[Any]:
+    """The rows of ``table``'s ``columns`` as named tuples of Python values, what
+    ``itertuples`` gives for them (columns are read whole: iterating a table of thousands of
+    rows cell by cell, its string columns included, cost more than the metrics)."""
+    from collections import namedtuple
+
+    row = namedtuple("row", columns)  # type: ignore[misc]
+    return map(row._make, zip(*(table[c].tolist() for c in columns)))
+
+
+class _Groups:
+    """Rows of a table grouped by one integer key column, as contiguous slices of sorted numpy
+    columns: ``slice(key)`` gives the positions of the key's rows in the original order (a stable
+    sort), what ``groupby(key, sort=False)`` gives, at a fraction of its cost per group (a run of
+    thousands of flows or links asked pandas for thousands of groups)."""
+
+    def __init__(self, table: pd.DataFrame, key: str, columns: Sequence[str],
+                 then_by: str | None = None) -> None:
+        keys = table[key].to_numpy()
+        if then_by is None:
+            order = np.argsort(keys, kind="stable")
+        else:  # by key, then by ``then_by``, ties in the original order
+            order = np.lexsort((table[then_by].to_numpy(), keys))
+        keys = keys[order]
+        self.columns = {c: table[c].to_numpy()[order] for c in columns}
+        starts = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]]) if keys.size else keys[:0]
+        ends = np.r_[starts[1:], keys.size]
+        self._bounds = {k: slice(a, b) for k, a, b in
+                        zip(keys[starts].tolist(), starts.tolist(), ends.tolist())
+                        if k == k}  # NaN keys belong to no group, as in groupby
+        self._none = slice(0, 0)
+
+    def slice(self, key: int) -> slice:
+        """The positions of ``key``'s rows in the sorted columns (empty when it has none)."""
+        return self._bounds.get(key, self._none)
+
+
+def _within(time_s: np.ndarray, start_s: float, end_s: float, sample_interval_s: float) -> np.ndarray:
+    """The mask of :func:`samples_within` over an array of sample times."""
+    eps = 1e-9
+    t = time_s.astype(float, copy=False)
+    return (t - sample_interval_s >= start_s - eps) & (t <= end_s + eps)
 
 
 def region_table(flows: pd.DataFrame, samples: pd.DataFrame, duration_s: float,
@@ -221,13 +268,15 @@ def region_table(flows: pd.DataFrame, samples: pd.DataFrame, duration_s: float,
     """
     names = dict(zip(flows["flow"].astype(int), flows["name"].astype(str)))
     rows: list[dict[str, Any]] = []
+    by_flow = _Groups(samples, "flow", ("time_s", "goodput_bps"))
     for i, region in enumerate(find_regions(active_intervals(flows, duration_s))):
         inside = samples_within(samples, region.start_s, region.end_s, sample_interval_s)
         means, stabilities = [], []
-        per_flow = {int(k): g for k, g in inside.groupby("flow", sort=False)["goodput_bps"]}
         for flow in region.flows:
-            series = per_flow.get(int(flow))
-            g = series.to_numpy(dtype=float) if series is not None else np.array([], dtype=float)
+            rows_of_flow = by_flow.slice(int(flow))
+            keep = _within(by_flow.columns["time_s"][rows_of_flow], region.start_s, region.end_s,
+                           sample_interval_s)
+            g = by_flow.columns["goodput_bps"][rows_of_flow][keep].astype(float)
             means.append(float(np.mean(g)) if g.size else math.nan)
             stabilities.append(stability(g))
         finite_means = [m for m in means if np.isfinite(m)]
@@ -431,9 +480,10 @@ def flow_table(flows: pd.DataFrame, samples: pd.DataFrame, derived: dict[str, An
     facts = {f["name"]: f for f in derived.get("flows", [])}
     active, goodput, throughput, loss, retx, pdr, stab, fct = ([] for _ in range(8))
     base_rtt, path_loss, bottleneck, mathis, padhye, cubic, mss_col = ([] for _ in range(7))
-    by_flow = {int(k): g for k, g in samples.groupby("flow", sort=False)}
-    no_samples = samples.iloc[0:0]
-    for row in out.itertuples(index=False):
+    by_flow = _Groups(samples, "flow", ("time_s", "goodput_bps"))
+    for row in _rows(out, ("flow", "name", "kind", "start_s", "end_s", "bytes_delivered",
+                           "bytes_sent", "packets_lost", "packets_sent", "packets_retransmitted",
+                           "packets_received", "completion_time_s")):
         end = float(row.end_s) if np.isfinite(row.end_s) else duration_s
         span = min(end, duration_s) - float(row.start_s)
         active.append(span)
@@ -442,9 +492,10 @@ def flow_table(flows: pd.DataFrame, samples: pd.DataFrame, derived: dict[str, An
         loss.append(ratio(row.packets_lost, row.packets_sent))
         retx.append(ratio(row.packets_retransmitted, row.packets_sent))
         pdr.append(ratio(row.packets_received, row.packets_sent))
-        mine = by_flow.get(int(row.flow), no_samples)
-        mine = samples_within(mine, float(row.start_s), min(end, duration_s), sample_interval_s)
-        stab.append(stability(mine["goodput_bps"]))
+        mine = by_flow.slice(int(row.flow))
+        keep = _within(by_flow.columns["time_s"][mine], float(row.start_s), min(end, duration_s),
+                       sample_interval_s)
+        stab.append(stability(by_flow.columns["goodput_bps"][mine][keep]))
         done = float(row.completion_time_s)
         fct.append(done if np.isfinite(done) else math.nan)  # already measured from start_s
         fact = facts.get(str(row.name), {})
@@ -508,18 +559,26 @@ def link_table(links: pd.DataFrame, queues: pd.DataFrame, derived: dict[str, Any
     roles = [link["role"] for link in derived.get("links", [])]
     out["role"] = [roles[int(i)] if int(i) < len(roles) else "" for i in out["link"]]
     util, qdelay, bmean, bmax, bmaxp, drop = ([] for _ in range(6))
-    # One pass over the samples (links × samples masks took seconds at thousands of links).
-    by_link = {int(k): g for k, g in queues.sort_values(["link", "time_s"], kind="stable")
-               .groupby("link", sort=False)}
-    empty = queues.iloc[0:0]
-    for row in out.itertuples(index=False):
-        q = by_link.get(int(row.link), empty)
+    # One sort of the samples, by link then time (links × samples masks took seconds at
+    # thousands of links, and so did a pandas group per link).
+    by_link = _Groups(queues, "link", ("sojourn_mean_s", "departures", "backlog_bytes",
+                                       "backlog_packets"), then_by="time_s")
+    q = by_link.columns
+    for row in _rows(out, ("link", "bytes_transmitted", "rate_bps", "packets_dropped_queue",
+                           "packets_in")):
+        mine = by_link.slice(int(row.link))
         util.append(link_utilization(row.bytes_transmitted, row.rate_bps, duration_s))
-        qdelay.append(queueing_delay_mean_s(q["sojourn_mean_s"], q["departures"]))
-        bmean.append(float(q["backlog_bytes"].mean()) if len(q) else math.nan)
-        bmax.append(float(q["backlog_bytes"].max()) if len(q) else math.nan)
-        bmaxp.append(float(q["backlog_packets"].max()) if len(q) else math.nan)
         drop.append(ratio(row.packets_dropped_queue, row.packets_in))
+        if mine.stop == mine.start:  # an unsampled link (most access links): nothing to average
+            qdelay.append(math.nan)
+            bmean.append(math.nan)
+            bmax.append(math.nan)
+            bmaxp.append(math.nan)
+            continue
+        qdelay.append(queueing_delay_mean_s(q["sojourn_mean_s"][mine], q["departures"][mine]))
+        bmean.append(_skipna_mean(q["backlog_bytes"][mine]))
+        bmax.append(_skipna_max(q["backlog_bytes"][mine]))
+        bmaxp.append(_skipna_max(q["backlog_packets"][mine]))
     out["utilization_bytes"] = util
     out["queueing_delay_mean_s"] = qdelay
     out["backlog_mean_bytes"] = bmean
@@ -527,6 +586,26 @@ def link_table(links: pd.DataFrame, queues: pd.DataFrame, derived: dict[str, Any
     out["backlog_max_packets"] = bmaxp
     out["drop_rate"] = drop
     return out
+
+
+def _skipna_mean(x: np.ndarray) -> float:
+    """``Series.mean()`` of ``x`` as pandas computes it (NaN skipped; NaN when nothing is left):
+    the float64 sum of the kept values over their count."""
+    if x.dtype.kind in "iub":
+        return float(x.sum(dtype=np.float64) / x.size) if x.size else math.nan
+    x = x.astype(float, copy=False)
+    keep = ~np.isnan(x)
+    n = int(keep.sum())
+    return float(np.where(keep, x, 0.0).sum() / n) if n else math.nan
+
+
+def _skipna_max(x: np.ndarray) -> float:
+    """``Series.max()`` of ``x`` (NaN skipped; NaN when nothing is left) as a float."""
+    if x.dtype.kind in "iub":
+        return float(x.max()) if x.size else math.nan
+    x = x.astype(float, copy=False)
+    x = x[~np.isnan(x)]
+    return float(x.max()) if x.size else math.nan
 
 
 BOTTLENECK_ROLES = ("bottleneck", "link")
