@@ -182,40 +182,73 @@ def run_experiment(loaded: LoadedScenario, root: str | Path, *, jobs: int | None
         root.mkdir(parents=True, exist_ok=True)
     except OSError as err:
         raise StoreError.from_os_error(root, err) from None
-    with experiment_lock(root):
-        return _run_locked(loaded, plans, realtime, store, jobs=jobs, force=force,
-                           console=console, show_progress=show_progress,
-                           executor=executor,
-                           max_memory_bytes=max_memory_bytes, while_running=while_running)
+    # Runs executed here: the first starts now and works (the GIL released) while this thread
+    # takes the directory's lock, writes experiment.json and loads what storing a run needs. It
+    # only computes until then: if the lock is refused, or another writer completed the run
+    # meanwhile, it is stopped and nothing of it is written.
+    started = _start_first(plans, store, realtime, executor, jobs=jobs, force=force,
+                           name=loaded.scenario.name)
+    try:
+        with experiment_lock(root):
+            return _run_locked(loaded, plans, realtime, store, jobs=jobs, force=force,
+                               console=console, show_progress=show_progress,
+                               executor=executor, max_memory_bytes=max_memory_bytes,
+                               while_running=while_running, started=started)
+    finally:
+        for run, _, _ in started.values():  # not reached (an error before it): stopped
+            run.cancel()
+
+
+def _split(plans: list[RunPlan], store: ExperimentStore, realtime: set[str],
+           force: bool) -> tuple[list[str], list[RunPlan], list[RunPlan]]:
+    """The experiment's runs as (already complete: their ids, to run on a pool or here, to run
+    here in real time)."""
+    skipped, pending = [], []
+    for plan in plans:
+        if not force and store.is_complete(plan.run_id):
+            skipped.append(plan.run_id)
+        else:
+            pending.append(plan)
+    in_real_time = [p for p in pending if p.backend in realtime]
+    pending = [p for p in pending if p.backend not in realtime]
+    return skipped, pending, in_real_time
+
+
+def _jobs(jobs: int | None, pending: list[RunPlan]) -> int:
+    """Worker processes for ``pending``: ``jobs`` (default all cores), at most one per run."""
+    return max(1, min(jobs or os.cpu_count() or 1, len(pending) or 1))
+
+
+def _start_first(plans: list[RunPlan], store: ExperimentStore, realtime: set[str],
+                 executor: ExecutorOptions, *, jobs: int | None, force: bool,
+                 name: str) -> dict[str, Any]:
+    """When the runs execute in this process, start the first in the background
+    (:func:`ccarena.executor.local.start_here`): ``{run_id: started}``, else empty."""
+    _, pending, _ = _split(plans, store, realtime, force)
+    if not pending or executor.kind != "process" or _jobs(jobs, pending) != 1:
+        return {}
+    early = start_here(pending[0], name)
+    return {pending[0].run_id: early} if early is not None else {}
 
 
 def _run_locked(loaded: LoadedScenario, plans: list[RunPlan], realtime: set[str],
                 store: ExperimentStore, *, jobs: int | None, force: bool,
                 console: ConsoleOrFactory | None, show_progress: bool,
                 executor: ExecutorOptions, max_memory_bytes: int | None,
-                while_running: Callable[[], None] | None = None) -> ExperimentOutcome:
-    """:func:`run_experiment` once the directory is checked and locked."""
+                while_running: Callable[[], None] | None = None,
+                started: dict[str, Any] | None = None) -> ExperimentOutcome:
+    """:func:`run_experiment` once the directory is checked and locked; ``started``: runs
+    :func:`_start_first` started (stopped here if they are no longer to be run)."""
     root = store.root
     outcome = ExperimentOutcome(root=root, plans=plans)
-    pending = []
-    for plan in plans:
-        if not force and store.is_complete(plan.run_id):
-            outcome.skipped.append(plan.run_id)
-        else:
-            pending.append(plan)
-    in_real_time = [p for p in pending if p.backend in realtime]
-    pending = [p for p in pending if p.backend not in realtime]
+    outcome.skipped, pending, in_real_time = _split(plans, store, realtime, force)
     if executor.kind == "dask-local" and executor.workers is None and jobs is not None:
         executor = executor.model_copy(update={"workers": jobs})
-    jobs = max(1, min(jobs or os.cpu_count() or 1, len(pending) or 1))
+    jobs = _jobs(jobs, pending)
     name = loaded.scenario.name
-    # Runs executed here: the first starts now, and works (the GIL released) while this thread
-    # writes experiment.json and loads what storing a run needs.
-    started = {}
-    if pending and executor.kind == "process" and jobs == 1:
-        early = start_here(pending[0], name)
-        if early is not None:
-            started[pending[0].run_id] = early
+    started = started if started is not None else {}
+    for run_id in [r for r in started if not pending or r != pending[0].run_id]:
+        started.pop(run_id)[0].cancel()  # completed by another writer before the lock was ours
     try:
         try:
             store.cleanup_tmp()

@@ -4,7 +4,6 @@ terminates the workers (their unfinished runs leave nothing in ``runs/``)."""
 
 from __future__ import annotations
 
-import multiprocessing
 import signal
 from typing import TYPE_CHECKING, Any, Callable
 
@@ -129,6 +128,8 @@ def run_pool(pending: list[RunPlan], store: ExperimentStore, name: str, outcome:
               console: Console, show: bool, jobs: int, total: int) -> None:
     """Run on ``jobs`` spawned worker processes; Ctrl-C terminates them (their unfinished runs
     leave nothing in ``runs/``)."""
+    import multiprocessing
+
     ctx = multiprocessing.get_context("spawn")
     pool = ctx.Pool(processes=jobs, initializer=_worker_init)
     try:
