@@ -6,6 +6,7 @@ back from disk; the command line's fast exit keeps exit statuses, atexit handler
 
 from __future__ import annotations
 
+import signal
 import subprocess
 import sys
 import time
@@ -97,3 +98,51 @@ def test_the_command_line_exit_keeps_the_status_atexit_handlers_and_output() -> 
     assert "atexit ran" in done.stdout and "buffered, not flushed" in done.stdout
     done = subprocess.run([sys.executable, "-c", code, "a message"], capture_output=True, text=True)
     assert done.returncode == 1 and "a message" in done.stderr
+
+
+LONG_RUN = """
+name = "long"
+duration = "100000s"
+seed = 1
+
+[topology]
+kind = "single_link"
+link = { rate = "1Gbps", delay = "10ms", queue = { limit = "1000pkt" } }
+
+[[flows]]
+from = "a"
+to = "b"
+flavor = "cubic"
+
+[output]
+sample_interval = "10s"
+"""
+
+
+@pytest.mark.parametrize("sig, status", [(signal.SIGTERM, 143), (signal.SIGINT, 130)],
+                         ids=["sigterm", "ctrl-c"])
+def test_a_signal_while_the_first_run_starts_stops_like_any_interruption(
+        tmp_path: Path, sig: int, status: int) -> None:
+    # The engine starts before the lock is taken and the summary's modules load; a signal then
+    # (as soon as the lock's owner file exists) ends the command as an interruption does.
+    scenario = tmp_path / "long.toml"
+    scenario.write_text(LONG_RUN)
+    out = tmp_path / "out"
+    proc = subprocess.Popen([sys.executable, "-m", "ccarena", "run", str(scenario), "--out",
+                             str(out), "-j", "1", "-q", "--no-report"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        while not (out / ".lock-owner.json").exists() and time.monotonic() < deadline:
+            assert proc.poll() is None, proc.communicate()
+            time.sleep(0.005)
+        proc.send_signal(sig)
+        _, stderr = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == status, stderr
+    assert "Traceback" not in stderr
+    assert "interrupted: 0 of 1 runs complete" in stderr, stderr
+    assert not (out / "runs").exists() or not any((out / "runs").iterdir())

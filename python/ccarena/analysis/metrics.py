@@ -541,38 +541,46 @@ def flow_table(flows: pd.DataFrame, samples: pd.DataFrame, derived: dict[str, An
         mathis.append(theory.mathis_bps(mss, rtt, p) if tcp else math.nan)
         padhye.append(theory.padhye_bps(mss, rtt, p, rto_s=max(0.2, rtt)) if tcp else math.nan)
         cubic.append(theory.cubic_bps(mss, rtt, p) if tcp else math.nan)
-    out["active_s"] = active
-    out["goodput_mean_bps"] = goodput
-    out["throughput_mean_bps"] = throughput
-    out["loss_rate"] = loss
-    out["retransmission_rate"] = retx
-    out["delivery_ratio"] = pdr
-    out["stability"] = stab
-    out["fct_s"] = fct
-    out["base_rtt_s"] = base_rtt
-    out["mss_bytes"] = mss_col
-    out["path_loss"] = path_loss
-    out["bottleneck_rate_bps"] = bottleneck
-    out["mathis_bps"] = mathis
-    out["padhye_bps"] = padhye
-    out["cubic_bps"] = cubic
+    added: dict[str, Any] = {
+        "active_s": active, "goodput_mean_bps": goodput, "throughput_mean_bps": throughput,
+        "loss_rate": loss, "retransmission_rate": retx, "delivery_ratio": pdr, "stability": stab,
+        "fct_s": fct, "base_rtt_s": base_rtt, "mss_bytes": mss_col, "path_loss": path_loss,
+        "bottleneck_rate_bps": bottleneck, "mathis_bps": mathis, "padhye_bps": padhye,
+        "cubic_bps": cubic,
+    }
     if links is not None:
         rates = dict(zip(links["link"].astype(int), links["rate_bps"].astype(float)))
-        out["ideal_fct_s"] = [
+        added["ideal_fct_s"] = [
             datacenter.ideal_fct_s(size, rtt, [rates[i] for i in facts.get(str(name), {}).get("path_links", [])],
                                    mss, datacenter.HEADER_BYTES.get(str(kind), math.nan))
             for name, kind, size, rtt, mss in zip(out["name"], out["kind"], out["bytes_offered"],
-                                                  out["base_rtt_s"], out["mss_bytes"])]
+                                                  base_rtt, mss_col)]
+    cpu = {c: out[c].tolist() if c in out.columns else [math.nan] * len(out) for c in CPU_COLUMNS}
     for c in CPU_COLUMNS:
         if c not in out.columns:
-            out[c] = math.nan
-    out["cpu_percent"] = [cpu_percent(c, w) for c, w in zip(out["sender_cpu_s"], out["sender_wall_s"])]
-    out["mhz_per_mbps"] = [mhz_per_mbps(c, w, m, g) for c, w, m, g in
-                           zip(out["sender_cpu_s"], out["sender_wall_s"], out["cpu_mhz"], goodput)]
+            added[c] = cpu[c]
+    added["cpu_percent"] = [cpu_percent(c, w) for c, w in zip(cpu["sender_cpu_s"], cpu["sender_wall_s"])]
+    added["mhz_per_mbps"] = [mhz_per_mbps(c, w, m, g) for c, w, m, g in
+                             zip(cpu["sender_cpu_s"], cpu["sender_wall_s"], cpu["cpu_mhz"], goodput)]
+    out = _with_columns(out, added)
     finite = datacenter.slowdown_table(out)
     out["ideal_fct_s"] = finite["ideal_fct_s"].reindex(out.index).to_numpy(dtype=float)
     out["fct_slowdown"] = finite["fct_slowdown"].reindex(out.index).to_numpy(dtype=float)
     return out
+
+
+def _with_columns(table: pd.DataFrame, columns: dict[str, Any]) -> pd.DataFrame:
+    """``table`` with ``columns`` (name → values) set in order, as ``table[name] = values`` one
+    by one sets them (a name ``table`` has is replaced where it stands, a new one is added at the
+    end), the new ones added at once: a column at a time cost a run of one flow more than its
+    metrics."""
+    fresh = {k: v for k, v in columns.items() if k not in table.columns}
+    for k, v in columns.items():
+        if k not in fresh:
+            table[k] = v
+    if not fresh:
+        return table
+    return pd.concat([table, pd.DataFrame(fresh, index=table.index)], axis=1)
 
 
 def link_table(links: pd.DataFrame, queues: pd.DataFrame, derived: dict[str, Any],
@@ -588,7 +596,7 @@ def link_table(links: pd.DataFrame, queues: pd.DataFrame, derived: dict[str, Any
     """
     out = links.copy()
     roles = [link["role"] for link in derived.get("links", [])]
-    out["role"] = [roles[int(i)] if int(i) < len(roles) else "" for i in out["link"]]
+    role = [roles[int(i)] if int(i) < len(roles) else "" for i in out["link"]]
     util, qdelay, bmean, bmax, bmaxp, drop = ([] for _ in range(6))
     # One sort of the samples, by link then time (links × samples masks took seconds at
     # thousands of links, and so did a pandas group per link).
@@ -610,13 +618,10 @@ def link_table(links: pd.DataFrame, queues: pd.DataFrame, derived: dict[str, Any
         bmean.append(_skipna_mean(q["backlog_bytes"][mine]))
         bmax.append(_skipna_max(q["backlog_bytes"][mine]))
         bmaxp.append(_skipna_max(q["backlog_packets"][mine]))
-    out["utilization_bytes"] = util
-    out["queueing_delay_mean_s"] = qdelay
-    out["backlog_mean_bytes"] = bmean
-    out["backlog_max_bytes"] = bmax
-    out["backlog_max_packets"] = bmaxp
-    out["drop_rate"] = drop
-    return out
+    return _with_columns(out, {"role": role, "utilization_bytes": util,
+                               "queueing_delay_mean_s": qdelay, "backlog_mean_bytes": bmean,
+                               "backlog_max_bytes": bmax, "backlog_max_packets": bmaxp,
+                               "drop_rate": drop})
 
 
 def _skipna_mean(x: np.ndarray) -> float:

@@ -194,6 +194,8 @@ def run_experiment(loaded: LoadedScenario, root: str | Path, *, jobs: int | None
                                console=console, show_progress=show_progress,
                                executor=executor, max_memory_bytes=max_memory_bytes,
                                while_running=while_running, started=started)
+    except KeyboardInterrupt:  # Ctrl-C or SIGTERM while the lock was being taken
+        return ExperimentOutcome(root=root, plans=plans, interrupted=True)
     finally:
         for run, _, _ in started.values():  # not reached (an error before it): stopped
             run.cancel()
@@ -262,14 +264,20 @@ def _run_locked(loaded: LoadedScenario, plans: list[RunPlan], realtime: set[str]
             raise StoreError.from_os_error(root, err) from None
         if started and while_running is not None:
             while_running()
+    except KeyboardInterrupt:
+        # Ctrl-C or SIGTERM before any run was stored (the first run may have been working
+        # meanwhile): stopped like an interrupted experiment, every finished run kept.
+        outcome.interrupted = True
     except BaseException:
         for run, _, _ in started.values():
             run.cancel()
         raise
-    console = _console(console)
+    console = _console(console) if not outcome.interrupted else None
     summary_error: StoreError | None = None
     try:
-        if pending:
+        if outcome.interrupted:
+            pass
+        elif pending:
             if executor.kind != "process":
                 run_dask(pending, store, name, outcome, console, show_progress, len(plans), executor,
                          replace=force, max_memory_bytes=max_memory_bytes)
@@ -278,7 +286,7 @@ def _run_locked(loaded: LoadedScenario, plans: list[RunPlan], realtime: set[str]
                          started=started)
             else:
                 run_pool(pending, store, name, outcome, console, show_progress, jobs, len(plans))
-        if in_real_time:  # never in the pool, never beside another run
+        if in_real_time and not outcome.interrupted:  # never in the pool, never beside another run
             run_here(in_real_time, store, name, outcome, console, show_progress, len(plans))
     except KeyboardInterrupt:
         outcome.interrupted = True

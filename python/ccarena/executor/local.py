@@ -25,7 +25,9 @@ def _worker_init() -> None:
 
 
 def _pool_task(args: tuple[str, dict[str, Any]]) -> dict[str, Any]:
-    return execute_run(*args)
+    # What the summary reads of the run comes back with its outcome (a few KB per run, pickled):
+    # the parent does not read 400 runs back from disk for summary.parquet.
+    return execute_run(*args, keep_summary_inputs=True)
 
 
 def progress_bar(console: Console, enabled: bool) -> Progress:
