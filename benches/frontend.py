@@ -1,8 +1,9 @@
 """Benchmark of the front end against the engine (issue 17): what a whole ``ccarena`` command
 costs beside the simulation it runs.
 
-    python3 benches/frontend.py                 # both cases, 1 repetition
+    python3 benches/frontend.py                 # every case, 1 repetition
     python3 benches/frontend.py --case flows100 --repeats 3
+    python3 benches/frontend.py --case flows1000
     python3 benches/frontend.py --case sweep400 --jobs 2
 
 Cases:
@@ -36,6 +37,15 @@ kind = "dumbbell"
 pairs = 100
 bottleneck = { rate = "100Mbps", delay = "20ms", queue = { limit = "1000pkt" } }
 """ + "".join(f'[[flows]]\nfrom = "left{i}"\nto = "right{i}"\nflavor = "cubic"\n' for i in range(100))
+
+FLOWS1000 = """
+name = "bench-flows1000"
+duration = "20s"
+[topology]
+kind = "dumbbell"
+pairs = 1000
+bottleneck = { rate = "1Gbps", delay = "20ms", queue = { limit = "10000pkt" } }
+""" + "".join(f'[[flows]]\nfrom = "left{i}"\nto = "right{i}"\nflavor = "cubic"\n' for i in range(1000))
 
 SWEEP400 = """
 name = "bench-sweep400"
@@ -83,15 +93,17 @@ def command(args: list[str]) -> tuple[float, float]:
     return wall, cpu
 
 
-def bench_flows100(tmp: Path, repeats: int) -> None:
-    scenario = tmp / "flows100.toml"
-    scenario.write_text(FLOWS100)
+def bench_flows(tmp: Path, repeats: int, case: str, text: str, target: float) -> None:
+    """One run of many flows: the engine alone, then ``ccarena run --no-report`` of the same."""
+    scenario = tmp / f"{case}.toml"
+    scenario.write_text(text)
     for i in range(repeats):
         engine, _ = engine_seconds(scenario)
-        wall, _ = command(["run", str(scenario), "-o", str(tmp / f"f100-{i}"), "--force", "-q",
+        wall, _ = command(["run", str(scenario), "-o", str(tmp / f"{case}-{i}"), "--force", "-q",
                            "--no-report", "-j", "1"])
-        print(f"flows100: engine {engine:.2f} s, whole command {wall:.2f} s, "
-              f"ratio {wall / engine:.2f} (target ≤ 1.3), front end {wall - engine:.2f} s")
+        print(f"{case}: engine {engine:.2f} s, whole command {wall:.2f} s, "
+              f"ratio {wall / engine:.2f} (target ≤ {target}), front end {wall - engine:.2f} s",
+              flush=True)
 
 
 def bench_sweep400(tmp: Path, repeats: int, jobs: int) -> None:
@@ -113,13 +125,15 @@ def bench_sweep400(tmp: Path, repeats: int, jobs: int) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--case", choices=["flows100", "sweep400", "all"], default="all")
+    parser.add_argument("--case", choices=["flows100", "flows1000", "sweep400", "all"], default="all")
     parser.add_argument("--repeats", type=int, default=1)
     parser.add_argument("--jobs", type=int, default=2)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="ccarena-bench-") as tmp:
         if args.case in ("flows100", "all"):
-            bench_flows100(Path(tmp), args.repeats)
+            bench_flows(Path(tmp), args.repeats, "flows100", FLOWS100, 1.3)
+        if args.case in ("flows1000", "all"):
+            bench_flows(Path(tmp), args.repeats, "flows1000", FLOWS1000, 1.5)
         if args.case in ("sweep400", "all"):
             bench_sweep400(Path(tmp), args.repeats, args.jobs)
 

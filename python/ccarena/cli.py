@@ -15,8 +15,6 @@ from pathlib import Path
 from typing import Any, Callable, Optional
 
 import typer
-from rich.console import Console
-from rich.table import Table
 
 from ccarena.errors import EngineFault, UserError
 from ccarena.importers import commands as _import_commands
@@ -42,8 +40,38 @@ def _stdout_width() -> int | None:
     return None if sys.stdout.isatty() or os.environ.get("COLUMNS", "").isdigit() else 120
 
 
-stdout = Console(width=_stdout_width())
-stderr = Console(stderr=True)
+class _LazyConsole:
+    """A rich Console made on first use (rich loads in ~50 ms: `ccarena run` starts the engine
+    first and loads it while the engine works). Attribute access goes to the Console."""
+
+    def __init__(self, make: Callable[[], Any]) -> None:
+        self._make = make
+        self._console: Any = None
+
+    def get(self) -> Any:
+        """The Console (made now if it was not yet)."""
+        if self._console is None:
+            self._console = self._make()
+        return self._console
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.get(), name)
+
+
+def _make_stdout() -> Any:
+    from rich.console import Console
+
+    return Console(width=_stdout_width())
+
+
+def _make_stderr() -> Any:
+    from rich.console import Console
+
+    return Console(stderr=True)
+
+
+stdout = _LazyConsole(_make_stdout)
+stderr = _LazyConsole(_make_stderr)
 
 EXIT_USER_ERROR = 2
 EXIT_ENGINE_FAULT = 1
@@ -220,10 +248,11 @@ def run(
 
       ccarena run study.toml --executor dask --scheduler tcp://head:8786 --out file:///shared/study
     """
+    # Only what starting the first run needs is loaded before it: the summary's modules (pandas,
+    # rich) load while the engine works (run_experiment's while_running).
     from ccarena.backends import parse_backend_names
     from ccarena.executor import run_experiment
-    from ccarena.report.custom_plot import parse_formats
-    from ccarena.results import Result
+    from ccarena.report.formats import parse_formats
     from ccarena.scenario import load_scenario, select_parts
     from ccarena.store.location import results_path
 
@@ -232,11 +261,13 @@ def run(
     if part:
         loaded = select_parts(loaded, part)
     root = results_path(out) if out is not None else results_path(results) / loaded.scenario.name
-    outcome = run_experiment(loaded, root, jobs=jobs, force=force, console=stderr,
+    outcome = run_experiment(loaded, root, jobs=jobs, force=force, console=stderr.get,
                              show_progress=not quiet, backends=parse_backend_names(backend),
                              max_memory_bytes=_memory_option(max_memory),
                              executor=_executor_option(loaded.scenario.executor, executor,
-                                                       scheduler, workers))
+                                                       scheduler, workers),
+                             while_running=_load_summary_modules)
+    from ccarena.results import Result
     total = len(outcome.plans)
     done = len(outcome.completed) + len(outcome.skipped)
     if outcome.interrupted:
@@ -263,6 +294,15 @@ def run(
     outcome.raise_for_failures()
 
 
+def _load_summary_modules() -> None:
+    """Load what printing the summary needs (pandas, rich), and the Consoles."""
+    import ccarena.report.terminal  # noqa: F401
+    import ccarena.results  # noqa: F401
+
+    stdout.get()
+    stderr.get()
+
+
 def _working(what: str, quiet: bool) -> Any:
     """A spinner with ``what`` on stderr while the block runs (nothing when ``quiet`` or stderr is
     not a terminal)."""
@@ -283,6 +323,8 @@ def _print_summary(result: Any, wide: bool, as_json: bool) -> None:
     table = terminal_table(result.summary, result.parameters, f"{result.name}: summary",
                            width=stdout.width, wide=wide)
     if wide and table_width(table) > stdout.width:
+        from rich.console import Console
+
         # Every column, uncut: wider than the terminal (it wraps) rather than cropped.
         Console(width=table_width(table)).print(table)
     else:
@@ -447,8 +489,10 @@ def calibrate(
     from ccarena.report.calibration import terminal_table as calibration_terminal_table
     from ccarena.results import Result
 
+    from rich.console import Console
+
     root = out if out is not None else results / (CALIBRATION_NAME + ("-quick" if quick else ""))
-    outcome, table = run_calibration(root, quick=quick, jobs=jobs, resume=resume, console=stderr,
+    outcome, table = run_calibration(root, quick=quick, jobs=jobs, resume=resume, console=stderr.get(),
                                      show_progress=not quiet)
     if outcome.interrupted:
         done = len(outcome.completed) + len(outcome.skipped)
@@ -509,6 +553,8 @@ def query(
         rows = cursor.fetchall() if columns else []
     except duckdb.Error as err:
         raise UserError(f"query: {str(err).splitlines()[0]}") from None
+    from rich.table import Table
+
     if csv:
         import csv as csv_module
 
@@ -533,6 +579,8 @@ def flavors() -> None:
 
       ccarena flavors
     """
+    from rich.table import Table
+
     from ccarena.flavors import all_flavors
 
     table = Table(title="flavors")
@@ -656,13 +704,52 @@ app.add_typer(trace_app, name="trace")
 
 
 def main() -> None:
-    """Entry point for ``python -m ccarena``."""
+    """Entry point for ``python -m ccarena`` and the ``ccarena`` script; the process ends through
+    :func:`exit_now` (an uncaught exception — a bug — ends it the usual way, with its traceback)."""
     _install_signal_handlers()
     try:
-        app()
-    except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
-        sys.exit(_interrupted_status())
+        try:
+            app()
+        except KeyboardInterrupt:
+            print("interrupted", file=sys.stderr)
+            sys.exit(_interrupted_status())
+    except SystemExit as done:
+        exit_now(done.code)
+
+
+def exit_now(code: object) -> None:
+    """End the process with exit status ``code`` (as ``SystemExit`` reads it: None is 0, an int is
+    itself, anything else is printed on stderr and is 1), without the interpreter's teardown.
+
+    With pandas and pyarrow loaded, tearing the interpreter down (every module's objects freed
+    one by one) took a third of a second after a command had finished. Everything a normal exit
+    does that matters here is done first: the ``atexit`` handlers run (multiprocessing, logging,
+    temporary files, thread pools), and stdout and stderr are flushed (a flush that fails makes
+    the status 120, as Python's own exit does). While a non-daemon thread is still running, the
+    process exits the usual way instead, which waits for it.
+    """
+    import atexit
+    import os
+    import threading
+
+    if code is None:
+        status = 0
+    elif isinstance(code, int):
+        status = code
+    else:
+        print(code, file=sys.stderr)
+        status = 1
+    if any(t is not threading.main_thread() and not t.daemon and t.is_alive()
+           for t in threading.enumerate()):
+        sys.exit(status)
+    atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            if stream is not None:
+                stream.flush()
+        except (OSError, ValueError):
+            status = 120
+    os._exit(status)
 
 
 if __name__ == "__main__":

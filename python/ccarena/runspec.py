@@ -41,12 +41,21 @@ class SpecModel(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
     _OPTIONAL: ClassVar[frozenset[str]] = frozenset()
+    _OPTIONAL_DEFAULTS: ClassVar[tuple[tuple[str, Any], ...]] = ()
+    """``(field, default)`` of each :attr:`_OPTIONAL` field, read once per class (a spec of
+    thousands of links and flows is serialized field by field through this)."""
+
+    @classmethod
+    def __pydantic_init_subclass__(cls, **kwargs: Any) -> None:
+        super().__pydantic_init_subclass__(**kwargs)
+        cls._OPTIONAL_DEFAULTS = tuple((name, cls.model_fields[name].default)
+                                       for name in sorted(cls._OPTIONAL))
 
     @model_serializer(mode="wrap")
     def _omit_defaults_of_optionals(self, handler: Any) -> dict[str, Any]:
         data = handler(self)
-        for name in self._OPTIONAL:
-            if name in data and data[name] == type(self).model_fields[name].default:
+        for name, default in self._OPTIONAL_DEFAULTS:
+            if name in data and data[name] == default:
                 del data[name]
         return data
 

@@ -58,14 +58,28 @@ def stability(samples: Iterable[float]) -> float:
 
     Returns NaN for fewer than two samples or a zero mean.
     """
-    x = np.asarray(list(samples), dtype=float)
+    if isinstance(samples, np.ndarray):
+        x = samples.astype(float, copy=False)
+    else:
+        x = np.asarray(list(samples), dtype=float)
     x = x[np.isfinite(x)]
     if x.size < 2:
         return math.nan
-    mean = float(np.mean(x))
+    mean, sd = _mean_sd(x)
     if mean == 0.0:
         return math.nan
-    return float(np.std(x, ddof=0)) / mean
+    return sd / mean
+
+
+def _mean_sd(x: np.ndarray) -> tuple[float, float]:
+    """``(np.mean(x), np.std(x, ddof=0))`` of a non-empty float array, computed as numpy computes
+    them (the same sums in the same order: equal bit for bit) without their per-call overhead,
+    which dominated the metrics of runs with thousands of flows."""
+    n = x.size
+    mean = float(np.add.reduce(x)) / n
+    d = x - mean
+    np.multiply(d, d, out=d)
+    return mean, math.sqrt(float(np.add.reduce(d)) / n)
 
 
 @dataclass(frozen=True)
@@ -186,7 +200,7 @@ def active_intervals(flows: pd.DataFrame, duration_s: float) -> list[tuple[int, 
     """Each flow's active interval ``(flow, start_s, end_s)`` from the engine's flows table
     (``end_s`` NaN is read as the end of the run)."""
     out = []
-    for row in flows.itertuples(index=False):
+    for row in _rows(flows, ("flow", "start_s", "end_s")):
         end = float(row.end_s) if np.isfinite(row.end_s) else duration_s
         out.append((int(row.flow), float(row.start_s), min(end, duration_s)))
     return out
@@ -199,6 +213,50 @@ def samples_within(samples: pd.DataFrame, start_s: float, end_s: float,
     t = samples["time_s"].to_numpy(dtype=float)
     keep = (t - sample_interval_s >= start_s - eps) & (t <= end_s + eps)
     return samples[keep]
+
+
+def _rows(table: pd.DataFrame, columns: Sequence[str]) -> Iterable[Any]:
+    """The rows of ``table``'s ``columns`` as named tuples of Python values, what
+    ``itertuples`` gives for them (columns are read whole: iterating a table of thousands of
+    rows cell by cell, its string columns included, cost more than the metrics)."""
+    from collections import namedtuple
+
+    row = namedtuple("row", columns)  # type: ignore[misc]
+    return map(row._make, zip(*(table[c].tolist() for c in columns)))
+
+
+class _Groups:
+    """Rows of a table grouped by one integer key column, as contiguous slices of sorted numpy
+    columns: ``slice(key)`` gives the positions of the key's rows in the original order (a stable
+    sort), what ``groupby(key, sort=False)`` gives, at a fraction of its cost per group (a run of
+    thousands of flows or links asked pandas for thousands of groups)."""
+
+    def __init__(self, table: pd.DataFrame, key: str, columns: Sequence[str],
+                 then_by: str | None = None) -> None:
+        keys = table[key].to_numpy()
+        if then_by is None:
+            order = np.argsort(keys, kind="stable")
+        else:  # by key, then by ``then_by``, ties in the original order
+            order = np.lexsort((table[then_by].to_numpy(), keys))
+        keys = keys[order]
+        self.columns = {c: table[c].to_numpy()[order] for c in columns}
+        starts = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]]) if keys.size else keys[:0]
+        ends = np.r_[starts[1:], keys.size]
+        self._bounds = {k: slice(a, b) for k, a, b in
+                        zip(keys[starts].tolist(), starts.tolist(), ends.tolist())
+                        if k == k}  # NaN keys belong to no group, as in groupby
+        self._none = slice(0, 0)
+
+    def slice(self, key: int) -> slice:
+        """The positions of ``key``'s rows in the sorted columns (empty when it has none)."""
+        return self._bounds.get(key, self._none)
+
+
+def _within(time_s: np.ndarray, start_s: float, end_s: float, sample_interval_s: float) -> np.ndarray:
+    """The mask of :func:`samples_within` over an array of sample times."""
+    eps = 1e-9
+    t = time_s.astype(float, copy=False)
+    return (t - sample_interval_s >= start_s - eps) & (t <= end_s + eps)
 
 
 def region_table(flows: pd.DataFrame, samples: pd.DataFrame, duration_s: float,
@@ -221,14 +279,16 @@ def region_table(flows: pd.DataFrame, samples: pd.DataFrame, duration_s: float,
     """
     names = dict(zip(flows["flow"].astype(int), flows["name"].astype(str)))
     rows: list[dict[str, Any]] = []
+    by_flow = _Groups(samples, "flow", ("time_s", "goodput_bps"))
     for i, region in enumerate(find_regions(active_intervals(flows, duration_s))):
         inside = samples_within(samples, region.start_s, region.end_s, sample_interval_s)
         means, stabilities = [], []
-        per_flow = {int(k): g for k, g in inside.groupby("flow", sort=False)["goodput_bps"]}
         for flow in region.flows:
-            series = per_flow.get(int(flow))
-            g = series.to_numpy(dtype=float) if series is not None else np.array([], dtype=float)
-            means.append(float(np.mean(g)) if g.size else math.nan)
+            rows_of_flow = by_flow.slice(int(flow))
+            keep = _within(by_flow.columns["time_s"][rows_of_flow], region.start_s, region.end_s,
+                           sample_interval_s)
+            g = by_flow.columns["goodput_bps"][rows_of_flow][keep].astype(float)
+            means.append(float(np.add.reduce(g)) / g.size if g.size else math.nan)  # np.mean
             stabilities.append(stability(g))
         finite_means = [m for m in means if np.isfinite(m)]
         finite_stab = [s for s in stabilities if np.isfinite(s)]
@@ -265,12 +325,32 @@ def _aggregate_in_region(inside: pd.DataFrame, active: Sequence[int]) -> pd.Seri
     which every active flow has a finite sample count: a missing flow would read as a drop of the
     aggregate that did not happen.
     """
-    mine = inside[inside["flow"].isin(list(active))]
-    if mine.empty:
+    flow = inside["flow"].to_numpy()
+    mine = np.isin(flow, list(active))
+    if not mine.any():
         return pd.Series([], dtype=float).rename_axis("time_s")
-    wide = mine.pivot_table(index="time_s", columns="flow", values="goodput_bps", aggfunc="mean")
-    wide = wide.reindex(columns=list(active)).sort_index()
-    return wide[wide.notna().all(axis=1)].sum(axis=1).astype(float)
+    t = inside["time_s"].to_numpy(dtype=float)[mine]
+    g = inside["goodput_bps"].to_numpy(dtype=float)[mine]
+    flow = flow[mine]
+    keyed = ~np.isnan(t)  # a sample without a time belongs to no instant
+    t, g, flow = t[keyed], g[keyed], flow[keyed]
+    order = np.argsort(np.asarray(active, dtype=float), kind="stable")
+    columns = np.asarray(active, dtype=float)[order]
+    col = order[np.searchsorted(columns, flow.astype(float))]
+    times, row = np.unique(t, return_inverse=True)
+    cell = row.astype(np.int64) * len(active) + col
+    if cell.size and np.bincount(cell).max() > 1:  # several samples of a flow at one instant: their mean
+        wide = inside[inside["flow"].isin(list(active))].pivot_table(
+            index="time_s", columns="flow", values="goodput_bps", aggfunc="mean")
+        wide = wide.reindex(columns=list(active)).sort_index()
+        return wide[wide.notna().all(axis=1)].sum(axis=1).astype(float)
+    # One sample per flow and instant: a table instants × active flows (NaN where a flow has no
+    # sample), summed across the flows of each complete instant.
+    wide = np.full((times.size, len(active)), np.nan)
+    wide[row, col] = g
+    complete = ~np.isnan(wide).any(axis=1)
+    total = np.ascontiguousarray(wide[complete]).sum(axis=1)
+    return pd.Series(total, index=pd.Index(times[complete], name="time_s"), dtype=float)
 
 
 def aggregate_goodput_series(samples: pd.DataFrame, flows: pd.DataFrame, duration_s: float,
@@ -431,9 +511,10 @@ def flow_table(flows: pd.DataFrame, samples: pd.DataFrame, derived: dict[str, An
     facts = {f["name"]: f for f in derived.get("flows", [])}
     active, goodput, throughput, loss, retx, pdr, stab, fct = ([] for _ in range(8))
     base_rtt, path_loss, bottleneck, mathis, padhye, cubic, mss_col = ([] for _ in range(7))
-    by_flow = {int(k): g for k, g in samples.groupby("flow", sort=False)}
-    no_samples = samples.iloc[0:0]
-    for row in out.itertuples(index=False):
+    by_flow = _Groups(samples, "flow", ("time_s", "goodput_bps"))
+    for row in _rows(out, ("flow", "name", "kind", "start_s", "end_s", "bytes_delivered",
+                           "bytes_sent", "packets_lost", "packets_sent", "packets_retransmitted",
+                           "packets_received", "completion_time_s")):
         end = float(row.end_s) if np.isfinite(row.end_s) else duration_s
         span = min(end, duration_s) - float(row.start_s)
         active.append(span)
@@ -442,9 +523,10 @@ def flow_table(flows: pd.DataFrame, samples: pd.DataFrame, derived: dict[str, An
         loss.append(ratio(row.packets_lost, row.packets_sent))
         retx.append(ratio(row.packets_retransmitted, row.packets_sent))
         pdr.append(ratio(row.packets_received, row.packets_sent))
-        mine = by_flow.get(int(row.flow), no_samples)
-        mine = samples_within(mine, float(row.start_s), min(end, duration_s), sample_interval_s)
-        stab.append(stability(mine["goodput_bps"]))
+        mine = by_flow.slice(int(row.flow))
+        keep = _within(by_flow.columns["time_s"][mine], float(row.start_s), min(end, duration_s),
+                       sample_interval_s)
+        stab.append(stability(by_flow.columns["goodput_bps"][mine][keep]))
         done = float(row.completion_time_s)
         fct.append(done if np.isfinite(done) else math.nan)  # already measured from start_s
         fact = facts.get(str(row.name), {})
@@ -459,38 +541,46 @@ def flow_table(flows: pd.DataFrame, samples: pd.DataFrame, derived: dict[str, An
         mathis.append(theory.mathis_bps(mss, rtt, p) if tcp else math.nan)
         padhye.append(theory.padhye_bps(mss, rtt, p, rto_s=max(0.2, rtt)) if tcp else math.nan)
         cubic.append(theory.cubic_bps(mss, rtt, p) if tcp else math.nan)
-    out["active_s"] = active
-    out["goodput_mean_bps"] = goodput
-    out["throughput_mean_bps"] = throughput
-    out["loss_rate"] = loss
-    out["retransmission_rate"] = retx
-    out["delivery_ratio"] = pdr
-    out["stability"] = stab
-    out["fct_s"] = fct
-    out["base_rtt_s"] = base_rtt
-    out["mss_bytes"] = mss_col
-    out["path_loss"] = path_loss
-    out["bottleneck_rate_bps"] = bottleneck
-    out["mathis_bps"] = mathis
-    out["padhye_bps"] = padhye
-    out["cubic_bps"] = cubic
+    added: dict[str, Any] = {
+        "active_s": active, "goodput_mean_bps": goodput, "throughput_mean_bps": throughput,
+        "loss_rate": loss, "retransmission_rate": retx, "delivery_ratio": pdr, "stability": stab,
+        "fct_s": fct, "base_rtt_s": base_rtt, "mss_bytes": mss_col, "path_loss": path_loss,
+        "bottleneck_rate_bps": bottleneck, "mathis_bps": mathis, "padhye_bps": padhye,
+        "cubic_bps": cubic,
+    }
     if links is not None:
         rates = dict(zip(links["link"].astype(int), links["rate_bps"].astype(float)))
-        out["ideal_fct_s"] = [
+        added["ideal_fct_s"] = [
             datacenter.ideal_fct_s(size, rtt, [rates[i] for i in facts.get(str(name), {}).get("path_links", [])],
                                    mss, datacenter.HEADER_BYTES.get(str(kind), math.nan))
             for name, kind, size, rtt, mss in zip(out["name"], out["kind"], out["bytes_offered"],
-                                                  out["base_rtt_s"], out["mss_bytes"])]
+                                                  base_rtt, mss_col)]
+    cpu = {c: out[c].tolist() if c in out.columns else [math.nan] * len(out) for c in CPU_COLUMNS}
     for c in CPU_COLUMNS:
         if c not in out.columns:
-            out[c] = math.nan
-    out["cpu_percent"] = [cpu_percent(c, w) for c, w in zip(out["sender_cpu_s"], out["sender_wall_s"])]
-    out["mhz_per_mbps"] = [mhz_per_mbps(c, w, m, g) for c, w, m, g in
-                           zip(out["sender_cpu_s"], out["sender_wall_s"], out["cpu_mhz"], goodput)]
+            added[c] = cpu[c]
+    added["cpu_percent"] = [cpu_percent(c, w) for c, w in zip(cpu["sender_cpu_s"], cpu["sender_wall_s"])]
+    added["mhz_per_mbps"] = [mhz_per_mbps(c, w, m, g) for c, w, m, g in
+                             zip(cpu["sender_cpu_s"], cpu["sender_wall_s"], cpu["cpu_mhz"], goodput)]
+    out = _with_columns(out, added)
     finite = datacenter.slowdown_table(out)
     out["ideal_fct_s"] = finite["ideal_fct_s"].reindex(out.index).to_numpy(dtype=float)
     out["fct_slowdown"] = finite["fct_slowdown"].reindex(out.index).to_numpy(dtype=float)
     return out
+
+
+def _with_columns(table: pd.DataFrame, columns: dict[str, Any]) -> pd.DataFrame:
+    """``table`` with ``columns`` (name → values) set in order, as ``table[name] = values`` one
+    by one sets them (a name ``table`` has is replaced where it stands, a new one is added at the
+    end), the new ones added at once: a column at a time cost a run of one flow more than its
+    metrics."""
+    fresh = {k: v for k, v in columns.items() if k not in table.columns}
+    for k, v in columns.items():
+        if k not in fresh:
+            table[k] = v
+    if not fresh:
+        return table
+    return pd.concat([table, pd.DataFrame(fresh, index=table.index)], axis=1)
 
 
 def link_table(links: pd.DataFrame, queues: pd.DataFrame, derived: dict[str, Any],
@@ -506,27 +596,52 @@ def link_table(links: pd.DataFrame, queues: pd.DataFrame, derived: dict[str, Any
     """
     out = links.copy()
     roles = [link["role"] for link in derived.get("links", [])]
-    out["role"] = [roles[int(i)] if int(i) < len(roles) else "" for i in out["link"]]
+    role = [roles[int(i)] if int(i) < len(roles) else "" for i in out["link"]]
     util, qdelay, bmean, bmax, bmaxp, drop = ([] for _ in range(6))
-    # One pass over the samples (links × samples masks took seconds at thousands of links).
-    by_link = {int(k): g for k, g in queues.sort_values(["link", "time_s"], kind="stable")
-               .groupby("link", sort=False)}
-    empty = queues.iloc[0:0]
-    for row in out.itertuples(index=False):
-        q = by_link.get(int(row.link), empty)
+    # One sort of the samples, by link then time (links × samples masks took seconds at
+    # thousands of links, and so did a pandas group per link).
+    by_link = _Groups(queues, "link", ("sojourn_mean_s", "departures", "backlog_bytes",
+                                       "backlog_packets"), then_by="time_s")
+    q = by_link.columns
+    for row in _rows(out, ("link", "bytes_transmitted", "rate_bps", "packets_dropped_queue",
+                           "packets_in")):
+        mine = by_link.slice(int(row.link))
         util.append(link_utilization(row.bytes_transmitted, row.rate_bps, duration_s))
-        qdelay.append(queueing_delay_mean_s(q["sojourn_mean_s"], q["departures"]))
-        bmean.append(float(q["backlog_bytes"].mean()) if len(q) else math.nan)
-        bmax.append(float(q["backlog_bytes"].max()) if len(q) else math.nan)
-        bmaxp.append(float(q["backlog_packets"].max()) if len(q) else math.nan)
         drop.append(ratio(row.packets_dropped_queue, row.packets_in))
-    out["utilization_bytes"] = util
-    out["queueing_delay_mean_s"] = qdelay
-    out["backlog_mean_bytes"] = bmean
-    out["backlog_max_bytes"] = bmax
-    out["backlog_max_packets"] = bmaxp
-    out["drop_rate"] = drop
-    return out
+        if mine.stop == mine.start:  # an unsampled link (most access links): nothing to average
+            qdelay.append(math.nan)
+            bmean.append(math.nan)
+            bmax.append(math.nan)
+            bmaxp.append(math.nan)
+            continue
+        qdelay.append(queueing_delay_mean_s(q["sojourn_mean_s"][mine], q["departures"][mine]))
+        bmean.append(_skipna_mean(q["backlog_bytes"][mine]))
+        bmax.append(_skipna_max(q["backlog_bytes"][mine]))
+        bmaxp.append(_skipna_max(q["backlog_packets"][mine]))
+    return _with_columns(out, {"role": role, "utilization_bytes": util,
+                               "queueing_delay_mean_s": qdelay, "backlog_mean_bytes": bmean,
+                               "backlog_max_bytes": bmax, "backlog_max_packets": bmaxp,
+                               "drop_rate": drop})
+
+
+def _skipna_mean(x: np.ndarray) -> float:
+    """``Series.mean()`` of ``x`` as pandas computes it (NaN skipped; NaN when nothing is left):
+    the float64 sum of the kept values over their count."""
+    if x.dtype.kind in "iub":
+        return float(x.sum(dtype=np.float64) / x.size) if x.size else math.nan
+    x = x.astype(float, copy=False)
+    keep = ~np.isnan(x)
+    n = int(keep.sum())
+    return float(np.where(keep, x, 0.0).sum() / n) if n else math.nan
+
+
+def _skipna_max(x: np.ndarray) -> float:
+    """``Series.max()`` of ``x`` (NaN skipped; NaN when nothing is left) as a float."""
+    if x.dtype.kind in "iub":
+        return float(x.max()) if x.size else math.nan
+    x = x.astype(float, copy=False)
+    x = x[~np.isnan(x)]
+    return float(x.max()) if x.size else math.nan
 
 
 BOTTLENECK_ROLES = ("bottleneck", "link")

@@ -9,6 +9,11 @@ the calling process, never beside another run), and offers two calls:
 - ``run(spec, progress, cancel)``: run it and return a :class:`RunResult` whose four tables have
   the same columns on every backend (docs/engine-spec.md, "results").
 
+A backend may also offer ``start(spec, progress, cancel)``: the run begins in the background and a
+:class:`PendingRun` is returned at once, whose ``result()`` is what ``run`` returns. The executor
+starts a run this way when it runs in this process, and loads what it needs afterwards while the
+run works (the simulator releases the GIL: a second core does the rest).
+
 The executor asks :func:`get_backend` for a backend by name and never compares names itself. A
 backend imports only the run spec, the errors and its own modules: nothing of experiment expansion,
 the store or the report (the import contracts in pyproject.toml check it).
@@ -23,12 +28,13 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol
-
-import pandas as pd
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ccarena.errors import UserError
 from ccarena.runspec import RunSpec
+
+if TYPE_CHECKING:  # pandas loads with the tables, not with the backend registry
+    import pandas as pd
 
 ProgressCallback = Callable[[int, int], None]
 """``progress(now_ns, duration_ns)``: how far a run has got (simulated or wall time)."""
@@ -70,6 +76,22 @@ class RunResult:
 
     tables: dict[str, pd.DataFrame]
     record: dict[str, Any] = field(default_factory=dict)
+
+
+class PendingRun(Protocol):
+    """A run started in the background (``start`` of a backend that offers it)."""
+
+    def result(self) -> RunResult:
+        """Wait for the run to end and return what ``run`` would have.
+
+        Raises:
+            whatever ``run`` raises; KeyboardInterrupt (Ctrl-C while waiting) after the run has
+            been stopped.
+        """
+
+    def cancel(self) -> None:
+        """Stop the run at its next chance (the simulator: the end of its current chunk) and wait
+        for it; ``result()`` then raises KeyboardInterrupt. Does nothing once it has ended."""
 
 
 class Backend(Protocol):

@@ -3,17 +3,18 @@
 :func:`run_spec` gives the engine a run spec, advances it in chunks of simulated time (calling a
 progress callback between chunks, where Ctrl-C and a cancel check are also honoured) and turns the
 result columns (little-endian float64 bytes or lists of names) into pandas DataFrames.
-:class:`SimBackend` is the backend protocol's face of it (:mod:`ccarena.backends`).
+:class:`SimBackend` is the backend protocol's face of it (:mod:`ccarena.backends`); its ``start``
+runs the engine on a thread of its own (the engine releases the GIL while it simulates), so the
+caller can do other work meanwhile. numpy and pandas are loaded only to build the tables, so a
+caller that starts a run first loads them while the engine works.
 """
 
 from __future__ import annotations
 
 import os
+import threading
 import time
-from typing import Any
-
-import numpy as np
-import pandas as pd
+from typing import TYPE_CHECKING, Any
 
 from ccarena.backends import (
     CPU_FLOW_COLUMNS,
@@ -25,6 +26,9 @@ from ccarena.backends import (
 )
 from ccarena.errors import RunTooLarge, UserError
 from ccarena.runspec import RunSpec
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 
 def engine_module() -> Any:
@@ -49,6 +53,9 @@ def columns_to_frame(columns: dict[str, Any]) -> pd.DataFrame:
     Raises:
         ValueError: columns of different lengths or of an unknown type.
     """
+    import numpy as np
+    import pandas as pd
+
     data: dict[str, Any] = {}
     for name, column in columns.items():
         if isinstance(column, (bytes, bytearray, memoryview)):
@@ -83,6 +90,20 @@ def memory_budget_bytes() -> int:
             return 4 * 10**9
 
 
+def over_memory_budget(budget_bytes: int) -> str | None:
+    """Why the process's resident memory now exceeds ``budget_bytes`` (the engine's check and
+    wording: ``the process holds X MB, over the memory budget of Y MB``), or None when it does
+    not, or where it cannot be read (not Linux)."""
+    try:
+        with open("/proc/self/statm") as f:
+            rss = int(f.read().split()[1]) * 4096  # pages of 4 KiB, as the engine counts them
+    except (OSError, ValueError, IndexError):
+        return None
+    if rss <= budget_bytes:
+        return None
+    return f"the process holds {rss >> 20} MB, over the memory budget of {budget_bytes >> 20} MB"
+
+
 CHUNK_WALL_S = 0.1
 """Wall time one chunk of simulation aims at: Ctrl-C and ``cancel`` are seen between chunks, so a
 run stops within about this long however fast or slow the simulation is (issue 18)."""
@@ -112,6 +133,15 @@ def run_spec(spec: RunSpec, *, progress: ProgressCallback | None = None,
             stopped it inside one chunk.
         KeyboardInterrupt: Ctrl-C or ``cancel()`` between chunks.
     """
+    return frames(simulate(spec, progress=progress, cancel=cancel, chunk_wall_s=chunk_wall_s))
+
+
+def simulate(spec: RunSpec, *, progress: ProgressCallback | None = None,
+             cancel: CancelCheck | None = None,
+             chunk_wall_s: float = CHUNK_WALL_S) -> dict[str, dict[str, Any]]:
+    """:func:`run_spec`'s simulation alone: the engine's result columns
+    (``{"flows", "samples", "queues", "links"}`` → column → ``bytes`` of ``<f8`` or
+    ``list[str]``), without numpy or pandas. Same arguments and errors as :func:`run_spec`."""
     engine = engine_module()
     sim = engine.Simulation(spec.to_json())
     sim.set_budget(max_memory_bytes=memory_budget_bytes())
@@ -137,11 +167,101 @@ def run_spec(spec: RunSpec, *, progress: ProgressCallback | None = None,
         if target >= duration_ns and not sim.finished:
             sim.run_until(duration_ns)
             break
-    raw = sim.results()
+    return sim.results()
+
+
+def frames(raw: dict[str, dict[str, Any]]) -> dict[str, pd.DataFrame]:
+    """The engine's result columns (:func:`simulate`) as :func:`run_spec`'s DataFrames, with the
+    CPU-cost columns a simulation has no value for (NaN).
+
+    Raises:
+        ValueError: a malformed table (:func:`columns_to_frame`).
+    """
+    import numpy as np
+
     out = {name: columns_to_frame(raw[name]) for name in TABLES}
     for column in CPU_FLOW_COLUMNS:  # a simulation has no CPU cost: NaN, never invented
         out["flows"][column] = np.full(len(out["flows"]), np.nan)
     return out
+
+
+class SimRun:
+    """A simulation running on a thread of its own (:meth:`SimBackend.start`).
+
+    The engine releases the GIL while it simulates, so the thread that started the run is free
+    meanwhile. Progress is reported from the run's thread. Ctrl-C is seen by the thread waiting in
+    :meth:`result`, which then stops the run (at the end of its current chunk, about
+    :data:`CHUNK_WALL_S`) before raising it.
+    """
+
+    def __init__(self, spec: RunSpec, progress: ProgressCallback | None = None,
+                 cancel: CancelCheck | None = None, chunk_wall_s: float = CHUNK_WALL_S) -> None:
+        self._spec = spec
+        self._budget = memory_budget_bytes()
+        self._stop = threading.Event()
+        self._done = threading.Event()
+        self._raw: dict[str, dict[str, Any]] | None = None
+        self._error: BaseException | None = None
+        self.started = time.perf_counter()
+        """``time.perf_counter()`` when the run started."""
+
+        def stopped() -> bool:
+            return self._stop.is_set() or (cancel is not None and bool(cancel()))
+
+        def work() -> None:
+            try:
+                self._raw = simulate(spec, progress=progress, cancel=stopped,
+                                     chunk_wall_s=chunk_wall_s)
+            except BaseException as err:  # handed to the waiting thread by result()
+                self._error = err
+            finally:
+                self._done.set()
+
+        self._thread = threading.Thread(target=work, name="ccarena-engine", daemon=True)
+        self._thread.start()
+
+    def _wait(self) -> None:
+        # A timed wait, so that Ctrl-C (a KeyboardInterrupt in this thread) is seen at once.
+        while not self._done.wait(0.05):
+            pass
+        self._thread.join()
+
+    def cancel(self) -> None:
+        """Stop the run at the end of its current chunk and wait for it (idempotent)."""
+        self._stop.set()
+        while True:
+            try:
+                self._wait()
+                return
+            except KeyboardInterrupt:  # a second Ctrl-C: the run stops all the same
+                continue
+
+    def result(self) -> RunResult:
+        """Wait for the run and return its tables.
+
+        Raises:
+            what :func:`run_spec` raises; KeyboardInterrupt (Ctrl-C while waiting, or
+            :meth:`cancel`) once the run has stopped.
+        """
+        try:
+            self._wait()
+        except BaseException:
+            self.cancel()
+            raise
+        if self._error is not None:
+            error, self._error = self._error, None
+            raise error
+        if self._raw is None:
+            raise KeyboardInterrupt("cancelled")
+        raw, self._raw = self._raw, None  # the columns are freed once they are tables
+        # The engine checked the process's memory while it ran; what the caller loaded meanwhile
+        # counts too (run_spec's caller had loaded it before): checked once more now.
+        over = over_memory_budget(self._budget)
+        if over is not None:
+            raise RunTooLarge(f"run {spec_name(self._spec)}: at its end: {over}; a run this large "
+                              "cannot finish on this machine: shorten it, sample less often, or "
+                              "raise --max-memory")
+        return RunResult(tables=frames(raw))
 
 
 def spec_name(spec: RunSpec) -> str:
@@ -163,3 +283,9 @@ class SimBackend:
             cancel: CancelCheck | None = None) -> RunResult:
         """Simulate ``spec`` (:func:`run_spec`)."""
         return RunResult(tables=run_spec(spec, progress=progress, cancel=cancel))
+
+    def start(self, spec: RunSpec, progress: ProgressCallback | None = None,
+              cancel: CancelCheck | None = None) -> SimRun:
+        """Start simulating ``spec`` on a thread of its own and return at once
+        (:class:`SimRun`; its ``result()`` is what :meth:`run` returns)."""
+        return SimRun(spec, progress, cancel)

@@ -14,16 +14,14 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
-
-from rich.console import Console
+from typing import TYPE_CHECKING, Any, Callable, Union
 
 from ccarena.backends import get_backend, options_table
 from ccarena.backends.sim import MEMORY_BUDGET_ENV
 from ccarena.errors import EngineFault, UserError
 from ccarena.executor.clusters import check_executor
 from ccarena.executor.dask_pool import run_dask
-from ccarena.executor.local import run_here, run_pool
+from ccarena.executor.local import run_here, run_pool, start_here
 from ccarena.executor.run import (
     execute_run,
     now_utc,
@@ -34,8 +32,15 @@ from ccarena.experiment import RunPlan, apply_backends, expand
 from ccarena.experiment.budget import check_budget
 from ccarena.runspec import TCP_DEFAULTS, UDP_DEFAULTS
 from ccarena.scenario import ExecutorOptions, LoadedScenario
-from ccarena.store import STORE_FORMAT, ExperimentStore, build_summary
+from ccarena.store import STORE_FORMAT, ExperimentStore
 from ccarena.store.guard import StoreError, check_tree, experiment_lock
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+ConsoleOrFactory = Union["Console", Callable[[], "Console"]]
+"""Where progress goes: a rich Console, or a function returning one, called once output is due
+(so rich loads while the first run works)."""
 
 __all__ = ["ExperimentOutcome", "execute_run", "experiment_meta", "run_experiment", "run_record",
            "software_versions"]
@@ -52,6 +57,9 @@ class ExperimentOutcome:
         skipped: ids of runs already complete before (not redone).
         failed: outcome dicts of runs the engine failed on.
         interrupted: True when Ctrl-C stopped the experiment.
+        summary_inputs: what summary.parquet reads of each run completed in this process, by
+            run id (:func:`ccarena.store.summary.summary_inputs`), so it is not read back from
+            disk; emptied once the summary is written.
     """
 
     root: Path
@@ -60,6 +68,7 @@ class ExperimentOutcome:
     skipped: list[str] = field(default_factory=list)
     failed: list[dict[str, Any]] = field(default_factory=list)
     interrupted: bool = False
+    summary_inputs: dict[str, Any] = field(default_factory=dict, repr=False)
 
     def raise_for_failures(self) -> None:
         """Raise :class:`EngineFault` for the first failed run, if any."""
@@ -121,11 +130,12 @@ def check_store(store: ExperimentStore, plans: list[RunPlan], force: bool) -> No
 
 
 def run_experiment(loaded: LoadedScenario, root: str | Path, *, jobs: int | None = None,
-                   force: bool = False, console: Console | None = None,
+                   force: bool = False, console: ConsoleOrFactory | None = None,
                    show_progress: bool = True,
                    backends: list[str] | None = None,
                    max_memory_bytes: int | None = None,
-                   executor: ExecutorOptions | None = None) -> ExperimentOutcome:
+                   executor: ExecutorOptions | None = None,
+                   while_running: Callable[[], None] | None = None) -> ExperimentOutcome:
     """Expand, check, and execute an experiment into ``root``; write experiment.json and
     summary.parquet.
 
@@ -135,7 +145,7 @@ def run_experiment(loaded: LoadedScenario, root: str | Path, *, jobs: int | None
             scenario and the directory have been checked).
         jobs: worker processes (default: all cores); 1 runs in this process.
         force: redo runs already complete (and drop stored runs no longer in the experiment).
-        console: where progress goes (default: stderr).
+        console: where progress goes (default: stderr), or a function returning it.
         show_progress: draw progress bars.
         backends: run every run on each of these (``["sim", "kernel"]``); default: the
             scenario's ``backend``. Kernel runs execute one at a time in this process, after the
@@ -145,6 +155,9 @@ def run_experiment(loaded: LoadedScenario, root: str | Path, *, jobs: int | None
         executor: where the runs execute (default: the scenario's ``[executor]``, a process pool
             unless it says otherwise); ``jobs`` is then the default of a ``dask-local`` cluster's
             workers. Real-time (kernel) runs always execute here, one at a time.
+        while_running: called once in this process while the first run works, when runs
+            execute here (``jobs = 1`` or a single run on the simulator: the engine runs on a
+            thread of its own, the GIL released): e.g. to load what the caller needs afterwards.
 
     Raises:
         UserError: the scenario expands into an invalid run, a run is over the memory budget,
@@ -169,68 +182,142 @@ def run_experiment(loaded: LoadedScenario, root: str | Path, *, jobs: int | None
         root.mkdir(parents=True, exist_ok=True)
     except OSError as err:
         raise StoreError.from_os_error(root, err) from None
-    with experiment_lock(root):
-        return _run_locked(loaded, plans, realtime, store, jobs=jobs, force=force,
-                           console=console, show_progress=show_progress,
-                           executor=executor,
-                           max_memory_bytes=max_memory_bytes)
-
-
-def _run_locked(loaded: LoadedScenario, plans: list[RunPlan], realtime: set[str],
-                store: ExperimentStore, *, jobs: int | None, force: bool,
-                console: Console | None, show_progress: bool, executor: ExecutorOptions,
-                max_memory_bytes: int | None) -> ExperimentOutcome:
-    """:func:`run_experiment` once the directory is checked and locked."""
-    root = store.root
+    # Runs executed here: the first starts now and works (the GIL released) while this thread
+    # takes the directory's lock, writes experiment.json and loads what storing a run needs. It
+    # only computes until then: if the lock is refused, or another writer completed the run
+    # meanwhile, it is stopped and nothing of it is written.
+    started = _start_first(plans, store, realtime, executor, jobs=jobs, force=force,
+                           name=loaded.scenario.name)
     try:
-        store.cleanup_tmp()
-        store.write_experiment(experiment_meta(loaded, plans))
-        if force:
-            wanted = {p.run_id for p in plans}
-            for run_id in store.complete_runs():
-                if run_id not in wanted:
-                    store.remove_run(run_id)
-    except OSError as err:
-        raise StoreError.from_os_error(root, err) from None
-    outcome = ExperimentOutcome(root=root, plans=plans)
-    pending = []
+        with experiment_lock(root):
+            return _run_locked(loaded, plans, realtime, store, jobs=jobs, force=force,
+                               console=console, show_progress=show_progress,
+                               executor=executor, max_memory_bytes=max_memory_bytes,
+                               while_running=while_running, started=started)
+    except KeyboardInterrupt:  # Ctrl-C or SIGTERM while the lock was being taken
+        return ExperimentOutcome(root=root, plans=plans, interrupted=True)
+    finally:
+        for run, _, _ in started.values():  # not reached (an error before it): stopped
+            run.cancel()
+
+
+def _split(plans: list[RunPlan], store: ExperimentStore, realtime: set[str],
+           force: bool) -> tuple[list[str], list[RunPlan], list[RunPlan]]:
+    """The experiment's runs as (already complete: their ids, to run on a pool or here, to run
+    here in real time)."""
+    skipped, pending = [], []
     for plan in plans:
         if not force and store.is_complete(plan.run_id):
-            outcome.skipped.append(plan.run_id)
+            skipped.append(plan.run_id)
         else:
             pending.append(plan)
     in_real_time = [p for p in pending if p.backend in realtime]
     pending = [p for p in pending if p.backend not in realtime]
+    return skipped, pending, in_real_time
+
+
+def _jobs(jobs: int | None, pending: list[RunPlan]) -> int:
+    """Worker processes for ``pending``: ``jobs`` (default all cores), at most one per run."""
+    return max(1, min(jobs or os.cpu_count() or 1, len(pending) or 1))
+
+
+def _start_first(plans: list[RunPlan], store: ExperimentStore, realtime: set[str],
+                 executor: ExecutorOptions, *, jobs: int | None, force: bool,
+                 name: str) -> dict[str, Any]:
+    """When the runs execute in this process, start the first in the background
+    (:func:`ccarena.executor.local.start_here`): ``{run_id: started}``, else empty."""
+    _, pending, _ = _split(plans, store, realtime, force)
+    if not pending or executor.kind != "process" or _jobs(jobs, pending) != 1:
+        return {}
+    early = start_here(pending[0], name)
+    return {pending[0].run_id: early} if early is not None else {}
+
+
+def _run_locked(loaded: LoadedScenario, plans: list[RunPlan], realtime: set[str],
+                store: ExperimentStore, *, jobs: int | None, force: bool,
+                console: ConsoleOrFactory | None, show_progress: bool,
+                executor: ExecutorOptions, max_memory_bytes: int | None,
+                while_running: Callable[[], None] | None = None,
+                started: dict[str, Any] | None = None) -> ExperimentOutcome:
+    """:func:`run_experiment` once the directory is checked and locked; ``started``: runs
+    :func:`_start_first` started (stopped here if they are no longer to be run)."""
+    root = store.root
+    outcome = ExperimentOutcome(root=root, plans=plans)
+    outcome.skipped, pending, in_real_time = _split(plans, store, realtime, force)
     if executor.kind == "dask-local" and executor.workers is None and jobs is not None:
         executor = executor.model_copy(update={"workers": jobs})
-    jobs = max(1, min(jobs or os.cpu_count() or 1, len(pending) or 1))
-    console = console or Console(stderr=True)
+    jobs = _jobs(jobs, pending)
     name = loaded.scenario.name
+    started = started if started is not None else {}
+    for run_id in [r for r in started if not pending or r != pending[0].run_id]:
+        started.pop(run_id)[0].cancel()  # completed by another writer before the lock was ours
+    try:
+        try:
+            store.cleanup_tmp()
+            store.write_experiment(experiment_meta(loaded, plans))
+            if force:
+                wanted = {p.run_id for p in plans}
+                for run_id in store.complete_runs():
+                    if run_id not in wanted:
+                        store.remove_run(run_id)
+        except OSError as err:
+            raise StoreError.from_os_error(root, err) from None
+        if started and while_running is not None:
+            while_running()
+    except KeyboardInterrupt:
+        # Ctrl-C or SIGTERM before any run was stored (the first run may have been working
+        # meanwhile): stopped like an interrupted experiment, every finished run kept.
+        outcome.interrupted = True
+    except BaseException:
+        for run, _, _ in started.values():
+            run.cancel()
+        raise
+    console = _console(console) if not outcome.interrupted else None
     summary_error: StoreError | None = None
     try:
-        if pending:
+        if outcome.interrupted:
+            pass
+        elif pending:
             if executor.kind != "process":
                 run_dask(pending, store, name, outcome, console, show_progress, len(plans), executor,
                          replace=force, max_memory_bytes=max_memory_bytes)
             elif jobs == 1:
-                run_here(pending, store, name, outcome, console, show_progress, len(plans))
+                run_here(pending, store, name, outcome, console, show_progress, len(plans),
+                         started=started)
             else:
                 run_pool(pending, store, name, outcome, console, show_progress, jobs, len(plans))
-        if in_real_time:  # never in the pool, never beside another run
+        if in_real_time and not outcome.interrupted:  # never in the pool, never beside another run
             run_here(in_real_time, store, name, outcome, console, show_progress, len(plans))
     except KeyboardInterrupt:
         outcome.interrupted = True
     finally:
+        for run, _, _ in started.values():  # not reached by run_here (a failure before it)
+            run.cancel()
         try:
             store.cleanup_tmp()
             done = [p for p in plans if store.is_complete(p.run_id)]
             if done:
-                store.write_summary(build_summary(store, done))
+                from ccarena.store import build_summary
+
+                store.write_summary(build_summary(store, done, known=outcome.summary_inputs))
+                outcome.summary_inputs.clear()  # the tables are not kept past the summary
         except OSError as err:
             summary_error = StoreError.from_os_error(root, err)
     if summary_error is not None:
         raise summary_error
     return outcome
+
+
+def _console(console: ConsoleOrFactory | None) -> Console:
+    """The Console ``console`` names (a Console, or a function returning one); stderr's by
+    default."""
+    if console is None:
+        from rich.console import Console
+
+        return Console(stderr=True)
+    from rich.console import Console
+
+    return console if isinstance(console, Console) else console()
 
 
 

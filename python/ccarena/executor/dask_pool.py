@@ -19,8 +19,6 @@ import socket
 import uuid
 from typing import TYPE_CHECKING, Any
 
-from rich.console import Console
-
 from ccarena.backends.sim import MEMORY_BUDGET_ENV
 from ccarena.errors import UserError
 from ccarena.executor.clusters import dask_client, default_worker_count
@@ -32,6 +30,7 @@ from ccarena.store import ExperimentStore
 from ccarena.store.guard import StoreError
 
 if TYPE_CHECKING:
+    from rich.console import Console
     from ccarena.executor import ExperimentOutcome
 
 

@@ -13,8 +13,7 @@ import traceback
 from datetime import datetime, timezone
 from typing import Any, Callable
 
-from ccarena.analysis import metrics
-from ccarena.backends import get_backend, options_table
+from ccarena.backends import PendingRun, get_backend, options_table
 from ccarena.errors import RunTooLarge, UserError
 from ccarena.experiment import RunPlan
 from ccarena.runspec import RunSpec
@@ -77,9 +76,31 @@ def backend_options(record: dict[str, Any]) -> dict[str, Any]:
     return dict(record.get(options_table(record.get("backend", "sim"))) or {})
 
 
+def start_run(record: dict[str, Any], spec: RunSpec,
+              progress: Callable[[int, int], None] | None = None) -> PendingRun | None:
+    """Start ``record``'s run in the background when its backend can (the simulator: on a thread
+    of its own, the GIL released), to be finished by :func:`execute_run` (``pending``); None when
+    the backend runs only in the foreground, or could not start it (:func:`execute_run` then runs
+    it, and reports what went wrong the way it reports any run's failure).
+
+    Args:
+        record: :func:`run_record` of the run.
+        spec: the run's spec (``record["spec"]`` as a :class:`ccarena.runspec.RunSpec`).
+        progress: ``progress(now_ns, duration_ns)`` as the run advances (from the run's thread).
+    """
+    try:
+        backend = get_backend(record.get("backend", "sim"), backend_options(record))
+        start = getattr(backend, "start", None)
+        return start(spec, progress) if start is not None else None
+    except Exception:  # noqa: BLE001 - execute_run meets it again and records it
+        return None
+
+
 def execute_run(root: str, record: dict[str, Any],
                 progress: Callable[[int, int], None] | None = None,
-                replace: bool = True) -> dict[str, Any]:
+                replace: bool = True, *, spec: RunSpec | None = None,
+                pending: PendingRun | None = None,
+                keep_summary_inputs: bool = False) -> dict[str, Any]:
     """Run one run and store it: engine → metrics → atomic run directory.
 
     Args:
@@ -89,50 +110,91 @@ def execute_run(root: str, record: dict[str, Any],
         progress: ``progress(now_ns, duration_ns)`` as the run advances.
         replace: replace a complete copy of the run already stored; without it the first
             complete copy stays (:meth:`ccarena.store.ExperimentStore.write_run`).
+        spec: ``record["spec"]`` as a :class:`ccarena.runspec.RunSpec` where the caller has it
+            (read from the record otherwise).
+        pending: the run, already started by :func:`start_run` (with ``progress``): this call
+            loads what storing it needs while it works, then waits for it.
+        keep_summary_inputs: return what :func:`ccarena.store.build_summary` reads of the run
+            (``summary_inputs``), so that a caller in this process need not read it back.
 
     Returns:
-        ``{"run_id", "status": "complete"}`` or ``{"run_id", "status": "failed", "error",
-        "replay_path"}`` (the failure is also written to ``failed/<run_id>.json``).
+        ``{"run_id", "status": "complete", "wall_s"}`` (with ``keep_summary_inputs``, also
+        ``"summary_inputs"``: :data:`ccarena.store.summary.SummaryInputs`) or
+        ``{"run_id", "status": "failed", "error", "replay_path"}`` (the failure is also written
+        to ``failed/<run_id>.json``).
 
     Raises:
         KeyboardInterrupt: Ctrl-C; nothing of the run is left in ``runs/``.
     """
     store = ExperimentStore(root)
-    backend = get_backend(record.get("backend", "sim"), backend_options(record))
-    started, t0 = now_utc(), time.perf_counter()
+    started, t0 = now_utc(), getattr(pending, "started", None) or time.perf_counter()
     try:
-        spec = RunSpec.from_dict(record["spec"])
-        result = backend.run(spec, progress)
+        backend = get_backend(record.get("backend", "sim"), backend_options(record))
+    except BaseException:
+        if pending is not None:
+            pending.cancel()
+        raise
+    try:
+        # What turns the tables into a stored run, loaded before waiting: a run started in the
+        # background works meanwhile.
+        from ccarena.analysis import metrics
+
+        if spec is None:
+            spec = RunSpec.from_dict(record["spec"])
+        if pending is not None:
+            result = pending.result()
+            pending = None
+        else:
+            result = backend.run(spec, progress)
         tables = result.tables
         wall_s = time.perf_counter() - t0
         duration_s = spec.duration_ns / 1e9
         interval_s = spec.sample_interval_ns / 1e9
         derived = record["derived"]
-        flows = metrics.flow_table(tables["flows"], tables["samples"], derived, duration_s, interval_s,
-                                   links=tables["links"])
-        links = metrics.link_table(tables["links"], tables["queues"], derived, duration_s)
-        regions = metrics.region_table(tables["flows"], tables["samples"], duration_s, interval_s)
-        names = dict(zip(tables["flows"]["flow"], tables["flows"]["name"]))
-        samples = tables["samples"].copy()
-        samples.insert(2, "name", samples["flow"].map(names).astype("string"))
-        queues = tables["queues"].copy()
-        queues.insert(2, "link_name", queues["link"].map(dict(zip(links["link"], links["name"]))).astype("string"))
-        out = {"flows": flows, "samples": samples, "queues": queues, "links": links, "regions": regions}
-        for df in out.values():
-            df.insert(0, "run_id", record["run_id"])
-        full = dict(record, status="complete",
-                    summary=metrics.run_summary(flows, links, regions, queues=tables["queues"],
-                                                duration_s=duration_s),
-                    timing={"started": started, "finished": now_utc(), "wall_s": wall_s,
-                            "simulated_s": duration_s,
-                            "simulated_per_wall": duration_s / wall_s if wall_s > 0 else None},
-                    software=software_versions())
-        full.update(result.record)  # how the backend ran it (the kernel's link emulation)
         try:
-            store.write_run(record["run_id"], full, out, replace=replace)
+            writer = store.start_run(record["run_id"], replace=replace)
         except OSError as err:
             raise StoreError.from_os_error(store.root, err) from None
-        return {"run_id": record["run_id"], "status": "complete", "wall_s": wall_s}
+        try:
+            # The samples (the largest table) are written on a thread of their own while the
+            # metrics are computed here.
+            names = dict(zip(tables["flows"]["flow"], tables["flows"]["name"]))
+            samples = tables["samples"].copy()
+            samples.insert(2, "name", samples["flow"].map(names).astype("string"))
+            samples.insert(0, "run_id", record["run_id"])
+            _add_table(writer, "samples", samples, background=True)
+            flows = metrics.flow_table(tables["flows"], tables["samples"], derived, duration_s,
+                                       interval_s, links=tables["links"])
+            links = metrics.link_table(tables["links"], tables["queues"], derived, duration_s)
+            regions = metrics.region_table(tables["flows"], tables["samples"], duration_s, interval_s)
+            queues = tables["queues"].copy()
+            queues.insert(2, "link_name", queues["link"].map(dict(zip(links["link"], links["name"]))).astype("string"))
+            out = {"flows": flows, "queues": queues, "links": links, "regions": regions}
+            written = {}
+            for name, df in out.items():
+                df.insert(0, "run_id", record["run_id"])
+                written[name] = _add_table(writer, name, df)
+            full = dict(record, status="complete",
+                        summary=metrics.run_summary(flows, links, regions, queues=tables["queues"],
+                                                    duration_s=duration_s),
+                        timing={"started": started, "finished": now_utc(), "wall_s": wall_s,
+                                "simulated_s": duration_s,
+                                "simulated_per_wall": duration_s / wall_s if wall_s > 0 else None},
+                        software=software_versions())
+            full.update(result.record)  # how the backend ran it (the kernel's link emulation)
+        except BaseException:
+            writer.abort()
+            raise
+        try:
+            writer.commit(full)
+        except OSError as err:
+            raise StoreError.from_os_error(store.root, err) from None
+        outcome = {"run_id": record["run_id"], "status": "complete", "wall_s": wall_s}
+        if keep_summary_inputs:
+            from ccarena.store.summary import summary_inputs
+
+            outcome["summary_inputs"] = summary_inputs(full, written["flows"])
+        return outcome
     except (KeyboardInterrupt, SystemExit, StoreError, RunTooLarge):
         raise
     except UserError as err:
@@ -141,6 +203,17 @@ def execute_run(root: str, record: dict[str, Any],
         return record_failure(store, record, started, err)
     except BaseException as err:  # an engine fault, a Rust panic, or a metrics bug: keep the spec
         return record_failure(store, record, started, err)
+    finally:
+        if pending is not None:  # left before waiting for it (a failed import): stop it
+            pending.cancel()
+
+
+def _add_table(writer: Any, name: str, df: Any, background: bool = False) -> Any:
+    """:meth:`ccarena.store.experiment_store.RunWriter.add_table`, an OSError as a StoreError."""
+    try:
+        return writer.add_table(name, df, background=background)
+    except OSError as err:
+        raise StoreError.from_os_error(writer.store.root, err) from None
 
 
 def record_failure(store: ExperimentStore, record: dict[str, Any], started: str,

@@ -18,8 +18,6 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
-
 from ccarena.errors import UserError
 from ccarena.experiment.resolve import ResolvedRun, resolve_run
 from ccarena.scenario import (
@@ -37,6 +35,8 @@ def derive_seed(scenario_seed: int, repeat: int) -> int:
     ``numpy.random.SeedSequence([scenario_seed, repeat])`` (deterministic, well mixed)."""
     if repeat == 0:
         return int(scenario_seed)
+    import numpy as np  # only repeats need it: a single run starts without numpy
+
     state = np.random.SeedSequence([int(scenario_seed), int(repeat)]).generate_state(1, np.uint32)
     return int(state[0])
 

@@ -14,8 +14,6 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
-
 from ccarena import flavors as flavor_catalog
 from ccarena.errors import UserError
 from ccarena.runspec import (
@@ -169,6 +167,8 @@ def _start_jitter(scenario: Scenario, seed: int) -> list[int]:
     before the flow's stop and the end of the run; all 0 without jitter."""
     if scenario.start_jitter_ns <= 0:
         return [0] * len(scenario.flows)
+    import numpy as np  # only start jitter needs it: a plain run resolves without numpy
+
     rng = np.random.default_rng([int(seed), 0x5A17])  # a stream of its own, apart from the engine's
     out = []
     for flow in scenario.flows:

@@ -13,16 +13,20 @@
 
 from typing import Any
 
-from ccarena.report.terminal import terminal_table
-
 __all__ = ["terminal_table", "write_report"]
 
 
 def __getattr__(name: str) -> Any:
     # The page needs matplotlib (half a second to import): loaded only when a report is written,
-    # so `ccarena run --no-report` and the terminal summary start without it.
+    # so `ccarena run --no-report` and the terminal summary start without it. The terminal table
+    # (pandas, rich) loads on first use too: `ccarena run` checks --formats (this package) before
+    # it starts the engine, and loads the table while the engine works.
     if name == "write_report":
         from ccarena.report.html import write_report
 
         return write_report
+    if name == "terminal_table":
+        from ccarena.report.terminal import terminal_table
+
+        return terminal_table
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

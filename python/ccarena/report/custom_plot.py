@@ -24,6 +24,7 @@ import pandas as pd
 
 from ccarena.analysis.metrics import mean_ci
 from ccarena.errors import UserError
+from ccarena.report.formats import parse_formats  # noqa: F401 (where `ccarena plot` finds it)
 
 METRIC_ALIASES = {
     "goodput": "goodput_mean_bps", "throughput": "throughput_mean_bps", "loss": "loss_rate",
@@ -232,15 +233,3 @@ def save_all(fig: Any, path: Path, formats: Sequence[str]) -> list[Path]:
     return out
 
 
-def parse_formats(text: str) -> list[str]:
-    """``"png,svg,pdf"`` → the formats, each checked.
-
-    Raises:
-        UserError: a format other than png, svg or pdf.
-    """
-    formats = [f.strip().lower() for f in text.split(",") if f.strip()]
-    bad = [f for f in formats if f not in ("png", "svg", "pdf")]
-    if bad or not formats:
-        raise UserError(f"--formats: '{','.join(bad) or text}' is not a list of png, svg, pdf "
-                        "(e.g. --formats png,svg,pdf)")
-    return formats

@@ -199,9 +199,16 @@ def resolve_events(events: list[Event], net: Network, duration_ns: int) -> list[
         UserError: ``events[i].<field>: ...`` (an unknown link, a limit in the wrong unit, a
             ``reverse_loss`` on one direction, a value out of range after an increase).
     """
-    states = [_LinkState(l.rate_bps, l.delay_ns, l.loss,
-                         QueueLimit(packets=l.queue.limit_packets, bytes=l.queue.limit_bytes))
-              for l in net.links]
+    states: dict[int, _LinkState] = {}  # made for the links events change (thousands have none)
+
+    def state_of(link: int) -> _LinkState:
+        if link not in states:
+            l = net.links[link]  # noqa: E741
+            states[link] = _LinkState(l.rate_bps, l.delay_ns, l.loss,
+                                      QueueLimit(packets=l.queue.limit_packets,
+                                                 bytes=l.queue.limit_bytes))
+        return states[link]
+
     firings: list[tuple[int, int, Event]] = []
     selected: dict[int, list[tuple[int, bool]]] = {}
     for i, event in enumerate(events):
@@ -217,7 +224,7 @@ def resolve_events(events: list[Event], net: Network, duration_ns: int) -> list[
         for link, as_pair in selected[i]:
             try:
                 out.append(EventSpec(time_ns=t, link=link,
-                                     set=_apply(states[link], net.links[link], event, as_pair)))
+                                     set=_apply(state_of(link), net.links[link], event, as_pair)))
             except FieldError as err:
                 raise UserError(f"events[{i}].{err.field}: {err.message} (at "
                                 f"{format_time(t / 1e9)} on {net.links[link].name})") from None

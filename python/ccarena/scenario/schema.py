@@ -11,6 +11,7 @@ you mean 'cubic'?)``).
 from __future__ import annotations
 
 import re
+from collections import Counter
 from typing import Any, Literal
 
 from pydantic import (
@@ -533,13 +534,13 @@ class Scenario(StrictModel):
     def flow_names(self) -> list[str]:
         """Each flow's name: as given, else its flavor, numbered (``reno0``, ``reno1``) when
         several unnamed flows share a flavor."""
-        unnamed = [f.flavor for f in self.flows if f.name is None]
+        unnamed = Counter(f.flavor for f in self.flows if f.name is None)
         counters: dict[str, int] = {}
         names = []
         for flow in self.flows:
             if flow.name is not None:
                 names.append(flow.name)
-            elif unnamed.count(flow.flavor) == 1:
+            elif unnamed[flow.flavor] == 1:
                 names.append(flow.flavor)
             else:
                 k = counters.get(flow.flavor, 0)

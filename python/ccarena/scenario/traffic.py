@@ -59,15 +59,17 @@ import math
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
-import numpy as np
 from pydantic import Field, field_validator, model_validator
 
 from ccarena import flavors as flavor_catalog
 from ccarena.errors import FieldError
 from ccarena.quantities import SizeBytes, StrictModel, TimeNs
 from ccarena.units import format_rate, format_time, parse_rate_bps
+
+if TYPE_CHECKING:  # numpy loads where traffic is generated: a scenario without it starts faster
+    import numpy as np
 
 PATTERNS = {"permutation": "perm", "all_to_all": "a2a", "incast": "incast", "stride": "stride",
             "poisson": "poisson"}
@@ -225,11 +227,15 @@ class SizeCdf:
     def mean_bytes(self) -> float:
         """E[S] of the piecewise-linear distribution: the mass at the first point (cdf[0]·x[0])
         plus each segment's probability times its midpoint."""
+        import numpy as np
+
         x, p = self.size_bytes, self.cdf
         return float(p[0] * x[0] + np.sum(np.diff(p) * (x[1:] + x[:-1]) / 2.0))
 
     def sample(self, rng: np.random.Generator, n: int) -> np.ndarray:
         """``n`` sizes (int64 bytes, ≥ 1) by inverse transform, linear between the points."""
+        import numpy as np
+
         u = rng.random(n)
         # Inverse of a CDF with flat stretches: for each cdf value keep the largest size.
         p, keep = np.unique(self.cdf[::-1], return_index=True)
@@ -238,6 +244,8 @@ class SizeCdf:
 
     def cdf_at(self, size_bytes: np.ndarray) -> np.ndarray:
         """P(S ≤ size) of the piecewise-linear distribution."""
+        import numpy as np
+
         x, p = self.size_bytes, self.cdf
         return np.interp(size_bytes, x, p, left=0.0, right=1.0)
 
@@ -279,6 +287,8 @@ def parse_cdf(text: str, label: str) -> SizeCdf:
     Raises:
         FieldError (field ``sizes``): see :func:`size_cdf`.
     """
+    import numpy as np
+
     xs: list[float] = []
     ps: list[float] = []
     for lineno, row in enumerate(csv.reader(text.splitlines()), start=1):
@@ -329,6 +339,8 @@ class Generated:
 def pattern_seed(scenario_seed: int, index: int, seed: int | None) -> np.random.SeedSequence:
     """The random stream of pattern ``index``: its own ``seed`` if given, else derived from the
     scenario's seed and the pattern's position (apart from every other stream of the run)."""
+    import numpy as np
+
     if seed is not None:
         return np.random.SeedSequence([int(seed), 0x7AFF1C])
     return np.random.SeedSequence([int(scenario_seed), 0x7AFF1C, int(index)])
@@ -353,6 +365,8 @@ def _match(globs: Sequence[str], pool: Sequence[str], field: str, all_hosts: Seq
 
 def _starts(rng: np.random.Generator, base_ns: int, jitter_ns: int, n: int) -> np.ndarray:
     """``n`` start times: ``base_ns`` plus a uniform offset in [0, jitter)."""
+    import numpy as np
+
     if jitter_ns <= 0:
         return np.full(n, base_ns, dtype=np.int64)
     return base_ns + rng.integers(0, jitter_ns, size=n, dtype=np.int64)
@@ -360,6 +374,8 @@ def _starts(rng: np.random.Generator, base_ns: int, jitter_ns: int, n: int) -> n
 
 def derangement(rng: np.random.Generator, n: int) -> np.ndarray:
     """A uniformly random permutation of 0..n−1 with no fixed point (rejection: about e tries)."""
+    import numpy as np
+
     while True:
         perm = rng.permutation(n)
         if not np.any(perm == np.arange(n)):
@@ -385,6 +401,8 @@ def generate(pattern: TrafficPattern, hosts: Sequence[str], *, seed: np.random.S
     Raises:
         FieldError: a field (relative to the pattern) and the problem.
     """
+    import numpy as np
+
     rng = np.random.default_rng(seed)
     pool = _match(pattern.hosts, hosts, "hosts", hosts) if pattern.hosts is not None else list(hosts)
     if len(pool) < 2:
@@ -426,6 +444,8 @@ def generate(pattern: TrafficPattern, hosts: Sequence[str], *, seed: np.random.S
 
 def _incast(pattern: TrafficPattern, pool: list[str], hosts: Sequence[str],
             rng: np.random.Generator, duration_ns: int, jitter_ns: int) -> list[Generated]:
+    import numpy as np
+
     receiver = pattern.receiver if pattern.receiver is not None else pool[0]
     if receiver not in hosts:
         hint = flavor_catalog.suggest(receiver, list(hosts))
@@ -464,6 +484,8 @@ def _incast(pattern: TrafficPattern, pool: list[str], hosts: Sequence[str],
 def _poisson(pattern: TrafficPattern, pool: list[str], hosts: Sequence[str],
              rng: np.random.Generator, duration_ns: int,
              access_rates_bps: Callable[[], dict[str, float]]) -> list[Generated]:
+    import numpy as np
+
     senders = _match(pattern.senders, pool, "senders", hosts) if pattern.senders else pool
     receivers = _match(pattern.receivers, pool, "receivers", hosts) if pattern.receivers else pool
     if len(set(senders) | set(receivers)) < 2 or (len(receivers) == 1 and receivers == senders):

@@ -16,13 +16,24 @@ directory exists. JSON and summary files are written to a temporary name and ren
 One process at a time should write an experiment directory.
 """
 
+from typing import Any
+
 from ccarena.store.experiment_store import RUN_TABLES, ExperimentStore
 from ccarena.store.files import atomic_write_bytes, json_dumps, write_parquet
 from ccarena.store.format import FORMAT_VERSION, upgrade_record
-from ccarena.store.summary import SUMMARY_FLOW_COLUMNS, build_summary
 
 STORE_FORMAT = FORMAT_VERSION
 """Version of the layout this ccarena writes (``format_version`` in experiment.json and run.json)."""
+
+
+def __getattr__(name: str) -> Any:
+    # The summary's columns come from the metrics (numpy, pandas): loaded on first use, so a
+    # command that starts a run first loads them while the run works.
+    if name in ("SUMMARY_FLOW_COLUMNS", "build_summary"):
+        from ccarena.store import summary
+
+        return getattr(summary, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 __all__ = ["FORMAT_VERSION", "RUN_TABLES", "STORE_FORMAT", "SUMMARY_FLOW_COLUMNS", "ExperimentStore",
            "atomic_write_bytes", "build_summary", "json_dumps", "upgrade_record", "write_parquet"]

@@ -11,11 +11,11 @@ import os
 import shutil
 import uuid
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pandas as pd
-import pyarrow as pa
-import pyarrow.parquet as pq
+if TYPE_CHECKING:  # loaded where tables are read or written, not with the store's paths
+    import pandas as pd
+    import pyarrow as pa
 
 from ccarena.errors import UserError
 from ccarena.store.files import atomic_write_bytes, fsync_dir, json_dumps, write_parquet
@@ -59,42 +59,27 @@ class ExperimentStore:
         replace) neither. Without ``replace`` the first complete copy stays and later ones are
         dropped; so are copies that lose a race with another writer of the same run (the rename
         onto a non-empty directory fails): a run is never duplicated nor mixed from two writes.
+        (:meth:`start_run` writes one table by table.)
         """
-        self.tmp_dir.mkdir(parents=True, exist_ok=True)
-        self.runs_dir.mkdir(parents=True, exist_ok=True)
-        tmp = self.tmp_dir / f"{run_id}.{uuid.uuid4().hex}"
-        old: Path | None = None
+        writer = self.start_run(run_id, replace=replace)
         try:
-            tmp.mkdir()
             for name, df in tables.items():
-                write_parquet(df, tmp / f"{name}.parquet")
-            with open(tmp / "run.json", "w") as f:
-                f.write(json_dumps(record))
-            for child in tmp.iterdir():
-                with open(child, "rb") as f:
-                    os.fsync(f.fileno())
-            fsync_dir(tmp)
-            target = self.run_dir(run_id)
-            if target.exists() and replace:
-                old = self.tmp_dir / f"{run_id}.old.{uuid.uuid4().hex}"
-                os.rename(target, old)
-            try:
-                os.rename(tmp, target)
-            except OSError as err:
-                # Another writer completed the same run first (a cluster's retry of a task whose
-                # worker was presumed lost): keep its copy whole, drop ours.
-                if err.errno not in (errno.ENOTEMPTY, errno.EEXIST) or not self.is_complete(run_id):
-                    raise
-                shutil.rmtree(tmp, ignore_errors=True)
-                return target
-            fsync_dir(self.runs_dir)
+                writer.add_table(name, df)
         except BaseException:
-            shutil.rmtree(tmp, ignore_errors=True)
+            writer.abort()
             raise
-        if old is not None:
-            shutil.rmtree(old, ignore_errors=True)
-        self.clear_failure(run_id)
-        return self.run_dir(run_id)
+        return writer.commit(record)
+
+    def start_run(self, run_id: str, replace: bool = True) -> RunWriter:
+        """Start writing a run in ``.tmp/``: add its tables (:meth:`RunWriter.add_table`, one of
+        them on a thread of its own if wished), then :meth:`RunWriter.commit` its record, which
+        renames it into ``runs/`` as :meth:`write_run` does (same guarantees; ``replace`` as
+        there), or :meth:`RunWriter.abort` it.
+
+        Raises:
+            OSError: ``.tmp/`` or ``runs/`` cannot be created.
+        """
+        return RunWriter(self, run_id, replace)
 
     def read_run_record(self, run_id: str) -> dict[str, Any]:
         """The run's run.json, upgraded to the current layout (:func:`upgrade_record`).
@@ -107,6 +92,8 @@ class ExperimentStore:
 
     def read_table(self, run_id: str, name: str) -> pd.DataFrame:
         """One of the run's Parquet tables (:data:`RUN_TABLES`) as a DataFrame."""
+        import pyarrow.parquet as pq
+
         return pq.read_table(self.run_dir(run_id) / f"{name}.parquet").to_pandas()
 
     def read_tables(self, run_ids: list[str], name: str) -> pd.DataFrame:
@@ -116,6 +103,10 @@ class ExperimentStore:
         Arrow tables, converted to pandas once: 400 runs' regions in 0.24 s instead of 1.2 s one
         by one. Runs whose schemas cannot be unified (a column typed differently) are joined by
         pandas instead."""
+        import pandas as pd
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
         if not run_ids:
             return pd.DataFrame()
         from concurrent.futures import ThreadPoolExecutor
@@ -177,6 +168,9 @@ class ExperimentStore:
 
     def write_summary(self, summary: pd.DataFrame) -> None:
         """Write summary.parquet atomically."""
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
         sink = pa.BufferOutputStream()
         pq.write_table(pa.Table.from_pandas(summary, preserve_index=False), sink)
         atomic_write_bytes(self.root / "summary.parquet", sink.getvalue().to_pybytes())
@@ -187,6 +181,8 @@ class ExperimentStore:
         Raises:
             UserError: there is none yet.
         """
+        import pyarrow.parquet as pq
+
         path = self.root / "summary.parquet"
         if not path.is_file():
             raise UserError(f"{self.root}: no summary.parquet (no run has finished yet)")
@@ -195,11 +191,122 @@ class ExperimentStore:
     def write_experiment_table(self, name: str, table: pd.DataFrame) -> None:
         """Write an experiment-level table computed from the runs (``<name>.parquet`` beside
         summary.parquet, e.g. ``calibration``) atomically."""
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
         sink = pa.BufferOutputStream()
         pq.write_table(pa.Table.from_pandas(table, preserve_index=False), sink)
         atomic_write_bytes(self.root / f"{name}.parquet", sink.getvalue().to_pybytes())
 
     def read_experiment_table(self, name: str) -> pd.DataFrame | None:
         """An experiment-level table written by :meth:`write_experiment_table`, or None."""
+        import pyarrow.parquet as pq
+
         path = self.root / f"{name}.parquet"
         return pq.read_table(path).to_pandas() if path.is_file() else None
+
+
+class RunWriter:
+    """A run directory being written in the store's ``.tmp/`` (:meth:`ExperimentStore.start_run`).
+
+    Each table is written as Parquet and flushed to disk (fsync) as it is added; a table added
+    with ``background=True`` is written on a thread of its own (Parquet encoding releases the
+    GIL) while the caller goes on, e.g. computing the other tables. :meth:`commit` waits for it,
+    writes run.json and renames the directory into ``runs/``.
+    """
+
+    def __init__(self, store: ExperimentStore, run_id: str, replace: bool) -> None:
+        store.tmp_dir.mkdir(parents=True, exist_ok=True)
+        store.runs_dir.mkdir(parents=True, exist_ok=True)
+        self.store = store
+        self.run_id = run_id
+        self.replace = replace
+        self.tmp = store.tmp_dir / f"{run_id}.{uuid.uuid4().hex}"
+        self.tmp.mkdir()
+        self._threads: list[Any] = []
+        self._errors: list[BaseException] = []
+
+    def _write(self, name: str, df: pd.DataFrame) -> pa.Table:
+        path = self.tmp / f"{name}.parquet"
+        table = write_parquet(df, path)
+        with open(path, "rb") as f:
+            os.fsync(f.fileno())
+        return table
+
+    def add_table(self, name: str, df: pd.DataFrame, background: bool = False) -> pa.Table | None:
+        """Write ``df`` as ``<name>.parquet`` and return it as the Arrow table written (what
+        reading the file gives); with ``background``, on a thread of its own and return None
+        (the caller must not change ``df`` afterwards; an error is raised by :meth:`commit`).
+
+        Raises:
+            OSError, pyarrow errors: the table cannot be written (not in the background).
+        """
+        if not background:
+            return self._write(name, df)
+        import threading
+
+        def work() -> None:
+            try:
+                self._write(name, df)
+            except BaseException as err:  # raised again by commit()
+                self._errors.append(err)
+
+        thread = threading.Thread(target=work, name=f"ccarena-write-{name}", daemon=True)
+        thread.start()
+        self._threads.append(thread)
+        return None
+
+    def _join(self) -> None:
+        for thread in self._threads:
+            while thread.is_alive():  # a timed join: Ctrl-C is seen meanwhile
+                thread.join(0.05)
+        self._threads.clear()
+
+    def abort(self) -> None:
+        """Drop the run being written (waits for a table being written in the background)."""
+        try:
+            self._join()
+        finally:
+            shutil.rmtree(self.tmp, ignore_errors=True)
+
+    def commit(self, record: dict[str, Any]) -> Path:
+        """Write run.json, wait for the tables, and rename the run into ``runs/`` (the rules of
+        :meth:`ExperimentStore.write_run`); returns the run's directory. On any error (or
+        Ctrl-C) the run is dropped from ``.tmp/`` and the error raised.
+
+        Raises:
+            OSError: a file cannot be written or renamed; what a background table raised.
+        """
+        store, run_id, tmp = self.store, self.run_id, self.tmp
+        old: Path | None = None
+        try:
+            with open(tmp / "run.json", "w") as f:
+                f.write(json_dumps(record))
+                f.flush()
+                os.fsync(f.fileno())
+            self._join()
+            if self._errors:
+                raise self._errors[0]
+            fsync_dir(tmp)
+            target = store.run_dir(run_id)
+            if target.exists() and self.replace:
+                old = store.tmp_dir / f"{run_id}.old.{uuid.uuid4().hex}"
+                os.rename(target, old)
+            try:
+                os.rename(tmp, target)
+            except OSError as err:
+                # Another writer completed the same run first (a cluster's retry of a task whose
+                # worker was presumed lost): keep its copy whole, drop ours.
+                if err.errno not in (errno.ENOTEMPTY, errno.EEXIST) or not store.is_complete(run_id):
+                    raise
+                shutil.rmtree(tmp, ignore_errors=True)
+                return target
+            fsync_dir(store.runs_dir)
+        except BaseException:
+            self.abort()
+            raise
+        if old is not None:
+            shutil.rmtree(old, ignore_errors=True)
+        store.clear_failure(run_id)
+        return store.run_dir(run_id)
+

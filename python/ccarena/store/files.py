@@ -7,11 +7,11 @@ import json
 import os
 import uuid
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pandas as pd
-import pyarrow as pa
-import pyarrow.parquet as pq
+if TYPE_CHECKING:
+    import pandas as pd
+    import pyarrow as pa
 
 
 def fsync_dir(path: Path) -> None:
@@ -77,6 +77,11 @@ def json_dumps(value: Any) -> str:
     return "{\n" + ",\n".join(lines) + "\n}\n"
 
 
-def write_parquet(df: pd.DataFrame, path: Path) -> None:
-    """Write a DataFrame as a Parquet file (no index)."""
-    pq.write_table(pa.Table.from_pandas(df, preserve_index=False), path)
+def write_parquet(df: pd.DataFrame, path: Path) -> pa.Table:
+    """Write a DataFrame as a Parquet file (no index); returns the Arrow table written."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    table = pa.Table.from_pandas(df, preserve_index=False)
+    pq.write_table(table, path)
+    return table

@@ -20,8 +20,6 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
-from filelock import FileLock, Timeout
-
 from ccarena.errors import UserError
 
 LOCK_NAME = ".lock"
@@ -83,6 +81,8 @@ def experiment_lock(root: Path) -> Iterator[None]:
         UserError: another process holds the lock (its pid, host and start time are named).
         StoreError: the lock file cannot be created (read-only file system, no space).
     """
+    from filelock import FileLock, Timeout  # loaded here: it brings asyncio (~30 ms)
+
     lock = FileLock(str(root / LOCK_NAME))
     try:
         lock.acquire(timeout=0)

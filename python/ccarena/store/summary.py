@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+import json
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 import pandas as pd
 
 from ccarena.analysis import metrics
 from ccarena.store.experiment_store import ExperimentStore
+from ccarena.store.files import json_dumps
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 SUMMARY_FLOW_COLUMNS = (
     "flow", "name", "kind", "flavor", "recovery", "start_s", "end_s", "active_s", "bytes_sent",
@@ -25,23 +30,48 @@ def _param_column(values: list[Any]) -> pd.Series:
     return pd.Series([str(v) for v in values], dtype="string")
 
 
-def build_summary(store: ExperimentStore, run_ids_or_plans: Sequence[Any]) -> pd.DataFrame:
+SUMMARY_RECORD_KEYS = ("backend", "part", "point", "repeat", "seed", "matrix", "params", "summary")
+"""The keys of run.json :func:`build_summary` reads."""
+
+SummaryInputs = tuple[dict[str, Any], "pa.Table"]
+"""What :func:`build_summary` reads of one run: its run.json (the :data:`SUMMARY_RECORD_KEYS`)
+and its flows table, as read from the run's directory."""
+
+
+def summary_inputs(record: dict[str, Any], flows: pa.Table) -> SummaryInputs:
+    """What :func:`build_summary` would read back of a run just written from ``record`` (the
+    run.json content) and ``flows`` (the Arrow table written as flows.parquet): the record's
+    :data:`SUMMARY_RECORD_KEYS` as they read back from JSON, and the table."""
+    kept = {k: record[k] for k in SUMMARY_RECORD_KEYS if k in record}
+    return json.loads(json_dumps(kept)), flows
+
+
+def build_summary(store: ExperimentStore, run_ids_or_plans: Sequence[Any],
+                  known: Mapping[str, SummaryInputs] | None = None) -> pd.DataFrame:
     """summary.parquet: one row per run and flow.
 
     Columns: ``run_id, part, point, repeat, seed``, one column per swept field path (named by the path,
     ``matrix_row``/``matrix_col`` for a matrix, with ``matrix_role`` "row"/"col" per flow;
     values as written), the per-flow columns :data:`SUMMARY_FLOW_COLUMNS`, and the run-level
     numbers of :func:`ccarena.analysis.metrics.run_summary` (repeated on each of the run's rows).
+
+    ``known`` holds, by run id, what runs written by this process read back as
+    (:func:`summary_inputs`): those are not read again.
     """
     rows: list[dict[str, Any]] = []
     param_names: list[str] = []
+    known = known or {}
     for item in run_ids_or_plans:
         run_id = item if isinstance(item, str) else item.run_id
-        record = store.read_run_record(run_id)
+        if run_id in known:
+            record, table = known[run_id]
+            flows = table.to_pandas()
+        else:
+            record = store.read_run_record(run_id)
+            flows = store.read_table(run_id, "flows")
         for p in record.get("params", {}):
             if p not in param_names:
                 param_names.append(p)
-        flows = store.read_table(run_id, "flows")
         for flow in flows.to_dict("records"):
             row: dict[str, Any] = {"run_id": run_id, "backend": record.get("backend", "sim"),
                                    "part": record.get("part", ""),

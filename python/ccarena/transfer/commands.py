@@ -8,15 +8,6 @@ from pathlib import Path
 from typing import Any, Optional
 
 import typer
-from rich.console import Console
-from rich.progress import (
-    BarColumn,
-    DownloadColumn,
-    Progress,
-    TextColumn,
-    TimeRemainingColumn,
-    TransferSpeedColumn,
-)
 
 from ccarena.errors import UserError
 from ccarena.transfer.record import human_bytes, record_json, record_table
@@ -68,6 +59,16 @@ def send(
             max_rate_bps = parse_rate_bps(limit_rate)
         except UnitError as err:
             raise UserError(f"--limit-rate: {err} (e.g. --limit-rate 50Mbps)") from None
+    from rich.console import Console
+    from rich.progress import (
+        BarColumn,
+        DownloadColumn,
+        Progress,
+        TextColumn,
+        TimeRemainingColumn,
+        TransferSpeedColumn,
+    )
+
     engine = _engine()
     stderr = Console(stderr=True)
     show = not json_out and stderr.is_terminal
@@ -118,6 +119,8 @@ def recv(
 
       ccarena recv --bind 127.0.0.1:9000 --dir /tmp/in --once --json
     """
+    from rich.console import Console
+
     engine = _engine()
     stderr = Console(stderr=True, highlight=False, soft_wrap=True)
     try:

@@ -5,9 +5,10 @@ cost (``sender_cpu_s``, ``cpu_mhz``, ``cpu_percent``, ``mhz_per_mbps``: None whe
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from rich.table import Table
+if TYPE_CHECKING:
+    from rich.table import Table
 
 
 def human_bytes(n: float) -> str:
@@ -38,6 +39,8 @@ def record_json(record: dict[str, Any]) -> str:
 
 def record_table(record: dict[str, Any]) -> Table:
     """The record as a two-column table."""
+    from rich.table import Table
+
     rtt = record["rtt"]
     table = Table(title=f"{record['name']} → {record['peer']}", show_header=False)
     table.add_column("quantity", style="bold")
