@@ -260,7 +260,11 @@ class TcpFlowSpec(_FlowBase):
     RTO in [200 ms, 120 s] starting at 1 s (RFC 6298 §2), delayed ACK every 2nd segment or 40 ms
     (RFC 5681 §4.2). ``rwnd_bytes`` (the receiver advertises its free space, RFC 9293 §3.8.6; the
     sender sends at most min(cwnd, rwnd), RFC 5681 §3) and ``sndbuf_bytes`` bound a flow as a
-    host's socket buffers do; unset, the flow is bounded by its congestion window alone."""
+    host's socket buffers do; unset, the flow is bounded by its congestion window alone.
+    ``handshake_rtt`` (simulator): the connection was opened before the flow's start over the
+    idle path, and that handshake's round trip is the sender's first RTT sample
+    (docs/engine-spec.md); the simulated twins of kernel runs set it
+    (:func:`ccarena.experiment.runids.with_linux_host`)."""
 
     kind: Literal["tcp"] = "tcp"
     bytes: int | None = None
@@ -281,8 +285,9 @@ class TcpFlowSpec(_FlowBase):
     ecn: bool = False
     rwnd_bytes: int | None = None              # receive buffer, advertised as the window; None = unlimited
     sndbuf_bytes: int | None = None            # send buffer: caps unacknowledged data; None = unlimited
+    handshake_rtt: bool = False                # first RTT sample from an idle-path handshake (sim)
 
-    _OPTIONAL = frozenset({"rwnd_bytes", "sndbuf_bytes"})
+    _OPTIONAL = frozenset({"rwnd_bytes", "sndbuf_bytes", "handshake_rtt"})
 
 
 class CbrFlowSpec(_FlowBase):
@@ -380,8 +385,9 @@ def _defaults(model: type[SpecModel], skip: tuple[str, ...]) -> dict[str, Any]:
             if name not in skip and not f.is_required() and f.default is not None}
 
 
-TCP_DEFAULTS: dict[str, Any] = _defaults(TcpFlowSpec, ("kind",))
-"""Every TCP host setting a flow does not give (read from :class:`TcpFlowSpec`)."""
+TCP_DEFAULTS: dict[str, Any] = _defaults(TcpFlowSpec, ("kind", "handshake_rtt"))
+"""Every TCP host setting a flow does not give (read from :class:`TcpFlowSpec`; not
+``handshake_rtt``, which the front end sets on kernel twins, not a scenario)."""
 UDP_DEFAULTS: dict[str, Any] = _defaults(CbrFlowSpec, ("kind",))
 """Defaults of UDP CBR flows (read from :class:`CbrFlowSpec`)."""
 UDT_DEFAULTS: dict[str, Any] = _defaults(UdtFlowSpec, ("kind",))

@@ -154,8 +154,9 @@ def test_a_copied_spec_serializes_its_own_values():
 def test_the_simulated_twin_of_a_kernel_run_models_linuxs_cubic_and_only_it():
     """With ``--backend sim,kernel`` the sim run's CUBIC flows get Linux's CUBIC parameters
     (RFC 8312's Reno-friendly factor, HyStart, 5% growth before the first loss) unless the
-    scenario sets them; the kernel run keeps the catalogue's defaults (the kernel cannot be given
-    parameters), and a sim-only run is the RFC flavor with an unchanged spec."""
+    scenario sets them, and every TCP flow its handshake's RTT sample; the kernel run keeps the
+    catalogue's defaults (the kernel cannot be given parameters), and a sim-only run is the RFC
+    flavor with an unchanged spec."""
     from ccarena.experiment import apply_backends, expand
     from ccarena.experiment.runids import LINUX_HOST_PARAMS
     from ccarena.scenario import load_scenario
@@ -175,5 +176,10 @@ def test_the_simulated_twin_of_a_kernel_run_models_linuxs_cubic_and_only_it():
     assert sim.resolved.spec.flows[1].params == kernel.resolved.spec.flows[1].params  # reno
     assert kernel.resolved.spec.flows[0].params == defaults
     assert all(f.recovery == "linux" for f in sim.resolved.spec.flows[:3:2])
+    # The twin's senders take the idle-path handshake's RTT sample, as the kernel's connect
+    # before t0; the kernel run and a sim-only run have no such field in their specs.
+    assert all(f.handshake_rtt for f in sim.resolved.spec.flows)
+    assert not any(f.handshake_rtt for f in kernel.resolved.spec.flows + alone.resolved.spec.flows)
+    assert "handshake_rtt" not in kernel.resolved.spec.to_json()
     # The engine accepts the twin's parameters.
     _engine.Simulation(sim.resolved.spec.to_json())

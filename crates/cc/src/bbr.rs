@@ -744,6 +744,23 @@ impl CongestionControl for Bbr {
         self.started = true;
     }
 
+    /// The handshake's RTT is the first RTprop sample and sets the initial pacing rate, as in
+    /// Linux's `bbr_init` (`min_rtt_us = tcp_min_rtt(tp)`, stamped at init, and
+    /// `bbr_init_pacing_rate_from_rtt` from `srtt`, both already holding the SYN-ACK's sample);
+    /// draft-00 §4.2.1 `BBRInitPacingRate` likewise uses SRTT when there is one. Without it a
+    /// flow that joins a queue another flow keeps full takes its first data RTT, queueing
+    /// included, as RTprop, and its BDP estimate (so its cwnd) is that much too large for ten
+    /// seconds.
+    fn on_handshake_rtt(&mut self, st: &mut CwndState, rtt: Duration, now: SimTime) {
+        if rtt == Duration::ZERO {
+            return;
+        }
+        self.rtprop = Some(rtt);
+        self.rtprop_stamp = now;
+        self.has_seen_rtt = true;
+        st.pacing_rate_bps = Some(initial_pacing_rate_bps(self.initial_cwnd, self.high_gain, rtt.as_secs_f64()));
+    }
+
     fn cong_avoid(&mut self, _st: &mut CwndState, _ack: &AckSample) {
         // Never called: cong_control takes over on every ACK.
     }
@@ -1147,6 +1164,44 @@ mod tests {
         assert_eq!(d.st.cwnd_bytes, 202 * MSS, "no growth while conserving");
         d.bbr.set_state(&mut d.st, CaState::Open, d.now);
         assert_eq!(d.st.cwnd_bytes, before, "restored on leaving recovery");
+    }
+
+    #[test]
+    fn handshake_rtt_is_the_first_rtprop_and_sets_the_initial_pacing_rate() {
+        // A flow that joins a queue another flow keeps full: its handshake (before the flow,
+        // on the idle path) took 40 ms, every data ACK says 64 ms (24 ms of someone else's
+        // queue). Linux's bbr_init starts min_rtt from the handshake's sample, so RTprop stays
+        // 40 ms and the window is sized on 40 ms; without a handshake sample RTprop is 64 ms and
+        // every BDP-based target is 1.6 times too large.
+        let queued = Duration::from_millis(64);
+        let mut with = Driver::new(Params::default());
+        with.bbr.on_handshake_rtt(&mut with.st, RTT, SimTime::ZERO);
+        assert_eq!(with.bbr.rtprop(), Some(RTT));
+        // draft-00 §4.2.1: high_gain · InitialCwnd / SRTT, with the handshake's RTT as SRTT.
+        let initial = (DEFAULT_HIGH_GAIN * (10 * MSS * 8) as f64 / 0.040) as u64;
+        assert_eq!(with.st.pacing_rate_bps, Some(initial));
+        let mut without = Driver::new(Params::default());
+        for d in [&mut with, &mut without] {
+            while d.bbr.bbr_mode() == Mode::Startup {
+                d.round(10, 10 * MSS, BW, queued, 600 * MSS);
+            }
+            d.round(10, 10 * MSS, BW, queued, 300 * MSS);
+        }
+        assert_eq!(with.bbr.rtprop(), Some(RTT), "data RTTs above the handshake's leave RTprop alone");
+        assert_eq!(without.bbr.rtprop(), Some(queued));
+        // BBRInflight(1) = BtlBw · RTprop + 3 send quanta (2 MSS each below 24 Mbps, 1 ms of data
+        // above: 12 500 B at 100 Mbps, less the 1% margin).
+        let quanta = |d: &Driver| 3.0 * d.bbr.send_quantum(&d.st);
+        let bdp_40 = BW as f64 / 8.0 * 0.040;
+        let bdp_64 = BW as f64 / 8.0 * 0.064;
+        assert_eq!(with.bbr.btlbw_bps(), BW);
+        assert_eq!(with.bbr.inflight(&with.st, 1.0), (bdp_40 + quanta(&with)) as u64);
+        assert_eq!(without.bbr.inflight(&without.st, 1.0), (bdp_64 + quanta(&without)) as u64);
+        // A zero RTT (no handshake measured) changes nothing.
+        let mut zero = Driver::new(Params::default());
+        let before = zero.st.pacing_rate_bps;
+        zero.bbr.on_handshake_rtt(&mut zero.st, Duration::ZERO, SimTime::ZERO);
+        assert_eq!((zero.bbr.rtprop(), zero.st.pacing_rate_bps), (None, before));
     }
 
     #[test]

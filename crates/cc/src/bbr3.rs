@@ -1031,6 +1031,21 @@ impl CongestionControl for Bbr3 {
         self.started = true;
     }
 
+    /// §5.2.1 `OnInit()` with an SRTT: the handshake's RTT is `BBR.min_rtt` and sets the
+    /// initial pacing rate (§5.6.2 `InitPacingRate()`); Linux's BBRv3 `bbr_init` also starts its
+    /// PROBE_RTT min filter from it (`probe_rtt_min_us = tcp_min_rtt(tp)`).
+    fn on_handshake_rtt(&mut self, st: &mut CwndState, rtt: Duration, now: SimTime) {
+        if rtt == Duration::ZERO {
+            return;
+        }
+        self.min_rtt = Some(rtt);
+        self.min_rtt_stamp = now;
+        self.probe_rtt_min_delay = Some(rtt);
+        self.probe_rtt_min_stamp = now;
+        self.has_seen_rtt = true;
+        st.pacing_rate_bps = Some(initial_pacing_rate_bps(self.initial_cwnd, STARTUP_PACING_GAIN, rtt.as_secs_f64()));
+    }
+
     fn cong_avoid(&mut self, _st: &mut CwndState, _ack: &AckSample) {
         // Never called: cong_control takes over on every ACK.
     }

@@ -283,6 +283,15 @@ pub trait CongestionControl: Send + fmt::Debug {
     /// Called once before the first transmission; may adjust the initial window.
     fn init(&mut self, _st: &mut CwndState, _now: SimTime) {}
 
+    /// The connection's handshake measured `rtt` (the SYN → SYN-ACK round trip) before any data
+    /// was sent; called right after [`CongestionControl::init`], and only for a flow that models
+    /// one. Linux takes that sample (`tcp_ack_update_rtt` on the SYN-ACK) before it initializes
+    /// the congestion control module, so a module that reads `srtt` or the minimum RTT at
+    /// connection start (BBR's `bbr_init`) starts from the handshake's RTT rather than from the
+    /// first data ACK's. Default: nothing (the sample still reaches every later [`AckSample`]
+    /// through the transport's RTT estimator).
+    fn on_handshake_rtt(&mut self, _st: &mut CwndState, _rtt: Duration, _now: SimTime) {}
+
     /// Per-ACK bookkeeping in every state: RTT samples, ECE counting, delay filters.
     fn pkts_acked(&mut self, _st: &mut CwndState, _ack: &AckSample) {}
 

@@ -16,7 +16,7 @@ use ccarena_link::rng::{LinkStreams, SplitMix64, StreamKind};
 use ccarena_link::TraceTransmitter;
 use crate::routing::{hash_threshold, uniform_index, FlowKeys, Graph, Routes, MULTI};
 use crate::sampler::Sampler;
-use crate::spec::{EventSpec, RoutingMode, Spec, SpecError};
+use crate::spec::{EventSpec, FlowSpec, RoutingMode, Spec, SpecError};
 use crate::table::Results;
 
 /// `via` of a packet its own host sends (it arrived over no link).
@@ -334,7 +334,12 @@ impl Simulation {
     /// (lowest link index), one of the many a flow's packets take. A path that dead-ends or loops
     /// (possible only after a link change) stops where it does.
     pub fn flow_paths(&self) -> Vec<(Vec<usize>, Vec<usize>)> {
-        let walk = |f: usize, src: usize, dst: usize| {
+        (0..self.spec.flows.len()).map(|f| self.flow_path_pair(f)).collect()
+    }
+
+    /// Flow `f`'s data path and ACK path as routed now ([`Simulation::flow_paths`]).
+    fn flow_path_pair(&self, f: usize) -> (Vec<usize>, Vec<usize>) {
+        let walk = |src: usize, dst: usize| {
             let mut path = Vec::new();
             let mut at = src as u32;
             let key = self.flow_keys[f].for_dst(dst as u32);
@@ -351,15 +356,17 @@ impl Simulation {
             }
             path
         };
-        self.spec
-            .flows
-            .iter()
-            .enumerate()
-            .map(|(f, spec)| {
-                let (s, d) = spec.endpoints();
-                (walk(f, s, d), walk(f, d, s))
-            })
-            .collect()
+        let (s, d) = self.spec.flows[f].endpoints();
+        (walk(s, d), walk(d, s))
+    }
+
+    /// The round trip of a connection handshake for flow `f` over its paths as routed now with
+    /// every queue empty: one `size`-byte segment (the SYN) across the data path and one (the
+    /// SYN-ACK) back across the ACK path, each link adding its serialization and propagation
+    /// delay (spec field `handshake_rtt`).
+    fn idle_handshake_rtt(&self, f: usize, size: u64) -> Duration {
+        let (data, ack) = self.flow_path_pair(f);
+        data.iter().chain(ack.iter()).fold(Duration::ZERO, |t, &l| t + self.links[l].idle_transit(size))
     }
 
     /// The forwarding table in use.
@@ -485,6 +492,14 @@ impl Simulation {
         self.flows[f].start(f, &self.spec.flows[f]);
         if let Flow::Cbr(_) = self.flows[f] {
             return self.on_cbr_send(f);
+        }
+        if let FlowSpec::Tcp(t) = &self.spec.flows[f] {
+            if t.handshake_rtt {
+                let rtt = self.idle_handshake_rtt(f, t.ack_bytes as u64);
+                if let Flow::Tcp(tcp) = &mut self.flows[f] {
+                    tcp.sender.on_handshake_rtt(rtt, self.now);
+                }
+            }
         }
         with_endpoint!(&mut self.flows[f], ep => {
             let bytes = ep.transfer().app_bytes();

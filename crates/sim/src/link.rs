@@ -475,6 +475,17 @@ impl Link {
         self.rate_bps
     }
 
+    /// Propagation delay now (without jitter).
+    pub fn delay(&self) -> Duration {
+        self.delay
+    }
+
+    /// The time a `size`-byte packet takes across the link when its queue is empty: its
+    /// serialization at the current rate plus the propagation delay.
+    pub fn idle_transit(&self, size: u64) -> Duration {
+        Duration(transmission_ns(size, self.rate_bps)) + self.delay
+    }
+
     /// RED's average queue at `now` (packets or bytes, the thresholds' unit), aged over the
     /// current idle period if any; NaN for DropTail. Call after [`Link::advance`] to `now`.
     pub fn red_avg(&self, now: SimTime) -> f64 {

@@ -511,6 +511,15 @@ pub struct TcpFlowSpec {
     /// what is outstanding. Null = unlimited.
     #[serde(default)]
     pub sndbuf_bytes: Option<u64>,
+    /// The connection was opened before the flow starts, over the idle path (as the kernel
+    /// backend's senders connect before t0): its SYN → SYN-ACK round trip, one header-only
+    /// segment (`ack_bytes`) each way over the flow's data and ACK paths with every queue
+    /// empty, is the sender's first RTT sample, taken at the flow's start before any data
+    /// (`Sender::on_handshake_rtt`: SRTT, RTTVAR, RTO, the minimum RTT, and what a controller
+    /// reads at connection start, such as BBR's RTprop). False (the default): no handshake;
+    /// the first RTT sample is the first data ACK's.
+    #[serde(default)]
+    pub handshake_rtt: bool,
 }
 
 /// A UDP constant-bit-rate flow.

@@ -59,6 +59,7 @@ pub fn tcp_flow(name: &str, src: usize, dst: usize, flavor: &str) -> TcpFlowSpec
         ecn: needs_ecn,
         rwnd_bytes: None,
         sndbuf_bytes: None,
+        handshake_rtt: false,
     }
 }
 

@@ -358,6 +358,21 @@ impl Sender {
         }
     }
 
+    /// The connection's handshake measured `rtt` before any data (the SYN → SYN-ACK round trip):
+    /// the first RTT measurement (RFC 6298 §2.2: SRTT, RTTVAR and the RTO follow from it; Linux's
+    /// `tcp_ack_update_rtt` on the SYN-ACK also feeds its minimum RTT, hence RACK's reordering
+    /// window and the delivery-rate sampler's minimum interval), then the controller's
+    /// [`CongestionControl::on_handshake_rtt`], as Linux initializes the congestion control
+    /// module only once that sample is taken. Call before the first transmission; a zero `rtt`
+    /// is ignored.
+    pub fn on_handshake_rtt(&mut self, rtt: Duration, now: SimTime) {
+        if rtt == Duration::ZERO {
+            return;
+        }
+        self.rtt.on_sample(rtt);
+        self.cc.on_handshake_rtt(&mut self.cwnd, rtt, now);
+    }
+
     /// The application offers `bytes` more bytes (saturating). Bulk flows pass `u64::MAX / 4`.
     /// Offering again after [`Sender::app_stop`] reopens the stream.
     pub fn app_write(&mut self, bytes: u64) {

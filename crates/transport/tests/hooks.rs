@@ -16,6 +16,7 @@ const M: u64 = MSS as u64;
 #[derive(Clone, Debug)]
 enum Call {
     Init,
+    HandshakeRtt(Duration),
     PktsAcked(AckSample),
     CongAvoid(AckSample),
     Ssthresh(LossEvent),
@@ -44,6 +45,10 @@ impl CongestionControl for Recorder {
     fn init(&mut self, st: &mut CwndState, now: SimTime) {
         self.push(Call::Init);
         self.inner.init(st, now);
+    }
+    fn on_handshake_rtt(&mut self, st: &mut CwndState, rtt: Duration, now: SimTime) {
+        self.push(Call::HandshakeRtt(rtt));
+        self.inner.on_handshake_rtt(st, rtt, now);
     }
     fn pkts_acked(&mut self, st: &mut CwndState, ack: &AckSample) {
         self.push(Call::PktsAcked(*ack));
@@ -271,4 +276,24 @@ fn a_controller_that_owns_the_window_keeps_it_through_recovery() {
         p.trace.iter().all(|t| t.cwnd == 30 * M),
         "no PRR or inflation applied"
     );
+}
+
+#[test]
+fn a_handshake_rtt_is_the_first_rtt_sample_and_reaches_the_controller_after_init() {
+    // Linux takes the SYN-ACK's RTT (tcp_ack_update_rtt) before tcp_init_congestion_control: SRTT,
+    // RTTVAR (RFC 6298 §2.2: R and R/2), the RTO and the minimum RTT start from it, and the
+    // controller hears of it right after init.
+    let log = Arc::new(Mutex::new(Vec::new()));
+    let cc = Box::new(Recorder { inner: controller_for(RecoveryMode::Linux), log: log.clone() });
+    let mut s = ccarena_transport::Sender::new(sender_cfg(RecoveryMode::Linux), cc, SimTime::ZERO);
+    assert_eq!((s.srtt(), s.min_rtt(), s.rto()), (None, None, Duration::from_secs(1)));
+    let rtt = Duration::from_millis(40);
+    s.on_handshake_rtt(rtt, SimTime::ZERO);
+    assert_eq!((s.srtt(), s.rttvar(), s.min_rtt()), (Some(rtt), Some(Duration::from_millis(20)), Some(rtt)));
+    // RTO = SRTT + max(G, 4·RTTVAR) = 120 ms, raised to the 200 ms floor (not the 1 s initial RTO).
+    assert_eq!(s.rto(), Duration::from_millis(200));
+    assert_eq!(s.stats().rtt_samples, 0, "not a data RTT sample");
+    s.on_handshake_rtt(Duration::ZERO, SimTime::ZERO);
+    let calls = log.lock().unwrap().clone();
+    assert!(matches!(calls[..], [Call::Init, Call::HandshakeRtt(r)] if r == rtt), "{calls:?}");
 }

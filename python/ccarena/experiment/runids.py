@@ -13,8 +13,10 @@ two compare like with like (:data:`LINUX_RECOVERY`).
 The simulated twin of a kernel run also models a Linux host where Linux's congestion control
 module departs from the RFC or draft the flavor follows by default (:data:`LINUX_HOST_PARAMS`:
 CUBIC's Reno-friendly factor, slow-start exit and first growth; BBR's long-term bandwidth
-sampling), for every parameter the scenario leaves to its default. A run without a kernel twin
-keeps the RFC flavor.
+sampling), for every parameter the scenario leaves to its default, and models the kernel
+backend's connection set-up: each sender connected before t0 over the idle path, so its first
+RTT sample is that handshake's (``handshake_rtt``). A run without a kernel twin keeps the RFC
+flavor and no handshake.
 """
 
 from __future__ import annotations
@@ -95,12 +97,16 @@ def with_linux_recovery(plan: RunPlan) -> RunPlan:
 
 def with_linux_host(plan: RunPlan) -> RunPlan:
     """``plan`` with :data:`LINUX_HOST_PARAMS` for every TCP flow of those flavors, except the
-    parameters the scenario gives the flow itself."""
+    parameters the scenario gives the flow itself, and with every TCP flow's handshake RTT
+    sample (``handshake_rtt``): the kernel backend's senders connect before t0, on the idle
+    path, and Linux takes the SYN-ACK's RTT before it initializes the congestion control module
+    (BBR's RTprop starts from it, not from a first data RTT that includes another flow's
+    queue)."""
     flows = tuple(
-        spec.model_copy(update={"params": {**spec.params, **{
-            name: value for name, value in LINUX_HOST_PARAMS[spec.flavor].items()
+        spec.model_copy(update={"handshake_rtt": True, "params": {**spec.params, **{
+            name: value for name, value in LINUX_HOST_PARAMS.get(spec.flavor, {}).items()
             if name not in (flow.params or {})}}})
-        if isinstance(spec, TcpFlowSpec) and spec.flavor in LINUX_HOST_PARAMS else spec
+        if isinstance(spec, TcpFlowSpec) else spec
         for flow, spec in zip(plan.scenario.flows, plan.resolved.spec.flows))
     spec: RunSpec = plan.resolved.spec.model_copy(update={"flows": flows})
     return dataclasses.replace(plan, resolved=dataclasses.replace(plan.resolved, spec=spec))
