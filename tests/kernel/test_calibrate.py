@@ -9,12 +9,14 @@ suite runs once more and the better attempt (fewer unexpected failures) is judge
 check of an attempt that lost more than :data:`MAX_STEAL` of the CPU is skipped, saying why.
 
 Known departures: checks where the simulator's model still differs from Linux's carry
-``xfail(strict=False)`` naming the cell and the error measured when the mark was set; the bands
-are not widened for them. (The reno cells were off by up to 38% while the simulated twin kept
-textbook Reno recovery; with the Linux profile, issue 19 item 6, they are within the bands. The
-bbr-vs-bbr cell was off by −0.12 to −0.24, cubic-vs-bbr by −0.08, while the simulated twin's late
-BBR flow took its first data RTT, queueing included, as RTprop: Linux's starts from the
-handshake's RTT, and with the twin doing so too, issue 19 item 3, they measured −0.04 and −0.04.)
+``xfail(strict=False)`` naming the cell and the error measured when the mark was set
+(:data:`KNOWN`, empty now); the bands are never widened for them. The last ones went with issue
+19: the reno cells (off by up to 38% while the simulated twin kept textbook Reno recovery), the
+BBR pairs (−0.12 to −0.24 while the twin's late BBR flow took its first data RTT, queueing
+included, as RTprop; it now starts from the handshake's RTT, as Linux's does), the median (a SYN
+dropped at a full queue held a second flow back by 1 s; connections now open before t0), CUBIC
+under 1% loss (−10% to +12%: one loss draw per backend, then a model gap; the relay now draws the
+simulated link's loss stream and the twin keeps Linux's whole-packet window) and the CUBIC pairs.
 Each check's message gives the error measured now.
 """
 
@@ -45,31 +47,7 @@ PAIRS = [f"{a}-vs-{b} 1 BDP" for i, a in enumerate(FLAVORS) for b in FLAVORS[i:]
 CELLS = [f"{f} 1 BDP" for f in FLAVORS] + PAIRS + ([f"{LOSS_FLAVOR} 1 BDP 1% loss"] if FLAVORS else [])
 """The quick suite's cells, as :func:`ccarena.analysis.calibration.calibration_table` labels them."""
 
-KNOWN: dict[tuple[str, str], str] = {
-    ("share", "reno-vs-cubic 1 BDP"): "reno's share against CUBIC: the kernel's varies from run to run "
-                                      "(0.46, 0.51, 0.59, 0.63 in four quick suites) around the "
-                                      "simulator's 0.49; measured −0.137 once, then −0.02, +0.03 and "
-                                      "−0.10 with the Linux host's flavor parameters",
-    ("share", "cubic-vs-cubic 1 BDP"): "two CUBIC flows: in 12 s Linux's first flow keeps 0.61–0.65, "
-                                       "the simulator's 0.54 with Linux's CUBIC (0.58 with RFC 9438's "
-                                       "α). The simulated tail drops hit the larger flow at every "
-                                       "congestion event, Linux's hit both flows, and the simulated "
-                                       "second flow overshoots more in its slow start (38 "
-                                       "retransmissions against 13); measured −0.11, −0.07 and −0.12",
-    ("goodput", "cubic 1 BDP 1% loss"): "one CUBIC flow under 1% random loss. The relay now draws the "
-                                         "simulated link's own loss stream (common random numbers: "
-                                         "realized 1.20% of the data packets in the simulator, 1.25% "
-                                         "on the kernel), so the gap is the model's: +12.4% measured, "
-                                         "the simulated flow's cwnd averaging 11.4 packets against "
-                                         "Linux's 10.1 and its srtt 41.0 ms against 44.9; cause not "
-                                         "found (before common random numbers: −9.4%, −9.8%, −7.3% and "
-                                         "+5.1%, mostly the draw)",
-    ("median", "all pairs"): "a SYN dropped at the first flow's full queue delays Linux's second flow "
-                             "by the 1 s initial RTO (2 of 17 kernel pair runs; the simulator has no "
-                             "handshake), and the cell where that happens is off by 0.1–0.15; "
-                             "measured 0.065 and 0.042 with the Linux host's flavor parameters "
-                             "(0.061 with the Linux recovery profile, 0.071 before it)",
-}
+KNOWN: dict[tuple[str, str], str] = {}
 """(check, cell) → why the simulator is known to differ there and what was measured."""
 
 

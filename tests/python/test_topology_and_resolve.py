@@ -153,7 +153,8 @@ def test_a_copied_spec_serializes_its_own_values():
 
 def test_the_simulated_twin_of_a_kernel_run_models_linuxs_cubic_and_only_it():
     """With ``--backend sim,kernel`` the sim run's CUBIC flows get Linux's CUBIC parameters
-    (RFC 8312's Reno-friendly factor, HyStart, 5% growth before the first loss) unless the
+    (RFC 8312's Reno-friendly factor, HyStart, 5% growth before the first loss, a window in whole
+    packets) unless the
     scenario sets them, and every TCP flow its handshake's RTT sample; the kernel run keeps the
     catalogue's defaults (the kernel cannot be given parameters), and a sim-only run is the RFC
     flavor with an unchanged spec."""

@@ -108,11 +108,19 @@ pub const PARAMS: &[ParamInfo] = &[
               (RFC 9438 §4.3); 0 = α_cubic = 3(1−β)/(1+β) always (RFC 8312 §4.2; Linux's \
               tcp_cubic)",
     },
+    ParamInfo {
+        name: "whole_packets",
+        default: 0.0,
+        doc: "window arithmetic: 0 = in bytes (the RFC's real-valued segments); 1 = in whole \
+              packets, as Linux's tcp_cubic keeps snd_cwnd: ssthresh = ⌊cwnd·β⌋ packets and \
+              cwnd grows one packet at a time, the fraction carried (at small windows the \
+              truncation lowers the average window by several percent)",
+    },
 ];
 
 /// The parameter names [`Cubic::new`] accepts (the names in [`PARAMS`]).
 const PARAM_NAMES: &[&str] =
-    &["c", "beta", "fast_convergence", "hystart", "no_loss_growth", "alpha_switch"];
+    &["c", "beta", "fast_convergence", "hystart", "no_loss_growth", "alpha_switch", "whole_packets"];
 
 /// Upper bound on cwnd growth over one RTT in congestion avoidance: target ≤ 1.5·cwnd
 /// (RFC 9438 §4.2), so CUBIC never grows faster than slow start.
@@ -248,6 +256,8 @@ pub struct Cubic {
     /// The Reno-friendly α becomes 1 once W_est ≥ cwnd_prior (RFC 9438 §4.3); `false`: α_cubic
     /// always (RFC 8312 §4.2).
     alpha_switch: bool,
+    /// Window arithmetic in whole packets (Linux's snd_cwnd), not bytes.
+    whole_packets: bool,
     /// Least growth per RTT, a fraction of cwnd, until the first congestion event (0: none).
     no_loss_growth: f64,
     /// A congestion event (loss, ECN, RTO) has happened: `no_loss_growth` no longer applies.
@@ -297,6 +307,7 @@ impl Cubic {
         }
         let fast_convergence = flag(params, "fast_convergence")?;
         let alpha_switch = flag(params, "alpha_switch")?;
+        let whole_packets = flag(params, "whole_packets")?;
         let no_loss_growth = params.get_or("no_loss_growth", 0.0);
         if !(0.0..=0.5).contains(&no_loss_growth) {
             return Err(bad("no_loss_growth", no_loss_growth, "must be between 0 and 0.5"));
@@ -310,6 +321,7 @@ impl Cubic {
             beta,
             fast_convergence,
             alpha_switch,
+            whole_packets,
             no_loss_growth,
             congested: false,
             w_max: 0.0,
@@ -392,21 +404,24 @@ impl Cubic {
         epoch.w_est += alpha * bytes_acked as f64 / cwnd_bytes;
         self.epoch = Some(epoch);
 
+        // Growth is added in whole bytes, or in whole packets with `whole_packets` (Linux adds
+        // one packet once enough ACKs have come, tcp_cong_avoid_ai); the rest is carried.
+        let step = if self.whole_packets { mss } else { 1.0 };
         if w_cubic_now < epoch.w_est {
             // §4.3: Reno-friendly region, cwnd = W_est (never shrunk on an ACK).
             self.mode = Mode::RenoFriendly;
-            let w_est_bytes = (epoch.w_est * mss) as u64;
+            let w_est_bytes = ((epoch.w_est * mss / step).floor() * step) as u64;
             // The faster of the Reno estimate and the no-loss floor.
             self.frac_bytes += (floor - 1.0) * bytes_acked as f64;
-            let whole = self.frac_bytes.floor();
+            let whole = (self.frac_bytes / step).floor() * step;
             self.frac_bytes -= whole;
             st.cwnd_bytes = st.cwnd_bytes.saturating_add(whole as u64).max(w_est_bytes);
         } else {
             // §4.4/§4.5: cwnd += (target − cwnd)/cwnd per segment acked, i.e.
-            // (target − cwnd)·bytes_acked/cwnd in bytes; the fraction of a byte is carried.
+            // (target − cwnd)·bytes_acked/cwnd in bytes; the fraction of a step is carried.
             self.mode = Mode::Cubic;
             self.frac_bytes += (target - cwnd_seg) * mss * bytes_acked as f64 / cwnd_bytes;
-            let whole = self.frac_bytes.floor();
+            let whole = (self.frac_bytes / step).floor() * step;
             self.frac_bytes -= whole;
             st.cwnd_bytes = st.cwnd_bytes.saturating_add(whole as u64);
         }
@@ -586,7 +601,14 @@ impl CongestionControl for Cubic {
         self.hystart.phase = HyStartPhase::Off;
         self.classic_hystart = None;
         self.mode = if ev.kind == LossKind::Timeout { Mode::SlowStart } else { Mode::Cubic };
-        ((st.cwnd_bytes as f64 * self.beta) as u64).max(2 * st.mss_bytes)
+        let ssthresh_bytes = if self.whole_packets {
+            // Linux: ⌊snd_cwnd · β⌋ in whole packets, β in 1/1024ths (717 for 0.7).
+            let beta_1024 = (self.beta * 1024.0).round() as u64;
+            st.cwnd_bytes / st.mss_bytes * beta_1024 / 1024 * st.mss_bytes
+        } else {
+            (st.cwnd_bytes as f64 * self.beta) as u64
+        };
+        ssthresh_bytes.max(2 * st.mss_bytes)
     }
 
     /// Restart after idle: the idle time is not part of t (RFC 9438 §5.8); after a window
@@ -636,8 +658,11 @@ fn bad(param: &'static str, value: f64, reason: &'static str) -> CcError {
 }
 
 /// An on/off parameter (default on): 1 is on, 0 is off, anything else is an error.
+/// An on/off parameter (1 or 0), on when unset unless the catalogue's default ([`PARAMS`]) says
+/// otherwise.
 fn flag(params: &Params, name: &'static str) -> Result<bool, CcError> {
-    let v = params.get_or(name, 1.0);
+    let default = PARAMS.iter().find(|p| p.name == name).map_or(1.0, |p| p.default);
+    let v = params.get_or(name, default);
     if v == 1.0 {
         Ok(true)
     } else if v == 0.0 {
@@ -771,6 +796,29 @@ mod tests {
         let mut cc = cubic(&[("beta", 0.5)]);
         let st = CwndState::new(100 * MSS, MSS);
         assert_eq!(cc.ssthresh(&st, &loss_at(SimTime::ZERO, LossKind::Ecn, &st)), 50 * MSS);
+    }
+
+    #[test]
+    fn whole_packets_truncates_ssthresh_and_grows_one_packet_at_a_time() {
+        // Linux's arithmetic: ⌊11 · 717/1024⌋ = 7 packets (bytes: 7.7 packets' worth).
+        let mut cc = cubic(&[("whole_packets", 1.0), ("alpha_switch", 0.0)]);
+        let st = CwndState::new(11 * MSS + MSS / 2, MSS);
+        assert_eq!(cc.ssthresh(&st, &loss_at(SimTime::ZERO, LossKind::FastRetransmit, &st)), 7 * MSS);
+        assert_eq!(cubic(&[]).ssthresh(&st, &loss_at(SimTime::ZERO, LossKind::FastRetransmit, &st)), (11.5 * 0.7 * MSS as f64) as u64);
+        // After the loss cwnd only ever takes whole packets, and still follows W_est's slope
+        // (α_cubic ≈ 0.53 packets per RTT) within one packet.
+        let mut cc = cubic(&[("whole_packets", 1.0), ("alpha_switch", 0.0)]);
+        let mut st = after_loss(&mut cc, 20);
+        let rtt = Duration::from_millis(1);
+        let trace = drive(&mut cc, &mut st, SimTime::ZERO, rtt, Duration::from_millis(40));
+        assert!(trace.iter().all(|(_, cwnd, _)| cwnd % MSS == 0), "a fraction of a packet in cwnd");
+        let alpha = 3.0 * 0.3 / 1.7;
+        for rtts in [5.0, 15.0, 30.0] {
+            let (ts, cwnd, _) = at(&trace, rtts * 1e-3);
+            let line = 14.0 + alpha * ts / 1e-3;
+            let seg = (cwnd / MSS) as f64;
+            assert!(seg <= line && seg > line - 1.0, "{rtts} RTTs: cwnd {seg}, W_est line {line:.2}");
+        }
     }
 
     #[test]

@@ -113,7 +113,7 @@ const FLAVORS: &[FlavorInfo] = &[
         family: "loss",
         summary: "W(t) = C(t-K)^3 + W_max, beta 0.7, Reno-friendly region, fast convergence, HyStart++",
         source: "RFC 9438, RFC 9406; as Linux's tcp_cubic with alpha_switch = 0 (RFC 8312 §4.2), \
-                 hystart = 2 (Ha & Rhee 2011) and no_loss_growth = 0.05",
+                 hystart = 2 (Ha & Rhee 2011), no_loss_growth = 0.05 and whole_packets = 1",
         default_recovery: "linux",
         transport: "tcp",
         needs_ecn: false,
