@@ -159,7 +159,7 @@ def test_the_simulated_twin_of_a_kernel_run_models_linuxs_cubic_and_only_it():
     catalogue's defaults (the kernel cannot be given parameters), and a sim-only run is the RFC
     flavor with an unchanged spec."""
     from ccarena.experiment import apply_backends, expand
-    from ccarena.experiment.runids import LINUX_HOST_PARAMS
+    from ccarena.experiment.runids import LINUX_HOST_PARAMS, TWIN_LINK_JITTER
     from ccarena.scenario import load_scenario
 
     raw = copy.deepcopy(DUMBBELL)
@@ -182,5 +182,8 @@ def test_the_simulated_twin_of_a_kernel_run_models_linuxs_cubic_and_only_it():
     assert all(f.handshake_rtt for f in sim.resolved.spec.flows)
     assert not any(f.handshake_rtt for f in kernel.resolved.spec.flows + alone.resolved.spec.flows)
     assert "handshake_rtt" not in kernel.resolved.spec.to_json()
+    # The twin's links jitter as the testbed's do; the kernel's spec and a sim-only run's do not.
+    assert sim.resolved.spec.link_jitter == TWIN_LINK_JITTER > 0
+    assert kernel.resolved.spec.link_jitter is None and alone.resolved.spec.link_jitter is None
     # The engine accepts the twin's parameters.
     _engine.Simulation(sim.resolved.spec.to_json())
