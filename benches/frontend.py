@@ -29,23 +29,23 @@ import tempfile
 import time
 from pathlib import Path
 
-FLOWS100 = """
-name = "bench-flows100"
-duration = "60s"
+def cubic_dumbbell(name: str, duration: str, pairs: int, rate: str, limit_packets: int) -> str:
+    """A scenario of ``pairs`` bulk CUBIC flows, one per pair, across a dumbbell whose bottleneck
+    has ``rate``, 20 ms of delay and a DropTail queue of ``limit_packets``."""
+    head = f"""
+name = "{name}"
+duration = "{duration}"
 [topology]
 kind = "dumbbell"
-pairs = 100
-bottleneck = { rate = "100Mbps", delay = "20ms", queue = { limit = "1000pkt" } }
-""" + "".join(f'[[flows]]\nfrom = "left{i}"\nto = "right{i}"\nflavor = "cubic"\n' for i in range(100))
+pairs = {pairs}
+bottleneck = {{ rate = "{rate}", delay = "20ms", queue = {{ limit = "{limit_packets}pkt" }} }}
+"""
+    return head + "".join(f'[[flows]]\nfrom = "left{i}"\nto = "right{i}"\nflavor = "cubic"\n'
+                          for i in range(pairs))
 
-FLOWS1000 = """
-name = "bench-flows1000"
-duration = "20s"
-[topology]
-kind = "dumbbell"
-pairs = 1000
-bottleneck = { rate = "1Gbps", delay = "20ms", queue = { limit = "10000pkt" } }
-""" + "".join(f'[[flows]]\nfrom = "left{i}"\nto = "right{i}"\nflavor = "cubic"\n' for i in range(1000))
+
+FLOWS100 = cubic_dumbbell("bench-flows100", "60s", 100, "100Mbps", 1000)
+FLOWS1000 = cubic_dumbbell("bench-flows1000", "20s", 1000, "1Gbps", 10000)
 
 SWEEP400 = """
 name = "bench-sweep400"

@@ -12,23 +12,7 @@ from pathlib import Path
 
 import pytest
 
-LONG_RUN = """
-name = "long"
-duration = "100000s"
-seed = 1
-
-[topology]
-kind = "single_link"
-link = { rate = "1Gbps", delay = "10ms", queue = { limit = "1000pkt" } }
-
-[[flows]]
-from = "a"
-to = "b"
-flavor = "cubic"
-
-[output]
-sample_interval = "10s"
-"""
+LONG_RUN = (Path(__file__).resolve().parents[1] / "data" / "long-run.toml").read_text()
 
 STOP_WITHIN_S = 1.0
 """How soon after the signal the run must have stopped (the chunks aim at 0.1 s of wall time)."""

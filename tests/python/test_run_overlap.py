@@ -100,23 +100,7 @@ def test_the_command_line_exit_keeps_the_status_atexit_handlers_and_output() -> 
     assert done.returncode == 1 and "a message" in done.stderr
 
 
-LONG_RUN = """
-name = "long"
-duration = "100000s"
-seed = 1
-
-[topology]
-kind = "single_link"
-link = { rate = "1Gbps", delay = "10ms", queue = { limit = "1000pkt" } }
-
-[[flows]]
-from = "a"
-to = "b"
-flavor = "cubic"
-
-[output]
-sample_interval = "10s"
-"""
+LONG_RUN = (Path(__file__).resolve().parents[1] / "data" / "long-run.toml").read_text()
 
 
 @pytest.mark.parametrize("sig, status", [(signal.SIGTERM, 143), (signal.SIGINT, 130)],
