@@ -458,6 +458,10 @@ def calibrate(
     jobs: Optional[int] = typer.Option(None, "--jobs", "-j", min=1,
                                        help="Worker processes for the simulator's runs [default: all "
                                             "cores]; kernel runs go one at a time."),
+    repeats: int = typer.Option(1, "--repeats", "-r", min=1,
+                                help="Runs per cell on each backend, each with its own seed; cells "
+                                     "compare the means (a 30 s deep-buffer pair is decided by its "
+                                     "start-up: repeats narrow that spread, at N times the time)."),
     resume: bool = typer.Option(False, "--resume",
                                 help="Keep runs already complete in the directory (after Ctrl-C); "
                                      "by default every run is done again."),
@@ -481,6 +485,8 @@ def calibrate(
       sudo ccarena calibrate --quick
 
       sudo ccarena calibrate --out results/calibration -j 2
+
+      sudo ccarena calibrate --repeats 3
     """
     from ccarena.analysis.calibration import CALIBRATION_NAME, verdict_line
     from ccarena.executor.calibration import run_calibration
@@ -492,8 +498,8 @@ def calibrate(
     from rich.console import Console
 
     root = out if out is not None else results / (CALIBRATION_NAME + ("-quick" if quick else ""))
-    outcome, table = run_calibration(root, quick=quick, jobs=jobs, resume=resume, console=stderr.get(),
-                                     show_progress=not quiet)
+    outcome, table = run_calibration(root, quick=quick, repeats=repeats, jobs=jobs, resume=resume,
+                                     console=stderr.get(), show_progress=not quiet)
     if outcome.interrupted:
         done = len(outcome.completed) + len(outcome.skipped)
         print(f"interrupted: {done} of {len(outcome.plans)} runs complete, kept in {root}; "

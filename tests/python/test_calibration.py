@@ -122,6 +122,8 @@ def test_overall_verdict_needs_every_cell_ok_and_the_median_share_error_within_i
     off = cal.calibration_table(summary_of(pair("reno", "bbr", [7e6, 13e6], [4e6, 16e6])))
     assert cal.overall(off)["cells_off"] == ["reno-vs-bbr 1 BDP"]
     assert "reno-vs-bbr 1 BDP (share)" in cal.verdict_line(off)
+    assert "mean of" not in cal.verdict_line(off)
+    assert "each backend's mean of 3 runs per cell" in cal.verdict_line(off.assign(repeats=3))
 
 
 def test_the_suite_covers_every_flavor_pair_and_buffer():
@@ -153,6 +155,25 @@ def test_the_suite_covers_every_flavor_pair_and_buffer():
     assert not cal.is_calibration({"name": "kernel-vs-sim"})
     with pytest.raises(ValueError):
         calibration_scenario([])
+
+
+def test_repeats_run_every_cell_again_with_its_own_seeds():
+    flavors = ["reno", "cubic", "bbr"]
+    once = expand(load_scenario(calibration_scenario(flavors)))
+    thrice = expand(load_scenario(calibration_scenario(flavors, repeats=3)))
+    assert len(thrice) == 3 * len(once) == 63
+    cells: dict[tuple, list] = {}
+    for plan in thrice:
+        cells.setdefault((plan.part, plan.point), []).append(plan)
+    assert len(cells) == len(once)
+    for plans in cells.values():
+        assert sorted(p.repeat for p in plans) == [0, 1, 2]
+        assert len({p.seed for p in plans}) == 3
+        # The repeats differ only in their seeds.
+        specs = {p.resolved.spec.model_copy(update={"seed": 0}).to_json() for p in plans}
+        assert len(specs) == 1
+    with pytest.raises(ValueError, match="repeats"):
+        calibration_scenario(flavors, repeats=0)
 
 
 def test_the_terminal_table_fits_80_columns():

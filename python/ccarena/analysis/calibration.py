@@ -179,6 +179,9 @@ def verdict_line(table: pd.DataFrame) -> str:
     median = result["median_abs_share_error"]
     median_text = (f"median |share error| {median:.3f} (band {SHARE_MEDIAN_BAND:g})"
                    if math.isfinite(median) else "no pair cells")
+    repeats = int(table["repeats"].min()) if "repeats" in table.columns else 1
+    if repeats > 1:
+        median_text += f"; each backend's mean of {repeats} runs per cell"
     if result["ok"]:
         return f"within the bands: all {result['cells']} cells ok, {median_text}"
     parts = []

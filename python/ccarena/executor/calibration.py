@@ -41,7 +41,7 @@ def kernel_flavors() -> list[str]:
 
 
 def run_calibration(root: str | Path, *, quick: bool = False, flavors: list[str] | None = None,
-                    jobs: int | None = None, resume: bool = False, console: Console | None = None,
+                    repeats: int = 1, jobs: int | None = None, resume: bool = False, console: Console | None = None,
                     show_progress: bool = True) -> tuple[ExperimentOutcome, pd.DataFrame]:
     """Run the calibration suite into ``root`` on ``["sim", "kernel"]`` and store its table.
 
@@ -49,6 +49,7 @@ def run_calibration(root: str | Path, *, quick: bool = False, flavors: list[str]
         root: the experiment directory.
         quick: the quick suite (fewer cells, shorter runs).
         flavors: the flavors to calibrate (default: :func:`kernel_flavors`).
+        repeats: runs per cell and backend, each with its own seed (the table compares means).
         jobs: worker processes for the simulator's runs (kernel runs go one at a time).
         resume: keep runs already complete in ``root`` (after Ctrl-C); by default every run is
             done again, since a calibration measures the machine and the engine as they are now.
@@ -62,7 +63,7 @@ def run_calibration(root: str | Path, *, quick: bool = False, flavors: list[str]
         UserError: the kernel backend cannot run here (not root, no flavor, ...).
     """
     flavors = flavors or kernel_flavors()
-    loaded = load_scenario(calibration_scenario(flavors, quick=quick))
+    loaded = load_scenario(calibration_scenario(flavors, quick=quick, repeats=repeats))
     outcome = run_experiment(loaded, root, jobs=jobs, force=not resume, console=console,
                              show_progress=show_progress, backends=["sim", "kernel"])
     store = ExperimentStore(root)

@@ -52,15 +52,18 @@ def _part(name: str, description: str, duration: str, flows: list[dict[str, Any]
             "topology": {"bottleneck": {"loss": loss}}, "flows": flows, "sweep": sweep}
 
 
-def calibration_scenario(flavors: list[str], quick: bool = False) -> dict[str, Any]:
+def calibration_scenario(flavors: list[str], quick: bool = False, repeats: int = 1) -> dict[str, Any]:
     """The calibration suite for ``flavors`` (the flavors both backends run, in catalogue order)
-    as a scenario dict with one ``[[parts]]`` entry per cell kind and pair.
+    as a scenario dict with one ``[[parts]]`` entry per cell kind and pair, every cell run
+    ``repeats`` times (each repeat its own seed; the comparison takes each backend's mean).
 
     Raises:
-        ValueError: no flavor given.
+        ValueError: no flavor given, or ``repeats`` below 1.
     """
     if not flavors:
         raise ValueError("the calibration needs at least one flavor")
+    if repeats < 1:
+        raise ValueError(f"the calibration's repeats must be at least 1, not {repeats}")
     single_s, pair_s, loss_s = ("5s", "12s", "20s") if quick else ("20s", "30s", "20s")
     single_bdps = [1.0] if quick else [0.5, 1.0]
     mixed_bdps = [1.0] if quick else [0.5, 1.0, 4.0]
@@ -78,6 +81,9 @@ def calibration_scenario(flavors: list[str], quick: bool = False) -> dict[str, A
                                "flow's share", pair_s, flows, {limit_path: _limits(bdps)}))
     parts.append(_part("loss", f"one flow with {LOSS} random loss", loss_s, one,
                        {"flows[0].flavor": loss_flavors, limit_path: _limits([1.0])}, loss=LOSS))
+    if repeats > 1:
+        for part in parts:
+            part["sweep"]["repeats"] = repeats
     return {
         "name": CALIBRATION_NAME + ("-quick" if quick else ""),
         "description": "ccarena calibrate: the simulator against this machine's Linux TCP stack, "
