@@ -20,7 +20,9 @@ from ccarena.cli import app
 from ccarena.errors import UserError
 from ccarena.executor import run_experiment
 from ccarena.executor.clusters import (
+    LOCAL_SCHEDULER_HTTP,
     check_scheduler_address,
+    dask_client,
     slurm_cluster,
     slurm_cluster_arguments,
 )
@@ -81,7 +83,8 @@ def pool_summary(pool_root) -> pd.DataFrame:
 def cluster():
     """A LocalCluster of 2 single-threaded worker processes, reached by address (``--executor dask``),
     with a client of its own already open in this process, as a notebook user has one."""
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as lc, \
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
+                      scheduler_kwargs=LOCAL_SCHEDULER_HTTP) as lc, \
             Client(lc):
         yield lc
 
@@ -261,6 +264,36 @@ def test_a_bad_scheduler_address_is_one_line(scenario, monkeypatch, tmp_path):
         dask.config.refresh()
     done = CliRunner().invoke(app, ["run", str(scenario), "--executor", "spark"])
     assert done.exit_code == 2 and "unknown executor 'spark'" in done.stderr
+
+
+def _listening_ports() -> set[int]:
+    """TCP ports this process listens on (from /proc/net/tcp: state 0A, the local port in hex)."""
+    inodes = set()
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            target = os.readlink(f"/proc/self/fd/{fd}")
+        except OSError:  # closed meanwhile (the cluster's threads open and close sockets)
+            continue
+        if target.startswith("socket:["):
+            inodes.add(target[len("socket:["):-1])
+    ports = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        for line in Path(table).read_text().splitlines()[1:]:
+            fields = line.split()
+            if fields[3] == "0A" and fields[9] in inodes:
+                ports.add(int(fields[1].rsplit(":", 1)[1], 16))
+    return ports
+
+
+def test_a_local_cluster_leaves_the_dashboard_port_free():
+    # Without a dashboard a Dask scheduler still serves HTTP, by default on 8787: a dask-local
+    # experiment took that port from a user's own dashboard or a second experiment.
+    before = _listening_ports()
+    with dask_client(ExecutorOptions(kind="dask-local", workers=1), default_workers=1):
+        opened = _listening_ports() - before
+    assert opened, "the cluster's scheduler listens somewhere"
+    assert 8787 not in opened
+    assert LOCAL_SCHEDULER_HTTP["dashboard_address"].startswith("127.0.0.1:")
 
 
 def test_the_slurm_recipe_builds_its_job_script():

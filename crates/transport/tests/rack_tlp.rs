@@ -88,7 +88,7 @@ fn rack_declares_a_loss_by_time_with_its_reordering_timer() {
     assert_eq!((s.stats().rto_count, s.stats().tlp_probes), (0, 0));
     // Without RACK the same loss waits for the retransmission timer.
     let mut p = after_first_round(RecoveryMode::Prr, 12);
-    p.on_ack(ms(200), &ack(10, &[(11, 12)], ms(100)));
+    let _ = p.on_ack(ms(200), &ack(10, &[(11, 12)], ms(100)));
     assert_eq!(p.poll_timeout(), Some(ms(400)));
 }
 
@@ -119,7 +119,7 @@ fn a_tail_loss_is_repaired_by_a_probe_not_a_timeout() {
     // Without TLP the tail waits for the RTO.
     let mut p = sender(RecoveryMode::Prr, 10);
     drain(&mut p, ms(0));
-    p.on_ack(ms(100), &ack(7, &[], ms(0)));
+    let _ = p.on_ack(ms(100), &ack(7, &[], ms(0)));
     assert_eq!(p.poll_timeout(), Some(ms(400)));
     p.handle_timeout(ms(400));
     assert_eq!(p.stats().rto_count, 1);

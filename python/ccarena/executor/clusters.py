@@ -58,6 +58,12 @@ def _connect_timeout_s() -> float:
     return float(parse_timedelta(dask.config.get("distributed.comm.timeouts.connect"), "s"))
 
 
+LOCAL_SCHEDULER_HTTP = {"dashboard_address": "127.0.0.1:0"}
+"""A local cluster's scheduler HTTP server: on a free loopback port. Without a dashboard the
+scheduler still serves its HTTP routes, by default on port 8787, which a second cluster on the
+machine (or a user's own dashboard) would then hold."""
+
+
 def slurm_cluster_arguments(options: ExecutorOptions) -> dict[str, Any]:
     """``SLURMCluster``'s keyword arguments for ``[executor] kind = "slurm"``.
 
@@ -154,7 +160,8 @@ def dask_client(options: ExecutorOptions, default_workers: int) -> Iterator[tupl
         # worker closing under a busy machine logs lost heartbeats that mean nothing to the user.
         with _sigint_ignored():
             cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
-                                   dashboard_address=None, silence_logs=logging.CRITICAL)
+                                   dashboard_address=None, silence_logs=logging.CRITICAL,
+                                   scheduler_kwargs=LOCAL_SCHEDULER_HTTP)
         client = Client(cluster)
         where = f"{workers} Dask workers"
     elif options.kind == "slurm":
