@@ -267,13 +267,15 @@ def run(
                              executor=_executor_option(loaded.scenario.executor, executor,
                                                        scheduler, workers),
                              while_running=_load_summary_modules)
-    from ccarena.results import Result
     total = len(outcome.plans)
     done = len(outcome.completed) + len(outcome.skipped)
     if outcome.interrupted:
+        # Before any import: a Ctrl-C inside numpy's import (while the engine started) leaves
+        # numpy unloadable in this process, and the interruption must still end in one line.
         print(f"interrupted: {done} of {total} runs complete, kept in {root}; "
               "run the same command again to finish the rest", file=sys.stderr, flush=True)
         raise typer.Exit(_interrupted_status())
+    from ccarena.results import Result
     if outcome.skipped:
         stderr.print(f"{len(outcome.skipped)} of {total} runs were already complete (skipped; "
                      "--force redoes them)")

@@ -657,9 +657,8 @@ fn bad(param: &'static str, value: f64, reason: &'static str) -> CcError {
     CcError::BadParam { flavor: "cubic", param, value, reason }
 }
 
-/// An on/off parameter (default on): 1 is on, 0 is off, anything else is an error.
-/// An on/off parameter (1 or 0), on when unset unless the catalogue's default ([`PARAMS`]) says
-/// otherwise.
+/// An on/off parameter: 1 is on, 0 is off, anything else is an error; unset, the catalogue's
+/// default ([`PARAMS`]), or on for a name it does not list.
 fn flag(params: &Params, name: &'static str) -> Result<bool, CcError> {
     let default = PARAMS.iter().find(|p| p.name == name).map_or(1.0, |p| p.default);
     let v = params.get_or(name, default);

@@ -124,7 +124,6 @@ pub struct DirectionConfig {
     pub stream_index: Option<u64>,
 }
 
-
 impl DirectionConfig {
     /// The direction's random streams under `seed`: the simulator's streams of link
     /// `stream_index` when the config names one ([`LinkStreams::simulator`]), else the relay's own

@@ -21,7 +21,7 @@ from ccarena.backends.sim import MEMORY_BUDGET_ENV
 from ccarena.errors import EngineFault, UserError
 from ccarena.executor.clusters import check_executor
 from ccarena.executor.dask_pool import run_dask
-from ccarena.executor.local import run_here, run_pool, start_here
+from ccarena.executor.local import run_here, run_pool, start_here, stop_started
 from ccarena.executor.run import (
     execute_run,
     now_utc,
@@ -197,8 +197,7 @@ def run_experiment(loaded: LoadedScenario, root: str | Path, *, jobs: int | None
     except KeyboardInterrupt:  # Ctrl-C or SIGTERM while the lock was being taken
         return ExperimentOutcome(root=root, plans=plans, interrupted=True)
     finally:
-        for run, _, _ in started.values():  # not reached (an error before it): stopped
-            run.cancel()
+        stop_started(started)  # any not reached (an error before it)
 
 
 def _split(plans: list[RunPlan], store: ExperimentStore, realtime: set[str],
@@ -266,12 +265,9 @@ def _run_locked(loaded: LoadedScenario, plans: list[RunPlan], realtime: set[str]
             while_running()
     except KeyboardInterrupt:
         # Ctrl-C or SIGTERM before any run was stored (the first run may have been working
-        # meanwhile): stopped like an interrupted experiment, every finished run kept.
+        # meanwhile): stopped like an interrupted experiment, every finished run kept. (Any
+        # other error: run_experiment stops the started run.)
         outcome.interrupted = True
-    except BaseException:
-        for run, _, _ in started.values():
-            run.cancel()
-        raise
     console = _console(console) if not outcome.interrupted else None
     summary_error: StoreError | None = None
     try:
@@ -291,8 +287,7 @@ def _run_locked(loaded: LoadedScenario, plans: list[RunPlan], realtime: set[str]
     except KeyboardInterrupt:
         outcome.interrupted = True
     finally:
-        for run, _, _ in started.values():  # not reached by run_here (a failure before it)
-            run.cancel()
+        stop_started(started)  # any run_here did not reach, before the summary is written
         try:
             store.cleanup_tmp()
             done = [p for p in plans if store.is_complete(p.run_id)]
@@ -311,15 +306,11 @@ def _run_locked(loaded: LoadedScenario, plans: list[RunPlan], realtime: set[str]
 def _console(console: ConsoleOrFactory | None) -> Console:
     """The Console ``console`` names (a Console, or a function returning one); stderr's by
     default."""
-    if console is None:
-        from rich.console import Console
-
-        return Console(stderr=True)
     from rich.console import Console
 
+    if console is None:
+        return Console(stderr=True)
     return console if isinstance(console, Console) else console()
-
-
 
 
 def _check_backends(plans: list[RunPlan]) -> set[str]:

@@ -82,6 +82,13 @@ Started = tuple["PendingRun", Ticker, dict]
 """A run :func:`start_here` started: the run, its progress, its record (:func:`run_record`)."""
 
 
+def stop_started(started: dict[str, Started]) -> None:
+    """Stop every run in ``started`` (by run id) that is still working; one that has ended is
+    left as it is (``cancel`` is idempotent)."""
+    for run, _, _ in started.values():
+        run.cancel()
+
+
 def start_here(plan: RunPlan, name: str) -> Started | None:
     """Start ``plan``'s run in the background in this process (:func:`ccarena.executor.run.start_run`),
     for :func:`run_here` to finish (its ``started``); None when its backend cannot."""
@@ -122,8 +129,7 @@ def run_here(pending: list[RunPlan], store: ExperimentStore, name: str, outcome:
                 note_result(outcome, result)
                 bar.advance(runs)
     finally:
-        for run, _, _ in started.values():
-            run.cancel()
+        stop_started(started)
 
 
 def run_pool(pending: list[RunPlan], store: ExperimentStore, name: str, outcome: ExperimentOutcome,
