@@ -24,6 +24,9 @@ fi
 cargo nextest --version >/dev/null 2>&1 || cargo install --locked cargo-nextest
 python3 -m pip install --quiet --upgrade pip >/dev/null
 python3 -m pip install --quiet -e ".[test]"
+# Byte-compiled once, as `pip install .` leaves the package: where PYTHONDONTWRITEBYTECODE=1 is set
+# (this VM), every `python -m ccarena` a test starts would otherwise compile each module again.
+python3 -m compileall -q python/ccarena >/dev/null
 cargo nextest run --release --workspace --exclude ccarena-py --no-fail-fast
 python3 -m pytest -q
 

@@ -66,6 +66,15 @@ def engine_flavors() -> dict[str, dict[str, Any]]:
     return dict(_by_name())
 
 
+def engine_flavor(name: str) -> dict[str, Any]:
+    """One engine flavor's catalogue entry, shared (not a copy: read it, do not change it).
+
+    Raises:
+        KeyError: not an engine flavor.
+    """
+    return _by_name()[name]
+
+
 def tcp_flavors() -> dict[str, dict[str, Any]]:
     """TCP flavor name → catalogue entry: the engine flavors whose ``transport`` is ``"tcp"``."""
     return {name: f for name, f in _by_name().items() if f.get("transport", "tcp") == "tcp"}

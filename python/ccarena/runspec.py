@@ -17,9 +17,9 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
-from typing import Annotated, Any, ClassVar, Literal, Union
+from typing import Annotated, Any, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Field, model_serializer, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 SPEC_FORMAT = 1
 """Version of the engine spec this module writes (``"format"``; ``ccarena_sim::spec::SPEC_FORMAT``)."""
@@ -30,34 +30,27 @@ def canonical_json(value: Any) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"))
 
 
-class SpecModel(BaseModel):
-    """Base of the spec models: immutable, no unknown fields.
+def optional(default: Any = None, **constraints: Any) -> Any:
+    """A field the Rust side reads as optional (``#[serde(default)]``): left out of the JSON while
+    it holds ``default``, so a spec that does not use it serializes exactly as it did before the
+    field existed (its ``spec_sha256`` and stored runs stay valid). ``constraints`` are
+    :func:`pydantic.Field`'s (``ge``, ``le``, ``gt``)."""
+    # exclude_if keeps serialization in pydantic-core (a model_serializer of our own made the
+    # dump of a 1,000-flow spec five times slower).
+    if default is None:
+        return Field(None, exclude_if=_is_none, **constraints)
+    return Field(default, exclude_if=lambda value: value == default, **constraints)
 
-    ``_OPTIONAL`` names fields the Rust side reads as optional (``#[serde(default)]``): they are
-    left out of the JSON while they hold their default, so a spec that does not use them
-    serializes exactly as it did before they existed (its ``spec_sha256`` and stored runs stay
-    valid).
-    """
+
+def _is_none(value: Any) -> bool:
+    return value is None
+
+
+class SpecModel(BaseModel):
+    """Base of the spec models: immutable, no unknown fields (fields declared with
+    :func:`optional` are left out of the JSON at their default)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
-    _OPTIONAL: ClassVar[frozenset[str]] = frozenset()
-    _OPTIONAL_DEFAULTS: ClassVar[tuple[tuple[str, Any], ...]] = ()
-    """``(field, default)`` of each :attr:`_OPTIONAL` field, read once per class (a spec of
-    thousands of links and flows is serialized field by field through this)."""
-
-    @classmethod
-    def __pydantic_init_subclass__(cls, **kwargs: Any) -> None:
-        super().__pydantic_init_subclass__(**kwargs)
-        cls._OPTIONAL_DEFAULTS = tuple((name, cls.model_fields[name].default)
-                                       for name in sorted(cls._OPTIONAL))
-
-    @model_serializer(mode="wrap")
-    def _omit_defaults_of_optionals(self, handler: Any) -> dict[str, Any]:
-        data = handler(self)
-        for name, default in self._OPTIONAL_DEFAULTS:
-            if name in data and data[name] == default:
-                del data[name]
-        return data
 
 
 class NodeSpec(SpecModel):
@@ -85,10 +78,9 @@ class RedSpec(SpecModel):
     gentle: bool
     ecn: bool
     idle_packet_bytes: int
-    wait: bool = False
-    adaptive: bool = False
+    wait: bool = optional(False)
+    adaptive: bool = optional(False)
 
-    _OPTIONAL = frozenset({"wait", "adaptive"})
 
 
 class CodelSpec(SpecModel):
@@ -136,18 +128,17 @@ class QueueSpec(SpecModel):
     (exactly one is set), with an optional ECN step-marking threshold K (RFC 8257 §3.1; DropTail
     only). The discipline's parameter object (``red``, ``codel``, …) is set, the others None."""
 
-    _OPTIONAL = frozenset({"red", "codel", "fq_codel", "pie", "fq"})
 
     discipline: Literal["droptail", "red", "codel", "fq_codel", "pie", "fq"]
     limit_packets: int | None
     limit_bytes: int | None
     ecn_threshold_packets: int | None = None
     ecn_threshold_bytes: int | None = None
-    red: RedSpec | None = None
-    codel: CodelSpec | None = None
-    fq_codel: FqCodelSpec | None = None
-    pie: PieSpec | None = None
-    fq: FqSpec | None = None
+    red: RedSpec | None = optional()
+    codel: CodelSpec | None = optional()
+    fq_codel: FqCodelSpec | None = optional()
+    pie: PieSpec | None = optional()
+    fq: FqSpec | None = optional()
 
 
 class TraceSpec(SpecModel):
@@ -172,7 +163,6 @@ class LinkSpec(SpecModel):
     ``reorder_delay_ns``: duplication and reordering on the wire (docs/engine-spec.md); left out of
     the JSON at their defaults (0, 0, None), so a spec without them hashes as before."""
 
-    _OPTIONAL = frozenset({"sample", "trace", "duplicate", "reorder", "reorder_delay_ns"})
 
     name: str
     from_: int = Field(alias="from")
@@ -181,16 +171,18 @@ class LinkSpec(SpecModel):
     delay_ns: int
     loss: float
     queue: QueueSpec
-    sample: bool | None = None
-    trace: TraceSpec | None = None
-    duplicate: float = Field(0.0, ge=0.0, le=1.0)
-    reorder: float = Field(0.0, ge=0.0, le=1.0)
-    reorder_delay_ns: int | None = Field(None, gt=0)
+    sample: bool | None = optional()
+    trace: TraceSpec | None = optional()
+    duplicate: float = optional(0.0, ge=0.0, le=1.0)
+    reorder: float = optional(0.0, ge=0.0, le=1.0)
+    reorder_delay_ns: int | None = optional(None, gt=0)
 
     @model_validator(mode="before")
     @classmethod
     def _trace_of_the_rate(cls, data: Any) -> Any:
-        trace = getattr(data.get("rate_bps"), "trace_spec", None) if isinstance(data, dict) else None
+        if not isinstance(data, dict) or type(data.get("rate_bps")) is int:
+            return data  # a plain rate (the common case; a getattr that fails costs more)
+        trace = getattr(data.get("rate_bps"), "trace_spec", None)
         if trace is not None and data.get("trace") is None:
             data = {**data, "rate_bps": int(data["rate_bps"]), "trace": trace}
         return data
@@ -216,16 +208,14 @@ class LinkChangeSpec(SpecModel):
     loss: float | None = None
     limit_packets: int | None = None
     limit_bytes: int | None = None
-    red_min_th_packets: int | None = None
-    red_max_th_packets: int | None = None
-    red_min_th_bytes: int | None = None
-    red_max_th_bytes: int | None = None
-    up: bool | None = None
+    red_min_th_packets: int | None = optional()
+    red_max_th_packets: int | None = optional()
+    red_min_th_bytes: int | None = optional()
+    red_max_th_bytes: int | None = optional()
+    up: bool | None = optional()
     """``False`` takes the link down (queued and in-flight packets are lost), ``True`` brings it
     back; ``None`` leaves its state alone."""
 
-    _OPTIONAL = frozenset({"red_min_th_packets", "red_max_th_packets", "red_min_th_bytes",
-                           "red_max_th_bytes", "up"})
 
 
 class RoutingSpec(SpecModel):
@@ -283,11 +273,10 @@ class TcpFlowSpec(_FlowBase):
     delayed_ack_ns: int = 40_000_000           # Linux TCP_DELACK_MIN
     ack_every_segments: int = 2                # RFC 5681 §4.2 / RFC 1122
     ecn: bool = False
-    rwnd_bytes: int | None = None              # receive buffer, advertised as the window; None = unlimited
-    sndbuf_bytes: int | None = None            # send buffer: caps unacknowledged data; None = unlimited
-    handshake_rtt: bool = False                # first RTT sample from an idle-path handshake (sim)
+    rwnd_bytes: int | None = optional()  # receive buffer, advertised as the window; None = unlimited
+    sndbuf_bytes: int | None = optional()  # send buffer: caps unacknowledged data; None = unlimited
+    handshake_rtt: bool = optional(False)  # first RTT sample from an idle-path handshake (sim)
 
-    _OPTIONAL = frozenset({"rwnd_bytes", "sndbuf_bytes", "handshake_rtt"})
 
 
 class CbrFlowSpec(_FlowBase):
@@ -331,19 +320,18 @@ class RunSpec(SpecModel):
     nodes: tuple[NodeSpec, ...]
     links: tuple[LinkSpec, ...]
     routes: tuple[RouteSpec, ...]
-    routing: RoutingSpec | None = None
+    routing: RoutingSpec | None = optional()
     """``None``: :attr:`routes` is the complete static table (specs written before routing was
     computed in the engine). The front end always sets it now; :attr:`routes` then holds only
     static overrides."""
     flows: tuple[FlowSpec, ...]
     events: tuple[EventSpec, ...] = ()
-    link_jitter: float | None = Field(None, ge=0.0, le=1.0)
+    link_jitter: float | None = optional(None, ge=0.0, le=1.0)
     """Forwarding jitter on every link, a fraction of a packet's serialization time (the engine
     delays each packet by U[0, fraction × serialization) after its propagation delay, keeping
     order; Floyd & Jacobson 1992's remedy for traffic phase effects). ``None``: none — the front end
     does not set it yet (docs/engine-spec.md)."""
 
-    _OPTIONAL = frozenset({"routing", "link_jitter"})
 
     def to_dict(self) -> dict[str, Any]:
         """The spec as JSON-ready data (``from`` for :attr:`LinkSpec.from_`); a new copy each call."""

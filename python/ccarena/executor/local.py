@@ -7,7 +7,7 @@ from __future__ import annotations
 import signal
 from typing import TYPE_CHECKING, Any, Callable
 
-from ccarena.executor.run import execute_run, run_record, start_run
+from ccarena.executor.run import backend_fields, execute_run, run_record, start_run
 from ccarena.experiment import RunPlan
 from ccarena.store import ExperimentStore
 
@@ -20,8 +20,12 @@ if TYPE_CHECKING:
 
 
 def _worker_init() -> None:
-    """Pool workers ignore SIGINT: the parent decides how a Ctrl-C ends the pool."""
+    """Pool workers ignore SIGINT (the parent decides how a Ctrl-C ends the pool) and collect
+    garbage as the command line does (:func:`ccarena.collector.collect_less`)."""
+    from ccarena.collector import collect_less
+
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    collect_less()
 
 
 def _pool_task(args: tuple[str, dict[str, Any]]) -> dict[str, Any]:
@@ -93,9 +97,8 @@ def start_here(plan: RunPlan, name: str) -> Started | None:
     """Start ``plan``'s run in the background in this process (:func:`ccarena.executor.run.start_run`),
     for :func:`run_here` to finish (its ``started``); None when its backend cannot."""
     ticker = Ticker()
-    record = run_record(plan, name)
-    pending = start_run(record, plan.resolved.spec, ticker)
-    return (pending, ticker, record) if pending is not None else None
+    pending = start_run(backend_fields(plan), plan.resolved.spec, ticker)
+    return (pending, ticker, run_record(plan, name)) if pending is not None else None
 
 
 def run_here(pending: list[RunPlan], store: ExperimentStore, name: str, outcome: ExperimentOutcome,

@@ -66,7 +66,7 @@ def _params(flow: Flow, entry: dict[str, Any]) -> dict[str, float]:
 
 
 def _tcp_flow(flow: Flow, base: dict[str, Any]) -> TcpFlowSpec:
-    entry = flavor_catalog.tcp_flavors()[flow.flavor]
+    entry = flavor_catalog.engine_flavor(flow.flavor)
     # A flavor built on ECN (DCTCP) negotiates it unless the flow says otherwise.
     settings: dict[str, Any] = {"ecn": bool(entry.get("needs_ecn", False))}
     settings.update({key: getattr(flow, key) for key in _FLOW_FIELDS if getattr(flow, key) is not None})
@@ -76,7 +76,7 @@ def _tcp_flow(flow: Flow, base: dict[str, Any]) -> TcpFlowSpec:
 
 
 def _udt_flow(flow: Flow, base: dict[str, Any]) -> UdtFlowSpec:
-    entry = flavor_catalog.engine_flavors()[flow.flavor]
+    entry = flavor_catalog.engine_flavor(flow.flavor)
     window: dict[str, Any] = {}
     if flow.rwnd_bytes is not None:  # UDT's flow window is the receiver's buffer, in packets
         mss = UdtFlowSpec.model_fields["mss_bytes"].default
