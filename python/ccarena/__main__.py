@@ -1,12 +1,12 @@
 """``python -m ccarena`` and the ``ccarena`` script: the command line (:func:`ccarena.cli.main`)."""
 
-from ccarena.collector import collect_less
+from ccarena.tuning import tune_process
 
 
 def main() -> None:
-    """Run the command line in a process tuned for it (:func:`ccarena.collector.collect_less`,
+    """Run the command line in a process tuned for it (:func:`ccarena.tuning.tune_process`,
     set before the command's modules are imported)."""
-    collect_less()
+    tune_process()
     from ccarena.cli import main as cli_main
 
     cli_main()

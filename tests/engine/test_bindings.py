@@ -169,3 +169,40 @@ def test_an_engine_budget_stops_a_runaway_run_inside_one_run_until():
     assert peak < rss_now + 600 * 2**20, "the budget is checked often enough to stop near it"
     with pytest.raises(BudgetExceeded):  # and it stays stopped
         sim.run_until(int(sim.duration_ns))
+
+
+def test_a_stoppable_run_gives_the_same_bytes_publishes_its_clock_and_stops_on_request():
+    """`run_until_stoppable` (one call on a thread of its own, the GIL released throughout): the
+    same results as a run stepped with `run_until`; a clock readable meanwhile from another thread
+    that only moves forward; a stop request honoured within one step, and the run resumable."""
+    spec = json.dumps(single_link_spec(rate_bps=1_000_000_000, duration_ns=30 * S, loss=0.001))
+    stepped = _engine.Simulation(spec)
+    for t in range(1, 31):
+        stepped.run_until(t * S)
+    whole = _engine.Simulation(spec)
+    assert whole.run_until_stoppable(30 * S) is True and whole.finished
+    assert whole.progress_ns == 30 * S
+    ra, rb = stepped.results(), whole.results()
+    for table in ra:
+        for name, col in ra[table].items():
+            assert col == rb[table][name], f"{table}.{name} differs"
+
+    long = 600 * S  # seconds of wall time: stopped long before its end
+    sim = _engine.Simulation(json.dumps(single_link_spec(rate_bps=1_000_000_000, duration_ns=long)))
+    outcome: list[bool] = []
+    worker = threading.Thread(target=lambda: outcome.append(sim.run_until_stoppable(long)))
+    worker.start()
+    seen = []
+    while len(seen) < 5 and worker.is_alive():  # the clock, read while the engine holds its lock
+        seen.append(sim.progress_ns)
+        time.sleep(0.02)
+    asked = time.perf_counter()
+    sim.request_stop()
+    worker.join()
+    assert time.perf_counter() - asked < 1.0, "a stop request is seen within one step (~10 ms)"
+    assert outcome == [False] and 0 < sim.now_ns < long, "stopped before its end"
+    assert seen == sorted(seen) and seen[-1] > 0
+    assert sim.run_until_stoppable(long) is False, "a stopped run stays stopped"
+    at = sim.now_ns
+    sim.run_until(at + 1 * S)  # `run_until` still advances it
+    assert sim.now_ns == at + 1 * S

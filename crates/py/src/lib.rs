@@ -1,7 +1,9 @@
 //! `ccarena._engine`: the Python face of the simulator.
 //!
 //! One class, [`PySimulation`] (`Simulation` in Python), runs one fully resolved spec (JSON; see
-//! `docs/engine-spec.md`) in chunks with `run_until(t_ns)`, releasing the GIL while it runs, and
+//! `docs/engine-spec.md`) in chunks with `run_until(t_ns)`, or to its end in one call on a thread
+//! of its own with `run_until_stoppable(t_ns)` (watched and stopped from another thread through
+//! `progress_ns` and `request_stop()`), releasing the GIL while it runs, and
 //! hands the result tables back as columns: `bytes` of little-endian f64 for numbers (zero-copy into
 //! numpy with `numpy.frombuffer`) and `list[str]` for names. A spec error is a `ValueError` naming
 //! the field; a Rust panic becomes `EngineError` carrying the seed and the simulated time, never a
@@ -11,7 +13,9 @@ mod relay;
 mod udp;
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Mutex;
+use std::time::Instant;
 
 use ccarena_cc::{catalogue, SimTime};
 use ccarena_sim::{Column, Simulation, Table};
@@ -41,7 +45,16 @@ create_exception!(
 #[pyclass(name = "Simulation", module = "ccarena._engine")]
 pub struct PySimulation {
     inner: Mutex<State>,
+    /// Set by `request_stop` from any thread, read between the steps of `run_until_stoppable`:
+    /// outside the mutex, which a running call holds.
+    stop: AtomicBool,
+    /// The simulated clock, ns, as `run_until_stoppable` last published it (outside the mutex).
+    progress_ns: AtomicU64,
 }
+
+/// Wall time one step of `run_until_stoppable` aims at: how soon a stop request is seen and how
+/// fresh `progress_ns` is.
+const STOPPABLE_STEP_WALL_S: f64 = 0.01;
 
 struct State {
     sim: Simulation,
@@ -102,7 +115,11 @@ impl PySimulation {
             Err(p) => return Err(EngineError::new_err(format!("engine fault while building the run: {}", panic_message(&*p)))),
         };
         let seed = sim.spec().seed;
-        Ok(PySimulation { inner: Mutex::new(State { sim, seed, fault: None }) })
+        Ok(PySimulation {
+            inner: Mutex::new(State { sim, seed, fault: None }),
+            stop: AtomicBool::new(false),
+            progress_ns: AtomicU64::new(0),
+        })
     }
 
     /// Advance to min(t_ns, duration_ns), releasing the GIL. Raises EngineError on an engine fault.
@@ -116,6 +133,56 @@ impl PySimulation {
             )));
         }
         Ok(())
+    }
+
+    /// Advance to min(t_ns, duration_ns) in one call, the GIL released throughout: meant for a
+    /// thread of its own, which then never waits for the GIL while another thread holds it.
+    /// The engine advances in steps of simulated time sized to ~10 ms of wall time each (the
+    /// first is 1 ms simulated, or a thousandth of what is left, whichever is smaller; each next
+    /// at most 4x the last); after each it publishes its clock in `progress_ns` and stops if
+    /// `request_stop()` has been called. Returns True when it reached the time, False when
+    /// stopped. Raises EngineError on an engine fault, BudgetExceeded as `run_until` does.
+    /// Results do not depend on the steps.
+    fn run_until_stoppable(&self, py: Python<'_>, t_ns: u64) -> PyResult<bool> {
+        let mut st = self.state()?;
+        let (stop, progress) = (&self.stop, &self.progress_ns);
+        st.guarded(py, |sim| {
+            let end = t_ns.min(sim.end().as_nanos());
+            let mut step_ns = ((end.saturating_sub(sim.now().as_nanos())) / 1000).clamp(1, 1_000_000);
+            progress.store(sim.now().as_nanos(), Ordering::Relaxed);
+            while sim.now().as_nanos() < end && !stop.load(Ordering::Relaxed) {
+                let target = sim.now().as_nanos().saturating_add(step_ns).min(end);
+                let started = Instant::now();
+                sim.run_until(SimTime(target));
+                progress.store(sim.now().as_nanos(), Ordering::Relaxed);
+                if sim.over_budget().is_some() {
+                    return;
+                }
+                let elapsed = started.elapsed().as_secs_f64();
+                let scale = if elapsed <= 0.0 { 4.0 } else { (STOPPABLE_STEP_WALL_S / elapsed).min(4.0) };
+                step_ns = ((step_ns as f64 * scale) as u64).max(1);
+            }
+        })?;
+        if let Some(why) = st.sim.over_budget() {
+            return Err(BudgetExceeded::new_err(format!(
+                "stopped at t = {} ns: {why}",
+                st.sim.now().as_nanos()
+            )));
+        }
+        Ok(st.sim.now().as_nanos() >= t_ns.min(st.sim.end().as_nanos()))
+    }
+
+    /// Ask a running `run_until_stoppable` to return at the end of its current step (~10 ms);
+    /// a later call of it returns at once. Callable from any thread, without waiting.
+    fn request_stop(&self) {
+        self.stop.store(true, Ordering::Relaxed);
+    }
+
+    /// The simulated clock, ns, as `run_until_stoppable` last published it: readable from any
+    /// thread while it runs (`now_ns` waits for the running call to return).
+    #[getter]
+    fn progress_ns(&self) -> u64 {
+        self.progress_ns.load(Ordering::Relaxed)
     }
 
     /// Stop the run inside `run_until` (raising BudgetExceeded) once it has handled more than

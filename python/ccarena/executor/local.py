@@ -20,12 +20,12 @@ if TYPE_CHECKING:
 
 
 def _worker_init() -> None:
-    """Pool workers ignore SIGINT (the parent decides how a Ctrl-C ends the pool) and collect
-    garbage as the command line does (:func:`ccarena.collector.collect_less`)."""
-    from ccarena.collector import collect_less
+    """Pool workers ignore SIGINT (the parent decides how a Ctrl-C ends the pool) and are tuned
+    as the command line is (:func:`ccarena.tuning.tune_process`)."""
+    from ccarena.tuning import tune_process
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    collect_less()
+    tune_process()
 
 
 def _pool_task(args: tuple[str, dict[str, Any]]) -> dict[str, Any]:
