@@ -6,6 +6,7 @@ back from disk; the command line's fast exit keeps exit statuses, atexit handler
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import sys
@@ -130,3 +131,26 @@ def test_a_signal_while_the_first_run_starts_stops_like_any_interruption(
     assert "Traceback" not in stderr
     assert "interrupted: 0 of 1 runs complete" in stderr, stderr
     assert not (out / "runs").exists() or not any((out / "runs").iterdir())
+
+
+def test_the_command_line_process_leaves_the_engine_its_core() -> None:
+    # numpy's OpenBLAS starts a worker per extra core that spins while idle (it took CPU from the
+    # engine's thread); the command line's tuning keeps it to none, unless the user chose.
+    probe = ("import os, sys\n"
+             "if sys.argv[1] == 'tuned':\n"
+             "    from ccarena.tuning import tune_process; tune_process()\n"
+             "import gc, numpy\n"
+             "print(len(os.listdir('/proc/self/task')), os.environ.get('OPENBLAS_NUM_THREADS'),"
+             " gc.get_threshold()[0])\n")
+
+    def threads(mode: str, **env: str) -> list[str]:
+        done = subprocess.run([sys.executable, "-c", probe, mode], capture_output=True, text=True,
+                              env={k: v for k, v in {**os.environ, **env}.items()
+                                   if k != "OPENBLAS_NUM_THREADS" or "OPENBLAS_NUM_THREADS" in env},
+                              check=True)
+        return done.stdout.split()
+
+    assert threads("tuned") == ["1", "1", "50000"]
+    assert threads("tuned", OPENBLAS_NUM_THREADS="2")[1] == "2", "the user's choice is kept"
+    if (os.cpu_count() or 1) > 1:
+        assert int(threads("plain")[0]) > 1, "without it numpy starts BLAS threads (the check is real)"
