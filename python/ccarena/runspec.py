@@ -82,7 +82,6 @@ class RedSpec(SpecModel):
     adaptive: bool = optional(False)
 
 
-
 class CodelSpec(SpecModel):
     """CoDel's parameters (RFC 8289 §4.3–4.4): target and interval in ns (target < interval),
     ``ecn`` marks ECT packets CE instead of dropping them."""
@@ -128,7 +127,6 @@ class QueueSpec(SpecModel):
     (exactly one is set), with an optional ECN step-marking threshold K (RFC 8257 §3.1; DropTail
     only). The discipline's parameter object (``red``, ``codel``, …) is set, the others None."""
 
-
     discipline: Literal["droptail", "red", "codel", "fq_codel", "pie", "fq"]
     limit_packets: int | None
     limit_bytes: int | None
@@ -162,7 +160,6 @@ class LinkSpec(SpecModel):
     ``rate = { trace = … }``) fills ``trace`` by itself. ``duplicate``, ``reorder`` and
     ``reorder_delay_ns``: duplication and reordering on the wire (docs/engine-spec.md); left out of
     the JSON at their defaults (0, 0, None), so a spec without them hashes as before."""
-
 
     name: str
     from_: int = Field(alias="from")
@@ -215,7 +212,6 @@ class LinkChangeSpec(SpecModel):
     up: bool | None = optional()
     """``False`` takes the link down (queued and in-flight packets are lost), ``True`` brings it
     back; ``None`` leaves its state alone."""
-
 
 
 class RoutingSpec(SpecModel):
@@ -278,7 +274,6 @@ class TcpFlowSpec(_FlowBase):
     handshake_rtt: bool = optional(False)  # first RTT sample from an idle-path handshake (sim)
 
 
-
 class CbrFlowSpec(_FlowBase):
     """UDP constant bit rate: ``rate_bps`` of payload in ``packet_bytes`` datagrams."""
 
@@ -331,7 +326,6 @@ class RunSpec(SpecModel):
     delays each packet by U[0, fraction × serialization) after its propagation delay, keeping
     order; Floyd & Jacobson 1992's remedy for traffic phase effects). ``None``: none — the front end
     does not set it yet (docs/engine-spec.md)."""
-
 
     def to_dict(self) -> dict[str, Any]:
         """The spec as JSON-ready data (``from`` for :attr:`LinkSpec.from_`); a new copy each call."""

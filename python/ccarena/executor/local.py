@@ -64,7 +64,7 @@ def note_result(outcome: ExperimentOutcome, result: dict[str, Any]) -> None:
 class Ticker:
     """A run's progress callback that can be given to the run before there is a bar to show it
     on (:func:`start_here`): it keeps the latest position and forwards it once :meth:`show` has
-    named where. Called from the run's thread."""
+    named where. Called from the run's thread or the thread waiting for it."""
 
     def __init__(self) -> None:
         self.now_ns = 0

@@ -93,7 +93,8 @@ def start_run(record: dict[str, Any], spec: RunSpec,
     Args:
         record: :func:`run_record` of the run, or its :func:`backend_fields`.
         spec: the run's spec (``record["spec"]`` as a :class:`ccarena.runspec.RunSpec`).
-        progress: ``progress(now_ns, duration_ns)`` as the run advances (from the run's thread).
+        progress: ``progress(now_ns, duration_ns)`` as the run advances (the simulator: from the
+            thread waiting in ``result()``).
     """
     try:
         backend = get_backend(record.get("backend", "sim"), backend_options(record))
