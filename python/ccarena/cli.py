@@ -627,12 +627,18 @@ def validate(
     if len(loaded.parts) > 1 or loaded.parts[0].name:
         counts = {p.name: sum(1 for plan in plans if plan.part == p.name) for p in loaded.parts}
         listing = ", ".join(f"{name} ({n})" for name, n in counts.items())
-        stdout.print(f"{scenario}: ok — {s.name}: {len(loaded.parts)} parts, {len(plans)} runs: {listing}")
+        stdout.print(f"{scenario}: ok — {s.name}: {len(loaded.parts)} parts, {_count(len(plans), 'run')}: "
+                     f"{listing}")
     else:
-        stdout.print(f"{scenario}: ok — {s.name}: {s.topology.kind}, {len(s.flows)} flows, "
-                     f"{len(plans)} runs")
+        stdout.print(f"{scenario}: ok — {s.name}: {s.topology.kind}, {_count(len(s.flows), 'flow')}, "
+                     f"{_count(len(plans), 'run')}")
     for line in s.topology.describe():
         stdout.print(f"  {line}", highlight=False)
+
+
+def _count(n: int, noun: str) -> str:
+    """``n`` and ``noun``, plural unless ``n`` is 1 (``"1 run"``, ``"3 runs"``)."""
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
 
 
 @app.command()

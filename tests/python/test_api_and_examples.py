@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -54,6 +55,8 @@ def test_every_example_validates(example):
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     assert "ok" in done.stdout
+    if example == "quickstart.toml":  # counts read as English: "1 run", not "1 runs"
+        assert re.search(r"2 flows,\s+1 run\b(?!s)", done.stdout), done.stdout
 
 
 def test_udp_and_tcp_example(tmp_path):

@@ -107,7 +107,7 @@ def recv(
     json_out: bool = typer.Option(False, "--json", help="Print each finished transfer as JSON "
                                                         "on stdout."),
 ) -> None:
-    """Receive files sent with ``ccarena send`` into --dir, until Ctrl-C.
+    """Receive files sent with 'ccarena send' into --dir, until Ctrl-C.
 
     Files are written only inside --dir, under a plain name, never over an existing file unless
     --force. An interrupted transfer's bytes are kept (hidden .NAME.ccarena-part files) so the
