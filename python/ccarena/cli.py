@@ -317,17 +317,24 @@ def _working(what: str, quiet: bool) -> Any:
 
 def _print_summary(result: Any, wide: bool, as_json: bool) -> None:
     """The summary table at the terminal's width (every column with ``wide``), or JSON."""
-    from ccarena.report.terminal import summary_json, table_width, terminal_table
+    from ccarena.report.terminal import summary_json, terminal_table
 
     if as_json:
         print(summary_json(result.summary), flush=True)
         return
     table = terminal_table(result.summary, result.parameters, f"{result.name}: summary",
                            width=stdout.width, wide=wide)
+    _print_wide(table, wide)
+
+
+def _print_wide(table: Any, wide: bool) -> None:
+    """Print a table built for the terminal's width; with ``wide``, every column uncut: wider
+    than the terminal (it wraps) rather than cropped."""
+    from ccarena.report.terminal import table_width
+
     if wide and table_width(table) > stdout.width:
         from rich.console import Console
 
-        # Every column, uncut: wider than the terminal (it wraps) rather than cropped.
         Console(width=table_width(table)).print(table)
     else:
         stdout.print(table)
@@ -421,6 +428,7 @@ def compare(
     out: Optional[Path] = typer.Option(None, "--out", "-o", help="Directory for the overlay "
                                        "figures [default: DIR_B/compare]."),
     as_json: bool = typer.Option(False, "--json", help="Print the matched rows as JSON."),
+    wide: bool = typer.Option(False, "--wide", help="Show every metric, however wide."),
 ) -> None:
     """Two stored experiments side by side: each metric in A and B and the difference with its
     95% CI, per shared sweep point and flavor; overlay figures (A solid, B dashed).
@@ -442,7 +450,8 @@ def compare(
     name_a, name_b = dir_a.name or "A", dir_b.name or "B"
     if name_a == name_b:
         name_a, name_b = "A", "B"
-    stdout.print(cmp.terminal_table(merged, keys, name_a, name_b))
+    table = cmp.terminal_table(merged, keys, name_a, name_b, width=stdout.width, wide=wide)
+    _print_wide(table, wide)
     target = out if out is not None else dir_b / "compare"
     for path in cmp.write_figures(merged, keys, name_a, name_b, target):
         print(f"figure: {path}", flush=True)

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import ccarena
@@ -108,3 +111,15 @@ def test_compare_two_experiments(experiment: Path, tmp_path: Path) -> None:
     shown = cli("compare", str(experiment), str(other), "-o", str(tmp_path / "cmp"), cwd=tmp_path)
     assert shown.returncode == 0 and "B − A" in shown.stdout
     assert (tmp_path / "cmp" / "compare-goodput_mean_bps.png").stat().st_size > 10_000
+    # At 80 columns every metric still shows, one row per metric, nothing cut; given room, one
+    # row per point with `A → B (Δ ± h)` cells.
+    for columns, layout in ((80, "metric"), (250, "→")):
+        done = subprocess.run([sys.executable, "-m", "ccarena", "compare", str(experiment), str(other),
+                               "-o", str(tmp_path / "cmp")], capture_output=True, text=True,
+                              cwd=tmp_path, env={**os.environ, "COLUMNS": str(columns)}, timeout=300)
+        assert done.returncode == 0, done.stderr
+        table = done.stdout.split("figure:")[0]
+        assert max(len(line) for line in table.splitlines()) <= columns, table
+        assert "…" not in table and layout in table, table
+        for heading in ("goodput", "loss", "RTT mean", "Jain"):
+            assert heading in table, (heading, table)

@@ -52,35 +52,74 @@ def compare_table(a: Any, b: Any) -> tuple[pd.DataFrame, list[str]]:
     return merged, keys
 
 
-def terminal_table(merged: pd.DataFrame, keys: list[str], name_a: str, name_b: str) -> Any:
-    """The comparison as a rich table: per row and metric ``A → B (Δ ± h)``; a Δ whose interval
-    excludes 0 in bold."""
+def terminal_table(merged: pd.DataFrame, keys: list[str], name_a: str, name_b: str,
+                   width: int | None = None, wide: bool = False) -> Any:
+    """The comparison as a rich table for a terminal ``width`` columns wide (None: no limit): one
+    row per sweep point and flavor with a cell ``A → B (Δ ± h)`` per metric; where that is wider
+    than ``width`` (and not ``wide``), one row per point, flavor and metric with A, B and Δ ± h in
+    columns of their own, so every metric still shows at 80 columns. A Δ whose interval excludes
+    0 is in bold."""
     from rich import box
     from rich.table import Table
 
-    from ccarena.report.terminal import short_names
+    from ccarena.report.terminal import short_names, table_width
 
     names = short_names([k for k in keys if k != "flavor"])
-    table = Table(title=f"compare: A = {name_a}, B = {name_b} (B − A ± 95% CI)", box=box.SIMPLE_HEAD,
-                  title_justify="left", pad_edge=False, show_edge=False)
-    for k in keys:
-        table.add_column(names.get(k, k), no_wrap=True)
     metrics = [m for m in COMPARED if f"{m}_diff" in merged and merged[f"{m}_a"].notna().any()]
+    records = merged.to_dict("records")
+    title = f"compare: A = {name_a}, B = {name_b} (B − A ± 95% CI)"
+
+    def new_table() -> Table:
+        table = Table(title=title, box=box.SIMPLE_HEAD, title_justify="left", pad_edge=False,
+                      show_edge=False)
+        for k in keys:
+            table.add_column(names.get(k, k), no_wrap=True)
+        return table
+
+    table = new_table()
     for m in metrics:
-        table.add_column(COLUMNS[m][0], justify="right")
-    for rec in merged.to_dict("records"):
-        cells = [str(rec[k]) for k in keys]
-        for m in metrics:
+        table.add_column(COLUMNS[m][0], justify="right", no_wrap=True)
+    for rec in records:
+        table.add_row(*[str(rec[k]) for k in keys],
+                      *[_bold_if(_a_to_b(rec, m) + _delta(rec, m, " ({})"), rec, m) for m in metrics])
+    if wide or width is None or table_width(table) <= width:
+        return table
+    table = new_table()
+    table.add_column("metric", no_wrap=True)
+    table.add_column("A", justify="right", no_wrap=True)
+    table.add_column("B", justify="right", no_wrap=True)
+    table.add_column("B − A", justify="right")  # wraps before its ± where the terminal is narrow
+    for rec in records:
+        for i, m in enumerate(metrics):
             fmt = COLUMNS[m][1]
-            diff, half = float(rec[f"{m}_diff"]), float(rec[f"{m}_diff_ci95"])
-            text = f"{fmt(rec[f'{m}_a'])} → {fmt(rec[f'{m}_b'])}"
-            if math.isfinite(diff):  # a side without the metric (UDP RTT, an import) has no Δ
-                sign = "+" if diff >= 0 else "−"
-                text += f" ({sign}{fmt(abs(diff))}" + (f" ± {fmt(half)})" if half > 0 else ")")
-            significant = half > 0 and abs(diff) > half
-            cells.append(f"[bold]{text}[/bold]" if significant else text)
-        table.add_row(*cells)
+            keys_shown = [str(rec[k]) if i == 0 else "" for k in keys]
+            table.add_row(*keys_shown, COLUMNS[m][0], fmt(rec[f"{m}_a"]), fmt(rec[f"{m}_b"]),
+                          _bold_if(_delta(rec, m, "{}"), rec, m),
+                          end_section=i == len(metrics) - 1)
     return table
+
+
+def _a_to_b(rec: dict[str, Any], metric: str) -> str:
+    """``A → B`` of one matched row, in the metric's units."""
+    fmt = COLUMNS[metric][1]
+    return f"{fmt(rec[f'{metric}_a'])} → {fmt(rec[f'{metric}_b'])}"
+
+
+def _delta(rec: dict[str, Any], metric: str, template: str) -> str:
+    """``±Δ ± h`` of one matched row put in ``template``; empty where a side lacks the metric
+    (UDP has no RTT, an import may have no loss)."""
+    fmt = COLUMNS[metric][1]
+    diff, half = float(rec[f"{metric}_diff"]), float(rec[f"{metric}_diff_ci95"])
+    if not math.isfinite(diff):
+        return ""
+    sign = "+" if diff >= 0 else "−"
+    return template.format(f"{sign}{fmt(abs(diff))}" + (f" ± {fmt(half)}" if half > 0 else ""))
+
+
+def _bold_if(text: str, rec: dict[str, Any], metric: str) -> str:
+    """``text`` in bold when the interval of the row's Δ for ``metric`` excludes 0."""
+    diff, half = float(rec[f"{metric}_diff"]), float(rec[f"{metric}_diff_ci95"])
+    return f"[bold]{text}[/bold]" if half > 0 and abs(diff) > half else text
 
 
 def overlay_figure(merged: pd.DataFrame, keys: list[str], metric: str, name_a: str, name_b: str) -> Any:
