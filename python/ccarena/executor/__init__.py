@@ -21,7 +21,8 @@ from ccarena.backends.sim import MEMORY_BUDGET_ENV
 from ccarena.errors import EngineFault, UserError
 from ccarena.executor.clusters import check_executor
 from ccarena.executor.dask_pool import run_dask
-from ccarena.executor.local import run_here, run_pool, start_here, stop_started
+from ccarena.executor.local import run_here, start_here, stop_started
+from ccarena.executor.process_pool import run_pool
 from ccarena.executor.run import (
     execute_run,
     now_utc,

@@ -1,10 +1,9 @@
-"""Running an experiment's pending runs on this machine: in this process (one after another, with
-a bar over each run's time) or on a pool of spawned worker processes; rich progress bars; Ctrl-C
-terminates the workers (their unfinished runs leave nothing in ``runs/``)."""
+"""Running an experiment's pending runs in this process, one after another, with a bar over each
+run's simulated time; the progress display and outcome bookkeeping every executor shares (the
+process pool: :mod:`ccarena.executor.process_pool`)."""
 
 from __future__ import annotations
 
-import signal
 from typing import TYPE_CHECKING, Any, Callable
 
 from ccarena.executor.run import backend_fields, execute_run, run_record, start_run
@@ -17,21 +16,6 @@ if TYPE_CHECKING:
 
     from ccarena.backends import PendingRun
     from ccarena.executor import ExperimentOutcome
-
-
-def _worker_init() -> None:
-    """Pool workers ignore SIGINT (the parent decides how a Ctrl-C ends the pool) and are tuned
-    as the command line is (:func:`ccarena.tuning.tune_process`)."""
-    from ccarena.tuning import tune_process
-
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    tune_process()
-
-
-def _pool_task(args: tuple[str, dict[str, Any]]) -> dict[str, Any]:
-    # What the summary reads of the run comes back with its outcome (a few KB per run, pickled):
-    # the parent does not read 400 runs back from disk for summary.parquet.
-    return execute_run(*args, keep_summary_inputs=True)
 
 
 def progress_bar(console: Console, enabled: bool) -> Progress:
@@ -133,34 +117,3 @@ def run_here(pending: list[RunPlan], store: ExperimentStore, name: str, outcome:
                 bar.advance(runs)
     finally:
         stop_started(started)
-
-
-def run_pool(pending: list[RunPlan], store: ExperimentStore, name: str, outcome: ExperimentOutcome,
-              console: Console, show: bool, jobs: int, total: int) -> None:
-    """Run on ``jobs`` spawned worker processes; Ctrl-C terminates them (their unfinished runs
-    leave nothing in ``runs/``)."""
-    import multiprocessing
-
-    ctx = multiprocessing.get_context("spawn")
-    pool = ctx.Pool(processes=jobs, initializer=_worker_init)
-    try:
-        with progress_bar(console, show) as bar:
-            runs = bar.add_task(f"{name}: runs on {jobs} processes", total=total,
-                                completed=len(outcome.skipped))
-            tasks = [(str(store.root), run_record(plan, name)) for plan in pending]
-            results = pool.imap_unordered(_pool_task, tasks, chunksize=1)
-            remaining = len(tasks)
-            while remaining:
-                try:
-                    result = results.next(timeout=0.2)
-                except multiprocessing.TimeoutError:
-                    continue
-                remaining -= 1
-                note_result(outcome, result)
-                bar.advance(runs)
-        pool.close()
-    except BaseException:
-        pool.terminate()
-        raise
-    finally:
-        pool.join()
