@@ -19,7 +19,9 @@ Cases:
   its workers − engine CPU) / runs. Target: ≤ 0.05 s per run. Then ``ccarena report`` of the
   experiment: target ≤ 10 s on 2 cores.
 
-Printed: engine s, whole s, the front end's share, per-run overhead, report s.
+Printed: engine s, whole s, the front end's share, per-run overhead, report s; for the runs of many
+flows, also the start-up floor (a process that only imports what ``ccarena run`` needs before its
+engine can start) beside what the target leaves the whole front end.
 """
 
 from __future__ import annotations
@@ -99,14 +101,30 @@ def command(args: list[str]) -> tuple[float, float]:
     return wall, cpu
 
 
+# What `ccarena run` imports before its first run can start (the command line, the scenario and
+# spec models, the executor), in a process tuned as the command's is.
+STARTUP = ("from ccarena.tuning import tune_process; tune_process(); import ccarena.cli, "
+           "ccarena.scenario, ccarena.executor, ccarena.backends, ccarena.report.formats, "
+           "ccarena.store.location")
+
+
+def startup_seconds() -> float:
+    """Wall seconds of a Python process that only starts and imports what ``ccarena run`` needs
+    before its engine can start (:data:`STARTUP`): the front end's floor before any run."""
+    started = time.perf_counter()
+    subprocess.run([sys.executable, "-c", STARTUP], check=True)
+    return time.perf_counter() - started
+
+
 def bench_flows(tmp: Path, repeats: int, case: str, text: str, target: float) -> None:
     """One run of many flows: the engine alone, then ``ccarena run --no-report`` of the same,
     alternately ``repeats`` times; then the medians. This VM's speed drifts by a fifth within
     minutes (the hypervisor), so one pair can say 1.4 and the next 1.7: read the medians."""
     scenario = tmp / f"{case}.toml"
     scenario.write_text(text)
-    engines, walls, inside = [], [], []
+    engines, walls, inside, startups = [], [], [], []
     for i in range(repeats):
+        startups.append(startup_seconds())
         engine, _ = engine_seconds(scenario)
         out = tmp / f"{case}-{i}"
         wall, _ = command(["run", str(scenario), "-o", str(out), "--force", "-q", "--no-report",
@@ -124,6 +142,10 @@ def bench_flows(tmp: Path, repeats: int, case: str, text: str, target: float) ->
         print(f"{case}: median of {repeats}: engine {engine:.2f} s, whole command {wall:.2f} s, "
               f"ratio {wall / engine:.2f} (target ≤ {target}), front end {wall - engine:.2f} s; "
               f"ratio to the engine inside the command {ratio_inside:.2f}", flush=True)
+    startup, engine = statistics.median(startups), statistics.median(engines)
+    print(f"{case}: starting Python and importing what a run needs takes {startup:.2f} s before "
+          f"any engine can start; the target leaves the whole front end "
+          f"{(target - 1) * engine:.2f} s", flush=True)
 
 
 def engine_in_command(out: Path) -> float:
