@@ -444,6 +444,7 @@ impl Scoreboard {
     /// (once) and is offered for retransmission again.
     fn retransmission_lost(&mut self, idx: usize) {
         let r = self.segs[idx];
+        debug_assert!(r.is_retrans() && !r.is_sacked(), "not a retransmission in flight: {r:?}");
         let len = r.len as u64;
         self.segs[idx].flags &= !RETRANS;
         self.retrans_bytes -= len;
@@ -511,6 +512,10 @@ impl Scoreboard {
         }
         if !relost.is_empty() {
             relost.sort_unstable();
+            // A record sent twice in one instant (new data, then at once its rescue
+            // retransmission, RFC 6675 NextSeg rule 4) has two live entries in `tsorted`: it
+            // is lost once.
+            relost.dedup();
             for &idx in &relost {
                 self.retransmission_lost(idx);
             }
@@ -947,5 +952,26 @@ mod tests {
                 sb.check_invariants();
             }
         }
+    }
+
+    #[test]
+    fn a_record_sent_and_rescued_in_one_instant_is_lost_once() {
+        // Records 0–2 sent at t = 0, 1, 2; record 2 retransmitted at t = 2 as well (a rescue
+        // retransmission of data just sent): two live entries for it in the send-time list.
+        let mut sb = board(3);
+        sb.mark_retransmitted(2, SimTime(2), TxStamp::default(), 3 * MSS);
+        sb.push(SegRecord::new(3 * MSS, MSS as u32, SimTime(10), TxStamp::default()));
+        assert_eq!(sack(&mut sb, 3, 4), vec![3]);
+        // RACK: record 3 (sent at t = 10) delivered, the reordering window over: 0–2 are lost,
+        // record 2 (a retransmission) once.
+        let deadline = sb.rack_detect_loss(SimTime(1_000), (SimTime(10), 4 * MSS), Duration::ZERO);
+        assert_eq!(deadline, None);
+        sb.check_invariants();
+        assert_eq!(sb.pending_retransmit_bytes(), 3 * MSS);
+        assert_eq!(sb.pipe(), 0);
+        assert_eq!(sb.next_lost(), Some(2)); // the lost retransmission first, once
+        sb.mark_retransmitted(2, SimTime(1_000), TxStamp::default(), 4 * MSS);
+        assert_eq!(sb.next_lost(), Some(0));
+        sb.check_invariants();
     }
 }
