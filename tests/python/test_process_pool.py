@@ -1,7 +1,8 @@
 """A pool worker that dies in the middle of a run (the OOM killer, ``kill -9``, a crash of the
 engine's process) neither hangs nor stops the experiment: the runs it held are run again, and a
 run that kills its process every time is recorded as failed, with the signal, while the others
-complete (ccarena.executor.process_pool)."""
+complete (ccarena.executor.process_pool). A program whose ``__main__`` workers cannot import (a
+script read from standard input) runs its runs in its own process, with a warning."""
 
 from __future__ import annotations
 
@@ -101,3 +102,21 @@ def test_a_run_that_kills_its_worker_every_time_is_recorded_failed_and_the_rest_
     assert summary.is_file()
     # Nothing half-written is left behind.
     assert not (out / ".tmp").exists() or not any((out / ".tmp").iterdir())
+
+
+def test_a_script_read_from_stdin_runs_here_with_a_warning(tmp_path):
+    # Spawned workers cannot import a __main__ named "<stdin>": each would die while starting.
+    script = f"""
+import ccarena
+scenario = {{"name": "stdin", "duration": "1s",
+            "topology": {{"kind": "single_link", "link": {{"rate": "10Mbps", "delay": "5ms"}}}},
+            "flows": [{{"from": "a", "to": "b", "flavor": "reno"}}],
+            "sweep": {{"topology.link.delay": ["5ms", "10ms", "15ms"]}}}}
+print("RUNS", len(ccarena.run(scenario, {str(tmp_path / "out")!r}, jobs=2).summary))
+"""
+    done = subprocess.run([sys.executable, "-"], input=script, capture_output=True, text=True,
+                          timeout=120, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "RUNS 3" in done.stdout
+    assert done.stderr.count("RuntimeWarning: this program's __main__ cannot be imported") == 1, done.stderr
+    assert "Traceback" not in done.stderr

@@ -12,6 +12,7 @@ only the missing ones.
 from __future__ import annotations
 
 import os
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Union
@@ -22,7 +23,7 @@ from ccarena.errors import EngineFault, UserError
 from ccarena.executor.clusters import check_executor
 from ccarena.executor.dask_pool import run_dask
 from ccarena.executor.local import run_here, start_here, stop_started
-from ccarena.executor.process_pool import run_pool
+from ccarena.executor.process_pool import run_pool, workers_can_start
 from ccarena.executor.run import (
     execute_run,
     now_utc,
@@ -217,8 +218,16 @@ def _split(plans: list[RunPlan], store: ExperimentStore, realtime: set[str],
 
 
 def _jobs(jobs: int | None, pending: list[RunPlan]) -> int:
-    """Worker processes for ``pending``: ``jobs`` (default all cores), at most one per run."""
-    return max(1, min(jobs or os.cpu_count() or 1, len(pending) or 1))
+    """Worker processes for ``pending``: ``jobs`` (default all cores), at most one per run; 1
+    (this process) when spawned workers could not start here (:func:`workers_can_start`)."""
+    wanted = max(1, min(jobs or os.cpu_count() or 1, len(pending) or 1))
+    if wanted > 1 and not workers_can_start():
+        warnings.warn("this program's __main__ cannot be imported by worker processes (a script "
+                      "read from standard input?): its runs execute in this process, one at a "
+                      "time; save the script to a file to use several processes",
+                      RuntimeWarning, stacklevel=1)  # one location: shown once
+        return 1
+    return wanted
 
 
 def _start_first(plans: list[RunPlan], store: ExperimentStore, realtime: set[str],

@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import concurrent.futures as cf
 import multiprocessing
+import os
 import signal
+import sys
 from typing import TYPE_CHECKING, Any, Callable
 
 from ccarena.executor.local import note_result, progress_bar
@@ -53,6 +55,18 @@ class WorkerDied(RuntimeError):
             return cls(f"the worker process running it was killed by {name}{hint}")
         return cls(f"the worker process running it exited with status {exitcode} before the "
                    "run ended")
+
+
+def workers_can_start() -> bool:
+    """Whether spawned workers can import this program's ``__main__``, as ``multiprocessing``'s
+    spawn start method makes them: a module run with ``-m``, a script file, or no file at all
+    (the interactive interpreter, ``-c``, a notebook) can; a script read from standard input
+    (``__file__`` ``"<stdin>"``) cannot — every worker would die while starting."""
+    main = sys.modules.get("__main__")
+    if getattr(getattr(main, "__spec__", None), "name", None):
+        return True
+    path = getattr(main, "__file__", None)
+    return path is None or os.path.exists(path)
 
 
 def worker_init() -> None:
