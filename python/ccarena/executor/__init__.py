@@ -217,11 +217,12 @@ def _split(plans: list[RunPlan], store: ExperimentStore, realtime: set[str],
     return skipped, pending, in_real_time
 
 
-def _jobs(jobs: int | None, pending: list[RunPlan]) -> int:
-    """Worker processes for ``pending``: ``jobs`` (default all cores), at most one per run; 1
-    (this process) when spawned workers could not start here (:func:`workers_can_start`)."""
+def _jobs(jobs: int | None, pending: list[RunPlan], executor: ExecutorOptions) -> int:
+    """Worker processes for ``pending``: ``jobs`` (default all cores), at most one per run; on
+    the local process pool, 1 (this process) when spawned workers could not start here
+    (:func:`workers_can_start`)."""
     wanted = max(1, min(jobs or os.cpu_count() or 1, len(pending) or 1))
-    if wanted > 1 and not workers_can_start():
+    if wanted > 1 and executor.kind == "process" and not workers_can_start():
         warnings.warn("this program's __main__ cannot be imported by worker processes (a script "
                       "read from standard input?): its runs execute in this process, one at a "
                       "time; save the script to a file to use several processes",
@@ -236,7 +237,7 @@ def _start_first(plans: list[RunPlan], store: ExperimentStore, realtime: set[str
     """When the runs execute in this process, start the first in the background
     (:func:`ccarena.executor.local.start_here`): ``{run_id: started}``, else empty."""
     _, pending, _ = _split(plans, store, realtime, force)
-    if not pending or executor.kind != "process" or _jobs(jobs, pending) != 1:
+    if not pending or executor.kind != "process" or _jobs(jobs, pending, executor) != 1:
         return {}
     early = start_here(pending[0], name)
     return {pending[0].run_id: early} if early is not None else {}
@@ -255,7 +256,7 @@ def _run_locked(loaded: LoadedScenario, plans: list[RunPlan], realtime: set[str]
     outcome.skipped, pending, in_real_time = _split(plans, store, realtime, force)
     if executor.kind == "dask-local" and executor.workers is None and jobs is not None:
         executor = executor.model_copy(update={"workers": jobs})
-    jobs = _jobs(jobs, pending)
+    jobs = _jobs(jobs, pending, executor)
     name = loaded.scenario.name
     started = started if started is not None else {}
     for run_id in [r for r in started if not pending or r != pending[0].run_id]:
