@@ -174,20 +174,7 @@ impl PyUdpReceiver {
     fn counters<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let c = self.inner.lock().expect("not poisoned").counters();
         let d = PyDict::new(py);
-        for (k, v) in [
-            ("datagrams", c.datagrams),
-            ("malformed", c.malformed),
-            ("foreign_version", c.foreign_version),
-            ("unknown_connection", c.unknown_connection),
-            ("bad_cookie", c.bad_cookie),
-            ("replayed", c.replayed),
-            ("rate_limited", c.rate_limited),
-            ("connection_limit", c.connection_limit),
-            ("out_of_bounds", c.out_of_bounds),
-            ("rejected_offers", c.rejected_offers),
-            ("completed", c.completed),
-            ("failed", c.failed),
-        ] {
+        for (k, v) in c.named() {
             d.set_item(k, v)?;
         }
         Ok(d)
@@ -432,20 +419,9 @@ impl PyUdpSink {
         out.set_item("out_of_order_segments", r.out_of_order_segments)?;
         out.set_item("connected", r.connected)?;
         out.set_item("closed_by_sender", r.closed_by_sender)?;
-        let c = r.counters;
         let counters = PyDict::new(py);
-        for (k, v) in [
-            ("datagrams", c.datagrams),
-            ("malformed", c.malformed),
-            ("foreign_version", c.foreign_version),
-            ("unknown_connection", c.unknown_connection),
-            ("bad_cookie", c.bad_cookie),
-            ("replayed", c.replayed),
-            ("rate_limited", c.rate_limited),
-            ("connection_limit", c.connection_limit),
-            ("out_of_bounds", c.out_of_bounds),
-            ("rejected_offers", c.rejected_offers),
-        ] {
+        // A sink receives streams, never files: the file-transfer counters are left out.
+        for (k, v) in r.counters.named().into_iter().filter(|(k, _)| !matches!(*k, "completed" | "failed")) {
             counters.set_item(k, v)?;
         }
         out.set_item("counters", counters)?;

@@ -24,7 +24,7 @@ use crate::guard::ReplayWindow;
 use crate::net::Datagrams;
 use crate::ranges::{RangeSet, StreamMap};
 use crate::rx::{udt_data_packet, Rx};
-use crate::udt_stream::FLOW_WINDOW_PACKETS;
+use crate::udt::FLOW_WINDOW_PACKETS;
 use crate::sha256::{hex, Sha256};
 use crate::store::Placement;
 use crate::wire::{self, encode, kind_of, DoneStatus, Frame, Header};
@@ -66,6 +66,27 @@ pub struct Counters {
     pub completed: u64,
     /// Transfers that ended otherwise.
     pub failed: u64,
+}
+
+impl Counters {
+    /// Every counter with its field's name, in declaration order: what a datagram service's
+    /// counters read (the last two, `completed` and `failed`, count file transfers).
+    pub fn named(&self) -> [(&'static str, u64); 12] {
+        [
+            ("datagrams", self.datagrams),
+            ("malformed", self.malformed),
+            ("foreign_version", self.foreign_version),
+            ("unknown_connection", self.unknown_connection),
+            ("bad_cookie", self.bad_cookie),
+            ("replayed", self.replayed),
+            ("rate_limited", self.rate_limited),
+            ("connection_limit", self.connection_limit),
+            ("out_of_bounds", self.out_of_bounds),
+            ("rejected_offers", self.rejected_offers),
+            ("completed", self.completed),
+            ("failed", self.failed),
+        ]
+    }
 }
 
 /// What a finished incoming transfer did.

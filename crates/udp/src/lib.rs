@@ -13,7 +13,8 @@
 //! - [`batch`]: many datagrams per system call (`sendmmsg` with UDP GSO, `recvmmsg` with GRO).
 //! - [`net`]: the non-blocking, batching socket with `ppoll` waits; the loss/duplicate/reorder shim.
 //! - [`send`]: the sending side (handshake, transport loop, record).
-//! - `tx`: the sending half a file transfer drives, TCP-like or UDT.
+//! - `tx`: the sending half a file transfer or a scenario stream drives, TCP-like or UDT.
+//! - [`udt`]: UDT4's settings, and UDT's ACK and NAK from their wire frames.
 //! - [`conn`]: one incoming transfer on the receiver.
 //! - [`serve`]: the receiving service (socket, handshake, connection table).
 //! - [`stream`]: a scenario flow's sender (a synthetic stream, sampled on the run's grid).
@@ -45,7 +46,7 @@ pub mod sink;
 pub mod store;
 pub mod stream;
 mod tx;
-pub mod udt_stream;
+pub mod udt;
 pub mod wire;
 
 pub use conn::{Counters, ReceivedRecord};

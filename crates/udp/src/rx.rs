@@ -8,7 +8,7 @@ use ccarena_cc::SimTime;
 use ccarena_transport::udt::{DataPacket, ToSender, UdtReceiver, UdtReceiverConfig};
 use ccarena_transport::Receiver;
 
-use crate::udt_stream::{FLOW_WINDOW_PACKETS, INITIAL_RTT, SYN};
+use crate::udt::{FLOW_WINDOW_PACKETS, INITIAL_RTT, SYN};
 use crate::wire::{self, AckFrame, Frame, UdtAckFrame, MAX_NAK_RANGES, MAX_SACK_RANGES};
 
 /// The transport's receiving half: TCP-like, or UDT's.
@@ -20,7 +20,7 @@ pub(crate) enum Rx {
     Udt(Box<UdtReceiver>),
 }
 
-/// UDT's receiver settings: UDT4's defaults, as the sender's ([`crate::udt_stream`]).
+/// UDT's receiver settings: UDT4's defaults, as the sender's ([`crate::udt`]).
 pub(crate) fn udt_receiver_config() -> UdtReceiverConfig {
     let d = |x: Duration| ccarena_cc::Duration(x.as_nanos() as u64);
     UdtReceiverConfig { syn_interval: d(SYN), max_flow_window_packets: FLOW_WINDOW_PACKETS, initial_rtt: d(INITIAL_RTT) }

@@ -1,5 +1,6 @@
-//! Sending a file: the handshake (HELLO → RETRY → OFFER → ACCEPT), then the transport's
-//! [`Sender`] driven over the socket on the monotonic clock until the receiver's DONE.
+//! Sending a file: the handshake (HELLO → RETRY → OFFER → ACCEPT), then the transport's sender
+//! (`tx`: the TCP-like one or UDT's) driven over the socket on the monotonic clock until the
+//! receiver's DONE.
 //!
 //! The loop is the sans-IO contract of `ccarena_transport::sender`: fire due timers, drain
 //! `poll_transmit` (pacing is the sender's: it reports its next release in `poll_timeout`, and the
@@ -24,7 +25,7 @@ use crate::net::{Datagrams, Impaired, Impairment, Socket};
 use crate::ranges::{RangeSet, StreamMap};
 use crate::record::{mhz_per_mbps, CpuMeter, Recorder, TransferRecord};
 use crate::sha256::{hex, sha256_of};
-use crate::tx::{FileTx, Outgoing};
+use crate::tx::{Outgoing, Tx};
 use crate::wire::{self, decode, encode, kind_of, DecodeError, DoneStatus, Frame, Header, Offer};
 
 /// How often the progress callback runs (and the loop wakes at least), and the cwnd sampling.
@@ -36,7 +37,7 @@ pub const KEEPALIVE: Duration = Duration::from_secs(1);
 #[derive(Clone, Debug)]
 pub struct SendOptions {
     /// Congestion-control flavor: any TCP flavor of the catalogue (ccarena's TCP-like transport),
-    /// or `udt` (UDT's own transport, [`crate::tx`]).
+    /// or `udt` (UDT's own transport, [`crate::udt`]).
     pub flavor: String,
     /// Loss-recovery mode; `None`: the flavor's default (must be `None` for `udt`).
     pub recovery: Option<String>,
@@ -283,6 +284,31 @@ impl ReadAhead {
     }
 }
 
+/// A socket bound on `bind` (`HOST`, any port; `None`: any address of the peer's family) and
+/// connected to `peer` (`HOST:PORT`, resolved here), so an ICMP port unreachable comes back as
+/// ECONNREFUSED. Returns it with the peer's address.
+///
+/// # Errors
+/// [`TransferError::BadAddress`]: `peer` does not resolve; [`TransferError::Io`]: bind, connect
+/// or the socket's set-up failed.
+pub(crate) fn connect(bind: Option<&str>, peer: &str) -> Result<(Socket, SocketAddr), TransferError> {
+    let bad_addr = |reason: String| TransferError::BadAddress { addr: peer.to_string(), reason };
+    let peer_addr: SocketAddr = peer
+        .to_socket_addrs()
+        .map_err(|e| bad_addr(e.to_string()))?
+        .next()
+        .ok_or_else(|| bad_addr("resolves to no address".into()))?;
+    let local = match bind {
+        Some(host) => format!("{host}:0"),
+        None if peer_addr.is_ipv4() => "0.0.0.0:0".into(),
+        None => "[::]:0".into(),
+    };
+    let io = |context: &str, error| TransferError::Io { context: context.to_string(), error };
+    let udp = UdpSocket::bind(local.as_str()).map_err(|e| io("bind", e))?;
+    udp.connect(peer_addr).map_err(|e| io("connect", e))?;
+    Ok((Socket::new(udp).map_err(|e| io("socket", e))?, peer_addr))
+}
+
 /// What the receiver answered to the offer.
 pub(crate) struct Accepted {
     pub(crate) stream_bytes: u64,
@@ -383,7 +409,7 @@ pub fn send_file(
     opts: &SendOptions,
     progress: &mut dyn FnMut(&Progress) -> bool,
 ) -> Result<TransferRecord, TransferError> {
-    let (_, recovery) = FileTx::new(opts, u64::MAX, SimTime::ZERO)?; // options checked before any I/O
+    let (_, recovery) = Tx::for_file(opts, u64::MAX, SimTime::ZERO)?; // options checked before any I/O
     crate::net::fine_timers();
     let missing = |reason: String| TransferError::MissingFile { path: path.to_path_buf(), reason };
     let file = File::open(path).map_err(|e| missing(e.to_string()))?;
@@ -402,18 +428,7 @@ pub fn send_file(
     };
     let digest = sha256_of(BufReader::new(&file)).map_err(|e| missing(e.to_string()))?;
 
-    let bad_addr = |reason: String| TransferError::BadAddress { addr: addr.to_string(), reason };
-    let peer = addr
-        .to_socket_addrs()
-        .map_err(|e| bad_addr(e.to_string()))?
-        .next()
-        .ok_or_else(|| bad_addr("resolves to no address".into()))?;
-    let local = if peer.is_ipv4() { "0.0.0.0:0" } else { "[::]:0" };
-    let io = |context: &str, error| TransferError::Io { context: context.to_string(), error };
-    let udp = UdpSocket::bind(local).map_err(|e| io("bind", e))?;
-    // Connected, so an ICMP port unreachable comes back as ECONNREFUSED.
-    udp.connect(peer).map_err(|e| io("connect", e))?;
-    let sock = Socket::new(udp).map_err(|e| io("socket", e))?;
+    let (sock, peer) = connect(None, addr)?;
     let sock: Box<dyn Datagrams> = match opts.impairment {
         Some(imp) => Box::new(Impaired::new(sock, imp)),
         None => Box::new(sock),
@@ -445,7 +460,7 @@ pub fn send_file(
 
     let epoch = Instant::now();
     let sim = |t: Instant| SimTime(t.saturating_duration_since(epoch).as_nanos() as u64);
-    let (mut sender, _) = FileTx::new(opts, acc.rwnd_bytes, SimTime::ZERO)?;
+    let (mut sender, _) = Tx::for_file(opts, acc.rwnd_bytes, SimTime::ZERO)?;
     if stream_bytes > 0 {
         sender.app_write(stream_bytes);
     }

@@ -18,7 +18,7 @@ use ccarena_transport::{EcnMode, Receiver as TransportReceiver, ReceiverConfig};
 
 use crate::conn::{Conn, Counters, Outcome, ReceivedRecord};
 use crate::rx::Rx;
-use crate::udt_stream::UDT_FLAVOR;
+use crate::udt::UDT_FLAVOR;
 use crate::error::TransferError;
 use crate::guard::{CookieJar, TokenBucket};
 use crate::net::{Datagrams, Impaired, Impairment, Socket};

@@ -11,8 +11,8 @@
 //! ([`MAX_WINDOW_BYTES`] when the flow has no receive buffer) or opening more than
 //! [`MAX_OOO_RANGES`] out-of-order ranges dropped.
 //!
-//! A stream offered with flavor `udt` ([`crate::udt_stream`]) runs the UDT transport's
-//! [`UdtReceiver`] instead: UDT_DATA and UDT_ACK2 in, UDT_ACK and UDT_NAK out; a UDT_DATA packet
+//! A stream offered with flavor `udt` ([`crate::udt`]) runs the UDT transport's
+//! [`UdtReceiver`](ccarena_transport::udt::UdtReceiver) instead: UDT_DATA and UDT_ACK2 in, UDT_ACK and UDT_NAK out; a UDT_DATA packet
 //! beyond the stream or more than the flow window ahead of the first missing packet is dropped.
 
 use std::io::ErrorKind;
@@ -30,7 +30,7 @@ use crate::net::{Datagrams, Socket};
 use crate::send::{KEEPALIVE, MAX_READ_PER_WAKE};
 use crate::stream::{mono_ns, Schedule};
 use crate::rx::{udt_data_packet, Rx};
-use crate::udt_stream::{FLOW_WINDOW_PACKETS, UDT_FLAVOR};
+use crate::udt::{FLOW_WINDOW_PACKETS, UDT_FLAVOR};
 use crate::wire::{self, decode, encode, kind_of, DecodeError, Frame, Header, RejectCode, UNBOUNDED_STREAM};
 
 /// Largest window above the cumulative ACK a sink accepts DATA in when the flow has no receive

@@ -1,26 +1,24 @@
 //! Scenario flows: a synthetic stream (`bytes` = N, or unbounded until a stop time) sent with the
-//! transport's [`Sender`] to a [`crate::sink::Sink`], sampled at `t0 + k·interval` on
-//! `CLOCK_MONOTONIC` — the quantities the kernel backend's traffic generator reads from
-//! `TCP_INFO`, so a run on real sockets fills the same tables as the simulator and Linux TCP.
+//! transport's TCP-like sender or UDT's (`tx`) to a [`crate::sink::Sink`], sampled at
+//! `t0 + k·interval` on `CLOCK_MONOTONIC` — the quantities the kernel backend's traffic generator
+//! reads from `TCP_INFO`, so a run on real sockets fills the same tables as the simulator and
+//! Linux TCP.
 //!
 //! Times follow the scenario's flow: the handshake (STREAM_OFFER, docs/udp-wire.md) happens as
 //! soon as the sender starts, before `t0`, so the flow's first byte leaves at `t0 + start_ns` as
 //! in the simulator, which does not model a handshake; the application writes its bytes at the
 //! start (all of them, or `u64::MAX / 4` for an unbounded flow, as the simulator does) and stops
-//! at `t0 + stop_ns` ([`Sender::app_stop`]: what was sent is still delivered). At the run's end
-//! (`t0 + duration_ns`) the totals are read (`at_end`), the application stops, and the sender
-//! drains what it has in flight for up to [`StreamOptions::drain`] before it reads them again
-//! (`drained`) and closes.
+//! at `t0 + stop_ns` (what was sent is still delivered). At the run's end (`t0 + duration_ns`)
+//! the totals are read (`at_end`), the application stops, and the sender drains what it has in
+//! flight for up to [`StreamOptions::drain`] before it reads them again (`drained`) and closes.
 
-use std::net::{SocketAddr, ToSocketAddrs, UdpSocket};
 use std::time::Duration;
 
-use ccarena_cc::{CaState, Params, SimTime};
-use ccarena_transport::{Sender, SenderConfig};
+use ccarena_cc::{CaState, SimTime};
 
 use crate::error::TransferError;
-use crate::net::{Datagrams, Socket};
-use crate::send::{ack_segment, controller_setup, handshake, Link, KEEPALIVE};
+use crate::send::{connect, handshake, Link, KEEPALIVE};
+use crate::tx::{Outgoing, Tx};
 use crate::wire::{self, Frame, UNBOUNDED_STREAM};
 
 /// How often the driver asks its caller whether to go on (a Python signal check), at most.
@@ -245,95 +243,93 @@ fn secs(d: ccarena_cc::Duration) -> f64 {
     d.as_nanos() as f64 / 1e9
 }
 
-fn sample(sender: &Sender, time_s: f64, offered_bytes: u64) -> SenderSample {
-    let cw = sender.cwnd();
-    SenderSample {
-        time_s,
-        sent_bytes: sender.stats().bytes_sent,
-        acked_bytes: sender.snd_una(),
-        offered_bytes,
-        cwnd_bytes: cw.cwnd_bytes,
-        ssthresh_bytes: (cw.ssthresh_bytes != u64::MAX).then_some(cw.ssthresh_bytes),
-        srtt_s: sender.srtt().map(secs),
-        rttvar_s: sender.srtt().and(sender.rttvar()).map(secs),
-        rto_s: secs(sender.rto()),
-        inflight_bytes: sender.in_flight_bytes(),
-        pacing_rate_bps: cw.pacing_rate_bps.filter(|r| *r > 0),
-        retransmits: sender.stats().segments_retransmitted,
-        ca_state: ca_code(sender.ca_state()),
+/// The sender's state at `time_s` (UDT has no ssthresh or CA state: none and 0; its RTT is the
+/// receiver's ACK/ACK2 estimate, its RTO the EXP period).
+fn sample(tx: &Tx, time_s: f64, offered_bytes: u64) -> SenderSample {
+    match tx {
+        Tx::Tcp(s) => {
+            let cw = s.cwnd();
+            SenderSample {
+                time_s,
+                sent_bytes: s.stats().bytes_sent,
+                acked_bytes: s.snd_una(),
+                offered_bytes,
+                cwnd_bytes: cw.cwnd_bytes,
+                ssthresh_bytes: (cw.ssthresh_bytes != u64::MAX).then_some(cw.ssthresh_bytes),
+                srtt_s: s.srtt().map(secs),
+                rttvar_s: s.srtt().and(s.rttvar()).map(secs),
+                rto_s: secs(s.rto()),
+                inflight_bytes: s.in_flight_bytes(),
+                pacing_rate_bps: cw.pacing_rate_bps.filter(|r| *r > 0),
+                retransmits: s.stats().segments_retransmitted,
+                ca_state: ca_code(s.ca_state()),
+            }
+        }
+        Tx::Udt(s) => {
+            let cw = s.cwnd();
+            SenderSample {
+                time_s,
+                sent_bytes: s.stats().bytes_sent,
+                acked_bytes: s.snd_una_offset(),
+                offered_bytes,
+                cwnd_bytes: cw.cwnd_bytes,
+                ssthresh_bytes: None,
+                srtt_s: Some(secs(s.rtt())),
+                rttvar_s: Some(secs(s.rtt_var())),
+                rto_s: secs(s.exp_period()),
+                inflight_bytes: s.unacked_bytes(),
+                pacing_rate_bps: cw.pacing_rate_bps.filter(|r| *r > 0),
+                retransmits: s.stats().packets_retransmitted,
+                ca_state: 0,
+            }
+        }
     }
 }
 
-fn totals(sender: &Sender, offered_bytes: u64) -> StreamTotals {
-    let st = sender.stats();
+/// The sender's counters now. `reported_min_rtt` is the smallest RTT the peer reported (UDT's
+/// RTT is measured by its receiver); the TCP-like sender measures its own.
+fn totals(tx: &Tx, offered_bytes: u64, reported_min_rtt: Option<Duration>) -> StreamTotals {
+    let t = tx.totals();
+    let (spurious_rtos, min_rtt) = match tx {
+        Tx::Tcp(s) => (s.stats().spurious_rtos, s.min_rtt().map(|d| Duration::from_nanos(d.as_nanos()))),
+        Tx::Udt(_) => (0, reported_min_rtt),
+    };
     StreamTotals {
-        bytes_sent: st.bytes_sent,
-        bytes_retrans: st.bytes_retransmitted,
-        bytes_acked: sender.snd_una(),
-        data_segs_out: st.segments_sent,
-        total_retrans: st.segments_retransmitted,
-        total_rto: st.rto_count,
-        fast_recoveries: st.fast_recoveries,
-        spurious_rtos: st.spurious_rtos,
-        min_rtt_us: sender.min_rtt().map(|d| d.as_nanos() / 1000),
+        bytes_sent: t.bytes_sent,
+        bytes_retrans: t.bytes_retransmitted,
+        bytes_acked: tx.acked_bytes(),
+        data_segs_out: t.segments_sent,
+        total_retrans: t.retransmissions,
+        total_rto: t.rto_count,
+        fast_recoveries: t.fast_recoveries,
+        spurious_rtos,
+        min_rtt_us: min_rtt.map(|d| d.as_micros() as u64),
         offered_bytes,
     }
 }
 
 /// Send one scenario flow to the sink at `peer` (`HOST:PORT`) from `bind` (`HOST`, any port;
-/// `None`: any address), following `opts`' times (flavor `udt`: UDT's own transport,
-/// [`crate::udt_stream::send_udt_stream`]); `keep_going` is asked about every 100 ms
-/// (false: stop at once with [`TransferError::Interrupted`], after telling the sink).
+/// `None`: any address), following `opts`' times: the TCP-like transport with `opts`' flavor,
+/// or UDT's own with flavor `udt` ([`crate::udt`]; the TCP fields unused, `mss_bytes` at most
+/// [`wire::MAX_UDT_PAYLOAD_BYTES`]). `keep_going` is asked about every 100 ms (false: stop at
+/// once with [`TransferError::Interrupted`], after telling the sink).
 ///
 /// # Errors
-/// [`TransferError`]: a bad flavor, recovery or MSS ([`TransferError::Config`]), a bad address, a
-/// sink that does not answer or refuses, a foreign wire version, a sink silent for
-/// `idle_timeout`, an interruption.
+/// [`TransferError`]: a bad flavor, parameter, recovery or MSS ([`TransferError::Config`],
+/// before any I/O), a bad address, a sink that does not answer or refuses, a foreign wire
+/// version, a sink silent for `idle_timeout`, an interruption.
 pub fn send_stream(
     bind: Option<&str>,
     peer: &str,
     opts: &StreamOptions,
     keep_going: &mut dyn FnMut() -> bool,
 ) -> Result<StreamRecord, TransferError> {
-    if opts.flavor == crate::udt_stream::UDT_FLAVOR {
-        return crate::udt_stream::send_udt_stream(bind, peer, opts, keep_going);
-    }
-    let params = Params::from_pairs(opts.params.clone());
-    let (cc, recovery) = controller_setup(&opts.flavor, &params, opts.recovery.as_deref(), opts.mss_bytes)?;
-    let mss = opts.mss_bytes;
-    let cfg = SenderConfig {
-        mss_bytes: mss,
-        initial_cwnd_bytes: opts.initial_cwnd_packets as u64 * mss as u64,
-        min_rto: ccarena_cc::Duration(opts.min_rto_ns),
-        initial_rto: ccarena_cc::Duration(opts.initial_rto_ns),
-        max_rto: ccarena_cc::Duration(opts.max_rto_ns),
-        clock_granularity: ccarena_cc::Duration(opts.clock_granularity_ns),
-        recovery,
-        dupthresh: opts.dupthresh,
-        ecn: false,
-        initial_rwnd_bytes: None,
-        sndbuf_bytes: opts.sndbuf_bytes,
-    };
-    cfg.validate().map_err(|e| TransferError::Config { message: format!("{}: {}", e.field, e.reason) })?;
+    Tx::for_stream(opts, u64::MAX, SimTime::ZERO)?; // the settings checked before any I/O
     crate::net::fine_timers();
-
-    let bad_addr = |reason: String| TransferError::BadAddress { addr: peer.to_string(), reason };
-    let peer_addr: SocketAddr = peer
-        .to_socket_addrs()
-        .map_err(|e| bad_addr(e.to_string()))?
-        .next()
-        .ok_or_else(|| bad_addr("resolves to no address".into()))?;
-    let local = match bind {
-        Some(host) => format!("{host}:0"),
-        None if peer_addr.is_ipv4() => "0.0.0.0:0".into(),
-        None => "[::]:0".into(),
-    };
-    let io = |context: &str, error| TransferError::Io { context: context.to_string(), error };
-    let udp = UdpSocket::bind(local.as_str()).map_err(|e| io("bind", e))?;
-    udp.connect(peer_addr).map_err(|e| io("connect", e))?;
-    let sock: Box<dyn Datagrams> = Box::new(Socket::new(udp).map_err(|e| io("socket", e))?);
-    let mut link = Link::new(sock, peer_addr);
+    let (sock, peer_addr) = connect(bind, peer)?;
+    let mut link = Link::new(Box::new(sock), peer_addr);
     let stream_bytes = opts.bytes.unwrap_or(UNBOUNDED_STREAM);
+    let mss = opts.mss_bytes;
     let acc = handshake(
         &mut link,
         &|cookie| Frame::StreamOffer { cookie, stream_bytes, mss_bytes: mss as u16, flavor: &opts.flavor },
@@ -346,56 +342,53 @@ pub fn send_stream(
 
     let epoch = mono_ns();
     let sim = |t: u64| SimTime(t.saturating_sub(epoch));
-    let mut sender = Sender::new(
-        SenderConfig { initial_rwnd_bytes: (acc.rwnd_bytes != u64::MAX).then_some(acc.rwnd_bytes), ..cfg },
-        cc,
-        sim(epoch),
-    );
-    sender.set_pacing_burst(ccarena_cc::Duration(opts.pacing_burst.as_nanos() as u64));
+    let (mut tx, recovery) = Tx::for_stream(opts, acc.rwnd_bytes, sim(epoch))?;
     let mut sched = Schedule::new(opts.t0_mono_ns, opts.interval_ns, opts.duration_ns, opts.start_ns);
     let start_at = opts.t0_mono_ns + opts.start_ns;
     let stop_at = opts.t0_mono_ns + opts.stop_ns.unwrap_or(opts.duration_ns);
     let end_at = sched.end_ns();
     let payload = vec![0u8; mss as usize];
-    let mut started = false;
-    let mut stopped = false;
+    let (mut started, mut stopped) = (false, false);
     let mut completion_ns: Option<u64> = None;
     let mut samples = Vec::new();
     let mut at_end: Option<StreamTotals> = None;
     let mut drain_until = u64::MAX;
     let mut next_check = 0u64;
-    // What the application offered: the stream's bytes, or what was sent when it stopped.
-    let offered = |s: &Sender| if opts.bytes.is_some() || s.bytes_offered() < u64::MAX / 8 { s.bytes_offered() } else { s.snd_nxt() };
+    let mut reported_min_rtt: Option<Duration> = None;
+    // What the application offered: the stream's bytes, or (unbounded) what was sent once.
+    let offered =
+        |tx: &Tx| if opts.bytes.is_some() || tx.bytes_offered() < u64::MAX / 8 { tx.bytes_offered() } else { tx.new_bytes_sent() };
     loop {
         let t = mono_ns();
         if sched.due(t) {
-            samples.push(sample(&sender, sched.take(), offered(&sender)));
+            samples.push(sample(&tx, sched.take(), offered(&tx)));
             continue;
         }
         if !started && t >= start_at {
             started = true;
-            sender.app_write(opts.bytes.unwrap_or(u64::MAX / 4));
+            tx.app_write(opts.bytes.unwrap_or(u64::MAX / 4));
         }
         if started && !stopped && (t >= stop_at || t >= end_at) {
             stopped = true;
-            sender.app_stop();
+            tx.app_stop();
         }
         if at_end.is_none() && t >= end_at {
-            at_end = Some(totals(&sender, offered(&sender)));
+            at_end = Some(totals(&tx, offered(&tx), reported_min_rtt));
             drain_until = t + opts.drain.as_nanos() as u64;
         }
-        sender.handle_timeout(sim(t));
-        while let Some(seg) = sender.poll_transmit(sim(t)) {
-            let flags = (u8::from(seg.retransmit) * wire::FLAG_RETRANSMIT)
-                | (u8::from(seg.ect) * wire::FLAG_ECT)
-                | (u8::from(seg.cwr) * wire::FLAG_CWR);
-            let data = Frame::Data { offset: seg.seq, ts_val_ns: seg.ts_val.as_nanos(), flags, payload: &payload[..seg.len as usize] };
-            link.send(&data)?;
+        tx.handle_timeout(sim(t));
+        // The clock is read per packet: a burst takes real time, which pacing and UDT's packet
+        // interval count on.
+        while let Some(out) = tx.poll_transmit(sim(mono_ns())) {
+            match out {
+                Outgoing::Data(d) => link.send(&d.frame(&payload[..d.len as usize]))?,
+                Outgoing::Control(frame) => link.send(&frame)?,
+            }
         }
-        if started && opts.bytes.is_some() && completion_ns.is_none() && sender.snd_una() >= opts.bytes.unwrap_or(0) {
+        if started && completion_ns.is_none() && opts.bytes.is_some_and(|n| tx.acked_bytes() >= n) {
             completion_ns = Some(t - start_at);
         }
-        if at_end.is_some() && (sender.is_complete() || t >= drain_until) {
+        if at_end.is_some() && (tx.is_complete() || t >= drain_until) {
             break;
         }
         if link.last_heard.elapsed() >= opts.idle_timeout {
@@ -408,7 +401,7 @@ pub fn send_stream(
             next_check = t + CHECK_EVERY_NS;
             if !keep_going() {
                 let _ = link.send(&Frame::Close { code: 1, message: "interrupted by the sender" });
-                return Err(TransferError::Interrupted { acked_bytes: sender.snd_una() });
+                return Err(TransferError::Interrupted { acked_bytes: tx.acked_bytes() });
             }
         }
         let mut deadline = sched.next_ns().min(next_check).min(if at_end.is_some() { drain_until } else { end_at });
@@ -417,7 +410,7 @@ pub fn send_stream(
         } else if !stopped {
             deadline = deadline.min(stop_at);
         }
-        if let Some(w) = sender.poll_timeout() {
+        if let Some(w) = tx.poll_timeout() {
             deadline = deadline.min(epoch + w.as_nanos());
         }
         let keepalive_ns = link.last_sent.elapsed().as_nanos() as u64;
@@ -425,21 +418,22 @@ pub fn send_stream(
         let wait = Duration::from_nanos(deadline.saturating_sub(mono_ns()));
         link.receive(wait, |_, frame| {
             match frame {
-                Frame::Ack(a) => {
-                    let _ = sender.on_ack(sim(mono_ns()), &ack_segment(&a));
-                }
                 Frame::Close { message, .. } => {
                     return Err(TransferError::PeerClosed { message: message.to_string() })
                 }
                 Frame::Reject { code, message } => {
                     return Err(TransferError::Rejected { code, message: message.to_string() })
                 }
-                _ => {}
+                feedback => {
+                    if let Some(rtt) = tx.on_frame(sim(mono_ns()), &feedback) {
+                        reported_min_rtt = Some(reported_min_rtt.map_or(rtt, |m| m.min(rtt)));
+                    }
+                }
             }
             Ok(())
         })?;
     }
-    let drained = totals(&sender, offered(&sender));
+    let drained = totals(&tx, offered(&tx), reported_min_rtt);
     let _ = link.send(&Frame::Close { code: 0, message: "" });
     Ok(StreamRecord {
         samples,
@@ -447,6 +441,6 @@ pub fn send_stream(
         drained,
         completion_time_s: completion_ns.map(|n| n as f64 / 1e9),
         mss_bytes: mss,
-        recovery: recovery.to_string(),
+        recovery,
     })
 }

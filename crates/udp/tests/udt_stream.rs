@@ -68,6 +68,29 @@ fn an_unbounded_udt_flow_stops_at_its_stop_time() {
 }
 
 #[test]
+fn a_finite_flow_stopped_before_its_last_byte_never_completes() {
+    // 10 GB cannot cross loopback in the 300 ms before the stop; what was sent is delivered, and
+    // that is not the flow's completion (it was once taken for it: the sender is "complete" when
+    // everything it was offered after the stop is acknowledged).
+    for flavor in ["udt", "cubic"] {
+        let t0 = mono_ns() + 100 * MS;
+        let mss_bytes = if flavor == "udt" { MAX_UDT_PAYLOAD_BYTES as u32 } else { StreamOptions::default().mss_bytes };
+        let opts = StreamOptions {
+            flavor: flavor.into(),
+            mss_bytes,
+            bytes: Some(10_000_000_000),
+            stop_ns: Some(300 * MS),
+            duration_ns: 800 * MS,
+            ..udt(t0)
+        };
+        let (rec, sink) = run(opts);
+        assert!(sink.at_end_bytes > 0 && sink.at_end_bytes < 10_000_000_000, "{flavor}: {}", sink.at_end_bytes);
+        assert_eq!(rec.drained.bytes_acked, sink.received_bytes, "{flavor}: what was sent is delivered");
+        assert_eq!(rec.completion_time_s, None, "{flavor}");
+    }
+}
+
+#[test]
 fn a_udt_payload_beyond_the_udt_frame_is_refused() {
     let opts = StreamOptions { mss_bytes: MAX_UDT_PAYLOAD_BYTES as u32 + 1, ..udt(mono_ns()) };
     let err = send_stream(Some("127.0.0.1"), "127.0.0.1:9", &opts, &mut || true).unwrap_err();

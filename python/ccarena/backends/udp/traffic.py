@@ -73,7 +73,7 @@ def check_flow(where: str, flow: Any, udt_impl: str = "ccarena") -> None:
 
 def check_udt_flow(where: str, flow: Any) -> None:
     """Check one UDT flow for ccarena's UDT on the udp backend: the SYN, initial RTT, EXP floor
-    and flow window are the driver's (UDT4's defaults, crates/udp/src/udt_stream.rs), the headers
+    and flow window are the driver's (UDT4's defaults, crates/udp/src/udt.rs), the headers
     the wire's; another value is refused rather than ignored.
 
     Raises:
