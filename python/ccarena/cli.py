@@ -637,10 +637,11 @@ def validate(
         counts = {p.name: sum(1 for plan in plans if plan.part == p.name) for p in loaded.parts}
         listing = ", ".join(f"{name} ({n})" for name, n in counts.items())
         stdout.print(f"{scenario}: ok — {s.name}: {len(loaded.parts)} parts, {_count(len(plans), 'run')}: "
-                     f"{listing}")
+                     f"{listing}", soft_wrap=True)
     else:
+        # One line however long the path (soft_wrap: the terminal folds it, a pipe gets it whole).
         stdout.print(f"{scenario}: ok — {s.name}: {s.topology.kind}, {_count(len(s.flows), 'flow')}, "
-                     f"{_count(len(plans), 'run')}")
+                     f"{_count(len(plans), 'run')}", soft_wrap=True)
     for line in s.topology.describe():
         stdout.print(f"  {line}", highlight=False)
 
@@ -678,7 +679,7 @@ def topo(
     for line in topology.describe():
         stdout.print(line, highlight=False)
     path = write_topology(topology, out if out is not None else Path(f"{scenario.stem}-topology.svg"))
-    stdout.print(f"drawing: {path}", highlight=False)
+    stdout.print(f"drawing: {path}", highlight=False, soft_wrap=True)
 
 
 @app.command()
