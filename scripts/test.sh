@@ -27,8 +27,8 @@ python3 -m pip install --quiet -e ".[test]"
 # Byte-compiled once, as `pip install .` leaves the package: where PYTHONDONTWRITEBYTECODE=1 is set
 # (this VM), every `python -m ccarena` a test starts would otherwise compile each module again.
 python3 -m compileall -q python/ccarena >/dev/null
-# The property tests (proptest in Rust, hypothesis in Python) draw the same cases on every run of
-# this command, so CI repeats what passed here; CCARENA_TEST_SEED=<n> draws others (a failing case
+# The property tests (proptest in Rust, hypothesis in Python) and the fuzz runs below draw the same
+# cases on every run of this command, so CI repeats what passed here; CCARENA_TEST_SEED=<n> draws others (a failing case
 # proptest finds is kept in its *.proptest-regressions file and then runs first every time).
 seed="${CCARENA_TEST_SEED:-1}"
 PROPTEST_RNG_SEED="$seed" cargo nextest run --release --workspace --exclude ccarena-py --no-fail-fast
@@ -42,7 +42,7 @@ if cargo +nightly --version >/dev/null 2>&1; then
     fuzz_log=$(mktemp)
     for target in wire_decode receiver_state sink_state; do
         if ! (cd crates/udp/fuzz && cargo +nightly fuzz run -O "$target" -- -max_total_time=10 \
-                -print_final_stats=1) >"$fuzz_log" 2>&1; then
+                -seed="$seed" -print_final_stats=1) >"$fuzz_log" 2>&1; then
             tail -n 60 "$fuzz_log"
             echo "fuzz $target: FAILED (the crashing input is under crates/udp/fuzz/artifacts/$target)"
             exit 1

@@ -7,6 +7,7 @@ script read from standard input) runs its runs in its own process, with a warnin
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -70,7 +71,7 @@ def run_with_killer(tmp_path: Path, rule: str) -> tuple[str, Path]:
     out = tmp_path / "out"
     (tmp_path / "driver.py").write_text(DRIVER.format(here=str(tmp_path), out=str(out)))
     done = subprocess.run([sys.executable, str(tmp_path / "driver.py")], capture_output=True,
-                          text=True, timeout=240, env={**__import__("os").environ, "KILL_RULE": rule})
+                          text=True, timeout=240, env={**os.environ, "KILL_RULE": rule})
     assert done.returncode == 0, done.stderr
     return done.stdout, out
 

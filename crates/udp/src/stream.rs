@@ -400,7 +400,7 @@ pub fn send_stream(
         if t >= next_check {
             next_check = t + CHECK_EVERY_NS;
             if !keep_going() {
-                let _ = link.send(&Frame::Close { code: 1, message: "interrupted by the sender" });
+                let _ = link.close(1, "interrupted by the sender");
                 return Err(TransferError::Interrupted { acked_bytes: tx.acked_bytes() });
             }
         }
@@ -434,7 +434,7 @@ pub fn send_stream(
         })?;
     }
     let drained = totals(&tx, offered(&tx), reported_min_rtt);
-    let _ = link.send(&Frame::Close { code: 0, message: "" });
+    let _ = link.close(0, "");
     Ok(StreamRecord {
         samples,
         at_end: at_end.unwrap_or(drained),

@@ -79,9 +79,10 @@ fn a_finite_flow_stopped_before_its_last_byte_never_completes() {
             flavor: flavor.into(),
             mss_bytes,
             bytes: Some(10_000_000_000),
+            t0_mono_ns: t0,
             stop_ns: Some(300 * MS),
             duration_ns: 800 * MS,
-            ..udt(t0)
+            ..StreamOptions::default()
         };
         let (rec, sink) = run(opts);
         assert!(sink.at_end_bytes > 0 && sink.at_end_bytes < 10_000_000_000, "{flavor}: {}", sink.at_end_bytes);
