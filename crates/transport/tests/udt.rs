@@ -635,3 +635,63 @@ fn exp_timer_resends_everything_unacknowledged_and_backs_off() {
     // RTT (7·100 + 100)/8 = 100 ms, RTTVar (3·50 + 0)/4 = 37.5 ms: 400 + 37.5 + 10 ms.
     assert_eq!(s.exp_period(), Duration::from_micros(447_500));
 }
+
+/// A packet whose stream offset disagrees with the data already held (a forged or corrupt one) is
+/// dropped and counted: the delivered count never goes backwards nor past bytes that never came.
+/// (The udp sink's fuzz target found a peer moving the delivered count from 15,532,073 back to
+/// 58,584 with in-order packets carrying arbitrary offsets.)
+#[test]
+fn offsets_that_disagree_with_held_data_are_rejected() {
+    let mss = MSS as u64;
+    let pkt = |seq: u64, offset: u64| DataPacket { seq, offset, len: MSS, timestamp: SimTime::ZERO, retransmit: false };
+    let mut r = UdtReceiver::new(receiver_cfg(), SimTime::ZERO);
+    assert_eq!(r.on_data(ms(1), &pkt(0, 0)), mss);
+    assert_eq!(r.on_data(ms(2), &pkt(1, mss)), mss);
+    // In order, but the offset goes back (and forward): dropped, nothing delivered, no state moved.
+    assert_eq!(r.on_data(ms(3), &pkt(2, 0)), 0);
+    assert_eq!(r.on_data(ms(3), &pkt(2, 1 << 40)), 0);
+    assert_eq!((r.delivered_bytes(), r.rcv_nxt()), (2 * mss, 2));
+    assert_eq!(r.stats().packets_rejected_offset, 2);
+    // The genuine packet 2 is still taken.
+    assert_eq!(r.on_data(ms(4), &pkt(2, 2 * mss)), mss);
+
+    // Buffered packets must join their neighbours' offsets: 5 is held, then a 4 or 6 that does
+    // not meet it is dropped, and a 3 whose offset goes behind delivery is dropped too.
+    assert_eq!(r.on_data(ms(5), &pkt(5, 5 * mss)), 0);
+    assert_eq!(r.on_data(ms(5), &pkt(4, 7 * mss)), 0);
+    assert_eq!(r.on_data(ms(5), &pkt(6, 99)), 0);
+    assert_eq!(r.on_data(ms(5), &pkt(3, mss)), 0);
+    assert_eq!(r.stats().packets_rejected_offset, 5);
+    assert_eq!(r.loss_list_packets(), 2, "3 and 4 are still missing");
+    assert_eq!(r.on_data(ms(6), &pkt(4, 4 * mss)), 0);
+    assert_eq!(r.on_data(ms(6), &pkt(3, 3 * mss)), 3 * mss, "3 delivers 3, 4 and 5");
+    assert_eq!((r.delivered_bytes(), r.rcv_nxt(), r.loss_list_packets()), (6 * mss, 6, 0));
+}
+
+/// A forged range held above a hole does not block the genuine stream: when the in-order packet
+/// (which agrees with delivery) contradicts it, the range is put back on the loss list and asked
+/// for again, and the retransmitted genuine packets complete delivery.
+#[test]
+fn a_forged_held_range_is_evicted_and_asked_for_again() {
+    let mss = MSS as u64;
+    let pkt = |seq: u64, offset: u64| DataPacket { seq, offset, len: MSS, timestamp: SimTime::ZERO, retransmit: false };
+    let mut r = UdtReceiver::new(receiver_cfg(), SimTime::ZERO);
+    assert_eq!(r.on_data(ms(1), &pkt(0, 0)), mss);
+    // A forger gets 2 and 3 in first with offsets of its own.
+    assert_eq!(r.on_data(ms(2), &pkt(2, 1_000_000)), 0);
+    assert_eq!(r.on_data(ms(2), &pkt(3, 1_000_000 + mss)), 0);
+    while r.poll_transmit(ms(2)).is_some() {}
+    // The genuine 1 arrives: it is delivered; the forged 2–3 are evicted and NAKed at once.
+    assert_eq!(r.on_data(ms(3), &pkt(1, mss)), mss);
+    assert_eq!((r.delivered_bytes(), r.rcv_nxt()), (2 * mss, 2));
+    assert_eq!(r.stats().packets_evicted_offset, 2);
+    assert_eq!(r.loss_list_packets(), 2);
+    let naks: Vec<_> = std::iter::from_fn(|| r.poll_transmit(ms(3)))
+        .filter_map(|p| match p { ToSender::Nak(n) => Some(n), _ => None })
+        .collect();
+    assert!(!naks.is_empty(), "the evicted range is reported in a NAK at once");
+    // The genuine retransmissions complete the stream.
+    assert_eq!(r.on_data(ms(4), &pkt(3, 3 * mss)), 0);
+    assert_eq!(r.on_data(ms(4), &pkt(2, 2 * mss)), 2 * mss);
+    assert_eq!((r.delivered_bytes(), r.rcv_nxt(), r.loss_list_packets()), (4 * mss, 4, 0));
+}

@@ -28,6 +28,14 @@
 //! - **NAK timer** (every 4·RTT + RTTVar + SYN): every loss-list entry last reported at least
 //!   k·RTT ago (k starts at 2 and grows by 1 per report) is reported again.
 //!
+//! - **Offsets**: a packet carries its stream offset besides its sequence number, and the two must
+//!   agree with what is already held: the next in-order packet starts where delivery stands, a
+//!   buffered packet ends where its buffered successor starts and starts where its predecessor
+//!   ends. A packet that disagrees is dropped and counted (`packets_rejected_offset`), so a forged
+//!   or corrupt packet cannot move the delivered count backwards or past bytes that never came. An
+//!   in-order packet that agrees with delivery wins over a buffered range that disagrees with it:
+//!   that range is put back on the loss list and asked for again (a NAK at once).
+//!
 //! The pair's first packet must be the packet received just before (the draft says "the last
 //! data packet"; requiring it to be 16n keeps a pair broken by a loss out of the window).
 //! Not implemented: light ACKs, the connection handshake and keep-alive, message mode.
@@ -94,6 +102,12 @@ pub struct UdtReceiverStats {
     pub packets_dropped_buffer: u64,
     /// Packets that arrived above a gap (opening or widening a hole).
     pub out_of_order_packets: u64,
+    /// New packets dropped because their stream offset disagreed with the data already held
+    /// (forged or corrupt; see the module documentation).
+    pub packets_rejected_offset: u64,
+    /// Buffered packets put back on the loss list because an in-order packet contradicted
+    /// their offsets.
+    pub packets_evicted_offset: u64,
     /// ACKs sent.
     pub acks_sent: u64,
     /// NAK packets sent (immediate and periodic).
@@ -110,6 +124,17 @@ struct LossEntry {
     end: u64,
     last_feedback: SimTime,
     k: u32,
+}
+
+/// A range of consecutive buffered packets (the map key is the first one's sequence number).
+#[derive(Clone, Copy, Debug)]
+struct Held {
+    /// One past the last packet's sequence number.
+    end: u64,
+    /// Stream offset of the first packet's first byte.
+    start_offset: u64,
+    /// Stream offset one past the last packet's last byte.
+    end_offset: u64,
 }
 
 /// One ACK History Window entry.
@@ -130,8 +155,8 @@ pub struct UdtReceiver {
     delivered_offset: u64,
     /// LRSN, the largest sequence number received.
     lrsn: Option<u64>,
-    /// Received packets above `rcv_nxt`: start → (end, stream offset past the last one's bytes).
-    buffered: BTreeMap<u64, (u64, u64)>,
+    /// Received packets above `rcv_nxt`, in ranges of consecutive sequence numbers.
+    buffered: BTreeMap<u64, Held>,
     buffered_packets: u64,
     /// The receiver's loss list.
     loss: BTreeMap<u64, LossEntry>,
@@ -218,23 +243,25 @@ impl UdtReceiver {
             return 0;
         }
         let expected = self.lrsn.map_or(0, |l| l + 1);
+        if seq < expected && !self.in_loss(seq) {
+            // Step 6b: below LRSN and not in the loss list: already received.
+            return self.duplicate(pkt);
+        }
+        if !self.offsets_agree(pkt) {
+            self.stats.packets_rejected_offset += 1;
+            return 0;
+        }
         if seq >= expected {
             // Step 6a: a gap above LRSN is lost; report it at once.
             if seq > expected {
                 self.stats.out_of_order_packets += 1;
-                self.loss.insert(expected, LossEntry { end: seq, last_feedback: now, k: INITIAL_NAK_K });
-                let range = LossRange { start: expected, end: seq };
-                for nak in NakPacket::pack(&[range]) {
-                    self.outbox.push_back(ToSender::Nak(nak));
-                    self.stats.naks_sent += 1;
-                }
+                self.add_loss(now, expected, seq);
             }
             self.lrsn = Some(seq);
-        } else if !self.remove_loss(seq) {
-            // Step 6b: below LRSN and not in the loss list: already received.
-            return self.duplicate(pkt);
+        } else {
+            self.remove_loss(seq);
         }
-        self.accept(pkt)
+        self.accept(now, pkt)
     }
 
     fn duplicate(&mut self, pkt: &DataPacket) -> u64 {
@@ -243,11 +270,25 @@ impl UdtReceiver {
         0
     }
 
-    /// Remove `seq` from the loss list; false when it was not there.
-    fn remove_loss(&mut self, seq: u64) -> bool {
-        let Some((&start, &entry)) = self.loss.range(..=seq).next_back() else { return false };
+    /// Whether `seq` is on the loss list.
+    fn in_loss(&self, seq: u64) -> bool {
+        self.loss.range(..=seq).next_back().is_some_and(|(_, e)| seq < e.end)
+    }
+
+    /// Put `[start, end)` on the loss list and report it in a NAK at once.
+    fn add_loss(&mut self, now: SimTime, start: u64, end: u64) {
+        self.loss.insert(start, LossEntry { end, last_feedback: now, k: INITIAL_NAK_K });
+        for nak in NakPacket::pack(&[LossRange { start, end }]) {
+            self.outbox.push_back(ToSender::Nak(nak));
+            self.stats.naks_sent += 1;
+        }
+    }
+
+    /// Remove `seq` from the loss list (where it is).
+    fn remove_loss(&mut self, seq: u64) {
+        let Some((&start, &entry)) = self.loss.range(..=seq).next_back() else { return };
         if seq >= entry.end {
-            return false;
+            return;
         }
         self.loss.remove(&start);
         if start < seq {
@@ -256,48 +297,72 @@ impl UdtReceiver {
         if seq + 1 < entry.end {
             self.loss.insert(seq + 1, entry);
         }
-        true
     }
 
-    /// Store a new packet and deliver what became contiguous.
-    fn accept(&mut self, pkt: &DataPacket) -> u64 {
+    /// Whether a new packet's stream offsets agree with what is held: the next in-order packet
+    /// starts where delivery stands; a buffered one starts where the range before it ends and ends
+    /// where the range after it starts. (The range after the next in-order packet is checked in
+    /// [`UdtReceiver::accept`], where delivery wins.)
+    fn offsets_agree(&self, pkt: &DataPacket) -> bool {
+        if pkt.seq == self.rcv_nxt {
+            return pkt.offset == self.delivered_offset;
+        }
+        if pkt.offset < self.delivered_offset {
+            return false;
+        }
+        let before = self.buffered.range(..pkt.seq).next_back();
+        if before.is_some_and(|(_, h)| h.end == pkt.seq && h.end_offset != pkt.offset) {
+            return false;
+        }
+        !self.buffered.get(&(pkt.seq + 1)).is_some_and(|h| h.start_offset != pkt.end())
+    }
+
+    /// Store a new packet (its offsets checked) and deliver what became contiguous.
+    fn accept(&mut self, now: SimTime, pkt: &DataPacket) -> u64 {
         let before = self.delivered_offset;
         let seq = pkt.seq;
         if seq == self.rcv_nxt {
-            debug_assert_eq!(pkt.offset, self.delivered_offset, "packets carry contiguous offsets");
             self.rcv_nxt = seq + 1;
             self.delivered_offset = pkt.end();
-            if let Some((&s, &(e, end_off))) = self.buffered.first_key_value() {
+            if let Some((&s, &held)) = self.buffered.first_key_value() {
                 if s == self.rcv_nxt {
                     self.buffered.remove(&s);
-                    self.buffered_packets -= e - s;
-                    self.rcv_nxt = e;
-                    self.delivered_offset = end_off;
+                    self.buffered_packets -= held.end - s;
+                    if held.start_offset == self.delivered_offset {
+                        self.rcv_nxt = held.end;
+                        self.delivered_offset = held.end_offset;
+                    } else {
+                        // The held range contradicts data that agrees with delivery: ask again.
+                        self.stats.packets_evicted_offset += held.end - s;
+                        self.add_loss(now, s, held.end);
+                    }
                 }
             }
         } else {
-            self.buffer(seq, pkt.end());
+            self.buffer(pkt);
         }
         self.delivered_offset - before
     }
 
-    /// Add packet `seq` (whose bytes end at `end_off`) to the buffered ranges.
-    fn buffer(&mut self, seq: u64, end_off: u64) {
+    /// Add packet `pkt` (above `rcv_nxt`) to the buffered ranges, merging with its neighbours.
+    fn buffer(&mut self, pkt: &DataPacket) {
         self.buffered_packets += 1;
+        let seq = pkt.seq;
+        let mut held = Held { end: seq + 1, start_offset: pkt.offset, end_offset: pkt.end() };
         let mut start = seq;
-        let (mut end, mut off) = (seq + 1, end_off);
-        if let Some((&ps, &(pe, _))) = self.buffered.range(..seq).next_back() {
-            if pe == seq {
+        if let Some((&ps, &prev)) = self.buffered.range(..seq).next_back() {
+            if prev.end == seq {
                 start = ps;
+                held.start_offset = prev.start_offset;
                 self.buffered.remove(&ps);
             }
         }
-        if let Some(&(ne, noff)) = self.buffered.get(&(seq + 1)) {
+        if let Some(&next) = self.buffered.get(&(seq + 1)) {
             self.buffered.remove(&(seq + 1));
-            end = ne;
-            off = noff;
+            held.end = next.end;
+            held.end_offset = next.end_offset;
         }
-        self.buffered.insert(start, (end, off));
+        self.buffered.insert(start, held);
     }
 
     /// An ACK2 arrived at `now` (draft-gg-udt-03 §6.2 ACK2 steps 1–4). Returns the RTT sample.
