@@ -5,12 +5,15 @@ like any experiment.
 
 - :mod:`ccarena.importers.model`: one imported run and its flows, as parsed from a file;
 - :mod:`ccarena.importers.iperf3`: iperf3's ``--json`` output;
+- :mod:`ccarena.importers.align`: an iperf3 stream's two halves (client, server) aligned by time;
 - :mod:`ccarena.importers.flent`: Flent's ``.flent.gz`` data files;
 - :mod:`ccarena.importers.tables`: a parsed run → the store's flows, samples and regions tables;
+- :mod:`ccarena.importers.checks`: the metrics an import left empty, as warning lines;
 - :mod:`ccarena.importers.writer`: the runs written into an experiment directory;
 - :mod:`ccarena.importers.commands`: the typer commands (registered in ``ccarena.cli``).
 
 Each file becomes one run (``backend`` = the tool: ``iperf3`` or ``flent``), the files of one
-import being repeats of one point. Columns a file has no value for stay null: nothing is invented.
-This package imports nothing heavy at import time (the CLI loads it on start).
+import being repeats of one point. Columns a file has no value for stay null (nothing is
+invented), and the import warns about each one a flow should have
+(:mod:`ccarena.importers.checks`). This package imports nothing heavy at import time (the CLI loads it on start).
 """

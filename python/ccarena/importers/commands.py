@@ -15,11 +15,13 @@ from ccarena.errors import UserError
 
 def _run(tool: str, parse: Callable[[Path], Any], files: List[Path], name: Optional[str],
          out: Optional[Path], results: Path, about: Callable[[Any], str]) -> None:
+    from ccarena.cli import printable
     from ccarena.importers.writer import import_files
 
     if name is None:
-        stem = files[0].name.split(".")[0] if files else tool
-        name = stem or tool
+        from ccarena.importers.writer import file_stem
+
+        name = (file_stem(files[0]) if files else "") or tool
     if not name.strip() or "/" in name or name in (".", ".."):
         raise UserError(f"--name: '{name}' cannot name an experiment directory; give a plain name")
     root = out if out is not None else results / name
@@ -29,6 +31,8 @@ def _run(tool: str, parse: Callable[[Path], Any], files: List[Path], name: Optio
               f"({outcome.total_runs} runs there)", flush=True)
         print(f"  ccarena report {root}", flush=True)
     sys.stdout.flush()
+    for line in outcome.warnings:  # a metric left empty is said, never silent
+        print(f"warning: {printable(line)}", file=sys.stderr, flush=True)
     if outcome.problems:
         # One line per file not imported (the files above were imported and are kept).
         raise UserError(outcome.problems[0], outcome.problems[1:])
@@ -45,12 +49,14 @@ def iperf3(
 ) -> None:
     """Import iperf3 --json results (TCP or UDP, -P N, -R, --bidir) as an experiment: one run per
     file, one flow per stream, a sample per interval; then report, query, plot or compare it.
+    Run the client with --get-server-output (server: iperf3 -s -J) for the per-interval goodput of
+    an upload; a metric left empty is named in a warning line.
 
     Importing into the same directory again adds the new files (the same file replaces its run).
 
     Examples:
 
-      iperf3 -c HOST -t 30 -i 0.1 -C cubic --json > cubic-1.json
+      iperf3 -c HOST -t 30 -i 0.1 -C cubic --json --get-server-output > cubic-1.json
 
       ccarena import iperf3 cubic-*.json --name wan-cubic
 

@@ -32,6 +32,11 @@ class ImportedFlow:
             the start of the test) and the store's sample columns the file has (``goodput_bps``,
             ``throughput_bps``, ``delivered_bytes``, ``sent_bytes`` (cumulative), ``cwnd_bytes``,
             ``srtt_s``, ``rttvar_s``, ``retransmits`` (cumulative), ``jitter_s``).
+        expected: metrics (a sample column or a flow column) this kind of file should give for
+            this flow beyond goodput, which every data flow should have; an import warns when one
+            is left empty (:mod:`ccarena.importers.checks`).
+        missing: metric → why the file cannot give it (one clause, with the fix when there is
+            one), for the warning when it is left empty.
     """
 
     name: str
@@ -42,6 +47,8 @@ class ImportedFlow:
     end_s: float
     totals: dict[str, float] = field(default_factory=dict)
     samples: list[dict[str, Any]] = field(default_factory=list)
+    expected: tuple[str, ...] = ()
+    missing: dict[str, str] = field(default_factory=dict)
 
     def total(self, key: str) -> float:
         """A total, NaN when the file does not give it."""

@@ -77,10 +77,6 @@ def _typed(rows: list[dict[str, Any]], columns: tuple[str, ...]) -> pd.DataFrame
     return out
 
 
-def _ratio(part: float, whole: float) -> float:
-    return part / whole if math.isfinite(part) and math.isfinite(whole) and whole > 0 else math.nan
-
-
 def _rate(size_bytes: float, span_s: float) -> float:
     return metrics.rate_bps(size_bytes, span_s) if math.isfinite(size_bytes) else math.nan
 
@@ -98,9 +94,10 @@ def flows_table(run: ImportedRun, samples: pd.DataFrame) -> pd.DataFrame:
     """One row per flow (:data:`FLOW_COLUMNS`).
 
     ``goodput_mean_bps`` and ``throughput_mean_bps`` are the file's own averages when the parser
-    gives them, else 8 · bytes / active time; ``loss_rate`` = packets_lost / packets_sent,
-    ``retransmission_rate`` = packets_retransmitted / packets_sent and ``delivery_ratio`` =
-    packets_received / packets_sent where both terms are known; ``stability`` = SD / mean of the
+    gives them, else 8 · bytes / active time (:func:`ccarena.analysis.metrics.rate_bps`);
+    ``loss_rate`` = packets_lost / packets_sent, ``retransmission_rate`` = packets_retransmitted /
+    packets_sent and ``delivery_ratio`` = packets_received / packets_sent where both terms are
+    known (:func:`ccarena.analysis.metrics.ratio`, as for a simulated run); ``stability`` = SD / mean of the
     flow's goodput samples (:func:`ccarena.analysis.metrics.stability`).
     """
     rows = []
@@ -119,9 +116,9 @@ def flows_table(run: ImportedRun, samples: pd.DataFrame) -> pd.DataFrame:
             "goodput_mean_bps": goodput if math.isfinite(goodput) else _rate(t("bytes_delivered"), active),
             "throughput_mean_bps": (throughput if math.isfinite(throughput)
                                     else _rate(t("bytes_sent"), active)),
-            "loss_rate": _ratio(t("packets_lost"), t("packets_sent")),
-            "retransmission_rate": _ratio(t("packets_retransmitted"), t("packets_sent")),
-            "delivery_ratio": _ratio(t("packets_received"), t("packets_sent")),
+            "loss_rate": metrics.ratio(t("packets_lost"), t("packets_sent")),
+            "retransmission_rate": metrics.ratio(t("packets_retransmitted"), t("packets_sent")),
+            "delivery_ratio": metrics.ratio(t("packets_received"), t("packets_sent")),
             "stability": metrics.stability(mine["goodput_bps"]) if mine is not None else math.nan,
         })
         rows.append(row)

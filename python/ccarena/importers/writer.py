@@ -20,6 +20,7 @@ import pandas as pd
 
 from ccarena.errors import UserError
 from ccarena.executor.run import now_utc, software_versions
+from ccarena.importers.checks import empty_metrics
 from ccarena.importers.model import ImportedRun, ImportProblem
 from ccarena.importers.tables import run_tables
 from ccarena.store import STORE_FORMAT, ExperimentStore, build_summary
@@ -34,22 +35,29 @@ _SUFFIXES = (".flent.gz", ".json.gz", ".json", ".gz")
 @dataclass
 class ImportOutcome:
     """What an import did: the runs written (``run_id`` → file), the runs now in the directory,
-    and one line per file that could not be imported."""
+    one line per file that could not be imported, and one line per metric a written run left
+    empty (``<file>: goodput left empty for flow X: <why>``, :mod:`ccarena.importers.checks`)."""
 
     root: Path
     written: dict[str, Path] = field(default_factory=dict)
     total_runs: int = 0
     problems: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+
+def file_stem(path: Path) -> str:
+    """The file's name without its measurement suffix (``.json``, ``.flent.gz``, …): the dots
+    inside it stay (``tcp-i0.1.json`` → ``tcp-i0.1``)."""
+    name = path.name
+    for suffix in _SUFFIXES:
+        if name.lower().endswith(suffix):
+            return name[: -len(suffix)]
+    return name
 
 
 def run_id_for(run: ImportedRun) -> str:
     """``<file stem>-<8 hex digits of its SHA-256>``: stable for one file's content."""
-    name = run.path.name
-    for suffix in _SUFFIXES:
-        if name.lower().endswith(suffix):
-            name = name[: -len(suffix)]
-            break
-    stem = re.sub(r"[^A-Za-z0-9_.-]+", "_", name).strip("._-") or run.tool
+    stem = re.sub(r"[^A-Za-z0-9_.-]+", "_", file_stem(run.path)).strip("._-") or run.tool
     return f"{stem[:60]}-{run.sha256[:8]}"
 
 
@@ -61,13 +69,13 @@ def _spec(run: ImportedRun) -> dict[str, Any]:
 
 
 def _run_record(run: ImportedRun, run_id: str, experiment: str, repeat: int,
-                summary: dict[str, float]) -> dict[str, Any]:
+                summary: dict[str, float], warnings: list[str]) -> dict[str, Any]:
     return {
         "format_version": STORE_FORMAT, "run_id": run_id, "experiment": experiment,
         "point": 0, "repeat": repeat, "seed": 0, "params": {}, "part": "", "matrix": None,
         "backend": run.tool, "spec_sha256": None,
         "spec": _spec(run), "derived": {"flows": [], "links": []}, "scenario": {},
-        "source": dict(run.info, file=str(run.path.resolve()), sha256=run.sha256),
+        "source": dict(run.info, file=str(run.path.resolve()), sha256=run.sha256, warnings=warnings),
         "status": "complete", "summary": summary,
         "timing": {"imported": now_utc(), "measured_s": run.duration_s,
                    "sample_interval_s": run.interval_s},
@@ -122,7 +130,8 @@ def import_files(tool: str, parse: Callable[[Path], ImportedRun], paths: Sequenc
         about: a short description of a run for experiment.json's ``scenario_text``.
 
     Returns:
-        The outcome; ``problems`` names each file that was not imported (the caller reports them).
+        The outcome; ``problems`` names each file that was not imported, ``warnings`` each metric
+        a written run left empty (the caller reports both).
 
     Raises:
         UserError: ``root`` holds a simulated experiment or another tool's import.
@@ -156,7 +165,9 @@ def import_files(tool: str, parse: Callable[[Path], ImportedRun], paths: Sequenc
                 run_id = run_id_for(run)
                 repeat = position.get(run_id, len(runs))
                 tables, summary = run_tables(run, run_id)
-                store.write_run(run_id, _run_record(run, run_id, name, repeat, summary), tables)
+                warnings = empty_metrics(run, tables["flows"], tables["samples"])
+                outcome.warnings += [f"{run.path}: {line}" for line in warnings]
+                store.write_run(run_id, _run_record(run, run_id, name, repeat, summary, warnings), tables)
                 entry = {"run_id": run_id, "point": 0, "repeat": repeat, "seed": 0, "params": {},
                          "part": "", "backend": tool, "spec": _spec(run), "source_file": str(run.path)}
                 file_entry = {"run_id": run_id, "file": str(run.path), "sha256": run.sha256,
