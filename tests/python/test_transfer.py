@@ -186,6 +186,28 @@ def test_limit_rate_caps_the_goodput(tmp_path, flavor):
     assert 0.3 * 40e6 < goodput <= 1.02 * 40e6, goodput
 
 
+@pytest.mark.parametrize("mbps", [50, 100])
+def test_limit_rate_delivers_the_cap(tmp_path, mbps):
+    # Issue 29: the cap is delivered, not undershot by the time late wake-ups lose (it fell
+    # 12-21 % short on a busy machine). benches/limit_rate.rs measures the 3 % target; here the
+    # band is 10 %, the best of three tries, as the VM's hypervisor steals the CPU in bursts
+    # longer than the token bucket makes up.
+    cap_bps = mbps * 1e6
+    src = tmp_path / "c.bin"
+    make_file(src, int(cap_bps * 1.5 / 8))  # 1.5 s at the cap
+    (tmp_path / "in").mkdir()
+    goodputs: list[float] = []
+    with Receiver(tmp_path / "in") as rx:
+        for attempt in range(3):
+            code, out, err = cli("send", str(src), rx.addr, "--limit-rate", f"{mbps}Mbps",
+                                 "--name", f"c{attempt}.bin", "--json")
+            assert code == 0, err
+            goodputs.append(json.loads(out)["goodput_bps"])
+            if abs(goodputs[-1] / cap_bps - 1) <= 0.10:
+                break
+    assert abs(goodputs[-1] / cap_bps - 1) <= 0.10, [round(g / 1e6, 1) for g in goodputs]
+
+
 def test_bad_input_is_one_line_and_exit_2(tmp_path):
     src = tmp_path / "f.bin"
     make_file(src, 10_000)

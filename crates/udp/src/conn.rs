@@ -481,6 +481,11 @@ impl Conn {
         let t = self.sim(now);
         self.rx.ack_now(t);
         self.flush_acks(sock, t);
+        // Out now, not at the socket's next wait: hashing the file comes first and takes
+        // 0.05-0.2 s per 50 MB, which the sender counted into its transfer time (its goodput
+        // fell short of a --limit-rate cap by as much). A send error is the sender's to notice,
+        // as in `send`.
+        let _ = sock.flush();
         if let Err(e) = self.flush_writes() {
             return Some(self.fail(sock, counters, format!("writing {}: {e}", self.name)));
         }

@@ -12,6 +12,7 @@
 //! - [`ranges`]: held/missing byte ranges and the stream ↔ file map (resume).
 //! - [`batch`]: many datagrams per system call (`sendmmsg` with UDP GSO, `recvmmsg` with GRO).
 //! - [`net`]: the non-blocking, batching socket with `ppoll` waits; the loss/duplicate/reorder shim.
+//! - [`limit`]: a user's bandwidth limit (`--limit-rate`): a token bucket sent from in batches.
 //! - [`send`]: the sending side (handshake, transport loop, record).
 //! - `tx`: the sending half a file transfer or a scenario stream drives, TCP-like or UDT.
 //! - [`udt`]: UDT4's settings, and UDT's ACK and NAK from their wire frames.
@@ -35,6 +36,7 @@ pub mod batch;
 pub mod conn;
 pub mod error;
 pub mod guard;
+pub mod limit;
 pub mod net;
 pub mod ranges;
 pub mod record;

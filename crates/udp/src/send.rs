@@ -5,7 +5,12 @@
 //! The loop is the sans-IO contract of `ccarena_transport::sender`: fire due timers, drain
 //! `poll_transmit` (pacing is the sender's: it reports its next release in `poll_timeout`, and the
 //! loop sleeps until then with `ppoll`), wait for the earliest deadline or a datagram, feed every
-//! ACK to `on_ack`.
+//! ACK to `on_ack` at the time the kernel stamped its arrival.
+//!
+//! A bandwidth limit (`max_rate_bps`, [`crate::limit`]) is the loop's, not the transport's: the
+//! transport is asked for a segment only while a token bucket holds credit for one, and once it
+//! does not, the loop sleeps on a timer until a batch of segments is due, reads the ACKs that
+//! came meanwhile, and sends the batch with one system call.
 
 use std::fs::File;
 use std::hash::{BuildHasher, RandomState};
@@ -21,6 +26,7 @@ use ccarena_transport::{AckSegment, RecoveryMode, SackBlock, MAX_SACK_BLOCKS};
 use crate::batch::RecvBatch;
 use crate::error::TransferError;
 use crate::guard::ReplayWindow;
+use crate::limit::RateLimit;
 use crate::net::{Datagrams, Impaired, Impairment, Socket};
 use crate::ranges::{RangeSet, StreamMap};
 use crate::record::{mhz_per_mbps, CpuMeter, Recorder, TransferRecord};
@@ -62,7 +68,9 @@ pub struct SendOptions {
     /// `ip route ... rto_min` lowers it on a fast path).
     pub min_rto: Duration,
     /// Upper bound on the sending rate, payload bits per second (a user's bandwidth limit, as
-    /// `SO_MAX_PACING_RATE`); `None`: only congestion control limits it. Not for `udt`.
+    /// `SO_MAX_PACING_RATE`, enforced by the loop's token bucket: [`crate::limit`]; a pacing
+    /// controller such as BBR is also paced at its own rate, so it sends at the smaller of the
+    /// two); `None`: only congestion control limits it. Not for `udt`.
     pub max_rate_bps: Option<u64>,
     /// How much late wake-up time the pacer may make up back-to-back (see
     /// `ccarena_transport::pacing`): 1 ms, about Linux's TSO burst at its pacing rate.
@@ -140,6 +148,9 @@ pub(crate) struct Link {
     pub(crate) buf: Vec<u8>,
     pub(crate) last_sent: Instant,
     pub(crate) last_heard: Instant,
+    /// How long before it was read the frame being handed to [`Link::receive`]'s callback
+    /// arrived (the kernel's receive stamp), ns; 0 when unknown.
+    pub(crate) arrival_age_ns: u64,
     rbatch: RecvBatch,
 }
 
@@ -158,6 +169,7 @@ impl Link {
             buf: Vec::with_capacity(wire::MAX_DATAGRAM_BYTES),
             last_sent: now,
             last_heard: now,
+            arrival_age_ns: 0,
             rbatch: sock.new_recv_batch(),
             sock,
         }
@@ -218,7 +230,8 @@ impl Link {
     ) -> Result<(), TransferError> {
         let mut read = 0;
         while read < MAX_READ_PER_WAKE {
-            if self.sock.recv_batch(batch).map_err(|e| self.io_error(e, "receive"))? == 0 {
+            let messages = self.sock.recv_batch(batch).map_err(|e| self.io_error(e, "receive"))?;
+            if messages == 0 {
                 break;
             }
             for d in batch.iter() {
@@ -247,7 +260,13 @@ impl Link {
                     continue;
                 }
                 self.last_heard = Instant::now();
+                self.arrival_age_ns = d.arrival_age_ns.unwrap_or(0);
                 on(self, frame)?;
+            }
+            // Fewer messages than the batch holds: the socket was empty when read, and another
+            // call would only say so (a system call per wake-up saved).
+            if messages < batch.capacity() {
+                break;
             }
         }
         Ok(())
@@ -490,11 +509,27 @@ pub fn send_file(
     let mut completed_at: Option<Instant> = None;
     let mut done: Option<(DoneStatus, String)> = None;
     let mut last_poke = epoch;
+    let mut limit = opts
+        .max_rate_bps
+        .filter(|r| *r > 0)
+        .map(|r| RateLimit::new(r, u64::from(opts.mss_bytes), SimTime::ZERO));
+    // The latest time handed to the sender: an ACK's arrival stamp may precede it by a little.
+    let mut sender_clock = SimTime::ZERO;
     loop {
         let now = Instant::now();
-        let t = sim(now);
+        let t = sim(now).max(sender_clock);
+        sender_clock = t;
         sender.handle_timeout(t);
-        while let Some(out) = sender.poll_transmit(t) {
+        // Out of credit for a segment: the transport was not asked, whatever it holds.
+        let mut rate_limited = false;
+        loop {
+            if let Some(l) = limit.as_mut() {
+                if !l.allows_segment(t) {
+                    rate_limited = true;
+                    break;
+                }
+            }
+            let Some(out) = sender.poll_transmit(t) else { break };
             let data = match out {
                 Outgoing::Data(d) => d,
                 Outgoing::Control(frame) => {
@@ -510,6 +545,9 @@ pub fn send_file(
             }
             debug_assert_eq!(at, data.len as usize);
             link.send(&data.frame(&payload[..at]))?;
+            if let Some(l) = limit.as_mut() {
+                l.bucket.take(t, u64::from(data.len));
+            }
         }
         if sender.is_complete() && completed_at.is_none() {
             completed_at = Some(now);
@@ -585,14 +623,30 @@ pub fn send_file(
             });
         }
         let mut deadline = next_tick.min(link.last_sent + KEEPALIVE);
-        if let Some(t) = sender.poll_timeout() {
-            deadline = deadline.min(epoch + Duration::from_nanos(t.as_nanos()));
+        let mut wait = Duration::ZERO;
+        match limit.as_ref() {
+            Some(l) if rate_limited => {
+                // Whatever an ACK or a timer of the sender's would release needs credit, and
+                // none comes before the next batch: sleep until it is due without waking for
+                // each ACK (the wake-ups, not the packets, were what a limited transfer paid
+                // for), then read every ACK that came meanwhile, at its arrival time.
+                deadline = deadline.min(epoch + Duration::from_nanos(l.batch_due().as_nanos()));
+                link.sock.flush().map_err(|e| link.io_error(e, "send"))?;
+                std::thread::sleep(deadline.saturating_duration_since(Instant::now()));
+            }
+            _ => {
+                if let Some(t) = sender.poll_timeout() {
+                    deadline = deadline.min(epoch + Duration::from_nanos(t.as_nanos()));
+                }
+                wait = deadline.saturating_duration_since(Instant::now());
+            }
         }
-        let wait = deadline.saturating_duration_since(Instant::now());
-        link.receive(wait, |_, frame| {
+        link.receive(wait, |l, frame| {
             match frame {
                 Frame::Ack(_) | Frame::UdtAck(_) | Frame::UdtNak { .. } => {
-                    if let Some(rtt) = sender.on_frame(sim(Instant::now()), &frame) {
+                    let arrived = SimTime(sim(Instant::now()).as_nanos().saturating_sub(l.arrival_age_ns));
+                    sender_clock = sender_clock.max(arrived);
+                    if let Some(rtt) = sender.on_frame(sender_clock, &frame) {
                         rec.rtt(rtt);
                     }
                 }

@@ -115,7 +115,9 @@ impl Tx {
         };
         cfg.validate().map_err(|e| config(e.to_string()))?;
         let mut sender = Sender::new(cfg, cc, now);
-        sender.set_max_pacing_rate_bps(opts.max_rate_bps);
+        // `opts.max_rate_bps` is not the transport's pacing cap: the file sender's loop keeps it
+        // with a token bucket (crate::limit), which sends in batches where a pacer would wake
+        // the loop once per packet.
         sender.set_pacing_burst(ccarena_cc::Duration(opts.pacing_burst.as_nanos() as u64));
         Ok((Tx::Tcp(Box::new(sender)), recovery.to_string()))
     }

@@ -35,8 +35,8 @@ def send(
                                   help="Seconds to wait for the receiver to answer."),
     limit_rate: Optional[str] = typer.Option(
         None, "--limit-rate", metavar="RATE",
-        help="Send at most this many bits per second of file data, e.g. 50Mbps "
-             "[default: only congestion control limits it]."),
+        help="Send at most this many bits per second of file data, e.g. 50Mbps, in bursts "
+             "of about 4 ms [default: only congestion control limits it]."),
 ) -> None:
     """Send FILE to a ccarena receiver over ccarena's transport on UDP.
 
