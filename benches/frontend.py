@@ -17,7 +17,17 @@ Cases:
 - ``sweep400``: 400 runs (100 loss values × 4 repeats) of one 5 s Reno flow. Engine seconds are the
   sum over runs of the engine alone; the front end's time per run is (whole CPU of the command and
   its workers − engine CPU) / runs. Target: ≤ 0.05 s per run. Then ``ccarena report`` of the
-  experiment: target ≤ 10 s on 2 cores.
+  experiment beside the runs' time (issue 29: the report never slower than the runs, ≥ 10 runs).
+- ``report004``: the seed-004 file (examples/seeds/004-tcp-flavors-matrix.toml, 95 runs: Reno,
+  CUBIC, Vegas alone and the 4×4 matrix × 5 repeats) with 15 s runs: ``ccarena run --no-report``
+  then ``ccarena report`` of it. Target (issue 29): report ≤ runs, and ≤ 10 s on 2 cores.
+- ``rerun``: ``ccarena run`` of a finished experiment again (the quickstart, then the seed-004
+  one of ``report004``): the runs are skipped and the report is kept. Target: ≤ 1.5 s.
+
+``--baseline DIR`` runs every command a second time with ``PYTHONPATH=DIR`` (e.g. an older tree's
+``python/`` with the engine copied in, from ``git archive``) and prints its numbers as "before".
+On a machine shared with other work, read the CPU seconds beside the wall seconds: wall time
+stretches with the load, CPU time much less.
 
 Printed: engine s, whole s, the front end's share, per-run overhead, report s; for the runs of many
 flows, also the start-up floor (a process that only imports what ``ccarena run`` needs before its
@@ -90,11 +100,20 @@ def engine_seconds(scenario: Path) -> tuple[float, int]:
     return total, len(plans)
 
 
-def command(args: list[str]) -> tuple[float, float]:
-    """Wall and CPU seconds (the command and its children) of ``python -m ccarena ARGS``."""
+BASELINE: str | None = None
+"""``PYTHONPATH`` of the tree that gives the "before" numbers (``--baseline``); None: this one."""
+
+
+def command(args: list[str], baseline: bool = False) -> tuple[float, float]:
+    """Wall and CPU seconds (the command and its children) of ``python -m ccarena ARGS``; with
+    ``baseline``, of the tree at :data:`BASELINE`."""
+    import os
+
+    env = {**os.environ, "PYTHONPATH": BASELINE} if baseline and BASELINE else None
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "ccarena", *args], check=True, stdout=subprocess.DEVNULL)
+    subprocess.run([sys.executable, "-m", "ccarena", *args], check=True, stdout=subprocess.DEVNULL,
+                   stderr=subprocess.DEVNULL, env=env)
     wall = time.perf_counter() - started
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
@@ -169,21 +188,80 @@ def bench_sweep400(tmp: Path, repeats: int, jobs: int) -> None:
         print(f"sweep400: {runs} runs, engine {engine:.2f} s (sum), whole command {wall:.2f} s wall / "
               f"{cpu:.2f} s CPU with -j {jobs}; front end {per_run * 1e3:.1f} ms CPU per run "
               f"(target ≤ 50 ms)")
-        report_wall, _ = command(["report", str(out)])
-        print(f"sweep400: report {report_wall:.2f} s (target ≤ 10 s)")
+        for label, baseline in _trees():
+            report_wall, report_cpu = command(["report", str(out)], baseline)
+            print(f"sweep400 {label}: report {report_wall:.2f} s wall / {report_cpu:.2f} s CPU "
+                  f"beside the runs' {wall:.2f} s wall (report ÷ runs {report_wall / wall:.2f}; "
+                  "target ≤ 1)", flush=True)
+
+
+def _trees() -> list[tuple[str, bool]]:
+    """("after", False) for this tree, then ("before", True) with ``--baseline``."""
+    return [("after", False)] + ([("before", True)] if BASELINE else [])
+
+
+def seed004_text() -> str:
+    """The seed-004 scenario with 15 s runs instead of 50 s (the issue's measurement)."""
+    path = Path(__file__).resolve().parents[1] / "examples" / "seeds" / "004-tcp-flavors-matrix.toml"
+    text = path.read_text()
+    assert 'duration = "50s"' in text
+    return text.replace('duration = "50s"', 'duration = "15s"')
+
+
+def bench_report004(tmp: Path, jobs: int) -> Path:
+    """Run the seed-004 file (15 s runs) without its report, then time ``ccarena report`` of it
+    (this tree, and the baseline's); returns the experiment directory."""
+    scenario = tmp / "seed004.toml"
+    scenario.write_text(seed004_text())
+    out = tmp / "s004"
+    wall, cpu = command(["run", str(scenario), "-o", str(out), "--force", "-q", "--no-report",
+                         "-j", str(jobs)])
+    print(f"report004: 95 runs of 15 s: {wall:.2f} s wall / {cpu:.2f} s CPU with -j {jobs}",
+          flush=True)
+    for label, baseline in _trees():
+        report_wall, report_cpu = command(["report", str(out)], baseline)
+        print(f"report004 {label}: report {report_wall:.2f} s wall / {report_cpu:.2f} s CPU "
+              f"(report ÷ runs {report_wall / wall:.2f}; targets: ≤ 1 and ≤ 10 s)", flush=True)
+    return out
+
+
+def bench_rerun(tmp: Path, repeats: int, seed004: Path | None) -> None:
+    """``ccarena run`` again of a finished experiment (its report written by the first run): the
+    quickstart, and the seed-004 directory of :func:`bench_report004` when there is one."""
+    quickstart = Path(__file__).resolve().parents[1] / "examples" / "quickstart.toml"
+    cases = [("quickstart", quickstart, tmp / "rerun-quickstart")]
+    if seed004 is not None:
+        cases.append(("seed-004", tmp / "seed004.toml", seed004))
+    for name, scenario, out in cases:
+        for label, baseline in _trees():
+            command(["run", str(scenario), "-o", str(out), "-q", "-j", "2"], baseline)  # finish it
+            walls, cpus = [], []
+            for _ in range(repeats):
+                wall, cpu = command(["run", str(scenario), "-o", str(out), "-q"], baseline)
+                walls.append(wall)
+                cpus.append(cpu)
+            print(f"rerun {label}: {name} finished, run again: {statistics.median(walls):.2f} s wall / "
+                  f"{statistics.median(cpus):.2f} s CPU (median of {repeats}; target ≤ 1.5 s)",
+                  flush=True)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--case", choices=["flows100", "flows1000", "sweep400", "all"], default="all")
+    parser.add_argument("--case", choices=["flows100", "flows1000", "sweep400", "report004", "rerun",
+                                           "all"], default="all")
     parser.add_argument("--repeats", type=int, default=1)
     parser.add_argument("--jobs", type=int, default=2)
+    parser.add_argument("--baseline", help="PYTHONPATH of a tree to compare with (\"before\")")
     args = parser.parse_args()
+    global BASELINE
+    BASELINE = args.baseline
     # What `pip install .` leaves: the package byte-compiled. An editable install on a machine
     # with PYTHONDONTWRITEBYTECODE=1 (this VM) would compile every module in every command.
     import ccarena
 
     compileall.compile_dir(Path(ccarena.__file__).parent, quiet=1)
+    if BASELINE:
+        compileall.compile_dir(Path(BASELINE) / "ccarena", quiet=1)
     with tempfile.TemporaryDirectory(prefix="ccarena-bench-") as tmp:
         if args.case in ("flows100", "all"):
             bench_flows(Path(tmp), args.repeats, "flows100", FLOWS100, 1.3)
@@ -191,6 +269,11 @@ def main() -> None:
             bench_flows(Path(tmp), args.repeats, "flows1000", FLOWS1000, 1.5)
         if args.case in ("sweep400", "all"):
             bench_sweep400(Path(tmp), args.repeats, args.jobs)
+        seed004 = None
+        if args.case in ("report004", "all"):
+            seed004 = bench_report004(Path(tmp), args.jobs)
+        if args.case in ("rerun", "all"):
+            bench_rerun(Path(tmp), max(args.repeats, 3), seed004)
 
 
 if __name__ == "__main__":

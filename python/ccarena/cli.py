@@ -16,7 +16,7 @@ from typing import Any, Callable, Optional
 
 import typer
 
-from ccarena.errors import EngineFault, UserError
+from ccarena.errors import RunFailed, UserError, printable
 from ccarena.importers import commands as _import_commands
 from ccarena.traces.commands import gen as _trace_gen
 from ccarena.transfer.commands import recv as _recv
@@ -100,12 +100,6 @@ def _install_signal_handlers() -> None:
     signal.signal(signal.SIGTERM, _on_sigterm)
 
 
-def printable(text: str) -> str:
-    """``text`` with control characters (a NUL, an escape sequence) shown as escapes, so an error
-    quoting the user's input stays one readable line and cannot drive the terminal."""
-    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
-
-
 def _fail(message: str, code: int) -> None:
     """Print each problem of ``message`` (one per line) as ``error: …`` on stderr and exit."""
     sys.stdout.flush()
@@ -115,14 +109,15 @@ def _fail(message: str, code: int) -> None:
 
 
 def handles_errors(command: Callable[..., Any]) -> Callable[..., Any]:
-    """Turn UserError into one line + exit 2 and EngineFault into one line + exit 1."""
+    """Turn UserError into one line + exit 2 and a failed run (RunFailed: an engine fault, a
+    worker that died) into one line + exit 1."""
     @functools.wraps(command)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
             return command(*args, **kwargs)
         except UserError as err:
             _fail(str(err), EXIT_USER_ERROR)
-        except EngineFault as err:
+        except RunFailed as err:
             _fail(str(err), EXIT_ENGINE_FAULT)
 
     return wrapper
@@ -269,6 +264,7 @@ def run(
                              while_running=_load_summary_modules)
     total = len(outcome.plans)
     done = len(outcome.completed) + len(outcome.skipped)
+    _print_warnings(outcome.plans)
     if outcome.interrupted:
         # Before any import: a Ctrl-C inside numpy's import (while the engine started) leaves
         # numpy unloadable in this process, and the interruption must still end in one line.
@@ -287,13 +283,30 @@ def run(
             result.summary  # noqa: B018 (read once here, under the status line)
         _print_summary(result, wide, as_json)
         if report:
-            from ccarena.report import write_report
+            from ccarena.report.reuse import is_current
 
-            with _working("writing the report and its figures", quiet):
-                path = write_report(result, formats=figure_formats)
-            where.print(f"report: {path}", soft_wrap=True)
+            path = root / "report.html"
+            if not force and is_current(root, path, figure_formats):
+                # Nothing it is drawn from changed (runs, scenario, report code, formats).
+                where.print(f"report: {path} (reused: its inputs did not change; `ccarena "
+                            "report` redraws it)", soft_wrap=True)
+            else:
+                from ccarena.report import write_report
+
+                with _working("writing the report and its figures", quiet):
+                    path = write_report(result, formats=figure_formats)
+                where.print(f"report: {path}", soft_wrap=True)
     where.print(f"results: {root}", soft_wrap=True)
     outcome.raise_for_failures()
+
+
+def _print_warnings(plans: Any) -> None:
+    """``warning: …`` lines on stderr for runs that would not measure what they say
+    (:mod:`ccarena.analysis.plan_checks`: a flavor built on ECN where nothing marks)."""
+    from ccarena.analysis.plan_checks import plan_warnings
+
+    for line in plan_warnings(plans):
+        stderr.print(f"warning: {line}", markup=False, highlight=False)
 
 
 def _load_summary_modules() -> None:
@@ -325,6 +338,17 @@ def _print_summary(result: Any, wide: bool, as_json: bool) -> None:
     table = terminal_table(result.summary, result.parameters, f"{result.name}: summary",
                            width=stdout.width, wide=wide)
     _print_wide(table, wide)
+    _print_verdict(result)
+
+
+def _print_verdict(result: Any) -> None:
+    """The verdict of each part after the summary table: which flavors differ beyond the noise
+    (:mod:`ccarena.analysis.verdict`)."""
+    from ccarena.report.terminal import verdict_renderable
+
+    block = verdict_renderable(result)
+    if block is not None:
+        stdout.print(block, highlight=False)
 
 
 def _print_wide(table: Any, wide: bool) -> None:
@@ -377,17 +401,22 @@ def plot(
                                                   "summary column."),
     x: Optional[str] = typer.Option(None, "--x", help="Swept parameter (its path, or the path's "
                                                       "last part) or summary column [default: the "
-                                                      "first swept parameter, else flavor]."),
+                                                      "first swept parameter (a matrix's pair), "
+                                                      "else flavor]."),
     hue: Optional[str] = typer.Option("flavor", "--hue", help="One colour per value of this column."),
     facet: Optional[str] = typer.Option(None, "--facet", help="One panel per value of this column."),
     kind: Optional[str] = typer.Option(None, "--kind", help="line, bar, box, cdf or heatmap "
                                                             "[default: line over a numeric x, "
                                                             "else bar]."),
+    part: Optional[str] = typer.Option(None, "--part", help="Plot only this [[parts]] entry "
+                                       "[default: one figure per part]."),
     out: Optional[Path] = typer.Option(None, "--out", "-o", help="Figure file without suffix "
-                                       "[default: DIRECTORY/figures/plot-Y-vs-X]."),
+                                       "[default: DIRECTORY/figures/plot-[PART-]Y-vs-X]."),
     formats: str = typer.Option("png", "--formats", help="Comma-separated: png, svg, pdf."),
 ) -> None:
-    """Draw any stored metric against any swept parameter or column (no simulation).
+    """Draw any stored metric against any swept parameter or column (no simulation). A matrix's
+    runs are labelled by their pair (x = pair: "cubic vs reno"); an experiment with [[parts]]
+    gets one figure per part (--part picks one).
 
     Examples:
 
@@ -395,29 +424,57 @@ def plot(
 
       ccarena plot results/matrix --y jain --x flavor --kind bar --formats png,pdf
 
+      ccarena plot results/seed-004 --part matrix --y goodput
+
       ccarena plot results/dc --y fct --kind cdf
     """
-    from ccarena.report import custom_plot
+    from ccarena.report import custom_plot, views
     from ccarena.results import Result
 
     fmts = custom_plot.parse_formats(formats)
     result = Result(directory)
-    summary = result.summary
-    if not len(summary):
+    if not len(result.summary):
         raise UserError(f"{directory}: no finished runs to plot; run the scenario first")
-    y_col = custom_plot.resolve_column(summary, y, "--y")
-    x_name = x or (result.parameters[0] if result.parameters else "flavor")
-    x_col = custom_plot.resolve_column(summary, x_name, "--x") if kind != "cdf" else None
+    chosen = [v for v in views.select(result, part) if len(v.summary)]
+    if not chosen:
+        raise UserError(f"{directory}: no finished runs in part '{part}' to plot; run it first")
+    drawn = []
+    for view in chosen:
+        try:
+            drawn.append(_plot_view(view, y, x, hue, facet, kind))
+        except UserError as err:
+            if len(chosen) == 1:
+                raise
+            raise UserError(f"{err} (or plot one part with --part NAME)") from None
+    for view, (fig, slug) in zip(chosen, drawn):
+        if out is not None:
+            target = out if len(chosen) == 1 else out.with_name(f"{out.name}-{view.part}")
+        else:
+            prefix = f"{view.part}-" if len(chosen) > 1 or part else ""
+            target = result.root / "figures" / f"plot-{prefix}{slug}"
+        for written in custom_plot.save_all(fig, target, fmts):
+            print(f"figure: {written}", flush=True)
+
+
+def _plot_view(view: Any, y: str, x: Optional[str], hue: Optional[str], facet: Optional[str],
+               kind: Optional[str]) -> tuple[Any, str]:
+    """The figure of ``ccarena plot`` for one part (a :class:`ccarena.report.views.View`) and
+    the file-name slug ``Y-vs-X``."""
+    from ccarena.report import custom_plot
+
+    summary = view.summary
+    where = f"part '{view.part}'" if view.part else "this experiment"
+    y_col = custom_plot.resolve_column(summary, y, "--y", where)
+    x_name = x or (view.parameters[0] if view.parameters else "flavor")
+    x_col = custom_plot.resolve_column(summary, x_name, "--x", where) if kind != "cdf" else None
     if kind is None:  # a line needs numbers along x: flavors or labels are bars
         kind = custom_plot.default_kind(summary, x_col)
-    hue_col = custom_plot.resolve_column(summary, hue, "--hue") if hue else None
-    facet_col = custom_plot.resolve_column(summary, facet, "--facet") if facet else None
-    title = f"{result.name}: {y_col}" + (f" vs {x_col}" if x_col else " (CDF)")
+    hue_col = custom_plot.resolve_column(summary, hue, "--hue", where) if hue else None
+    facet_col = custom_plot.resolve_column(summary, facet, "--facet", where) if facet else None
+    title = f"{view.name}: {custom_plot.heading(y_col)}" + (f" vs {x_col}" if x_col else " (CDF)")
     fig = custom_plot.plot(summary, y_col, x_col, hue_col, facet_col, kind, title)
     slug = "".join(c if c.isalnum() else "_" for c in f"{y}-vs-{x_col or 'cdf'}")
-    target = out if out is not None else result.root / "figures" / f"plot-{slug}"
-    for written in custom_plot.save_all(fig, target, fmts):
-        print(f"figure: {written}", flush=True)
+    return fig, slug
 
 
 @app.command()
@@ -427,33 +484,56 @@ def compare(
     dir_b: Path = typer.Argument(..., help="Experiment B."),
     out: Optional[Path] = typer.Option(None, "--out", "-o", help="Directory for the overlay "
                                        "figures [default: DIR_B/compare]."),
+    part: Optional[str] = typer.Option(None, "--part", help="Compare only this [[parts]] entry "
+                                       "(an experiment without parts is compared whole) "
+                                       "[default: every part both have]."),
     as_json: bool = typer.Option(False, "--json", help="Print the matched rows as JSON."),
     wide: bool = typer.Option(False, "--wide", help="Show every metric, however wide."),
 ) -> None:
     """Two stored experiments side by side: each metric in A and B and the difference with its
-    95% CI, per shared sweep point and flavor; overlay figures (A solid, B dashed).
+    95% CI, per shared sweep point (matrix pair, part) and flavor; a figure per metric (a numeric
+    sweep as lines, A solid and B dashed; flavors or pairs as side-by-side bars, B hatched).
 
-    Example:
+    Examples:
 
       ccarena compare results/before results/after
+
+      ccarena compare results/seed-004-a results/seed-004-b --part matrix
     """
     from ccarena.report import compare_experiments as cmp
+    from ccarena.report import plots
     from ccarena.results import Result
 
     a, b = Result(dir_a), Result(dir_b)
     if not len(a.summary) or not len(b.summary):
         raise UserError(f"{dir_a if not len(a.summary) else dir_b}: no finished runs to compare")
-    merged, keys = cmp.compare_table(a, b)
+    compared = []
+    for label, view_a, view_b in cmp.paired_views(a, b, part):
+        if not len(view_a.summary) or not len(view_b.summary):
+            empty = dir_a if not len(view_a.summary) else dir_b
+            raise UserError(f"{empty}: no finished runs in part '{label}' to compare")
+        merged, keys = cmp.compare_table(view_a, view_b)
+        compared.append((label, merged, keys))
     if as_json:
-        print(merged.to_json(orient="records", double_precision=15), flush=True)
+        import pandas as pd
+
+        rows = pd.concat([m.assign(part=label) if label else m for label, m, _ in compared],
+                         ignore_index=True)
+        print(rows.to_json(orient="records", double_precision=15), flush=True)
         return
     name_a, name_b = dir_a.name or "A", dir_b.name or "B"
     if name_a == name_b:
         name_a, name_b = "A", "B"
-    table = cmp.terminal_table(merged, keys, name_a, name_b, width=stdout.width, wide=wide)
-    _print_wide(table, wide)
+    # One colour per flavor across the figures, in the order the flavors appear.
+    plots.set_flavor_order([*a.summary["flavor"].astype(str), *b.summary["flavor"].astype(str)])
     target = out if out is not None else dir_b / "compare"
-    for path in cmp.write_figures(merged, keys, name_a, name_b, target):
+    figures = []
+    for label, merged, keys in compared:
+        table = cmp.terminal_table(merged, keys, name_a, name_b, width=stdout.width, wide=wide,
+                                   part=label)
+        _print_wide(table, wide)
+        figures += cmp.write_figures(merged, keys, name_a, name_b, target, part=label)
+    for path in figures:
         print(f"figure: {path}", flush=True)
 
 
@@ -537,11 +617,14 @@ def query(
     directory: Path = typer.Argument(..., help="Experiment directory."),
     sql: str = typer.Argument(..., help="SQL (DuckDB). Views: summary, flows, samples, queues, links, regions."),
     csv: bool = typer.Option(False, "--csv", help="Print CSV instead of a table."),
+    part: Optional[str] = typer.Option(None, "--part", help="Views of this [[parts]] entry's runs "
+                                       "only [default: every run]."),
 ) -> None:
     """Run SQL (DuckDB) over an experiment's Parquet files.
 
     Views: summary (summary.parquet) and flows, samples, queues, links, regions (every run's file,
-    with a run_id column). Paths in the SQL are relative to DIRECTORY.
+    with a run_id column); with --part, the part's rows and runs only (a matrix's summary then
+    has a pair column, "cubic vs reno"). Paths in the SQL are relative to DIRECTORY.
 
     Examples:
 
@@ -550,6 +633,8 @@ def query(
       ccarena query results/loss "SELECT run_id, max(backlog_packets) FROM queues GROUP BY run_id"
 
       ccarena query results/loss "SELECT * FROM 'runs/*/flows.parquet'" --csv
+
+      ccarena query results/seed-004 "SELECT pair, avg(goodput_mean_bps) FROM summary GROUP BY pair" --part matrix
     """
     import duckdb
 
@@ -558,12 +643,15 @@ def query(
     con = duckdb.connect()
     root = str(directory.resolve()).replace("'", "''")
     con.execute(f"SET file_search_path = '{root}'")
-    if (directory / "summary.parquet").is_file():
-        con.execute(f"CREATE VIEW summary AS SELECT * FROM read_parquet('{root}/summary.parquet')")
-    for view in QUERY_VIEWS:
-        if any(directory.glob(f"runs/*/{view}.parquet")):
-            con.execute(f"CREATE VIEW {view} AS SELECT * FROM "
-                        f"read_parquet('{root}/runs/*/{view}.parquet', union_by_name = true)")
+    if part is not None:
+        _part_views(con, directory, part)
+    else:
+        if (directory / "summary.parquet").is_file():
+            con.execute(f"CREATE VIEW summary AS SELECT * FROM read_parquet('{root}/summary.parquet')")
+        for view in QUERY_VIEWS:
+            if any(directory.glob(f"runs/*/{view}.parquet")):
+                con.execute(f"CREATE VIEW {view} AS SELECT * FROM "
+                            f"read_parquet('{root}/runs/*/{view}.parquet', union_by_name = true)")
     try:
         cursor = con.execute(sql)
         columns = [d[0] for d in cursor.description] if cursor.description else []
@@ -587,27 +675,67 @@ def query(
     stdout.print(table)
 
 
+def _part_views(con: Any, directory: Path, part: str) -> None:
+    """The query views of one part (``query --part``): ``summary`` as the part's
+    :class:`ccarena.report.views.View` (its rows and swept columns, ``pair`` for a matrix) and
+    the per-run views over the part's complete runs only.
+
+    Raises:
+        UserError: no such part (the message lists the parts)."""
+    from ccarena.report import views
+    from ccarena.results import Result
+
+    [view] = views.select(Result(directory), part)
+    con.register("part_summary", view.summary)
+    con.execute("CREATE VIEW summary AS SELECT * FROM part_summary")
+    for name in QUERY_VIEWS:
+        files = [str(directory.resolve() / "runs" / run / f"{name}.parquet") for run in view.run_ids]
+        files = [f.replace("'", "''") for f in files if Path(f).is_file()]
+        if files:
+            listed = ", ".join(f"'{f}'" for f in files)
+            con.execute(f"CREATE VIEW {name} AS SELECT * FROM "
+                        f"read_parquet([{listed}], union_by_name = true)")
+
+
 @app.command()
 @handles_errors
-def flavors() -> None:
-    """List every flavor: TCP congestion controllers (from the engine) and UDP transports.
+def flavors(
+    name: Optional[str] = typer.Argument(None, help="One flavor: its parameters, defaults and "
+                                                    "source [default: list every flavor]."),
+) -> None:
+    """List every flavor (TCP congestion controllers from the engine, UDT, UDP transports) with
+    its family, or show one flavor's parameters.
 
-    Example:
+    Examples:
 
       ccarena flavors
+
+      ccarena flavors cubic
     """
+    from ccarena.flavors import catalogue_rows, describe
+
+    if name is not None:
+        for line in describe(name, width=stdout.width):
+            stdout.print(line, highlight=False, markup=False, soft_wrap=True)
+        return
+    from rich import box
     from rich.table import Table
 
-    from ccarena.flavors import all_flavors
-
-    table = Table(title="flavors")
-    for c in ("name", "family", "default recovery", "parameters", "source"):
-        table.add_column(c)
-    for f in all_flavors().values():
-        params = ", ".join(f"{p['name']}={p['default']:g}" for p in f.get("params", []))
-        table.add_row(f["name"], f["family"], f.get("default_recovery") or "–", params or "–",
-                      f["source"])
-    stdout.print(table)
+    # Names and families are never cut (they are what one types); the source takes what is left.
+    table = Table(title="flavors", box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False,
+                  caption="`ccarena flavors NAME`: what a flavor does, its parameters and source",
+                  caption_justify="left")
+    rows = catalogue_rows()
+    widths = [max(len(heading), *(len(r[i]) for r in rows))
+              for i, heading in enumerate(("name", "family", "recovery"))]
+    for heading, wide in zip(("name", "family", "recovery"), widths):
+        table.add_column(heading, no_wrap=True, min_width=wide)
+    # Each boundary between columns takes 3 characters (padding, rule, padding).
+    rest = max(stdout.width - sum(widths) - 3 * len(widths), 10)
+    table.add_column("source", no_wrap=True, overflow="ellipsis", max_width=rest)
+    for row in rows:
+        table.add_row(*row)
+    stdout.print(table, highlight=False)
 
 
 @app.command()
@@ -644,6 +772,7 @@ def validate(
                      f"{_count(len(plans), 'run')}", soft_wrap=True)
     for line in s.topology.describe():
         stdout.print(f"  {line}", highlight=False)
+    _print_warnings(plans)
 
 
 def _count(n: int, noun: str) -> str:

@@ -112,3 +112,61 @@ def unknown_flavor_message(name: str) -> str:
     if not hint:
         hint = f" (known: {', '.join(known)}; `ccarena flavors` lists them)"
     return f"unknown flavor '{name}'{hint}"
+
+
+# ----------------------------------------------------------------------------- presentation
+
+def catalogue_rows() -> list[tuple[str, str, str, str]]:
+    """One row per flavor for ``ccarena flavors``: ``(name, family, default recovery, source)``
+    (``"–"`` where a flavor has no loss recovery of its own)."""
+    return [(f["name"], f["family"], f.get("default_recovery") or "–", f.get("source", ""))
+            for f in all_flavors().values()]
+
+
+def flavor_entry(name: str) -> dict[str, Any]:
+    """One flavor's catalogue entry by name (engine flavor or UDP transport).
+
+    Raises:
+        UserError: no such flavor (the message names the closest one, or lists them).
+    """
+    known = all_flavors()
+    if name not in known:
+        raise UserError(unknown_flavor_message(name))
+    return known[name]
+
+
+def describe(name: str, width: int = 80) -> list[str]:
+    """What ``ccarena flavors NAME`` prints: the flavor's family, summary, source and default
+    recovery, then each parameter as ``name = default`` with its meaning, wrapped to ``width``
+    columns (a parameter's name and default are never cut), and how to set them in a scenario.
+
+    Raises:
+        UserError: no such flavor.
+    """
+    import textwrap
+
+    f = flavor_entry(name)
+    width = max(int(width), 40)
+
+    def wrapped(text: str, indent: str, first: str = "") -> list[str]:
+        return textwrap.wrap(text, width=width, initial_indent=first or indent,
+                             subsequent_indent=indent, break_long_words=False,
+                             break_on_hyphens=False) or [first.rstrip()]
+
+    lines = [f"{f['name']}: {f['family']} family, transport {f.get('transport') or f['family']}"]
+    lines += wrapped(f.get("summary", ""), "  ")
+    lines += wrapped(f"source: {f['source']}", "  ")
+    if f.get("default_recovery"):
+        lines.append(f"  default loss recovery: {f['default_recovery']} (a flow's recovery = "
+                     "\"...\" sets another)")
+    params = f.get("params") or []
+    if not params:
+        lines.append("parameters: none")
+        return lines
+    lines.append("parameters, with their defaults:")
+    for p in params:
+        lines.append(f"  {p['name']} = {p['default']:g}")
+        lines += wrapped(p.get("doc", ""), "      ")
+    example = f"{params[0]['name']} = {params[0]['default']:g}"
+    lines += wrapped(f"set them in a flow: flavor = {{ name = \"{f['name']}\", {example} }}", "  ", "")
+    return lines

@@ -167,6 +167,11 @@ class PartResult:
         return self.store.read_tables(list(self.run_ids), table)
 
     def aggregate(self) -> pd.DataFrame:
-        """Mean, SD and 95% CI over repeats per grid point and flow."""
+        """Mean, SD and 95% CI over repeats per grid point and flow (a copy: the report asks
+        for it from several places, and it is computed once)."""
+        return self._aggregate.copy()
+
+    @cached_property
+    def _aggregate(self) -> pd.DataFrame:
         by = ["point", *self.parameters, "flow", "name", "flavor"]
         return metrics.aggregate_repeats(self.summary, by)

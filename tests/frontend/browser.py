@@ -82,3 +82,26 @@ def screenshot(report: Path, out: Path, width: int = 1280, height: int = 2400) -
     done = _run(f"--window-size={width},{height}", f"--screenshot={out}", report.resolve().as_uri())
     assert out.exists(), done.stderr[-500:]
     return out
+
+
+TEXT = """<script>
+window.addEventListener('load', () => {
+  const found = document.querySelector(%s);
+  document.body.setAttribute('data-text', JSON.stringify(found ? found.innerText : null));
+});
+</script>"""
+
+
+def inner_text(report: Path, selector: str, width: int = 1280) -> str | None:
+    """The text a reader sees in the first element matching the CSS ``selector`` (its
+    ``innerText`` as Chromium lays the page out), None when nothing matches."""
+    probe = report.with_name(report.stem + ".text.html")
+    probe.write_text(report.read_text().replace("</body>", TEXT % json.dumps(selector) + "</body>"))
+    try:
+        done = _run(f"--window-size={width},900", "--virtual-time-budget=10000", "--dump-dom",
+                    probe.resolve().as_uri())
+    finally:
+        probe.unlink()
+    found = re.search(r'data-text="([^"]*)"', done.stdout)
+    assert found, f"Chromium did not load the page: {done.stderr[-500:]}"
+    return json.loads(html.unescape(found.group(1)))

@@ -123,3 +123,26 @@ def test_compare_two_experiments(experiment: Path, tmp_path: Path) -> None:
         assert "…" not in table and layout in table, table
         for heading in ("goodput", "loss", "RTT mean", "Jain"):
             assert heading in table, (heading, table)
+
+
+def test_facets_share_a_y_axis_that_holds_every_bar(experiment: Path) -> None:
+    # Reno loses more than CUBIC: the second panel's bars are the tallest. The shared y axis is
+    # set once every panel is drawn, so none is cut at the first panel's height.
+    summary = pd.read_parquet(experiment / "summary.parquet")
+    fig = custom_plot.plot(summary, "loss_rate", "topology.bottleneck.loss", None, "flavor", "bar", "t")
+    panels = [ax for ax in fig.axes if ax.get_visible()]
+    assert [ax.get_title() for ax in panels] == ["flavor = cubic", "flavor = reno"]
+    tops = [line.get_ydata().max() for ax in panels for line in ax.get_lines()]  # whisker caps
+    tops += [p.get_height() for ax in panels for p in ax.patches]
+    assert max(tops) <= panels[0].get_ylim()[1] == panels[1].get_ylim()[1]
+    assert panels[0].get_ylim()[0] == 0
+    assert panels[0].get_ylabel() == "loss (%)"  # the column in words
+
+
+def test_bars_of_absent_hues_leave_no_gap(experiment: Path) -> None:
+    # x = flavor, hue = flavor: one bar per x value, centred on its tick (not in one of two slots).
+    summary = pd.read_parquet(experiment / "summary.parquet")
+    fig = custom_plot.plot(summary, "goodput_mean_bps", "flavor", "flavor", None, "bar", "t")
+    centres = sorted(p.get_x() + p.get_width() / 2 for p in fig.axes[0].patches)
+    assert centres == pytest.approx([0.0, 1.0])
+    assert all(p.get_width() == pytest.approx(0.8 * 0.95) for p in fig.axes[0].patches)

@@ -193,3 +193,25 @@ def test_a_rate_event_on_a_trace_link_is_refused_in_one_line(tmp_path):
         resolve_run(load_scenario(path).scenario, seed=1)
     assert len(err.value.problems) == 1
     assert "s.toml: events[0].set.rate: the link's rate follows a trace" in str(err.value), str(err.value)
+
+
+def test_a_trace_rate_is_described_as_a_trace_with_its_spread_not_as_a_constant(tmp_path):
+    from ccarena.traces.files import describe_rate
+
+    # 1 s at 12 Mbps then 1 s at 2 Mbps: the mean (7 Mbps) is neither, and the text says so.
+    (tmp_path / "steps.csv").write_text("time_s,rate_mbps\n0,12\n1,2\n2,2\n")
+    rate = read_trace(tmp_path / "steps.csv")
+    assert int(rate) == 7_000_000
+    assert describe_rate(rate) == "trace steps.csv, mean 7 Mbps (2–12 Mbps per 100 ms)"
+    # Mahimahi: 10 opportunities in the first 100 ms (1.2 Mbps), then one per 100 ms (0.12 Mbps).
+    stamps = [0] * 10 + [100 * k for k in range(1, 10)] + [1000]
+    (tmp_path / "two.mahi").write_text("\n".join(map(str, stamps)) + "\n")
+    text = describe_rate(read_trace(tmp_path / "two.mahi"))
+    assert text.startswith("trace two.mahi, mean ") and "per 100 ms" in text
+    assert describe_rate(20_000_000) == "20 Mbps"
+    done = subprocess.run([sys.executable, "-m", "ccarena", "validate", "examples/variable-link.toml"],
+                          capture_output=True, text=True, cwd=Path(__file__).resolve().parents[2],
+                          env={**__import__("os").environ, "COLUMNS": "200"})
+    assert done.returncode == 0, done.stderr
+    assert re.search(r"bottleneck: trace cellular\.mahi, mean [\d.]+ Mbps \([\d.]+–[\d.]+ Mbps per 100 ms\)",
+                     done.stdout), done.stdout

@@ -116,8 +116,6 @@ def mean_ci(values: Iterable[float], confidence: float = 0.95) -> MeanCI:
     (Student, "The probable error of a mean", Biometrika 1908). For n = 1 the SD and the interval
     are NaN; for n = 0 everything is NaN.
     """
-    from scipy import stats
-
     x = np.asarray(list(values), dtype=float)
     x = x[np.isfinite(x)]
     n = int(x.size)
@@ -127,7 +125,11 @@ def mean_ci(values: Iterable[float], confidence: float = 0.95) -> MeanCI:
     if n < 2:
         return MeanCI(mean, math.nan, math.nan, 1)
     sd = float(np.std(x, ddof=1))
-    t = float(stats.t.ppf((1.0 + confidence) / 2.0, n - 1))
+    # Student's t quantile from scipy.special (scipy.stats takes ~1 s to import), imported only
+    # when there is an interval to compute: a single run's summary needs none.
+    from scipy.special import stdtrit
+
+    t = float(stdtrit(n - 1, (1.0 + confidence) / 2.0))
     return MeanCI(mean, sd, t * sd / math.sqrt(n), n)
 
 
@@ -688,6 +690,16 @@ SUMMARY_METRICS = FLOW_METRICS + (
 """Columns of summary.parquet aggregated over repeats by :func:`aggregate_repeats`."""
 
 
+def _student_t_quantile(df: Any, q: float) -> Any:
+    """Student's t quantile ``t_{q, df}`` (``scipy.special.stdtrit``, the function behind
+    ``scipy.stats.t.ppf``; scipy.stats takes ~1 s to import and the terminal summary of every
+    ``ccarena run`` comes through :func:`aggregate_repeats`, which imports this only when some
+    group has two values or more: a single run's summary has no interval to compute)."""
+    from scipy.special import stdtrit
+
+    return stdtrit(df, q)
+
+
 def aggregate_repeats(summary: pd.DataFrame, by: Sequence[str],
                       metrics: Sequence[str] = SUMMARY_METRICS) -> pd.DataFrame:
     """Mean, SD and confidence half-width over repeats.
@@ -701,8 +713,6 @@ def aggregate_repeats(summary: pd.DataFrame, by: Sequence[str],
         One row per group with ``n`` and, for each metric m, ``m`` (mean), ``m_sd`` and
         ``m_ci95`` (half-width of the 95% interval; see :func:`mean_ci`).
     """
-    from scipy import stats
-
     metrics = [m for m in metrics if m in summary.columns]
     by = list(by)
     if not len(summary):
@@ -715,11 +725,13 @@ def aggregate_repeats(summary: pd.DataFrame, by: Sequence[str],
     means, sds, counts = grouped.mean(), grouped.std(ddof=1), grouped.count()
     out = pd.DataFrame(index=means.index)
     out["n"] = summary.groupby(by, sort=False, dropna=False).size().reindex(means.index).to_numpy()
+    quantile = _student_t_quantile if bool((counts.to_numpy() >= 2).any()) else None
     for m in metrics:
         n = counts[m].to_numpy(dtype=float)
         sd = np.where(n >= 2, sds[m].to_numpy(dtype=float), np.nan)
         with np.errstate(invalid="ignore", divide="ignore"):
-            t = np.where(n >= 2, stats.t.ppf(0.975, np.maximum(n - 1, 1)), np.nan)
+            t = (np.where(n >= 2, quantile(np.maximum(n - 1, 1), 0.975), np.nan)
+                 if quantile is not None else np.full(n.shape, np.nan))
             half = t * sd / np.sqrt(n)
         out[m] = np.where(n >= 1, means[m].to_numpy(dtype=float), np.nan)
         out[f"{m}_sd"] = sd

@@ -12,18 +12,17 @@ only the missing ones.
 from __future__ import annotations
 
 import os
-import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Union
 
 from ccarena.backends import get_backend, options_table
 from ccarena.backends.sim import MEMORY_BUDGET_ENV
-from ccarena.errors import EngineFault, UserError
+from ccarena.errors import EngineFault, RunFailed, UserError, WorkerDied, option
 from ccarena.executor.clusters import check_executor
 from ccarena.executor.dask_pool import run_dask
 from ccarena.executor.local import run_here, start_here, stop_started
-from ccarena.executor.process_pool import run_pool, workers_can_start
+from ccarena.executor.process_pool import run_pool
 from ccarena.executor.run import (
     execute_run,
     now_utc,
@@ -73,14 +72,23 @@ class ExperimentOutcome:
     summary_inputs: dict[str, Any] = field(default_factory=dict, repr=False)
 
     def raise_for_failures(self) -> None:
-        """Raise :class:`EngineFault` for the first failed run, if any."""
+        """Raise for the first failed run, if any: :class:`WorkerDied` when its process ended
+        without returning it (a signal, an exit), :class:`EngineFault` when an error was raised
+        while it executed. Both are :class:`RunFailed`."""
         if self.failed:
-            first = self.failed[0]
-            plan = next(p for p in self.plans if p.run_id == first["run_id"])
-            extra = f" ({len(self.failed) - 1} more failed runs in {self.root / 'failed'})" \
-                if len(self.failed) > 1 else ""
-            raise EngineFault(first["error"] + extra, run_id=plan.run_id, seed=plan.seed,
-                              spec=plan.resolved.spec.to_dict(), replay_path=first.get("replay_path"))
+            raise self.failure(self.failed[0])
+
+    def failure(self, failed: dict[str, Any]) -> RunFailed:
+        """The exception for one entry of :attr:`failed` (mentioning how many more failed)."""
+        plan = next(p for p in self.plans if p.run_id == failed["run_id"])
+        extra = f" ({len(self.failed) - 1} more failed runs in {self.root / 'failed'})" \
+            if len(self.failed) > 1 else ""
+        about = {"run_id": plan.run_id, "seed": plan.seed, "spec": plan.resolved.spec.to_dict(),
+                 "replay_path": failed.get("replay_path")}
+        if failed.get("cause") == "worker_died":
+            return WorkerDied(failed.get("message", failed["error"]) + extra,
+                              exitcode=failed.get("exitcode"), **about)
+        return EngineFault(failed["error"] + extra, **about)
 
 
 def experiment_meta(loaded: LoadedScenario, plans: list[RunPlan]) -> dict[str, Any]:
@@ -128,7 +136,8 @@ def check_store(store: ExperimentStore, plans: list[RunPlan], force: bool) -> No
         stored = store.stored_spec_sha256(plan.run_id)
         if stored is not None and stored != plan.resolved.spec_sha256():
             raise UserError(f"{store.run_dir(plan.run_id)} was made from a different scenario; "
-                            "rerun with --force to redo it, or write to another directory with --out")
+                            f"rerun with {option('force')} to redo it, or write to another "
+                            f"directory with {option('out')}")
 
 
 def run_experiment(loaded: LoadedScenario, root: str | Path, *, jobs: int | None = None,
@@ -217,18 +226,12 @@ def _split(plans: list[RunPlan], store: ExperimentStore, realtime: set[str],
     return skipped, pending, in_real_time
 
 
-def _jobs(jobs: int | None, pending: list[RunPlan], executor: ExecutorOptions) -> int:
-    """Worker processes for ``pending``: ``jobs`` (default all cores), at most one per run; on
-    the local process pool, 1 (this process) when spawned workers could not start here
-    (:func:`workers_can_start`)."""
-    wanted = max(1, min(jobs or os.cpu_count() or 1, len(pending) or 1))
-    if wanted > 1 and executor.kind == "process" and not workers_can_start():
-        warnings.warn("this program's __main__ cannot be imported by worker processes (a script "
-                      "read from standard input?): its runs execute in this process, one at a "
-                      "time; save the script to a file to use several processes",
-                      RuntimeWarning, stacklevel=1)  # one location: shown once
-        return 1
-    return wanted
+def _jobs(jobs: int | None, pending: list[RunPlan]) -> int:
+    """Worker processes for ``pending``: ``jobs`` (default all cores), at most one per run.
+    (The process pool's workers start whatever this program's ``__main__`` is: a script without
+    the ``__main__`` guard, one read from standard input, a notebook;
+    :mod:`ccarena.executor.process_pool`.)"""
+    return max(1, min(jobs or os.cpu_count() or 1, len(pending) or 1))
 
 
 def _start_first(plans: list[RunPlan], store: ExperimentStore, realtime: set[str],
@@ -237,7 +240,7 @@ def _start_first(plans: list[RunPlan], store: ExperimentStore, realtime: set[str
     """When the runs execute in this process, start the first in the background
     (:func:`ccarena.executor.local.start_here`): ``{run_id: started}``, else empty."""
     _, pending, _ = _split(plans, store, realtime, force)
-    if not pending or executor.kind != "process" or _jobs(jobs, pending, executor) != 1:
+    if not pending or executor.kind != "process" or _jobs(jobs, pending) != 1:
         return {}
     early = start_here(pending[0], name)
     return {pending[0].run_id: early} if early is not None else {}
@@ -256,7 +259,7 @@ def _run_locked(loaded: LoadedScenario, plans: list[RunPlan], realtime: set[str]
     outcome.skipped, pending, in_real_time = _split(plans, store, realtime, force)
     if executor.kind == "dask-local" and executor.workers is None and jobs is not None:
         executor = executor.model_copy(update={"workers": jobs})
-    jobs = _jobs(jobs, pending, executor)
+    jobs = _jobs(jobs, pending)
     name = loaded.scenario.name
     started = started if started is not None else {}
     for run_id in [r for r in started if not pending or r != pending[0].run_id]:
@@ -304,8 +307,14 @@ def _run_locked(loaded: LoadedScenario, plans: list[RunPlan], realtime: set[str]
             done = [p for p in plans if store.is_complete(p.run_id)]
             if done:
                 from ccarena.store import build_summary
+                from ccarena.store.summary import summary_fingerprint
 
-                store.write_summary(build_summary(store, done, known=outcome.summary_inputs))
+                # Re-running a finished experiment reads no run back: the stored summary is
+                # kept when it was built from these very run files by this code.
+                inputs = summary_fingerprint(store, [p.run_id for p in done])
+                if outcome.completed or force or store.summary_inputs() != inputs:
+                    store.write_summary(build_summary(store, done, known=outcome.summary_inputs),
+                                        inputs=inputs)
                 outcome.summary_inputs.clear()  # the tables are not kept past the summary
         except OSError as err:
             summary_error = StoreError.from_os_error(root, err)

@@ -14,11 +14,12 @@ import os
 import signal
 import sys
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from ccarena.errors import UserError
+from ccarena.workers import spawned_without_main
 from ccarena.scenario import ExecutorOptions
 
 if TYPE_CHECKING:
@@ -131,7 +132,11 @@ def _sigint_ignored() -> Iterator[None]:
 @contextmanager
 def dask_client(options: ExecutorOptions, default_workers: int) -> Iterator[tuple[Client, str]]:
     """A ``distributed.Client`` for ``options.kind`` and a description of where runs go; the
-    cluster ccarena started (if any) is closed on exit, however the block ends.
+    cluster ccarena started (if any) is closed on exit, however the block ends. A
+    ``dask-local`` cluster's worker processes (started, and restarted, from the cluster's threads
+    while it lives) do not import this program's ``__main__``
+    (:func:`ccarena.workers.spawned_without_main`): a script without the
+    ``__main__`` guard would run its experiment again in each.
 
     Args:
         options: the executor (``kind`` ``dask``, ``dask-local`` or ``slurm``).
@@ -140,6 +145,16 @@ def dask_client(options: ExecutorOptions, default_workers: int) -> Iterator[tupl
     Raises:
         UserError: a bad or unreachable scheduler address, or a Slurm table missing a field.
     """
+    with ExitStack() as scope:
+        if options.kind == "dask-local":
+            scope.enter_context(spawned_without_main())
+        with _dask_client(options, default_workers) as client_and_where:
+            yield client_and_where
+
+
+@contextmanager
+def _dask_client(options: ExecutorOptions, default_workers: int) -> Iterator[tuple[Client, str]]:
+    """:func:`dask_client`, without the scope of its workers' start."""
     try:
         from distributed import Client, LocalCluster
     except ImportError:

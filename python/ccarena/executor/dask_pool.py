@@ -106,7 +106,8 @@ def _run_tasks(pending: list[RunPlan], store: ExperimentStore, name: str, outcom
                         result = future.result()
                     except KilledWorker as err:  # the run killed every worker it was given
                         record = records[by_key[future.key]]
-                        result = record_failure(store, record, now_utc(), err)
+                        result = record_failure(store, record, now_utc(), err,
+                                                cause="worker_died", exitcode=None)
                     except FutureCancelledError:
                         raise UserError(f"{where}: the cluster cancelled this experiment's tasks "
                                         "(another client cancelled them, or the scheduler "

@@ -8,21 +8,25 @@ process is told apart from the runs that were merely beside it: it is recorded a
 (``failed/<run_id>.json``, with the signal or exit status that ended its process) and the other
 runs go on. Ctrl-C (or SIGTERM) terminates the workers; their unfinished runs leave nothing in
 ``runs/``.
+
+Workers are spawned (a fresh interpreter each) but do not import the calling program's
+``__main__`` (:data:`ccarena.workers.WORKER_CONTEXT`): a script that calls :func:`ccarena.run` at
+its top level, without ``if __name__ == "__main__":``, one read from standard input and a
+notebook all run their runs in parallel.
 """
 
 from __future__ import annotations
 
 import concurrent.futures as cf
-import multiprocessing
-import os
 import signal
-import sys
 from typing import TYPE_CHECKING, Any, Callable
 
+from ccarena.errors import option
 from ccarena.executor.local import note_result, progress_bar
 from ccarena.executor.run import execute_run, now_utc, record_failure, run_record
 from ccarena.experiment import RunPlan
 from ccarena.store import ExperimentStore
+from ccarena.workers import WORKER_CONTEXT
 
 if TYPE_CHECKING:
     from multiprocessing.connection import Connection
@@ -38,11 +42,12 @@ BREAKS_BEFORE_ALONE = 2
 """A run that was in this many broken pools is run alone (:func:`run_alone`)."""
 
 
-class WorkerDied(RuntimeError):
-    """The process running a run ended without returning it (killed by a signal, or exited)."""
+class ProcessDied(RuntimeError):
+    """The process running a run ended without returning it (killed by a signal, or exited);
+    recorded as the run's failure, raised to the user as :class:`ccarena.errors.WorkerDied`."""
 
     @classmethod
-    def from_exitcode(cls, exitcode: int | None) -> WorkerDied:
+    def from_exitcode(cls, exitcode: int | None) -> ProcessDied:
         """The failure for a process that ended with ``exitcode`` (as ``multiprocessing`` gives
         it: −N for signal N)."""
         if exitcode is not None and exitcode < 0:
@@ -50,23 +55,11 @@ class WorkerDied(RuntimeError):
                 name = signal.Signals(-exitcode).name
             except ValueError:
                 name = f"signal {-exitcode}"
-            hint = (" (what the kernel's out-of-memory killer sends: lower --jobs or the run's "
-                    "size, or see dmesg)") if -exitcode == signal.SIGKILL else ""
+            hint = (f" (what the kernel's out-of-memory killer sends: lower {option('jobs')} or "
+                    "the run's size, or see dmesg)") if -exitcode == signal.SIGKILL else ""
             return cls(f"the worker process running it was killed by {name}{hint}")
         return cls(f"the worker process running it exited with status {exitcode} before the "
                    "run ended")
-
-
-def workers_can_start() -> bool:
-    """Whether spawned workers can import this program's ``__main__``, as ``multiprocessing``'s
-    spawn start method makes them: a module run with ``-m``, a script file, or no file at all
-    (the interactive interpreter, ``-c``, a notebook) can; a script read from standard input
-    (``__file__`` ``"<stdin>"``) cannot — every worker would die while starting."""
-    main = sys.modules.get("__main__")
-    if getattr(getattr(main, "__spec__", None), "name", None):
-        return True
-    path = getattr(main, "__file__", None)
-    return path is None or os.path.exists(path)
 
 
 def worker_init() -> None:
@@ -87,14 +80,15 @@ def pool_task(task: Task) -> dict[str, Any]:
 
 def run_pool(pending: list[RunPlan], store: ExperimentStore, name: str, outcome: ExperimentOutcome,
              console: Console, show: bool, jobs: int, total: int) -> None:
-    """Run ``pending`` on ``jobs`` spawned worker processes with a bar over the experiment's
-    runs, surviving workers that die (see the module's text); Ctrl-C terminates the workers.
+    """Run ``pending`` on ``jobs`` worker processes (:data:`WORKER_CONTEXT`) with a bar over the
+    experiment's runs, surviving workers that die (see the module's text); Ctrl-C terminates
+    the workers.
 
     Raises:
         KeyboardInterrupt: Ctrl-C or SIGTERM; finished runs are kept, unfinished ones leave
             nothing in ``runs/``.
     """
-    ctx = multiprocessing.get_context("spawn")
+    ctx = WORKER_CONTEXT
     with progress_bar(console, show) as bar:
         runs = bar.add_task(f"{name}: runs on {jobs} processes", total=total,
                             completed=len(outcome.skipped))
@@ -162,8 +156,9 @@ def terminate(pool: cf.ProcessPoolExecutor) -> None:
 
 
 def run_alone(task: Task, ctx: Any) -> dict[str, Any]:
-    """Run one task in a spawned process of its own: its outcome, or, when the process dies
-    without returning one, the run recorded as failed (:class:`WorkerDied`).
+    """Run one task in a process of its own (from ``ctx``): its outcome, or, when the process
+    dies without returning one, the run recorded as failed (:class:`ProcessDied`, with
+    ``cause = "worker_died"`` and the process's ``exitcode``).
 
     Raises:
         KeyboardInterrupt: Ctrl-C or SIGTERM (the process is terminated first).
@@ -192,9 +187,10 @@ def run_alone(task: Task, ctx: Any) -> dict[str, Any]:
         return result
     root, record = task
     try:
-        raise WorkerDied.from_exitcode(process.exitcode)
-    except WorkerDied as err:  # raised so that the failure record's traceback says where
-        return record_failure(ExperimentStore(root), record, started, err)
+        raise ProcessDied.from_exitcode(process.exitcode)
+    except ProcessDied as err:  # raised so that the failure record's traceback says where
+        return record_failure(ExperimentStore(root), record, started, err,
+                              cause="worker_died", exitcode=process.exitcode)
 
 
 def _alone_main(work: Callable[[Task], dict[str, Any]], task: Task, send: Connection) -> None:

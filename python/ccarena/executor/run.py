@@ -225,11 +225,18 @@ def _add_table(writer: Any, name: str, df: Any, background: bool = False) -> Any
 
 
 def record_failure(store: ExperimentStore, record: dict[str, Any], started: str,
-                   err: BaseException) -> dict[str, Any]:
-    """Record a failed run in ``failed/<run_id>.json`` and return its outcome."""
-    failure = dict(record, status="failed", error=f"{type(err).__name__}: {err}",
+                   err: BaseException, **cause: Any) -> dict[str, Any]:
+    """Record a failed run in ``failed/<run_id>.json`` and return its outcome (``run_id``,
+    ``status``, ``error`` (``"Type: message"``), ``message``, ``replay_path`` and ``cause``).
+
+    ``cause``: why, when it was not an error raised while the run executed (the default,
+    ``cause="run"``): ``cause="worker_died", exitcode=-9`` for a process that ended without
+    returning the run; stored in the record and the outcome."""
+    cause = {"cause": "run", **cause}
+    failure = dict(record, status="failed", error=f"{type(err).__name__}: {err}", **cause,
                    traceback=traceback.format_exc(), timing={"started": started, "failed": now_utc()},
                    software=software_versions())
     path = store.write_failure(record["run_id"], failure)
     return {"run_id": record["run_id"], "status": "failed",
-            "error": f"{type(err).__name__}: {err}", "replay_path": str(path)}
+            "error": f"{type(err).__name__}: {err}", "message": str(err), "replay_path": str(path),
+            **cause}

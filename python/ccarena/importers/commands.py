@@ -15,7 +15,7 @@ from ccarena.errors import UserError
 
 def _run(tool: str, parse: Callable[[Path], Any], files: List[Path], name: Optional[str],
          out: Optional[Path], results: Path, about: Callable[[Any], str]) -> None:
-    from ccarena.cli import printable
+    from ccarena.errors import printable
     from ccarena.importers.writer import import_files
 
     if name is None:

@@ -2,8 +2,9 @@
 
 One row per flavor, or per sweep point and flavor: the mean over the flavor's flows and the
 repeats with its 95% confidence interval (Student's t over the flow-runs; :func:`ccarena.analysis.
-metrics.mean_ci`), in readable units and significant digits; a sentence ranking the flavors by
-goodput; and the key figure (chosen by :func:`key_figure_index`).
+metrics.mean_ci`), in readable units and significant digits, and the key figure (chosen by
+:func:`key_figure_index`). The sentences above the table, which flavors differ beyond the noise,
+are :mod:`ccarena.analysis.verdict`'s.
 """
 
 from __future__ import annotations
@@ -13,8 +14,7 @@ from typing import Any, Sequence
 
 import pandas as pd
 
-from ccarena import units
-from ccarena.analysis import metrics
+from ccarena.analysis import metrics, verdict
 from ccarena.report.tables import COLUMNS, Cell, cell, mean_ci_text, shown_columns
 
 ANSWER_COLUMNS = ("goodput_mean_bps", "loss_rate", "rtt_mean_s", "jain_index", "fct_s", "fct_slowdown")
@@ -22,9 +22,9 @@ ANSWER_COLUMNS = ("goodput_mean_bps", "loss_rate", "rtt_mean_s", "jain_index", "
 
 
 def point_keys(summary: pd.DataFrame, params: Sequence[str]) -> list[str]:
-    """The swept parameters that are not the flavor itself (a flavor sweep is the flavor column)."""
-    flavors = summary["flavor"].astype(str)
-    return [p for p in params if p in summary.columns and not (summary[p].astype(str) == flavors).all()]
+    """The swept parameters that are not the flavor itself (a flavor sweep is the flavor column):
+    :func:`ccarena.analysis.verdict.point_keys`."""
+    return verdict.point_keys(summary, params)
 
 
 def answer_table(summary: pd.DataFrame, params: Sequence[str]) -> pd.DataFrame:
@@ -64,19 +64,6 @@ def answer_rows(summary: pd.DataFrame, params: Sequence[str]) -> tuple[list[str]
                             repr(mean) if math.isfinite(mean) else "nan"))
         rows.append(row)
     return headings, rows
-
-
-def answer_sentence(summary: pd.DataFrame, params: Sequence[str]) -> str:
-    """One sentence ranking the flavors by mean goodput per flow over every point and repeat
-    (``""`` with a single flavor): ``cubic had the highest goodput per flow (16 Mbps), then reno
-    (3.5 Mbps).``"""
-    by_flavor = summary.groupby("flavor", sort=False)["goodput_mean_bps"].mean().dropna()
-    if len(by_flavor) < 2:
-        return ""
-    ranked = by_flavor.sort_values(ascending=False)
-    parts = [f"{f} ({units.format_rate(float(v))})" for f, v in ranked.items()]
-    over = " over every sweep point and repeat" if point_keys(summary, params) else ""
-    return (f"Mean goodput per flow{over}: {parts[0]} highest, then " + ", ".join(parts[1:]) + ".")
 
 
 def key_figure_index(files: Sequence[str]) -> int | None:

@@ -42,9 +42,10 @@ UNITS = {"_bps": ("Mbps", 1e6), "_s": ("ms", 1e-3), "_rate": ("%", 1e-2), "_rati
 KINDS = ("line", "bar", "box", "cdf", "heatmap")
 
 
-def resolve_column(summary: pd.DataFrame, name: str, what: str) -> str:
+def resolve_column(summary: pd.DataFrame, name: str, what: str, where: str = "this experiment") -> str:
     """The summary column ``name`` stands for (an alias, a column, or the tail of a swept
-    parameter's path such as ``loss`` for ``topology.link.loss`` when ``what`` is ``--x``).
+    parameter's path such as ``loss`` for ``topology.link.loss`` when ``what`` is ``--x``);
+    ``where`` names the table in the error (``part 'matrix'``).
 
     Raises:
         UserError: no such column (the line lists the choices).
@@ -58,12 +59,22 @@ def resolve_column(summary: pd.DataFrame, name: str, what: str) -> str:
         return tails[0]
     numeric = [c for c in summary.columns if pd.api.types.is_numeric_dtype(summary[c])]
     choices = (sorted(METRIC_ALIASES) if what == "--y" else
-               [c for c in summary.columns if "." in c or "[" in c] + ["flavor", "name", "backend"])
+               [c for c in summary.columns if "." in c or "[" in c]
+               + [c for c in ("pair", "matrix_row", "matrix_col") if c in summary.columns]
+               + ["flavor", "name", "backend"])
     from ccarena.flavors import suggest
 
     hint = suggest(name, [*choices, *numeric])
-    raise UserError(f"{what}: no column '{name}' in this experiment{hint}; choose from "
+    raise UserError(f"{what}: no column '{name}' in {where}{hint}; choose from "
                     f"{', '.join(choices)}")
+
+
+def heading(column: str) -> str:
+    """The words for a summary column (``goodput`` for ``goodput_mean_bps``; other columns as
+    they are named)."""
+    from ccarena.report.tables import COLUMNS
+
+    return COLUMNS[column][0] if column in COLUMNS else column
 
 
 def _unit(column: str) -> tuple[str, float]:
@@ -109,7 +120,7 @@ def plot(summary: pd.DataFrame, y: str, x: str | None, hue: str | None, facet: s
     with plt.rc_context(plots.STYLE):
         fig, axes = plt.subplots(rows, cols, figsize=(5.2 * cols + 1.8, 3.6 * rows), squeeze=False,
                                  sharey=kind != "heatmap")
-    ylabel = f"{y}" + (f" ({unit})" if unit else "")
+    ylabel = heading(y) + (f" ({unit})" if unit else "")
     for ax, value in zip(axes.flat, facets):
         data = summary[summary[facet].astype(str) == value] if facet else summary
         if facet:
@@ -117,6 +128,11 @@ def plot(summary: pd.DataFrame, y: str, x: str | None, hue: str | None, facet: s
         _draw(ax, data, y, x, hue, kind, divisor, ylabel)
     for ax in list(axes.flat)[len(facets):]:
         ax.set_visible(False)
+    if kind not in ("cdf", "heatmap"):
+        # Once every panel is drawn: a limit set per panel would fix the shared axis to the
+        # first panel's data and cut the others' bars.
+        for ax in list(axes.flat)[:len(facets)]:
+            ax.set_ylim(bottom=0)
     fig.suptitle(title)
     handles: dict[str, Any] = {}
     for ax in axes.flat:
@@ -179,41 +195,44 @@ def _draw(ax: Any, data: pd.DataFrame, y: str, x: str | None, hue: str | None, k
     if kind == "line" and numeric is None:
         raise UserError(f"--x: '{x}' is not numeric ({', '.join(levels[:4])}…); use --kind bar or box")
     groups = _groups(data.assign(_y=values), hue)
-    width = 0.8 / max(1, len(groups))
+    stats = {name: [g.loc[g[x].astype(str) == level, "_y"].dropna().to_numpy(dtype=float)
+                    for level in levels] for name, g in groups}
+    # Bars and boxes side by side per x value, only for the hues that have data there (a matrix
+    # pair has two flavors of many): each x value's group is centred, without gaps.
+    present = [[name for name, _ in groups if stats[name][j].size] for j in range(len(levels))]
     for i, (name, g) in enumerate(groups):
         colour = _hue_colour(hue, name, i)
-        stats = []
-        for level in levels:
-            v = g.loc[g[x].astype(str) == level, "_y"].dropna().to_numpy(dtype=float)
-            stats.append(v)
+        shown = [j for j in range(len(levels)) if stats[name][j].size]
+        widths = np.array([0.8 / len(present[j]) for j in shown])
+        positions = np.array([j + (present[j].index(name) - (len(present[j]) - 1) / 2) * 0.8
+                              / len(present[j]) for j in shown])
         if kind == "box":
-            positions = np.arange(len(levels)) + (i - (len(groups) - 1) / 2) * width
-            kept = [(p, v / divisor) for p, v in zip(positions, stats) if v.size]
-            if kept:
-                parts = ax.boxplot([v for _, v in kept], positions=[p for p, _ in kept], widths=width * 0.9,
-                                   patch_artist=True, manage_ticks=False)
+            if shown:
+                parts = ax.boxplot([stats[name][j] / divisor for j in shown], positions=positions,
+                                   widths=widths * 0.9, patch_artist=True, manage_ticks=False)
                 for box in parts["boxes"]:
                     box.set_facecolor(colour)
                     box.set_alpha(0.6)
                 ax.plot([], [], color=colour, linewidth=6, alpha=0.6, label=name or None)
             continue
-        cis = [mean_ci(v, 0.95) if v.size else None for v in stats]
+        cis = [mean_ci(v, 0.95) if v.size else None for v in stats[name]]
         mean = np.array([c.mean if c else np.nan for c in cis]) / divisor
         half = np.array([c.half_width if c and math.isfinite(c.half_width) else 0.0 for c in cis]) / divisor
         below = np.clip(np.minimum(half, mean - low / divisor), 0, None)
         above = np.clip(np.minimum(half, high / divisor - mean), 0, None)
         if kind == "bar":
-            positions = np.arange(len(levels)) + (i - (len(groups) - 1) / 2) * width
-            ax.bar(positions, mean, width=width * 0.95, color=colour, label=name or None,
-                   yerr=[below, above], capsize=3, ecolor="0.2")
+            ax.bar(positions, mean[shown], width=widths * 0.95, color=colour, label=name or None,
+                   yerr=[below[shown], above[shown]], capsize=3, ecolor="0.2")
         else:
             assert numeric is not None
             order = np.argsort(numeric)
             ax.errorbar(numeric[order], mean[order], yerr=[below[order], above[order]], color=colour,
                         marker="o", capsize=3, label=name or None)
     if kind in ("bar", "box"):
-        ax.set_xticks(range(len(levels)), levels, rotation=30 if len(levels) > 5 else 0)
-    ax.set_ylim(bottom=0)
+        ax.grid(axis="x", visible=False)  # no line through the bars
+        tilted = len(levels) > 5 or sum(len(v) for v in levels) > 50
+        ax.set_xticks(range(len(levels)), levels, rotation=30 if tilted else 0,
+                      ha="right" if tilted else "center")
 
 
 def save_all(fig: Any, path: Path, formats: Sequence[str]) -> list[Path]:

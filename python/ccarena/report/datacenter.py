@@ -189,7 +189,8 @@ def datacenter_content(part: Any, figures_dir: Path, prefix: str = "") -> tuple[
             fig = slowdown_figure(table, params, colors)
             figures.append(Figure.draw(fig, "FCT slowdown p50 (solid) and p99 (dashed) per flow "
                                             "size and flavor", f"{prefix}dc-fct-slowdown.png",
-                                       figures_dir))
+                                       figures_dir, "The dotted grey line is slowdown 1 (the flow "
+                                       "alone on the empty network).", overview=True))
     if _has_multipath_roles(part):
         from ccarena.report.topology_figure import utilization_map
 

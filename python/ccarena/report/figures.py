@@ -1,6 +1,9 @@
-"""The report's figures: each a :class:`Figure` (title, file, PNG, how many points it draws), and
-the standard set per experiment (:func:`draw_figures`): time series per run, metric against each
-swept parameter."""
+"""The report's figures: each a :class:`Figure` (title, caption, file, PNG, how many points it
+draws), and the set chosen for the experiment (:func:`draw_figures`): first the figures that
+answer the question — per-flavor distributions of the per-flow metrics when there are many flows,
+each metric per flavor or against each swept parameter, throughput against delay and the
+capacity over time on a trace-driven link — then the details: time series of a few runs with few
+flows."""
 
 from __future__ import annotations
 
@@ -15,13 +18,15 @@ import numpy as np
 import pandas as pd
 
 from ccarena.analysis import metrics
-from ccarena.report import plots
+from ccarena.report import capacity, distributions, plots
 
 
 @dataclass
 class Figure:
     """A figure in the report: title, file name under figures/, PNG bytes, and how many data
-    points it draws (:func:`ccarena.report.plots.data_points`; the page carries it as ``data-points``)."""
+    points it draws (:func:`ccarena.report.plots.data_points`; the page carries it as ``data-points``).
+    ``caption`` explains what the title does not (bands, reference lines, a cut axis);
+    ``overview``: the figure answers the question and goes before the details."""
 
     title: str
     file: str
@@ -29,15 +34,21 @@ class Figure:
     points: int = 0
     series: tuple[str, ...] = ()
     flavor_colors: dict[str, str] | None = None
+    caption: str = ""
+    overview: bool = False
 
     @classmethod
-    def draw(cls, fig: Any, title: str, file: str, figures_dir: Path) -> "Figure":
+    def draw(cls, fig: Any, title: str, file: str, figures_dir: Path, caption: str = "",
+             overview: bool = False) -> "Figure":
         """Count ``fig``'s data points and note its flow series (``"<run_id>|<flow>|<flavor>"``) and
-        flavor colours, save it as ``figures_dir/file`` and close it."""
+        flavor colours, save it as ``figures_dir/file`` and close it. The caption is ``caption``
+        followed by the notes the drawing left (:func:`ccarena.report.plots.note`)."""
         points = plots.data_points(fig)
         series = tuple(plots.series_of(fig))
         colours = plots.flavor_colors_of(fig)
-        return cls(title, file, plots.save(fig, figures_dir / file), points, series, colours)
+        text = " ".join([caption, *plots.notes_of(fig)] if caption else plots.notes_of(fig))
+        return cls(title, file, plots.save(fig, figures_dir / file), points, series, colours,
+                   text, overview)
 
     @property
     def series_attr(self) -> str:
@@ -101,24 +112,41 @@ processes while this process draws the sweep figures: matplotlib draws on one co
 series cost ~1 s and a page of 24 panels ~0.7 s of CPU, and a spawned worker ~1.5 s to start."""
 
 
+def words(params: list[str], record: dict[str, Any], labels: dict[str, dict[str, str]] | None = None) -> str:
+    """A run's swept values in words for a title: a flavor as itself, any other parameter as its
+    short name and value (``"cubic, bottleneck loss 0.5%"``), values as ``[report] labels`` show
+    them; ``""`` for a run with no swept value."""
+    from ccarena.report.terminal import short_names
+
+    names = short_names(params)
+    out = []
+    for p in params:
+        if p not in record:
+            continue
+        value = (labels or {}).get(p, {}).get(str(record[p]), str(record[p]))
+        if p.split(".")[-1].endswith("flavor") and not (labels or {}).get(p):
+            out.append(value)
+        else:
+            out.append(f"{names[p].replace('.', ' ')} {value}")
+    return ", ".join(out)
+
+
 def _page_specs(result: Any, first_repeats: pd.DataFrame,
                 prefix: str) -> list[tuple[str, list[tuple[str, str]], str]]:
     """The small-multiples pages: ``(figure title, [(panel title, run_id)], file name)`` each,
     :data:`ccarena.report.plots.SMALL_MULTIPLES_PER_FIGURE` panels a page, every grid point's first
-    repeat titled by its swept values."""
-    from ccarena.report.terminal import short_names
-
+    repeat titled by its swept values in words (:func:`words`)."""
     params = [p for p in result.parameters if p in first_repeats.columns]
-    names = short_names(params)
+    labels = value_labels(result)
     rows = first_repeats.to_dict("records")
     per = plots.SMALL_MULTIPLES_PER_FIGURE
     pages = math.ceil(len(rows) / per)
     specs = []
     for page, start in enumerate(range(0, len(rows), per)):
-        panels = [(", ".join(f"{names[p]}={rec[p]}" for p in params) or str(rec["run_id"]),
-                   str(rec["run_id"])) for rec in rows[start:start + per]]
+        panels = [(words(params, rec, labels) or f"point {rec['point']}", str(rec["run_id"]))
+                  for rec in rows[start:start + per]]
         suffix = f" ({page + 1} of {pages})" if pages > 1 else ""
-        specs.append((f"Goodput over time at every grid point{suffix}", panels,
+        specs.append((f"Goodput over time at every sweep point{suffix}", panels,
                       f"{prefix}every-point-goodput-{page + 1}.png"))
     return specs
 
@@ -139,14 +167,25 @@ def draw_small_multiples_page(root: str, title: str, panels: list[tuple[str, str
     store = _store(root, slots)
     data = [(t, run_id, store.read_table(run_id, "samples"), store.read_table(run_id, "flows"))
             for t, run_id in panels]
-    return Figure.draw(plots.goodput_small_multiples(data, title), title, file, Path(figures_dir))
+    return Figure.draw(plots.goodput_small_multiples(data, title), title, file, Path(figures_dir),
+                       "The first repeat of each sweep point, one panel each; colour: flavor.")
+
+
+def _capacity_series(record: dict[str, Any], links: pd.DataFrame,
+                     samples: pd.DataFrame) -> tuple[np.ndarray, np.ndarray] | None:
+    """A trace-driven link's capacity per sample interval (:func:`ccarena.report.capacity.capacity_over_time`)."""
+    if not len(samples) or "time_s" not in samples:
+        return None
+    return capacity.capacity_over_time(record.get("spec") or {}, links, samples["time_s"].to_numpy(dtype=float))
 
 
 def draw_run_figures(root: str, run_id: str, label: str, cwnd_rounds: bool, figures_dir: str,
                      slots: dict[str, int] | None = None) -> list[Figure]:
-    """The time series of one run of the experiment at ``root`` (goodput, cwnd — also per
-    transmission round with ``cwnd_rounds`` —, RTT, queue backlog, delivered bytes), titled with
-    ``label``, into ``figures_dir``; ``slots`` as for :func:`draw_small_multiples_page`."""
+    """The time series of one run of the experiment at ``root`` (goodput — over a trace-driven
+    link's capacity per sample interval —, cwnd — also per transmission round with
+    ``cwnd_rounds`` —, RTT, queue backlog, delivered bytes), titled with ``label`` (the run's
+    swept values in words, :func:`words`; ``""`` for none), into ``figures_dir``; ``slots`` as
+    for :func:`draw_small_multiples_page`."""
     store = _store(root, slots)
     flows = store.read_table(run_id, "flows")
     samples = store.read_table(run_id, "samples")
@@ -157,34 +196,41 @@ def draw_run_figures(root: str, run_id: str, label: str, cwnd_rounds: bool, figu
     mss = {int(f["flow"] if "flow" in f else i): float(f.get("mss_bytes") or 1448)
            for i, f in enumerate(flows.to_dict("records"))}
     watched = _with_limits(_watched_queues(links, queues), record)
-    capacity, base_rtt = _references(links, flows)
+    capacity_bps, base_rtt = _references(links, flows)
+    trace_capacity = _capacity_series(record, links, samples)
     # cwnd and RTT exist only for window-based flows: a UDP-only run has none to draw.
     windowed = bool(samples["cwnd_bytes"].notna().any()) if "cwnd_bytes" in samples else False
     timed = bool(samples["srtt_s"].notna().any()) if "srtt_s" in samples else False
+    at = f" — {label}" if label else ""
+    goodput_caption = ("The grey step is the trace-driven link's capacity in each sample interval."
+                       if trace_capacity is not None else
+                       "The dashed grey line is the bottleneck's capacity." if capacity_bps else "")
     figs = [
-        ("goodput", f"Goodput per flow — {label}",
-         lambda: plots.goodput_vs_time(samples, flows, f"Goodput — {label}", run_id, capacity, regions)),
-        *([("cwnd", f"cwnd and ssthresh — {label}",
-            lambda: plots.cwnd_vs_time(samples, flows, mss, f"cwnd and ssthresh — {label}", run_id,
-                                       regions))]
+        ("goodput", f"Goodput per flow over time{at}", goodput_caption,
+         lambda: plots.goodput_vs_time(samples, flows, f"Goodput per flow{at}", run_id, capacity_bps,
+                                       regions, trace_capacity)),
+        *([("cwnd", f"cwnd and ssthresh over time{at}",
+            "Solid: cwnd; thin dotted, same colour: ssthresh.",
+            lambda: plots.cwnd_vs_time(samples, flows, mss, f"cwnd and ssthresh{at}", run_id, regions))]
           if windowed else []),
-        *([("cwnd-rounds", f"cwnd and ssthresh per transmission round — {label}",
-            lambda: plots.cwnd_vs_time(samples, flows, mss, f"cwnd per RTT round — {label}", run_id,
+        *([("cwnd-rounds", f"cwnd and ssthresh per transmission round{at}",
+            "Solid: cwnd; thin dotted, same colour: ssthresh.",
+            lambda: plots.cwnd_vs_time(samples, flows, mss, f"cwnd per RTT round{at}", run_id,
                                        rounds=True))]
           if windowed and timed and cwnd_rounds else []),
-        *([("rtt", f"RTT — {label}",
-            lambda: plots.rtt_vs_time(samples, flows, f"Smoothed RTT — {label}", run_id, base_rtt,
-                                      regions))]
+        *([("rtt", f"Smoothed RTT over time{at}",
+            "The dashed grey line is the base (propagation) RTT." if base_rtt else "",
+            lambda: plots.rtt_vs_time(samples, flows, f"Smoothed RTT{at}", run_id, base_rtt, regions))]
           if timed else []),
-        *([("queue", f"Queue backlog — {label}",
-            lambda: plots.backlog_vs_time(queues, watched, f"Queue backlog — {label}"))]
+        *([("queue", f"Queue backlog over time{at}", "Dashed, same colour: the queue's limit.",
+            lambda: plots.backlog_vs_time(queues, watched, f"Queue backlog{at}"))]
           if len(watched) else []),
-        ("delivered", f"Cumulative delivered bytes — {label}",
-         lambda: plots.delivered_vs_time(samples, flows, f"Delivered — {label}", run_id)),
+        ("delivered", f"Cumulative delivered bytes{at}", "",
+         lambda: plots.delivered_vs_time(samples, flows, f"Delivered{at}", run_id)),
     ]
     # Drawn and saved one at a time: an open figure holds its canvas.
-    return [Figure.draw(make(), title, f"{run_id}-{key}.png", Path(figures_dir))
-            for key, title, make in figs]
+    return [Figure.draw(make(), title, f"{run_id}-{key}.png", Path(figures_dir), caption)
+            for key, title, caption, make in figs]
 
 
 class _Later:
@@ -207,13 +253,15 @@ class FigureWork:
         self.pool: Any = None
         self.slots = plots.flavor_slots()
         if tasks >= PARALLEL_TASKS_MIN and cores > 1:
-            import multiprocessing
             from concurrent.futures import ProcessPoolExecutor
 
+            from ccarena.workers import WORKER_CONTEXT
+
             # spawn, not fork: the CLI's status spinner runs a thread, and a forked child would
-            # inherit whatever lock it held.
+            # inherit whatever lock it held; workers that do not import __main__: a script
+            # without the __main__ guard would run again in each (ccarena.workers).
             self.pool = ProcessPoolExecutor(max_workers=min(cores, tasks),
-                                            mp_context=multiprocessing.get_context("spawn"))
+                                            mp_context=WORKER_CONTEXT)
 
     def submit(self, fn: Any, *args: Any) -> Any:
         """``fn(*args, slots)`` in a worker (a future), or later here (:class:`_Later`)."""
@@ -239,58 +287,209 @@ def value_labels(result: Any) -> dict[str, dict[str, str]]:
     return {str(p): {str(k): str(v) for k, v in m.items()} for p, m in (report.get("labels") or {}).items()}
 
 
-def draw_figures(result: Any, figures_dir: Path, max_runs: int = 4, prefix: str = "") -> list[Figure]:
-    """Draw every figure of the report into ``figures_dir``.
+MANY_FLOWS = 6
+"""Above this many flows in a run, its flows are drawn as per-flavor distributions (CDFs, median
+and percentile bands), not one line each, and the run gets no per-flow time series."""
+CDF_MIN_FLOWS = 5
+"""Fewest flows (over runs) a group needs on average for its CDF to say something."""
+MAX_GROUPS = 8
+"""Most flavor (and sweep point) groups one distribution or band figure tells apart; with more,
+the metric-vs-parameter figures answer instead."""
+MAX_TRACE_RUNS = 64
+"""Most runs whose samples the throughput-vs-delay figure pools (the first repeats first)."""
 
-    Time series for the first repeat of up to ``max_runs`` grid points; small multiples of every
-    grid point's goodput when there are more; metric-vs-parameter figures for each swept parameter
-    when there is a sweep. ``prefix`` starts the file names of figures that are not per run (a
-    part's name). The time series and pages are drawn by worker processes when there are many
-    (:class:`FigureWork`).
+
+def draw_figures(result: Any, figures_dir: Path, max_runs: int = 4, prefix: str = "") -> list[Figure]:
+    """Draw the figures chosen for the experiment into ``figures_dir``, those that answer the
+    question first (``overview``), then the details:
+
+    - per-flavor CDFs of the per-flow metrics (goodput, RTT, loss, FCT slowdown) when there are
+      many flows (:data:`MANY_FLOWS` in a run, or :data:`CDF_MIN_FLOWS` per group over the runs);
+    - each metric per flavor or against each swept parameter (mean ± 95% CI over repeats);
+    - on a trace-driven link, throughput against delay per flavor;
+    - per flavor, goodput and RTT over time as a median over the flows with a 10th–90th
+      percentile band (runs of many flows, or several runs on a trace-driven link), over the
+      link's capacity per sample interval when it follows a trace;
+    - time series of the first repeat of up to ``max_runs`` sweep points whose runs have at most
+      :data:`MANY_FLOWS` flows, and small multiples of every point's goodput when there are more.
+
+    ``prefix`` starts the file names of figures that are not per run (a part's name). The time
+    series and pages are drawn by worker processes when there are many (:class:`FigureWork`).
     """
     summary = result.summary
     first_repeats = summary[summary["repeat"] == 0].drop_duplicates("point")
     every_point = first_repeats["run_id"].tolist()
-    shown = every_point[:max_runs]
-    pages = _page_specs(result, first_repeats, prefix) if len(every_point) > len(shown) else []
+    many = bool(len(summary)) and int(summary.groupby("run_id").size().max()) > MANY_FLOWS
+    traced = _first_trace_run(result, every_point)
+    shown = [] if many else every_point[:max_runs]
+    pages = _page_specs(result, first_repeats, prefix) if not many and len(every_point) > len(shown) else []
     cwnd_rounds = report_options(result).get("cwnd_axis") == "rounds"
     root, where = str(result.root), str(figures_dir)
+    params = [p for p in result.parameters if p in summary.columns]
+    labels = value_labels(result)
     work = FigureWork(len(shown) + len(pages))
     try:
         runs = []
         for run_id in shown:
-            label = run_id if len(shown) > 1 or result.store.read_run_record(run_id).get("params") \
-                else result.name
-            runs.append(work.submit(draw_run_figures, root, run_id, label, cwnd_rounds, where))
+            record = first_repeats[first_repeats["run_id"] == run_id].iloc[0].to_dict()
+            runs.append(work.submit(draw_run_figures, root, run_id, words(params, record, labels),
+                                    cwnd_rounds, where))
         drawn_pages = [work.submit(draw_small_multiples_page, root, title, panels, file, where)
                        for title, panels, file in pages]
-        sweep = _sweep_figures(result, figures_dir, prefix)
-        return [f for r in runs for f in r.result()] + [p.result() for p in drawn_pages] + sweep
+        overview = _distribution_figures(result, figures_dir, prefix, many)
+        overview += _sweep_figures(result, figures_dir, prefix)
+        if traced is not None:
+            overview += _throughput_delay_figure(result, figures_dir, prefix)
+        if (many or traced is not None) and 1 <= len(every_point) <= MAX_GROUPS \
+                and (many or len(every_point) > 1):
+            overview += _band_figure(result, first_repeats, figures_dir, prefix, traced)
+        details = [f for r in runs for f in r.result()] + [p.result() for p in drawn_pages]
+        return overview + details
     finally:
         work.close()
 
 
+def _first_trace_run(result: Any, run_ids: list[str]) -> str | None:
+    """The first of ``run_ids`` when its network has a trace-driven link, else None."""
+    if not run_ids:
+        return None
+    # Every run of a part shares its network: the first tells.
+    links = (result.store.read_run_record(run_ids[0]).get("spec") or {}).get("links") or []
+    return run_ids[0] if any(link.get("trace") for link in links) else None
+
+
+def _groups(result: Any) -> tuple[pd.DataFrame, str]:
+    """The summary with a ``_group`` column: the flavor, followed by the run's other swept values
+    in words when there are any (distributions are pooled per flavor and sweep point)."""
+    summary = result.summary
+    flavor = summary["flavor"].astype(str)
+    flavor_params = [p for p in result.parameters if p in summary.columns
+                     and (summary[p].astype(str) == flavor).all()]
+    others = [p for p in result.parameters if p in summary.columns and p not in flavor_params]
+    if not others:
+        return summary.assign(_group=flavor), ""
+    labels = value_labels(result)
+    text = summary[others].apply(lambda row: words(others, row.to_dict(), labels), axis=1)
+    return summary.assign(_group=flavor + ", " + text.astype(str)), ", ".join(others)
+
+
+def _distribution_figures(result: Any, figures_dir: Path, prefix: str, many: bool) -> list[Figure]:
+    """The per-flavor CDFs of the per-flow metrics (:func:`ccarena.report.distributions.flavor_cdfs`),
+    when there are many flows; none with more than :data:`MAX_GROUPS` groups or too few flows."""
+    rows, _ = _groups(result)
+    if not len(rows):
+        return []
+    sizes = rows.groupby("_group", sort=False).size()
+    if len(sizes) > MAX_GROUPS or (not many and float(sizes.mean()) < CDF_MIN_FLOWS):
+        return []
+    chosen = distributions.cdf_metrics(rows)
+    if not chosen:
+        return []
+    runs = rows["run_id"].nunique()
+    per_run = int(rows.groupby("run_id").size().max())
+    what = {"goodput_mean_bps": "goodput", "rtt_mean_s": "RTT", "loss_rate": "loss",
+            "fct_slowdown": "FCT slowdown"}
+    names = [what[c] for c, _, _ in chosen]
+    listed = ", ".join(names[:-1]) + " and " + names[-1] if len(names) > 1 else names[0]
+    title = f"Per-flow {listed} per flavor"
+    fig = distributions.flavor_cdfs(rows, "_group", chosen, title)
+    pooled = f"the run's {per_run} flows" if runs == 1 else f"the flows of {runs} runs (up to {per_run} each)"
+    caption = (f"Empirical CDFs: each step is one flow; {pooled} pooled per flavor"
+               + (" and sweep point" if rows["_group"].nunique() > rows["flavor"].nunique() else "")
+               + ". Further right is more goodput, or more delay, loss or slowdown.")
+    return [Figure.draw(fig, title, f"{prefix}flavor-distributions-goodput.png", figures_dir,
+                        caption, overview=True)]
+
+
+def _band_figure(result: Any, first_repeats: pd.DataFrame, figures_dir: Path, prefix: str,
+                 traced: str | None) -> list[Figure]:
+    """Goodput (and RTT) over time per flavor: median over the flows and 10th–90th percentile
+    band, the first repeat of every sweep point, over the trace's capacity when there is one."""
+    store = result.store
+    params = [p for p in result.parameters if p in first_repeats.columns
+              and not (first_repeats[p].astype(str) == first_repeats["flavor"].astype(str)).all()]
+    labels = value_labels(result)
+    runs = []
+    for rec in first_repeats.to_dict("records"):
+        runs.append((words(params, rec, labels), store.read_table(rec["run_id"], "samples"),
+                     store.read_table(rec["run_id"], "flows")))
+    series = None
+    if traced is not None:
+        series = _capacity_series(store.read_run_record(traced), store.read_table(traced, "links"),
+                                  runs[0][1])
+    title = "Goodput and RTT over time per flavor" if any(
+        "srtt_s" in s and s["srtt_s"].notna().any() for _, s, _ in runs) else "Goodput over time per flavor"
+    fig = distributions.flavor_bands_vs_time(runs, title, series)
+    caption = ("Each line is the median over the flavor's flows in each sample interval, the band "
+               "in its colour the 10th to 90th percentile"
+               + ("; the first repeat of each sweep point." if len(runs) > 1 else ".")
+               + (" The grey step is the trace-driven link's capacity per sample interval." if series else ""))
+    return [Figure.draw(fig, title, f"{prefix}flavor-over-time.png", figures_dir, caption, overview=True)]
+
+
+def _throughput_delay_figure(result: Any, figures_dir: Path, prefix: str) -> list[Figure]:
+    """Throughput against delay per flavor (and sweep point), pooled over the sample intervals of
+    up to :data:`MAX_TRACE_RUNS` runs (first repeats first)."""
+    rows, _ = _groups(result)
+    runs = rows.drop_duplicates("run_id").sort_values(["repeat", "point"], kind="stable")
+    if runs["_group"].nunique() > MAX_GROUPS:
+        return []
+    picked = runs.head(MAX_TRACE_RUNS)
+    frames = []
+    for rec in picked.to_dict("records"):
+        samples = result.store.read_table(rec["run_id"], "samples")
+        flows = result.store.read_table(rec["run_id"], "flows")
+        points = distributions.delay_points(samples, flows)
+        if len(points):
+            frames.append(points.assign(group=rec["_group"]))
+    if not frames:
+        return []
+    title = "Throughput against delay per flavor"
+    fig = distributions.throughput_vs_delay(pd.concat(frames, ignore_index=True), title)
+    n = len(picked)
+    caption = (f"Per flavor: the mean goodput (y) and smoothed RTT (x) of its flows' sample intervals "
+               f"over {n} run{'s' if n != 1 else ''}{' (of ' + str(len(runs)) + ')' if len(runs) > n else ''}, "
+               "whiskers from the 10th to the 90th percentile of each; the RTT axis is reversed "
+               "(lower delay to the right, as Pantheon draws it), so better is up and right.")
+    return [Figure.draw(fig, title, f"{prefix}throughput-vs-delay.png", figures_dir, caption, overview=True)]
+
+
+METRIC_WORDS = {"goodput_mean_bps": "Goodput per flow", "jain_index": "Jain's fairness index",
+                "fct_s": "Flow completion time", "rtt_mean_s": "Mean RTT per flow",
+                "loss_rate": "Loss rate per flow"}
+"""A sweep figure's metric in words, for its title."""
+
+
 def _sweep_figures(result: Any, figures_dir: Path, prefix: str) -> list[Figure]:
-    """The metric-vs-parameter figures of a sweep (none without one)."""
+    """The metric-vs-parameter figures of a sweep (none without one): goodput, RTT, loss (when
+    any flow lost a packet), FCT (finite flows) and Jain's index (several flows), in that order."""
     out: list[Figure] = []
     summary = result.summary
     params = result.parameters
     if params:
+        from ccarena.report.terminal import short_names
+
         aggregated = result.aggregate()
-        per_metric = ["goodput_mean_bps"]
-        if summary.groupby("run_id").size().max() > 1:
-            per_metric.append("jain_index")
+        per_metric = ["goodput_mean_bps", "rtt_mean_s"]
+        loss = summary["loss_rate"].to_numpy(dtype=float) if "loss_rate" in summary else np.array([])
+        if "loss_rate" in aggregated and np.any(np.isfinite(loss) & (loss > 0)):
+            per_metric.append("loss_rate")
         if np.any(np.isfinite(summary["fct_s"].to_numpy(dtype=float))):
             per_metric.append("fct_s")
-        per_metric.append("rtt_mean_s")
+        if summary.groupby("run_id").size().max() > 1:
+            per_metric.append("jain_index")
         labels = value_labels(result)
+        names = short_names(list(params))
+        repeated = bool(len(summary)) and int(summary["repeat"].max()) > 0
         for param in params:
             others = [p for p in params if p != param]
             categorical = param in labels or plots.param_axis(aggregated[param].tolist()) is None
+            is_flavor = param.split(".")[-1].endswith("flavor")
+            axis_name = "flavor" if is_flavor else names[param].replace(".", " ")
             for metric in per_metric:
                 data = aggregated if metric != "jain_index" else \
                     aggregated.drop_duplicates(["point"]).assign(point_group="all flows", flow=0)
-                title = f"{plots.METRIC_LABELS[metric][0]} vs {param}"
+                title = f"{METRIC_WORDS[metric]} {'per flavor' if is_flavor else 'vs ' + axis_name}"
                 if categorical:
                     # A flavor sweep renames the flow with its flavor: group by flow index instead.
                     group_by = ["flow", *others] if metric != "jain_index" else others or ["point_group"]
@@ -304,9 +503,21 @@ def _sweep_figures(result: Any, figures_dir: Path, prefix: str) -> list[Figure]:
                         labels=labels)
                 if fig is None:
                     continue
+                unit = fig.axes[0].get_xlabel()[len(param):] if not categorical else ""
+                fig.axes[0].set_xlabel(axis_name + unit)
                 slug = "".join(ch if ch.isalnum() else "_" for ch in param)
                 name = f"{prefix}sweep-{metric}-vs-{slug}.png"
-                out.append(Figure.draw(fig, f"{plots.METRIC_LABELS[metric][0]} vs {param} (mean ± 95% CI)",
-                                       name, figures_dir))
+                groups = data.groupby(list(group_by), dropna=False).ngroups
+                if categorical and groups > plots.MAX_BAR_GROUPS:
+                    # plots.metric_vs_category collapsed the flows into one bar per flavor.
+                    shown = f"{title} (mean over {groups} flows, min–max)"
+                    caption = (f"Each bar is the mean over the {groups} flows of their mean over the "
+                               "repeats; the whisker spans the lowest to the highest flow.")
+                elif repeated:
+                    shown = f"{title} (mean ± 95% CI)"
+                    caption = ("Mean over the repeats with its 95% confidence interval (Student's t)"
+                               + ("; Jain's index is one value per run." if metric == "jain_index" else "."))
+                else:
+                    shown, caption = title, "One run per point: no interval to draw."
+                out.append(Figure.draw(fig, shown, name, figures_dir, caption, overview=True))
     return out
-

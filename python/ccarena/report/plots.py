@@ -60,7 +60,8 @@ PALETTE = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#0
 """Flavor colours: Okabe & Ito's colour-blind-safe set ("Color Universal Design", 2008; yellow
 left out, unreadable on white) followed by Paul Tol's "muted" scheme (personal.sron.nl/~pault)."""
 
-PINNED = {"cubic": 0, "reno": 1, "bbr": 2, "newreno": 3, "bbr3": 4, "dctcp": 5, "udt": 6,
+# DCTCP is orange, not sky blue: it is most often drawn beside CUBIC's blue.
+PINNED = {"cubic": 0, "reno": 1, "bbr": 2, "newreno": 3, "dctcp": 4, "bbr3": 5, "udt": 6,
           "vegas": 7, "tahoe": 8, "udp-cbr": 9}
 """Flavors that have the same colour in every report (an index into :data:`PALETTE`); the others
 take the free colours in the order they appear (:func:`set_flavor_order`)."""
@@ -222,15 +223,21 @@ def _per_flow(ax: plt.Axes, samples: pd.DataFrame, flows: pd.DataFrame, column: 
         factor = scale[int(row.flow)] if isinstance(scale, dict) else scale
         colour, linestyle = styles[int(row.flow)]
         t = mine["time_s"].to_numpy(dtype=float)
-        gid = f"{run_id}|{int(row.flow)}|{getattr(row, 'flavor', '')}"
+        flavor = str(getattr(row, "flavor", ""))
+        gid = f"{run_id}|{int(row.flow)}|{flavor}"
+        # The legend names the flavor: a flow named otherwise carries it in brackets.
+        label = str(row.name) if str(row.name) == flavor or not flavor else f"{row.name} ({flavor})"
         kwargs = {"linestyle": linestyle, **style}
         if t.size > MAX_POINTS_PER_SERIES:
             ok = np.isfinite(y)
             centres, mean, low, high = _binned(t[ok], y[ok] / factor)
             ax.fill_between(centres, low, high, color=colour, alpha=0.18, linewidth=0)
-            ax.plot(centres, mean, color=colour, label=str(row.name), gid=gid, **kwargs)
+            note(ax.figure, "Long series are drawn as means over bins of "
+                            f"{float(centres[1] - centres[0]) if centres.size > 1 else 1.0:g} s, "
+                            "the band in the flow's colour spanning the bin's lowest to highest sample.")
+            ax.plot(centres, mean, color=colour, label=label, gid=gid, **kwargs)
         else:
-            ax.plot(t, y / factor, color=colour, label=str(row.name), gid=gid, **kwargs)
+            ax.plot(t, y / factor, color=colour, label=label, gid=gid, **kwargs)
 
 
 def trim_time_axis(ax: plt.Axes, flows: pd.DataFrame, samples: pd.DataFrame) -> None:
@@ -265,27 +272,106 @@ def shade_regions(ax: plt.Axes, regions: pd.DataFrame | None) -> None:
             continue
         if i % 2 == 1:
             ax.axvspan(start, end, color="0.92", zorder=0, linewidth=0, gid="region")
+            note(ax.figure, "Grey bands mark every other region (an interval with one set of active "
+                            "flows); the count along the top is its number of active flows.")
         n = int(row.n_flows)
-        ax.text((start + end) / 2, 1.0, f"{n} flow{'s' if n != 1 else ''}", ha="center",
-                va="bottom", fontsize=7, color="0.35", transform=ax.get_xaxis_transform(),
+        # Inside the top of the axes: above it, the clipping hid them.
+        ax.text((start + end) / 2, 0.985, f"{n} flow{'s' if n != 1 else ''}", ha="center",
+                va="top", fontsize=7, color="0.35", transform=ax.get_xaxis_transform(),
                 clip_on=True)
 
 
 def goodput_vs_time(samples: pd.DataFrame, flows: pd.DataFrame, title: str,
                     run_id: str = "", capacity_bps: float | None = None,
-                    regions: pd.DataFrame | None = None) -> plt.Figure:
+                    regions: pd.DataFrame | None = None,
+                    capacity_series: tuple[np.ndarray, np.ndarray] | None = None) -> plt.Figure:
     """Goodput of each flow per sample interval (Mbps) against time (s), with the bottleneck's
-    capacity as a reference line when given and the regions shaded when flows come and go
-    (:func:`shade_regions`)."""
+    capacity as a reference: ``capacity_series`` (interval ends in s, bits/s: a trace-driven
+    link's capacity per sample interval, :func:`ccarena.report.capacity.capacity_over_time`) drawn
+    as a grey filled step under the goodput, else ``capacity_bps`` as a flat line; the regions
+    shaded when flows come and go (:func:`shade_regions`); the y axis not set by one spike
+    (:func:`clip_spikes`)."""
     fig, ax = _figure(title, "time (s)", "goodput (Mbps)")
     shade_regions(ax, regions)
-    _per_flow(ax, samples, flows, "goodput_bps", 1e6, run_id)
-    if capacity_bps is not None and math.isfinite(capacity_bps) and capacity_bps > 0:
+    reference = None
+    if capacity_series is not None and len(capacity_series[0]):
+        draw_capacity(ax, *capacity_series)
+        reference = float(np.max(capacity_series[1])) / 1e6
+    elif capacity_bps is not None and math.isfinite(capacity_bps) and capacity_bps > 0:
         ax.axhline(capacity_bps / 1e6, color="0.45", linewidth=1.0, linestyle=(0, (6, 3)),
                    label=f"capacity {units.format_rate(capacity_bps)}")
+        reference = capacity_bps / 1e6
+    _per_flow(ax, samples, flows, "goodput_bps", 1e6, run_id)
     ax.set_ylim(bottom=0)
+    if "goodput_bps" in samples:
+        clip_spikes(ax, samples["goodput_bps"].to_numpy(dtype=float) / 1e6, reference, "Mbps")
     trim_time_axis(ax, flows, samples)
     return _finish(fig, ax)
+
+
+def draw_capacity(ax: plt.Axes, ends_s: np.ndarray, capacity_bps: np.ndarray) -> None:
+    """A trace-driven link's capacity per interval (``ends_s``: interval ends, s; bits/s) as a
+    light grey filled step (gid ``"capacity"``), labelled for the legend."""
+    ends = np.asarray(ends_s, dtype=float)
+    rate = np.asarray(capacity_bps, dtype=float) / 1e6
+    step = float(ends[1] - ends[0]) if ends.size > 1 else float(ends[0])
+    x = np.concatenate([[ends[0] - step], ends])
+    y = np.concatenate([rate[:1], rate])
+    ax.fill_between(x, 0, y, step="pre", color="0.88", linewidth=0, zorder=0)
+    ax.step(x, y, where="pre", color="0.55", linewidth=0.9, zorder=1, gid="capacity",
+            label=f"link capacity (trace, per {units.format_time(step)})")
+
+
+SPIKE_PERCENTILE = 99.0
+SPIKE_HEADROOM = 1.15
+"""A time series' y axis ends at :data:`SPIKE_HEADROOM` × the larger of the reference (capacity)
+and the :data:`SPIKE_PERCENTILE`-th percentile of its samples when a few samples lie above that."""
+
+
+def note(fig: plt.Figure, text: str) -> None:
+    """Add ``text`` to the notes the report prints under ``fig`` (its caption)."""
+    notes = getattr(fig, "_ccarena_notes", None)
+    if notes is None:
+        notes = []
+        fig._ccarena_notes = notes  # type: ignore[attr-defined]
+    if text not in notes:
+        notes.append(text)
+
+
+def notes_of(fig: plt.Figure) -> list[str]:
+    """The caption notes of ``fig`` (:func:`note`)."""
+    return list(getattr(fig, "_ccarena_notes", []) or [])
+
+
+def clip_spikes(ax: plt.Axes, values: np.ndarray, reference: float | None = None,
+                unit: str = "", what: str = "samples") -> float | None:
+    """Keep a few spikes from setting the y axis: when the largest of ``values`` (in the axis'
+    unit) exceeds :data:`SPIKE_HEADROOM` × max(its :data:`SPIKE_PERCENTILE`-th percentile,
+    ``reference``), the axis ends there, the samples above are counted in a mark at the top and
+    the caption says so (:func:`note`), calling the values ``what``. Returns the new top, or None
+    when nothing was cut (fewer than 20 finite values are never cut)."""
+    y = np.asarray(values, dtype=float)
+    y = y[np.isfinite(y)]
+    if y.size < 20:
+        return None
+    base = float(np.percentile(y, SPIKE_PERCENTILE))
+    if reference is not None and math.isfinite(reference):
+        base = max(base, float(reference))
+    top = SPIKE_HEADROOM * base
+    above = int(np.count_nonzero(y > top))
+    if top <= 0 or above == 0:
+        return None
+    ax.set_ylim(bottom=min(0.0, float(y.min())), top=top)
+    unit_text = f" {unit}" if unit else ""
+    ax.text(1.0, 1.01, f"▲ {above} above {top:.3g}{unit_text}", transform=ax.transAxes,
+            ha="right", va="bottom", fontsize=7, color="0.3", gid="spikes-cut")
+    basis = f"the {SPIKE_PERCENTILE:g}th percentile of the {what}" + \
+        (" or the capacity, whichever is larger" if reference is not None else "")
+    one = what[:-1] if what.endswith("s") else what
+    note(ax.figure, f"The y axis ends at {top:.3g}{unit_text} ({SPIKE_HEADROOM:g} × {basis}); "
+                    f"{above} {what if above != 1 else one} above it {'are' if above != 1 else 'is'} "
+                    f"off the axis (max {float(y.max()):.3g}{unit_text}).")
+    return top
 
 
 def with_rtt_rounds(samples: pd.DataFrame) -> pd.DataFrame:
@@ -354,6 +440,9 @@ def rtt_vs_time(samples: pd.DataFrame, flows: pd.DataFrame, title: str,
         ax.axhline(base_rtt_s * 1e3, color="0.45", linewidth=1.0, linestyle=(0, (6, 3)),
                    label=f"base RTT {units.format_time(base_rtt_s)}")
     ax.set_ylim(bottom=0)
+    if "srtt_s" in samples and len(windowed):
+        mine = samples[samples["flow"].isin(windowed["flow"])]
+        clip_spikes(ax, mine["srtt_s"].to_numpy(dtype=float) * 1e3, None, "ms")
     trim_time_axis(ax, windowed, samples)
     return _finish(fig, ax)
 

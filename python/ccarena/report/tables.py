@@ -111,7 +111,11 @@ def shown_columns(df: pd.DataFrame, candidates: dict[str, Any]) -> list[str]:
 
 
 def summary_rows(summary: pd.DataFrame, params: list[str]) -> tuple[list[str], list[list[Cell]]]:
-    """Headings and cells of the per-run, per-flow summary table."""
+    """Headings and cells of the per-run, per-flow summary table (a matrix's runs labelled by
+    their ``pair``, :func:`ccarena.report.views.labelled`)."""
+    from ccarena.report.views import labelled
+
+    summary, params = labelled(summary, params)
     keys = ["run_id", *params, "name", "flavor"]
     cols = shown_columns(summary, COLUMNS)
     headings = ["run", *params, "flow", "flavor"] + [COLUMNS[c][0] for c in cols]
@@ -124,7 +128,11 @@ def summary_rows(summary: pd.DataFrame, params: list[str]) -> tuple[list[str], l
 
 
 def aggregate_rows(aggregated: pd.DataFrame, params: list[str]) -> tuple[list[str], list[list[Cell]]]:
-    """Headings and cells of the mean ± 95% CI table (one row per grid point and flow)."""
+    """Headings and cells of the mean ± 95% CI table (one row per grid point and flow; a
+    matrix's points labelled by their ``pair``)."""
+    from ccarena.report.views import labelled
+
+    aggregated, params = labelled(aggregated, params)
     cols = shown_columns(aggregated, COLUMNS)
     headings = [*params, "flow", "flavor", "n"] + [COLUMNS[c][0] for c in cols]
     rows = []

@@ -36,7 +36,7 @@ TERMINAL_COLUMNS = ("goodput_mean_bps", "loss_rate", "rtt_mean_s", "jain_index",
 """The summary columns the terminal shows, most important first (the report shows all of
 :data:`ccarena.report.tables.COLUMNS`)."""
 
-SHORT_HEADINGS = {"retransmission_rate": "retx", "delivery_ratio": "delivered",
+SHORT_HEADINGS = {"retransmission_rate": "retx", "delivery_ratio": "delivered", "rtt_mean_s": "RTT",
                   "jain_index": "Jain", "fct_slowdown": "slowdown", "fct_s": "FCT"}
 """Terminal headings shorter than the report's, so more columns fit 80 columns."""
 
@@ -99,7 +99,16 @@ def terminal_table(summary: pd.DataFrame, params: list[str], title: str,
     """The summary as a rich renderable at most ``width`` columns wide (None: no limit): one row
     per run and flow, or, when there are repeats, one row per grid point and flow with mean ± 95%
     CI; runs of more than :data:`MAX_FLOW_ROWS_PER_RUN` flows get one row per run
-    (:func:`per_run_table`). ``wide`` keeps every column whatever the width."""
+    (:func:`per_run_table`). ``wide`` keeps every column whatever the width. With ``[[parts]]``,
+    one table per part titled by it (a rich ``Group``), each with its own swept columns and a
+    matrix's runs labelled by their pair (:func:`ccarena.report.views.labelled`)."""
+    from ccarena.report.views import labelled
+
+    if "part" in summary and summary["part"].astype(str).str.len().gt(0).any():
+        return Group(*[terminal_table(rows.drop(columns="part").reset_index(drop=True), params,
+                                      f"{title} — {part}", width, wide)
+                       for part, rows in summary.groupby("part", sort=False)])
+    summary, params = labelled(summary, params)
     if int(summary.groupby("run_id").size().max()) > MAX_FLOW_ROWS_PER_RUN:
         return per_run_table(summary, params, title)
     names = short_names(params)
@@ -145,10 +154,11 @@ def terminal_table(summary: pd.DataFrame, params: list[str], title: str,
 
 
 def per_run_table(summary: pd.DataFrame, params: list[str], title: str) -> Any:
-    """One row per run: flows, the flavors, total goodput, Jain's index over the run's flows,
-    retransmitted share, and the FCT p99 of finite flows and their slowdown p99 (a report of
-    the same runs has every per-flow number). With ``[[parts]]``, one such table per part, titled
-    by it (a rich ``Group``), so the rows fit 80 columns."""
+    """One row per run: flows, the flavors, total goodput, mean RTT over the run's flows (when
+    measured), Jain's index over the run's flows, retransmitted share, and the FCT p99 of finite
+    flows and their slowdown p99 (a report of the same runs has every per-flow number). With
+    ``[[parts]]``, one such table per part, titled by it (a rich ``Group``), so the rows fit 80
+    columns."""
     has_parts = "part" in summary and summary["part"].astype(str).str.len().gt(0).any()
     if not has_parts:
         return _per_run_rows(summary, params, title)
@@ -169,7 +179,10 @@ def _per_run_rows(summary: pd.DataFrame, params: list[str], title: str) -> Table
     for k in keys:
         table.add_column(names.get(k, k), overflow="fold")
     finite = bool(summary["fct_s"].notna().any()) if "fct_s" in summary else False
-    heads = ["flows", "flavor", "goodput Σ", "Jain", "retx"] + (
+    # Mean RTT over the run's flows: where DCTCP and CUBIC differ at equal goodput (issue 29).
+    rtt = "rtt_mean_s" in summary and bool(
+        pd.to_numeric(summary["rtt_mean_s"], errors="coerce").notna().any())
+    heads = ["flows", "flavor", "goodput Σ"] + (["RTT"] if rtt else []) + ["Jain", "retx"] + (
         ["FCT p99", "slowdown p99"] if finite else [])
     for i, h in enumerate(heads):
         table.add_column(h, justify="left" if i == 1 else "right")
@@ -178,8 +191,10 @@ def _per_run_rows(summary: pd.DataFrame, params: list[str], title: str) -> Table
         goodput = run["goodput_mean_bps"]
         cells = [cell(k, first.get(k), None).text for k in keys]
         cells += [str(len(run)), ",".join(dict.fromkeys(run["flavor"].astype(str))),
-                  units.format_rate(float(goodput.sum())),
-                  index_text(float(first.get("jain_index", math.nan))),
+                  units.format_rate(float(goodput.sum()))]
+        if rtt:
+            cells.append(units.format_time(float(pd.to_numeric(run["rtt_mean_s"], errors="coerce").mean())))
+        cells += [index_text(float(first.get("jain_index", math.nan))),
                   pct_text(float(run["retransmission_rate"].mean()))]
         if finite:
             fct = run["fct_s"].dropna()
@@ -188,6 +203,39 @@ def _per_run_rows(summary: pd.DataFrame, params: list[str], title: str) -> Table
                       ratio_text(float(slow.quantile(0.99))) if len(slow) else "–"]
         table.add_row(*cells)
     return table
+
+
+def verdict_lines(result: Any) -> list[tuple[str, list[str]]]:
+    """The verdict of each part of ``result`` (:func:`ccarena.analysis.verdict.part_verdict`):
+    ``(heading, sentences)`` per part with something to say; the heading is ``Verdict`` or
+    ``Verdict — PART``."""
+    from ccarena.analysis.verdict import part_verdict
+
+    out = []
+    for part in result.parts():
+        if not part.run_ids:
+            continue
+        v = part_verdict(part)
+        lines = v.lines(short_names(v.parameters))
+        if lines:
+            out.append((f"Verdict — {part.part}" if part.part else "Verdict", lines))
+    return out
+
+
+def verdict_renderable(result: Any) -> Any:
+    """:func:`verdict_lines` for the terminal: each heading, then its sentences as a list whose
+    wrapped lines stay indented under their bullet (None when there is nothing to say)."""
+    from rich.text import Text
+
+    blocks: list[Any] = []
+    for heading, lines in verdict_lines(result):
+        grid = Table.grid(padding=(0, 1))
+        grid.add_column(no_wrap=True)
+        grid.add_column()
+        for line in lines:
+            grid.add_row("  -", Text(line))
+        blocks += [Text(heading + ":", style="bold"), grid]
+    return Group(*blocks) if blocks else None
 
 
 def summary_json(summary: pd.DataFrame) -> str:

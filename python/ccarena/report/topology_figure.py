@@ -32,6 +32,7 @@ from pydantic import TypeAdapter, ValidationError  # noqa: E402
 from ccarena.errors import UserError  # noqa: E402
 from ccarena.report.figures import Figure  # noqa: E402
 from ccarena.topology import Network, Topology  # noqa: E402
+from ccarena.traces.files import describe_rate  # noqa: E402
 from ccarena.units import format_rate, format_time  # noqa: E402
 
 LAYERED = ("fat_tree", "leaf_spine", "super_spine")
@@ -50,7 +51,7 @@ _POD = re.compile(r"^(pod\d+)-")
 
 
 def _link_text(rate_bps: int, delay_ns: int, loss: float) -> str:
-    text = f"{format_rate(rate_bps)}, {format_time(delay_ns / 1e9)}"
+    text = f"{describe_rate(rate_bps)}, {format_time(delay_ns / 1e9)}"
     return text + (f", {loss * 100:g}% loss" if loss else "")
 
 
@@ -370,9 +371,10 @@ def utilization_map(part: Any, figures_dir: Path, prefix: str = "") -> list[Figu
         values[key] = max(values.get(key, 0.0), util)
     flavors = ", ".join(dict.fromkeys(part.summary.loc[part.summary["run_id"] == run_ids[0],
                                                        "flavor"].astype(str)))
-    title = f"Link utilization, run {run_ids[0]} ({flavors})"
+    # Titles in words (issue 29): the run's flavors, not its id.
+    title = f"Link utilization in the first run ({flavors})"
     fig = draw_topology(topology, title=title, link_values=values,
                         value_label="utilization (busier direction)")
-    caption = (f"Utilization map of run {run_ids[0]}: each link coloured (and thickened) by the "
-               "utilization of its busier direction; grey links carried nothing")
+    caption = (f"Utilization map of the first run ({flavors}): each link coloured (and thickened) "
+               "by the utilization of its busier direction; grey links carried nothing")
     return [Figure.draw(fig, caption, f"{prefix}dc-utilization-map.png", figures_dir)]

@@ -7,7 +7,7 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from ccarena import flavors as flavor_catalog
-from ccarena.errors import FieldError
+from ccarena.errors import FieldError, FieldErrors
 from ccarena.scenario.schema import Scenario
 from ccarena.topology import KINDS as TOPOLOGY_KINDS
 
@@ -76,7 +76,16 @@ def format_validation_error(err: ValidationError) -> str:
     specific = [e for e in errors if e["type"] not in mismatches]
     if specific and len(specific) < len(errors):
         errors = specific
-    return "\n".join(dict.fromkeys(_problem_line(e) for e in errors))
+    return "\n".join(dict.fromkeys(line for e in errors for line in _problem_lines(e)))
+
+
+def _problem_lines(problem: Any) -> list[str]:
+    """One pydantic error as lines: one, or one per :class:`FieldError` of a validator that
+    found several (:class:`ccarena.errors.FieldErrors`)."""
+    cause = (problem.get("ctx") or {}).get("error")
+    if isinstance(cause, FieldErrors):
+        return [_problem_line({**problem, "ctx": {**problem["ctx"], "error": e}}) for e in cause.errors]
+    return [_problem_line(problem)]
 
 
 def _problem_line(problem: Any) -> str:

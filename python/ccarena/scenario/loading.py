@@ -14,7 +14,8 @@ from pydantic import ValidationError
 from ccarena.errors import UserError
 from ccarena.scenario.errors import format_validation_error
 from ccarena.scenario.paths import parse_path, render_path, set_path
-from ccarena.scenario.schema import SIMPLE_NAME, Scenario
+from ccarena.scenario.schema import SIMPLE_NAME, Scenario, flow_time_problems, node_problems
+from ccarena.topology import KINDS as TOPOLOGY_KINDS
 
 
 @dataclass(frozen=True)
@@ -112,7 +113,65 @@ def validate_scenario(raw: dict[str, Any]) -> Scenario:
         return Scenario.model_validate(raw)
     except ValidationError as err:
         lines = format_validation_error(err).split("\n")
+        lines += [line for line in flow_end_problems(raw) if line not in lines]
         raise UserError(lines[0], lines[1:]) from None
+
+
+def flow_end_problems(raw: dict[str, Any]) -> list[str]:
+    """The scenario's checks across tables, run on their own when some field failed (the
+    scenario's own check runs only once every field is valid, and a file with a misspelt flavor
+    and an unknown host should list both at once), worded as that check words them: flows
+    starting or stopping past the end of the run (where the times and the duration parse), and
+    flows whose ``from``/``to`` are not hosts of the topology
+    (:func:`ccarena.scenario.schema.node_problems`; not when the topology table is itself
+    invalid: its nodes are then unknown)."""
+    flows = raw.get("flows")
+    if not isinstance(flows, list):
+        return []
+    flows = [f if isinstance(f, dict) else {} for f in flows]
+    return _node_problems(raw.get("topology"), flows) + _time_problems(raw.get("duration"), flows)
+
+
+def _time_problems(duration: Any, flows: list[dict[str, Any]]) -> list[str]:
+    from pydantic import TypeAdapter
+
+    from ccarena.quantities import TimeNs
+
+    def parsed(value: Any) -> int | None:
+        try:
+            return int(TypeAdapter(TimeNs).validate_python(value))
+        except (ValidationError, UserError, ValueError, TypeError):
+            return None
+
+    duration_ns = parsed(duration) if duration is not None else None
+    if duration_ns is None or duration_ns <= 0:
+        return []
+    lines = []
+    for i, flow in enumerate(flows):
+        start_ns = parsed(flow.get("start", "0s"))
+        stop_ns = parsed(flow["stop"]) if "stop" in flow else None
+        if start_ns is None or ("stop" in flow and stop_ns is None):
+            continue
+        lines += [f"{p.field}: {p.message}"
+                  for p in flow_time_problems(i, start_ns, stop_ns, duration_ns)]
+    return lines
+
+
+def _node_problems(topology: Any, flows: list[dict[str, Any]]) -> list[str]:
+    if not isinstance(topology, dict):
+        return []
+    model = TOPOLOGY_KINDS.get(topology.get("kind")) if isinstance(topology.get("kind"), str) else None
+    if model is None:
+        return []
+    try:
+        built = model.model_validate(topology)
+    except (ValidationError, UserError, ValueError):
+        return []
+    ends = [(i, f.get("from"), f.get("to")) for i, f in enumerate(flows)]
+    try:
+        return [f"{p.field}: {p.message}" for p in node_problems(built, ends)]
+    except (UserError, ValueError, OSError):  # a graph file that cannot be read is reported elsewhere
+        return []
 
 
 def read_toml(path: str | Path) -> tuple[dict[str, Any], str]:
@@ -166,17 +225,21 @@ def load_scenario(source: str | Path | dict[str, Any]) -> LoadedScenario:
         raw.setdefault("name", re.sub(r"[^A-Za-z0-9._-]", "-", Path(source).stem) or "experiment")
     parts: list[Part] = []
     try:
-        for name, description, merged in split_parts(raw):
+        problems: list[str] = []  # of every part, not only the first part that fails
+        for i, (name, description, merged) in enumerate(split_parts(raw)):
             if origin is not None:
                 merged = with_absolute_files(merged, Path(origin).parent)
-            where = f"parts[{len(parts)}] ({name}): " if name else ""
+            where = f"parts[{i}] ({name}): " if name else ""
             try:
                 scenario = validate_scenario(merged)
                 if scenario.sweep is not None:
                     check_sweep(merged, scenario)
             except UserError as err:
-                raise err.prefixed(where) from None
+                problems += err.prefixed(where).problems
+                continue
             parts.append(Part(name=name, description=description, raw=merged, scenario=scenario))
+        if problems:
+            raise UserError(problems[0], list(dict.fromkeys(problems[1:])))
     except UserError as err:
         raise (err.prefixed(f"{origin}: ") if origin else err) from None
     return LoadedScenario(raw=raw, scenario=parts[0].scenario, source=origin, text=text,
@@ -248,7 +311,9 @@ def check_sweep(raw: dict[str, Any], scenario: Scenario) -> None:
     """
     assert scenario.sweep is not None
     base = without_sweep(raw)
+    problems = []
     for path, values in scenario.sweep.parameters.items():
+        seen: set[str] = set()  # a bad path fails every value alike: said once
         for i, value in enumerate(values):
             candidate = set_path(base, path, value)
             try:
@@ -258,4 +323,8 @@ def check_sweep(raw: dict[str, Any], scenario: Scenario) -> None:
                 rendered = render_path(parse_path(path))
                 if message.startswith(rendered + ": "):
                     message = message[len(rendered) + 2:]
-                raise UserError(f'sweep."{path}"[{i}]: {message}') from None
+                if message not in seen:
+                    seen.add(message)
+                    problems.append(f'sweep."{path}"[{i}]: {message}')
+    if problems:  # every bad value, not only the first
+        raise UserError(problems[0], problems[1:])

@@ -25,7 +25,7 @@ from pydantic import (
 )
 
 from ccarena import flavors as flavor_catalog
-from ccarena.errors import FieldError, UserError
+from ccarena.errors import FieldError, FieldErrors, UserError
 from ccarena.quantities import Packets, RateBps, SizeBytes, StrictModel, TimeNs
 from ccarena.runspec import TCP_DEFAULTS
 from ccarena.scenario.events import Event, resolve_events
@@ -411,6 +411,46 @@ def matrix_flows(data: dict[str, Any]) -> dict[str, Any]:
     return dict(data, flows=filled)
 
 
+def node_problems(topology: Any, ends: list[tuple[int, Any, Any]]) -> list[FieldError]:
+    """Each flow end that is not a host of ``topology``: ``ends`` holds ``(i, from, to)`` per flow
+    ``flows[i]`` (values as written; ones that are not strings are left to the field's own
+    validation). Problems: an unknown node (with the closest name and a few hosts), a router, a
+    flow from a host to itself. Also used on a file whose other fields failed, so unknown hosts
+    are listed with the rest (:func:`ccarena.scenario.loading.validate_scenario`)."""
+    nodes = topology.node_names()
+    hosts = [n for n, kind in nodes.items() if kind == "host"]
+    if len(hosts) > 8:  # a data-center topology has thousands: name a few and the count
+        hosts = hosts[:3] + [f"… {hosts[-1]} ({len(hosts)} hosts)"]
+    problems = []
+    for i, src, dst in ends:
+        for key, node in (("from", src), ("to", dst)):
+            if not isinstance(node, str):
+                continue
+            if node not in nodes:
+                problems.append(FieldError(f"flows[{i}].{key}", f"unknown node '{node}'"
+                                           f"{flavor_catalog.suggest(node, list(nodes))}; "
+                                           f"hosts of this {topology.kind} are {', '.join(hosts)}"))
+            elif nodes[node] != "host":
+                problems.append(FieldError(f"flows[{i}].{key}", f"'{node}' is a router; flows run "
+                                           f"between hosts ({', '.join(hosts)})"))
+        if isinstance(src, str) and src == dst and src in nodes:
+            problems.append(FieldError(f"flows[{i}].to", f"the flow goes from '{src}' to itself"))
+    return problems
+
+
+def flow_time_problems(i: int, start_ns: int, stop_ns: int | None,
+                       duration_ns: int) -> list[FieldError]:
+    """``flows[i]`` starting at or after the end of the run, or stopping after it (times in ns)."""
+    problems = []
+    if start_ns >= duration_ns:
+        problems.append(FieldError(f"flows[{i}].start", f"{format_time(start_ns / 1e9)} is not "
+                        f"before the end of the run (duration {format_time(duration_ns / 1e9)})"))
+    if stop_ns is not None and stop_ns > duration_ns:
+        problems.append(FieldError(f"flows[{i}].stop", f"{format_time(stop_ns / 1e9)} is after "
+                        f"the end of the run (duration {format_time(duration_ns / 1e9)})"))
+    return problems
+
+
 class Scenario(StrictModel):
     """A whole scenario file (see the README's scenario reference).
 
@@ -473,48 +513,39 @@ class Scenario(StrictModel):
                 access_rates_bps=self._access_rates_bps)])
         if not self.flows:
             raise FieldError("flows", "a scenario needs at least one [[flows]] or [[traffic]] table")
-        nodes = self.topology.node_names()
-        hosts = [n for n, kind in nodes.items() if kind == "host"]
-        if len(hosts) > 8:  # a data-center topology has thousands: name a few and the count
-            hosts = hosts[:3] + [f"… {hosts[-1]} ({len(hosts)} hosts)"]
+        # Every problem is collected (all unknown nodes, every flow past the end...), so that a
+        # file's mistakes are listed in one pass rather than one per attempt.
+        problems = node_problems(self.topology, [(i, f.src, f.dst) for i, f in enumerate(self.flows)])
         for i, flow in enumerate(self.flows):
-            for key, node in (("from", flow.src), ("to", flow.dst)):
-                if node not in nodes:
-                    raise FieldError(f"flows[{i}].{key}", f"unknown node '{node}'"
-                                     f"{flavor_catalog.suggest(node, list(nodes))}; "
-                                     f"hosts of this {self.topology.kind} are {', '.join(hosts)}")
-                if nodes[node] != "host":
-                    raise FieldError(f"flows[{i}].{key}", f"'{node}' is a router; flows run "
-                                     f"between hosts ({', '.join(hosts)})")
-            if flow.src == flow.dst:
-                raise FieldError(f"flows[{i}].to", f"the flow goes from '{flow.src}' to itself")
-            if flow.start_ns >= self.duration_ns:
-                raise FieldError(f"flows[{i}].start", f"{format_time(flow.start_ns / 1e9)} is not "
-                                 f"before the end of the run (duration {format_time(self.duration_ns / 1e9)})")
-            if flow.stop_ns is not None and flow.stop_ns > self.duration_ns:
-                raise FieldError(f"flows[{i}].stop", f"{format_time(flow.stop_ns / 1e9)} is after "
-                                 f"the end of the run (duration {format_time(self.duration_ns / 1e9)})")
+            problems += flow_time_problems(i, flow.start_ns, flow.stop_ns, self.duration_ns)
         seen: dict[str, int] = {}
         for i, name in enumerate(self.flow_names()):
             if name in seen:
-                raise FieldError(f"flows[{i}].name", f"duplicate flow name '{name}' "
-                                 f"(also flows[{seen[name]}]); give each flow its own name")
-            seen[name] = i
+                problems.append(FieldError(f"flows[{i}].name", f"duplicate flow name '{name}' "
+                                f"(also flows[{seen[name]}]); give each flow its own name"))
+            seen.setdefault(name, i)
         if self.output.sample_interval_ns > self.duration_ns:
-            raise FieldError("output.sample_interval", "is longer than the run's duration")
+            problems.append(FieldError("output.sample_interval", "is longer than the run's duration"))
         if self.matrix is not None and self.sweep is not None:
-            raise FieldError("matrix", "a scenario takes [matrix] or [sweep], not both; put each "
-                                       "in its own [[parts]] table")
+            problems.append(FieldError("matrix", "a scenario takes [matrix] or [sweep], not both; "
+                                       "put each in its own [[parts]] table"))
+        late_events = False
         for i, event in enumerate(self.events):
             if event.at_ns >= self.duration_ns:
-                raise FieldError(f"events[{i}].at", f"{format_time(event.at_ns / 1e9)} is not "
-                                 f"before the end of the run (duration {format_time(self.duration_ns / 1e9)})")
-        if self.events:
+                late_events = True
+                duration = format_time(self.duration_ns / 1e9)
+                problems.append(FieldError(f"events[{i}].at", f"{format_time(event.at_ns / 1e9)} is "
+                                           f"not before the end of the run (duration {duration})"))
+        if self.events and not late_events:
             try:
                 resolve_events(self.events, self.network(), self.duration_ns)
             except UserError as err:
                 field, _, message = str(err).partition(": ")
-                raise FieldError(field, message) from None
+                problems.append(FieldError(field, message))
+        if len(problems) == 1:
+            raise problems[0]
+        if problems:
+            raise FieldErrors(problems)
         return self
 
     def _access_rates_bps(self) -> dict[str, float]:

@@ -24,6 +24,9 @@ from ccarena.store.format import upgrade_record
 RUN_TABLES = ("flows", "samples", "queues", "links", "regions")
 """The Parquet tables of a run directory."""
 
+SUMMARY_INPUTS_KEY = b"ccarena.summary_inputs"
+"""summary.parquet's schema-metadata key holding the fingerprint of the runs it was built from."""
+
 
 class ExperimentStore:
     """Reads and writes one experiment directory (see the module doc for the layout)."""
@@ -166,14 +169,32 @@ class ExperimentStore:
             raise UserError(f"{self.root}: not a ccarena results directory (no experiment.json)")
         return upgrade_record(json.loads(path.read_text()), str(path))
 
-    def write_summary(self, summary: pd.DataFrame) -> None:
-        """Write summary.parquet atomically."""
+    def write_summary(self, summary: pd.DataFrame, inputs: str | None = None) -> None:
+        """Write summary.parquet atomically; ``inputs`` (the fingerprint of what it was built
+        from, :func:`ccarena.store.summary.summary_fingerprint`) goes into the file's schema
+        metadata as ``ccarena.summary_inputs``."""
         import pyarrow as pa
         import pyarrow.parquet as pq
 
+        table = pa.Table.from_pandas(summary, preserve_index=False)
+        if inputs is not None:
+            table = table.replace_schema_metadata({**(table.schema.metadata or {}),
+                                                   SUMMARY_INPUTS_KEY: inputs.encode()})
         sink = pa.BufferOutputStream()
-        pq.write_table(pa.Table.from_pandas(summary, preserve_index=False), sink)
+        pq.write_table(table, sink)
         atomic_write_bytes(self.root / "summary.parquet", sink.getvalue().to_pybytes())
+
+    def summary_inputs(self) -> str | None:
+        """The fingerprint :meth:`write_summary` stored in summary.parquet (None when there is no
+        summary, or it was written without one); reads the file's footer only."""
+        import pyarrow.parquet as pq
+
+        try:
+            metadata = pq.read_schema(self.root / "summary.parquet").metadata or {}
+        except (OSError, ValueError):
+            return None
+        value = metadata.get(SUMMARY_INPUTS_KEY)
+        return value.decode() if value is not None else None
 
     def read_summary(self) -> pd.DataFrame:
         """Read summary.parquet.

@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from ccarena.errors import UserError
+from ccarena.errors import UserError, option
 
 FORMAT_VERSION = 2
 """Version of the results layout this ccarena writes."""
@@ -56,7 +56,7 @@ def upgrade_record(record: dict[str, Any], where: str = "results") -> dict[str, 
         step = _UPGRADES.get(version)
         if step is None:
             raise UserError(f"{where}: results format {version} cannot be read; rerun the "
-                            "experiment with --force")
+                            f"experiment with {option('force')}")
         record = step(record)
         version += 1
     return record

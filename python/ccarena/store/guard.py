@@ -20,7 +20,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
-from ccarena.errors import UserError
+from ccarena.errors import UserError, option
 
 LOCK_NAME = ".lock"
 """The lock file in an experiment directory (the holder's pid, host and start time beside it)."""
@@ -43,7 +43,7 @@ class StoreError(UserError):
         """One line for ``err`` met while writing under ``root``: what failed and what to do."""
         why = _WHY.get(err.errno or 0, err.strerror or str(err))
         fix = ("free some space" if err.errno in (errno.ENOSPC, errno.EDQUOT)
-               else "choose a writable directory with --out")
+               else f"choose a writable directory with {option('out')}")
         return cls(f"{root}: cannot write results ({why}); every finished run is kept — "
                    f"{fix} and run the same command again")
 
@@ -57,7 +57,7 @@ def check_tree(root: Path) -> None:
     """
     if root.is_symlink() and not root.exists():
         raise UserError(f"{root}: is a symbolic link to {os.readlink(root)}, which does not exist; "
-                        "create the target or choose another --out")
+                        f"create the target or choose another directory with {option('out')}")
     if not root.is_dir():
         return
     for sub in ("runs", ".tmp", "failed"):
@@ -88,7 +88,7 @@ def experiment_lock(root: Path) -> Iterator[None]:
         lock.acquire(timeout=0)
     except Timeout:
         raise UserError(f"{root}: another ccarena is writing this experiment ({_owner(root)}); "
-                        "wait for it to finish, or write to another directory with --out") from None
+                        f"wait for it to finish, or write to another directory with {option('out')}") from None
     except OSError as err:
         raise StoreError.from_os_error(root, err) from None
     try:

@@ -46,6 +46,33 @@ def summary_inputs(record: dict[str, Any], flows: pa.Table) -> SummaryInputs:
     return json.loads(json_dumps(kept)), flows
 
 
+def summary_fingerprint(store: ExperimentStore, run_ids: Sequence[str]) -> str:
+    """SHA-256 (hex) of what :func:`build_summary` of ``run_ids`` reads: each run's id, and its
+    run.json and flows.parquet by size and modification time (a run done again is a new file),
+    with the code that builds the summary (this module and :mod:`ccarena.analysis.metrics`, by
+    content) and ccarena's version. A summary.parquet stored with the same fingerprint
+    (:meth:`ExperimentStore.summary_inputs`) is the one a new build would write.
+
+    Raises:
+        OSError: a run's files cannot be read.
+    """
+    import hashlib
+    import os
+
+    from ccarena import __version__
+
+    digest = hashlib.sha256(f"ccarena={__version__}\0".encode())
+    for module in (__file__, metrics.__file__):
+        with open(module, "rb") as f:
+            digest.update(f.read() + b"\0")
+    for run_id in run_ids:
+        digest.update(f"{run_id}\0".encode())
+        for name in ("run.json", "flows.parquet"):
+            st = os.stat(store.run_dir(run_id) / name)
+            digest.update(f"{name}:{st.st_size}:{st.st_mtime_ns}\0".encode())
+    return digest.hexdigest()
+
+
 def build_summary(store: ExperimentStore, run_ids_or_plans: Sequence[Any],
                   known: Mapping[str, SummaryInputs] | None = None) -> pd.DataFrame:
     """summary.parquet: one row per run and flow.

@@ -29,7 +29,8 @@ from ccarena.errors import FieldError
 from ccarena.quantities import Fraction, StrictModel, TimeNs
 from ccarena.topology.links import Link, LinkRateBps, Queue
 from ccarena.topology.network import Network, Node
-from ccarena.units import format_rate, format_time
+from ccarena.traces.files import describe_rate
+from ccarena.units import format_time
 
 MAX_HOSTS = 8192
 """The most hosts a generated topology may have (a k = 32 fat-tree). Routing state grows with
@@ -82,7 +83,7 @@ class Wire:
 
 def describe_link(link: Link) -> str:
     """``"10 Gbps, 5 µs"`` (with loss and queue when they are not the defaults)."""
-    parts = [format_rate(link.rate_bps), format_time(link.delay_ns / 1e9)]
+    parts = [describe_rate(link.rate_bps), format_time(link.delay_ns / 1e9)]
     if link.loss or link.reverse_loss:
         loss = f"{link.loss * 100:g}% loss"
         if link.reverse_loss != link.loss:

@@ -155,6 +155,46 @@ def mean_rate_bps(spec: TraceSpec) -> int:
     return bit_ns // steps[-1][0]
 
 
+def window_rate_range_bps(spec: TraceSpec, window_ns: int = 100_000_000) -> tuple[float, float]:
+    """The 10th and 90th percentiles of the capacity over whole windows of ``window_ns`` (default
+    100 ms) across one period of the trace, bits per second: a Mahimahi trace's opportunities
+    counted per window (a trace shorter than one window gives its mean both ways); rate steps
+    sampled at each window's start."""
+    import numpy as np
+
+    period_ns = (spec.steps[-1][0] if spec.steps else (spec.opportunities_ms or (0,))[-1] * 1_000_000)
+    windows = int(period_ns // window_ns)
+    if windows < 1:
+        mean = float(mean_rate_bps(spec))
+        return mean, mean
+    if spec.steps:
+        times = np.array([t for t, _ in spec.steps])
+        rates = np.array([r for _, r in spec.steps], dtype=float)
+        starts = np.arange(windows) * window_ns
+        per_window = rates[np.searchsorted(times, starts, side="right") - 1]
+    else:
+        ms = np.asarray(spec.opportunities_ms, dtype=np.int64)
+        counts = np.bincount(ms * 1_000_000 // window_ns, minlength=windows)[:windows]
+        per_window = counts * MTU_BYTES * 8 * 1e9 / window_ns
+    low, high = np.percentile(per_window, [10, 90])
+    return float(low), float(high)
+
+
+def describe_rate(rate_bps: int) -> str:
+    """A link rate in words: ``"20 Mbps"``; a trace-driven one (:class:`TraceRate`) as ``"trace
+    cellular.mahi, mean 5.03 Mbps (1.2–9.8 Mbps per 100 ms)"`` (10th–90th percentile,
+    :func:`window_rate_range_bps`), so nobody takes the mean for a constant rate."""
+    if not isinstance(rate_bps, TraceRate):
+        return units.format_rate(rate_bps)
+    low, high = (units.format_rate(v) for v in window_rate_range_bps(rate_bps.trace_spec))
+    name = Path(rate_bps.source).name
+    if low == high:
+        return f"trace {name}, mean {units.format_rate(int(rate_bps))}"
+    low_value, low_unit = low.rsplit(" ", 1)
+    spread = f"{low_value}–{high}" if high.endswith(" " + low_unit) else f"{low}–{high}"
+    return f"trace {name}, mean {units.format_rate(int(rate_bps))} ({spread} per 100 ms)"
+
+
 def check(spec: TraceSpec, label: str) -> None:
     """What the engine refuses of a parsed trace, with the file's name.
 
