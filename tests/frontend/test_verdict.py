@@ -368,3 +368,35 @@ def test_a_flavor_matrix_names_its_pairs():
     assert [v.point_label(p) for p in v.points] == ["cubic vs reno", "reno vs cubic"]
     assert v.sweep_summary() == ["Goodput: cubic has higher goodput than reno at 2 of 2 flavor pairs."]
     assert v.lines()[1].startswith("At cubic vs reno: Goodput (over 3 repeats): cubic highest")
+    # A third pair without cubic: cubic and reno still met at 2 pairs, which the count says.
+    for r in range(3):
+        for i, (flavor, g) in enumerate((("vegas", 50.0 + r), ("bbr", 52.0 - r))):
+            rows.append({"run_id": f"vegas-vs-bbr_r{r}", "flavor": flavor, "flow": i, "name": f"flow{i}",
+                         "matrix_row": "vegas", "matrix_col": "bbr", "goodput_mean_bps": g * 1e6,
+                         "fct_s": math.nan})
+    v = V.verdict(pd.DataFrame(rows), ["matrix_row", "matrix_col"])
+    assert v.sweep_summary() == ["Goodput: cubic has higher goodput than reno at 2 of 2 flavor pairs "
+                                 "where both ran."]
+
+
+def test_one_flavor_swept_says_where_its_repeats_are_identical():
+    # reno alone over a loss sweep: at 0% loss nothing is random (its repeats are identical, the
+    # table's "± 0" measures no noise); at 1% they vary. With one flavor there is nothing to
+    # compare, but the identical point is said; every point identical gets the whole note.
+    def point(loss: str, goodputs: list[float]) -> pd.DataFrame:
+        frame = _summary({"reno": [[g] for g in goodputs]})
+        frame["topology.link.loss"] = loss
+        frame["run_id"] = frame["run_id"] + "_" + loss
+        return frame
+
+    params = ["topology.link.loss"]
+    mixed = pd.concat([point("0%", [95.1] * 3), point("1%", [2.9, 2.7, 3.0])], ignore_index=True)
+    v = V.verdict(mixed, params)
+    assert v.points == [] and not v.identical_repeats
+    assert v.lines() == ["At link.loss = 0%, the repeats are identical: nothing there varies between "
+                         "seeds, so its ± 0 measures no noise."]
+    fixed = pd.concat([point("0%", [95.1] * 3), point("1%", [2.9] * 3)], ignore_index=True)
+    v = V.verdict(fixed, params)
+    assert v.identical_repeats and v.lines()[0].startswith("The 3 repeats are identical")
+    varying = pd.concat([point("0%", [95.1, 94.0, 95.3]), point("1%", [2.9, 2.7, 3.0])], ignore_index=True)
+    assert V.verdict(varying, params).lines() == []

@@ -566,6 +566,7 @@ def verdict(summary: pd.DataFrame, params: Sequence[str],
     keys = point_keys(summary, params) if len(summary) else []
     metrics_ = scenario_metrics(summary) if len(summary) else []
     points = []
+    alone = []  # points with one flavor: nothing to compare, but identical repeats are said
     if metrics_:
         # Columns read once as arrays; each point is a slice of them (a sweep of hundreds of
         # points asked pandas for thousands of small frames).
@@ -589,9 +590,19 @@ def verdict(summary: pd.DataFrame, params: Sequence[str],
                                 metrics_, tuple(zip(keys, label)))
             if pv.metrics:
                 points.append(pv)
+            elif pv.repeats > 1:
+                alone.append(pv)
     repeats = max((p.repeats for p in points), default=0)
     identical = bool(points) and repeats > 1 and all(p.identical for p in points if p.repeats > 1)
     notes: list[str] = []
+    if not points and alone:
+        same = [p for p in alone if p.identical]
+        if len(same) == len(alone):
+            identical, repeats = True, max(p.repeats for p in alone)
+        elif same:
+            where = "; ".join(", ".join(f"{_short_path(k)} = {v}" for k, v in p.point) for p in same)
+            notes.append(f"At {where}, the repeats are identical: nothing there varies between "
+                         "seeds, so its ± 0 measures no noise.")
     if identical:
         notes.append(identical_repeats_note(repeats, summary, params))
         # The note says it once for every point and what to do.
@@ -603,6 +614,11 @@ def verdict(summary: pd.DataFrame, params: Sequence[str],
 
 
 # ----------------------------------------------------------------------------- notes
+
+def _short_path(path: str) -> str:
+    """A swept field's path as a note names it: its last two parts (``link.loss``)."""
+    return ".".join(str(path).split(".")[-2:])
+
 
 def identical_repeats_note(repeats: int, summary: pd.DataFrame, params: Sequence[str]) -> str:
     """The plain statement that ``repeats`` repeats gave identical numbers, with the fields of
@@ -834,6 +850,7 @@ def _sweep_summary(v: Verdict, names: dict[str, str]) -> list[str]:
     columns = list(dict.fromkeys(m.metric.column for p in v.points for m in p.metrics))
     for col in columns:
         counts: dict[tuple[str, str], int] = {}
+        met: dict[frozenset[str], int] = {}  # points where the two flavors were compared
         metric = None
         for p in v.points:
             mv = p.metric(col)
@@ -841,6 +858,8 @@ def _sweep_summary(v: Verdict, names: dict[str, str]) -> list[str]:
                 continue
             metric = mv.metric
             for t in mv.pairs:
+                both = frozenset((t.better, t.worse))
+                met[both] = met.get(both, 0) + 1
                 if t.distinguishable:
                     counts[(t.better, t.worse)] = counts.get((t.better, t.worse), 0) + 1
         if metric is None:
@@ -849,9 +868,16 @@ def _sweep_summary(v: Verdict, names: dict[str, str]) -> list[str]:
         if not counts:
             out.append(f"{metric.label}: no flavor distinguishable at any of the {n} {what} {noun}.")
             continue
-        ranked = sorted(counts.items(), key=lambda kv: -kv[1])[:3]
+        # Out of the points where the two met (a matrix pair holds two of its flavors, a sweep
+        # point usually all): "at 2 of 2 flavor pairs where both ran", "at 4 of 5 loss points".
+        ranked = sorted(counts.items(), key=lambda kv: (-kv[1] / met[frozenset(kv[0])], -kv[1]))[:3]
+
+        def where(a: str, b: str) -> str:
+            both = met[frozenset((a, b))]
+            return f"{both} {what} {noun}" + ("" if both == n else " where both ran")
+
         out.append(f"{metric.label}: " + "; ".join(
-            f"{a} has {word} {_label_in_sentence(metric)} than {b} at {k} of {n} {what} {noun}"
+            f"{a} has {word} {_label_in_sentence(metric)} than {b} at {k} of {where(a, b)}"
             for (a, b), k in ranked) + ".")
     return out
 
