@@ -1041,8 +1041,9 @@ impl Sender {
 
     /// Cap the pacing rate at `rate_bps` bits per second of payload (`None`: no cap), as Linux's
     /// `SO_MAX_PACING_RATE` socket option does: a pacing controller is paced at the smaller of
-    /// its rate and the cap, a window-only controller (Reno, CUBIC) at the cap. For a user's
-    /// bandwidth limit (`ccarena send --limit-rate`).
+    /// its rate and the cap, a window-only controller (Reno, CUBIC) at the cap. (`ccarena send
+    /// --limit-rate` does not use it: its token bucket, `ccarena_udp::limit`, lets the driver
+    /// send in batches instead of waking once per packet.)
     pub fn set_max_pacing_rate_bps(&mut self, rate_bps: Option<u64>) {
         self.max_pacing_rate_bps = rate_bps.filter(|r| *r > 0);
     }
