@@ -121,6 +121,10 @@ def test_sixteen_flows_are_drawn_as_distributions_per_flavor_not_one_line_each(m
     bands = _by_file(images, "flavor-over-time.png")["data-series"].split()
     assert sorted(s for s in bands if s.startswith("band:goodput_bps|")) == [
         "band:goodput_bps|cubic|cubic", "band:goodput_bps|reno|reno"]
+    # The queue is still drawn (one figure, the first run's; no per-flow series in it).
+    queue = _by_file(images, "queue-backlog.png")
+    assert queue["alt"].startswith("Queue backlog over time") and int(queue["data-points"]) > 0
+    assert not [s for s in queue["data-series"].split() if FLOW_SERIES.match(s)]
     # The page as a reader sees it: the caption explains the CDF.
     caption = inner_text(out / "report.html",
                          'img[data-file="figures/flavor-distributions-goodput.png"] + figcaption')

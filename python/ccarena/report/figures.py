@@ -233,6 +233,25 @@ def draw_run_figures(root: str, run_id: str, label: str, cwnd_rounds: bool, figu
             for key, title, caption, make in figs]
 
 
+def draw_queue_figure(root: str, run_id: str, label: str, figures_dir: str, file: str) -> list[Figure]:
+    """The queue backlog over time of one run (its bottlenecks, else the queues that dropped or
+    held the most; :func:`_watched_queues`), titled with ``label`` (:func:`words`): for runs of
+    many flows, whose per-flow series are drawn as distributions, the queue is still one figure
+    (a bufferbloat question is answered there), saved as ``file``. Empty when no queue ever held
+    a packet."""
+    store = _store(root, None)
+    queues = store.read_table(run_id, "queues")
+    watched = _with_limits(_watched_queues(store.read_table(run_id, "links"), queues),
+                           store.read_run_record(run_id))
+    if not len(watched):
+        return []
+    at = f" — {label}" if label else ""
+    return [Figure.draw(plots.backlog_vs_time(queues, watched, f"Queue backlog{at}"),
+                        f"Queue backlog over time{at}", file, Path(figures_dir),
+                        "Dashed, same colour: the queue's limit. The first run of the experiment; its "
+                        "flows are drawn above as distributions.")]
+
+
 class _Later:
     """A task run when its result is asked for (the serial stand-in for a future)."""
 
@@ -344,6 +363,10 @@ def draw_figures(result: Any, figures_dir: Path, max_runs: int = 4, prefix: str 
                 and (many or len(every_point) > 1):
             overview += _band_figure(result, first_repeats, figures_dir, prefix, traced)
         details = [f for r in runs for f in r.result()] + [p.result() for p in drawn_pages]
+        if many and every_point:
+            record = first_repeats[first_repeats["run_id"] == every_point[0]].iloc[0].to_dict()
+            details += draw_queue_figure(root, every_point[0], words(params, record, labels), where,
+                                         f"{prefix}queue-backlog.png")
         return overview + details
     finally:
         work.close()
