@@ -155,7 +155,8 @@ def test_an_interrupted_send_resumes_with_only_the_missing_bytes(tmp_path):
 
         with pytest.raises(KeyboardInterrupt):
             _engine.udp_send_file(str(src), rx.addr, progress=interrupt, max_rate_bps=100_000_000)
-        sidecar = incoming / ".big.bin.ccarena-ranges"
+        # The sidecar is named by a hash of the final name (docs/udp-wire.md, "Resume").
+        sidecar = incoming / (".ccarena-ranges-" + hashlib.sha256(b"big.bin").hexdigest()[:32])
         deadline = time.monotonic() + 30  # written at once on the sender's CLOSE; generous under load
         while not sidecar.exists():
             assert time.monotonic() < deadline

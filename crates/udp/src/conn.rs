@@ -56,8 +56,11 @@ pub struct Counters {
     pub replayed: u64,
     /// HELLOs and OFFERs over the handshake rate.
     pub rate_limited: u64,
-    /// OFFERs refused at the connection limit.
+    /// OFFERs refused at the connection limit (of the table or of one source address).
     pub connection_limit: u64,
+    /// Connections ended to make room: no new data for the stall timeout, or the one idle
+    /// longest when the table was full, or the old connection a resume took over.
+    pub evicted: u64,
     /// DATA dropped beyond the window, the stream, or the out-of-order range cap.
     pub out_of_bounds: u64,
     /// OFFERs refused (exists, bad name, I/O, too large, busy, bad offer).
@@ -71,7 +74,7 @@ pub struct Counters {
 impl Counters {
     /// Every counter with its field's name, in declaration order: what a datagram service's
     /// counters read (the last two, `completed` and `failed`, count file transfers).
-    pub fn named(&self) -> [(&'static str, u64); 12] {
+    pub fn named(&self) -> [(&'static str, u64); 13] {
         [
             ("datagrams", self.datagrams),
             ("malformed", self.malformed),
@@ -81,6 +84,7 @@ impl Counters {
             ("replayed", self.replayed),
             ("rate_limited", self.rate_limited),
             ("connection_limit", self.connection_limit),
+            ("evicted", self.evicted),
             ("out_of_bounds", self.out_of_bounds),
             ("rejected_offers", self.rejected_offers),
             ("completed", self.completed),
@@ -167,6 +171,11 @@ pub struct Conn {
     last_heard: Instant,
     last_sent: Instant,
     last_sidecar: Instant,
+    /// When the last new payload bytes arrived (or the connection was made): what the service
+    /// evicts by, so keepalives alone do not hold a slot.
+    last_progress: Instant,
+    /// Some payload was written to the partial file by this connection.
+    wrote_any: bool,
     phase: Phase,
     buf: Vec<u8>,
     /// Payload not yet written: contiguous bytes for file offset `pending_at` (written in one
@@ -218,6 +227,8 @@ impl Conn {
             last_heard: now,
             last_sent: now,
             last_sidecar: now,
+            last_progress: now,
+            wrote_any: false,
             phase: Phase::Receiving,
             buf: Vec::with_capacity(wire::MAX_DATAGRAM_BYTES),
             pending: Vec::new(),
@@ -234,6 +245,53 @@ impl Conn {
     /// True when the service should forget this connection.
     pub fn closed(&self) -> bool {
         self.phase == Phase::Closed
+    }
+
+    /// When new payload last arrived (the connection's start if none did).
+    pub fn last_progress(&self) -> Instant {
+        self.last_progress
+    }
+
+    /// This connection has written payload into its partial file.
+    pub fn wrote_any(&self) -> bool {
+        self.wrote_any
+    }
+
+    /// The offered file's size, bytes.
+    pub fn file_bytes(&self) -> u64 {
+        self.place.file_bytes
+    }
+
+    /// The partial file's path.
+    pub fn part_path(&self) -> &std::path::Path {
+        &self.place.part_path
+    }
+
+    /// True when this is a transfer of `name` of `file_bytes` with this `sha256`.
+    pub fn is_file(&self, name: &str, file_bytes: u64, sha256: &[u8; 32]) -> bool {
+        self.name == name && self.place.file_bytes == file_bytes && &self.place.sha256 == sha256
+    }
+
+    /// Remove the partial file and its sidecar when this connection created the file and wrote
+    /// nothing into it: a peer that offered and vanished leaves nothing behind. True when removed.
+    pub fn discard_if_empty(&self) -> bool {
+        // (A zero-byte file is complete with nothing written: it was moved into place.)
+        let empty = self.place.created && !self.wrote_any && self.held_before.len_bytes() == 0 && !self.stream_complete();
+        if empty && self.phase != Phase::Receiving {
+            self.place.discard();
+        }
+        empty && self.phase != Phase::Receiving
+    }
+
+    /// End a receiving connection to make room (`why` goes to the peer in a CLOSE and to the
+    /// caller): the sidecar is saved, as for an idle timeout.
+    pub fn evict(&mut self, sock: &mut dyn Datagrams, counters: &mut Counters, why: &str) -> Option<Outcome> {
+        if self.receiving() {
+            Some(self.fail(sock, counters, why.to_string()))
+        } else {
+            self.phase = Phase::Closed;
+            None
+        }
     }
 
     /// Accept `pn` into the anti-replay window (false: a replay, drop the packet).
@@ -361,6 +419,11 @@ impl Conn {
             return None;
         }
         if end > rcv_nxt {
+            // Progress only for bytes not held yet: resending one segment does not hold a slot.
+            let from = offset.max(rcv_nxt);
+            if !rx.out_of_order_ranges().any(|(s, e)| s <= from && end <= e) {
+                self.last_progress = now;
+            }
             if let Err(e) = self.write_stream(offset, payload) {
                 return Some(self.fail(sock, counters, format!("writing {}: {e}", self.name)));
             }
@@ -393,6 +456,7 @@ impl Conn {
 
     /// Write stream bytes `payload` at stream `offset` to their file offsets.
     fn write_stream(&mut self, offset: u64, payload: &[u8]) -> io::Result<()> {
+        self.wrote_any = true;
         let mut at = 0usize;
         for (off, n) in self.map.file_pieces(offset, payload.len() as u64) {
             self.write_behind(&payload[at..at + n as usize], off)?;
@@ -440,6 +504,7 @@ impl Conn {
             return None;
         }
         if !covered {
+            self.last_progress = now;
             if let Err(e) = self.write_stream(offset, payload) {
                 return Some(self.fail(sock, counters, format!("writing {}: {e}", self.name)));
             }

@@ -6,10 +6,19 @@
 //! carries a cookie bound to its source address; at most `max_connections` connections, each of
 //! bounded memory (see `conn`); everything that does not decode, belongs to no connection, or
 //! repeats a packet number is dropped and counted in [`Counters`].
+//!
+//! A slot is held by moving data, not by being there: a connection with no new payload for
+//! `stall_timeout` is evicted (keepalives do not count), and when the table is full a new sender
+//! with a valid cookie evicts the connection that has moved no data for longest (the oldest of
+//! those that never moved any, else one idle at least [`EVICT_GRACE`]). One source address holds
+//! at most `max_connections_per_source` connections and `max_partials_per_source` partial files;
+//! partial files together declare at most `max_partial_bytes` (their full sizes: they are
+//! sparse but may fill). A partial file its connection created and wrote nothing into is removed
+//! when the connection goes away. Nothing is evicted for an offer that is then refused.
 
 use std::collections::HashMap;
 use std::io::ErrorKind;
-use std::net::{SocketAddr, ToSocketAddrs, UdpSocket};
+use std::net::{IpAddr, SocketAddr, ToSocketAddrs, UdpSocket};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -23,11 +32,13 @@ use crate::error::TransferError;
 use crate::guard::{CookieJar, TokenBucket};
 use crate::net::{Datagrams, Impaired, Impairment, Socket};
 use crate::send::MAX_READ_PER_WAKE;
-use crate::store::{check_dir, Placement};
+use crate::store::{check_dir, existing_partials, partial_names, Placement};
 use crate::wire::{self, decode, encode, kind_of, DecodeError, Frame, Header, Offer, RejectCode};
 
 /// How often the service's callback runs.
 const TICK: Duration = Duration::from_millis(100);
+/// A connection that moved data this recently is not evicted to make room for a new one.
+pub const EVICT_GRACE: Duration = Duration::from_secs(2);
 
 /// Limits and behaviour of a [`Receiver`].
 #[derive(Clone, Debug)]
@@ -46,6 +57,17 @@ pub struct ReceiverOptions {
     pub handshake_burst: f64,
     /// A connection silent this long is dropped (what arrived is kept for a resume).
     pub idle_timeout: Duration,
+    /// A connection that delivered no new payload this long is evicted even if it keeps
+    /// pinging (what arrived is kept for a resume).
+    pub stall_timeout: Duration,
+    /// Most simultaneous connections from one source address (any port).
+    pub max_connections_per_source: usize,
+    /// Most partial files one source address has on disk (counted from this service's start).
+    pub max_partials_per_source: usize,
+    /// Most partial files on disk.
+    pub max_partial_files: usize,
+    /// Most bytes the partial files on disk declare together (each counts its full size).
+    pub max_partial_bytes: u64,
     /// Impair what this end sends (tests on loopback).
     pub impairment: Option<Impairment>,
 }
@@ -60,6 +82,11 @@ impl Default for ReceiverOptions {
             handshakes_per_s: 200.0,
             handshake_burst: 50.0,
             idle_timeout: Duration::from_secs(10),
+            stall_timeout: Duration::from_secs(60),
+            max_connections_per_source: 8,
+            max_partials_per_source: 16,
+            max_partial_files: 1024,
+            max_partial_bytes: 2 << 40,
             impairment: None,
         }
     }
@@ -100,6 +127,9 @@ pub struct Receiver {
     dir: PathBuf,
     opts: ReceiverOptions,
     conns: HashMap<(SocketAddr, u64), Conn>,
+    /// The partial files on disk: path → (source address that made it, `None` for one found at
+    /// start; declared bytes).
+    parts: HashMap<PathBuf, (Option<IpAddr>, u64)>,
     jar: CookieJar,
     bucket: TokenBucket,
     counters: Counters,
@@ -129,9 +159,12 @@ impl Receiver {
             None => Box::new(sock),
         };
         let now = Instant::now();
+        let found = existing_partials(&dir).map_err(|e| TransferError::BadDir { dir: dir.clone(), reason: e.to_string() })?;
+        let parts = found.into_iter().map(|(p, n)| (p, (None, n))).collect();
         Ok(Receiver {
             sock,
             dir,
+            parts,
             bucket: TokenBucket::new(opts.handshakes_per_s, opts.handshake_burst, now),
             opts,
             conns: HashMap::new(),
@@ -168,6 +201,59 @@ impl Receiver {
         self.conns.len()
     }
 
+    /// Connections open now from source address `ip` (any port).
+    pub fn connections_from(&self, ip: IpAddr) -> usize {
+        self.conns.keys().filter(|(a, _)| a.ip() == ip).count()
+    }
+
+    /// Partial files this service counts on disk, and the bytes they declare.
+    pub fn partials(&self) -> (usize, u64) {
+        (self.parts.len(), self.parts.values().map(|&(_, n)| n).sum())
+    }
+
+    /// Forget connections that are closed: remove the partial file of one that wrote nothing
+    /// into a file it created, and drop from the count partial files no longer on disk.
+    fn sweep(&mut self) {
+        let closed: Vec<_> = self.conns.iter().filter(|(_, c)| c.closed()).map(|(k, _)| *k).collect();
+        for k in closed {
+            if let Some(c) = self.conns.remove(&k) {
+                self.forget(&c);
+            }
+        }
+    }
+
+    fn forget(&mut self, c: &Conn) {
+        if c.discard_if_empty() || std::fs::symlink_metadata(c.part_path()).is_err() {
+            self.parts.remove(c.part_path());
+        }
+    }
+
+    /// End and forget connection `key` to make room (`why`: the reason given to its peer).
+    fn evict(&mut self, key: (SocketAddr, u64), why: &str, out: &mut Vec<(String, SocketAddr, Outcome)>) {
+        let Some(mut c) = self.conns.remove(&key) else { return };
+        self.counters.evicted += 1;
+        if let Some(o) = c.evict(&mut *self.sock, &mut self.counters, why) {
+            out.push((c.name.clone(), c.peer, o));
+        }
+        self.forget(&c);
+    }
+
+    /// The connection to end for a new one when the table is full: a finished one (lingering to
+    /// repeat DONE) first; else the oldest of those that never wrote a byte (a sender's first
+    /// DATA follows its ACCEPT within a round trip, so churning handshakes cannot keep fresh
+    /// empty connections ahead of it for long); else the one whose last new data is oldest, if
+    /// at least [`EVICT_GRACE`] ago. `None`: every connection is moving data.
+    fn victim(&self, now: Instant) -> Option<(SocketAddr, u64)> {
+        if let Some((k, _)) = self.conns.iter().find(|(_, c)| !c.receiving()) {
+            return Some(*k);
+        }
+        if let Some((k, _)) = self.conns.iter().filter(|(_, c)| !c.wrote_any()).min_by_key(|(_, c)| c.last_progress()) {
+            return Some(*k);
+        }
+        let (k, c) = self.conns.iter().min_by_key(|(_, c)| c.last_progress())?;
+        (now.saturating_duration_since(c.last_progress()) >= EVICT_GRACE).then_some(*k)
+    }
+
     /// Serve until `on_event` returns `false` (checked at least every 100 ms) or, with `once`,
     /// until the first transfer has ended and its connection closed. Stopping saves every
     /// partial transfer's sidecar.
@@ -185,6 +271,13 @@ impl Receiver {
             for c in self.conns.values_mut() {
                 if let Some(o) = c.on_timers(&mut *self.sock, &mut self.counters, now, self.opts.idle_timeout) {
                     outcomes.push((c.name.clone(), c.peer, o));
+                } else if c.receiving() && now.saturating_duration_since(c.last_progress()) >= self.opts.stall_timeout {
+                    // Eviction by age: pings alone do not keep a connection.
+                    self.counters.evicted += 1;
+                    let why = format!("no data for {:.0} s", self.opts.stall_timeout.as_secs_f64());
+                    if let Some(o) = c.evict(&mut *self.sock, &mut self.counters, &why) {
+                        outcomes.push((c.name.clone(), c.peer, o));
+                    }
                 }
             }
             ended_one |= !outcomes.is_empty();
@@ -192,7 +285,7 @@ impl Receiver {
                 self.shutdown();
                 return Ok(());
             }
-            self.conns.retain(|_, c| !c.closed());
+            self.sweep();
             if once && ended_one && self.conns.is_empty() {
                 return Ok(());
             }
@@ -240,7 +333,7 @@ impl Receiver {
         for c in self.conns.values_mut() {
             c.shutdown(&mut *self.sock);
         }
-        self.conns.clear();
+        self.sweep();
     }
 
     /// A reply that creates no state (RETRY, REJECT, VERSION_MISMATCH).
@@ -361,17 +454,28 @@ impl Receiver {
             self.counters.rate_limited += 1;
             return None;
         }
+        // Connections closed by earlier packets of this batch go first: one that wrote nothing
+        // removes its partial file, which must not be the one this offer is about to open.
+        self.sweep();
         let refuse = |this: &mut Receiver, code: RejectCode, message: &str| {
             this.counters.rejected_offers += 1;
             this.reply(from, h.conn_id, &Frame::Reject { code, message });
             None
         };
-        if self.conns.len() >= self.opts.max_connections {
+        // A resume from the same address of the same file takes the old connection's place (its
+        // sender was killed or restarted); from elsewhere, or of another file, it is refused.
+        let ip = from.ip();
+        let same_name = self.conns.iter().find(|(_, c)| c.name == offer.name && c.receiving()).map(|(k, c)| (*k, c));
+        let takeover = match same_name {
+            Some((old, c)) if old.0.ip() == ip && c.is_file(offer.name, offer.file_bytes, &offer.sha256) => Some(old),
+            Some(_) => return refuse(self, RejectCode::Busy, "this file is being received from another sender"),
+            None => None,
+        };
+        let per_source = self.connections_from(ip) - usize::from(takeover.is_some());
+        if per_source >= self.opts.max_connections_per_source {
             self.counters.connection_limit += 1;
-            return refuse(self, RejectCode::Busy, "the receiver is at its connection limit");
-        }
-        if self.conns.values().any(|c| c.name == offer.name && c.receiving()) {
-            return refuse(self, RejectCode::Busy, "this file is being received from another sender");
+            let m = format!("this address has {per_source} connections open, the receiver's limit per address");
+            return refuse(self, RejectCode::Busy, &m);
         }
         let udt = offer.flavor == UDT_FLAVOR;
         let max_mss = if udt { wire::MAX_UDT_PAYLOAD_BYTES } else { wire::MAX_PAYLOAD_BYTES };
@@ -382,10 +486,31 @@ impl Receiver {
             let m = format!("file of {} bytes is over the receiver's limit of {}", offer.file_bytes, self.opts.max_file_bytes);
             return refuse(self, RejectCode::TooLarge, &m);
         }
+        if let Err((code, m)) = self.room_for_partial(ip, offer.name, offer.file_bytes) {
+            return refuse(self, code, &m);
+        }
+        let victim = match takeover {
+            Some(_) => None,
+            None if self.conns.len() >= self.opts.max_connections => match self.victim(now) {
+                Some(k) => Some(k),
+                None => {
+                    self.counters.connection_limit += 1;
+                    return refuse(self, RejectCode::Busy, "the receiver is at its connection limit");
+                }
+            },
+            None => None,
+        };
+        // The old connection saves its sidecar before the partial file is opened again.
+        if let Some(old) = takeover {
+            self.evict(old, "taken over by a resume from the same address", out);
+        }
         let (place, file, held) = match Placement::open(&self.dir, offer.name, offer.file_bytes, offer.sha256, self.opts.force) {
             Ok(x) => x,
             Err((code, message)) => return refuse(self, code, &message),
         };
+        if let Some(k) = victim {
+            self.evict(k, "evicted for a new sender: no data moved for longest", out);
+        }
         let rcfg = ReceiverConfig {
             mss_bytes: offer.mss_bytes as u32,
             delayed_ack: ccarena_cc::Duration::from_millis(40),
@@ -396,6 +521,7 @@ impl Receiver {
         };
         let rx = if udt { Rx::udt(SimTime::ZERO) } else { Rx::Tcp(Box::new(TransportReceiver::new(rcfg))) };
         let resumed = held.len_bytes();
+        self.parts.insert(place.part_path.clone(), (Some(ip), offer.file_bytes));
         let mut c = Conn::new(from, h.conn_id, h.pn, offer.name.to_string(), place, file, held, rx, self.opts.rcvbuf_bytes, self.opts.force, now);
         c.send_accept(&mut *self.sock);
         out.push((offer.name.to_string(), from, Outcome::Started { file_bytes: offer.file_bytes, resumed_bytes: resumed }));
@@ -403,6 +529,34 @@ impl Receiver {
         let name = c.name.clone();
         self.conns.insert(key, c);
         done.map(|o| (name, from, o))
+    }
+}
+
+impl Receiver {
+    /// Whether a partial file for `name` of `file_bytes` from `ip` fits the caps on partial
+    /// files (one already there for this name is replaced, so its bytes do not count twice).
+    ///
+    /// # Errors
+    /// The refusal: `TooLarge` over the byte cap, `Busy` over a count.
+    fn room_for_partial(&self, ip: IpAddr, name: &str, file_bytes: u64) -> Result<(), (RejectCode, String)> {
+        let path = self.dir.join(partial_names(name).0);
+        let here = self.parts.get(&path).copied();
+        let total: u64 = self.parts.values().map(|&(_, n)| n).sum::<u64>() - here.map_or(0, |(_, n)| n);
+        let cap = self.opts.max_partial_bytes;
+        if total.saturating_add(file_bytes) > cap {
+            let m = format!("partial files on disk would declare {} bytes, over the receiver's cap of {cap}", total.saturating_add(file_bytes));
+            return Err((RejectCode::TooLarge, m));
+        }
+        if here.is_none() && self.parts.len() >= self.opts.max_partial_files {
+            return Err((RejectCode::Busy, format!("the receiver holds {} partial files, its limit", self.parts.len())));
+        }
+        if here.map_or(true, |(src, _)| src != Some(ip)) {
+            let mine = self.parts.values().filter(|(src, _)| *src == Some(ip)).count();
+            if mine >= self.opts.max_partials_per_source {
+                return Err((RejectCode::Busy, format!("this address has {mine} partial files here, the receiver's limit per address")));
+            }
+        }
+        Ok(())
     }
 }
 

@@ -1,8 +1,11 @@
 //! Where a received file goes, safely: only inside the receiver's directory, under a plain name,
 //! never through a symlink, never onto a device or a FIFO, never over an existing file without
-//! `force`. A transfer in progress lives in `.NAME.ccarena-part` with its received ranges in
-//! `.NAME.ccarena-ranges` (the sidecar); the finished file is moved into place only after its
-//! SHA-256 matched.
+//! `force`. A transfer in progress lives in `.ccarena-part-H` with its received ranges in
+//! `.ccarena-ranges-H` (the sidecar), where H is 32 hex digits of the SHA-256 of the final name:
+//! a fixed 46-byte name, so every final name up to the filesystem's limit (NAME_MAX, 255 bytes)
+//! has a partial file that fits too. The sidecar records the final name, size and SHA-256, so a
+//! partial file is resumed only for the very file it belongs to. The finished file is moved into
+//! place only after its SHA-256 matched.
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write};
@@ -14,7 +17,43 @@ use crate::sha256::hex;
 use crate::wire::{RejectCode, MAX_HELD_RANGES, MAX_NAME_BYTES};
 
 /// First line of a sidecar (its format version).
-const SIDECAR_MAGIC: &str = "ccarena-udp-ranges 1";
+/// (Version 2 added the `name` line, when partial files were named by a hash of the name.)
+const SIDECAR_MAGIC: &str = "ccarena-udp-ranges 2";
+/// Prefix of a partial file's name.
+pub const PART_PREFIX: &str = ".ccarena-part-";
+/// Prefix of a sidecar's name.
+pub const RANGES_PREFIX: &str = ".ccarena-ranges-";
+
+/// The partial file's and the sidecar's names for final name `name`:
+/// `(".ccarena-part-H", ".ccarena-ranges-H")`, H the first 16 bytes of SHA-256(`name`) in hex
+/// (46 and 48 bytes, whatever the length of `name`).
+pub fn partial_names(name: &str) -> (String, String) {
+    let mut h = crate::sha256::Sha256::new();
+    h.update(name.as_bytes());
+    let id = hex(&h.finish()[..16]);
+    (format!("{PART_PREFIX}{id}"), format!("{RANGES_PREFIX}{id}"))
+}
+
+/// The partial files in `dir` (regular files named [`PART_PREFIX`]…) with their apparent sizes,
+/// bytes: what a receiver starting there counts against its cap on partial bytes.
+///
+/// # Errors
+/// The I/O error listing `dir`.
+pub fn existing_partials(dir: &Path) -> io::Result<Vec<(PathBuf, u64)>> {
+    let mut out = Vec::new();
+    for entry in fs::read_dir(dir)? {
+        let entry = entry?;
+        if !entry.file_name().to_string_lossy().starts_with(PART_PREFIX) {
+            continue;
+        }
+        if let Ok(m) = fs::symlink_metadata(entry.path()) {
+            if m.is_file() {
+                out.push((entry.path(), m.len()));
+            }
+        }
+    }
+    Ok(out)
+}
 /// Largest sidecar read, bytes (64 ranges need about 2.6 KB).
 const MAX_SIDECAR_BYTES: u64 = 16 * 1024;
 
@@ -59,6 +98,10 @@ pub struct Placement {
     pub file_bytes: u64,
     /// The offered SHA-256.
     pub sha256: [u8; 32],
+    /// The final name (recorded in the sidecar).
+    pub name: String,
+    /// The partial file did not exist before this placement created it.
+    pub created: bool,
 }
 
 /// What an existing path is, without following a symlink: `None` if nothing is there.
@@ -98,12 +141,15 @@ impl Placement {
     pub fn open(dir: &Path, name: &str, file_bytes: u64, sha256: [u8; 32], force: bool) -> Result<(Placement, File, RangeSet), Refusal> {
         check_name(name).map_err(|m| (RejectCode::BadName, m.to_string()))?;
         let io_err = |e: io::Error| (RejectCode::Io, format!("{name}: {e}"));
-        let p = Placement {
+        let (part, ranges) = partial_names(name);
+        let mut p = Placement {
             final_path: dir.join(name),
-            part_path: dir.join(format!(".{name}.ccarena-part")),
-            ranges_path: dir.join(format!(".{name}.ccarena-ranges")),
+            part_path: dir.join(part),
+            ranges_path: dir.join(ranges),
             file_bytes,
             sha256,
+            name: name.to_string(),
+            created: false,
         };
         if let Some(t) = kind_at(&p.final_path).map_err(io_err)? {
             if !t.is_file() {
@@ -120,6 +166,7 @@ impl Placement {
                 }
             }
         }
+        p.created = kind_at(&p.part_path).map_err(io_err)?.is_none();
         // O_NOFOLLOW: a symlink planted after the check above still is not followed; O_NONBLOCK:
         // a FIFO planted there does not block the open (it is refused below).
         let file = OpenOptions::new()
@@ -155,6 +202,9 @@ impl Placement {
         if lines.next()? != SIDECAR_MAGIC {
             return None;
         }
+        if lines.next()? != format!("name {}", self.name) {
+            return None;
+        }
         if lines.next()? != format!("size {}", self.file_bytes) || lines.next()? != format!("sha256 {}", hex(&self.sha256)) {
             return None;
         }
@@ -180,11 +230,11 @@ impl Placement {
     /// The I/O error.
     pub fn write_sidecar(&self, held: &RangeSet) -> io::Result<()> {
         let held = held.keep_largest(MAX_HELD_RANGES);
-        let mut text = format!("{SIDECAR_MAGIC}\nsize {}\nsha256 {}\n", self.file_bytes, hex(&self.sha256));
+        let mut text = format!("{SIDECAR_MAGIC}\nname {}\nsize {}\nsha256 {}\n", self.name, self.file_bytes, hex(&self.sha256));
         for (a, b) in held.ranges() {
             text.push_str(&format!("{a} {b}\n"));
         }
-        let tmp = self.ranges_path.with_extension("ccarena-tmp");
+        let tmp = self.ranges_path.with_file_name(format!(".ccarena-tmp-{}", &partial_names(&self.name).0[PART_PREFIX.len()..]));
         {
             let mut f = OpenOptions::new()
                 .write(true)
@@ -252,8 +302,32 @@ mod tests {
             assert!(check_name(bad).is_err(), "{bad:?} accepted");
         }
         assert!(check_name(&"x".repeat(256)).is_err());
+        assert!(check_name(&"x".repeat(255)).is_ok());
         for good in ["data.bin", "a b", "résumé.pdf", "x..y"] {
             assert!(check_name(good).is_ok(), "{good:?} refused");
         }
+    }
+
+    #[test]
+    fn partial_names_fit_name_max_and_sidecars_name_their_file() {
+        let dir = std::env::temp_dir().join(format!("ccarena-store-long-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        fs::create_dir_all(&dir).unwrap();
+        let long = "é".repeat(127) + "x"; // 255 bytes
+        let (part, ranges) = partial_names(&long);
+        assert!(part.len() <= 64 && ranges.len() <= 64, "{part} {ranges}");
+        assert_ne!(partial_names("a").0, partial_names("b").0);
+        let (p, _f, held) = Placement::open(&dir, &long, 1000, [7; 32], false).unwrap();
+        assert!(p.created && held.len_bytes() == 0);
+        let mut got = RangeSet::new();
+        got.insert(0, 500);
+        p.write_sidecar(&got).unwrap();
+        // The same file resumes; another size or SHA-256 starts over.
+        let (p2, _f, held) = Placement::open(&dir, &long, 1000, [7; 32], false).unwrap();
+        assert!(!p2.created);
+        assert_eq!(held.len_bytes(), 500);
+        assert!(Placement::open(&dir, &long, 1000, [8; 32], false).unwrap().2.len_bytes() == 0);
+        assert_eq!(existing_partials(&dir).unwrap(), vec![(p.part_path.clone(), 1000)]);
+        fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -176,7 +176,8 @@ fn interrupted_transfer_resumes(flavor: &str) {
     }
     assert!(!dst.join("resume.bin").exists());
     // The receiver saves what arrived when the sender's CLOSE reaches it (in its own thread).
-    let sidecar = dst.join(".resume.bin.ccarena-ranges");
+    let (part_name, ranges_name) = ccarena_udp::store::partial_names("resume.bin");
+    let sidecar = dst.join(&ranges_name);
     for _ in 0..100 {
         if sidecar.exists() {
             break;
@@ -192,8 +193,8 @@ fn interrupted_transfer_resumes(flavor: &str) {
     // Only the missing bytes crossed the network again (plus retransmissions of those).
     assert!(rec.bytes_sent - rec.bytes_retransmitted == rec.stream_bytes, "{rec:?}");
     assert_eq!(digest(&dst.join("resume.bin")), digest(&file));
-    assert!(!dst.join(".resume.bin.ccarena-ranges").exists());
-    assert!(!dst.join(".resume.bin.ccarena-part").exists());
+    assert!(!dst.join(&ranges_name).exists());
+    assert!(!dst.join(&part_name).exists());
     server.stop();
 }
 
@@ -276,7 +277,7 @@ fn names_that_escape_and_symlinks_are_refused() {
     let outside = tempdir("escape-outside");
     let file = make_file(&src, "x.bin", 10_000);
     std::os::unix::fs::symlink(outside.join("target"), dst.join("link.bin")).unwrap();
-    std::os::unix::fs::symlink(outside.join("part"), dst.join(".linkpart.bin.ccarena-part")).unwrap();
+    std::os::unix::fs::symlink(outside.join("part"), dst.join(ccarena_udp::store::partial_names("linkpart.bin").0)).unwrap();
     let server = Server::start(&dst, ReceiverOptions { force: true, ..ReceiverOptions::default() });
     for name in ["../escape.bin", "/tmp/abs.bin", "..", ".hidden", "link.bin", "linkpart.bin"] {
         let opts = SendOptions { name: Some(name.into()), ..SendOptions::default() };

@@ -9,7 +9,7 @@ from typing import Any, Optional
 
 import typer
 
-from ccarena.errors import UserError
+from ccarena.errors import UserError, printable
 from ccarena.transfer.record import human_bytes, record_json, record_table
 
 
@@ -110,8 +110,9 @@ def recv(
     """Receive files sent with 'ccarena send' into --dir, until Ctrl-C.
 
     Files are written only inside --dir, under a plain name, never over an existing file unless
-    --force. An interrupted transfer's bytes are kept (hidden .NAME.ccarena-part files) so the
-    sender's rerun resumes.
+    --force. An interrupted transfer's bytes are kept (hidden .ccarena-part-* files) so the
+    sender's rerun resumes. Peers that move no data lose their connection to new senders, and
+    partial files are capped per address and in total (docs/udp-wire.md).
 
     Examples:
 
@@ -122,7 +123,9 @@ def recv(
     from rich.console import Console
 
     engine = _engine()
-    stderr = Console(stderr=True, highlight=False, soft_wrap=True)
+    # Names and reasons come from remote peers: no rich markup (a "[link=…]" name would print a
+    # hyperlink), and non-printing characters (bidi overrides pass the name check) as escapes.
+    stderr = Console(stderr=True, highlight=False, soft_wrap=True, markup=False)
     try:
         receiver = engine.UdpReceiver(bind, str(directory), force=force)
     except engine.TransferError as err:
@@ -134,20 +137,21 @@ def recv(
         kind = ev["event"]
         if kind == "tick":
             return
+        name, reason = printable(str(ev.get("name", ""))), printable(str(ev.get("reason", "")))
         if kind == "started":
             resumed = (f", resuming with {human_bytes(ev['resumed_bytes'])} held"
                        if ev["resumed_bytes"] else "")
-            stderr.print(f"{ev['peer']}: receiving {ev['name']} "
+            stderr.print(f"{ev['peer']}: receiving {name} "
                          f"({human_bytes(ev['file_bytes'])}{resumed})")
         elif kind == "finished":
-            stderr.print(f"{ev['peer']}: {ev['name']} complete, "
+            stderr.print(f"{ev['peer']}: {name} complete, "
                          f"{human_bytes(ev['stream_bytes'])} in {ev['duration_s']:.2f} s "
                          f"({ev['goodput_bps'] / 1e6:.1f} Mbit/s), SHA-256 verified")
             if json_out:
                 print(record_json(ev), flush=True)
         elif kind == "failed":
-            stderr.print(f"{ev['peer']}: {ev['name']} not finished: {ev['reason']}")
-            failures.append(f"{ev['name']}: {ev['reason']}")
+            stderr.print(f"{ev['peer']}: {name} not finished: {reason}")
+            failures.append(f"{name}: {reason}")
 
     try:
         receiver.serve(once=once, on_event=on_event)
