@@ -16,7 +16,7 @@ from typing import Any, Callable, Optional
 
 import typer
 
-from ccarena.errors import RunFailed, UserError, printable
+from ccarena.errors import RunFailed, UserError, printable, terminal_text
 from ccarena.importers import commands as _import_commands
 from ccarena.traces.commands import gen as _trace_gen
 from ccarena.transfer.commands import recv as _recv
@@ -198,7 +198,8 @@ def run(
                                            "[default: RESULTS/<name>]."),
     results: str = typer.Option("results", "--results", help="Parent of the experiment directory."),
     jobs: Optional[int] = typer.Option(None, "--jobs", "-j", min=1,
-                                       help="Worker processes [default: all cores]."),
+                                       help="Worker processes [default: all cores; at most one "
+                                            "per core, per run and what memory holds]."),
     executor: Optional[str] = typer.Option(
         None, "--executor", help="process (a local pool), dask (--scheduler), dask-local "
                                  "(--workers) or slurm ([executor] table) [default: the scenario's "
@@ -206,7 +207,8 @@ def run(
     scheduler: Optional[str] = typer.Option(None, "--scheduler",
                                             help="Dask scheduler address, e.g. tcp://HOST:8786."),
     workers: Optional[int] = typer.Option(None, "--workers", min=1,
-                                          help="dask-local worker processes [default: --jobs, else all cores]."),
+                                          help="dask-local worker processes [default: --jobs, else all "
+                                               "cores; bounded as --jobs is]."),
     force: bool = typer.Option(False, "--force", help="Redo runs that are already complete."),
     report: bool = typer.Option(True, "--report/--no-report", help="Write report.html and figures."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bars."),
@@ -247,21 +249,24 @@ def run(
     # rich) load while the engine works (run_experiment's while_running).
     from ccarena.backends import parse_backend_names
     from ccarena.executor import run_experiment
+    from ccarena.inputs import memory_budget
     from ccarena.report.formats import parse_formats
     from ccarena.scenario import load_scenario, select_parts
     from ccarena.store.location import results_path
 
     figure_formats = parse_formats(formats)
-    loaded = load_scenario(scenario)
-    if part:
-        loaded = select_parts(loaded, part)
-    root = results_path(out) if out is not None else results_path(results) / loaded.scenario.name
-    outcome = run_experiment(loaded, root, jobs=jobs, force=force, console=stderr.get,
-                             show_progress=not quiet, backends=parse_backend_names(backend),
-                             max_memory_bytes=_memory_option(max_memory),
-                             executor=_executor_option(loaded.scenario.executor, executor,
-                                                       scheduler, workers),
-                             while_running=_load_summary_modules)
+    memory = _memory_option(max_memory)
+    with memory_budget(memory):  # trace files are read within it (a sweep's during expansion)
+        loaded = load_scenario(scenario)
+        if part:
+            loaded = select_parts(loaded, part)
+        root = results_path(out) if out is not None else results_path(results) / loaded.scenario.name
+        outcome = run_experiment(loaded, root, jobs=jobs, force=force, console=stderr.get,
+                                 show_progress=not quiet, backends=parse_backend_names(backend),
+                                 max_memory_bytes=memory,
+                                 executor=_executor_option(loaded.scenario.executor, executor,
+                                                           scheduler, workers),
+                                 while_running=_load_summary_modules)
     total = len(outcome.plans)
     done = len(outcome.completed) + len(outcome.skipped)
     _print_warnings(outcome.plans)
@@ -275,12 +280,13 @@ def run(
     if outcome.skipped:
         stderr.print(f"{len(outcome.skipped)} of {total} runs were already complete (skipped; "
                      "--force redoes them)")
-    result = Result(root, outcome)
+    result = Result(root, outcome, deep=False)  # runs skipped now: framing checked only
     # With --json, stdout carries only the JSON; the paths go to stderr.
     where = stderr if as_json else stdout
     if done:
         with _working("aggregating the runs' summaries", quiet):
             result.summary  # noqa: B018 (read once here, under the status line)
+        _print_store_warnings(result)  # runs found damaged among those already complete
         _print_summary(result, wide, as_json)
         if report:
             from ccarena.report.reuse import is_current
@@ -384,11 +390,17 @@ def report(
     from ccarena.report import write_report
     from ccarena.report.custom_plot import parse_formats
     from ccarena.results import Result
+    from ccarena.store.files import check_output_file
 
     figure_formats = parse_formats(formats)
     result = Result(directory)
+    check_output_file(output if output is not None else result.root / "report.html",
+                      "--output" if output is not None else "report")
+    result.require_runs()
+    _print_store_warnings(result)
     _print_summary(result, wide, as_json)
     path = write_report(result, output, formats=figure_formats)
+    _print_store_warnings(result)
     (stderr if as_json else stdout).print(f"report: {path}", soft_wrap=True)
 
 
@@ -430,14 +442,20 @@ def plot(
     """
     from ccarena.report import custom_plot, views
     from ccarena.results import Result
+    from ccarena.store.files import check_output_file
 
     fmts = custom_plot.parse_formats(formats)
-    result = Result(directory)
-    if not len(result.summary):
+    result = Result(directory, deep=False)  # the summary is what is drawn
+    result.require_runs()
+    summary = result.summary
+    _print_store_warnings(result)
+    if not len(summary):
         raise UserError(f"{directory}: no finished runs to plot; run the scenario first")
     chosen = [v for v in views.select(result, part) if len(v.summary)]
     if not chosen:
         raise UserError(f"{directory}: no finished runs in part '{part}' to plot; run it first")
+    if out is not None:  # a directory given as the figure's name is refused, not written beside
+        check_output_file(out, "--out", example="plot")
     drawn = []
     for view in chosen:
         try:
@@ -446,12 +464,18 @@ def plot(
             if len(chosen) == 1:
                 raise
             raise UserError(f"{err} (or plot one part with --part NAME)") from None
+    targets = []
     for view, (fig, slug) in zip(chosen, drawn):
         if out is not None:
             target = out if len(chosen) == 1 else out.with_name(f"{out.name}-{view.part}")
         else:
             prefix = f"{view.part}-" if len(chosen) > 1 or part else ""
             target = result.root / "figures" / f"plot-{prefix}{slug}"
+        for fmt in fmts:  # every file checked before any is written
+            check_output_file(target.with_suffix("." + fmt), "--out" if out is not None else "figure",
+                              example="plot")
+        targets.append(target)
+    for (fig, _), target in zip(drawn, targets):
         for written in custom_plot.save_all(fig, target, fmts):
             print(f"figure: {written}", flush=True)
 
@@ -504,7 +528,11 @@ def compare(
     from ccarena.report import plots
     from ccarena.results import Result
 
-    a, b = Result(dir_a), Result(dir_b)
+    a, b = Result(dir_a, deep=False), Result(dir_b, deep=False)  # the summaries are compared
+    for result in (a, b):
+        result.require_runs()
+        result.summary  # noqa: B018 (read here: a damaged file is said before the table)
+        _print_store_warnings(result)
     if not len(a.summary) or not len(b.summary):
         raise UserError(f"{dir_a if not len(a.summary) else dir_b}: no finished runs to compare")
     compared = []
@@ -608,9 +636,6 @@ def calibrate(
     outcome.raise_for_failures()
 
 
-QUERY_VIEWS = ("flows", "samples", "queues", "links", "regions")
-
-
 @app.command()
 @handles_errors
 def query(
@@ -619,12 +644,20 @@ def query(
     csv: bool = typer.Option(False, "--csv", help="Print CSV instead of a table."),
     part: Optional[str] = typer.Option(None, "--part", help="Views of this [[parts]] entry's runs "
                                        "only [default: every run]."),
+    unsafe_sql: bool = typer.Option(False, "--unsafe-sql", help="Allow any SQL: reading and "
+                                    "writing any file, ATTACH, extensions [default: SELECT over "
+                                    "this experiment's files only]."),
+    limit: Optional[int] = typer.Option(None, "--limit", min=1, help="Print at most N rows "
+                                        "[default: 1000 in a table (the count of the rest is "
+                                        "said), every row with --csv]."),
 ) -> None:
     """Run SQL (DuckDB) over an experiment's Parquet files.
 
     Views: summary (summary.parquet) and flows, samples, queues, links, regions (every run's file,
     with a run_id column); with --part, the part's rows and runs only (a matrix's summary then
-    has a pair column, "cubic vs reno"). Paths in the SQL are relative to DIRECTORY.
+    has a pair column, "cubic vs reno"). Paths in the SQL are relative to DIRECTORY. The SQL
+    reads only files under DIRECTORY and only SELECT (SHOW, DESCRIBE, SUMMARIZE) runs, unless
+    --unsafe-sql is given.
 
     Examples:
 
@@ -636,65 +669,103 @@ def query(
 
       ccarena query results/seed-004 "SELECT pair, avg(goodput_mean_bps) FROM summary GROUP BY pair" --part matrix
     """
+    import contextlib
+
     import duckdb
 
-    if not (directory / "experiment.json").is_file():
-        raise UserError(f"{directory}: not a ccarena results directory (no experiment.json)")
+    from ccarena.results import Result
+    from ccarena.store import query_access
+    from ccarena.store.query import fetch_rows, stream_rows
+
+    result = Result(directory, deep=False)  # experiment.json checked: one line when it cannot be
     con = duckdb.connect()
-    root = str(directory.resolve()).replace("'", "''")
-    con.execute(f"SET file_search_path = '{root}'")
-    if part is not None:
-        _part_views(con, directory, part)
-    else:
-        if (directory / "summary.parquet").is_file():
-            con.execute(f"CREATE VIEW summary AS SELECT * FROM read_parquet('{root}/summary.parquet')")
-        for view in QUERY_VIEWS:
-            if any(directory.glob(f"runs/*/{view}.parquet")):
-                con.execute(f"CREATE VIEW {view} AS SELECT * FROM "
-                            f"read_parquet('{root}/runs/*/{view}.parquet', union_by_name = true)")
+    if unsafe_sql:
+        # Confined, relative paths are resolved by working in the directory (query_access.inside),
+        # which also works where the search path does not: a name holding ',' or '\'.
+        con.execute("SET file_search_path = ?", [str(directory.resolve())])
+    con.execute("SET enable_progress_bar = false")  # a long query's bar would go into the CSV
+    _query_views(con, result, part)
+    _print_store_warnings(result)
+    if not unsafe_sql:
+        query_access.confine(con, directory)
     try:
-        cursor = con.execute(sql)
-        columns = [d[0] for d in cursor.description] if cursor.description else []
-        rows = cursor.fetchall() if columns else []
+        with contextlib.nullcontext() if unsafe_sql else query_access.inside(directory):
+            if not unsafe_sql:
+                query_access.check_statements(con, sql)
+            if csv:  # streamed batch by batch: any number of rows in bounded memory
+                columns, batches = stream_rows(con, sql, limit)
+                _write_csv(columns, batches)
+                return
+            found = fetch_rows(con, sql, limit or QUERY_TABLE_ROWS)
     except duckdb.Error as err:
-        raise UserError(f"query: {str(err).splitlines()[0]}") from None
+        denied = None if unsafe_sql else query_access.refusal(err)
+        raise UserError(denied or f"query: {(str(err).splitlines() or [type(err).__name__])[0]}") from None
     from rich.table import Table
 
-    if csv:
-        import csv as csv_module
-
-        writer = csv_module.writer(sys.stdout)
-        writer.writerow(columns)
-        writer.writerows(rows)
-        return
     table = Table()
-    for c in columns:
-        table.add_column(c)
-    for row in rows:
-        table.add_row(*["" if v is None else (f"{v:.6g}" if isinstance(v, float) else str(v)) for v in row])
+    for c in found.columns:
+        table.add_column(terminal_text(c))
+    for row in found.rows:
+        table.add_row(*["" if v is None else (f"{v:.6g}" if isinstance(v, float) else terminal_text(v))
+                        for v in row])
     stdout.print(table)
+    if found.more != 0:
+        more = "more rows" if found.more is None else f"{found.more:,} more " + (
+            "row" if found.more == 1 else "rows")
+        stdout.print(f"the first {len(found.rows):,} rows shown; {more} not shown (--limit N "
+                     "shows more, --csv prints every row)", soft_wrap=True, markup=False,
+                     highlight=False)
 
 
-def _part_views(con: Any, directory: Path, part: str) -> None:
-    """The query views of one part (``query --part``): ``summary`` as the part's
-    :class:`ccarena.report.views.View` (its rows and swept columns, ``pair`` for a matrix) and
-    the per-run views over the part's complete runs only.
+QUERY_TABLE_ROWS = 1000
+"""Rows ``ccarena query`` prints in a table unless ``--limit`` says otherwise."""
+
+
+def _write_csv(columns: list[str], batches: Any) -> None:
+    """``columns`` and the rows of ``batches`` as CSV on stdout. Text read from the files keeps
+    its content but never reaches the terminal as control characters (an escape sequence in a
+    flavor name would retitle or clear it)."""
+    import csv as csv_module
+
+    writer = csv_module.writer(sys.stdout)
+    writer.writerow([printable(c, keep="\n\t") for c in columns])
+    for rows in batches:
+        writer.writerows([printable(v, keep="\n\t") if isinstance(v, str) else v for v in row]
+                         for row in rows)
+
+
+def _print_store_warnings(result: Any) -> None:
+    """A ``warning: …`` line on stderr for each stored file found damaged since the last call (a
+    run left out, a summary built again: :attr:`ccarena.results.Result.warnings`)."""
+    sys.stdout.flush()
+    for line in result.pop_warnings():
+        print(f"warning: {printable(line)}", file=sys.stderr, flush=True)
+
+
+def _query_views(con: Any, result: Any, part: str | None) -> None:
+    """The query views (:func:`ccarena.store.query.create_views`) over the experiment's readable
+    runs (damaged ones left out): ``summary`` is summary.parquet, or the summary without the
+    runs left out (built again when summary.parquet itself is damaged). With ``part``
+    (``query --part``), ``summary`` is the part's :class:`ccarena.report.views.View` (its rows
+    and swept columns, ``pair`` for a matrix) and the per-run views cover the part's runs only.
 
     Raises:
-        UserError: no such part (the message lists the parts)."""
-    from ccarena.report import views
-    from ccarena.results import Result
+        UserError: no such part (the message lists the parts); every run is damaged."""
+    from ccarena.store.query import create_views
+    from ccarena.store.verify import parquet_problem
 
-    [view] = views.select(Result(directory), part)
-    con.register("part_summary", view.summary)
-    con.execute("CREATE VIEW summary AS SELECT * FROM part_summary")
-    for name in QUERY_VIEWS:
-        files = [str(directory.resolve() / "runs" / run / f"{name}.parquet") for run in view.run_ids]
-        files = [f.replace("'", "''") for f in files if Path(f).is_file()]
-        if files:
-            listed = ", ".join(f"'{f}'" for f in files)
-            con.execute(f"CREATE VIEW {name} AS SELECT * FROM "
-                        f"read_parquet([{listed}], union_by_name = true)")
+    result.require_runs()
+    if part is not None:
+        from ccarena.report import views
+
+        [view] = views.select(result, part)
+        create_views(con, result.store, view.run_ids, view.summary)
+        return
+    run_ids = result.run_ids
+    stored = result.root / "summary.parquet"
+    whole = not result.damaged and parquet_problem(stored, "summary") is None
+    summary = None if whole or not stored.exists() else result.summary
+    create_views(con, result.store, run_ids, summary)
 
 
 @app.command()
@@ -755,11 +826,14 @@ def validate(
     """
     from ccarena.experiment import expand
     from ccarena.experiment.budget import check_budget
+    from ccarena.inputs import memory_budget
     from ccarena.scenario import load_scenario
 
-    loaded = load_scenario(scenario)
-    plans = expand(loaded)
-    check_budget(plans, _memory_option(max_memory))
+    memory = _memory_option(max_memory)
+    with memory_budget(memory):  # trace files are read within it (a sweep's during expansion)
+        loaded = load_scenario(scenario)
+        plans = expand(loaded)
+    check_budget(plans, memory)
     s = loaded.scenario
     if len(loaded.parts) > 1 or loaded.parts[0].name:
         counts = {p.name: sum(1 for plan in plans if plan.part == p.name) for p in loaded.parts}
@@ -860,6 +934,7 @@ def main() -> None:
     """Entry point for ``python -m ccarena`` and the ``ccarena`` script; the process ends through
     :func:`exit_now` (an uncaught exception — a bug — ends it the usual way, with its traceback)."""
     _install_signal_handlers()
+    _printable_warnings()
     try:
         try:
             app()
@@ -868,6 +943,19 @@ def main() -> None:
             sys.exit(_interrupted_status())
     except SystemExit as done:
         exit_now(done.code)
+
+
+def _printable_warnings() -> None:
+    """Print warnings with control characters shown as escapes: a library's warning may quote
+    text read from a file (matplotlib names the glyph it cannot draw, an ESC of a flavor name)."""
+    import warnings
+
+    plain = warnings.formatwarning
+
+    def formatted(message: Any, category: Any, filename: str, lineno: int, line: str | None = None) -> str:
+        return plain(printable(str(message)), category, filename, lineno, line)
+
+    warnings.formatwarning = formatted
 
 
 def exit_now(code: object) -> None:

@@ -140,7 +140,22 @@ class WorkerDied(RunFailed):
         self.exitcode = exitcode
 
 
-def printable(text: str) -> str:
+def printable(text: str, keep: str = "") -> str:
     """``text`` with control characters (a NUL, an escape sequence) shown as escapes, so an error
-    quoting the user's input stays one readable line and cannot drive the terminal."""
-    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+    quoting the user's input stays one readable line and cannot drive the terminal. Characters in
+    ``keep`` (``"\\n\\t"`` for a CSV field, which quotes them) are left as they are."""
+    return "".join(c if c.isprintable() or c in keep else repr(c)[1:-1] for c in text)
+
+
+def terminal_text(value: object) -> str:
+    """``str(value)`` safe for a rich table cell, column heading or title: control characters
+    shown as escapes (:func:`printable`) and rich markup escaped (``[/x]`` shown as is).
+
+    Text read from a file — a flavor or flow name in an imported iperf3 JSON, a column of a
+    stored Parquet file — can then neither drive the terminal (retitle it with ``ESC ] 0;``,
+    clear it with ``ESC [ 2J``), nor style itself or become a hyperlink through rich markup, nor
+    end the command with rich's ``MarkupError``. Apply it once per string: escaping twice would
+    show the escapes."""
+    from rich.markup import escape
+
+    return escape(printable(str(value)))

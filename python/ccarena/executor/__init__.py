@@ -29,6 +29,7 @@ from ccarena.executor.run import (
     run_record,
     software_versions,
 )
+from ccarena.executor.sizing import MachineLimit, machine_limit, size_workers
 from ccarena.experiment import RunPlan, apply_backends, expand
 from ccarena.experiment.budget import check_budget
 from ccarena.runspec import TCP_DEFAULTS, UDP_DEFAULTS
@@ -154,7 +155,9 @@ def run_experiment(loaded: LoadedScenario, root: str | Path, *, jobs: int | None
         loaded: the validated scenario.
         root: the experiment directory (created if needed; nothing is written before the
             scenario and the directory have been checked).
-        jobs: worker processes (default: all cores); 1 runs in this process.
+        jobs: worker processes (default: all cores); 1 runs in this process. At most one per
+            core, per run, and as many as the available memory holds
+            (:mod:`ccarena.executor.sizing`); a larger count is lowered with one line.
         force: redo runs already complete (and drop stored runs no longer in the experiment).
         console: where progress goes (default: stderr), or a function returning it.
         show_progress: draw progress bars.
@@ -183,6 +186,7 @@ def run_experiment(loaded: LoadedScenario, root: str | Path, *, jobs: int | None
     realtime = _check_backends(plans)
     executor = executor or loaded.scenario.executor
     check_executor(executor)
+    limit = machine_limit(p for p in plans if p.backend not in realtime)
     root = Path(root)
     check_tree(root)
     if root.exists() and not root.is_dir():
@@ -197,14 +201,14 @@ def run_experiment(loaded: LoadedScenario, root: str | Path, *, jobs: int | None
     # takes the directory's lock, writes experiment.json and loads what storing a run needs. It
     # only computes until then: if the lock is refused, or another writer completed the run
     # meanwhile, it is stopped and nothing of it is written.
-    started = _start_first(plans, store, realtime, executor, jobs=jobs, force=force,
+    started = _start_first(plans, store, realtime, executor, limit, jobs=jobs, force=force,
                            name=loaded.scenario.name)
     try:
         with experiment_lock(root):
             return _run_locked(loaded, plans, realtime, store, jobs=jobs, force=force,
                                console=console, show_progress=show_progress,
                                executor=executor, max_memory_bytes=max_memory_bytes,
-                               while_running=while_running, started=started)
+                               while_running=while_running, started=started, limit=limit)
     except KeyboardInterrupt:  # Ctrl-C or SIGTERM while the lock was being taken
         return ExperimentOutcome(root=root, plans=plans, interrupted=True)
     finally:
@@ -226,21 +230,13 @@ def _split(plans: list[RunPlan], store: ExperimentStore, realtime: set[str],
     return skipped, pending, in_real_time
 
 
-def _jobs(jobs: int | None, pending: list[RunPlan]) -> int:
-    """Worker processes for ``pending``: ``jobs`` (default all cores), at most one per run.
-    (The process pool's workers start whatever this program's ``__main__`` is: a script without
-    the ``__main__`` guard, one read from standard input, a notebook;
-    :mod:`ccarena.executor.process_pool`.)"""
-    return max(1, min(jobs or os.cpu_count() or 1, len(pending) or 1))
-
-
 def _start_first(plans: list[RunPlan], store: ExperimentStore, realtime: set[str],
-                 executor: ExecutorOptions, *, jobs: int | None, force: bool,
+                 executor: ExecutorOptions, limit: MachineLimit, *, jobs: int | None, force: bool,
                  name: str) -> dict[str, Any]:
     """When the runs execute in this process, start the first in the background
     (:func:`ccarena.executor.local.start_here`): ``{run_id: started}``, else empty."""
     _, pending, _ = _split(plans, store, realtime, force)
-    if not pending or executor.kind != "process" or _jobs(jobs, pending) != 1:
+    if not pending or executor.kind != "process" or limit.workers(jobs, len(pending)) != 1:
         return {}
     early = start_here(pending[0], name)
     return {pending[0].run_id: early} if early is not None else {}
@@ -251,15 +247,17 @@ def _run_locked(loaded: LoadedScenario, plans: list[RunPlan], realtime: set[str]
                 console: ConsoleOrFactory | None, show_progress: bool,
                 executor: ExecutorOptions, max_memory_bytes: int | None,
                 while_running: Callable[[], None] | None = None,
-                started: dict[str, Any] | None = None) -> ExperimentOutcome:
+                started: dict[str, Any] | None = None,
+                limit: MachineLimit | None = None) -> ExperimentOutcome:
     """:func:`run_experiment` once the directory is checked and locked; ``started``: runs
-    :func:`_start_first` started (stopped here if they are no longer to be run)."""
+    :func:`_start_first` started (stopped here if they are no longer to be run); ``limit``:
+    what this machine allows the workers (default: measured now)."""
     root = store.root
     outcome = ExperimentOutcome(root=root, plans=plans)
     outcome.skipped, pending, in_real_time = _split(plans, store, realtime, force)
-    if executor.kind == "dask-local" and executor.workers is None and jobs is not None:
-        executor = executor.model_copy(update={"workers": jobs})
-    jobs = _jobs(jobs, pending)
+    limit = limit if limit is not None else machine_limit(pending)
+    jobs, executor, notes = size_workers(executor, loaded.scenario.executor, jobs, len(pending),
+                                         limit)
     name = loaded.scenario.name
     started = started if started is not None else {}
     for run_id in [r for r in started if not pending or r != pending[0].run_id]:
@@ -283,6 +281,9 @@ def _run_locked(loaded: LoadedScenario, plans: list[RunPlan], realtime: set[str]
         # other error: run_experiment stops the started run.)
         outcome.interrupted = True
     console = _console(console) if not outcome.interrupted else None
+    if console is not None and pending:
+        for line in notes:
+            console.print(line, markup=False, highlight=False, soft_wrap=True)
     summary_error: StoreError | None = None
     try:
         if outcome.interrupted:

@@ -82,11 +82,17 @@ def _run_tasks(pending: list[RunPlan], store: ExperimentStore, name: str, outcom
                console: Console, show: bool, total: int, options: ExecutorOptions, *,
                replace: bool, max_memory_bytes: int | None) -> None:
     """:func:`run_dask` until it ends or is interrupted (the cluster closed either way)."""
-    from distributed import as_completed
-    from distributed.client import FutureCancelledError
-    from distributed.scheduler import KilledWorker
-
+    # dask_client says in one line when the [dask] extra is missing: nothing of it before.
     with dask_client(options, min(default_worker_count(), len(pending))) as (client, where):
+        from distributed import as_completed
+        from distributed.client import FutureCancelledError
+        from distributed.scheduler import KilledWorker
+
+        if options.kind == "dask" and not client.scheduler_info().get("workers"):
+            # Not an error (workers may be on their way), but a bar at 0 says nothing of why.
+            console.print(f"{where} has no workers yet: the runs start when one joins (`dask "
+                          f"worker {options.scheduler}`)", markup=False, highlight=False,
+                          soft_wrap=True)
         records = {plan.run_id: run_record(plan, name) for plan in pending}
         # Keys unique to this invocation: another experiment on the same scheduler never shares them.
         token = uuid.uuid4().hex[:12]

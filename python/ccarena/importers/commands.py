@@ -11,11 +11,30 @@ from typing import Any, Callable, List, Optional
 import typer
 
 from ccarena.errors import UserError
+from ccarena.importers.files import MEMORY_PER_FILE_BYTE
+
+
+def _memory(text: Optional[str]) -> Optional[int]:
+    """``--max-memory`` in bytes (None when not given).
+
+    Raises:
+        UserError: not a size such as ``8GB``.
+    """
+    if text is None:
+        return None
+    from ccarena.units import UnitError, parse_size_bytes
+
+    try:
+        return parse_size_bytes(text)
+    except UnitError as err:
+        raise UserError(f"--max-memory: {err}") from None
 
 
 def _run(tool: str, parse: Callable[[Path], Any], files: List[Path], name: Optional[str],
-         out: Optional[Path], results: Path, about: Callable[[Any], str]) -> None:
+         out: Optional[Path], results: Path, about: Callable[[Any], str],
+         max_memory: Optional[str]) -> None:
     from ccarena.errors import printable
+    from ccarena.inputs import memory_budget
     from ccarena.importers.writer import import_files
 
     if name is None:
@@ -25,7 +44,8 @@ def _run(tool: str, parse: Callable[[Path], Any], files: List[Path], name: Optio
     if not name.strip() or "/" in name or name in (".", ".."):
         raise UserError(f"--name: '{name}' cannot name an experiment directory; give a plain name")
     root = out if out is not None else results / name
-    outcome = import_files(tool, parse, files, root, name, about)
+    with memory_budget(_memory(max_memory)):
+        outcome = import_files(tool, parse, files, root, name, about)
     if outcome.written:
         print(f"imported {len(outcome.written)} of {len(files)} {tool} file(s) into {root} "
               f"({outcome.total_runs} runs there)", flush=True)
@@ -46,6 +66,9 @@ def iperf3(
     out: Optional[Path] = typer.Option(None, "--out", "-o",
                                        help="Experiment directory [default: RESULTS/<name>]."),
     results: Path = typer.Option(Path("results"), "--results", help="Parent of the experiment directory."),
+    max_memory: Optional[str] = typer.Option(
+        None, "--max-memory", help="Memory an import may use, e.g. 8GB; a file may be "
+                                   f"1/{MEMORY_PER_FILE_BYTE} of it [default: half this machine's memory]."),
 ) -> None:
     """Import iperf3 --json results (TCP or UDP, -P N, -R, --bidir) as an experiment: one run per
     file, one flow per stream, a sample per interval; then report, query, plot or compare it.
@@ -64,7 +87,7 @@ def iperf3(
     """
     from ccarena.importers import iperf3 as parser
 
-    _run("iperf3", parser.parse, files, name, out, results, parser.about)
+    _run("iperf3", parser.parse, files, name, out, results, parser.about, max_memory)
 
 
 def flent(
@@ -75,6 +98,9 @@ def flent(
     out: Optional[Path] = typer.Option(None, "--out", "-o",
                                        help="Experiment directory [default: RESULTS/<name>]."),
     results: Path = typer.Option(Path("results"), "--results", help="Parent of the experiment directory."),
+    max_memory: Optional[str] = typer.Option(
+        None, "--max-memory", help="Memory an import may use, e.g. 8GB; a file may be "
+                                   f"1/{MEMORY_PER_FILE_BYTE} of it [default: half this machine's memory]."),
 ) -> None:
     """Import Flent data files as an experiment: one run per file, a flow per throughput series
     (goodput samples) and per ping series (RTT samples).
@@ -85,4 +111,4 @@ def flent(
     """
     from ccarena.importers import flent as parser
 
-    _run("flent", parser.parse, files, name, out, results, parser.about)
+    _run("flent", parser.parse, files, name, out, results, parser.about, max_memory)

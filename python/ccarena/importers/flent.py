@@ -21,14 +21,16 @@ where the series name says so.
 
 from __future__ import annotations
 
+import json
 import math
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from ccarena.importers.files import gunzip, parse_json, read_bytes
+from ccarena.importers.files import read_json
 from ccarena.importers.model import ImportedFlow, ImportedRun, ImportProblem
+from ccarena.importers.shape import NUMBER, Arr, Map, check, key_path, nullable
 
 FORMAT_VERSION = 3
 """The newest Flent data file format version this reader knows."""
@@ -38,17 +40,21 @@ RATE_UNITS = {"bits/s": 1.0, "kbits/s": 1e3, "mbits/s": 1e6, "gbits/s": 1e9}
 
 AGGREGATE_SUFFIXES = (" sum", " avg", " totals", " total")
 
+_VALUES = Arr(nullable(NUMBER))
+"""``x_values`` and each series of ``results``: numbers, null where there is none (the metadata
+and raw values are read leniently: a value of another kind there is left out)."""
+
 
 def load(path: Path) -> tuple[dict[str, Any], str]:
     """The Flent document of ``path`` (gzip'd JSON, or plain JSON) and the file's SHA-256.
 
     Raises:
-        ImportProblem: unreadable, truncated or corrupt gzip, bad JSON, iperf3 output, a newer
-            format, or a document without ``x_values``/``results``.
+        ImportProblem: unreadable or too large, truncated or corrupt gzip or a gzip bomb
+            (:mod:`ccarena.importers.files`), bad JSON, iperf3 output, a newer format, a
+            document without ``x_values``/``results``, or values that are not numbers (naming
+            the key path).
     """
-    data, sha = read_bytes(path)
-    text = gunzip(data) if data[:2] == b"\x1f\x8b" or path.name.endswith(".gz") else data
-    doc = parse_json(text)
+    doc, sha = read_json(path)
     if not isinstance(doc, dict):
         raise ImportProblem("is not a Flent data file (the top level is not a JSON object)")
     if "intervals" in doc and "start" in doc and "end" in doc:
@@ -59,19 +65,24 @@ def load(path: Path) -> tuple[dict[str, Any], str]:
     if missing:
         raise ImportProblem("is not a Flent data file (no " + ", ".join(repr(k) for k in missing) + ")")
     version = doc.get("version", 1)
-    if not isinstance(version, int) or version > FORMAT_VERSION:
-        raise ImportProblem(f"has Flent data format version {version!r}; this reader knows "
+    if not isinstance(version, int) or isinstance(version, bool):
+        raise ImportProblem(f"version: expected a whole number (Flent's data format version, 1 to "
+                            f"{FORMAT_VERSION}), got {'a string' if isinstance(version, str) else 'another value'}")
+    if version > FORMAT_VERSION:
+        raise ImportProblem(f"has Flent data format version {version}; this reader knows "
                             f"versions 1 to {FORMAT_VERSION}")
     x, results = doc["x_values"], doc["results"]
     if not isinstance(x, list) or not isinstance(results, dict) or not isinstance(doc["metadata"], dict):
         raise ImportProblem("is not a Flent data file (x_values must be a list, results and "
                             "metadata objects)")
+    check(x, _VALUES, "x_values")
+    check(results, Map(_VALUES), "results")
     if not x:
         raise ImportProblem("has no data points (x_values is empty)")
     for series, values in results.items():
-        if not isinstance(values, list) or len(values) != len(x):
-            raise ImportProblem(f"series '{series}' has {len(values) if isinstance(values, list) else 'no'} "
-                                f"values for {len(x)} x values")
+        if len(values) != len(x):
+            raise ImportProblem(f"{key_path('results', series)} has {len(values)} values for "
+                                f"{len(x)} x values")
     return doc, sha
 
 
@@ -96,7 +107,14 @@ def _direction(name: str) -> str | None:
 
 
 def _number(v: Any) -> float | None:
-    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) else None
+    """``v`` as a finite float, else None (also for an int beyond a float's range)."""
+    if not isinstance(v, (int, float)) or isinstance(v, bool):
+        return None
+    try:
+        value = float(v)
+    except OverflowError:
+        return None
+    return value if math.isfinite(value) else None
 
 
 def parse(path: Path) -> ImportedRun:
@@ -128,8 +146,10 @@ def parse(path: Path) -> ImportedRun:
         else:
             skipped.append(name)
     if not flows:
+        names = [json.dumps(name[:40]) for name in list(doc["results"])[:5]]  # the file's text, escaped
+        more = f" and {len(doc['results']) - 5} more" if len(doc["results"]) > 5 else ""
         raise ImportProblem("has no throughput or ping series to import (series: "
-                            + ", ".join(doc["results"]) + ")")
+                            + (", ".join(names) or "none") + more + ")")
     steps = np.diff([t for t in x if t is not None])
     interval = _number(meta.get("STEP_SIZE")) or (float(np.median(steps)) if len(steps) else 1.0)
     info = {"tool": "flent", "version": meta.get("FLENT_VERSION"), "format_version": doc.get("version", 1),

@@ -49,8 +49,36 @@ from typing import Any
 
 from ccarena.analysis import metrics
 from ccarena.importers.align import align
-from ccarena.importers.files import GZIP_MAGIC, parse_json, read_bytes
+from ccarena.importers.files import read_json
 from ccarena.importers.model import ImportedFlow, ImportedRun, ImportProblem
+from ccarena.importers.shape import FLAG, INTEGER, NUMBER, STRING, Arr, Obj, check
+
+# The shape of what the parser reads (:mod:`ccarena.importers.shape`); keys it does not read are
+# not checked. Field names as iperf 3.12 writes them (src/iperf_api.c).
+_STREAM = Obj({"socket": INTEGER, "sender": FLAG, "omitted": FLAG, **{k: NUMBER for k in (
+    "start", "end", "seconds", "bytes", "bits_per_second", "retransmits", "snd_cwnd", "rtt",
+    "rttvar", "jitter_ms", "packets", "lost_packets")}}, required=("socket",))
+_INTERVAL = Obj({"streams": Arr(_STREAM)}, required=("streams",))
+_END_RECORD = Obj({"socket": INTEGER, **{k: NUMBER for k in (
+    "start", "end", "seconds", "bytes", "bits_per_second", "retransmits", "min_rtt", "mean_rtt",
+    "jitter_ms", "packets", "lost_packets")}})
+_END_STREAMS = Arr(Obj({"sender": _END_RECORD, "receiver": _END_RECORD, "udp": _END_RECORD}))
+_SUM = Obj({"bytes": NUMBER, "seconds": NUMBER})
+_DOCUMENT = Obj({
+    "start": Obj({
+        "version": STRING, "system_info": STRING, "tcp_mss": NUMBER, "tcp_mss_default": NUMBER,
+        "timestamp": Obj({"time": STRING}), "connecting_to": Obj({"host": STRING, "port": NUMBER}),
+        "accepted_connection": Obj({}),
+        "test_start": Obj({"protocol": STRING, "num_streams": NUMBER, "blksize": NUMBER,
+                           "duration": NUMBER, "reverse": FLAG, "bidir": FLAG}),
+    }),
+    "intervals": Arr(_INTERVAL),
+    "end": Obj({"streams": _END_STREAMS, "sum_received": _SUM, "sum_received_bidir_reverse": _SUM,
+                "sender_tcp_congestion": STRING, "receiver_tcp_congestion": STRING}),
+    "server_output_text": STRING,
+}, required=("start", "intervals", "end"))
+_SERVER_OUTPUT = Obj({"intervals": Arr(_INTERVAL), "end": Obj({"streams": _END_STREAMS})})
+"""``server_output_json``: checked on its own, as a bad one is left out with a warning."""
 
 
 def _num(record: dict[str, Any], key: str, scale: float = 1.0) -> float | None:
@@ -73,18 +101,16 @@ def load(path: Path) -> tuple[dict[str, Any], str]:
     file's SHA-256.
 
     Raises:
-        ImportProblem: unreadable, gzip'd, not JSON or truncated, iperf3's own ``error``, another
-            kind of file, or no intervals.
+        ImportProblem: unreadable or too large (:mod:`ccarena.importers.files`), gzip'd, not
+            JSON or truncated, iperf3's own ``error``, another kind of file, a record of the
+            wrong shape (naming its key path), or no intervals.
     """
-    data, sha = read_bytes(path)
-    if data.startswith(GZIP_MAGIC):
-        raise ImportProblem("is gzip-compressed, not iperf3 --json output (a Flent file? use "
-                            "`ccarena import flent`)")
-    doc = parse_json(data)
+    doc, sha = read_json(path, gzip_refused="is gzip-compressed, not iperf3 --json output (a "
+                                            "Flent file? use `ccarena import flent`)")
     if not isinstance(doc, dict):
         raise ImportProblem("is not iperf3 --json output (the top level is not a JSON object)")
     if "error" in doc:
-        message = " ".join(str(doc["error"]).split())
+        message = " ".join(str(doc["error"])[:300].split())
         raise ImportProblem(f"iperf3 reported an error instead of a result: {message}")
     if "x_values" in doc and "results" in doc:
         raise ImportProblem("is a Flent data file, not iperf3 output; use `ccarena import flent`")
@@ -92,10 +118,11 @@ def load(path: Path) -> tuple[dict[str, Any], str]:
     if missing:
         raise ImportProblem("is not iperf3 --json output (no " + ", ".join(repr(k) for k in missing)
                             + " record)")
-    if not isinstance(doc["intervals"], list) or not doc["intervals"]:
+    check(doc, _DOCUMENT)
+    if not doc["intervals"]:
         raise ImportProblem("has no intervals (iperf3 ran with -i 0, or stopped before its first "
                             "report): run iperf3 with -i 1 or shorter")
-    if not isinstance(doc["end"], dict) or not doc["end"].get("streams"):
+    if not doc["end"].get("streams"):
         raise ImportProblem("has no end record of its streams (the test did not finish)")
     return doc, sha
 
@@ -182,6 +209,7 @@ def _peer(doc: dict[str, Any], views: dict[int, tuple[bool, list[dict[str, Any]]
             return {}, "ignored: the server's output is text", _NO_PEER["text"]
         return {}, "absent", _NO_PEER["absent"]
     try:
+        check(peer, _SERVER_OUTPUT, "server_output_json")
         peer_views = _views(peer.get("intervals") or [])
     except ImportProblem as err:
         return {}, f"ignored: {err}", f"the server's output in the file was not used ({err})"

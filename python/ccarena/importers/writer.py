@@ -10,8 +10,9 @@ others are written, and the runs already in the directory stay.
 
 from __future__ import annotations
 
+import itertools
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -147,21 +148,33 @@ def import_files(tool: str, parse: Callable[[Path], ImportedRun], paths: Sequenc
             what = f"{was} measurements" if was else "a simulated experiment"
             raise UserError(f"{root}: holds {what}; import {tool} files into another directory (-o)")
     outcome = ImportOutcome(root)
-    parsed: list[ImportedRun] = []
-    for path in paths:
-        try:
-            parsed.append(parse(Path(path)))
-        except ImportProblem as err:
-            outcome.problems.append(f"{path}: {err}")
-    if not parsed:
-        return outcome
+
+    def parsed_runs() -> Iterator[ImportedRun]:
+        # One file parsed at a time, each written before the next is read: an import of many
+        # files holds one file's run, within the memory budget (importers.files.limit_bytes).
+        for path in paths:
+            try:
+                yield parse(Path(path))
+            except ImportProblem as err:
+                outcome.problems.append(f"{path}: {err}")
+
+    pending = parsed_runs()
+    head = list(itertools.islice(pending, 1))
+    if not head:
+        return outcome  # nothing to write: the directory is not created
+
+    def each_run() -> Iterator[ImportedRun]:
+        while head:
+            yield head.pop()  # not kept here once written
+        yield from pending
+
     runs = list(existing["runs"]) if existing else []
     files = list(existing["imported"]["files"]) if existing else []
     position = {r["run_id"]: i for i, r in enumerate(runs)}
     try:
         root.mkdir(parents=True, exist_ok=True)
         with experiment_lock(root):
-            for run in parsed:
+            for run in each_run():
                 run_id = run_id_for(run)
                 repeat = position.get(run_id, len(runs))
                 tables, summary = run_tables(run, run_id)
@@ -179,6 +192,7 @@ def import_files(tool: str, parse: Callable[[Path], ImportedRun], paths: Sequenc
                     runs.append(entry)
                     files.append(file_entry)
                 outcome.written[run_id] = run.path
+                del run, tables, summary  # before the next file is parsed
             description = f"{tool} measurements imported from {len(runs)} file(s)"
             store.write_experiment(_experiment(name, tool, runs, files, description))
             store.write_summary(_summary(store, [r["run_id"] for r in runs]))

@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ccarena.errors import UserError
+from ccarena.errors import UserError, terminal_text
 from ccarena.report import views
 from ccarena.report.answer import answer_table, point_keys
 from ccarena.report.tables import COLUMNS
@@ -133,8 +133,9 @@ def terminal_table(merged: pd.DataFrame, keys: list[str], name_a: str, name_b: s
     names = short_names([k for k in keys if k not in ("flavor", views.PAIR)])
     metrics = compared_metrics(merged)
     records = merged.to_dict("records")
-    title = (f"compare{f' part {part!r}' if part else ''}: A = {name_a}, B = {name_b} "
-             "(B − A ± 95% CI)")
+    # Keys (flavors, pairs, swept values) and names come from stored files: shown, never obeyed.
+    title = terminal_text(f"compare{f' part {part!r}' if part else ''}: A = {name_a}, B = {name_b} "
+                          "(B − A ± 95% CI)")
 
     def new_table() -> Table:
         return Table(title=title, box=box.SIMPLE_HEAD, title_justify="left", pad_edge=False,
@@ -142,7 +143,7 @@ def terminal_table(merged: pd.DataFrame, keys: list[str], name_a: str, name_b: s
 
     def key_columns(table: Table) -> None:
         for k in keys:
-            table.add_column(names.get(k, k), no_wrap=True)
+            table.add_column(terminal_text(names.get(k, k)), no_wrap=True)
 
     def metric_columns(table: Table) -> None:
         table.add_column("metric", no_wrap=True)
@@ -160,7 +161,7 @@ def terminal_table(merged: pd.DataFrame, keys: list[str], name_a: str, name_b: s
     for m in metrics:
         table.add_column(COLUMNS[m][0], justify="right", no_wrap=True)
     for rec in records:
-        table.add_row(*[str(rec[k]) for k in keys],
+        table.add_row(*[terminal_text(rec[k]) for k in keys],
                       *[_bold_if(_a_to_b(rec, m) + _delta(rec, m, " ({})"), rec, m) for m in metrics])
     if wide or width is None or table_width(table) <= width:
         return table
@@ -169,7 +170,7 @@ def terminal_table(merged: pd.DataFrame, keys: list[str], name_a: str, name_b: s
     metric_columns(table)
     for rec in records:
         for i, m in enumerate(metrics):
-            keys_shown = [str(rec[k]) if i == 0 else "" for k in keys]
+            keys_shown = [terminal_text(rec[k]) if i == 0 else "" for k in keys]
             table.add_row(*keys_shown, *metric_cells(rec, m), end_section=i == len(metrics) - 1)
     if table_width(table) <= width:
         return table
@@ -177,7 +178,7 @@ def terminal_table(merged: pd.DataFrame, keys: list[str], name_a: str, name_b: s
     table.add_column("point", no_wrap=True)
     metric_columns(table)
     for rec in records:
-        lines = [_key_text(k, rec[k], names) for k in keys]
+        lines = [terminal_text(_key_text(k, rec[k], names)) for k in keys]
         n = max(len(lines), len(metrics))
         for i in range(n):
             cells = metric_cells(rec, metrics[i]) if i < len(metrics) else ["", "", "", ""]

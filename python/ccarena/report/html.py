@@ -114,6 +114,9 @@ def render_html(result: Any, sections: list[Section]) -> str:
         updated=experiment.get("updated", ""),
         n_runs=len(result.run_ids),
         n_planned=len(experiment.get("runs", [])),
+        # Runs whose stored files cannot be read (ccarena.results.Result.damaged).
+        left_out=[(run_id, err.path.name, err.why)
+                  for run_id, err in getattr(result, "damaged", {}).items()],
         software=experiment.get("software", {}),
         scenario_text=scenario_text,
         defaults=json.dumps(experiment.get("defaults", {}), indent=2),

@@ -21,6 +21,7 @@ from rich.table import Table
 
 from ccarena import units
 from ccarena.analysis import metrics
+from ccarena.errors import printable, terminal_text
 from ccarena.report.tables import (
     COLUMNS,
     cell,
@@ -66,8 +67,9 @@ def short_names(params: list[str]) -> dict[str, str]:
 
 
 def _table(title: str, caption: str | None = None) -> Table:
-    return Table(title=title, caption=caption, box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False,
-                 padding=(0, 1), title_justify="left", caption_justify="left")
+    # Titles hold the experiment's and the parts' names, read from experiment.json.
+    return Table(title=terminal_text(title), caption=caption, box=box.SIMPLE_HEAD, pad_edge=False,
+                 show_edge=False, padding=(0, 1), title_justify="left", caption_justify="left")
 
 
 def table_width(table: Table) -> int:
@@ -126,11 +128,11 @@ def terminal_table(summary: pd.DataFrame, params: list[str], title: str,
             note = f"mean ± 95% CI over {n} repeats"
             table = _table(title, f"{note}; {caption}" if caption else note)
             for k in (*params, *labels):
-                table.add_column({"name": "flow"}.get(k, names.get(k, k)), no_wrap=True)
+                table.add_column(terminal_text({"name": "flow"}.get(k, names.get(k, k))), no_wrap=True)
             for c in shown:
                 table.add_column(SHORT_HEADINGS.get(c, COLUMNS[c][0]), justify="right", no_wrap=True)
             for rec in aggregated.to_dict("records"):
-                cells = [cell(k, rec.get(k), None).text for k in (*params, *labels)]
+                cells = [terminal_text(cell(k, rec.get(k), None).text) for k in (*params, *labels)]
                 cells += [mean_ci_text(COLUMNS[c][1], float(rec[c]), float(rec[f"{c}_ci95"]))
                           for c in shown]
                 table.add_row(*cells)
@@ -142,11 +144,13 @@ def terminal_table(summary: pd.DataFrame, params: list[str], title: str,
     def build_runs(shown: list[str], caption: str | None) -> Table:
         table = _table(title, caption)
         for k in keys:
-            table.add_column({"run_id": "run", "name": "flow"}.get(k, names.get(k, k)), no_wrap=True)
+            table.add_column(terminal_text({"run_id": "run", "name": "flow"}.get(k, names.get(k, k))),
+                             no_wrap=True)
         for c in shown:
             table.add_column(SHORT_HEADINGS.get(c, COLUMNS[c][0]), justify="right", no_wrap=True)
         for rec in summary.to_dict("records"):
-            table.add_row(*[cell(k, rec.get(k), None).text for k in keys],
+            # Names, flavors and swept values come from stored files: shown, never obeyed.
+            table.add_row(*[terminal_text(cell(k, rec.get(k), None).text) for k in keys],
                           *[cell(c, rec.get(c), COLUMNS[c][1]).text for c in shown])
         return table
 
@@ -177,7 +181,7 @@ def _per_run_rows(summary: pd.DataFrame, params: list[str], title: str) -> Table
     if int(summary["repeat"].max()) > 0:
         keys.append("repeat")
     for k in keys:
-        table.add_column(names.get(k, k), overflow="fold")
+        table.add_column(terminal_text(names.get(k, k)), overflow="fold")
     finite = bool(summary["fct_s"].notna().any()) if "fct_s" in summary else False
     # Mean RTT over the run's flows: where DCTCP and CUBIC differ at equal goodput (issue 29).
     rtt = "rtt_mean_s" in summary and bool(
@@ -189,8 +193,8 @@ def _per_run_rows(summary: pd.DataFrame, params: list[str], title: str) -> Table
     for _, run in summary.groupby("run_id", sort=False):
         first = run.iloc[0]
         goodput = run["goodput_mean_bps"]
-        cells = [cell(k, first.get(k), None).text for k in keys]
-        cells += [str(len(run)), ",".join(dict.fromkeys(run["flavor"].astype(str))),
+        cells = [terminal_text(cell(k, first.get(k), None).text) for k in keys]
+        cells += [str(len(run)), terminal_text(",".join(dict.fromkeys(run["flavor"].astype(str)))),
                   units.format_rate(float(goodput.sum()))]
         if rtt:
             cells.append(units.format_time(float(pd.to_numeric(run["rtt_mean_s"], errors="coerce").mean())))
@@ -233,8 +237,9 @@ def verdict_renderable(result: Any) -> Any:
         grid.add_column(no_wrap=True)
         grid.add_column()
         for line in lines:
-            grid.add_row("  -", Text(line))
-        blocks += [Text(heading + ":", style="bold"), grid]
+            # Text parses no markup, but the lines name flavors read from stored files.
+            grid.add_row("  -", Text(printable(line)))
+        blocks += [Text(printable(heading) + ":", style="bold"), grid]
     return Group(*blocks) if blocks else None
 
 

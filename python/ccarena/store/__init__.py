@@ -14,6 +14,10 @@ A run directory is written whole in ``.tmp/`` and renamed into ``runs/`` (rename
 file system), so ``runs/`` never holds a half-written run: a run is complete exactly when its
 directory exists. JSON and summary files are written to a temporary name and renamed too.
 One process at a time should write an experiment directory.
+
+Every file is verified as it is read (:mod:`ccarena.store.verify`): one cut short, overwritten or
+of another schema is a :class:`DamagedFile` naming it and its run, and readers of many runs leave
+such runs out (:meth:`ExperimentStore.readable_runs`).
 """
 
 from typing import Any
@@ -21,6 +25,7 @@ from typing import Any
 from ccarena.store.experiment_store import RUN_TABLES, ExperimentStore
 from ccarena.store.files import atomic_write_bytes, json_dumps, write_parquet
 from ccarena.store.format import FORMAT_VERSION, upgrade_record
+from ccarena.store.verify import DamagedFile
 
 STORE_FORMAT = FORMAT_VERSION
 """Version of the layout this ccarena writes (``format_version`` in experiment.json and run.json)."""
@@ -35,5 +40,5 @@ def __getattr__(name: str) -> Any:
         return getattr(summary, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
-__all__ = ["FORMAT_VERSION", "RUN_TABLES", "STORE_FORMAT", "SUMMARY_FLOW_COLUMNS", "ExperimentStore",
-           "atomic_write_bytes", "build_summary", "json_dumps", "upgrade_record", "write_parquet"]
+__all__ = ["FORMAT_VERSION", "RUN_TABLES", "STORE_FORMAT", "SUMMARY_FLOW_COLUMNS", "DamagedFile",
+           "ExperimentStore", "atomic_write_bytes", "build_summary", "json_dumps", "upgrade_record", "write_parquet"]

@@ -85,3 +85,48 @@ def write_parquet(df: pd.DataFrame, path: Path) -> pa.Table:
     table = pa.Table.from_pandas(df, preserve_index=False)
     pq.write_table(table, path)
     return table
+
+
+def check_output_file(path: Path, option: str, example: str = "report.html") -> None:
+    """Refuse ``path`` as a file to write (a report page, a figure) unless it is, or can become, a
+    regular file: ccarena writes it whole under a temporary name and renames it into place, which
+    would replace a symbolic link (to ``/dev/stdout``, say) or a device node with a regular file
+    and fail on a directory. A missing parent directory is created (as the writer would), then a
+    temporary file is made and removed there to see that files can be written in it (``/proc``,
+    a read-only file system cannot).
+
+    ``example`` is a file name suggested inside a directory given as ``path``.
+
+    Raises:
+        UserError: ``path`` (given as ``option``) is a symbolic link, a directory, a device, FIFO
+            or socket, or files cannot be written where it would go.
+    """
+    import stat
+    import tempfile
+
+    from ccarena.errors import UserError, printable
+
+    shown = printable(str(path))
+    if path.is_symlink():
+        raise UserError(f"{option}: {shown} is a symbolic link; give the path of a regular file, "
+                        "not a link")
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        st = None
+    except OSError as err:
+        raise UserError(f"{option}: {shown} cannot be written ({err.strerror or err})") from None
+    if st is not None and stat.S_ISDIR(st.st_mode):
+        raise UserError(f"{option}: {shown} is a directory; give a file name inside it, e.g. "
+                        f"{printable(str(path / example))}")
+    if st is not None and not stat.S_ISREG(st.st_mode):
+        raise UserError(f"{option}: {shown} is not a regular file (a device, FIFO or socket); "
+                        "give the path of a regular file")
+    parent = path.parent
+    try:
+        parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=parent, prefix=".ccarena-probe-"):
+            pass
+    except OSError as err:
+        raise UserError(f"{option}: cannot write files in {printable(str(parent))} "
+                        f"({err.strerror or err}); choose another place") from None

@@ -19,21 +19,65 @@ from __future__ import annotations
 import csv
 import math
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterable, Iterator
 
-from ccarena import units
+from ccarena import inputs, units
 from ccarena.errors import FieldError
 from ccarena.runspec import TraceSpec
 
 MTU_BYTES = 1500
 """Bytes one Mahimahi delivery opportunity carries."""
 
+BYTES_PER_LINE = 250
+"""Peak memory per line of a trace across a run's life: the parsed tuple, the run spec's JSON
+for the engine and for run.json, the engine's array (measured: a 1,000,000-line Mahimahi trace
+adds 76 MB to ``ccarena validate`` and 244 MB to ``ccarena run -j 1``). A trace may have at
+most the memory budget divided by this many lines (:func:`max_lines`)."""
+
+MAX_LINE_BYTES = 256
+"""The longest line a trace file may have (a timestamp is at most 20 digits; a step row with
+units and spaces a few dozen characters)."""
+
+AVERAGE_LINE_BYTES = 64
+"""The size limit checked before reading: :func:`max_lines` lines of this many bytes (a file
+over it is refused by its size without being read)."""
+
 TIME_COLUMNS = {"time_s": 1e9, "time_ms": 1e6, "time_us": 1e3, "time_ns": 1.0}
 RATE_COLUMNS = {"rate_bps": 1.0, "rate_kbps": 1e3, "rate_mbps": 1e6, "rate_gbps": 1e9}
 
 
 class TraceFormatError(ValueError):
-    """A trace file that cannot be used; the message names the file and line."""
+    """A trace file that cannot be used; the message names the file and the line by its number,
+    never its text (the file may be anyone's, e.g. a system file given by mistake or malice)."""
+
+
+def max_lines() -> int:
+    """The most lines a trace file may have within the memory budget
+    (:func:`ccarena.inputs.memory_budget_bytes` / :data:`BYTES_PER_LINE`)."""
+    return max(1, inputs.memory_budget_bytes() // BYTES_PER_LINE)
+
+
+def read_lines(path: str | Path, label: str) -> Iterator[tuple[int, str]]:
+    """The lines of the trace file ``path`` with their numbers, read one at a time within
+    :func:`max_lines` lines of :data:`MAX_LINE_BYTES` (:func:`ccarena.inputs.read_lines`).
+
+    Raises:
+        TraceFormatError: ``label: <why>``: not a regular file (a FIFO or device is refused
+            without blocking), larger than the limits, a line too long or not UTF-8.
+    """
+    limit = max_lines()
+    fix = (f"a trace may have at most {limit:,} lines within {inputs.describe_budget()}; "
+           "shorten the trace or raise --max-memory")
+    try:
+        yield from inputs.read_lines(path, limit, MAX_LINE_BYTES, fix,
+                                     max_bytes=limit * AVERAGE_LINE_BYTES)
+    except inputs.InputRefused as err:
+        raise TraceFormatError(f"{label}: {err}") from None
+
+
+def _numbered(lines: str | Iterable[tuple[int, str]]) -> Iterable[tuple[int, str]]:
+    """Text as numbered lines (from 1), or numbered lines as they are."""
+    return enumerate(lines.splitlines(), start=1) if isinstance(lines, str) else lines
 
 
 class TraceRate(int):
@@ -57,26 +101,30 @@ class TraceRate(int):
         return f"TraceRate({int(self)}, {self.source!r})"
 
 
-def parse_mahimahi(text: str, label: str) -> list[int]:
-    """The millisecond timestamps of a Mahimahi trace (blank lines skipped).
+def parse_mahimahi(lines: str | Iterable[tuple[int, str]], label: str) -> list[int]:
+    """The millisecond timestamps of a Mahimahi trace (blank lines skipped), from its text or
+    its numbered lines (:func:`read_lines`).
 
     Raises:
-        TraceFormatError: a line that is not a whole number ≥ 0, a timestamp smaller than the
-            one before it, or no timestamps.
+        TraceFormatError: a line that is not a whole number ≥ 0 (of at most 20 digits), a
+            timestamp smaller than the one before it, or no timestamps; the line named by its
+            number.
     """
     out: list[int] = []
-    for lineno, line in enumerate(text.splitlines(), start=1):
+    previous = 0
+    for lineno, line in _numbered(lines):
         word = line.strip()
         if not word:
             continue
-        if not word.isdigit():
-            raise TraceFormatError(f"{label} line {lineno}: '{word[:40]}' is not a millisecond "
-                                   "timestamp (Mahimahi format: one whole number per line)")
+        if not (word.isascii() and word.isdigit()) or len(word) > 20:
+            raise TraceFormatError(f"{label} line {lineno}: not a millisecond timestamp (Mahimahi "
+                                   "format: one whole number of milliseconds per line)")
         ms = int(word)
         if out and ms < out[-1]:
-            raise TraceFormatError(f"{label} line {lineno}: {ms} ms comes after {out[-1]} ms; "
-                                   "timestamps must not decrease")
+            raise TraceFormatError(f"{label} line {lineno}: its timestamp is smaller than line "
+                                   f"{previous}'s; timestamps must not decrease")
         out.append(ms)
+        previous = lineno
     if not out:
         raise TraceFormatError(f"{label}: no timestamps (Mahimahi format: one millisecond "
                                "timestamp per line)")
@@ -93,19 +141,24 @@ def _cell(value: str, scale: float | None, parse: Any, what: str, where: str) ->
         number = None
     if number is not None:
         if not math.isfinite(number) or number < 0:
-            raise TraceFormatError(f"{where}: {what} '{text}' must be a number ≥ 0")
+            raise TraceFormatError(f"{where}: the {what} must be a number ≥ 0")
         if scale is None and number != 0:
-            raise TraceFormatError(f"{where}: '{text}' has no unit; give a header such as "
+            raise TraceFormatError(f"{where}: the {what} has no unit; give a header such as "
                                    "time_s,rate_mbps or write units (0s,12Mbps)")
         return round(number * (scale or 1.0))
     try:
         return int(parse(text))
-    except units.UnitError as err:
-        raise TraceFormatError(f"{where}: {err}") from None
+    except units.UnitError:
+        # The unit parser's message quotes the value: the line is named by its number only.
+        example = "1.5s or 200ms" if what == "time" else "12Mbps or 500kbps"
+        raise TraceFormatError(f"{where}: the {what} is not a {what} with a unit (e.g. "
+                               f"{example}), or is out of range") from None
 
 
-def parse_steps_csv(text: str, label: str) -> list[tuple[int, int]]:
-    """``(time_ns, rate_bps)`` rows of a rate-steps CSV (see the module docs).
+def parse_steps_csv(lines: str | Iterable[tuple[int, str]], label: str) -> list[tuple[int, int]]:
+    """``(time_ns, rate_bps)`` rows of a rate-steps CSV (see the module docs), from its text or
+    its numbered lines (:func:`read_lines`); each line is one row (a quoted value may not span
+    lines).
 
     Raises:
         TraceFormatError: a row that is not two values, an unknown header, a value without a
@@ -115,7 +168,8 @@ def parse_steps_csv(text: str, label: str) -> list[tuple[int, int]]:
     time_scale: float | None = None
     rate_scale: float | None = None
     out: list[tuple[int, int]] = []
-    for lineno, row in enumerate(csv.reader(text.splitlines()), start=1):
+    for lineno, line in _numbered(lines):
+        row = next(csv.reader([line]), [])
         if not row or not "".join(row).strip() or row[0].lstrip().startswith("#"):
             continue
         where = f"{label} line {lineno}"
@@ -124,9 +178,8 @@ def parse_steps_csv(text: str, label: str) -> list[tuple[int, int]]:
         a, b = row[0].strip().lower(), row[1].strip().lower()
         if not out and time_scale is None and (a in TIME_COLUMNS or b in RATE_COLUMNS):
             if a not in TIME_COLUMNS or b not in RATE_COLUMNS:
-                raise TraceFormatError(f"{where}: header '{row[0].strip()},{row[1].strip()}': name the "
-                                       f"columns one of {'/'.join(TIME_COLUMNS)} and one of "
-                                       f"{'/'.join(RATE_COLUMNS)}")
+                raise TraceFormatError(f"{where}: a header must name the columns one of "
+                                       f"{'/'.join(TIME_COLUMNS)} and one of {'/'.join(RATE_COLUMNS)}")
             time_scale, rate_scale = TIME_COLUMNS[a], RATE_COLUMNS[b]
             continue
         t = _cell(row[0], time_scale, units.parse_time_ns, "time", where)
@@ -215,28 +268,27 @@ _CACHE: dict[tuple[str, bool, int, int], TraceRate] = {}
 
 
 def read_trace(path: str | Path, loop: bool = True) -> TraceRate:
-    """The link rate that follows the trace in ``path`` (``.csv``: rate steps; else Mahimahi).
+    """The link rate that follows the trace in ``path`` (``.csv``: rate steps; else Mahimahi),
+    read line by line within the memory budget (:func:`read_lines`).
 
     Raises:
-        TraceFormatError: no such file, not text, or not a valid trace (the message names the
-            file and line).
+        TraceFormatError: no such file; a directory, FIFO or device; too large for the memory
+            budget; not text; or not a valid trace (the message names the file and the line's
+            number).
     """
     p = Path(path)
     try:
         stat = p.stat()
-        key = (str(p.resolve()), bool(loop), stat.st_mtime_ns, stat.st_size)
+        key = (str(p.resolve()), bool(loop), stat.st_mtime_ns, stat.st_size, max_lines())
     except OSError:
         raise TraceFormatError(f"{path}: no such trace file") from None
     if key in _CACHE:
         return _CACHE[key]
-    try:
-        text = p.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as err:
-        raise TraceFormatError(f"{path}: cannot read the trace ({err})") from None
+    lines = read_lines(p, str(path))
     if p.suffix.lower() == ".csv":
-        spec = TraceSpec(opportunities_ms=None, steps=tuple(parse_steps_csv(text, p.name)), loop=bool(loop))
+        spec = TraceSpec(opportunities_ms=None, steps=tuple(parse_steps_csv(lines, p.name)), loop=bool(loop))
     else:
-        spec = TraceSpec(opportunities_ms=tuple(parse_mahimahi(text, p.name)), steps=None, loop=bool(loop))
+        spec = TraceSpec(opportunities_ms=tuple(parse_mahimahi(lines, p.name)), steps=None, loop=bool(loop))
     check(spec, p.name)
     rate = TraceRate(mean_rate_bps(spec), spec, str(path))
     _CACHE[key] = rate
