@@ -155,22 +155,6 @@ def _global_options(
     """
 
 
-def _memory_option(text: str | None) -> int | None:
-    """``--max-memory`` in bytes (None when not given).
-
-    Raises:
-        UserError: not a size such as ``8GB``.
-    """
-    if text is None:
-        return None
-    from ccarena.units import UnitError, parse_size_bytes
-
-    try:
-        return parse_size_bytes(text)
-    except UnitError as err:
-        raise UserError(f"--max-memory: {err}") from None
-
-
 def _executor_option(table: Any, kind: str | None, scheduler: str | None,
                      workers: int | None) -> Any:
     """The scenario's ``[executor]`` with ``--executor``, ``--scheduler`` and ``--workers`` laid over.
@@ -249,13 +233,13 @@ def run(
     # rich) load while the engine works (run_experiment's while_running).
     from ccarena.backends import parse_backend_names
     from ccarena.executor import run_experiment
-    from ccarena.inputs import memory_budget
+    from ccarena.inputs import memory_budget, parse_max_memory
     from ccarena.report.formats import parse_formats
     from ccarena.scenario import load_scenario, select_parts
     from ccarena.store.location import results_path
 
     figure_formats = parse_formats(formats)
-    memory = _memory_option(max_memory)
+    memory = parse_max_memory(max_memory)
     with memory_budget(memory):  # trace files are read within it (a sweep's during expansion)
         loaded = load_scenario(scenario)
         if part:
@@ -826,10 +810,10 @@ def validate(
     """
     from ccarena.experiment import expand
     from ccarena.experiment.budget import check_budget
-    from ccarena.inputs import memory_budget
+    from ccarena.inputs import memory_budget, parse_max_memory
     from ccarena.scenario import load_scenario
 
-    memory = _memory_option(max_memory)
+    memory = parse_max_memory(max_memory)
     with memory_budget(memory):  # trace files are read within it (a sweep's during expansion)
         loaded = load_scenario(scenario)
         plans = expand(loaded)

@@ -79,6 +79,23 @@ def memory_budget(max_memory_bytes: int | None) -> Iterator[None]:
         _BUDGET.reset(token)
 
 
+def parse_max_memory(text: str | None) -> int | None:
+    """A ``--max-memory`` option's value in bytes (None when not given).
+
+    Raises:
+        UserError: not a size such as ``8GB``, as one line naming the option.
+    """
+    if text is None:
+        return None
+    from ccarena.errors import UserError
+    from ccarena.units import UnitError, parse_size_bytes
+
+    try:
+        return parse_size_bytes(text)
+    except UnitError as err:
+        raise UserError(f"--max-memory: {err}") from None
+
+
 def memory_budget_bytes() -> int:
     """The memory budget inputs are read within, bytes: ``--max-memory`` inside
     :func:`memory_budget`, else half of :func:`machine_memory_bytes` (the engine's default

@@ -14,27 +14,11 @@ from ccarena.errors import UserError
 from ccarena.importers.files import MEMORY_PER_FILE_BYTE
 
 
-def _memory(text: Optional[str]) -> Optional[int]:
-    """``--max-memory`` in bytes (None when not given).
-
-    Raises:
-        UserError: not a size such as ``8GB``.
-    """
-    if text is None:
-        return None
-    from ccarena.units import UnitError, parse_size_bytes
-
-    try:
-        return parse_size_bytes(text)
-    except UnitError as err:
-        raise UserError(f"--max-memory: {err}") from None
-
-
 def _run(tool: str, parse: Callable[[Path], Any], files: List[Path], name: Optional[str],
          out: Optional[Path], results: Path, about: Callable[[Any], str],
          max_memory: Optional[str]) -> None:
     from ccarena.errors import printable
-    from ccarena.inputs import memory_budget
+    from ccarena.inputs import memory_budget, parse_max_memory
     from ccarena.importers.writer import import_files
 
     if name is None:
@@ -44,7 +28,7 @@ def _run(tool: str, parse: Callable[[Path], Any], files: List[Path], name: Optio
     if not name.strip() or "/" in name or name in (".", ".."):
         raise UserError(f"--name: '{name}' cannot name an experiment directory; give a plain name")
     root = out if out is not None else results / name
-    with memory_budget(_memory(max_memory)):
+    with memory_budget(parse_max_memory(max_memory)):
         outcome = import_files(tool, parse, files, root, name, about)
     if outcome.written:
         print(f"imported {len(outcome.written)} of {len(files)} {tool} file(s) into {root} "
