@@ -34,6 +34,11 @@ REFUSED = "ccarena query reads only this experiment; --unsafe-sql allows any SQL
 
 def cli(*args: object, columns: int = 300) -> tuple[int, str, str]:
     """`ccarena ARGS` in this process, ``COLUMNS`` wide: (exit code, stdout, stderr)."""
+    import ccarena.cli as cli_module
+
+    # The CLI's consoles are made once per process, at the width of their first use: an earlier
+    # test in this process (CI sets COLUMNS=80) would otherwise fix it for these.
+    cli_module.stdout._console = cli_module.stderr._console = None
     done = CliRunner().invoke(app, [str(a) for a in args], env={"COLUMNS": str(columns)})
     if done.exception is not None and not isinstance(done.exception, SystemExit):
         raise done.exception
