@@ -24,6 +24,8 @@ CASES = [("000-tcp-vs-udp-linear.toml", 0.3, 1), ("001-lifo-fairness.toml", 0.02
 
 
 def _shortener():
+    # The seed tests import their sibling helper module (browser.py) by plain name.
+    sys.path.insert(0, str(ROOT / "tests/frontend"))
     spec = importlib.util.spec_from_file_location("seed_tests", ROOT / "tests/frontend/test_seed_examples.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
