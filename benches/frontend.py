@@ -122,7 +122,7 @@ def command(args: list[str], baseline: bool = False) -> tuple[float, float]:
 
 # What `ccarena run` imports before its first run can start (the command line, the scenario and
 # spec models, the executor), in a process tuned as the command's is.
-STARTUP = ("from ccarena.tuning import tune_process; tune_process(); import ccarena.cli, "
+STARTUP = ("from ccarena.process_setup import tune_process; tune_process(); import ccarena.cli, "
            "ccarena.scenario, ccarena.executor, ccarena.backends, ccarena.report.formats, "
            "ccarena.store.location")
 

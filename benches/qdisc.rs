@@ -18,7 +18,6 @@ use ccarena_link::qdisc::Limit;
 use ccarena_link::SplitMix64;
 use ccarena_sim::link::Link;
 use ccarena_sim::packet::{Packet, Payload};
-use ccarena_sim::queue::qdisc_config;
 use ccarena_sim::spec::{Discipline, FlowSpec, QueueSpec};
 use ccarena_sim::testkit::{make_discipline, make_red, mbps, ms, red_packets, secs, tcp_flow, Dumbbell};
 use ccarena_sim::Simulation;
@@ -50,7 +49,7 @@ fn queue(name: &str) -> QueueSpec {
 
 /// Wall ns per packet through one link.
 fn link_ns_per_packet(q: &QueueSpec) -> (f64, u64, u64) {
-    let cfg = qdisc_config(q);
+    let cfg = q.qdisc_config();
     let qdisc = ccarena_link::Qdisc::new(&cfg, Limit::Packets(q.limit_packets.unwrap_or(1000)), SplitMix64::new(2));
     let mut link = Link::new(0, 1, mbps(10), Duration(ms(5)), 0.0, qdisc, SplitMix64::new(1));
     let mut r = SplitMix64::new(7);

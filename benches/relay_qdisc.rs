@@ -3,10 +3,10 @@
 //! `cargo bench -p ccarena-relay --bench relay_qdisc` drives one direction's frame path in
 //! process, as `crates/relay/src/direction.rs` does for every received frame: read the frame's
 //! weight, ECN field and flow ([`frame_size`], [`ecn::inspect`]); then either decide its fate at
-//! arrival and copy it to the delay line (DropTail, RED, PIE: [`LinkModel::offer_frame`]), or
+//! arrival and copy it to the delay line (DropTail, RED, PIE: [`EmulatedPath::offer_frame`]), or
 //! copy it into a pooled buffer, hold it in the discipline and move what the transmitter takes
-//! to the delay line, setting CE where marked (CoDel, FQ-CoDel, FQ: [`LinkModel::hold_frame`],
-//! [`LinkModel::take_departure`], [`ecn::set_ce`]); finally pop the frames as they fall due (the
+//! to the delay line, setting CE where marked (CoDel, FQ-CoDel, FQ: [`EmulatedPath::hold_frame`],
+//! [`EmulatedPath::take_departure`], [`ecn::set_ce`]); finally pop the frames as they fall due (the
 //! send itself, a syscall, is left out). The link is 1 Gbit/s with 1 ms of delay and a
 //! 5000-packet queue; the trace is 2 million real IPv4/TCP frames (1500 bytes, ECT(0)) from 64
 //! flows at the link rate on average, alternating overload and underload, so the queue is busy
@@ -23,9 +23,9 @@ use ccarena_link::qdisc::pie::PieConfig;
 use ccarena_link::{QdiscConfig, SplitMix64};
 use ccarena_relay::ecn;
 use ccarena_relay::frame::frame_size;
-use ccarena_relay::link::{Departure, FrameInfo, Offered};
+use ccarena_relay::emulated_path::{Departure, FrameInfo, Offered};
 use ccarena_relay::sys::VNET_HDR_LEN;
-use ccarena_relay::{DelayLine, Fate, LinkModel, LinkParams, Loss, QueueLimit};
+use ccarena_relay::{DelayLine, Fate, EmulatedPath, LinkParams, Loss, QueueLimit};
 
 const FRAMES: usize = 2_000_000;
 const RATE_BPS: u64 = 1_000_000_000;
@@ -84,7 +84,7 @@ fn pop_due(line: &mut DelayLine, now_ns: u64, sent: &mut u64) {
 /// Wall ns per frame through `queue`, and (frames sent on, the link's drops, its marks).
 fn run(queue: &QdiscConfig, frames: &[Vec<u8>], arrivals: &[(u64, u16)]) -> (f64, u64, u64, u64) {
     let params = LinkParams { rate_bps: Some(RATE_BPS), limit: QueueLimit::Packets(LIMIT), delay_ns: 1_000_000 };
-    let mut link: LinkModel<Vec<u8>> = LinkModel::holding(params, queue, SplitMix64::new(1), Loss::new(0.0, SplitMix64::new(2)));
+    let mut link: EmulatedPath<Vec<u8>> = EmulatedPath::holding(params, queue, SplitMix64::new(1), Loss::new(0.0, SplitMix64::new(2)));
     let mut line = DelayLine::new(1 << 20, 64 << 20, 1 << 30);
     line.prepare(100_000);
     let mut pool: Vec<Vec<u8>> = (0..LIMIT as usize + 100).map(|_| Vec::with_capacity(1600)).collect();

@@ -21,11 +21,8 @@
 use std::process::Command;
 use std::time::Instant;
 
-use ccarena_sim::spec::{
-    Discipline, FlowSpec, LinkSpec, NodeKind, NodeSpec, QueueSpec, RoutingMode, RoutingSpec, Spec,
-    SPEC_FORMAT,
-};
-use ccarena_sim::testkit::{fingerprint, mbps, ms, proc_status_kib, secs, tcp_flow};
+use ccarena_sim::spec::{FlowSpec, LinkSpec, NodeKind, NodeSpec, RoutingMode, RoutingSpec, Spec, SPEC_FORMAT};
+use ccarena_sim::testkit::{droptail_queue, fingerprint, mbps, ms, proc_status_kib, secs, tcp_flow};
 use ccarena_sim::Simulation;
 
 /// The scenarios: dumbbells by flow count, fat-trees by k.
@@ -72,22 +69,6 @@ fn cubic(i: usize, n: usize, src: usize, dst: usize) -> FlowSpec {
     FlowSpec::Tcp(f)
 }
 
-/// A droptail queue of `limit` packets.
-fn droptail(limit: u64) -> QueueSpec {
-    QueueSpec {
-        discipline: Discipline::Droptail,
-        limit_packets: Some(limit),
-        limit_bytes: None,
-        ecn_threshold_packets: None,
-        ecn_threshold_bytes: None,
-        red: None,
-        codel: None,
-        fq_codel: None,
-        pie: None,
-        fq: None,
-    }
-}
-
 fn link(nodes: &[NodeSpec], from: usize, to: usize, rate_bps: u64, delay_ns: u64, queue_packets: u64) -> LinkSpec {
     LinkSpec {
         name: format!("{}->{}", nodes[from].name, nodes[to].name),
@@ -96,7 +77,7 @@ fn link(nodes: &[NodeSpec], from: usize, to: usize, rate_bps: u64, delay_ns: u64
         rate_bps,
         delay_ns,
         loss: 0.0,
-        queue: droptail(queue_packets),
+        queue: droptail_queue(queue_packets),
         sample: None,
         trace: None,
         duplicate: 0.0,

@@ -138,6 +138,20 @@ class QueueSpec(SpecModel):
     pie: PieSpec | None = optional()
     fq: FqSpec | None = optional()
 
+    def engine_problem(self) -> tuple[str, str] | None:
+        """What the engine finds wrong with this queue, if anything: ``(field, message)`` with
+        ``field`` relative to the queue (``"codel.target_ns"``, ``""`` for the queue itself), or
+        None for a valid queue. The rules live once, in the engine (``crates/link``'s
+        ``QueueSpec::validate``, via ``ccarena._engine.validate_queue``)."""
+        from ccarena import _engine
+
+        try:
+            _engine.validate_queue(canonical_json(self.model_dump(mode="json", by_alias=True)))
+        except ValueError as e:
+            field, message = e.args
+            return field, message
+        return None
+
 
 class TraceSpec(SpecModel):
     """A link's capacity trace (docs/engine-spec.md, ``links[i].trace``): Mahimahi delivery

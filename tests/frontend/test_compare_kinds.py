@@ -25,7 +25,7 @@ import pandas as pd
 import pytest
 from ccarena.report import compare_experiments as cmp
 from ccarena.report import custom_plot, plots, views
-from ccarena.report.tables import COLUMNS, summary_rows
+from ccarena.report.html_tables import COLUMNS, summary_rows
 from ccarena.report.terminal import terminal_table
 from ccarena.results import Result
 from matplotlib.colors import to_hex

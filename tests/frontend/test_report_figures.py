@@ -12,7 +12,7 @@ import ccarena
 import numpy as np
 import pandas as pd
 import pytest
-from ccarena.report import plots
+from ccarena.report import plots, sweep_plots
 
 SCENARIO = """
 name = "figures"
@@ -93,7 +93,7 @@ def test_error_bars_stay_inside_the_metric_range():
     aggregated = pd.DataFrame({"point": [0, 1], "loss": ["0%", "1%"], "flow": [0, 0],
                                "name": ["all", "all"], "flavor": ["reno", "reno"],
                                "jain_index": [0.845, 0.9], "jain_index_ci95": [1.8, 0.05]})
-    fig = plots.metric_vs_param(aggregated, "loss", "jain_index", ["flow"], "Jain vs loss")
+    fig = sweep_plots.metric_vs_param(aggregated, "loss", "jain_index", ["flow"], "Jain vs loss")
     ax = fig.axes[0]
     tops = []
     for collection in ax.collections:
@@ -130,11 +130,11 @@ def test_swept_values_read_as_the_scenario_labels_them():
         "flow": [0] * 4, "name": ["reno"] * 4, "flavor": ["reno"] * 4,
         "fct_s": [1.0, 2.0, 1.5, 6.0], "fct_s_ci95": [0.1] * 4})
     labels = {"flows[0].dupthresh": {"3": "fast recovery", "1000": "timeouts only"}}
-    fig = plots.metric_vs_param(aggregated, "loss", "fct_s", ["flow", "name", "flows[0].dupthresh"],
+    fig = sweep_plots.metric_vs_param(aggregated, "loss", "fct_s", ["flow", "name", "flows[0].dupthresh"],
                                 "FCT vs loss", labels=labels)
     legend = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
     assert legend == ["reno, fast recovery", "reno, timeouts only"]
-    bars = plots.metric_vs_category(aggregated, "flows[0].dupthresh", "fct_s", ["flow", "loss"],
+    bars = sweep_plots.metric_vs_category(aggregated, "flows[0].dupthresh", "fct_s", ["flow", "loss"],
                                     "FCT vs dupthresh", labels["flows[0].dupthresh"], labels)
     ticks = [t.get_text() for t in bars.axes[0].get_xticklabels()]
     assert ticks == ["fast recovery", "timeouts only"]
@@ -145,8 +145,8 @@ def test_a_flavor_sweep_is_drawn_as_bars_in_each_flavor_colour():
         "point": [0, 1, 2], "flows[0].flavor": ["reno", "cubic", "bbr"], "flow": [0, 0, 0],
         "name": ["reno", "cubic", "bbr"], "flavor": ["reno", "cubic", "bbr"],
         "goodput_mean_bps": [3e6, 5e6, 9e6], "goodput_mean_bps_ci95": [1e6, 1e6, 1e6]})
-    assert plots.metric_vs_param(aggregated, "flows[0].flavor", "goodput_mean_bps", ["flow"], "t") is None
-    fig = plots.metric_vs_category(aggregated, "flows[0].flavor", "goodput_mean_bps", ["flow"], "t")
+    assert sweep_plots.metric_vs_param(aggregated, "flows[0].flavor", "goodput_mean_bps", ["flow"], "t") is None
+    fig = sweep_plots.metric_vs_category(aggregated, "flows[0].flavor", "goodput_mean_bps", ["flow"], "t")
     assert plots.flavor_colors_of(fig) == {f: plots.flavor_color(f).lower() for f in ("reno", "cubic", "bbr")}
 
 
@@ -195,7 +195,7 @@ def test_a_delay_sweep_at_fixed_loss_draws_the_1_over_rtt_law():
     rows = pd.DataFrame({"point": [0, 1, 2], "flow": 0, "kind": "tcp", "flavor": "reno",
                          "path_loss": 0.01, "base_rtt_s": rtts, "mss_bytes": 1448.0,
                          "bottleneck_rate_bps": 1e9})
-    fig = plots.metric_vs_param(aggregated, "delay", "goodput_mean_bps", ["flow"], "g vs delay",
+    fig = sweep_plots.metric_vs_param(aggregated, "delay", "goodput_mean_bps", ["flow"], "g vs delay",
                                 theory_rows=rows)
     mathis = [ln for ln in fig.axes[0].lines if ln.get_label().startswith("Mathis")]
     assert len(mathis) == 1 and "1/RTT" in mathis[0].get_label()
@@ -236,13 +236,13 @@ def test_figures_drawn_in_worker_processes_match_the_serial_ones(report, tmp_pat
 def test_many_flows_in_a_flavor_sweep_collapse_to_one_bar_per_flavor_with_min_max_whiskers():
     flavors = ["reno", "cubic", "dctcp"]
     rows = [{"flows[0].flavor": f, "flow": i, "flavor": f, "goodput_mean_bps": (k + 1) * 1e6 + i * 1e4,
-             "goodput_mean_bps_ci95": 1e5} for k, f in enumerate(flavors) for i in range(plots.MAX_BAR_GROUPS + 8)]
-    fig = plots.metric_vs_category(pd.DataFrame(rows), "flows[0].flavor", "goodput_mean_bps", ["flow"], "t")
+             "goodput_mean_bps_ci95": 1e5} for k, f in enumerate(flavors) for i in range(sweep_plots.MAX_BAR_GROUPS + 8)]
+    fig = sweep_plots.metric_vs_category(pd.DataFrame(rows), "flows[0].flavor", "goodput_mean_bps", ["flow"], "t")
     ax = fig.axes[0]
     bars = [c for c in ax.containers if getattr(c, "_ccarena_flavor", None)]
     assert [c._ccarena_flavor for c in bars] == flavors and all(len(c.patches) == 1 for c in bars)
     # The bar is the mean over the flows (in Mbps); its whisker spans the lowest to the highest flow.
-    n = plots.MAX_BAR_GROUPS + 8
+    n = sweep_plots.MAX_BAR_GROUPS + 8
     for k, c in enumerate(bars):
         assert c.patches[0].get_height() == pytest.approx(k + 1 + (n - 1) / 2 * 0.01)
         segments = c.errorbar.lines[2][0].get_segments()
@@ -266,7 +266,7 @@ def test_hundreds_of_regions_are_not_shaded_or_labelled():
 def test_flows_that_share_every_swept_value_are_told_apart_by_name_in_the_legend():
     rows = [{"flows[*].flavor": f, "flows[*].rwnd": "1600KB", "flow": i, "name": f"flow{i + 1}", "flavor": f,
              "goodput_mean_bps": 1e6 * (i + 1)} for f in ("reno", "cubic") for i in range(3)]
-    fig = plots.metric_vs_category(pd.DataFrame(rows), "flows[*].flavor", "goodput_mean_bps",
+    fig = sweep_plots.metric_vs_category(pd.DataFrame(rows), "flows[*].flavor", "goodput_mean_bps",
                                    ["flow", "flows[*].rwnd"], "t")
     legend = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
     assert legend[2:] == ["flow1, 1600KB", "flow2, 1600KB", "flow3, 1600KB"]

@@ -18,7 +18,7 @@ import ccarena
 import numpy as np
 import pandas as pd
 from browser import assert_fits, print_pdf
-from ccarena.analysis import studies
+from ccarena.analysis import study_tables as studies
 from ccarena.units import parse_time_ns
 
 SEEDS = Path(__file__).resolve().parents[2] / "examples" / "seeds"

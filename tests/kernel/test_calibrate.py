@@ -28,10 +28,10 @@ import time
 
 import pandas as pd
 import pytest
-from ccarena.analysis import calibration as cal
+from ccarena.analysis import calibration_cells as cal
 from ccarena.backends.kernel.capabilities import available_congestion_controls
 from ccarena.backends.kernel.testbed import cpu_times, steal_fraction
-from ccarena.experiment.calibration import calibration_flavors
+from ccarena.experiment.calibration_suite import calibration_flavors
 from ccarena.flavors import tcp_flavors
 from kernelutil import ccarena_env, leftovers, requires_root, run_cli
 
@@ -45,7 +45,7 @@ FLAVORS = calibration_flavors(list(tcp_flavors()), available_congestion_controls
 LOSS_FLAVOR = "cubic" if "cubic" in FLAVORS else (FLAVORS[0] if FLAVORS else "")
 PAIRS = [f"{a}-vs-{b} 1 BDP" for i, a in enumerate(FLAVORS) for b in FLAVORS[i:]]
 CELLS = [f"{f} 1 BDP" for f in FLAVORS] + PAIRS + ([f"{LOSS_FLAVOR} 1 BDP 1% loss"] if FLAVORS else [])
-"""The quick suite's cells, as :func:`ccarena.analysis.calibration.calibration_table` labels them."""
+"""The quick suite's cells, as :func:`ccarena.analysis.calibration_cells.calibration_table` labels them."""
 
 KNOWN: dict[tuple[str, str], str] = {}
 """(check, cell) → why the simulator is known to differ there and what was measured."""

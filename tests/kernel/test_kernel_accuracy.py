@@ -1,5 +1,5 @@
 """The kernel backend measures what the scenario configured — rate, RTT floor, queue limit, random
-loss — with either link emulation (:mod:`ccarena.backends.kernel.emulation`): ccarena's link relay, or the
+loss — with either link emulation (:mod:`ccarena.backends.kernel.emulation_choice`): ccarena's link relay, or the
 kernel's qdiscs (htb, with the relay for the delay where the kernel has no netem)."""
 
 from __future__ import annotations

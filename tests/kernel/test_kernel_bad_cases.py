@@ -8,7 +8,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from ccarena.backends.kernel import traffic
+from ccarena.backends.kernel import flow_processes
 from ccarena.backends.kernel.backend import run_kernel
 from ccarena.backends.kernel.capabilities import available_congestion_controls
 from ccarena.errors import UserError
@@ -82,7 +82,7 @@ def test_a_missing_program(tag: str, tmp_path: Path) -> None:
 
 def test_a_port_in_use(tag: str, monkeypatch: pytest.MonkeyPatch) -> None:
     # Two flows to one host given the same port: the second receiver cannot bind.
-    monkeypatch.setattr(traffic, "port_for", lambda flow: 5201)
+    monkeypatch.setattr(flow_processes, "port_for", lambda flow: 5201)
     spec, _ = spec_of({"name": "port", "duration": "3s",
                        "topology": {"kind": "single_link", "link": {"rate": "10Mbps", "delay": "0ms"}},
                        "flows": [{"from": "a", "to": "b", "flavor": "cubic"},

@@ -122,7 +122,7 @@ def test_cross_pod_flows_spread_over_the_core_switches(tag: str) -> None:
 
 def test_ecn_is_turned_on_in_the_namespaces_of_the_hosts_that_send_ecn_flows(tag: str) -> None:
     from ccarena.backends.kernel.cleanup import remove_namespaces
-    from ccarena.backends.kernel.emulation import Emulation
+    from ccarena.backends.kernel.emulation_choice import Emulation
     from ccarena.backends.kernel.names import RunNames, new_tag
     from ccarena.backends.kernel.netns import build_network, plan_network
 

@@ -1,4 +1,4 @@
-"""The link relay (``python -m ccarena.backends.kernel.relay``) on a real veth topology
+"""The link relay (``python -m ccarena.backends.kernel.relay_main``) on a real veth topology
 (:class:`ccarena.backends.kernel.testbed.RelayTestbed`)::
 
     ns a (a0 10.77.0.1)  <->  ns relay (ra | rb)  <->  ns b (b0 10.77.0.2)
@@ -182,7 +182,7 @@ def test_bad_config_is_one_line_naming_the_field(tmp_path):
     direction = {"delay_ns": 1000, "loss": 0.0}
     cfg.write_text(json.dumps({"pipes": [{"name": "x", "a": "veth9", "b": "lo", "a_to_b": direction,
                                           "b_to_a": direction}]}))
-    done = subprocess.run([sys.executable, "-m", "ccarena.backends.kernel.relay", str(cfg), str(tmp_path / "stats.json")],
+    done = subprocess.run([sys.executable, "-m", "ccarena.backends.kernel.relay_main", str(cfg), str(tmp_path / "stats.json")],
                           capture_output=True, text=True, timeout=30)
     assert done.returncode == 2
     assert done.stderr.strip().splitlines()[-1].endswith("pipes[0].a: no interface named 'veth9' in this namespace")

@@ -11,9 +11,9 @@ import shutil
 
 import pandas as pd
 import pytest
-from ccarena.analysis import calibration as cal
+from ccarena.analysis import calibration_cells as cal
 from ccarena.experiment import expand
-from ccarena.experiment.calibration import (
+from ccarena.experiment.calibration_suite import (
     BDP_PACKETS,
     calibration_flavors,
     calibration_scenario,
@@ -177,7 +177,7 @@ def test_repeats_run_every_cell_again_with_its_own_seeds():
 
 
 def test_the_terminal_table_fits_80_columns():
-    from ccarena.report.calibration import terminal_table
+    from ccarena.report.calibration_section import terminal_table
     from rich.console import Console
 
     table = cal.calibration_table(summary_of(
@@ -243,7 +243,7 @@ def test_an_altered_kernel_run_puts_its_cell_off_in_the_stored_table(tmp_path):
 
 
 def test_no_calibration_section_for_other_experiments(tmp_path):
-    from ccarena.report.calibration import section_html
+    from ccarena.report.calibration_section import section_html
 
     class Fake:
         def __init__(self) -> None:

@@ -9,10 +9,10 @@ from types import SimpleNamespace
 import numpy as np
 import pandas as pd
 import pytest
-from ccarena.analysis import metrics, studies
+from ccarena.analysis import metrics, study_tables as studies
 from ccarena.backends.sim import run_spec
 from ccarena.experiment import expand
-from ccarena.report import studies as report_studies
+from ccarena.report import study_sections as report_studies
 from ccarena.scenario import load_scenario
 
 

@@ -9,7 +9,7 @@ import ccarena
 import numpy as np
 import pandas as pd
 import pytest
-from ccarena.analysis import datacenter
+from ccarena.analysis import datacenter_metrics as datacenter
 
 
 def dumbbell(pairs=4, queue="100pkt"):

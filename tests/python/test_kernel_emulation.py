@@ -7,9 +7,9 @@ from __future__ import annotations
 import socket
 
 import pytest
-from ccarena.backends.kernel import emulator, tables
+from ccarena.backends.kernel import measured_tables, relay_driver
 from ccarena.backends.kernel.capabilities import Capabilities
-from ccarena.backends.kernel.emulation import choose
+from ccarena.backends.kernel.emulation_choice import choose
 from ccarena.backends.kernel.names import RunNames
 from ccarena.backends.kernel.netns import plan_network
 from ccarena.backends.kernel.shaping import QueueReading
@@ -65,9 +65,9 @@ def test_modes_that_cannot_work_are_one_line() -> None:
 def test_the_relay_config_is_the_specs_links_queues_and_events() -> None:
     s = spec()
     plan = plan_network(s, RunNames("tx"), choose(s, caps(netem=False)))
-    config = emulator.relay_config(plan, s, choose(s, caps(netem=False)), sample_origin_ns=123)
+    config = relay_driver.relay_config(plan, s, choose(s, caps(netem=False)), sample_origin_ns=123)
     assert (config["sample_origin_ns"], config["sample_interval_ns"]) == (123, s.sample_interval_ns)
-    assert config["min_wake_interval_ns"] == emulator.TIMING["min_wake_interval_ns"]
+    assert config["min_wake_interval_ns"] == relay_driver.TIMING["min_wake_interval_ns"]
     by_name = {p["name"]: p for p in config["pipes"]}
     assert len(by_name) == len(plan.links) == 3
     bottleneck = by_name["r0->r1"]
@@ -82,7 +82,7 @@ def test_the_relay_config_is_the_specs_links_queues_and_events() -> None:
     assert (access["rate_bps"], access["limit_bytes"], access["delay_ns"]) == (100_000_000, 30_000, 0)
     # Each spec link maps to its pipe and direction, which draws from that link's simulator
     # streams (common random numbers with the simulated twin).
-    directions = emulator.relayed_directions(plan)
+    directions = relay_driver.relayed_directions(plan)
     assert sorted(directions) == list(range(len(s.links)))
     for link, (index, direction) in directions.items():
         assert config["pipes"][index][direction]["rate_bps"] == s.links[link].rate_bps
@@ -92,18 +92,18 @@ def test_the_relay_config_is_the_specs_links_queues_and_events() -> None:
 def test_in_tc_mode_the_relay_only_delays() -> None:
     s = spec()
     emu = choose(s, caps(netem=False), "tc")
-    pipes = emulator.pipes(plan_network(s, RunNames("tx"), emu), s, emu)
+    pipes = relay_driver.pipes(plan_network(s, RunNames("tx"), emu), s, emu)
     assert [p["name"] for p in pipes] == ["r0->r1"]
     assert pipes[0]["a_to_b"] == {"delay_ns": 10_000_000, "loss": 0.0}
-    config = emulator.relay_config(plan_network(s, RunNames("tx"), emu), s, emu, sample_origin_ns=5)
+    config = relay_driver.relay_config(plan_network(s, RunNames("tx"), emu), s, emu, sample_origin_ns=5)
     assert "sample_interval_ns" not in config  # htb is the queue: nothing for the relay to sample
 
 
 def test_t0_falls_on_the_sampling_grid() -> None:
-    assert emulator.on_grid(50, 100, 10) == 100
-    assert emulator.on_grid(100, 100, 10) == 100
-    assert emulator.on_grid(101, 100, 10) == 110
-    assert emulator.on_grid(1_234, 100, 100) == 1_300
+    assert relay_driver.on_grid(50, 100, 10) == 100
+    assert relay_driver.on_grid(100, 100, 10) == 100
+    assert relay_driver.on_grid(101, 100, 10) == 110
+    assert relay_driver.on_grid(1_234, 100, 100) == 1_300
 
 
 def test_queue_rows_take_the_mean_wait_of_each_intervals_departures() -> None:
@@ -114,13 +114,13 @@ def test_queue_rows_take_the_mean_wait_of_each_intervals_departures() -> None:
 
     baseline = {0: reading(10, 1_000_000)}
     readings = [(0.1, {0: reading(20, 3_000_000, backlog=4)}), (0.2, {0: reading(20, 3_000_000)})]
-    rows = tables.queue_rows(readings, baseline)
+    rows = measured_tables.queue_rows(readings, baseline)
     assert rows[0]["sojourn_mean_s"] == pytest.approx(2_000_000 / 10 / 1e9)
     assert rows[1]["sojourn_mean_s"] is None  # nothing left the queue in that interval
     assert (rows[0]["departures"], rows[0]["drops"], rows[0]["arrivals"]) == (10, 0, 14)
     # htb readings carry no times: NaN as before.
     htb = QueueReading(backlog_bytes=0, backlog_packets=0, drops=0, departures=5, departed_bytes=7500)
-    assert tables.queue_rows([(0.1, {0: htb})], {})[0]["sojourn_mean_s"] is None
+    assert measured_tables.queue_rows([(0.1, {0: htb})], {})[0]["sojourn_mean_s"] is None
 
 
 def test_a_late_cbr_sender_skips_what_fell_due_long_ago_instead_of_bursting() -> None:

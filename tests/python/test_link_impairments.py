@@ -8,8 +8,8 @@ import json
 
 import pytest
 from ccarena.backends import get_backend
-from ccarena.backends.kernel.emulation import Emulation
-from ccarena.backends.kernel.emulator import direction_config
+from ccarena.backends.kernel.emulation_choice import Emulation
+from ccarena.backends.kernel.relay_driver import direction_config
 from ccarena.experiment import expand
 from ccarena.scenario import load_scenario
 
@@ -50,7 +50,7 @@ def test_conditions_reach_both_directions_the_simulator_and_the_relay():
 
 def test_the_kernel_backend_duplicates_and_reorders_only_with_its_relay():
     from ccarena.backends.kernel.capabilities import Capabilities
-    from ccarena.backends.kernel.emulation import choose
+    from ccarena.backends.kernel.emulation_choice import choose
     from ccarena.errors import UserError
 
     def caps(netem: bool, relay: bool = True) -> Capabilities:

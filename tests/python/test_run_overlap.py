@@ -138,7 +138,7 @@ def test_the_command_line_process_leaves_the_engine_its_core() -> None:
     # engine's thread); the command line's tuning keeps it to none, unless the user chose.
     probe = ("import os, sys\n"
              "if sys.argv[1] == 'tuned':\n"
-             "    from ccarena.tuning import tune_process; tune_process()\n"
+             "    from ccarena.process_setup import tune_process; tune_process()\n"
              "import gc, numpy\n"
              "print(len(os.listdir('/proc/self/task')), os.environ.get('OPENBLAS_NUM_THREADS'),"
              " gc.get_threshold()[0])\n")

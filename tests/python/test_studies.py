@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
-from ccarena.analysis import metrics, studies
+from ccarena.analysis import metrics, study_tables as studies
 from ccarena.report import plots, study_plots
 
 T_975_2 = 4.302652729911275   # Student t, 0.975 quantile, 2 degrees of freedom

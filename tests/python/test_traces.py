@@ -196,7 +196,7 @@ def test_a_rate_event_on_a_trace_link_is_refused_in_one_line(tmp_path):
 
 
 def test_a_trace_rate_is_described_as_a_trace_with_its_spread_not_as_a_constant(tmp_path):
-    from ccarena.traces.files import describe_rate
+    from ccarena.traces.trace_files import describe_rate
 
     # 1 s at 12 Mbps then 1 s at 2 Mbps: the mean (7 Mbps) is neither, and the text says so.
     (tmp_path / "steps.csv").write_text("time_s,rate_mbps\n0,12\n1,2\n2,2\n")

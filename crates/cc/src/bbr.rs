@@ -58,7 +58,7 @@
 //! - Send quantum (§4.2.2) only sizes the `3·send_quantum` allowance in the window (the transport
 //!   sends single segments).
 
-use ccarena_link::rng::splitmix64;
+use ccarena_rng::splitmix64;
 use crate::bbr_common::{
     app_limited, apply_pacing_rate, AckAggregationEpoch, grow_cwnd, initial_pacing_rate_bps, min_pipe, pacing_rate_with_margin_bps,
     reinit_pacing_on_first_rtt, saved_cwnd,

@@ -46,7 +46,7 @@
 //! - `MarkConnectionAppLimited()` in PROBE_RTT is emulated inside the controller as in `bbr`.
 //! - The offload budget is TCP's `3 · send_quantum` (§5.5.8.1).
 
-use ccarena_link::rng::{splitmix64, unit_f64};
+use ccarena_rng::{splitmix64, unit_f64};
 use crate::bbr_common::{
     app_limited, apply_pacing_rate, AckAggregationEpoch, grow_cwnd, initial_pacing_rate_bps, min_pipe, pacing_rate_with_margin_bps,
     reinit_pacing_on_first_rtt, saved_cwnd,

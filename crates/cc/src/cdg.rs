@@ -44,8 +44,8 @@
 //!   default in the paper's Linux port and is not implemented; nor is HyStart, which the Linux
 //!   port adds.
 
-use ccarena_link::rng::SplitMix64;
-use crate::reno::{cong_avoid_ai, slow_start};
+use ccarena_rng::SplitMix64;
+use crate::reno::grow;
 use crate::vegas::{RoundRtt, MIN_ROUND_SAMPLES};
 use crate::{
     AckSample, CaState, CcError, CongestionControl, CwndEvent, CwndState, LossEvent, ParamInfo,
@@ -304,14 +304,7 @@ impl CongestionControl for Cdg {
             return;
         }
         let before = st.cwnd_bytes;
-        let mut acked = ack.bytes_acked;
-        if st.in_slow_start() {
-            acked = slow_start(st, acked);
-        }
-        if acked > 0 {
-            let w = st.cwnd_bytes;
-            cong_avoid_ai(st, w, &mut self.ca_acc_bytes, acked);
-        }
+        grow(st, &mut self.ca_acc_bytes, ack.bytes_acked);
         self.shadow_bytes += st.cwnd_bytes - before;
     }
 

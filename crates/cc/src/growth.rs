@@ -53,7 +53,7 @@ impl PerRttIncrease {
 /// Test helpers shared by the controllers' unit tests.
 #[cfg(test)]
 pub(crate) mod testing {
-    use crate::{AckSample, CaState, CwndState, Duration, LossEvent, LossKind, SimTime};
+    use crate::{AckSample, CaState, CongestionControl, CwndState, Duration, LossEvent, LossKind, SimTime};
 
     /// MSS used by the unit tests, bytes.
     pub const MSS: u64 = 1448;
@@ -87,6 +87,28 @@ pub(crate) mod testing {
         let mut st = CwndState::new(packets * MSS, MSS);
         st.ssthresh_bytes = st.cwnd_bytes;
         st
+    }
+
+    /// One RTT of `cong_avoid` ACKs of one MSS each (RTT samples `rtt`), as many as the window
+    /// held packets at its start.
+    pub fn one_rtt(cc: &mut dyn CongestionControl, st: &mut CwndState, rtt: Duration) {
+        for _ in 0..st.cwnd_bytes / MSS {
+            cc.cong_avoid(st, &ack(SimTime::ZERO, MSS, rtt));
+        }
+    }
+
+    /// How many RTTs ([`one_rtt`]) the window takes to climb back to `target_bytes` after a
+    /// fast-retransmit reduction (cwnd = ssthresh = the controller's `ssthresh`).
+    pub fn rtts_to_regain(cc: &mut dyn CongestionControl, st: &mut CwndState, target_bytes: u64, rtt: Duration) -> u32 {
+        let ss = cc.ssthresh(st, &loss(SimTime::ZERO, LossKind::FastRetransmit, st));
+        st.cwnd_bytes = ss;
+        st.ssthresh_bytes = ss;
+        let mut rtts = 0;
+        while st.cwnd_bytes < target_bytes {
+            one_rtt(cc, st, rtt);
+            rtts += 1;
+        }
+        rtts
     }
 }
 

@@ -35,7 +35,7 @@
 //!   flavor.
 
 use crate::growth::PerRttIncrease;
-use crate::reno::slow_start_first;
+use crate::reno::cwnd_limited_slow_start_first;
 use crate::{AckSample, CcError, CongestionControl, CwndState, LossEvent, ParamInfo, Params};
 
 /// Default Low_Window, packets (RFC 3649 §5): at or below it HighSpeed TCP is standard TCP.
@@ -175,10 +175,7 @@ impl CongestionControl for HighSpeed {
     /// Slow start below ssthresh; above it, cwnd grows by a(w)/w per packet acknowledged
     /// (RFC 3649 §5), i.e. a(w) packets per RTT.
     fn cong_avoid(&mut self, st: &mut CwndState, ack: &AckSample) {
-        if !ack.cwnd_limited {
-            return;
-        }
-        let Some(acked) = slow_start_first(st, ack.bytes_acked) else {
+        let Some(acked) = cwnd_limited_slow_start_first(st, ack) else {
             return;
         };
         let a = self.a(st.cwnd_packets());

@@ -38,7 +38,7 @@
 //!   of the PFLDnet 2004 algorithm and is not implemented.
 
 use crate::growth::PerRttIncrease;
-use crate::reno::slow_start_first;
+use crate::reno::cwnd_limited_slow_start_first;
 use crate::{
     AckSample, CcError, CongestionControl, CwndState, Duration, LossEvent, ParamInfo, Params,
     SimTime,
@@ -256,10 +256,7 @@ impl CongestionControl for Htcp {
 
     /// Slow start below ssthresh; above it α = 2(1 − β)·α^H(Δ) packets per RTT.
     fn cong_avoid(&mut self, st: &mut CwndState, ack: &AckSample) {
-        if !ack.cwnd_limited {
-            return;
-        }
-        let Some(acked) = slow_start_first(st, ack.bytes_acked) else {
+        let Some(acked) = cwnd_limited_slow_start_first(st, ack) else {
             return;
         };
         let since = self.last_event.map_or(0.0, |t| ack.now.saturating_since(t).as_secs_f64());

@@ -39,7 +39,7 @@
 //! - The decrease uses cwnd (the paper's W), not FlightSize.
 
 use crate::growth::PerRttIncrease;
-use crate::reno::slow_start_first;
+use crate::reno::cwnd_limited_slow_start_first;
 use crate::{AckSample, CcError, CongestionControl, CwndState, LossEvent, ParamInfo, Params};
 
 /// Default α_max, packets per RTT (Liu et al. 2006: 10).
@@ -307,10 +307,7 @@ impl CongestionControl for Illinois {
 
     /// Slow start below ssthresh; above it α packets per RTT (1 below W_thresh).
     fn cong_avoid(&mut self, st: &mut CwndState, ack: &AckSample) {
-        if !ack.cwnd_limited {
-            return;
-        }
-        let Some(acked) = slow_start_first(st, ack.bytes_acked) else {
+        let Some(acked) = cwnd_limited_slow_start_first(st, ack) else {
             return;
         };
         let a = if st.cwnd_packets() < self.win_thresh { STANDARD_ALPHA } else { self.alpha };

@@ -67,6 +67,7 @@ pub mod ledbat;
 pub mod lp;
 pub mod ltcp;
 pub mod nv;
+pub mod params;
 pub mod registry;
 pub mod reno;
 pub mod scalable;
@@ -77,7 +78,8 @@ pub mod veno;
 pub mod westwood;
 pub mod yeah;
 
-pub use registry::{catalogue, new_controller, FlavorInfo, ParamInfo, Params};
+pub use params::{ParamInfo, Params};
+pub use registry::{catalogue, new_controller, FlavorInfo};
 pub use time::{Duration, SimTime};
 
 use std::fmt;

@@ -65,7 +65,7 @@
 //! - Slow start is standard slow start ([`crate::reno::slow_start`]).
 
 use crate::growth::PerRttIncrease;
-use crate::reno::slow_start_first;
+use crate::reno::cwnd_limited_slow_start_first;
 use crate::{AckSample, CcError, CongestionControl, CwndState, LossEvent, ParamInfo, Params};
 
 /// Default low window W_L, packets: the window at which layer 2 is added; LTCP is Reno below it.
@@ -165,10 +165,7 @@ impl CongestionControl for Ltcp {
     /// Slow start below ssthresh (no layers are added meanwhile); above it K packets per RTT,
     /// after adding every layer whose threshold the window has reached.
     fn cong_avoid(&mut self, st: &mut CwndState, ack: &AckSample) {
-        if !ack.cwnd_limited {
-            return;
-        }
-        let Some(acked) = slow_start_first(st, ack.bytes_acked) else {
+        let Some(acked) = cwnd_limited_slow_start_first(st, ack) else {
             return;
         };
         self.layers = self.layers.max(self.layers_at(st.cwnd_packets()));
@@ -194,8 +191,10 @@ fn bad(param: &'static str, value: f64, reason: &'static str) -> CcError {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::growth::testing::{ack, ca_state, loss, MSS};
+    use crate::growth::testing::{self, ack, ca_state, loss, rtts_to_regain, MSS};
     use crate::{Duration, LossKind, SimTime};
+
+    const RTT: Duration = Duration::from_millis(100);
 
     fn ltcp(pairs: &[(&str, f64)]) -> Ltcp {
         Ltcp::new(&Params::from_pairs(pairs.iter().map(|(k, v)| (k.to_string(), *v)).collect()))
@@ -205,15 +204,14 @@ mod tests {
     /// A window of `packets` in congestion avoidance with every layer it reaches added.
     fn climbed(cc: &mut Ltcp, packets: u64) -> CwndState {
         let mut st = ca_state(packets);
-        cc.cong_avoid(&mut st, &ack(SimTime::ZERO, 0, Duration::from_millis(100)));
+        cc.cong_avoid(&mut st, &ack(SimTime::ZERO, 0, RTT));
         st
     }
 
+    /// One RTT of 100 ms ([`testing::one_rtt`]): the packets cwnd grew by.
     fn one_rtt(cc: &mut Ltcp, st: &mut CwndState) -> f64 {
         let before = st.cwnd_packets();
-        for _ in 0..st.cwnd_bytes / MSS {
-            cc.cong_avoid(st, &ack(SimTime::ZERO, MSS, Duration::from_millis(100)));
-        }
+        testing::one_rtt(cc, st, RTT);
         st.cwnd_packets() - before
     }
 
@@ -284,14 +282,7 @@ mod tests {
         let mut cc = ltcp(&[]);
         for w0 in [1_000u64, 10_000, 50_000] {
             let mut st = climbed(&mut cc, w0);
-            let ss = cc.ssthresh(&st, &loss(SimTime::ZERO, LossKind::FastRetransmit, &st));
-            st.cwnd_bytes = ss;
-            st.ssthresh_bytes = ss;
-            let mut rtts = 0;
-            while st.cwnd_bytes < w0 * MSS {
-                one_rtt(&mut cc, &mut st);
-                rtts += 1;
-            }
+            let rtts = rtts_to_regain(&mut cc, &mut st, w0 * MSS, RTT);
             assert!((3..=6).contains(&rtts), "w = {w0}: {rtts} RTTs");
         }
     }

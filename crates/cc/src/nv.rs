@@ -29,7 +29,7 @@
 //! - Linux's variable growth rate (`nv_cwnd_growth_rate_*`) is not modelled: NV grows like Reno, as
 //!   its default positive growth rate does.
 
-use crate::reno::{cong_avoid_ai, slow_start};
+use crate::reno::grow;
 use crate::vegas::{Round, RoundRtt, MIN_ROUND_SAMPLES};
 use crate::{
     AckSample, CaState, CcError, CongestionControl, CwndEvent, CwndState, Duration, LossEvent,
@@ -248,14 +248,7 @@ impl CongestionControl for Nv {
 
     fn cong_avoid(&mut self, st: &mut CwndState, ack: &AckSample) {
         if ack.cwnd_limited && (self.plan == Plan::Grow || !self.enabled) {
-            let mut acked = ack.bytes_acked;
-            if st.in_slow_start() {
-                acked = slow_start(st, acked);
-            }
-            if acked > 0 {
-                let w = st.cwnd_bytes;
-                cong_avoid_ai(st, w, &mut self.ca_acc_bytes, acked);
-            }
+            grow(st, &mut self.ca_acc_bytes, ack.bytes_acked);
         }
         if !self.enabled {
             return;

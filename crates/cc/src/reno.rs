@@ -46,6 +46,18 @@ pub fn slow_start_first(st: &mut CwndState, bytes_acked: u64) -> Option<u64> {
     (left > 0).then_some(left)
 }
 
+/// [`slow_start_first`] behind Linux's cwnd-limited check, the whole first half of
+/// `tcp_reno_cong_avoid` (`if (!tcp_is_cwnd_limited(sk)) return;` then slow start): the acked
+/// bytes left for congestion avoidance, or `None` when the ACK earns no growth (the window was
+/// not limiting the sender) or slow start used them all. For the flavors whose congestion
+/// avoidance starts exactly as Linux's does.
+pub fn cwnd_limited_slow_start_first(st: &mut CwndState, ack: &AckSample) -> Option<u64> {
+    if !ack.cwnd_limited {
+        return None;
+    }
+    slow_start_first(st, ack.bytes_acked)
+}
+
 /// Reno's growth for `bytes_acked` newly acknowledged bytes: slow start, then one MSS per window
 /// acked (RFC 5681 §3.1; Linux's `tcp_reno_cong_avoid` without its cwnd-limited check), with
 /// `acc_bytes` as in [`cong_avoid_ai`]. Flavors that grow like Reno call this (as Linux's Vegas,

@@ -27,7 +27,7 @@
 //! - Slow start is standard slow start ([`crate::reno::slow_start`]).
 
 use crate::growth::PerRttIncrease;
-use crate::reno::slow_start_first;
+use crate::reno::cwnd_limited_slow_start_first;
 use crate::{AckSample, CcError, CongestionControl, CwndState, LossEvent, ParamInfo, Params};
 
 /// Default increase a, packets per packet acknowledged (Kelly 2003: a = 0.01).
@@ -116,10 +116,7 @@ impl CongestionControl for Scalable {
     /// Slow start below ssthresh; above it `a` packets per packet acknowledged (a·w per RTT),
     /// or one packet per RTT at or below the legacy window.
     fn cong_avoid(&mut self, st: &mut CwndState, ack: &AckSample) {
-        if !ack.cwnd_limited {
-            return;
-        }
-        let Some(acked) = slow_start_first(st, ack.bytes_acked) else {
+        let Some(acked) = cwnd_limited_slow_start_first(st, ack) else {
             return;
         };
         let w = st.cwnd_packets();
@@ -143,19 +140,18 @@ fn bad(param: &'static str, value: f64, reason: &'static str) -> CcError {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::growth::testing::{ack, ca_state, loss, MSS};
+    use crate::growth::testing::{self, ca_state, loss, rtts_to_regain, MSS};
     use crate::{Duration, LossKind, SimTime};
 
     fn scalable() -> Scalable {
         Scalable::new(&Params::default()).unwrap()
     }
 
-    /// One RTT of ACKs (one MSS each) of the window at its start.
+    const RTT: Duration = Duration::from_millis(50);
+
+    /// One RTT of 50 ms ([`testing::one_rtt`]).
     fn one_rtt(cc: &mut Scalable, st: &mut CwndState) {
-        let n = st.cwnd_bytes / MSS;
-        for _ in 0..n {
-            cc.cong_avoid(st, &ack(SimTime::ZERO, MSS, Duration::from_millis(50)));
-        }
+        testing::one_rtt(cc, st, RTT);
     }
 
     #[test]
@@ -185,15 +181,7 @@ mod tests {
         let mut counts = Vec::new();
         for w0 in [200u64, 2_000, 20_000] {
             let mut st = ca_state(w0);
-            let ss = cc.ssthresh(&st, &loss(SimTime::ZERO, LossKind::FastRetransmit, &st));
-            st.cwnd_bytes = ss;
-            st.ssthresh_bytes = ss;
-            let mut rtts = 0;
-            while st.cwnd_bytes < w0 * MSS {
-                one_rtt(&mut cc, &mut st);
-                rtts += 1;
-            }
-            counts.push(rtts);
+            counts.push(rtts_to_regain(&mut cc, &mut st, w0 * MSS, RTT));
         }
         assert!(counts.iter().all(|&n| n == 14), "RTTs to recover: {counts:?}");
     }

@@ -84,7 +84,7 @@
 //! - DecRandom comes from a SplitMix64 generator seeded by the `seed` parameter (mixed with the
 //!   flow's identity by [`Udt::mix_seed`]), never from the OS.
 
-use ccarena_link::rng::SplitMix64;
+use ccarena_rng::SplitMix64;
 use crate::{
     AckSample, CcError, CongestionControl, CwndEvent, CwndState, Duration, LossEvent, LossKind, ParamInfo,
     Params, RateSample, SimTime,

@@ -28,7 +28,7 @@
 //!   ([`crate::reno::cong_avoid_ai`] with `w = 2·cwnd`).
 //! - An ECN echo is treated as congestive (`cwnd/2`): a mark is never random loss.
 
-use crate::reno::{cong_avoid_ai, halve_flight, slow_start_first};
+use crate::reno::{cong_avoid_ai, cwnd_limited_slow_start_first, halve_flight};
 use crate::vegas::{queued_packets, RoundRtt};
 use crate::{AckSample, CcError, CongestionControl, CwndState, LossEvent, LossKind, ParamInfo, Params};
 
@@ -119,10 +119,7 @@ impl CongestionControl for Veno {
     }
 
     fn cong_avoid(&mut self, st: &mut CwndState, ack: &AckSample) {
-        if !ack.cwnd_limited {
-            return;
-        }
-        let Some(acked) = slow_start_first(st, ack.bytes_acked) else {
+        let Some(acked) = cwnd_limited_slow_start_first(st, ack) else {
             return;
         };
         // One MSS per RTT while N < β, one MSS every other RTT once N ≥ β.

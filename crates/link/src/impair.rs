@@ -16,7 +16,7 @@
 //! a link with both probabilities at 0 draws nothing and behaves bit for bit as before these
 //! conditions existed. A duplicated packet that is held back is held back with its copy.
 
-use crate::rng::SplitMix64;
+use ccarena_rng::SplitMix64;
 
 /// The extra delay of a held-back packet when none is given: the link's propagation delay, at
 /// least 1 ms (so a link without delay still reorders packets a millisecond apart), ns.
@@ -107,7 +107,7 @@ impl WireImpairments {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::rng::StreamKind;
+    use ccarena_rng::StreamKind;
 
     fn impairments(seed: u64, duplicate: f64, reorder: f64) -> WireImpairments {
         WireImpairments::new(

@@ -9,21 +9,32 @@
 //!   holding a packet back).
 //! - [`trace`]: a transmitter whose capacity follows a trace (Mahimahi delivery opportunities or
 //!   rate steps) instead of a constant rate.
-//! - [`rng`]: the seeded SplitMix64 streams every random process draws from.
+//! - [`streams`]: a link direction's seeded random streams (loss, queue, jitter, duplication,
+//!   reordering), drawn from `ccarena_rng`'s SplitMix64, the workspace's one generator.
+//! - [`spec`]: the serde format of a queue and of a capacity trace, with its validation
+//!   ([`field_error::FieldError`] names the field at fault); the simulator's spec and the
+//!   relay's config both read it.
 //! - [`histogram`]: the log-linear histogram of nanosecond values (RTTs, the relay's lateness).
 //!
 //! Time is plain `u64` nanoseconds (the simulator's `SimTime`, the relay's CLOCK_MONOTONIC);
 //! rates are bits per second. Nothing here reads a clock or does I/O.
 
+pub mod field_error;
 pub mod histogram;
 pub mod impair;
 pub mod qdisc;
-pub mod rng;
+pub mod required;
+pub mod spec;
+pub mod streams;
 pub mod trace;
 pub mod wire;
 
 pub use histogram::{Histogram, Summary};
 pub use impair::{Impairment, WireImpairments};
-pub use qdisc::{Qdisc, QdiscConfig, QdiscCounters, QueuedPacket, Verdict};
-pub use rng::{LinkStreams, SplitMix64, StreamKind};
+pub use field_error::FieldError;
+pub use qdisc::{Aqm, AqmMut, Qdisc, QdiscConfig, QdiscCounters, QueuedPacket, Verdict, MTU_BYTES};
+pub use spec::{Discipline, QueueSpec, TraceSpec};
+// The generator types appear in this crate's constructors, so callers get them from here too.
+pub use ccarena_rng::{SplitMix64, StreamKind};
+pub use streams::LinkStreams;
 pub use trace::{RateTrace, TraceError, TraceTransmitter};

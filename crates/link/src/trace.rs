@@ -5,7 +5,7 @@
 //!
 //! - **Delivery opportunities** (Mahimahi's format; Netravali et al., "Mahimahi: Accurate
 //!   Record-and-Replay for HTTP", USENIX ATC 2015, §3 LinkShell, and `mm-link(1)`): a sorted list
-//!   of millisecond timestamps, each an instant at which [`MTU_BYTES`] may leave; several equal
+//!   of millisecond timestamps, each an instant at which [`OPPORTUNITY_BYTES`] may leave; several equal
 //!   timestamps are several opportunities at that instant. Accounting is in bytes, as
 //!   `mm-link(1)` documents: one opportunity carries up to 1500 bytes, so it may carry several
 //!   small packets, and a packet larger than what is left of an opportunity continues in the
@@ -29,7 +29,7 @@
 //! ([`TraceTransmitter::set_origin`]); the simulator's origin is 0, the relay's the run's start.
 
 /// Bytes one delivery opportunity carries (Mahimahi's `PACKET_SIZE`, an Ethernet MTU).
-pub const MTU_BYTES: u64 = 1500;
+pub const OPPORTUNITY_BYTES: u64 = 1500;
 
 /// "Never": the time a packet leaves when the trace has no capacity left for it, ns.
 pub const NEVER_NS: u64 = u64::MAX;
@@ -52,7 +52,7 @@ impl std::error::Error for TraceError {}
 /// A parsed, checked trace (see the module docs for the two kinds and their semantics).
 #[derive(Clone, Debug, PartialEq)]
 pub enum RateTrace {
-    /// Delivery opportunities of [`MTU_BYTES`] each.
+    /// Delivery opportunities of [`OPPORTUNITY_BYTES`] each.
     Opportunities {
         /// Opportunity instants from the trace's start, non-decreasing, ns.
         times_ns: Vec<u64>,
@@ -138,7 +138,7 @@ impl RateTrace {
     /// Capacity over one period, bit·ns (rate × time, so bits × 10⁹).
     fn period_capacity_bit_ns(&self) -> u128 {
         match self {
-            RateTrace::Opportunities { times_ns, .. } => u128::from(times_ns.len() as u64 * MTU_BYTES * 8) * NS_PER_S,
+            RateTrace::Opportunities { times_ns, .. } => u128::from(times_ns.len() as u64 * OPPORTUNITY_BYTES * 8) * NS_PER_S,
             RateTrace::Steps { steps, .. } => {
                 steps.windows(2).map(|w| u128::from(w[0].1) * u128::from(w[1].0 - w[0].0)).sum()
             }
@@ -162,7 +162,7 @@ impl RateTrace {
     }
 
     /// Bytes the trace can carry in `[from_ns, to_ns)` of its own time (origin 0): for
-    /// opportunities, [`MTU_BYTES`] per opportunity in the interval; for steps, the integral of
+    /// opportunities, [`OPPORTUNITY_BYTES`] per opportunity in the interval; for steps, the integral of
     /// the rate, rounded down. What a link that never runs out of packets delivers.
     pub fn capacity_bytes(&self, from_ns: u64, to_ns: u64) -> u64 {
         if to_ns <= from_ns {
@@ -172,7 +172,7 @@ impl RateTrace {
             RateTrace::Opportunities { .. } => {
                 let tx = TraceTransmitter::new(self.clone(), 0);
                 let (a, b) = (tx.first_opportunity_at_or_after(from_ns), tx.first_opportunity_at_or_after(to_ns));
-                (b - a) * MTU_BYTES
+                (b - a) * OPPORTUNITY_BYTES
             }
             RateTrace::Steps { .. } => ((self.bit_ns_until(to_ns) - self.bit_ns_until(from_ns)) / (8 * NS_PER_S)) as u64,
         }
@@ -273,9 +273,9 @@ impl TraceTransmitter {
         } else {
             self.next_opportunity.max(self.first_opportunity_at_or_after(ready_ns))
         };
-        let used = need.div_ceil(MTU_BYTES);
+        let used = need.div_ceil(OPPORTUNITY_BYTES);
         let last = first + used - 1;
-        (self.opportunity_ns(last), last + 1, used * MTU_BYTES - need)
+        (self.opportunity_ns(last), last + 1, used * OPPORTUNITY_BYTES - need)
     }
 
     /// Absolute time of opportunity `k` (counted over repetitions), or [`NEVER_NS`] past the end

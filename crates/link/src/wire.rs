@@ -1,6 +1,6 @@
 //! The transmitter and the wire: serialization time at a rate, and random loss.
 
-use crate::rng::SplitMix64;
+use ccarena_rng::SplitMix64;
 
 /// Time to serialize `bytes` at `rate_bps`, rounded up to a whole ns (a link never runs faster
 /// than its rate), ns. A rate of 0 is treated as 1 bit/s.

@@ -9,6 +9,7 @@
 //! the field; a Rust panic becomes `EngineError` carrying the seed and the simulated time, never a
 //! crash of the interpreter.
 
+mod errors;
 mod relay;
 mod udp;
 
@@ -19,24 +20,11 @@ use std::time::Instant;
 
 use ccarena_cc::{catalogue, SimTime};
 use ccarena_sim::{Column, Simulation, Table};
-use pyo3::create_exception;
-use pyo3::exceptions::{PyException, PyValueError};
+use errors::{panic_message, BudgetExceeded, EngineError};
+use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList};
 
-create_exception!(
-    _engine,
-    EngineError,
-    PyException,
-    "An engine fault (a bug, not a user mistake); the message carries the run's seed and time so it can be replayed."
-);
-
-create_exception!(
-    _engine,
-    BudgetExceeded,
-    PyException,
-    "The run stopped at a budget set with Simulation.set_budget (events or memory): a run too large for this machine, not a fault."
-);
 
 /// A simulation of one resolved spec.
 ///
@@ -63,15 +51,6 @@ struct State {
     fault: Option<String>,
 }
 
-fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
-    if let Some(s) = payload.downcast_ref::<&str>() {
-        (*s).to_string()
-    } else if let Some(s) = payload.downcast_ref::<String>() {
-        s.clone()
-    } else {
-        "unknown panic".to_string()
-    }
-}
 
 impl State {
     /// Run `f` on the engine with the GIL released; a panic becomes `EngineError` carrying the
@@ -299,6 +278,15 @@ fn spec_roundtrip(json: &str) -> PyResult<String> {
     ccarena_sim::Spec::roundtrip_json(json).map_err(|e| PyValueError::new_err(e.to_string()))
 }
 
+/// Check one resolved queue (the engine spec's `links[i].queue` object, JSON) as the engine
+/// checks a link's queue (`ccarena_link::spec::QueueSpec::validate`, the one place its rules
+/// live). Returns None; raises ValueError((field, message)) for a bad queue, `field` relative to
+/// the queue (`"codel.target_ns"`, `""` for the queue itself or malformed JSON).
+#[pyfunction]
+fn validate_queue(json: &str) -> PyResult<()> {
+    ccarena_sim::Spec::validate_queue_json(json).map_err(|e| PyValueError::new_err((e.path, e.message)))
+}
+
 /// Per flow, the link indices of its data path and of its ACK path at time 0, as the engine
 /// routes them: `[(data_links, ack_links)]` in flow order. Exact with a static table and with
 /// `routing.mode = "ecmp"` (the flow's 5-tuple hash, docs/engine-spec.md "Routing"); with
@@ -324,6 +312,7 @@ fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(version, m)?)?;
     m.add_function(wrap_pyfunction!(spec_roundtrip, m)?)?;
     m.add_function(wrap_pyfunction!(flow_paths, m)?)?;
+    m.add_function(wrap_pyfunction!(validate_queue, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     // The commit the extension was built from (build.rs), "unknown" when built outside git.
     m.add("__git_revision__", env!("CCARENA_GIT_REVISION"))?;

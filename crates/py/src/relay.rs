@@ -1,6 +1,6 @@
 //! `ccarena._engine.relay_run`: the link relay (link emulator) of the kernel backend, run from Python.
 //!
-//! Meant to run in a process of its own (`python -m ccarena.kernel.relay`), inside the relay's
+//! Meant to run in a process of its own (`python -m ccarena.backends.kernel.relay_main`), inside the relay's
 //! network namespace: it installs SIGTERM/SIGINT handlers and the parent-death signal for as long
 //! as it runs, and restores them when it returns.
 
@@ -11,7 +11,7 @@ use ccarena_relay::{Config, OpenError, ProcessGuard, Relay};
 use pyo3::exceptions::{PyOSError, PyValueError};
 use pyo3::prelude::*;
 
-use crate::EngineError;
+use crate::errors::EngineError;
 
 /// The start instant of the running relay's scheduled link changes (CLOCK_MONOTONIC ns, 0 = not
 /// known yet). One relay runs per process, like its signal handlers ([`ProcessGuard`]).

@@ -13,7 +13,7 @@ use std::path::PathBuf;
 use std::sync::Mutex;
 use std::time::Duration;
 
-use ccarena_udp::stream::{SenderSample, StreamTotals};
+use ccarena_udp::scenario_send::{SenderSample, StreamTotals};
 use ccarena_udp::{
     send_file, send_stream, Event, Receiver, ReceiverOptions, SendOptions, Sink, SinkOptions, StreamOptions, TransferRecord,
 };

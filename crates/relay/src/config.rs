@@ -9,7 +9,7 @@
 //! ```
 //!
 //! `pipes` and, per pipe, `name`, `a`, `b`, `a_to_b`, `b_to_a` and each direction's `delay_ns` and
-//! `loss` are required. A direction with `rate_bps` emulates a whole link ([`crate::link`]): a
+//! `loss` are required. A direction with `rate_bps` emulates a whole link ([`crate::emulated_path`]): a
 //! DropTail queue of `limit_packets` or `limit_bytes` (at most one; neither = unlimited) in front
 //! of a transmitter at that rate, then wire loss, then the delay. Without `rate_bps` it only
 //! delays (and loses) frames, and a limit is an error. A direction may list `changes`:
@@ -28,7 +28,10 @@
 //! `codel` object (`target_ns`, `interval_ns`, `ecn`); `"fq_codel"` with an `fq_codel` object
 //! (`target_ns`, `interval_ns`, `flows`, `quantum_bytes`, `ecn`); `"fq"` with an `fq` object
 //! (`flows`, `quantum_bytes`). The last three decide when a frame leaves the queue: the link
-//! holds the frames ([`crate::link`]).
+//! holds the frames ([`crate::emulated_path`]). These are the link crate's types
+//! ([`ccarena_link::QueueSpec`], each object deserialized as its discipline's own type) and its
+//! checks, so the relay accepts exactly the queues the simulator does; unlike the engine spec,
+//! the relay's format leaves out the objects of other disciplines instead of writing null.
 //!
 //! A direction with `rate_bps` may follow a capacity trace instead of that constant rate, in the
 //! engine spec's format (docs/engine-spec.md, `links[i].trace`; `ccarena_link::trace`): `"trace":
@@ -61,17 +64,13 @@
 //! ([`crate::Relay::open`]), since that depends on the namespace the check runs in.
 
 use std::collections::HashMap;
-use std::fmt;
 
+use serde::Deserialize;
 use serde_json::{Map, Value};
 
-use ccarena_link::qdisc::codel::CodelConfig;
-use ccarena_link::qdisc::fq::FqConfig;
-use ccarena_link::qdisc::pie::PieConfig;
-use ccarena_link::qdisc::red::RedConfig;
-use ccarena_link::{LinkStreams, QdiscConfig, RateTrace};
+use ccarena_link::{Discipline, LinkStreams, QdiscConfig, QueueSpec, RateTrace};
 
-use crate::link::{LinkChange, LinkParams, QueueLimit};
+use crate::emulated_path::{LinkChange, LinkParams, QueueLimit};
 
 /// `max_queue_frames` when the config leaves it out.
 pub const DEFAULT_MAX_QUEUE_FRAMES: usize = 100_000;
@@ -192,33 +191,10 @@ pub struct Config {
     pub keep_cpus_awake: bool,
 }
 
-/// A configuration mistake: the field's path (`pipes[0].a_to_b.loss`) and what is wrong.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ConfigError {
-    /// Path of the offending field, `""` for the document itself.
-    pub field: String,
-    /// What is wrong and, where possible, what is expected.
-    pub message: String,
-}
-
-impl ConfigError {
-    /// An error about `field`.
-    pub fn new(field: impl Into<String>, message: impl Into<String>) -> ConfigError {
-        ConfigError { field: field.into(), message: message.into() }
-    }
-}
-
-impl fmt::Display for ConfigError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if self.field.is_empty() {
-            write!(f, "{}", self.message)
-        } else {
-            write!(f, "{}: {}", self.field, self.message)
-        }
-    }
-}
-
-impl std::error::Error for ConfigError {}
+/// A configuration mistake: the field's path (`pipes[0].a_to_b.loss`, `""` for the document
+/// itself) and what is wrong. The link crate's field error, so the queue's own checks
+/// ([`QueueSpec::validate`]) report in it directly.
+pub use ccarena_link::FieldError as ConfigError;
 
 type Result<T> = std::result::Result<T, ConfigError>;
 
@@ -297,31 +273,14 @@ fn boolean(map: &Map<String, Value>, key: &str, default: bool) -> Result<bool> {
 
 fn direction(v: &Value, path: &str) -> Result<DirectionConfig> {
     let map = object(v, path)?;
-    reject_unknown(
-        map,
-        path,
-        &[
-            "delay_ns",
-            "loss",
-            "rate_bps",
-            "limit_packets",
-            "limit_bytes",
-            "changes",
-            "discipline",
-            "ecn_threshold_packets",
-            "ecn_threshold_bytes",
-            "red",
-            "pie",
-            "codel",
-            "fq_codel",
-            "fq",
-            "trace",
-            "duplicate",
-            "reorder",
-            "reorder_delay_ns",
-            "stream_index",
-        ],
-    )?;
+    // The queue's keys: the discipline, the ECN step threshold and each discipline's object.
+    let parameter_objects = Discipline::ALL.into_iter().filter(|&d| d != Discipline::Droptail).map(Discipline::name);
+    let known: Vec<&str> = ["delay_ns", "loss", "rate_bps", "limit_packets", "limit_bytes", "changes", "discipline", "ecn_threshold_packets", "ecn_threshold_bytes"]
+        .into_iter()
+        .chain(parameter_objects)
+        .chain(["trace", "duplicate", "reorder", "reorder_delay_ns", "stream_index"])
+        .collect();
+    reject_unknown(map, path, &known)?;
     let delay_path = join(path, "delay_ns");
     let delay_ns = non_negative_int(required(map, path, "delay_ns")?, &delay_path, "ns")?;
     let loss_path = join(path, "loss");
@@ -353,7 +312,7 @@ fn direction(v: &Value, path: &str) -> Result<DirectionConfig> {
             out
         }
     };
-    let queue = discipline(map, path)?;
+    let queue = discipline(map, path, limit)?;
     if rate_bps.is_none() && queue != DROPTAIL {
         return Err(ConfigError::new(join(path, "discipline"), "a queue discipline needs rate_bps (without a rate nothing ever waits)"));
     }
@@ -411,139 +370,51 @@ fn trace(v: &Value, path: &str) -> Result<RateTrace> {
 /// Plain DropTail: the discipline when the config names none.
 const DROPTAIL: QdiscConfig = QdiscConfig::DropTail { ecn_threshold_packets: None, ecn_threshold_bytes: None };
 
-fn number(map: &Map<String, Value>, path: &str, key: &str, check: fn(f64) -> bool, expected: &str) -> Result<f64> {
-    let v = required(map, path, key)?;
-    match v.as_f64() {
-        Some(x) if check(x) => Ok(x),
-        _ => Err(ConfigError::new(join(path, key), format!("expected {expected}, got {v}"))),
-    }
-}
-
-fn flag(map: &Map<String, Value>, path: &str, key: &str) -> Result<bool> {
-    let v = required(map, path, key)?;
-    v.as_bool().ok_or_else(|| ConfigError::new(join(path, key), format!("expected true or false, got {}", kind(v))))
-}
-
-/// The disciplines that take a parameter object of their name.
-const DISCIPLINE_OBJECTS: [&str; 5] = ["red", "pie", "codel", "fq_codel", "fq"];
-/// The largest IP packet, bytes: CoDel's `maxpacket` (RFC 8289 §4.2), as the simulator's.
-const MTU_BYTES: u64 = 1500;
-/// The most flow queues FQ-CoDel and FQ take, as the engine spec allows.
-const MAX_FLOWS: u64 = 65_536;
-
-/// CoDel's target and interval in the object at `path` (target below interval).
-fn codel_times(m: &Map<String, Value>, path: &str) -> Result<(u64, u64)> {
-    let target_ns = positive_int(required(m, path, "target_ns")?, &join(path, "target_ns"), "ns")?;
-    let interval_ns = positive_int(required(m, path, "interval_ns")?, &join(path, "interval_ns"), "ns")?;
-    if target_ns >= interval_ns {
-        return Err(ConfigError::new(join(path, "target_ns"), format!("must be below interval_ns ({interval_ns})")));
-    }
-    Ok((target_ns, interval_ns))
-}
-
-/// FQ's flow count and quantum in the object at `path`.
-fn fq_config(m: &Map<String, Value>, path: &str) -> Result<FqConfig> {
-    let flows = positive_int(required(m, path, "flows")?, &join(path, "flows"), "queues")?;
-    if flows > MAX_FLOWS {
-        return Err(ConfigError::new(join(path, "flows"), format!("{flows} is not in [1, {MAX_FLOWS}]")));
-    }
-    let quantum_bytes = positive_int(required(m, path, "quantum_bytes")?, &join(path, "quantum_bytes"), "bytes")?;
-    Ok(FqConfig { flows: flows as u32, quantum_bytes })
-}
-
-/// A direction's queue discipline (see the module docs); every error names its field.
-fn discipline(map: &Map<String, Value>, path: &str) -> Result<QdiscConfig> {
-    let name = match optional(map, "discipline") {
-        None => "droptail".to_string(),
-        Some(v) => string(v, &join(path, "discipline"))?,
+/// A direction's queue discipline (see the module docs), read as the link crate's
+/// [`QueueSpec`] and checked by it: the config names the discipline (default DropTail) and
+/// gives only its own parameter object, or none; a direction limited by `limit`. Every error
+/// names its field.
+fn discipline(map: &Map<String, Value>, path: &str, limit: QueueLimit) -> Result<QdiscConfig> {
+    let discipline = match optional(map, "discipline") {
+        None => Discipline::Droptail,
+        Some(v) => {
+            let name = string(v, &join(path, "discipline"))?;
+            Discipline::from_name(&name).ok_or_else(|| {
+                let names: Vec<&str> = Discipline::ALL.iter().map(|d| d.name()).collect();
+                let (last, rest) = names.split_last().expect("disciplines");
+                ConfigError::new(join(path, "discipline"), format!("unknown discipline \"{name}\" ({} or {last})", rest.join(", ")))
+            })?
+        }
     };
-    let k_packets = optional(map, "ecn_threshold_packets").map(|v| positive_int(v, &join(path, "ecn_threshold_packets"), "packets")).transpose()?;
-    let k_bytes = optional(map, "ecn_threshold_bytes").map(|v| positive_int(v, &join(path, "ecn_threshold_bytes"), "bytes")).transpose()?;
-    for key in DISCIPLINE_OBJECTS {
-        if optional(map, key).is_some() && name != key {
+    // The relay's format leaves other disciplines' objects out (the engine spec writes null).
+    for other in Discipline::ALL.into_iter().filter(|&d| d != discipline && d != Discipline::Droptail) {
+        let key = other.name();
+        if optional(map, key).is_some() {
             return Err(ConfigError::new(join(path, key), format!("only discipline \"{key}\" takes these parameters")));
         }
     }
-    if name != "droptail" && (k_packets.is_some() || k_bytes.is_some()) {
-        let key = if k_packets.is_some() { "ecn_threshold_packets" } else { "ecn_threshold_bytes" };
-        return Err(ConfigError::new(join(path, key), "only a droptail queue takes an ECN threshold"));
+    // The engine spec's queue object from the direction's keys; only the discipline's own
+    // parameter object can be present by now, so a type error in the object is named by its key.
+    let mut queue = Map::new();
+    queue.insert("discipline".into(), discipline.name().into());
+    let (limit_packets, limit_bytes) = match limit {
+        QueueLimit::Packets(p) => (Some(p), None),
+        QueueLimit::Bytes(b) => (None, Some(b)),
+        QueueLimit::Unlimited => (None, None),
+    };
+    queue.insert("limit_packets".into(), limit_packets.into());
+    queue.insert("limit_bytes".into(), limit_bytes.into());
+    for (key, unit) in [("ecn_threshold_packets", "packets"), ("ecn_threshold_bytes", "bytes")] {
+        if let Some(v) = optional(map, key) {
+            queue.insert(key.into(), non_negative_int(v, &join(path, key), unit)?.into());
+        }
     }
-    let unit = |x: f64| x > 0.0 && x <= 1.0;
-    let positive = |x: f64| x > 0.0 && x.is_finite();
-    match name.as_str() {
-        "droptail" => {
-            if k_packets.is_some() && k_bytes.is_some() {
-                return Err(ConfigError::new(join(path, "ecn_threshold_bytes"), "give ecn_threshold_packets or ecn_threshold_bytes, not both"));
-            }
-            Ok(QdiscConfig::DropTail { ecn_threshold_packets: k_packets, ecn_threshold_bytes: k_bytes })
-        }
-        "red" => {
-            let red_path = join(path, "red");
-            let r = object(required(map, path, "red")?, &red_path)?;
-            reject_unknown(
-                r,
-                &red_path,
-                &["min_th_packets", "max_th_packets", "min_th_bytes", "max_th_bytes", "max_p", "w_q", "gentle", "ecn", "idle_packet_bytes", "wait", "adaptive"],
-            )?;
-            let th = |key: &str| optional(r, key).map(|v| non_negative_int(v, &join(&red_path, key), "")).transpose();
-            let (min_th, max_th, in_bytes, max_key) = match (th("min_th_packets")?, th("max_th_packets")?, th("min_th_bytes")?, th("max_th_bytes")?) {
-                (Some(lo), Some(hi), None, None) => (lo, hi, false, "max_th_packets"),
-                (None, None, Some(lo), Some(hi)) => (lo, hi, true, "max_th_bytes"),
-                _ => return Err(ConfigError::new(&red_path, "give min_th_packets and max_th_packets, or min_th_bytes and max_th_bytes")),
-            };
-            if max_th <= min_th {
-                return Err(ConfigError::new(join(&red_path, max_key), format!("must be greater than min_th ({min_th})")));
-            }
-            Ok(QdiscConfig::Red(RedConfig {
-                min_th,
-                max_th,
-                in_bytes,
-                max_p: number(r, &red_path, "max_p", unit, "a number in (0, 1]")?,
-                w_q: number(r, &red_path, "w_q", unit, "a number in (0, 1]")?,
-                gentle: flag(r, &red_path, "gentle")?,
-                ecn: flag(r, &red_path, "ecn")?,
-                idle_packet_bytes: positive_int(required(r, &red_path, "idle_packet_bytes")?, &join(&red_path, "idle_packet_bytes"), "bytes")?,
-                wait: boolean(r, "wait", false)?,
-                adaptive: boolean(r, "adaptive", false)?,
-            }))
-        }
-        "pie" => {
-            let pie_path = join(path, "pie");
-            let m = object(required(map, path, "pie")?, &pie_path)?;
-            reject_unknown(m, &pie_path, &["target_ns", "tupdate_ns", "alpha", "beta", "max_burst_ns", "ecn"])?;
-            Ok(QdiscConfig::Pie(PieConfig {
-                target_ns: positive_int(required(m, &pie_path, "target_ns")?, &join(&pie_path, "target_ns"), "ns")?,
-                tupdate_ns: positive_int(required(m, &pie_path, "tupdate_ns")?, &join(&pie_path, "tupdate_ns"), "ns")?,
-                alpha: number(m, &pie_path, "alpha", positive, "a positive number")?,
-                beta: number(m, &pie_path, "beta", positive, "a positive number")?,
-                max_burst_ns: non_negative_int(required(m, &pie_path, "max_burst_ns")?, &join(&pie_path, "max_burst_ns"), "ns")?,
-                ecn: flag(m, &pie_path, "ecn")?,
-                mean_packet_bytes: 1500,
-            }))
-        }
-        "codel" => {
-            let codel_path = join(path, "codel");
-            let m = object(required(map, path, "codel")?, &codel_path)?;
-            reject_unknown(m, &codel_path, &["target_ns", "interval_ns", "ecn"])?;
-            let (target_ns, interval_ns) = codel_times(m, &codel_path)?;
-            Ok(QdiscConfig::Codel(CodelConfig { target_ns, interval_ns, ecn: flag(m, &codel_path, "ecn")?, mtu_bytes: MTU_BYTES }))
-        }
-        "fq_codel" => {
-            let fq_path = join(path, "fq_codel");
-            let m = object(required(map, path, "fq_codel")?, &fq_path)?;
-            reject_unknown(m, &fq_path, &["target_ns", "interval_ns", "flows", "quantum_bytes", "ecn"])?;
-            let (target_ns, interval_ns) = codel_times(m, &fq_path)?;
-            let codel = CodelConfig { target_ns, interval_ns, ecn: flag(m, &fq_path, "ecn")?, mtu_bytes: MTU_BYTES };
-            Ok(QdiscConfig::FqCodel(fq_config(m, &fq_path)?, codel))
-        }
-        "fq" => {
-            let fq_path = join(path, "fq");
-            let m = object(required(map, path, "fq")?, &fq_path)?;
-            reject_unknown(m, &fq_path, &["flows", "quantum_bytes"])?;
-            Ok(QdiscConfig::Fq(fq_config(m, &fq_path)?))
-        }
-        other => Err(ConfigError::new(join(path, "discipline"), format!("unknown discipline \"{other}\" (droptail, red, pie, codel, fq_codel or fq)"))),
+    if let Some(v) = optional(map, discipline.name()) {
+        queue.insert(discipline.name().into(), v.clone());
     }
+    let spec = QueueSpec::deserialize(Value::Object(queue)).map_err(|e| ConfigError::new(join(path, discipline.name()), e.to_string()))?;
+    spec.validate().map_err(|e| e.under(path))?;
+    Ok(spec.qdisc_config())
 }
 
 fn probability(v: &Value, path: &str) -> Result<f64> {
@@ -709,6 +580,8 @@ impl Config {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use ccarena_link::qdisc::codel::CodelConfig;
+    use ccarena_link::qdisc::fq::FqConfig;
 
     const GOOD: &str = r#"{"pipes": [{"name": "left0->r0", "a": "r0l0", "b": "r0l0b",
         "a_to_b": {"delay_ns": 20000000, "loss": 0.0, "rate_bps": 100000000, "limit_packets": 100},
@@ -836,10 +709,24 @@ mod tests {
         );
         assert_eq!(queue(r#""discipline": "fq", "fq": {"flows": 16, "quantum_bytes": 3000}"#).unwrap(), QdiscConfig::Fq(FqConfig { flows: 16, quantum_bytes: 3000 }));
         let msg = |q: &str| queue(q).unwrap_err().to_string();
-        assert_eq!(msg(r#""discipline": "codel", "codel": {"target_ns": 5, "interval_ns": 5, "ecn": false}"#), "pipes[0].a_to_b.codel.target_ns: must be below interval_ns (5)");
+        assert_eq!(msg(r#""discipline": "codel", "codel": {"target_ns": 5, "interval_ns": 5, "ecn": false}"#), "pipes[0].a_to_b.codel.target_ns: must be shorter than the interval (0.000005 ms)");
         assert_eq!(msg(r#""discipline": "fq", "fq": {"flows": 70000, "quantum_bytes": 1}"#), "pipes[0].a_to_b.fq.flows: 70000 is not in [1, 65536]");
         assert_eq!(msg(r#""discipline": "fq", "codel": {}"#), "pipes[0].a_to_b.codel: only discipline \"codel\" takes these parameters");
         assert_eq!(msg(r#""discipline": "sfq""#), "pipes[0].a_to_b.discipline: unknown discipline \"sfq\" (droptail, red, pie, codel, fq_codel or fq)");
+    }
+
+    #[test]
+    fn queues_are_the_link_crates_format_checked_as_the_engine_checks_them() {
+        let one = |d: &str| format!(r#"{{"pipes": [{{"name": "x", "a": "p", "b": "q", "a_to_b": {d}, "b_to_a": {{"delay_ns": 1, "loss": 0}}}}]}}"#);
+        let queue = |q: &str| Config::from_json(&one(&format!(r#"{{"delay_ns": 1, "loss": 0, "rate_bps": 10, "limit_packets": 50, {q}}}"#))).map(|c| c.pipes[0].a_to_b.queue.clone());
+        let msg = |q: &str| queue(q).unwrap_err().to_string();
+        let red = |max_th: u64| format!(r#""discipline": "red", "red": {{"min_th_packets": 5, "max_th_packets": {max_th}, "min_th_bytes": null, "max_th_bytes": null, "max_p": 0.1, "w_q": 0.002, "gentle": true, "ecn": false, "idle_packet_bytes": 1500}}"#);
+        let QdiscConfig::Red(parsed) = queue(&red(15)).unwrap() else { panic!("RED") };
+        assert_eq!((parsed.min_th, parsed.max_th, parsed.in_bytes, parsed.wait), (5, 15, false, false));
+        assert_eq!(msg(&red(60)), "pipes[0].a_to_b.red.max_th_packets: 60 exceeds the queue limit (50); RED needs max_th ≤ limit");
+        assert_eq!(msg(r#""discipline": "codel""#), "pipes[0].a_to_b.codel: required with discipline \"codel\"");
+        assert_eq!(msg(r#""discipline": "pie", "pie": {"target_ns": 1}"#), "pipes[0].a_to_b.pie: missing field `tupdate_ns`");
+        assert_eq!(msg(r#""ecn_threshold_packets": 60"#), "pipes[0].a_to_b.ecn_threshold_packets: must not exceed the queue limit");
     }
 
     #[test]

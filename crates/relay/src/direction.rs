@@ -1,5 +1,5 @@
 //! One direction of one pipe, served by a worker thread ([`crate::worker`]): read frames from the in-interface, put each
-//! through the emulated link ([`LinkModel`]: queue, transmitter, wire loss, delay), write the
+//! through the emulated link ([`EmulatedPath`]: queue, transmitter, wire loss, delay), write the
 //! survivors to the out-interface when they are due, apply the link's scheduled changes, sample
 //! the queue, and count.
 //!
@@ -11,7 +11,7 @@
 //! soon as it is due (after a drain), since it may retime frames already on the delay line.
 //!
 //! A discipline that decides at dequeue (CoDel, FQ-CoDel, FQ) makes the link *hold* each frame
-//! ([`LinkModel::holds_frames`]): the direction copies it into a buffer from its pool, the link
+//! ([`EmulatedPath::holds_frames`]): the direction copies it into a buffer from its pool, the link
 //! keeps it in the discipline until the transmitter takes it, and the direction then moves the
 //! survivors to the delay line ([`Direction::collect_departures`]). The link is advanced past
 //! the transmitter's next start when no arrival does it: the direction wakes when the next held
@@ -33,7 +33,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use crate::delay_line::DelayLine;
 use crate::ecn;
 use crate::frame::frame_size;
-use crate::link::{Departure, Fate, FrameInfo, LinkChange, LinkModel, Offered, QueueLimit};
+use crate::emulated_path::{Departure, Fate, FrameInfo, LinkChange, EmulatedPath, Offered, QueueLimit};
 use ccarena_link::Impairment;
 use crate::sampler::QueueSampler;
 use crate::schedule::{next_due, next_step, Due, Step, Tuning};
@@ -87,7 +87,7 @@ pub enum Next {
 pub struct Direction {
     rx: PacketSocket,
     tx: PacketSocket,
-    link: LinkModel<Vec<u8>>,
+    link: EmulatedPath<Vec<u8>>,
     line: DelayLine,
     /// Frames the wire holds back to be overtaken (empty unless the link reorders).
     held: DelayLine,
@@ -107,7 +107,7 @@ pub struct Direction {
 
 /// The delay line's starting size for `link`: room for everything the link can hold at once
 /// (a delay's worth of frames at the rate plus a full queue), so it never grows mid-run; bytes.
-fn line_bytes_for<B: Default>(link: &LinkModel<B>) -> usize {
+fn line_bytes_for<B: Default>(link: &EmulatedPath<B>) -> usize {
     let p = link.params();
     let Some(rate_bps) = p.rate_bps else { return DEFAULT_LINE_BYTES };
     let in_pipe_ip = u128::from(rate_bps) * u128::from(p.delay_ns) / 8 / 1_000_000_000;
@@ -130,7 +130,7 @@ impl Direction {
     pub fn new(
         rx: PacketSocket,
         tx: PacketSocket,
-        link: LinkModel<Vec<u8>>,
+        link: EmulatedPath<Vec<u8>>,
         changes: Vec<(u64, LinkChange)>,
         max_queue_frames: usize,
         sampler: Option<QueueSampler>,
@@ -439,11 +439,11 @@ fn deliver(line: &mut DelayLine, held: &mut DelayLine, stats: &mut DirectionStat
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::link::LinkParams;
+    use crate::emulated_path::LinkParams;
     use crate::rng::{Loss, SplitMix64};
 
-    fn model(rate_bps: Option<u64>, limit: QueueLimit, delay_ns: u64) -> LinkModel {
-        LinkModel::new(LinkParams { rate_bps, limit, delay_ns }, Loss::new(0.0, SplitMix64::new(0)))
+    fn model(rate_bps: Option<u64>, limit: QueueLimit, delay_ns: u64) -> EmulatedPath {
+        EmulatedPath::new(LinkParams { rate_bps, limit, delay_ns }, Loss::new(0.0, SplitMix64::new(0)))
     }
 
     #[test]

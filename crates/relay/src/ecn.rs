@@ -14,7 +14,7 @@
 //!
 //! The frame is the relay's `virtio_net_hdr` followed by the Ethernet frame.
 
-use ccarena_link::rng::mix64;
+use ccarena_rng::mix64;
 
 use crate::frame::{network_offset, ETH_P_IPV4, ETH_P_IPV6, IPPROTO_TCP, IPPROTO_UDP};
 use crate::sys::VNET_HDR_LEN;

@@ -1,12 +1,12 @@
 //! ccarena's userspace link emulator (the *relay*): a bump-in-the-wire that emulates each link of
 //! the kernel backend — queue discipline (DropTail, RED, PIE, CoDel, FQ-CoDel, FQ, with ECN
 //! marking), transmitter at the link rate, random wire loss and propagation delay, with the
-//! simulator's link model ([`link`]) — or, beside a kernel shaper, only its delay.
+//! simulator's link model ([`emulated_path`]) — or, beside a kernel shaper, only its delay.
 //!
 //! A dedicated network namespace holds two veth ends per emulated link (a *pipe*). For each end the
 //! relay opens an AF_PACKET raw socket bound to that interface (ETH_P_ALL, PACKET_IGNORE_OUTGOING so
 //! it never reads its own sends). Every frame arriving at `a` is offered to the `a → b` direction's
-//! [`LinkModel`], which decides from the frame's arrival time whether the queue drops it, whether
+//! [`EmulatedPath`], which decides from the frame's arrival time whether the queue drops it, whether
 //! the wire loses it, and when it reaches the far end; the relay sends it out of `b` at that
 //! instant, and vice versa. A discipline that decides when a frame leaves the queue (CoDel,
 //! FQ-CoDel, FQ) has the link hold the frame until the transmitter takes it ([`direction`]); a
@@ -14,7 +14,7 @@
 //! The relay measures its own error: the *lateness* of each frame, send time − due time, reported
 //! as mean/p50/p99/p99.9/max per direction; it also samples each queue on a fixed grid
 //! ([`sampler`]), applies the link's scheduled changes of rate, delay, loss and queue limit at
-//! their instants ([`LinkModel::apply_change`], the scenario's `[[events]]`), and counts what the
+//! their instants ([`EmulatedPath::apply_change`], the scenario's `[[events]]`), and counts what the
 //! link did ([`LinkCounters`]).
 //!
 //! # Design
@@ -86,7 +86,7 @@ pub mod direction;
 pub mod ecn;
 pub mod frame;
 pub mod histogram;
-pub mod link;
+pub mod emulated_path;
 pub mod process;
 pub mod relay;
 pub mod rng;
@@ -99,7 +99,7 @@ pub mod worker;
 pub use config::{Config, ConfigError, DirectionConfig, PipeConfig};
 pub use delay_line::DelayLine;
 pub use histogram::{Histogram, Summary};
-pub use link::{Departure, Fate, FrameInfo, LinkChange, Offered, LinkCounters, LinkModel, LinkParams, QueueLimit, QueueSample};
+pub use emulated_path::{Departure, Fate, FrameInfo, LinkChange, Offered, LinkCounters, EmulatedPath, LinkParams, QueueLimit, QueueSample};
 pub use process::ProcessGuard;
 pub use relay::{OpenError, Relay};
 pub use rng::{Loss, SplitMix64};

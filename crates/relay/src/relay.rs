@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use crate::config::{Config, ConfigError, DirectionConfig};
 use crate::direction::Direction;
 use crate::worker;
-use crate::link::LinkModel;
+use crate::emulated_path::EmulatedPath;
 use crate::rng::Loss;
 use crate::sampler::QueueSampler;
 use crate::schedule::Tuning;
@@ -112,7 +112,7 @@ impl Relay {
             let tx_b = open_socket("sending", &fb, &p.b, ib, PacketSocket::sender)?;
             let link = |dir: u8, d: &DirectionConfig| {
                 let streams = d.streams(config.seed, i, dir);
-                let link = LinkModel::holding(d.link_params(), &d.queue, streams.queue.clone(), Loss::new(d.loss, streams.loss.clone()))
+                let link = EmulatedPath::holding(d.link_params(), &d.queue, streams.queue.clone(), Loss::new(d.loss, streams.loss.clone()))
                     .with_impairments(d.impairments(&streams));
                 match &d.trace {
                     Some(trace) => link.with_trace(trace.clone()),

@@ -7,7 +7,7 @@
 //! the kernel's receive path); [`crate::schedule::next_due`] orders samples with the link's
 //! scheduled changes. The rows are the same whatever the relay's own scheduling did.
 
-use crate::link::{LinkModel, QueueSample};
+use crate::emulated_path::{EmulatedPath, QueueSample};
 
 /// At most this many rows are kept per direction (about 80 MB); later instants are counted in
 /// [`QueueSampler::skipped`] instead.
@@ -36,7 +36,7 @@ impl QueueSampler {
 
     /// Record the next instant (which the caller knows to be final: every arrival up to it
     /// offered, every change up to it applied).
-    pub fn record_next<B: Default>(&mut self, link: &mut LinkModel<B>) {
+    pub fn record_next<B: Default>(&mut self, link: &mut EmulatedPath<B>) {
         let t = self.next_instant_ns();
         self.next_k += 1;
         if self.rows.len() < MAX_ROWS {
@@ -56,13 +56,13 @@ impl QueueSampler {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::link::{LinkParams, QueueLimit};
+    use crate::emulated_path::{LinkParams, QueueLimit};
     use crate::rng::{Loss, SplitMix64};
 
     #[test]
     fn rows_are_the_state_at_each_grid_instant() {
         // 1 Mbit/s: a 1250-byte frame takes 10 ms. Three frames at t = 5 ms; grid every 10 ms from 0.
-        let mut link = LinkModel::new(
+        let mut link = EmulatedPath::new(
             LinkParams { rate_bps: Some(1_000_000), limit: QueueLimit::Packets(10), delay_ns: 0 },
             Loss::new(0.0, SplitMix64::new(0)),
         );

@@ -21,7 +21,7 @@
 //! ```
 //!
 //! `frames`/`bytes` count what was sent on (Ethernet bytes); `dropped_*` are frames. `link` and
-//! `samples` are the emulated link's packet counters ([`crate::link::LinkCounters`]; a GSO batch
+//! `samples` are the emulated link's packet counters ([`crate::emulated_path::LinkCounters`]; a GSO batch
 //! counts as its segments): conservation holds as `arrivals = drops + departures +
 //! backlog_packets_end`; `duplicated` and `reordered` count departed packets the wire sent twice
 //! or held back (`ccarena_link::impair`). `samples` is columnar, one entry per grid instant (absent without a
@@ -30,7 +30,7 @@
 use serde_json::{json, Value};
 
 use crate::histogram::Histogram;
-use crate::link::{LinkCounters, QueueSample};
+use crate::emulated_path::{LinkCounters, QueueSample};
 
 /// One direction's counters.
 #[derive(Clone, Debug, Default)]

@@ -1,12 +1,12 @@
 //! One link model: the simulator's link (`ccarena_sim::link::Link`) and the relay's
-//! (`ccarena_relay::LinkModel`) fed one arrival trace (times, sizes, flows, ECN capability) with
+//! (`ccarena_relay::EmulatedPath`) fed one arrival trace (times, sizes, flows, ECN capability) with
 //! the same discipline, limit, rate, delay, wire loss and random streams decide the same fate for
 //! every packet: dropped by the queue, marked CE, lost on the wire, or delivered at the same
 //! nanosecond. Run for every discipline the relay runs, on a trace that overloads the link in
 //! bursts: those that decide at arrival (DropTail with DCTCP's threshold, RED with ECN, Adaptive
-//! RED in bytes, PIE with ECN) through the relay's arrival path ([`LinkModel::offer_frame`]), and
+//! RED in bytes, PIE with ECN) through the relay's arrival path ([`EmulatedPath::offer_frame`]), and
 //! those that decide at dequeue (CoDel and FQ-CoDel with ECN, FQ) through its holding path
-//! ([`LinkModel::hold_frame`], [`LinkModel::take_departure`]). The simulator does not say which
+//! ([`EmulatedPath::hold_frame`], [`EmulatedPath::take_departure`]). The simulator does not say which
 //! of its undelivered packets the wire lost and which the discipline dropped at dequeue, so both
 //! count as one outcome per packet, and the totals of each are compared apart. With duplication
 //! and reordering on the wire (`ccarena_link::impair`) both deliver the same packets at the same
@@ -19,8 +19,8 @@ use ccarena_link::qdisc::pie::PieConfig;
 use ccarena_link::qdisc::red::RedConfig;
 use ccarena_link::qdisc::Limit;
 use ccarena_link::{Qdisc, QdiscConfig, SplitMix64, StreamKind, WireImpairments};
-use ccarena_relay::link::{FrameInfo, Offered};
-use ccarena_relay::{Fate, LinkModel, LinkParams, Loss, QueueLimit};
+use ccarena_relay::emulated_path::{FrameInfo, Offered};
+use ccarena_relay::{Fate, EmulatedPath, LinkParams, Loss, QueueLimit};
 use ccarena_sim::link::Link;
 use ccarena_sim::packet::{Packet, Payload};
 use ccarena_transport::DataSegment;
@@ -119,11 +119,11 @@ fn outcome(fate: Fate, ce: bool, copies: u64) -> Outcome {
 fn relay_outcomes(cfg: &QdiscConfig, limit: QueueLimit, arrivals: &[Arrival], imp: &WireImpairments) -> Run {
     let params = LinkParams { rate_bps: Some(RATE_BPS), limit, delay_ns: DELAY_NS };
     // The body a held frame carries is its index in the trace.
-    let mut link: LinkModel<usize> =
-        LinkModel::holding(params, cfg, SplitMix64::new(22), Loss::new(LOSS, SplitMix64::new(11))).with_impairments(imp.clone());
+    let mut link: EmulatedPath<usize> =
+        EmulatedPath::holding(params, cfg, SplitMix64::new(22), Loss::new(LOSS, SplitMix64::new(11))).with_impairments(imp.clone());
     let mut out = vec![Outcome::Lost; arrivals.len()];
     if link.holds_frames() {
-        let collect = |link: &mut LinkModel<usize>, out: &mut Vec<Outcome>| {
+        let collect = |link: &mut EmulatedPath<usize>, out: &mut Vec<Outcome>| {
             while let Some(d) = link.take_departure() {
                 out[d.body] = outcome(d.fate, d.ce, d.impair.copies());
             }

@@ -8,8 +8,8 @@ use ccarena_link::qdisc::codel::CodelConfig;
 use ccarena_link::qdisc::red::RedConfig;
 use ccarena_link::qdisc::Limit;
 use ccarena_link::{Qdisc, QdiscConfig, RateTrace, SplitMix64, TraceTransmitter};
-use ccarena_relay::link::FrameInfo;
-use ccarena_relay::{Fate, LinkModel, LinkParams, Loss, QueueLimit};
+use ccarena_relay::emulated_path::FrameInfo;
+use ccarena_relay::{Fate, EmulatedPath, LinkParams, Loss, QueueLimit};
 use ccarena_sim::link::Link;
 use ccarena_sim::packet::{Packet, Payload};
 use ccarena_transport::DataSegment;
@@ -93,7 +93,7 @@ fn outcome(fate: Fate) -> Outcome {
 fn relay_outcomes(trace: &RateTrace, cfg: &QdiscConfig, arrivals: &[(u64, u64)]) -> Vec<Outcome> {
     let params = LinkParams { rate_bps: Some(RATE_BPS), limit: QueueLimit::Packets(40), delay_ns: DELAY_NS };
     // The body a held frame carries (CoDel decides at dequeue) is its index in the arrivals.
-    let mut link: LinkModel<usize> = LinkModel::holding(params, cfg, SplitMix64::new(22), Loss::new(LOSS, SplitMix64::new(11))).with_trace(trace.clone());
+    let mut link: EmulatedPath<usize> = EmulatedPath::holding(params, cfg, SplitMix64::new(22), Loss::new(LOSS, SplitMix64::new(11))).with_trace(trace.clone());
     link.set_trace_origin(0);
     let info = |size| FrameInfo { ip_bytes: size, packets: 1, flow_hash: 0, ect: false };
     if !link.holds_frames() {
@@ -101,7 +101,7 @@ fn relay_outcomes(trace: &RateTrace, cfg: &QdiscConfig, arrivals: &[(u64, u64)])
     }
     // Dropped at dequeue (CoDel) or lost on the wire: the simulator says only "not delivered".
     let mut out = vec![Outcome::Lost; arrivals.len()];
-    let collect = |link: &mut LinkModel<usize>, out: &mut Vec<Outcome>| {
+    let collect = |link: &mut EmulatedPath<usize>, out: &mut Vec<Outcome>| {
         while let Some(d) = link.take_departure() {
             out[d.body] = outcome(d.fate);
         }

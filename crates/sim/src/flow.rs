@@ -8,7 +8,7 @@ use ccarena_cc::udt::Udt;
 use ccarena_transport::udt::{UdtReceiver, UdtReceiverConfig, UdtSender, UdtSenderConfig};
 
 use ccarena_link::Histogram;
-use ccarena_link::rng::{SplitMix64, StreamKind};
+use ccarena_rng::{SplitMix64, StreamKind};
 use crate::spec::{CbrFlowSpec, FlowSpec, SpecError, TcpFlowSpec, UdtFlowSpec};
 
 /// Bytes a bulk flow with no byte count offers: effectively unlimited.

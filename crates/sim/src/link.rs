@@ -17,7 +17,7 @@ use std::collections::VecDeque;
 use ccarena_cc::{Duration, SimTime};
 use ccarena_link::qdisc::{idle_ns, Limit};
 use ccarena_link::wire::{transmission_ns, WireLoss};
-use ccarena_link::{Impairment, Qdisc, SplitMix64, TraceTransmitter, WireImpairments};
+use ccarena_link::{Aqm, AqmMut, Impairment, Qdisc, SplitMix64, TraceTransmitter, WireImpairments};
 
 use crate::packet::Packet;
 use crate::queue::Verdict;
@@ -489,7 +489,10 @@ impl Link {
     /// RED's average queue at `now` (packets or bytes, the thresholds' unit), aged over the
     /// current idle period if any; NaN for DropTail. Call after [`Link::advance`] to `now`.
     pub fn red_avg(&self, now: SimTime) -> f64 {
-        self.qdisc.red_avg(idle_ns(self.qdisc.is_empty(), self.tx_free_at.as_nanos(), now.as_nanos()), self.rate_bps)
+        match self.qdisc.aqm() {
+            Some(Aqm::Red(red)) => red.avg_at(idle_ns(self.qdisc.is_empty(), self.tx_free_at.as_nanos(), now.as_nanos()), self.rate_bps),
+            _ => f64::NAN,
+        }
     }
 
     /// Time the transmitter spent serializing up to `now`, ns: busy time over elapsed time is
@@ -539,7 +542,9 @@ impl Link {
             self.qdisc.set_limit(Limit::Bytes(b));
         }
         if let Some((min_th, max_th)) = change.red_thresholds() {
-            self.qdisc.set_red_thresholds(min_th, max_th);
+            if let Some(AqmMut::Red(red)) = self.qdisc.aqm_mut() {
+                red.set_thresholds(min_th, max_th);
+            }
         }
         match change.up {
             Some(false) if self.up => self.go_down(now),

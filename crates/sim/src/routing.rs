@@ -21,7 +21,7 @@
 
 use std::collections::HashMap;
 
-use ccarena_link::rng::mix64;
+use ccarena_rng::mix64;
 use crate::spec::{err, FlowSpec, NodeKind, RoutingMode, Spec, SpecError};
 
 /// Entry value: no route.

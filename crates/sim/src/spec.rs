@@ -1,6 +1,8 @@
 //! The resolved run spec the engine executes: every value explicit, no defaults.
 //!
-//! The format is documented in `docs/engine-spec.md`; this module is its Rust mirror. The Python
+//! The format is documented in `docs/engine-spec.md`; this module is its Rust mirror, except the
+//! queue and trace objects, which are the link crate's (`ccarena_link::spec`, shared with the
+//! relay) and checked there. [`Spec::validate`] checks each section with its own validator. The Python
 //! front end resolves every default and sends a spec that names all fields, so the engine rejects
 //! both unknown and missing fields ([`Spec::from_json`]); [`Spec::validate`] then checks the values
 //! (called once, by `Simulation::new`), reporting the first problem as `path: message`.
@@ -9,8 +11,17 @@ use std::collections::BTreeMap;
 use std::fmt;
 
 use ccarena_cc::{new_controller, Params};
+use ccarena_link::required::present;
 use ccarena_transport::RecoveryMode;
 use serde::{Deserialize, Serialize};
+
+// The queue and trace formats are the link crate's (`ccarena_link::spec`), re-exported so a
+// spec user finds every type of the spec here.
+pub use ccarena_link::qdisc::codel::CodelConfig;
+pub use ccarena_link::qdisc::fq::{FqCodelSpec, FqConfig};
+pub use ccarena_link::qdisc::pie::PieConfig;
+pub use ccarena_link::qdisc::red::RedSpec;
+pub use ccarena_link::spec::{Discipline, QueueSpec, TraceSpec};
 
 /// The spec format version this engine reads.
 pub const SPEC_FORMAT: u32 = 1;
@@ -155,218 +166,6 @@ impl LinkSpec {
     pub fn sampled(&self) -> bool {
         self.sample.unwrap_or(true)
     }
-}
-
-/// A link's capacity trace (`ccarena_link::trace`): exactly one of `opportunities_ms` and
-/// `steps` is non-null. Every key is required.
-#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
-#[serde(deny_unknown_fields)]
-pub struct TraceSpec {
-    /// Mahimahi delivery opportunities: the trace file's millisecond timestamps in order, each an
-    /// instant at which 1500 bytes may leave (byte accounting, as mm-link). Kept in ms, as in the
-    /// file, so a long trace stays compact.
-    pub opportunities_ms: Option<Vec<u64>>,
-    /// Rate steps `[time_ns, rate_bps]`, the first at 0, times increasing; the last row marks
-    /// the trace's end (its period when looped).
-    pub steps: Option<Vec<(u64, u64)>>,
-    /// Repeat the trace (period: the last timestamp or the last step's time). Not looped, a
-    /// Mahimahi trace has no capacity after its last opportunity and rate steps keep the last
-    /// rate.
-    #[serde(rename = "loop")]
-    pub looped: bool,
-}
-
-impl TraceSpec {
-    /// The checked trace.
-    ///
-    /// # Errors
-    /// Neither or both kinds given, or a trace [`ccarena_link::RateTrace`] refuses; the message
-    /// names the key at fault.
-    pub fn rate_trace(&self) -> Result<ccarena_link::RateTrace, (&'static str, String)> {
-        match (&self.opportunities_ms, &self.steps) {
-            (Some(o), None) => ccarena_link::RateTrace::opportunities_ms(o, self.looped).map_err(|e| ("opportunities_ms", e.0)),
-            (None, Some(s)) => ccarena_link::RateTrace::steps(s, self.looped).map_err(|e| ("steps", e.0)),
-            _ => Err(("", "set exactly one of opportunities_ms and steps".to_string())),
-        }
-    }
-}
-
-/// An egress queue.
-#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
-#[serde(deny_unknown_fields)]
-pub struct QueueSpec {
-    /// Queue discipline.
-    pub discipline: Discipline,
-    /// Limit on waiting packets, or null when limited in bytes.
-    pub limit_packets: Option<u64>,
-    /// Limit on waiting bytes, or null when limited in packets.
-    pub limit_bytes: Option<u64>,
-    /// ECN marking threshold K in waiting packets: an ECN-capable (ECT) packet arriving when at
-    /// least this many packets wait is marked CE instead of being dropped (DCTCP's marking, RFC
-    /// 8257 §3.1). Null (or absent) = no marking by packets.
-    #[serde(default)]
-    pub ecn_threshold_packets: Option<u64>,
-    /// ECN marking threshold K in waiting bytes, as `ecn_threshold_packets`. Null (or absent) = no
-    /// marking by bytes. At most one of the two is set.
-    #[serde(default)]
-    pub ecn_threshold_bytes: Option<u64>,
-    /// RED's parameters: required with `discipline = "red"`, absent or null otherwise (written
-    /// as null, so a serialized spec names every field).
-    #[serde(default)]
-    pub red: Option<RedSpec>,
-    /// CoDel's parameters: required with `discipline = "codel"`, absent or null otherwise.
-    #[serde(default)]
-    pub codel: Option<CodelSpec>,
-    /// FQ-CoDel's parameters: required with `discipline = "fq_codel"`, absent or null otherwise.
-    #[serde(default)]
-    pub fq_codel: Option<FqCodelSpec>,
-    /// PIE's parameters: required with `discipline = "pie"`, absent or null otherwise.
-    #[serde(default)]
-    pub pie: Option<PieSpec>,
-    /// FQ's parameters: required with `discipline = "fq"`, absent or null otherwise.
-    #[serde(default)]
-    pub fq: Option<FqSpec>,
-}
-
-/// CoDel's parameters (RFC 8289 §4; defaults the front end writes: 5 ms, 100 ms). Every key is
-/// required.
-#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
-#[serde(deny_unknown_fields)]
-pub struct CodelSpec {
-    /// Acceptable standing sojourn time, ns (positive, below `interval_ns`).
-    pub target_ns: u64,
-    /// Window over which the sojourn must stay above target before dropping, and the control
-    /// law's base interval, ns (positive).
-    pub interval_ns: u64,
-    /// Mark ECT packets CE instead of dropping them.
-    pub ecn: bool,
-}
-
-/// FQ-CoDel's parameters (RFC 8290 §5.2: 1024 flows, quantum = MTU; CoDel's 5 ms / 100 ms).
-/// Every key is required.
-#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
-#[serde(deny_unknown_fields)]
-pub struct FqCodelSpec {
-    /// Each queue's CoDel target, ns (positive, below `interval_ns`).
-    pub target_ns: u64,
-    /// Each queue's CoDel interval, ns (positive).
-    pub interval_ns: u64,
-    /// Number of flow queues packets are hashed into (1 to 65 536).
-    pub flows: u32,
-    /// Deficit round robin quantum, bytes (positive).
-    pub quantum_bytes: u64,
-    /// Mark ECT packets CE instead of dropping them.
-    pub ecn: bool,
-}
-
-/// PIE's parameters (RFC 8033 §4 defaults: 15 ms, 15 ms, 0.125, 1.25, 150 ms). Every key is
-/// required.
-#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
-#[serde(deny_unknown_fields)]
-pub struct PieSpec {
-    /// Target queueing delay, ns (positive).
-    pub target_ns: u64,
-    /// Interval between drop-probability updates, ns (positive).
-    pub tupdate_ns: u64,
-    /// Weight of the delay's deviation from target, per second (positive, finite).
-    pub alpha: f64,
-    /// Weight of the delay's change since the last update, per second (positive, finite).
-    pub beta: f64,
-    /// Burst allowance, ns (0 = none).
-    pub max_burst_ns: u64,
-    /// Mark ECT packets instead of dropping them while the probability is at most 10%.
-    pub ecn: bool,
-}
-
-/// FQ's parameters (per-flow deficit round robin, no AQM). Every key is required.
-#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
-#[serde(deny_unknown_fields)]
-pub struct FqSpec {
-    /// Number of flow queues (1 to 65 536).
-    pub flows: u32,
-    /// Deficit round robin quantum, bytes (positive).
-    pub quantum_bytes: u64,
-}
-
-/// Queue disciplines.
-#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq)]
-#[serde(rename_all = "snake_case")]
-pub enum Discipline {
-    /// Tail drop at a fixed limit.
-    Droptail,
-    /// Random Early Detection (Floyd & Jacobson 1993) in front of the same hard limit.
-    Red,
-    /// CoDel (RFC 8289) in front of the same hard limit.
-    Codel,
-    /// FQ-CoDel (RFC 8290): flow queues, deficit round robin, CoDel per queue.
-    FqCodel,
-    /// PIE (RFC 8033) in front of the same hard limit.
-    Pie,
-    /// Per-flow fair queueing by deficit round robin, no AQM.
-    Fq,
-}
-
-impl Discipline {
-    /// The name the spec uses.
-    pub fn name(self) -> &'static str {
-        match self {
-            Discipline::Droptail => "droptail",
-            Discipline::Red => "red",
-            Discipline::Codel => "codel",
-            Discipline::FqCodel => "fq_codel",
-            Discipline::Pie => "pie",
-            Discipline::Fq => "fq",
-        }
-    }
-}
-
-/// Deserialize an `Option` that must be present (possibly null): serde would otherwise read a
-/// missing `Option` field as null, and the engine rejects missing fields.
-fn present<'de, D: serde::Deserializer<'de>, T: Deserialize<'de>>(d: D) -> Result<Option<T>, D::Error> {
-    Option::<T>::deserialize(d)
-}
-
-/// RED's parameters (Floyd & Jacobson, IEEE/ACM ToN 1993, §4 and §11; gentle: Floyd 2000). The
-/// thresholds are on the average queue, in packets or in bytes: exactly one of the two pairs is
-/// non-null, and its unit is the unit of RED's queue measure and average. Every key is required.
-#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
-#[serde(deny_unknown_fields)]
-pub struct RedSpec {
-    /// Lower threshold min_th on the average, waiting packets.
-    #[serde(deserialize_with = "present")]
-    pub min_th_packets: Option<u64>,
-    /// Upper threshold max_th on the average, waiting packets.
-    #[serde(deserialize_with = "present")]
-    pub max_th_packets: Option<u64>,
-    /// Lower threshold min_th on the average, waiting bytes.
-    #[serde(deserialize_with = "present")]
-    pub min_th_bytes: Option<u64>,
-    /// Upper threshold max_th on the average, waiting bytes.
-    #[serde(deserialize_with = "present")]
-    pub max_th_bytes: Option<u64>,
-    /// Drop probability at `avg = max_th` (maxp), in (0, 1].
-    pub max_p: f64,
-    /// Weight of each new queue sample in the average (w_q), in (0, 1].
-    pub w_q: f64,
-    /// Gentle variant: the drop probability rises linearly from max_p to 1 between max_th and
-    /// 2·max_th instead of jumping to 1 at max_th.
-    pub gentle: bool,
-    /// Mark ECN-capable packets CE instead of dropping them early (RFC 3168 §7).
-    pub ecn: bool,
-    /// Size of the "typical small packet" whose transmission time at the link rate converts an
-    /// idle period into the number of EWMA steps the average decays by (§11), bytes.
-    pub idle_packet_bytes: u64,
-    /// ns-2's and ns-3's `wait` option (their default; not in Floyd & Jacobson 1993): p_a is 0
-    /// until count·p_b ≥ 1, then p_b/(2 − count·p_b), so the gap between early drops is uniform
-    /// on [1/p_b, 2/p_b] (mean 1.5/p_b) instead of the paper's [1, 1/p_b] (§7). Optional: absent
-    /// or false is the paper's rule.
-    #[serde(default)]
-    pub wait: bool,
-    /// Adaptive RED (Floyd, Gummadi & Shenker 2001): every 0.5 s max_p moves toward keeping the
-    /// average in the middle of [min_th, max_th] (`max_p` is the starting value). Optional:
-    /// absent or false is plain RED.
-    #[serde(default)]
-    pub adaptive: bool,
 }
 
 /// A scheduled change to one link.
@@ -623,6 +422,79 @@ impl TcpFlowSpec {
     pub fn cc_params(&self) -> Params {
         Params::from_pairs(self.params.iter().map(|(k, v)| (k.clone(), *v)).collect())
     }
+
+    /// The transport's fields: a known TCP flavor with valid parameters, a known recovery mode,
+    /// positive sizes and counts, RTO bounds in order, buffers of at least one segment. Paths
+    /// are relative to the flow.
+    fn validate(&self) -> Result<(), SpecError> {
+        new_controller(&self.flavor, &self.cc_params()).map_err(|e| err("flavor", e.to_string()))?;
+        if let Some(info) = ccarena_cc::catalogue().iter().find(|c| c.name == self.flavor && c.transport != "tcp") {
+            return Err(err("flavor", format!("flavor '{}' runs on its own transport: use a flow of kind \"{}\"", self.flavor, info.transport)));
+        }
+        self.recovery.parse::<RecoveryMode>().map_err(|e| err("recovery", e.to_string()))?;
+        if self.mss_bytes == 0 {
+            return Err(err("mss_bytes", "must be positive"));
+        }
+        if self.initial_cwnd_packets == 0 {
+            return Err(err("initial_cwnd_packets", "must be positive"));
+        }
+        if self.dupthresh == 0 {
+            return Err(err("dupthresh", "must be positive"));
+        }
+        if self.ack_every_segments == 0 {
+            return Err(err("ack_every_segments", "must be positive"));
+        }
+        if self.min_rto_ns == 0 || self.min_rto_ns > self.max_rto_ns {
+            return Err(err("min_rto_ns", "must be positive and at most max_rto_ns"));
+        }
+        if self.bytes == Some(0) {
+            return Err(err("bytes", "must be positive (or null for unlimited)"));
+        }
+        if self.rwnd_bytes.is_some_and(|w| w < self.mss_bytes as u64) {
+            return Err(err("rwnd_bytes", "must be at least mss_bytes (or null for unlimited)"));
+        }
+        if self.sndbuf_bytes.is_some_and(|w| w < self.mss_bytes as u64) {
+            return Err(err("sndbuf_bytes", "must be at least mss_bytes (or null for unlimited)"));
+        }
+        Ok(())
+    }
+}
+
+impl CbrFlowSpec {
+    /// The transport's fields: a positive rate and datagram size. Paths are relative to the flow.
+    fn validate(&self) -> Result<(), SpecError> {
+        if self.rate_bps == 0 {
+            return Err(err("rate_bps", "must be positive"));
+        }
+        if self.packet_bytes == 0 {
+            return Err(err("packet_bytes", "must be positive"));
+        }
+        Ok(())
+    }
+}
+
+impl UdtFlowSpec {
+    /// The transport's fields: valid `udt` controller parameters, positive sizes and intervals,
+    /// a flow window of at least 2 packets. Paths are relative to the flow.
+    fn validate(&self) -> Result<(), SpecError> {
+        ccarena_cc::udt::Udt::new(&self.cc_params()).map_err(|e| err("params", e.to_string()))?;
+        if self.mss_bytes == 0 {
+            return Err(err("mss_bytes", "must be positive"));
+        }
+        if self.syn_interval_ns == 0 {
+            return Err(err("syn_interval_ns", "must be positive"));
+        }
+        if self.flow_window_packets < 2 {
+            return Err(err("flow_window_packets", "must be at least 2"));
+        }
+        if self.initial_rtt_ns == 0 {
+            return Err(err("initial_rtt_ns", "must be positive"));
+        }
+        if self.bytes == Some(0) {
+            return Err(err("bytes", "must be positive (or null for unlimited)"));
+        }
+        Ok(())
+    }
 }
 
 /// A problem with a spec: where (`flows[0].flavor`) and what.
@@ -646,120 +518,41 @@ impl fmt::Display for SpecError {
 
 impl std::error::Error for SpecError {}
 
+impl SpecError {
+    /// The same error with `prefix` put in front of its path (`prefix.path`, or `prefix` alone
+    /// for an error about the object itself): section validators report paths relative to the
+    /// object they check.
+    fn under(self, prefix: &str) -> SpecError {
+        let ccarena_link::FieldError { field, message } = ccarena_link::FieldError::new(self.path, self.message).under(prefix);
+        SpecError { path: field, message }
+    }
+}
+
+impl From<ccarena_link::FieldError> for SpecError {
+    /// A link-format error, its field as the path.
+    fn from(e: ccarena_link::FieldError) -> SpecError {
+        SpecError { path: e.field, message: e.message }
+    }
+}
+
 pub(crate) fn err(path: impl Into<String>, message: impl Into<String>) -> SpecError {
     SpecError { path: path.into(), message: message.into() }
 }
 
-/// Check a queue's RED fields: `red` present exactly for `discipline = "red"`, one pair of
-/// thresholds with 0 ≤ min_th < max_th, max_p and w_q in (0, 1], a positive idle packet size, and
-/// no DropTail ECN threshold. `p` turns a field name into its path (`links[3].queue.red`).
-fn validate_red(q: &QueueSpec, p: &dyn Fn(&str) -> String) -> Result<(), SpecError> {
-    let Some(red) = q.red.as_ref().filter(|_| q.discipline == Discipline::Red) else { return Ok(()) };
-    let (min_name, max_name, min_th, max_th) = match (red.min_th_packets, red.max_th_packets, red.min_th_bytes, red.max_th_bytes) {
-        (Some(lo), Some(hi), None, None) => ("min_th_packets", "max_th_packets", lo, hi),
-        (None, None, Some(lo), Some(hi)) => ("min_th_bytes", "max_th_bytes", lo, hi),
-        _ => {
-            return Err(err(
-                p("queue.red"),
-                "set exactly one pair of thresholds: min_th_packets and max_th_packets, or min_th_bytes and max_th_bytes",
-            ))
-        }
-    };
-    if max_th <= min_th {
-        return Err(err(p(&format!("queue.red.{max_name}")), format!("must be greater than {min_name} ({min_th})")));
+/// A link's queue: exactly one limit (the engine always limits a queue), then the link
+/// crate's checks ([`QueueSpec::validate`]). Paths are relative to the queue.
+fn validate_queue(q: &QueueSpec) -> Result<(), SpecError> {
+    if q.limit_packets.is_some() == q.limit_bytes.is_some() {
+        return Err(err("", "set exactly one of limit_packets and limit_bytes"));
     }
-    if let Some(limit) = red_limit_in_threshold_unit(q, red) {
-        if max_th > limit {
-            return Err(err(
-                p(&format!("queue.red.{max_name}")),
-                format!("{max_th} exceeds the queue limit ({limit}); RED needs max_th ≤ limit"),
-            ));
-        }
-    }
-    for (field, v) in [("max_p", red.max_p), ("w_q", red.w_q)] {
-        if !(v > 0.0 && v <= 1.0) {
-            return Err(err(p(&format!("queue.red.{field}")), format!("{v} is not in (0, 1]")));
-        }
-    }
-    if red.idle_packet_bytes == 0 {
-        return Err(err(p("queue.red.idle_packet_bytes"), "must be positive"));
-    }
-    Ok(())
-}
-
-/// Check that a queue carries the parameter object of its discipline and no other, and that
-/// the DropTail ECN threshold is only on DropTail; then each discipline's values.
-fn validate_discipline(q: &QueueSpec, p: &dyn Fn(&str) -> String) -> Result<(), SpecError> {
-    let d = q.discipline;
-    let objects = [
-        ("red", Discipline::Red, q.red.is_some()),
-        ("codel", Discipline::Codel, q.codel.is_some()),
-        ("fq_codel", Discipline::FqCodel, q.fq_codel.is_some()),
-        ("pie", Discipline::Pie, q.pie.is_some()),
-        ("fq", Discipline::Fq, q.fq.is_some()),
-    ];
-    for (field, owner, present) in objects {
-        if owner == d && !present {
-            return Err(err(p(&format!("queue.{field}")), format!("required with discipline \"{field}\"")));
-        }
-        if owner != d && present {
-            return Err(err(
-                p(&format!("queue.{field}")),
-                format!("only a queue with discipline \"{field}\" takes {} parameters; set it to null", field.to_uppercase().replace('_', "-")),
-            ));
-        }
-    }
-    if d != Discipline::Droptail {
-        for (field, k) in [("ecn_threshold_packets", q.ecn_threshold_packets), ("ecn_threshold_bytes", q.ecn_threshold_bytes)] {
-            if k.is_some() {
-                let own = if d == Discipline::Red { "RED marks with red.ecn = true".to_string() } else { format!("it marks with {}.ecn = true", d.name()) };
-                return Err(err(p(&format!("queue.{field}")), format!("must be null with discipline \"{}\" ({own})", d.name())));
-            }
-        }
-    }
-    validate_red(q, p)?;
-    let positive = |field: &str, v: u64| if v == 0 { Err(err(p(field), "must be positive")) } else { Ok(()) };
-    let codel = |obj: &str, target_ns: u64, interval_ns: u64| -> Result<(), SpecError> {
-        positive(&format!("queue.{obj}.target_ns"), target_ns)?;
-        positive(&format!("queue.{obj}.interval_ns"), interval_ns)?;
-        if target_ns >= interval_ns {
-            return Err(err(p(&format!("queue.{obj}.target_ns")), format!("must be below interval_ns ({interval_ns})")));
-        }
-        Ok(())
-    };
-    let flows = |obj: &str, flows: u32, quantum_bytes: u64| -> Result<(), SpecError> {
-        if !(1..=65_536).contains(&flows) {
-            return Err(err(p(&format!("queue.{obj}.flows")), format!("{flows} is not in [1, 65536]")));
-        }
-        positive(&format!("queue.{obj}.quantum_bytes"), quantum_bytes)
-    };
-    if let Some(c) = &q.codel {
-        codel("codel", c.target_ns, c.interval_ns)?;
-    }
-    if let Some(c) = &q.fq_codel {
-        codel("fq_codel", c.target_ns, c.interval_ns)?;
-        flows("fq_codel", c.flows, c.quantum_bytes)?;
-    }
-    if let Some(c) = &q.fq {
-        flows("fq", c.flows, c.quantum_bytes)?;
-    }
-    if let Some(c) = &q.pie {
-        positive("queue.pie.target_ns", c.target_ns)?;
-        positive("queue.pie.tupdate_ns", c.tupdate_ns)?;
-        for (field, v) in [("alpha", c.alpha), ("beta", c.beta)] {
-            if !(v > 0.0 && v.is_finite()) {
-                return Err(err(p(&format!("queue.pie.{field}")), format!("{v} is not a positive number")));
-            }
-        }
-    }
-    Ok(())
+    q.validate().map_err(SpecError::from)
 }
 
 /// Check an event's new RED thresholds: the link's queue is RED, one complete pair is given, in
 /// the unit of the queue's own thresholds, with min_th < max_th.
-fn validate_red_change(c: &LinkChangeSpec, link: &LinkSpec, index: usize, p: &dyn Fn(&str) -> String) -> Result<(), SpecError> {
+fn validate_red_change(c: &LinkChangeSpec, link: &LinkSpec, index: usize) -> Result<(), SpecError> {
     let Some(red) = link.queue.red.as_ref().filter(|_| link.queue.discipline == Discipline::Red) else {
-        return Err(err(p("set"), format!("link {index}'s queue is not RED: it has no thresholds to change")));
+        return Err(err("set", format!("link {index}'s queue is not RED: it has no thresholds to change")));
     };
     let in_packets = red.min_th_packets.is_some();
     let (lo, hi, lo_name, hi_name, other) = if in_packets {
@@ -769,30 +562,13 @@ fn validate_red_change(c: &LinkChangeSpec, link: &LinkSpec, index: usize, p: &dy
     };
     if other.iter().any(Option::is_some) {
         let unit = if in_packets { "packets; set red_min_th_packets and red_max_th_packets" } else { "bytes; set red_min_th_bytes and red_max_th_bytes" };
-        return Err(err(p("set"), format!("link {index}'s RED thresholds are in {unit}")));
+        return Err(err("set", format!("link {index}'s RED thresholds are in {unit}")));
     }
     match (lo, hi) {
         (Some(lo), Some(hi)) if hi > lo => Ok(()),
-        (Some(lo), Some(_)) => Err(err(p(&format!("set.{hi_name}")), format!("must be greater than {lo_name} ({lo})"))),
-        _ => Err(err(p("set"), format!("set both {lo_name} and {hi_name}, or neither"))),
+        (Some(lo), Some(_)) => Err(err(format!("set.{hi_name}"), format!("must be greater than {lo_name} ({lo})"))),
+        _ => Err(err("set", format!("set both {lo_name} and {hi_name}, or neither"))),
     }
-}
-
-/// RED's max_th, if `red`'s thresholds are in the same unit as the queue's limit `(limit_packets,
-/// limit_bytes)`: only then can the two be compared (the thresholds' unit may differ from the
-/// limit's, `docs/engine-spec.md`).
-fn red_max_th_in_limit_unit(red: &RedSpec, limit_packets: Option<u64>, limit_bytes: Option<u64>) -> Option<u64> {
-    match (limit_packets, limit_bytes) {
-        (Some(_), _) => red.max_th_packets,
-        (None, Some(_)) => red.max_th_bytes,
-        (None, None) => None,
-    }
-}
-
-/// The queue's limit, if RED's thresholds are in its unit.
-fn red_limit_in_threshold_unit(q: &QueueSpec, red: &RedSpec) -> Option<u64> {
-    red_max_th_in_limit_unit(red, q.limit_packets, q.limit_bytes)?;
-    q.limit_packets.or(q.limit_bytes)
 }
 
 impl Spec {
@@ -811,6 +587,18 @@ impl Spec {
         serde_json::to_string(self).expect("a spec always serializes")
     }
 
+    /// Parse and check one queue object (`links[i].queue`, JSON) as [`Spec::validate`] checks a
+    /// link's queue: exactly one limit, then [`QueueSpec::validate`]. For a front end that
+    /// checks a scenario's queue before it builds a whole spec.
+    ///
+    /// # Errors
+    /// [`SpecError`] with a path relative to the queue (`codel.target_ns`; empty for a parse
+    /// error or the queue itself).
+    pub fn validate_queue_json(json: &str) -> Result<(), SpecError> {
+        let q: QueueSpec = serde_json::from_str(json).map_err(|e| err("", format!("invalid queue: {e}")))?;
+        validate_queue(&q)
+    }
+
     /// Parse `json` as a spec ([`Spec::from_json`]: structure only, no value checks) and write it
     /// back ([`Spec::to_json`]): what the engine understood, field for field, so a front end can
     /// check that its own spec model and this one agree.
@@ -822,13 +610,35 @@ impl Spec {
     }
 
     /// Check values and references: indices in range, positive rates, probabilities in [0, 1],
-    /// exactly one queue limit, RED parameters, known flavors and recovery modes, a route for
-    /// every hop of every flow's path in both directions, and events that name a link and set
-    /// valid values (a queue limit in the queue's own unit).
+    /// exactly one queue limit, the queue's discipline ([`QueueSpec::validate`]), known flavors
+    /// and recovery modes, a route for every hop of every flow's path in both directions, and
+    /// events that name a link and set valid values (a queue limit in the queue's own unit).
+    /// Sections are checked in document order, each by its own validator.
     ///
     /// # Errors
     /// The first problem found, as a [`SpecError`] naming the field.
     pub fn validate(&self) -> Result<(), SpecError> {
+        self.validate_run()?;
+        self.validate_nodes()?;
+        for (i, l) in self.links.iter().enumerate() {
+            self.validate_link(l).map_err(|e| e.under(&format!("links[{i}]")))?;
+        }
+        let table = self.validate_routes()?;
+        let mut flow_names = std::collections::HashSet::new();
+        for (i, f) in self.flows.iter().enumerate() {
+            if !flow_names.insert(f.name()) {
+                return Err(err(format!("flows[{i}].name"), format!("duplicate flow name '{}'", f.name())));
+            }
+            self.validate_flow(f, table.as_deref()).map_err(|e| e.under(&format!("flows[{i}]")))?;
+        }
+        for (i, e) in self.events.iter().enumerate() {
+            self.validate_event(e).map_err(|e| e.under(&format!("events[{i}]")))?;
+        }
+        Ok(())
+    }
+
+    /// The run's own fields: format, duration, jitter, sampling interval.
+    fn validate_run(&self) -> Result<(), SpecError> {
         if self.format != SPEC_FORMAT {
             return Err(err("format", format!("this engine reads format {SPEC_FORMAT}, got {}", self.format)));
         }
@@ -843,66 +653,57 @@ impl Spec {
         if self.sample_interval_ns == 0 {
             return Err(err("sample_interval_ns", "must be positive"));
         }
-        let n = self.nodes.len();
+        Ok(())
+    }
+
+    /// Node names are unique.
+    fn validate_nodes(&self) -> Result<(), SpecError> {
         let mut names = std::collections::HashSet::new();
         for (i, node) in self.nodes.iter().enumerate() {
             if !names.insert(node.name.as_str()) {
                 return Err(err(format!("nodes[{i}].name"), format!("duplicate node name '{}'", node.name)));
             }
         }
-        for (i, l) in self.links.iter().enumerate() {
-            let p = |f: &str| format!("links[{i}].{f}");
-            if l.from >= n {
-                return Err(err(p("from"), format!("node index {} out of range (0..{n})", l.from)));
-            }
-            if l.to >= n {
-                return Err(err(p("to"), format!("node index {} out of range (0..{n})", l.to)));
-            }
-            if l.from == l.to {
-                return Err(err(p("to"), "a link must join two different nodes"));
-            }
-            if l.rate_bps == 0 {
-                return Err(err(p("rate_bps"), "must be positive"));
-            }
-            if let Some(trace) = &l.trace {
-                trace.rate_trace().map_err(|(key, m)| err(if key.is_empty() { p("trace") } else { p(&format!("trace.{key}")) }, m))?;
-            }
-            if !(0.0..=1.0).contains(&l.loss) {
-                return Err(err(p("loss"), format!("{} is not a probability in [0, 1]", l.loss)));
-            }
-            for (key, v) in [("duplicate", l.duplicate), ("reorder", l.reorder)] {
-                if !(0.0..=1.0).contains(&v) {
-                    return Err(err(p(key), format!("{v} is not a probability in [0, 1]")));
-                }
-            }
-            match (l.queue.limit_packets, l.queue.limit_bytes) {
-                (Some(_), Some(_)) | (None, None) => {
-                    return Err(err(p("queue"), "set exactly one of limit_packets and limit_bytes"))
-                }
-                _ => {}
-            }
-            let q = &l.queue;
-            match (q.ecn_threshold_packets, q.ecn_threshold_bytes) {
-                (Some(_), Some(_)) => {
-                    return Err(err(p("queue"), "set at most one of ecn_threshold_packets and ecn_threshold_bytes"))
-                }
-                (Some(k), None) if q.limit_packets.is_some_and(|lim| k > lim) => {
-                    return Err(err(p("queue.ecn_threshold_packets"), "must be at most limit_packets"))
-                }
-                (None, Some(k)) if q.limit_bytes.is_some_and(|lim| k > lim) => {
-                    return Err(err(p("queue.ecn_threshold_bytes"), "must be at most limit_bytes"))
-                }
-                _ => {}
-            }
-            validate_discipline(q, &p)?;
+        Ok(())
+    }
+
+    /// One link: its ends, rate, trace, wire loss and impairments, and its queue (exactly one
+    /// limit, then the link crate's checks). Paths are relative to the link.
+    fn validate_link(&self, l: &LinkSpec) -> Result<(), SpecError> {
+        let n = self.nodes.len();
+        if l.from >= n {
+            return Err(err("from", format!("node index {} out of range (0..{n})", l.from)));
         }
+        if l.to >= n {
+            return Err(err("to", format!("node index {} out of range (0..{n})", l.to)));
+        }
+        if l.from == l.to {
+            return Err(err("to", "a link must join two different nodes"));
+        }
+        if l.rate_bps == 0 {
+            return Err(err("rate_bps", "must be positive"));
+        }
+        if let Some(trace) = &l.trace {
+            trace.rate_trace().map_err(|e| SpecError::from(e).under("trace"))?;
+        }
+        if !(0.0..=1.0).contains(&l.loss) {
+            return Err(err("loss", format!("{} is not a probability in [0, 1]", l.loss)));
+        }
+        for (key, v) in [("duplicate", l.duplicate), ("reorder", l.reorder)] {
+            if !(0.0..=1.0).contains(&v) {
+                return Err(err(key, format!("{v} is not a probability in [0, 1]")));
+            }
+        }
+        validate_queue(&l.queue).map_err(|e| e.under("queue"))
+    }
+
+    /// The static routes; returns the complete table (node × destination → link) when the
+    /// routes are the whole table (no `routing`), for [`Spec::validate_flow`] to walk.
+    fn validate_routes(&self) -> Result<Option<Vec<Option<usize>>>, SpecError> {
         // Without `routing` the routes are the whole table and every flow's path is checked here;
         // with it, the engine computes the table and checks the paths (`crate::routing`).
-        let legacy = self.routing.is_none();
-        let mut table = vec![None; 0];
-        if legacy {
-            table.resize(n * n, None);
-        }
+        let n = self.nodes.len();
+        let mut table = self.routing.is_none().then(|| vec![None; n * n]);
         for (i, r) in self.routes.iter().enumerate() {
             let p = |f: &str| format!("routes[{i}].{f}");
             if r.node >= n {
@@ -917,141 +718,87 @@ impl Spec {
             if self.links[r.link].from != r.node {
                 return Err(err(p("link"), format!("link {} does not leave node {}", r.link, r.node)));
             }
-            if legacy {
+            if let Some(table) = &mut table {
                 table[r.node * n + r.dst] = Some(r.link);
             }
         }
-        let mut flow_names = std::collections::HashSet::new();
-        for (i, f) in self.flows.iter().enumerate() {
-            let p = |field: &str| format!("flows[{i}].{field}");
-            if !flow_names.insert(f.name()) {
-                return Err(err(p("name"), format!("duplicate flow name '{}'", f.name())));
+        Ok(table)
+    }
+
+    /// One flow: its hosts, schedule, path in both directions over the static `table` (when
+    /// given), and its transport's fields. Paths are relative to the flow.
+    fn validate_flow(&self, f: &FlowSpec, table: Option<&[Option<usize>]>) -> Result<(), SpecError> {
+        let n = self.nodes.len();
+        let (src, dst) = f.endpoints();
+        for (field, node) in [("src", src), ("dst", dst)] {
+            if node >= n {
+                return Err(err(field, format!("node index {node} out of range")));
             }
-            let (src, dst) = f.endpoints();
-            for (field, node) in [("src", src), ("dst", dst)] {
-                if node >= n {
-                    return Err(err(p(field), format!("node index {node} out of range")));
-                }
-                if self.nodes[node].kind != NodeKind::Host {
-                    return Err(err(p(field), format!("node '{}' is a router, not a host", self.nodes[node].name)));
-                }
-            }
-            if src == dst {
-                return Err(err(p("dst"), "a flow needs two different hosts"));
-            }
-            let (start, stop) = f.schedule();
-            if let Some(stop) = stop {
-                if stop <= start {
-                    return Err(err(p("stop_ns"), "must be after start_ns"));
-                }
-            }
-            for (a, b) in [(src, dst), (dst, src)].into_iter().filter(|_| legacy) {
-                self.check_path(&table, a, b).map_err(|m| err(p("dst"), m))?;
-            }
-            match f {
-                FlowSpec::Tcp(t) => {
-                    new_controller(&t.flavor, &t.cc_params()).map_err(|e| err(p("flavor"), e.to_string()))?;
-                    if let Some(info) = ccarena_cc::catalogue().iter().find(|c| c.name == t.flavor && c.transport != "tcp") {
-                        return Err(err(
-                            p("flavor"),
-                            format!("flavor '{}' runs on its own transport: use a flow of kind \"{}\"", t.flavor, info.transport),
-                        ));
-                    }
-                    t.recovery.parse::<RecoveryMode>().map_err(|e| err(p("recovery"), e.to_string()))?;
-                    if t.mss_bytes == 0 {
-                        return Err(err(p("mss_bytes"), "must be positive"));
-                    }
-                    if t.initial_cwnd_packets == 0 {
-                        return Err(err(p("initial_cwnd_packets"), "must be positive"));
-                    }
-                    if t.dupthresh == 0 {
-                        return Err(err(p("dupthresh"), "must be positive"));
-                    }
-                    if t.ack_every_segments == 0 {
-                        return Err(err(p("ack_every_segments"), "must be positive"));
-                    }
-                    if t.min_rto_ns == 0 || t.min_rto_ns > t.max_rto_ns {
-                        return Err(err(p("min_rto_ns"), "must be positive and at most max_rto_ns"));
-                    }
-                    if t.bytes == Some(0) {
-                        return Err(err(p("bytes"), "must be positive (or null for unlimited)"));
-                    }
-                    if t.rwnd_bytes.is_some_and(|w| w < t.mss_bytes as u64) {
-                        return Err(err(p("rwnd_bytes"), "must be at least mss_bytes (or null for unlimited)"));
-                    }
-                    if t.sndbuf_bytes.is_some_and(|w| w < t.mss_bytes as u64) {
-                        return Err(err(p("sndbuf_bytes"), "must be at least mss_bytes (or null for unlimited)"));
-                    }
-                }
-                FlowSpec::UdpCbr(c) => {
-                    if c.rate_bps == 0 {
-                        return Err(err(p("rate_bps"), "must be positive"));
-                    }
-                    if c.packet_bytes == 0 {
-                        return Err(err(p("packet_bytes"), "must be positive"));
-                    }
-                }
-                FlowSpec::Udt(u) => {
-                    ccarena_cc::udt::Udt::new(&u.cc_params()).map_err(|e| err(p("params"), e.to_string()))?;
-                    if u.mss_bytes == 0 {
-                        return Err(err(p("mss_bytes"), "must be positive"));
-                    }
-                    if u.syn_interval_ns == 0 {
-                        return Err(err(p("syn_interval_ns"), "must be positive"));
-                    }
-                    if u.flow_window_packets < 2 {
-                        return Err(err(p("flow_window_packets"), "must be at least 2"));
-                    }
-                    if u.initial_rtt_ns == 0 {
-                        return Err(err(p("initial_rtt_ns"), "must be positive"));
-                    }
-                    if u.bytes == Some(0) {
-                        return Err(err(p("bytes"), "must be positive (or null for unlimited)"));
-                    }
-                }
+            if self.nodes[node].kind != NodeKind::Host {
+                return Err(err(field, format!("node '{}' is a router, not a host", self.nodes[node].name)));
             }
         }
-        for (i, e) in self.events.iter().enumerate() {
-            let p = |f: &str| format!("events[{i}].{f}");
-            let Some(link) = self.links.get(e.link) else {
-                return Err(err(p("link"), format!("link index {} out of range (0..{})", e.link, self.links.len())));
-            };
-            let c = &e.set;
-            let sets_red = [c.red_min_th_packets, c.red_max_th_packets, c.red_min_th_bytes, c.red_max_th_bytes].iter().any(Option::is_some);
-            if c.rate_bps.is_none() && c.delay_ns.is_none() && c.loss.is_none() && c.limit_packets.is_none() && c.limit_bytes.is_none() && !sets_red && c.up.is_none() {
-                return Err(err(p("set"), "changes nothing: give at least one non-null value"));
+        if src == dst {
+            return Err(err("dst", "a flow needs two different hosts"));
+        }
+        let (start, stop) = f.schedule();
+        if stop.is_some_and(|stop| stop <= start) {
+            return Err(err("stop_ns", "must be after start_ns"));
+        }
+        if let Some(table) = table {
+            for (a, b) in [(src, dst), (dst, src)] {
+                self.check_path(table, a, b).map_err(|m| err("dst", m))?;
             }
-            if c.rate_bps == Some(0) {
-                return Err(err(p("set.rate_bps"), "must be positive"));
+        }
+        match f {
+            FlowSpec::Tcp(t) => t.validate(),
+            FlowSpec::UdpCbr(c) => c.validate(),
+            FlowSpec::Udt(u) => u.validate(),
+        }
+    }
+
+    /// One scheduled change: its link, and values the link can take (rate not on a traced link,
+    /// a limit in the queue's unit, RED thresholds on a RED queue, RED's max_th within the new
+    /// limit). Paths are relative to the event.
+    fn validate_event(&self, e: &EventSpec) -> Result<(), SpecError> {
+        let Some(link) = self.links.get(e.link) else {
+            return Err(err("link", format!("link index {} out of range (0..{})", e.link, self.links.len())));
+        };
+        let c = &e.set;
+        let sets_red = [c.red_min_th_packets, c.red_max_th_packets, c.red_min_th_bytes, c.red_max_th_bytes].iter().any(Option::is_some);
+        if c.rate_bps.is_none() && c.delay_ns.is_none() && c.loss.is_none() && c.limit_packets.is_none() && c.limit_bytes.is_none() && !sets_red && c.up.is_none() {
+            return Err(err("set", "changes nothing: give at least one non-null value"));
+        }
+        if c.rate_bps == Some(0) {
+            return Err(err("set.rate_bps", "must be positive"));
+        }
+        if c.rate_bps.is_some() && link.trace.is_some() {
+            return Err(err("set.rate_bps", "the link's rate follows a trace; a rate change cannot apply to it"));
+        }
+        if let Some(loss) = c.loss {
+            if !(0.0..=1.0).contains(&loss) {
+                return Err(err("set.loss", format!("{loss} is not a probability in [0, 1]")));
             }
-            if c.rate_bps.is_some() && link.trace.is_some() {
-                return Err(err(p("set.rate_bps"), "the link's rate follows a trace; a rate change cannot apply to it"));
-            }
-            if let Some(loss) = c.loss {
-                if !(0.0..=1.0).contains(&loss) {
-                    return Err(err(p("set.loss"), format!("{loss} is not a probability in [0, 1]")));
-                }
-            }
-            let in_packets = link.queue.limit_packets.is_some();
-            if c.limit_packets.is_some() && !in_packets {
-                return Err(err(p("set.limit_packets"), format!("link {}'s queue is limited in bytes; set limit_bytes", e.link)));
-            }
-            if c.limit_bytes.is_some() && in_packets {
-                return Err(err(p("set.limit_bytes"), format!("link {}'s queue is limited in packets; set limit_packets", e.link)));
-            }
-            if sets_red {
-                validate_red_change(c, link, e.link, &p)?;
-            }
-            // RED needs max_th ≤ limit after the change too (checked when both are in one unit);
-            // an event that also sets the thresholds is checked against its own.
-            if let Some(red) = &link.queue.red {
-                let new_limit = c.limit_packets.or(c.limit_bytes);
-                if let (Some(limit), Some(old_max_th)) = (new_limit, red_max_th_in_limit_unit(red, c.limit_packets, c.limit_bytes)) {
-                    let max_th = c.red_thresholds().map_or(old_max_th, |(_, hi)| hi);
-                    if limit < max_th {
-                        let field = if c.limit_packets.is_some() { "set.limit_packets" } else { "set.limit_bytes" };
-                        return Err(err(p(field), format!("{limit} is below the RED queue's max_th ({max_th}); RED needs max_th ≤ limit")));
-                    }
+        }
+        let in_packets = link.queue.limit_packets.is_some();
+        if c.limit_packets.is_some() && !in_packets {
+            return Err(err("set.limit_packets", format!("link {}'s queue is limited in bytes; set limit_bytes", e.link)));
+        }
+        if c.limit_bytes.is_some() && in_packets {
+            return Err(err("set.limit_bytes", format!("link {}'s queue is limited in packets; set limit_packets", e.link)));
+        }
+        if sets_red {
+            validate_red_change(c, link, e.link)?;
+        }
+        // RED needs max_th ≤ limit after the change too (checked when both are in one unit);
+        // an event that also sets the thresholds is checked against its own.
+        if let Some(red) = &link.queue.red {
+            let new_limit = c.limit_packets.or(c.limit_bytes);
+            if let (Some(limit), Some(old_max_th)) = (new_limit, red.max_th_in_limit_unit(c.limit_packets, c.limit_bytes)) {
+                let max_th = c.red_thresholds().map_or(old_max_th, |(_, hi)| hi);
+                if limit < max_th {
+                    let field = if c.limit_packets.is_some() { "set.limit_packets" } else { "set.limit_bytes" };
+                    return Err(err(field, format!("{limit} is below the RED queue's max_th ({max_th}); RED needs max_th ≤ limit")));
                 }
             }
         }

@@ -8,9 +8,10 @@
 use std::collections::BTreeMap;
 use std::hash::{Hash, Hasher};
 
+use ccarena_link::MTU_BYTES;
 use crate::table::{Column, Results};
 use crate::spec::{
-    CbrFlowSpec, CodelSpec, Discipline, FqCodelSpec, FqSpec, PieSpec, EventSpec, FlowSpec, LinkChangeSpec, LinkSpec, NodeKind, NodeSpec, QueueSpec, RedSpec,
+    CbrFlowSpec, CodelConfig, Discipline, FqCodelSpec, FqConfig, PieConfig, EventSpec, FlowSpec, LinkChangeSpec, LinkSpec, NodeKind, NodeSpec, QueueSpec, RedSpec,
     RouteSpec, RoutingMode, RoutingSpec, Spec, TcpFlowSpec, UdtFlowSpec, SPEC_FORMAT,
 };
 
@@ -122,6 +123,23 @@ pub fn make_red(queue: &mut QueueSpec, red: RedSpec) {
     queue.red = Some(red);
 }
 
+/// A DropTail queue of `limit_packets` packets, without ECN marking: the queue of every link the
+/// builders here make, until a test changes it ([`make_discipline`]).
+pub fn droptail_queue(limit_packets: u64) -> QueueSpec {
+    QueueSpec {
+        discipline: Discipline::Droptail,
+        limit_packets: Some(limit_packets),
+        limit_bytes: None,
+        ecn_threshold_packets: None,
+        ecn_threshold_bytes: None,
+        red: None,
+        codel: None,
+        fq_codel: None,
+        pie: None,
+        fq: None,
+    }
+}
+
 /// Make `queue` a queue of discipline `d` with its primary source's default parameters (the
 /// values the front end writes): CoDel 5 ms / 100 ms (RFC 8289 §4), FQ-CoDel 5 ms / 100 ms,
 /// 1024 flows, 1500-byte quantum (RFC 8290 §5.2), PIE 15 ms / 15 ms, α 0.125, β 1.25, 150 ms
@@ -132,7 +150,7 @@ pub fn make_discipline(queue: &mut QueueSpec, d: Discipline, ecn: bool) {
     queue.ecn_threshold_packets = None;
     queue.ecn_threshold_bytes = None;
     queue.red = None;
-    queue.codel = (d == Discipline::Codel).then_some(CodelSpec { target_ns: ms(5), interval_ns: ms(100), ecn });
+    queue.codel = (d == Discipline::Codel).then_some(CodelConfig { target_ns: ms(5), interval_ns: ms(100), ecn, mtu_bytes: MTU_BYTES });
     queue.fq_codel = (d == Discipline::FqCodel).then_some(FqCodelSpec {
         target_ns: ms(5),
         interval_ns: ms(100),
@@ -140,15 +158,16 @@ pub fn make_discipline(queue: &mut QueueSpec, d: Discipline, ecn: bool) {
         quantum_bytes: 1500,
         ecn,
     });
-    queue.pie = (d == Discipline::Pie).then_some(PieSpec {
+    queue.pie = (d == Discipline::Pie).then_some(PieConfig {
         target_ns: ms(15),
         tupdate_ns: ms(15),
         alpha: 0.125,
         beta: 1.25,
         max_burst_ns: ms(150),
         ecn,
+        mean_packet_bytes: MTU_BYTES,
     });
-    queue.fq = (d == Discipline::Fq).then_some(FqSpec { flows: 1024, quantum_bytes: 1500 });
+    queue.fq = (d == Discipline::Fq).then_some(FqConfig { flows: 1024, quantum_bytes: 1500 });
 }
 
 /// A scheduled change of `link` at `time_ns`: the fields `set` fills in, every other one null.
@@ -226,18 +245,6 @@ impl Dumbbell {
         for i in 0..p {
             nodes.push(NodeSpec { name: format!("right{i}"), kind: NodeKind::Host });
         }
-        let q = |n: u64| QueueSpec {
-            discipline: Discipline::Droptail,
-            limit_packets: Some(n),
-            limit_bytes: None,
-            ecn_threshold_packets: None,
-            ecn_threshold_bytes: None,
-            red: None,
-            codel: None,
-            fq_codel: None,
-            pie: None,
-            fq: None,
-        };
         let link = |name: String, from: usize, to: usize, rate: u64, delay: u64, loss: f64, limit: u64| LinkSpec {
             name,
             from,
@@ -245,7 +252,7 @@ impl Dumbbell {
             rate_bps: rate,
             delay_ns: delay,
             loss,
-            queue: q(limit),
+            queue: droptail_queue(limit),
             sample: None,
             trace: None,
             duplicate: 0.0,
@@ -355,18 +362,7 @@ impl FatTree {
                     rate_bps: self.rate_bps,
                     delay_ns: self.delay_ns,
                     loss: 0.0,
-                    queue: QueueSpec {
-                        discipline: Discipline::Droptail,
-                        limit_packets: Some(self.queue_packets),
-                        limit_bytes: None,
-                        ecn_threshold_packets: None,
-                        ecn_threshold_bytes: None,
-                        red: None,
-                        codel: None,
-                        fq_codel: None,
-                        pie: None,
-                        fq: None,
-                    },
+                    queue: droptail_queue(self.queue_packets),
                     sample: None,
                     trace: None,
                     duplicate: 0.0,

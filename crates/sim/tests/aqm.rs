@@ -10,6 +10,7 @@
 
 mod common;
 
+use ccarena_link::Aqm;
 use ccarena_sim::spec::{Discipline, FlowSpec, Spec};
 use ccarena_sim::testkit::{cbr_flow, make_discipline, make_red, mbps, ms, red_packets, secs, tcp_flow, Dumbbell};
 use ccarena_sim::{Results, Simulation};
@@ -86,7 +87,8 @@ fn pie_holds_the_queueing_delay_near_its_target() {
     let mut sim = Simulation::new(spec).expect("valid");
     sim.run();
     let b = db.bottleneck_link();
-    let p = sim.links()[b].qdisc().pie_drop_prob();
+    let Some(Aqm::Pie(pie)) = sim.links()[b].qdisc().aqm() else { panic!("the bottleneck runs PIE") };
+    let p = pie.drop_prob();
     let res = sim.results();
     assert_conservation(&res);
     let sojourn = mean_sojourn_ms(&res, b);
@@ -182,7 +184,8 @@ fn adaptive_red_moves_max_p_until_the_average_is_in_its_band() {
         make_red(q, red);
         let mut sim = Simulation::new(spec).expect("valid");
         sim.run();
-        let max_p = sim.links()[db.bottleneck_link()].qdisc().red_max_p();
+        let Some(Aqm::Red(red)) = sim.links()[db.bottleneck_link()].qdisc().aqm() else { panic!("the bottleneck runs RED") };
+        let max_p = red.max_p();
         let res = sim.results();
         (mean(&queue_col(&res, db.bottleneck_link(), "red_avg", WARMUP_S)), max_p)
     };
@@ -230,14 +233,14 @@ fn discipline_parameters_are_validated_with_field_paths() {
         assert_eq!(spec.validate().unwrap_err().to_string(), want);
     };
     check(Discipline::Codel, &|s| s.links[0].queue.codel = None, "links[0].queue.codel: required with discipline \"codel\"");
-    check(Discipline::Codel, &|s| s.links[0].queue.codel.as_mut().unwrap().target_ns = ms(200), "links[0].queue.codel.target_ns: must be below interval_ns (100000000)");
+    check(Discipline::Codel, &|s| s.links[0].queue.codel.as_mut().unwrap().target_ns = ms(200), "links[0].queue.codel.target_ns: must be shorter than the interval (100 ms)");
     check(Discipline::FqCodel, &|s| s.links[0].queue.fq_codel.as_mut().unwrap().flows = 0, "links[0].queue.fq_codel.flows: 0 is not in [1, 65536]");
     check(Discipline::Fq, &|s| s.links[0].queue.fq.as_mut().unwrap().quantum_bytes = 0, "links[0].queue.fq.quantum_bytes: must be positive");
     check(Discipline::Pie, &|s| s.links[0].queue.pie.as_mut().unwrap().beta = -1.0, "links[0].queue.pie.beta: -1 is not a positive number");
     check(Discipline::Pie, &|s| s.links[0].queue.ecn_threshold_packets = Some(5), "links[0].queue.ecn_threshold_packets: must be null with discipline \"pie\" (it marks with pie.ecn = true)");
     check(
         Discipline::Droptail,
-        &|s| s.links[0].queue.fq = Some(ccarena_sim::spec::FqSpec { flows: 4, quantum_bytes: 1500 }),
+        &|s| s.links[0].queue.fq = Some(ccarena_sim::spec::FqConfig { flows: 4, quantum_bytes: 1500 }),
         "links[0].queue.fq: only a queue with discipline \"fq\" takes FQ parameters; set it to null",
     );
     // Today's specs (no parameter objects at all) still parse: the objects default to null.

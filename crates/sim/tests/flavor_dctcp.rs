@@ -117,7 +117,7 @@ fn ecn_threshold_fields_are_optional_and_validated() {
     // At most one, and not above the limit in the same unit.
     let mut bad = spec.clone();
     bad.links[0].queue.ecn_threshold_packets = Some(201);
-    assert_eq!(bad.validate().unwrap_err().to_string(), "links[0].queue.ecn_threshold_packets: must be at most limit_packets");
+    assert_eq!(bad.validate().unwrap_err().to_string(), "links[0].queue.ecn_threshold_packets: must not exceed the queue limit");
     let mut bad = spec.clone();
     bad.links[0].queue.ecn_threshold_packets = Some(20);
     bad.links[0].queue.ecn_threshold_bytes = Some(30_000);

@@ -71,6 +71,9 @@ pub trait Datagrams: Send {
     fn local_addr(&self) -> io::Result<SocketAddr>;
 }
 
+/// Most datagrams a driver or a service reads before it looks at its timers again.
+pub const MAX_READ_PER_WAKE: usize = 4096;
+
 /// Datagrams queued before a [`Socket`] flushes on its own: about one `sendmmsg` call's worth,
 /// so memory stays small whatever a caller queues.
 pub const MAX_QUEUED_DATAGRAMS: usize = batch::MAX_MESSAGES;

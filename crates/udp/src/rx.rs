@@ -1,15 +1,20 @@
 //! The receiving half of a connection, TCP-like ([`Receiver`]) or UDT's ([`UdtReceiver`]), and
-//! the feedback frames it answers with (ACK; UDT_ACK and UDT_NAK: docs/udp-wire.md). Shared by
-//! the file receiver ([`crate::conn`]) and the scenario sink ([`crate::sink`]).
+//! the feedback frames it answers with (ACK; UDT_ACK and UDT_NAK: docs/udp-wire.md), and the
+//! transport's view of an arriving data frame. Shared by the file receiver's connections
+//! (`file_recv_conn`) and the scenario sink (`scenario_sink`).
 
 use std::time::Duration;
 
 use ccarena_cc::SimTime;
 use ccarena_transport::udt::{DataPacket, ToSender, UdtReceiver, UdtReceiverConfig};
-use ccarena_transport::Receiver;
+use ccarena_transport::{DataSegment, Receiver};
 
 use crate::udt::{FLOW_WINDOW_PACKETS, INITIAL_RTT, SYN};
 use crate::wire::{self, AckFrame, Frame, UdtAckFrame, MAX_NAK_RANGES, MAX_SACK_RANGES};
+
+/// Most out-of-order ranges a TCP-like receiving half holds above a hole: DATA that would open
+/// another is dropped, so the transport's reassembly list stays small whatever a sender does.
+pub const MAX_OOO_RANGES: usize = 1024;
 
 /// The transport's receiving half: TCP-like, or UDT's.
 #[derive(Debug)]
@@ -24,6 +29,20 @@ pub(crate) enum Rx {
 pub(crate) fn udt_receiver_config() -> UdtReceiverConfig {
     let d = |x: Duration| ccarena_cc::Duration(x.as_nanos() as u64);
     UdtReceiverConfig { syn_interval: d(SYN), max_flow_window_packets: FLOW_WINDOW_PACKETS, initial_rtt: d(INITIAL_RTT) }
+}
+
+/// The transport's data segment from a DATA frame's fields (`len` payload bytes; the flags'
+/// ECT, CWR and retransmit bits; never CE: real sockets do not report ECN yet).
+pub(crate) fn data_segment(offset: u64, len: u32, ts_val_ns: u64, flags: u8) -> DataSegment {
+    DataSegment {
+        seq: offset,
+        len,
+        ts_val: SimTime(ts_val_ns),
+        ect: flags & wire::FLAG_ECT != 0,
+        ce: false,
+        cwr: flags & wire::FLAG_CWR != 0,
+        retransmit: flags & wire::FLAG_RETRANSMIT != 0,
+    }
 }
 
 /// UDT's data packet from a UDT_DATA frame's fields (`len` payload bytes).

@@ -1,5 +1,5 @@
-//! The sending half a file transfer ([`crate::send::send_file`]) or a scenario stream
-//! ([`crate::stream::send_stream`]) drives: the TCP-like [`Sender`] (any TCP flavor of the
+//! The sending half a file transfer (`file_send`) or a scenario flow (`scenario_send`) drives,
+//! made from a [`TxSetup`] either driver fills: the TCP-like [`Sender`] (any TCP flavor of the
 //! catalogue) or UDT's own [`UdtSender`] (Gu & Grossman, Computer Networks 2007;
 //! draft-gg-udt-03), behind one interface so each driver's loop — handshake, timers, feedback,
 //! progress, record — is the same for both.
@@ -9,15 +9,90 @@
 
 use std::time::Duration;
 
-use ccarena_cc::{Params, SimTime};
+use ccarena_cc::{catalogue, new_controller, Params, SimTime};
 use ccarena_transport::udt::{Ack2Packet, DataPacket, ToReceiver, UdtSender};
-use ccarena_transport::{Sender, SenderConfig};
+use ccarena_transport::{AckSegment, RecoveryMode, SackBlock, Sender, SenderConfig, MAX_SACK_BLOCKS};
 
 use crate::error::TransferError;
-use crate::send::{ack_segment, controller_setup, SendOptions};
-use crate::stream::StreamOptions;
 use crate::udt::{ack_packet, nak_packet, udt_sender_setup, INITIAL_RTT, UDT_FLAVOR};
 use crate::wire::{self, Frame};
+
+/// What the sending half is made from, whichever driver asks (a file transfer or a scenario
+/// flow, each with its own options): the flavor, its parameters, and the TCP-like sender's
+/// settings (RFC 6298's RTO bounds and clock granularity G, RFC 6928's initial window, RFC
+/// 5681's duplicate-ACK threshold), which UDT does not use.
+#[derive(Clone, Debug)]
+pub(crate) struct TxSetup<'a> {
+    /// Congestion-control flavor: any TCP flavor of the catalogue, or `udt` (UDT's transport).
+    pub(crate) flavor: &'a str,
+    /// The flavor's parameters.
+    pub(crate) params: Params,
+    /// Loss-recovery mode; `None`: the flavor's default.
+    pub(crate) recovery: Option<&'a str>,
+    /// Payload bytes per data packet.
+    pub(crate) mss_bytes: u32,
+    /// Initial window, segments.
+    pub(crate) initial_cwnd_packets: u32,
+    /// RTO floor.
+    pub(crate) min_rto: ccarena_cc::Duration,
+    /// RTO before the first RTT sample.
+    pub(crate) initial_rto: ccarena_cc::Duration,
+    /// RTO ceiling.
+    pub(crate) max_rto: ccarena_cc::Duration,
+    /// RFC 6298's clock granularity G.
+    pub(crate) clock_granularity: ccarena_cc::Duration,
+    /// Duplicate ACKs that trigger fast retransmit.
+    pub(crate) dupthresh: u32,
+    /// Cap on unacknowledged data, bytes (a socket send buffer); `None`: unlimited.
+    pub(crate) sndbuf_bytes: Option<u64>,
+    /// How much late wake-up time the pacer may make up back-to-back (`ccarena_transport::pacing`).
+    pub(crate) pacing_burst: Duration,
+}
+
+/// A controller of `flavor` with `params`, and the loss-recovery mode (`None`: the flavor's
+/// default), for DATA payloads of `mss_bytes`.
+///
+/// # Errors
+/// [`TransferError::Config`]: an unknown flavor or parameter, a UDT flavor (its own transport),
+/// an unknown recovery mode, an MSS outside 64 to [`wire::MAX_PAYLOAD_BYTES`].
+pub(crate) fn controller_setup(
+    flavor: &str,
+    params: &Params,
+    recovery: Option<&str>,
+    mss_bytes: u32,
+) -> Result<(Box<dyn ccarena_cc::CongestionControl>, RecoveryMode), TransferError> {
+    let config = |message: String| TransferError::Config { message };
+    let cc = new_controller(flavor, params).map_err(|e| config(format!("--flavor: {e}")))?;
+    let info = catalogue().iter().find(|c| c.name == flavor).expect("the registry built it");
+    if info.transport != "tcp" {
+        return Err(config(format!(
+            "--flavor: '{flavor}' runs on UDT's own transport, not the TCP-like one"
+        )));
+    }
+    let recovery: RecoveryMode =
+        recovery.unwrap_or(info.default_recovery).parse().map_err(|e| config(format!("--recovery: {e}")))?;
+    if !(64..=wire::MAX_PAYLOAD_BYTES as u32).contains(&mss_bytes) {
+        return Err(config(format!("mss_bytes: {mss_bytes} is outside 64..={}", wire::MAX_PAYLOAD_BYTES)));
+    }
+    Ok((cc, recovery))
+}
+
+/// The transport's ACK from an ACK frame.
+pub(crate) fn ack_segment(a: &wire::AckFrame) -> AckSegment {
+    let mut sack = [SackBlock::default(); MAX_SACK_BLOCKS];
+    for (s, &(start, end)) in sack.iter_mut().zip(&a.sack[..a.sack_count as usize]) {
+        *s = SackBlock { start, end };
+    }
+    AckSegment {
+        ack: a.ack,
+        sack,
+        sack_count: a.sack_count,
+        ts_ecr: SimTime(a.ts_ecr_ns),
+        ts_recv: SimTime(a.ts_recv_ns),
+        ece: a.flags & wire::FLAG_ECE != 0,
+        rwnd_bytes: a.rwnd_bytes,
+    }
+}
 
 /// A data packet to send: stream bytes `[offset, offset + len)` and the fields of its frame.
 #[derive(Clone, Copy, Debug)]
@@ -79,81 +154,39 @@ pub(crate) enum Tx {
 }
 
 impl Tx {
-    /// The sender `opts` ask for (flavor `udt`: UDT's transport; any other: the TCP-like one with
-    /// that flavor) at `now`, for a receiver advertising `rwnd_bytes` (`u64::MAX`: unlimited).
-    /// Returns it with the loss-recovery mode's name (`nak` for UDT).
-    ///
-    /// # Errors
-    /// [`TransferError::Config`]: an unknown flavor or recovery mode, an MSS out of range; for
-    /// UDT, a recovery mode or a rate limit (UDT's rate control has neither).
-    pub(crate) fn for_file(opts: &SendOptions, rwnd_bytes: u64, now: SimTime) -> Result<(Tx, String), TransferError> {
-        let config = |message: String| TransferError::Config { message };
-        if opts.flavor == UDT_FLAVOR {
-            if opts.recovery.is_some() {
-                return Err(config("--recovery: UDT recovers from its receiver's NAKs; it takes no recovery mode".into()));
-            }
-            if opts.max_rate_bps.is_some() {
-                return Err(config("--limit-rate: UDT's rate control takes no rate limit".into()));
-            }
-            let (cfg, cc) = udt_sender_setup(opts.mss_bytes, &Params::default())?;
-            return Ok((Tx::Udt(Box::new(UdtSender::new(cfg, cc, now))), "nak".into()));
-        }
-        let (cc, recovery) = controller_setup(&opts.flavor, &Params::default(), opts.recovery.as_deref(), opts.mss_bytes)?;
-        let mss = opts.mss_bytes;
-        let cfg = SenderConfig {
-            mss_bytes: mss,
-            initial_cwnd_bytes: 10 * mss as u64,
-            min_rto: ccarena_cc::Duration(opts.min_rto.as_nanos() as u64),
-            initial_rto: ccarena_cc::Duration::from_secs(1),
-            max_rto: ccarena_cc::Duration::from_secs(60),
-            clock_granularity: ccarena_cc::Duration::from_millis(1),
-            recovery,
-            dupthresh: 3,
-            ecn: false,
-            initial_rwnd_bytes: (rwnd_bytes != u64::MAX).then_some(rwnd_bytes),
-            sndbuf_bytes: None,
-        };
-        cfg.validate().map_err(|e| config(e.to_string()))?;
-        let mut sender = Sender::new(cfg, cc, now);
-        // `opts.max_rate_bps` is not the transport's pacing cap: the file sender's loop keeps it
-        // with a token bucket (crate::limit), which sends in batches where a pacer would wake
-        // the loop once per packet.
-        sender.set_pacing_burst(ccarena_cc::Duration(opts.pacing_burst.as_nanos() as u64));
-        Ok((Tx::Tcp(Box::new(sender)), recovery.to_string()))
-    }
-
-    /// The sender of a scenario flow with `opts`' transport settings (flavor `udt`: UDT's
-    /// transport with `opts.params` as its controller's and UDT4's own settings, the TCP fields
-    /// unused; any other: the TCP-like one as the simulator builds it from the same settings) at
-    /// `now`, for a sink advertising `rwnd_bytes` (`u64::MAX`: unlimited). Returns it with the
-    /// loss-recovery mode's name (`nak` for UDT).
+    /// The sender `setup` asks for (flavor `udt`: UDT's transport with UDT4's settings and
+    /// `setup.params` as its controller's, the TCP fields unused; any other: the TCP-like one
+    /// with that flavor and settings) at `now`, for a receiver advertising `rwnd_bytes`
+    /// (`u64::MAX`: unlimited). Returns it with the loss-recovery mode's name (`nak` for UDT).
     ///
     /// # Errors
     /// [`TransferError::Config`]: an unknown flavor, parameter or recovery mode, an MSS out of
     /// range, settings [`SenderConfig::validate`] refuses.
-    pub(crate) fn for_stream(opts: &StreamOptions, rwnd_bytes: u64, now: SimTime) -> Result<(Tx, String), TransferError> {
-        let params = Params::from_pairs(opts.params.clone());
-        if opts.flavor == UDT_FLAVOR {
-            let (cfg, cc) = udt_sender_setup(opts.mss_bytes, &params)?;
+    pub(crate) fn new(setup: &TxSetup<'_>, rwnd_bytes: u64, now: SimTime) -> Result<(Tx, String), TransferError> {
+        if setup.flavor == UDT_FLAVOR {
+            let (cfg, cc) = udt_sender_setup(setup.mss_bytes, &setup.params)?;
             return Ok((Tx::Udt(Box::new(UdtSender::new(cfg, cc, now))), "nak".into()));
         }
-        let (cc, recovery) = controller_setup(&opts.flavor, &params, opts.recovery.as_deref(), opts.mss_bytes)?;
+        let (cc, recovery) = controller_setup(setup.flavor, &setup.params, setup.recovery, setup.mss_bytes)?;
         let cfg = SenderConfig {
-            mss_bytes: opts.mss_bytes,
-            initial_cwnd_bytes: opts.initial_cwnd_packets as u64 * opts.mss_bytes as u64,
-            min_rto: ccarena_cc::Duration(opts.min_rto_ns),
-            initial_rto: ccarena_cc::Duration(opts.initial_rto_ns),
-            max_rto: ccarena_cc::Duration(opts.max_rto_ns),
-            clock_granularity: ccarena_cc::Duration(opts.clock_granularity_ns),
+            mss_bytes: setup.mss_bytes,
+            initial_cwnd_bytes: setup.initial_cwnd_packets as u64 * setup.mss_bytes as u64,
+            min_rto: setup.min_rto,
+            initial_rto: setup.initial_rto,
+            max_rto: setup.max_rto,
+            clock_granularity: setup.clock_granularity,
             recovery,
-            dupthresh: opts.dupthresh,
+            dupthresh: setup.dupthresh,
             ecn: false,
             initial_rwnd_bytes: (rwnd_bytes != u64::MAX).then_some(rwnd_bytes),
-            sndbuf_bytes: opts.sndbuf_bytes,
+            sndbuf_bytes: setup.sndbuf_bytes,
         };
-        cfg.validate().map_err(|e| TransferError::Config { message: format!("{}: {}", e.field, e.reason) })?;
+        cfg.validate().map_err(|e| TransferError::Config { message: e.to_string() })?;
         let mut sender = Sender::new(cfg, cc, now);
-        sender.set_pacing_burst(ccarena_cc::Duration(opts.pacing_burst.as_nanos() as u64));
+        // A user's rate limit is not the transport's pacing cap: the file sender's loop keeps it
+        // with a token bucket (crate::limit), which sends in batches where a pacer would wake
+        // the loop once per packet.
+        sender.set_pacing_burst(ccarena_cc::Duration(setup.pacing_burst.as_nanos() as u64));
         Ok((Tx::Tcp(Box::new(sender)), recovery.to_string()))
     }
 

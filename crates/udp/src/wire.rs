@@ -233,7 +233,7 @@ pub enum Frame<'a> {
     /// [`kind::OFFER`].
     Offer(Offer<'a>),
     /// [`kind::STREAM_OFFER`]: a stream of bytes with no file behind it, for a sink that counts
-    /// what arrives (`crate::sink`). A file receiver refuses it and a sink refuses OFFER, so
+    /// what arrives (`scenario_sink`). A file receiver refuses it and a sink refuses OFFER, so
     /// neither end mistakes the other's purpose.
     StreamOffer {
         /// The cookie from RETRY.

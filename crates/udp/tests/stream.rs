@@ -5,7 +5,7 @@
 use std::thread;
 use std::time::Duration;
 
-use ccarena_udp::stream::mono_ns;
+use ccarena_udp::clock::mono_ns;
 use ccarena_udp::{send_file, send_stream, Receiver, ReceiverOptions, SendOptions, Sink, SinkOptions, StreamOptions, TransferError};
 
 const MS: u64 = 1_000_000;
@@ -151,6 +151,6 @@ fn a_sink_drops_hostile_input_and_its_state_stays_bounded() {
     for k in 0..3000u64 {
         sink.on_datagram(&packet(5, 3 + k, &data(2000 + 2000 * k)), peer);
     }
-    assert_eq!(sink.out_of_order_ranges(), ccarena_udp::conn::MAX_OOO_RANGES);
+    assert_eq!(sink.out_of_order_ranges(), ccarena_udp::MAX_OOO_RANGES);
     assert!(sink.counters().out_of_bounds >= 3000 - 1024);
 }

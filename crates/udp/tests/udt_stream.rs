@@ -5,7 +5,7 @@
 use std::thread;
 use std::time::Duration;
 
-use ccarena_udp::stream::mono_ns;
+use ccarena_udp::clock::mono_ns;
 use ccarena_udp::wire::MAX_UDT_PAYLOAD_BYTES;
 use ccarena_udp::{send_stream, Sink, SinkOptions, StreamOptions, TransferError};
 

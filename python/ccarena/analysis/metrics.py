@@ -28,7 +28,7 @@ from typing import Any, Iterable, Sequence
 import numpy as np
 import pandas as pd
 
-from ccarena.analysis import datacenter, theory
+from ccarena.analysis import datacenter_metrics as datacenter, theory
 
 # ----------------------------------------------------------------------------- basic statistics
 
@@ -143,6 +143,20 @@ def rate_bps(size_bytes: float, interval_s: float) -> float:
 def ratio(part: float, whole: float) -> float:
     """part / whole, NaN when whole is 0 (used for loss, retransmission and delivery ratios)."""
     return float(part) / float(whole) if whole else math.nan
+
+
+PACKET_RATIOS = ("loss_rate", "retransmission_rate", "delivery_ratio")
+"""The per-flow packet ratios :func:`packet_ratios` computes, in its order."""
+
+
+def packet_ratios(packets_lost: float, packets_retransmitted: float, packets_received: float,
+                  packets_sent: float) -> tuple[float, float, float]:
+    """A flow's ``(loss_rate, retransmission_rate, delivery_ratio)``: packets lost, retransmitted
+    and received, each over packets sent (:func:`ratio`; seed 003's packet delivery ratio is the
+    last). The one definition for simulated, emulated and imported runs; a term that is unknown
+    (NaN) makes its ratio NaN, and no packet sent makes all three NaN."""
+    return (ratio(packets_lost, packets_sent), ratio(packets_retransmitted, packets_sent),
+            ratio(packets_received, packets_sent))
 
 
 def queueing_delay_mean_s(sojourn_mean_s: Sequence[float], departures_cumulative: Sequence[float]) -> float:
@@ -459,6 +473,18 @@ FLOW_METRICS = (
 CPU_COLUMNS = ("sender_cpu_s", "sender_wall_s", "cpu_mhz")
 """The backend's raw CPU-cost columns (:data:`ccarena.backends.CPU_FLOW_COLUMNS`)."""
 
+CPU_METRIC_COLUMNS = ("cpu_percent", "mhz_per_mbps")
+"""The CPU-cost metrics :func:`flow_table` adds (:func:`cpu_percent`, :func:`mhz_per_mbps`)."""
+
+FLOW_TABLE_COLUMNS = (
+    "active_s", "goodput_mean_bps", "throughput_mean_bps", *PACKET_RATIOS, "stability", "fct_s",
+    "base_rtt_s", "mss_bytes", "path_loss", "bottleneck_rate_bps", "mathis_bps", "padhye_bps",
+    "cubic_bps", "ideal_fct_s", *CPU_METRIC_COLUMNS, "fct_slowdown",
+)
+"""The columns :func:`flow_table` adds to a backend's flows table (which has :data:`CPU_COLUMNS`),
+in the order it adds them given the links table: the stored flows table is the backend's columns
+followed by these (:mod:`ccarena.store.columns`)."""
+
 
 def cpu_percent(cpu_s: float, wall_s: float) -> float:
     """CPU utilization in percent of one core: ``cpu_s / wall_s · 100`` (NaN when either is
@@ -491,14 +517,12 @@ def flow_table(flows: pd.DataFrame, samples: pd.DataFrame, derived: dict[str, An
         ``active_s`` = end − start (end = the flow's ``end_s``, or the end of the run);
         ``goodput_mean_bps`` = 8 · bytes_delivered / active_s;
         ``throughput_mean_bps`` = 8 · bytes_sent / active_s (bytes_sent includes retransmissions);
-        ``loss_rate`` = packets_lost / packets_sent;
-        ``retransmission_rate`` = packets_retransmitted / packets_sent;
-        ``delivery_ratio`` = packets_received / packets_sent (seed 003's PDR);
+        ``loss_rate``, ``retransmission_rate``, ``delivery_ratio``: :func:`packet_ratios`;
         ``stability`` = SD/mean of the flow's goodput samples in its active interval;
         ``fct_s`` = the engine's ``completion_time_s`` for finite transfers: the time from the
         flow's start until its last byte is acknowledged (NaN otherwise);
         ``ideal_fct_s`` and ``fct_slowdown`` = fct_s / ideal_fct_s for finite TCP/UDT flows
-        (:mod:`ccarena.analysis.datacenter`, over the path's link rates from ``links``, the
+        (:mod:`ccarena.analysis.datacenter_metrics`, over the path's link rates from ``links``, the
         engine's links table, when given; NaN for other flows);
         ``base_rtt_s``, ``path_loss``, ``bottleneck_rate_bps``, ``mss_bytes`` (payload per
         packet) from the resolved spec and topology;
@@ -522,9 +546,11 @@ def flow_table(flows: pd.DataFrame, samples: pd.DataFrame, derived: dict[str, An
         active.append(span)
         goodput.append(rate_bps(row.bytes_delivered, span))
         throughput.append(rate_bps(row.bytes_sent, span))
-        loss.append(ratio(row.packets_lost, row.packets_sent))
-        retx.append(ratio(row.packets_retransmitted, row.packets_sent))
-        pdr.append(ratio(row.packets_received, row.packets_sent))
+        lost, retransmitted, delivered = packet_ratios(row.packets_lost, row.packets_retransmitted,
+                                                       row.packets_received, row.packets_sent)
+        loss.append(lost)
+        retx.append(retransmitted)
+        pdr.append(delivered)
         mine = by_flow.slice(int(row.flow))
         keep = _within(by_flow.columns["time_s"][mine], float(row.start_s), min(end, duration_s),
                        sample_interval_s)
@@ -541,7 +567,7 @@ def flow_table(flows: pd.DataFrame, samples: pd.DataFrame, derived: dict[str, An
         bottleneck.append(float(fact.get("bottleneck_rate_bps", math.nan)))
         tcp = str(row.kind) == "tcp" and p > 0
         mathis.append(theory.mathis_bps(mss, rtt, p) if tcp else math.nan)
-        padhye.append(theory.padhye_bps(mss, rtt, p, rto_s=max(0.2, rtt)) if tcp else math.nan)
+        padhye.append(theory.padhye_bps(mss, rtt, p, rto_s=max(theory.MIN_RTO_S, rtt)) if tcp else math.nan)
         cubic.append(theory.cubic_bps(mss, rtt, p) if tcp else math.nan)
     added: dict[str, Any] = {
         "active_s": active, "goodput_mean_bps": goodput, "throughput_mean_bps": throughput,
@@ -659,7 +685,7 @@ def run_summary(flow_metrics: pd.DataFrame, link_metrics: pd.DataFrame,
     ``bottleneck_utilization``, ``bottleneck_queueing_delay_s``, ``bottleneck_drops``,
     ``bottleneck_drop_rate`` of the (first) link whose role is in :data:`BOTTLENECK_ROLES`;
     with ``duration_s``, the data-center numbers where they apply (finite flows, multipath
-    roles: :func:`ccarena.analysis.datacenter.run_summary`).
+    roles: :func:`ccarena.analysis.datacenter_metrics.run_summary`).
     """
     out: dict[str, float] = {"jain_index": jain_index(flow_metrics["goodput_mean_bps"])}
     out.update(region_ranges(regions))

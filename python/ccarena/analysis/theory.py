@@ -85,3 +85,27 @@ def cubic_bps(mss_bytes, rtt_s, loss, c: float = CUBIC_C, beta: float = CUBIC_BE
     out = cubic_window_packets(rtt_s, loss, c, beta) * 8.0 * np.asarray(mss_bytes, dtype=float) \
         / np.asarray(rtt_s, dtype=float)
     return float(out) if np.ndim(out) == 0 else out
+
+
+# ----------------------------------------------------------------------------- flavor → model
+
+RENO_FAMILY = ("tahoe", "reno", "newreno")
+"""Flavors whose congestion avoidance is Reno's AIMD (α = 1, β = 1/2): Mathis and Padhye model them."""
+
+MIN_RTO_S = 0.2
+"""Linux's minimum RTO (``TCP_RTO_MIN``, 200 ms): Padhye's T0 is this, or the RTT if longer."""
+
+
+def response_functions(flavor: str, mss_bytes, rtt_s, loss) -> list[tuple[str, np.ndarray | float]]:
+    """The throughput models that apply to ``flavor``, as ``(model name, bits/s)`` at each
+    (``rtt_s``, ``loss``): Mathis et al. 1997 and Padhye et al. 1998 (T0 = max(:data:`MIN_RTO_S`,
+    RTT)) for the :data:`RENO_FAMILY`, RFC 9438's response function for ``cubic``, none for other
+    flavors (delay-based, model-based or datacenter controllers have no loss-response model here).
+    Arguments as for :func:`mathis_bps` (numpy arrays accepted)."""
+    if flavor in RENO_FAMILY:
+        return [("Mathis et al. 1997", mathis_bps(mss_bytes, rtt_s, loss)),
+                ("Padhye et al. 1998", padhye_bps(mss_bytes, rtt_s, loss,
+                                                  rto_s=np.maximum(MIN_RTO_S, rtt_s)))]
+    if flavor == "cubic":
+        return [("CUBIC (RFC 9438 §5.1)", cubic_bps(mss_bytes, rtt_s, loss))]
+    return []

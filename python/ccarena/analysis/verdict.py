@@ -33,6 +33,7 @@ import numpy as np
 import pandas as pd
 
 from ccarena import units
+from ccarena.analysis import catalogue
 
 ALPHA = 0.05
 """Family-wise error rate of the pairwise tests of one metric at one sweep point (Holm)."""
@@ -100,13 +101,28 @@ _FORMAT: dict[str, Callable[[float], str]] = {
     "ratio": lambda x: "–" if not math.isfinite(x) else f"{x:.3g}",
 }
 
-GOODPUT = MetricSpec("goodput_mean_bps", "Goodput", True, "rate")
-FCT_SLOWDOWN = MetricSpec("fct_slowdown", "FCT slowdown", False, "ratio")
-FCT = MetricSpec("fct_s", "Flow completion time", False, "time")
-RTT = MetricSpec("rtt_mean_s", "RTT", False, "time", floor=1e-6)
-LOSS = MetricSpec("loss_rate", "Loss", False, "fraction", floor=1e-4)
-RETRANSMISSIONS = MetricSpec("retransmission_rate", "Retransmissions", False, "fraction", floor=1e-4)
-JAIN = MetricSpec("jain_index", "Jain's fairness index", True, "index", per_run=True, floor=0.01)
+
+def _spec(column: str, label: str, kind: str, **options: Any) -> MetricSpec:
+    """The verdict's view of ``column``: its direction of "better" from the metric catalogue
+    (:attr:`ccarena.analysis.catalogue.Metric.higher_is_better`), the sentence label, formatter
+    kind and ``options`` (``per_run``, ``floor``) the verdict's own.
+
+    Raises:
+        ValueError: the catalogue gives ``column`` no better side (a model's prediction).
+    """
+    higher_is_better = catalogue.metric(column).higher_is_better
+    if higher_is_better is None:
+        raise ValueError(f"{column}: the verdict compares only metrics with a better side")
+    return MetricSpec(column, label, higher_is_better, kind, **options)
+
+
+GOODPUT = _spec("goodput_mean_bps", "Goodput", "rate")
+FCT_SLOWDOWN = _spec("fct_slowdown", "FCT slowdown", "ratio")
+FCT = _spec("fct_s", "Flow completion time", "time")
+RTT = _spec("rtt_mean_s", "RTT", "time", floor=1e-6)
+LOSS = _spec("loss_rate", "Loss", "fraction", floor=1e-4)
+RETRANSMISSIONS = _spec("retransmission_rate", "Retransmissions", "fraction", floor=1e-4)
+JAIN = _spec("jain_index", "Jain's fairness index", "index", per_run=True, floor=0.01)
 
 
 # ----------------------------------------------------------------------------- results

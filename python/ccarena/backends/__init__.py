@@ -14,9 +14,15 @@ A backend may also offer ``start(spec, progress, cancel)``: the run begins in th
 starts a run this way when it runs in this process, and loads what it needs afterwards while the
 run works (the simulator releases the GIL: a second core does the rest).
 
-The executor asks :func:`get_backend` for a backend by name and never compares names itself. A
-backend imports only the run spec, the errors and its own modules: nothing of experiment expansion,
-the store or the report (the import contracts in pyproject.toml check it).
+Each backend declares itself once, in its own package (``DECLARATION``, a
+:class:`ccarena.backends.declaration.BackendDeclaration`: name, options table, needs, whether it
+runs real TCP, its report section), registered in :data:`DECLARED_IN`. No layer outside this
+package names a backend: the scenario, the experiment, the executor, the store and the report ask
+:func:`declarations` and the functions over it (:func:`reference_backend`,
+:func:`real_tcp_backends`, :func:`options_models`, …), and the executor asks :func:`get_backend`
+for a backend by name. A backend imports only the run spec, the errors and its own modules:
+nothing of the scenario, experiment expansion, the store or the report (the import contracts in
+pyproject.toml check it; the backends sit below the scenario, which validates their options).
 
 Backends: ``sim`` (:mod:`ccarena.backends.sim`, the simulator), ``kernel``
 (:mod:`ccarena.backends.kernel`, the Linux TCP stack in network namespaces), ``udp``
@@ -25,11 +31,14 @@ Backends: ``sim`` (:mod:`ccarena.backends.sim`, the simulator), ``kernel``
 
 from __future__ import annotations
 
+import functools
 import importlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Protocol
 
+from ccarena.backends.declaration import BackendDeclaration, Comparison
 from ccarena.errors import UserError
 from ccarena.runspec import RunSpec
 
@@ -49,6 +58,10 @@ CPU_FLOW_COLUMNS = ("sender_cpu_s", "sender_wall_s", "cpu_mhz")
 """The flows table's CPU-cost columns (seed 001, Table 1): the sender's CPU seconds over its
 sending interval, that interval's wall seconds, and the CPU clock in MHz. Measured by backends on
 real machines (kernel); NaN on the simulator, which has no CPU cost (docs/metrics.md, "CPU cost")."""
+
+MEMORY_BUDGET_ENV = "CCARENA_MAX_MEMORY_BYTES"
+"""Environment variable carrying the per-run memory budget to a backend that holds a run in memory
+(the simulator's engine; set by the executor from ``--max-memory``; inherited by pool workers)."""
 
 INTEGER_COLUMNS = {
     "flow", "link", "bytes_offered", "bytes_sent", "bytes_retransmitted", "bytes_delivered",
@@ -113,28 +126,65 @@ class Backend(Protocol):
         """
 
 
-_REGISTRY: dict[str, str] = {
-    "sim": "ccarena.backends.sim:SimBackend",
-    "kernel": "ccarena.backends.kernel.backend:KernelBackend",
-    "udp": "ccarena.backends.udp.backend:UdpBackend",
-}
-"""Backend name → ``module:class``, imported on first use (the kernel backend's imports are not
-paid by simulator runs). The order is the order runs of one point execute in."""
+DECLARED_IN = ("ccarena.backends.sim", "ccarena.backends.kernel", "ccarena.backends.udp")
+"""The registration: each module's ``DECLARATION`` (:class:`BackendDeclaration`), in the order
+runs of one point execute in. A new backend is its package and one line here."""
 
 
-OPTIONS_TABLES = {"udp": "kernel"}
-"""Backend → the scenario table (``[kernel]``) holding its options, where the names differ: the
-udp backend runs on the kernel backend's testbed and takes its options."""
+@functools.cache
+def declarations() -> Mapping[str, BackendDeclaration]:
+    """Every backend's declaration by name, in execution order, read-only (the declaring modules
+    import nothing heavy; each backend's implementation is imported by :func:`get_backend`)."""
+    found = [importlib.import_module(module).DECLARATION for module in DECLARED_IN]
+    return MappingProxyType({d.name: d for d in found})
+
+
+def reference_backend() -> str:
+    """The simulator's name: the scenario's default backend, compared with every other one."""
+    return next(d.name for d in declarations().values() if d.reference)
+
+
+def real_tcp_backends() -> tuple[str, ...]:
+    """The backends that run a host's own TCP stack (Linux's), in execution order."""
+    return tuple(d.name for d in declarations().values() if d.real_tcp)
+
+
+def calibration_backends() -> tuple[str, str]:
+    """``(simulator, real TCP stack)``: the two backends ``ccarena calibrate`` compares."""
+    return reference_backend(), real_tcp_backends()[0]
+
+
+def compared_backends() -> dict[str, Comparison]:
+    """Backend → its side-by-side report section, for every backend compared with the simulator."""
+    return {d.name: d.comparison for d in declarations().values() if d.comparison is not None}
+
+
+def offered_flavors(backend: str) -> list[str]:
+    """The congestion controllers this machine offers ``backend`` (a real-TCP backend's, as its
+    stack names them; empty where it cannot say or the backend declares none)."""
+    declared = declarations()[backend].offered_flavors
+    if declared is None:
+        return []
+    module, function = declared.split(":")
+    return list(getattr(importlib.import_module(module), function)())
+
+
+def options_models() -> dict[str, type[Any]]:
+    """Scenario table → the pydantic model of its options, for every backend options table."""
+    return {d.options_table: d.options_model for d in declarations().values()
+            if d.options_table is not None and d.options_model is not None}
 
 
 def options_table(backend: str) -> str:
-    """The scenario table holding ``backend``'s options (``"kernel"`` for kernel and udp)."""
-    return OPTIONS_TABLES.get(backend, backend)
+    """The scenario table holding ``backend``'s options (``"kernel"`` for kernel and udp; a
+    backend without options gives its own name, which no table has)."""
+    declared = declarations().get(backend)
+    return (declared.options_table if declared is not None else None) or backend
 
 
 def backend_names() -> tuple[str, ...]:
     """Every backend's name, in execution order."""
-    return tuple(_REGISTRY)
+    return tuple(declarations())
 
 
 def get_backend(name: str, options: Mapping[str, Any] | None = None) -> Backend:
@@ -143,9 +193,10 @@ def get_backend(name: str, options: Mapping[str, Any] | None = None) -> Backend:
     Raises:
         UserError: no backend has that name.
     """
-    if name not in _REGISTRY:
-        raise UserError(f"backend: unknown backend '{name}' (choose {', '.join(_REGISTRY)})")
-    module, cls = _REGISTRY[name].split(":")
+    registry = declarations()
+    if name not in registry:
+        raise UserError(f"backend: unknown backend '{name}' (choose {', '.join(registry)})")
+    module, cls = registry[name].implementation.split(":")
     return getattr(importlib.import_module(module), cls)(**dict(options or {}))
 
 
@@ -158,10 +209,11 @@ def parse_backend_names(text: str | None) -> list[str] | None:
     if text is None or not text.strip():
         return None
     names = [t.strip() for t in text.split(",") if t.strip()]
+    registry = declarations()
     for name in names:
-        if name not in _REGISTRY:
+        if name not in registry:
             raise UserError(f"--backend: unknown backend '{name}' (choose "
-                            f"{', '.join(_REGISTRY)} or a comma-separated list, e.g. sim,kernel)")
+                            f"{', '.join(registry)} or a comma-separated list, e.g. sim,kernel)")
     if len(set(names)) != len(names):
         raise UserError(f"--backend: '{text}' names a backend twice")
     return names

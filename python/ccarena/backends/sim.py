@@ -19,16 +19,23 @@ from typing import TYPE_CHECKING, Any
 from ccarena.backends import (
     CPU_FLOW_COLUMNS,
     INTEGER_COLUMNS,
+    MEMORY_BUDGET_ENV,
     TABLES,
     CancelCheck,
     ProgressCallback,
     RunResult,
 )
+from ccarena.backends.declaration import BackendDeclaration
 from ccarena.errors import RunTooLarge, UserError
 from ccarena.runspec import RunSpec
 
 if TYPE_CHECKING:
     import pandas as pd
+
+DECLARATION = BackendDeclaration(name="sim", implementation="ccarena.backends.sim:SimBackend",
+                                 reference=True)
+"""The simulator, as the layers outside :mod:`ccarena.backends` know it: the reference backend,
+with no options table, needing nothing of the machine."""
 
 
 def engine_module() -> Any:
@@ -71,11 +78,6 @@ def columns_to_frame(columns: dict[str, Any]) -> pd.DataFrame:
     if len(lengths) > 1:
         raise ValueError(f"engine table has columns of different lengths: {sorted(lengths)}")
     return pd.DataFrame(data)
-
-
-MEMORY_BUDGET_ENV = "CCARENA_MAX_MEMORY_BYTES"
-"""Environment variable carrying the per-run memory budget to the engine (set by the executor from
-``--max-memory``; inherited by pool workers)."""
 
 
 def memory_budget_bytes() -> int:

@@ -16,19 +16,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Union
 
-from ccarena.backends import get_backend, options_table
-from ccarena.backends.sim import MEMORY_BUDGET_ENV
+from ccarena.backends import MEMORY_BUDGET_ENV, get_backend, options_table
 from ccarena.errors import EngineFault, RunFailed, UserError, WorkerDied, option
 from ccarena.executor.clusters import check_executor
 from ccarena.executor.dask_pool import run_dask
 from ccarena.executor.local import run_here, start_here, stop_started
 from ccarena.executor.process_pool import run_pool
-from ccarena.executor.run import (
-    execute_run,
-    now_utc,
-    run_record,
-    software_versions,
-)
+from ccarena.executor.run import execute_run, run_record
 from ccarena.executor.sizing import MachineLimit, machine_limit, size_workers
 from ccarena.experiment import RunPlan, apply_backends, expand
 from ccarena.experiment.budget import check_budget
@@ -36,6 +30,7 @@ from ccarena.runspec import TCP_DEFAULTS, UDP_DEFAULTS
 from ccarena.scenario import ExecutorOptions, LoadedScenario
 from ccarena.store import STORE_FORMAT, ExperimentStore
 from ccarena.store.guard import StoreError, check_tree, experiment_lock
+from ccarena.store.run_record import now_utc, software_versions
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -161,9 +156,9 @@ def run_experiment(loaded: LoadedScenario, root: str | Path, *, jobs: int | None
         force: redo runs already complete (and drop stored runs no longer in the experiment).
         console: where progress goes (default: stderr), or a function returning it.
         show_progress: draw progress bars.
-        backends: run every run on each of these (``["sim", "kernel"]``); default: the
-            scenario's ``backend``. Kernel runs execute one at a time in this process, after the
-            simulator's.
+        backends: run every run on each of these (e.g. the simulator and the kernel); default:
+            the scenario's ``backend``. Real-time runs (kernel, udp) execute one at a time in
+            this process, after the simulator's.
         max_memory_bytes: per-run memory budget (:func:`ccarena.experiment.budget.check_budget`;
             None = half this machine's memory).
         executor: where the runs execute (default: the scenario's ``[executor]``, a process pool

@@ -19,7 +19,7 @@ import socket
 import uuid
 from typing import TYPE_CHECKING, Any
 
-from ccarena.backends.sim import MEMORY_BUDGET_ENV
+from ccarena.backends import MEMORY_BUDGET_ENV
 from ccarena.errors import UserError
 from ccarena.executor.clusters import dask_client, default_worker_count
 from ccarena.executor.local import note_result, progress_bar

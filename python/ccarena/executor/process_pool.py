@@ -64,8 +64,8 @@ class ProcessDied(RuntimeError):
 
 def worker_init() -> None:
     """Pool workers ignore SIGINT (the parent decides how a Ctrl-C ends the pool) and are tuned
-    as the command line is (:func:`ccarena.tuning.tune_process`)."""
-    from ccarena.tuning import tune_process
+    as the command line is (:func:`ccarena.process_setup.tune_process`)."""
+    from ccarena.process_setup import tune_process
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     tune_process()

@@ -7,80 +7,55 @@ fails on is written to ``failed/<run_id>.json`` with its spec and seed for repla
 
 from __future__ import annotations
 
-import platform
 import time
 import traceback
-from datetime import datetime, timezone
 from typing import Any, Callable
 
-from ccarena.backends import PendingRun, get_backend, options_table
+from ccarena.backends import PendingRun, get_backend, options_models, options_table, reference_backend
 from ccarena.errors import RunTooLarge, UserError
 from ccarena.experiment import RunPlan
 from ccarena.runspec import RunSpec
-from ccarena.store import STORE_FORMAT, ExperimentStore
+from ccarena.store import ExperimentStore
 from ccarena.store.guard import StoreError
-
-
-def _installed(name: str, version: Any, missing: type[Exception]) -> str:
-    # The distribution's metadata, not the module: importing duckdb costs ~70 ms of every run.
-    try:
-        return str(version(name))
-    except missing:
-        return "not installed"
-
-
-def software_versions() -> dict[str, str]:
-    """Versions of ccarena, Python, the engine and the libraries that shape the numbers."""
-    from importlib.metadata import PackageNotFoundError, version
-
-    import numpy
-    import pandas
-    import pyarrow
-
-    from ccarena import __version__
-
-    versions = {"ccarena": __version__, "python": platform.python_version(),
-                "numpy": numpy.__version__, "pandas": pandas.__version__,
-                "pyarrow": pyarrow.__version__, "duckdb": _installed("duckdb", version, PackageNotFoundError),
-                "platform": platform.platform()}
-    try:
-        from ccarena import _engine
-
-        versions["engine"] = str(getattr(_engine, "__version__", None) or _engine.version())
-        versions["engine_git_revision"] = str(getattr(_engine, "__git_revision__", "unknown"))
-    except ImportError:
-        versions["engine"] = "not built"
-    return versions
-
-
-def now_utc() -> str:
-    """The current UTC time, ISO 8601 to the second (for records)."""
-    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+from ccarena.store.run_record import now_utc, with_outcome
+from ccarena.store.run_record import run_record as store_run_record
 
 
 def run_record(plan: RunPlan, experiment: str) -> dict[str, Any]:
-    """The run.json content known before the run (timings and status are added after)."""
-    return {
-        "format_version": STORE_FORMAT, "run_id": plan.run_id, "experiment": experiment,
-        "point": plan.point, "repeat": plan.repeat, "seed": plan.seed, "params": plan.params,
-        "part": plan.part, "matrix": list(plan.matrix) if plan.matrix else None,
-        "spec_sha256": plan.resolved.spec_sha256(),
-        "spec": plan.resolved.spec.to_dict(), "derived": plan.resolved.derived, "scenario": plan.raw,
-        **backend_fields(plan),
-    }
+    """The run.json content known before the run (timings and status are added after):
+    :func:`ccarena.store.run_record.run_record` of the plan."""
+    return store_run_record(
+        run_id=plan.run_id, experiment=experiment, point=plan.point, repeat=plan.repeat,
+        seed=plan.seed, params=plan.params, part=plan.part,
+        matrix=list(plan.matrix) if plan.matrix else None,
+        spec_sha256=plan.resolved.spec_sha256(), spec=plan.resolved.spec.to_dict(),
+        derived=plan.resolved.derived, scenario=plan.raw, backend=plan.backend,
+        backend_options=_options_tables(plan))
 
 
 def backend_fields(plan: RunPlan) -> dict[str, Any]:
-    """The fields of :func:`run_record` that say how the run executes (``backend`` and its options
-    table, :func:`backend_options`): all :func:`start_run` reads, cheap to build where the whole
-    record (the spec as a dict: ~20 ms at 1,000 flows) would delay the run's start."""
-    return {"backend": plan.backend, "kernel": plan.scenario.kernel.model_dump()}
+    """The fields of :func:`run_record` that say how the run executes (``backend`` and the
+    scenario's backend options tables, :func:`backend_options`): all :func:`start_run` reads,
+    cheap to build where the whole record (the spec as a dict: ~20 ms at 1,000 flows) would delay
+    the run's start."""
+    return {"backend": plan.backend, **_options_tables(plan)}
+
+
+def _options_tables(plan: RunPlan) -> dict[str, dict[str, Any]]:
+    """Every backend options table of the plan's scenario (``{"kernel": {...}}``), as stored in
+    its record whatever its backend."""
+    return {table: getattr(plan.scenario, table).model_dump() for table in options_models()}
 
 
 def backend_options(record: dict[str, Any]) -> dict[str, Any]:
-    """A backend's options: the scenario's table named after it (``[kernel]`` for ``kernel``;
-    ``[kernel]`` also for ``udp``, which runs on the kernel backend's testbed)."""
-    return dict(record.get(options_table(record.get("backend", "sim"))) or {})
+    """A backend's options: the scenario table its backend declares (``[kernel]`` for ``kernel``
+    and for ``udp``, which runs on the kernel backend's testbed); none for the simulator."""
+    return dict(record.get(options_table(_backend_of(record))) or {})
+
+
+def _backend_of(record: dict[str, Any]) -> str:
+    """The record's backend (the simulator for a record written before records named it)."""
+    return str(record.get("backend", reference_backend()))
 
 
 def start_run(record: dict[str, Any], spec: RunSpec,
@@ -97,7 +72,7 @@ def start_run(record: dict[str, Any], spec: RunSpec,
             thread waiting in ``result()``).
     """
     try:
-        backend = get_backend(record.get("backend", "sim"), backend_options(record))
+        backend = get_backend(_backend_of(record), backend_options(record))
         start = getattr(backend, "start", None)
         return start(spec, progress) if start is not None else None
     except Exception:  # noqa: BLE001 - execute_run meets it again and records it
@@ -137,7 +112,7 @@ def execute_run(root: str, record: dict[str, Any],
     store = ExperimentStore(root)
     started, t0 = now_utc(), getattr(pending, "started", None) or time.perf_counter()
     try:
-        backend = get_backend(record.get("backend", "sim"), backend_options(record))
+        backend = get_backend(_backend_of(record), backend_options(record))
     except BaseException:
         if pending is not None:
             pending.cancel()
@@ -182,13 +157,13 @@ def execute_run(root: str, record: dict[str, Any],
             for name, df in out.items():
                 df.insert(0, "run_id", record["run_id"])
                 written[name] = _add_table(writer, name, df)
-            full = dict(record, status="complete",
-                        summary=metrics.run_summary(flows, links, regions, queues=tables["queues"],
-                                                    duration_s=duration_s),
-                        timing={"started": started, "finished": now_utc(), "wall_s": wall_s,
-                                "simulated_s": duration_s,
-                                "simulated_per_wall": duration_s / wall_s if wall_s > 0 else None},
-                        software=software_versions())
+            full = with_outcome(
+                record, "complete",
+                summary=metrics.run_summary(flows, links, regions, queues=tables["queues"],
+                                            duration_s=duration_s),
+                timing={"started": started, "finished": now_utc(), "wall_s": wall_s,
+                        "simulated_s": duration_s,
+                        "simulated_per_wall": duration_s / wall_s if wall_s > 0 else None})
             full.update(result.record)  # how the backend ran it (the kernel's link emulation)
         except BaseException:
             writer.abort()
@@ -233,9 +208,9 @@ def record_failure(store: ExperimentStore, record: dict[str, Any], started: str,
     ``cause="run"``): ``cause="worker_died", exitcode=-9`` for a process that ended without
     returning the run; stored in the record and the outcome."""
     cause = {"cause": "run", **cause}
-    failure = dict(record, status="failed", error=f"{type(err).__name__}: {err}", **cause,
-                   traceback=traceback.format_exc(), timing={"started": started, "failed": now_utc()},
-                   software=software_versions())
+    failure = with_outcome(record, "failed", error=f"{type(err).__name__}: {err}", **cause,
+                           traceback=traceback.format_exc(),
+                           timing={"started": started, "failed": now_utc()})
     path = store.write_failure(record["run_id"], failure)
     return {"run_id": record["run_id"], "status": "failed",
             "error": f"{type(err).__name__}: {err}", "message": str(err), "replay_path": str(path),

@@ -8,7 +8,7 @@ plus the largest pending run's estimate (:func:`ccarena.experiment.budget.estima
 ``--max-memory`` already caps: a run estimated above the budget is refused before anything
 starts). The budget itself is not reserved per worker: by default it is half the machine, which
 would allow two workers on any machine whatever the runs' size; the engine's own stop at the
-budget (:data:`ccarena.backends.sim.MEMORY_BUDGET_ENV`) stays the backstop for a run that outgrows
+budget (:data:`ccarena.backends.MEMORY_BUDGET_ENV`) stays the backstop for a run that outgrows
 its estimate.
 """
 

@@ -5,7 +5,7 @@
 - :mod:`ccarena.experiment.resolve`: a point's scenario → its :class:`ccarena.runspec.RunSpec`
   (the topology built once) and the facts metrics need (paths, base RTTs);
 - :mod:`ccarena.experiment.runids`: each run once per backend, with its run id;
-- :mod:`ccarena.experiment.calibration`: ``ccarena calibrate``'s suite as a scenario dict.
+- :mod:`ccarena.experiment.calibration_suite`: ``ccarena calibrate``'s suite as a scenario dict.
 """
 
 from ccarena.experiment.expand import RunPlan, derive_seed, expand

@@ -18,6 +18,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from ccarena.backends import reference_backend
 from ccarena.errors import UserError
 from ccarena.experiment.resolve import ResolvedRun, resolve_run
 from ccarena.scenario import (
@@ -71,8 +72,9 @@ class RunPlan:
         resolved: the engine spec and derived facts.
         part: the ``[[parts]]`` entry the run belongs to ("" without parts).
         matrix: ``(row flavor, column flavor)`` for a ``[matrix]`` run, else None.
-        backend: ``"sim"`` or ``"kernel"`` (set by :func:`ccarena.experiment.runids.apply_backends`; a
-            non-sim run's id ends in ``@<backend>``).
+        backend: the backend that runs it (set by :func:`ccarena.experiment.runids.apply_backends`;
+            default the simulator, :func:`ccarena.backends.reference_backend`; another backend's
+            run id ends in ``@<backend>``).
     """
 
     run_id: str
@@ -85,7 +87,7 @@ class RunPlan:
     resolved: ResolvedRun
     part: str = ""
     matrix: tuple[str, str] | None = None
-    backend: str = "sim"
+    backend: str = reference_backend()
 
 
 def expand(loaded: LoadedScenario) -> list[RunPlan]:

@@ -28,6 +28,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Sequence
 
+from ccarena.backends import real_tcp_backends, reference_backend
 from ccarena.experiment.expand import RunPlan
 from ccarena.runspec import RunSpec, TcpFlowSpec
 
@@ -62,13 +63,17 @@ serialization time (0.15 ms at 20 Mbit/s, about the relay's own p99 timing error
 30 s reno-vs-cubic calibration pair locked into a phase that gave Reno 0.38 of the link where
 five jittered seeds give 0.44–0.48 (the kernel: 0.49–0.56)."""
 
-REAL_TCP_BACKENDS = ("kernel",)
-"""Backends whose TCP is Linux's own: runs on them (and their twins) use :data:`LINUX_RECOVERY`."""
+REAL_TCP_BACKENDS = real_tcp_backends()
+"""Backends whose TCP is Linux's own (they declare ``real_tcp``, :mod:`ccarena.backends`): runs
+on them (and their twins) use :data:`LINUX_RECOVERY`."""
+
+SIMULATOR = reference_backend()
+"""The simulator's backend name: its run ids carry no ``@<backend>``."""
 
 
 def run_id_for(run_id: str, backend: str) -> str:
     """The run id on ``backend``: unchanged for sim, ``<id>@<backend>`` otherwise."""
-    return run_id if backend == "sim" else f"{run_id}@{backend}"
+    return run_id if backend == SIMULATOR else f"{run_id}@{backend}"
 
 
 def sim_twin(run_id: str) -> tuple[str, str]:
@@ -76,7 +81,7 @@ def sim_twin(run_id: str) -> tuple[str, str]:
     if "@" in run_id:
         base, backend = run_id.rsplit("@", 1)
         return base, backend
-    return run_id, "sim"
+    return run_id, SIMULATOR
 
 
 def apply_backends(plans: Sequence[RunPlan], backends: Sequence[str] | None) -> list[RunPlan]:
@@ -91,7 +96,7 @@ def apply_backends(plans: Sequence[RunPlan], backends: Sequence[str] | None) -> 
         if twinned:
             plan = with_linux_recovery(plan)
         for backend in chosen:
-            one = with_linux_host(plan) if twinned and backend == "sim" else plan
+            one = with_linux_host(plan) if twinned and backend == SIMULATOR else plan
             out.append(dataclasses.replace(one, backend=backend,
                                            run_id=run_id_for(plan.run_id, backend)))
     return out

@@ -7,10 +7,10 @@ like any experiment.
 - :mod:`ccarena.importers.iperf3`: iperf3's ``--json`` output;
 - :mod:`ccarena.importers.align`: an iperf3 stream's two halves (client, server) aligned by time;
 - :mod:`ccarena.importers.flent`: Flent's ``.flent.gz`` data files;
-- :mod:`ccarena.importers.tables`: a parsed run → the store's flows, samples and regions tables;
+- :mod:`ccarena.importers.imported_tables`: a parsed run → the store's flows, samples and regions tables;
 - :mod:`ccarena.importers.checks`: the metrics an import left empty, as warning lines;
 - :mod:`ccarena.importers.writer`: the runs written into an experiment directory;
-- :mod:`ccarena.importers.commands`: the typer commands (registered in ``ccarena.cli``).
+- the commands themselves: :mod:`ccarena.cli.measurement_import`.
 
 Each file becomes one run (``backend`` = the tool: ``iperf3`` or ``flent``), the files of one
 import being repeats of one point. Columns a file has no value for stay null (nothing is

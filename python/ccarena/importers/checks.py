@@ -38,7 +38,7 @@ def empty_metrics(run: ImportedRun, flows: pd.DataFrame, samples: pd.DataFrame) 
 
     Args:
         run: the parsed run (its flows' ``expected`` metrics and ``missing`` reasons).
-        flows, samples: its flows and samples tables (:mod:`ccarena.importers.tables`), whose
+        flows, samples: its flows and samples tables (:mod:`ccarena.importers.imported_tables`), whose
             columns are the checked metrics (a sample column is checked per sample, a flow
             column once per flow).
 

@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from ccarena.importers.files import read_json
+from ccarena.importers.bounded_read import read_json
 from ccarena.importers.model import ImportedFlow, ImportedRun, ImportProblem
 from ccarena.importers.shape import NUMBER, Arr, Map, check, key_path, nullable
 
@@ -50,7 +50,7 @@ def load(path: Path) -> tuple[dict[str, Any], str]:
 
     Raises:
         ImportProblem: unreadable or too large, truncated or corrupt gzip or a gzip bomb
-            (:mod:`ccarena.importers.files`), bad JSON, iperf3 output, a newer format, a
+            (:mod:`ccarena.importers.bounded_read`), bad JSON, iperf3 output, a newer format, a
             document without ``x_values``/``results``, or values that are not numbers (naming
             the key path).
     """

@@ -49,7 +49,7 @@ from typing import Any
 
 from ccarena.analysis import metrics
 from ccarena.importers.align import align
-from ccarena.importers.files import read_json
+from ccarena.importers.bounded_read import read_json
 from ccarena.importers.model import ImportedFlow, ImportedRun, ImportProblem
 from ccarena.importers.shape import FLAG, INTEGER, NUMBER, STRING, Arr, Obj, check
 
@@ -101,7 +101,7 @@ def load(path: Path) -> tuple[dict[str, Any], str]:
     file's SHA-256.
 
     Raises:
-        ImportProblem: unreadable or too large (:mod:`ccarena.importers.files`), gzip'd, not
+        ImportProblem: unreadable or too large (:mod:`ccarena.importers.bounded_read`), gzip'd, not
             JSON or truncated, iperf3's own ``error``, another kind of file, a record of the
             wrong shape (naming its key path), or no intervals.
     """

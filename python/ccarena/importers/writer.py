@@ -20,12 +20,12 @@ from typing import Any
 import pandas as pd
 
 from ccarena.errors import UserError
-from ccarena.executor.run import now_utc, software_versions
 from ccarena.importers.checks import empty_metrics
 from ccarena.importers.model import ImportedRun, ImportProblem
-from ccarena.importers.tables import run_tables
+from ccarena.importers.imported_tables import run_tables
 from ccarena.store import STORE_FORMAT, ExperimentStore, build_summary
 from ccarena.store.guard import StoreError, check_tree, experiment_lock
+from ccarena.store.run_record import now_utc, run_record, software_versions, with_outcome
 
 SUMMARY_EXTRA_COLUMNS = ("direction", "jitter_s")
 """Per-flow columns of an import's flows.parquet added to its summary.parquet."""
@@ -71,17 +71,15 @@ def _spec(run: ImportedRun) -> dict[str, Any]:
 
 def _run_record(run: ImportedRun, run_id: str, experiment: str, repeat: int,
                 summary: dict[str, float], warnings: list[str]) -> dict[str, Any]:
-    return {
-        "format_version": STORE_FORMAT, "run_id": run_id, "experiment": experiment,
-        "point": 0, "repeat": repeat, "seed": 0, "params": {}, "part": "", "matrix": None,
-        "backend": run.tool, "spec_sha256": None,
-        "spec": _spec(run), "derived": {"flows": [], "links": []}, "scenario": {},
-        "source": dict(run.info, file=str(run.path.resolve()), sha256=run.sha256, warnings=warnings),
-        "status": "complete", "summary": summary,
-        "timing": {"imported": now_utc(), "measured_s": run.duration_s,
-                   "sample_interval_s": run.interval_s},
-        "software": software_versions(),
-    }
+    """The imported run's run.json (:mod:`ccarena.store.run_record`): one point, ``repeat``,
+    the tool as its backend, the file as its source."""
+    record = run_record(
+        run_id=run_id, experiment=experiment, repeat=repeat, backend=run.tool, spec=_spec(run),
+        derived={"flows": [], "links": []}, scenario={},
+        source=dict(run.info, file=str(run.path.resolve()), sha256=run.sha256, warnings=warnings))
+    return with_outcome(record, "complete", summary=summary,
+                        timing={"imported": now_utc(), "measured_s": run.duration_s,
+                                "sample_interval_s": run.interval_s})
 
 
 def _summary(store: ExperimentStore, run_ids: Sequence[str]) -> pd.DataFrame:

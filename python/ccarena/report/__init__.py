@@ -1,13 +1,15 @@
 """Reports: the HTML page and the terminal summary of an experiment's stored results.
 
-- :mod:`ccarena.report.tables`: table cells;
+- :mod:`ccarena.report.html_tables`: table cells;
 - :mod:`ccarena.report.terminal`: the terminal summary (fits the terminal's width);
-- :mod:`ccarena.report.plots`: the matplotlib figures (time series, metric vs parameter);
+- :mod:`ccarena.report.plots`: the matplotlib figure primitives and the per-run time series;
+- :mod:`ccarena.report.sweep_plots`: a metric against a swept parameter (lines, grouped bars);
+- :mod:`ccarena.report.palette`: the flavor colours, an object the figures take;
 - :mod:`ccarena.report.study_plots`: the study figures (matrix heatmap, goodput per interval, RED);
 - :mod:`ccarena.report.figures`: the figures an experiment's report draws;
-- :mod:`ccarena.report.studies`: the study tables and figures a part asks for;
+- :mod:`ccarena.report.study_sections`: the study tables and figures a part asks for;
 - :mod:`ccarena.report.compare`: the simulator beside the kernel (``--backend sim,kernel``);
-- :mod:`ccarena.report.calibration`: ``ccarena calibrate``'s table and share-error heatmap;
+- :mod:`ccarena.report.calibration_section`: ``ccarena calibrate``'s table and share-error heatmap;
 - :mod:`ccarena.report.html`: the page (:func:`write_report`).
 """
 

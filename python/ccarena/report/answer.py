@@ -15,7 +15,7 @@ from typing import Any, Sequence
 import pandas as pd
 
 from ccarena.analysis import metrics, verdict
-from ccarena.report.tables import COLUMNS, Cell, cell, mean_ci_text, shown_columns
+from ccarena.report.html_tables import COLUMNS, Cell, cell, mean_ci_text, shown_columns
 
 ANSWER_COLUMNS = ("goodput_mean_bps", "loss_rate", "rtt_mean_s", "jain_index", "fct_s", "fct_slowdown")
 """The metrics the opening table shows (those with a finite value)."""

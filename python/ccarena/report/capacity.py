@@ -4,7 +4,7 @@ sample intervals, so the goodput figure can draw what the link could carry in ea
 instead of one flat line at the trace's mean.
 
 Semantics as the engine's (docs/engine-spec.md, ``links[i].trace``; ``crates/link/src/trace.rs``;
-:mod:`ccarena.traces.files`): a Mahimahi trace is delivery opportunities of 1500 bytes at
+:mod:`ccarena.traces.trace_files`): a Mahimahi trace is delivery opportunities of 1500 bytes at
 millisecond timestamps, repeated with a period equal to its last timestamp when looped and
 nothing after it when not; a steps trace holds each rate until the next row, its last row marks
 the period (looped) or holds for ever (not looped).

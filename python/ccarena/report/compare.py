@@ -24,34 +24,36 @@ import numpy as np
 import pandas as pd
 
 from ccarena import units
+from ccarena.analysis import catalogue
+from ccarena.backends import compared_backends
 from ccarena.experiment.runids import sim_twin
 
+COMPARED = ("goodput_mean_bps", "rtt_mean_s", "rtt_min_s", "retransmission_rate", "loss_rate")
+"""Per-flow summary columns compared, in the table's order."""
+
 METRICS: dict[str, tuple[str, Any]] = {
-    "goodput_mean_bps": ("goodput", units.format_rate),
-    "rtt_mean_s": ("RTT mean", units.format_time),
-    "rtt_min_s": ("RTT min", units.format_time),
-    "retransmission_rate": ("retransmitted", lambda x: f"{100 * x:.3g}%"),
-    "loss_rate": ("lost", lambda x: f"{100 * x:.3g}%"),
-}
-"""Per-flow summary columns compared (column → heading, formatter)."""
+    c: (catalogue.metric(c).comparison_heading or catalogue.metric(c).heading,
+        catalogue.metric(c).formatter) for c in COMPARED}
+"""Per-flow summary columns compared (column → heading, formatter), from
+:data:`ccarena.analysis.catalogue.CATALOGUE`."""
 
 
 REAL_BACKENDS: dict[str, tuple[str, str]] = {
-    "kernel": ("Simulator vs kernel, side by side",
-               "Each run on ccarena's simulator and on this machine's Linux TCP stack (network "
-               "namespaces), with the same resolved spec and seed. Differences are kernel − sim. "
-               "Both sides recover losses as Linux does for every flavor: SACK, RACK-TLP and PRR "
-               "(recovery = \"linux\"; RFC 6675, RFC 8985, RFC 6937)."),
-    "udp": ("Simulator vs ccarena's transport on UDP sockets, side by side",
-            "Each run on ccarena's simulator and with the same sans-IO transport and congestion "
-            "controller on real UDP sockets between network namespaces, over the same emulated "
-            "links (docs/udp-backend.md), with the same resolved spec and seed. Differences are "
-            "udp − sim."),
-}
-"""Backends compared with the simulator: section heading and introduction."""
+    name: (section.title, section.intro) for name, section in compared_backends().items()}
+"""Backends compared with the simulator: section heading and introduction (as each backend
+declares them, :func:`ccarena.backends.compared_backends`)."""
+
+FIRST_COMPARED = next(iter(REAL_BACKENDS))
+"""The backend a side-by-side function compares with when not told (the kernel)."""
 
 
-def pairs(run_ids: list[str], backend: str = "kernel") -> list[tuple[str, str]]:
+def _slug(backend: str) -> str:
+    """What tells ``backend``'s anchor and figure files from another's ("" for the kernel's)."""
+    slug = compared_backends()[backend].slug
+    return f"-{slug}" if slug else ""
+
+
+def pairs(run_ids: list[str], backend: str = FIRST_COMPARED) -> list[tuple[str, str]]:
     """``(sim run id, run id on backend)`` for every run present on the simulator and ``backend``."""
     present = set(run_ids)
     out = []
@@ -63,7 +65,7 @@ def pairs(run_ids: list[str], backend: str = "kernel") -> list[tuple[str, str]]:
 
 
 def comparison(summary: pd.DataFrame, pair_list: list[tuple[str, str]],
-               backend: str = "kernel") -> pd.DataFrame:
+               backend: str = FIRST_COMPARED) -> pd.DataFrame:
     """One row per pair and flow: ``run_id, name, flavor`` and, per metric m, ``m_sim``,
     ``m_<backend>``, ``m_diff`` (backend − sim) and ``m_rel`` (diff / sim)."""
     rows = []
@@ -96,7 +98,7 @@ def _signed(fmt: Any, x: float) -> str:
     return ("+" if x >= 0 else "−") + fmt(abs(x))
 
 
-def comparison_html(table: pd.DataFrame, backend: str = "kernel") -> str:
+def comparison_html(table: pd.DataFrame, backend: str = FIRST_COMPARED) -> str:
     """The comparison as an HTML table (cells carry ``data-col`` and exact ``data-value``)."""
     head = ["run", "flow", "flavor"]
     for m, (label, _) in METRICS.items():
@@ -147,7 +149,7 @@ def lateness_html(records: dict[str, dict[str, Any]]) -> str:
 
 def overlay_figure(sim: pd.DataFrame, kernel: pd.DataFrame, column: str, scale: float, ylabel: str,
                    title: str, names: dict[int, str], flavors: dict[int, str] | None = None,
-                   backend: str = "kernel") -> Any:
+                   backend: str = FIRST_COMPARED) -> Any:
     """Both backends' ``column`` per flow against time on one axes (sim solid, the real backend's
     run ``kernel`` dashed), coloured by the flow's flavor (``flavors``: flow → flavor; by flow
     index without it)."""
@@ -168,7 +170,7 @@ def overlay_figure(sim: pd.DataFrame, kernel: pd.DataFrame, column: str, scale: 
 
 
 def figures(result: Any, pair_list: list[tuple[str, str]], figures_dir: Path,
-            max_pairs: int = 4, backend: str = "kernel") -> list[tuple[str, str, bytes]]:
+            max_pairs: int = 4, backend: str = FIRST_COMPARED) -> list[tuple[str, str, bytes]]:
     """``(title, file name, PNG)`` of the overlay figures for up to ``max_pairs`` pairs."""
     from ccarena.report import plots
 
@@ -185,13 +187,12 @@ def figures(result: Any, pair_list: list[tuple[str, str]], figures_dir: Path,
                                            ("cwnd", "cwnd_bytes", 1 / mss, "cwnd (segments)")):
             title = f"{ylabel.split(' (')[0]}: simulator vs {backend} — {sim_id}"
             fig = overlay_figure(s, k, column, scale, ylabel, title, names, flavors, backend)
-            tag = "" if backend == "kernel" else f"{backend}-"
-            name = f"compare-{tag}{sim_id}-{key}.png".replace("/", "_")
+            name = f"compare{_slug(backend)}-{sim_id}-{key}.png".replace("/", "_")
             out.append((title, name, plots.save(fig, figures_dir / name)))
     return out
 
 
-def section_html(result: Any, figures_dir: Path, backend: str = "kernel") -> str:
+def section_html(result: Any, figures_dir: Path, backend: str = FIRST_COMPARED) -> str:
     """The side-by-side section of the simulator and ``backend`` (a key of
     :data:`REAL_BACKENDS`), or "" when the experiment has no run on both."""
     pair_list = pairs(list(result.run_ids), backend)
@@ -200,7 +201,7 @@ def section_html(result: Any, figures_dir: Path, backend: str = "kernel") -> str
     table = comparison(result.summary, pair_list, backend)
     records = {k: result.store.read_run_record(k) for _, k in pair_list}
     heading, intro = REAL_BACKENDS[backend]
-    anchor = "side-by-side" if backend == "kernel" else f"side-by-side-{backend}"
+    anchor = f"side-by-side{_slug(backend)}"
     parts = [f'<section id="{anchor}"><h2>{html.escape(heading)}</h2>',
              f"<p>{html.escape(intro)}</p>",
              comparison_html(table, backend), lateness_html(records)]

@@ -24,10 +24,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ccarena.analysis import catalogue
 from ccarena.errors import UserError, terminal_text
 from ccarena.report import views
 from ccarena.report.answer import answer_table, point_keys
-from ccarena.report.tables import COLUMNS
+from ccarena.report.html_tables import COLUMNS
 
 COMPARED = ("goodput_mean_bps", "loss_rate", "rtt_mean_s", "jain_index", "fct_s")
 """Metrics compared (those both experiments have)."""
@@ -221,9 +222,7 @@ def _mean_and_error(merged: pd.DataFrame, metric: str, side: str,
                     divisor: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Mean and the error bar below and above it (the 95% CI, kept in the metric's range) of
     ``metric`` on one ``side`` ("a" or "b") of the rows of ``merged``, divided by ``divisor``."""
-    from ccarena.report.plots import METRIC_RANGES
-
-    low, high = METRIC_RANGES.get(metric, (0.0, math.inf))
+    low, high = catalogue.value_range(metric)
     mean = merged[f"{metric}_{side}"].to_numpy(dtype=float) / divisor
     ci = f"{metric}_ci95_{side}"
     half = merged[ci].to_numpy(dtype=float) / divisor if ci in merged else np.zeros(len(merged))
@@ -238,14 +237,14 @@ def overlay_figure(merged: pd.DataFrame, keys: list[str], metric: str, name_a: s
     """The figure (matplotlib) of ``metric`` in A and B: against the first numeric swept key as
     lines when there is one (:func:`_lines`), else per category as side-by-side bars
     (:func:`_bars`); None when neither side has a finite value."""
-    from ccarena.report import plots
+    from ccarena.report import sweep_plots
 
     values = merged[[f"{metric}_a", f"{metric}_b"]].to_numpy(dtype=float)
     if not np.isfinite(values).any():
         return None
-    label, divisor = plots.METRIC_LABELS.get(metric, (metric, 1.0))
+    label, divisor = catalogue.axis(metric)
     x_key = next((k for k in keys if k not in ("flavor", views.PAIR)
-                  and plots.param_axis(merged[k].tolist()) is not None), None)
+                  and sweep_plots.param_axis(merged[k].tolist()) is not None), None)
     title = f"{label.split(' (')[0]}: {name_a} vs {name_b}" + (f", part {part}" if part else "")
     if x_key is not None:
         return _lines(merged, keys, x_key, metric, name_a, name_b, title, label, divisor)
@@ -259,9 +258,9 @@ def _lines(merged: pd.DataFrame, keys: list[str], x_key: str, metric: str, name_
     shifted right by 1% of the x range so the bars of equal points do not hide each other."""
     from matplotlib.lines import Line2D
 
-    from ccarena.report import plots
+    from ccarena.report import plots, sweep_plots
 
-    xs, unit = plots.param_axis(merged[x_key].tolist())
+    xs, unit = sweep_plots.param_axis(merged[x_key].tolist())
     fig, ax = plots._figure(title, x_key + (f" ({unit})" if unit else ""), label)
     data = merged.assign(_x=xs)
     span = float(np.ptp(xs)) or 1.0
@@ -281,7 +280,7 @@ def _lines(merged: pd.DataFrame, keys: list[str], x_key: str, metric: str, name_
                                markerfacecolor=colour if side == "a" else "white",
                                label=f"{name} ({name_a if side == 'a' else name_b})")
             bars._ccarena_flavor = flavor  # type: ignore[attr-defined]  # read by flavor_colors_of
-    plots._y_scale(ax, merged[[f"{metric}_a", f"{metric}_b"]].to_numpy(dtype=float).ravel() / divisor)
+    sweep_plots.y_scale(ax, merged[[f"{metric}_a", f"{metric}_b"]].to_numpy(dtype=float).ravel() / divisor)
     if metric == "jain_index":
         ax.set_ylim(0, 1.02)
     handles = [Line2D([], [], color=c, linewidth=3, label=f) for f, c in flavors.items()]

@@ -10,7 +10,7 @@ the hue is the flavor), one panel per ``facet`` value, as
 - ``cdf``: the empirical CDF of y per hue (x unused);
 - ``heatmap``: mean y over x × hue.
 
-Error bars stay within the metric's range (:data:`ccarena.report.plots.METRIC_RANGES`).
+Error bars stay within the metric's range (:func:`ccarena.analysis.catalogue.value_range`).
 """
 
 from __future__ import annotations
@@ -22,22 +22,13 @@ from typing import Any, Sequence
 import numpy as np
 import pandas as pd
 
+from ccarena.analysis import catalogue
 from ccarena.analysis.metrics import mean_ci
 from ccarena.errors import UserError
 from ccarena.report.formats import parse_formats  # noqa: F401 (where `ccarena plot` finds it)
 
-METRIC_ALIASES = {
-    "goodput": "goodput_mean_bps", "throughput": "throughput_mean_bps", "loss": "loss_rate",
-    "retx": "retransmission_rate", "retransmissions": "retransmission_rate",
-    "delivered": "delivery_ratio", "rtt": "rtt_mean_s", "rtt_p95": "rtt_p95_s", "rtt_p99": "rtt_p99_s",
-    "rtt_min": "rtt_min_s", "jain": "jain_index", "fairness": "jain_index", "stability": "stability",
-    "fct": "fct_s", "slowdown": "fct_slowdown", "utilization": "bottleneck_utilization",
-}
-"""Short names ``--y`` accepts for summary columns."""
-
-UNITS = {"_bps": ("Mbps", 1e6), "_s": ("ms", 1e-3), "_rate": ("%", 1e-2), "_ratio": ("%", 1e-2),
-         "utilization": ("%", 1e-2)}
-"""Column suffix → (display unit, divisor)."""
+METRIC_ALIASES = catalogue.aliases()
+"""Short names ``--y`` accepts for summary columns (:attr:`ccarena.analysis.catalogue.Metric.aliases`)."""
 
 KINDS = ("line", "bar", "box", "cdf", "heatmap")
 
@@ -72,20 +63,12 @@ def resolve_column(summary: pd.DataFrame, name: str, what: str, where: str = "th
 def heading(column: str) -> str:
     """The words for a summary column (``goodput`` for ``goodput_mean_bps``; other columns as
     they are named)."""
-    from ccarena.report.tables import COLUMNS
-
-    return COLUMNS[column][0] if column in COLUMNS else column
-
-
-def _unit(column: str) -> tuple[str, float]:
-    for suffix, unit in UNITS.items():
-        if column.endswith(suffix):
-            return unit
-    return "", 1.0
+    entry = catalogue.BY_NAME.get(column)
+    return entry.heading if entry is not None else column
 
 
 def _numeric_axis(values: Sequence[Any]) -> np.ndarray | None:
-    from ccarena.report.plots import param_axis
+    from ccarena.report.sweep_plots import param_axis
 
     axis = param_axis(list(values))
     return axis[0] if axis is not None else None
@@ -114,7 +97,7 @@ def plot(summary: pd.DataFrame, y: str, x: str | None, hue: str | None, facet: s
     if kind not in KINDS:
         raise UserError(f"--kind: '{kind}' is not one of {', '.join(KINDS)}")
     facets = list(dict.fromkeys(summary[facet].astype(str))) if facet else [""]
-    unit, divisor = _unit(y)
+    unit, divisor = catalogue.display_unit(y)
     cols = min(3, len(facets))
     rows = math.ceil(len(facets) / cols)
     with plt.rc_context(plots.STYLE):
@@ -159,9 +142,7 @@ def _groups(data: pd.DataFrame, hue: str | None) -> list[tuple[str, pd.DataFrame
 
 def _draw(ax: Any, data: pd.DataFrame, y: str, x: str | None, hue: str | None, kind: str,
           divisor: float, ylabel: str) -> None:
-    from ccarena.report.plots import METRIC_RANGES
-
-    low, high = METRIC_RANGES.get(y, (0.0, math.inf))
+    low, high = catalogue.value_range(y)
     values = pd.to_numeric(data[y], errors="coerce")
     if kind == "cdf":
         for i, (name, g) in enumerate(_groups(data.assign(_y=values), hue)):

@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from ccarena.analysis import metrics
-from ccarena.report import capacity, distributions, plots
+from ccarena.report import capacity, distributions, plots, sweep_plots
 
 
 @dataclass
@@ -506,7 +506,7 @@ def _sweep_figures(result: Any, figures_dir: Path, prefix: str) -> list[Figure]:
         repeated = bool(len(summary)) and int(summary["repeat"].max()) > 0
         for param in params:
             others = [p for p in params if p != param]
-            categorical = param in labels or plots.param_axis(aggregated[param].tolist()) is None
+            categorical = param in labels or sweep_plots.param_axis(aggregated[param].tolist()) is None
             is_flavor = param.split(".")[-1].endswith("flavor")
             axis_name = "flavor" if is_flavor else names[param].replace(".", " ")
             for metric in per_metric:
@@ -516,11 +516,11 @@ def _sweep_figures(result: Any, figures_dir: Path, prefix: str) -> list[Figure]:
                 if categorical:
                     # A flavor sweep renames the flow with its flavor: group by flow index instead.
                     group_by = ["flow", *others] if metric != "jain_index" else others or ["point_group"]
-                    fig = plots.metric_vs_category(data, param, metric, group_by, title,
+                    fig = sweep_plots.metric_vs_category(data, param, metric, group_by, title,
                                                    labels.get(param), labels)
                 else:
                     group_by = ["flow", "name", *others] if metric != "jain_index" else others or ["point_group"]
-                    fig = plots.metric_vs_param(
+                    fig = sweep_plots.metric_vs_param(
                         data, param, metric, group_by, title,
                         theory_rows=summary if metric == "goodput_mean_bps" else None,
                         labels=labels)
@@ -531,8 +531,8 @@ def _sweep_figures(result: Any, figures_dir: Path, prefix: str) -> list[Figure]:
                 slug = "".join(ch if ch.isalnum() else "_" for ch in param)
                 name = f"{prefix}sweep-{metric}-vs-{slug}.png"
                 groups = data.groupby(list(group_by), dropna=False).ngroups
-                if categorical and groups > plots.MAX_BAR_GROUPS:
-                    # plots.metric_vs_category collapsed the flows into one bar per flavor.
+                if categorical and groups > sweep_plots.MAX_BAR_GROUPS:
+                    # sweep_plots.metric_vs_category collapsed the flows into one bar per flavor.
                     shown = f"{title} (mean over {groups} flows, min–max)"
                     caption = (f"Each bar is the mean over the {groups} flows of their mean over the "
                                "repeats; the whisker spans the lowest to the highest flow.")

@@ -15,12 +15,12 @@ from typing import Any, Sequence
 from jinja2 import Environment, PackageLoader, select_autoescape
 
 from ccarena.analysis import verdict
-from ccarena.report import answer, calibration, plots, reuse, topology_figure
+from ccarena.report import answer, calibration_section as calibration, plots, reuse, topology_figure
 from ccarena.report.compare import insert_section
-from ccarena.report.datacenter import datacenter_content
+from ccarena.report.datacenter_section import datacenter_content
 from ccarena.report.figures import Figure, draw_figures
-from ccarena.report.studies import study_content
-from ccarena.report.tables import Cell, aggregate_rows, region_rows, summary_rows
+from ccarena.report.study_sections import study_content
+from ccarena.report.html_tables import Cell, aggregate_rows, region_rows, summary_rows
 from ccarena.report.terminal import short_names
 from ccarena.store import atomic_write_bytes
 
@@ -30,7 +30,7 @@ class Section:
     """One part of the experiment in the report: its tables and figures.
 
     ``key`` suffixes the element ids ("" for a scenario without parts, so ids stay ``summary``,
-    ``aggregate``, ``regions``); ``studies`` are the study tables (:mod:`ccarena.report.studies`)
+    ``aggregate``, ``regions``); ``studies`` are the study tables (:mod:`ccarena.report.study_sections`)
     as ``(id, title, caption, (headings, rows))``; ``verdict`` the sentences that open the section
     and ``verdict_notes`` what stands next to them (identical repeats, differing defaults, ECN
     without marking): :mod:`ccarena.analysis.verdict`.

@@ -1,12 +1,13 @@
-"""Figures, in one consistent style (matplotlib, Agg backend).
+"""Figures, in one consistent style (matplotlib, Agg backend): the primitives every figure uses
+(style, flavor colours, legends, caption notes, spike clipping, saving) and the per-run figures.
 
 Per run: goodput, cwnd and ssthresh, RTT, queue backlog and cumulative delivered bytes against
-time. Per sweep: a metric against each swept parameter, mean over repeats with 95% confidence
-intervals as error bars, with the theory curve (Mathis for Reno-family flows, RFC 9438's response
-function for CUBIC) when the parameter is a loss probability.
+time, and goodput small multiples over a sweep's grid points. The sweep figures (a metric against
+a swept parameter, with the theory curves) are in :mod:`ccarena.report.sweep_plots`.
 
 Every function returns a :class:`matplotlib.figure.Figure`; :func:`save` writes it as PNG.
-Colour follows the flavor (:func:`flavor_color`: one colour-blind-safe colour per flavor across the
+Colour follows the flavor (a :class:`ccarena.report.palette.FlavorPalette` given as ``palette``,
+else the report's, :data:`REPORT_PALETTE`: one colour-blind-safe colour per flavor across the
 whole report), line style the flow among flows of the same flavor. Legends sit outside the data.
 Each line of a flow's time series carries the gid ``"<run_id>|<flow>|<flavor>"`` so tests and the
 page can tell which series a figure draws (:func:`series_of`).
@@ -27,7 +28,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from ccarena import units  # noqa: E402
-from ccarena.analysis import theory  # noqa: E402
+from ccarena.report.palette import PALETTE, PINNED, FlavorPalette  # noqa: E402,F401 (PALETTE, PINNED: read here)
 
 STYLE: dict[str, Any] = {
     "figure.figsize": (8.0, 4.0),
@@ -52,62 +53,36 @@ STYLE: dict[str, Any] = {
 """Matplotlib settings every ccarena figure uses."""
 
 COLORS = plt.get_cmap("tab10").colors
-RENO_FAMILY = ("tahoe", "reno", "newreno")
 
-PALETTE = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000",
-           "#332288", "#117733", "#882255", "#999933", "#44AA99", "#AA4499", "#DDCC77",
-           "#88CCEE", "#CC6677")
-"""Flavor colours: Okabe & Ito's colour-blind-safe set ("Color Universal Design", 2008; yellow
-left out, unreadable on white) followed by Paul Tol's "muted" scheme (personal.sron.nl/~pault)."""
-
-# DCTCP is orange, not sky blue: it is most often drawn beside CUBIC's blue.
-PINNED = {"cubic": 0, "reno": 1, "bbr": 2, "newreno": 3, "dctcp": 4, "bbr3": 5, "udt": 6,
-          "vegas": 7, "tahoe": 8, "udp-cbr": 9}
-"""Flavors that have the same colour in every report (an index into :data:`PALETTE`); the others
-take the free colours in the order they appear (:func:`set_flavor_order`)."""
+REPORT_PALETTE = FlavorPalette()
+"""The palette of the report this process draws: every figure function takes ``palette=`` and
+uses this one when given none (:func:`set_flavor_order` fixes it for a report)."""
 
 LINESTYLES = ("-", "--", ":", "-.", (0, (5, 1)), (0, (1, 1)), (0, (3, 1, 1, 1, 1, 1)))
 """Line style of the n-th flow of one flavor in a figure (colour says the flavor)."""
 
-_flavor_slots: dict[str, int] = {}
-
 
 def set_flavor_order(flavors: Sequence[str]) -> None:
-    """Fix every flavor's colour for the figures that follow (a report calls this once with all
-    its flavors, in the order they appear): pinned flavors keep theirs, the rest take the free
-    palette entries in order; beyond the palette, colours repeat."""
-    _flavor_slots.clear()
-    for flavor in dict.fromkeys(str(f) for f in flavors):
-        _slot(flavor)
+    """Fix every flavor's colour in :data:`REPORT_PALETTE` for the figures that follow
+    (:meth:`ccarena.report.palette.FlavorPalette.set_order`)."""
+    REPORT_PALETTE.set_order(flavors)
 
 
 def flavor_slots() -> dict[str, int]:
-    """The current flavor → palette index map (to hand to a process drawing in parallel)."""
-    return dict(_flavor_slots)
+    """:data:`REPORT_PALETTE`'s flavor → palette index map (to hand to a process drawing in
+    parallel)."""
+    return REPORT_PALETTE.slots()
 
 
 def restore_flavor_slots(slots: dict[str, int]) -> None:
-    """Take over a map from :func:`flavor_slots`: the same colours as the process it came from."""
-    _flavor_slots.clear()
-    _flavor_slots.update(slots)
+    """Take over a map from :func:`flavor_slots` into :data:`REPORT_PALETTE`."""
+    REPORT_PALETTE.restore(slots)
 
 
-def _slot(flavor: str) -> int:
-    if flavor not in _flavor_slots:
-        used = set(_flavor_slots.values())
-        pinned = PINNED.get(flavor)
-        if pinned is not None and pinned not in used:
-            _flavor_slots[flavor] = pinned
-        else:
-            free = [i for i in range(len(PALETTE)) if i not in used and i not in
-                    {PINNED[f] for f in PINNED if f not in _flavor_slots and f != flavor}]
-            _flavor_slots[flavor] = free[0] if free else len(_flavor_slots) % len(PALETTE)
-    return _flavor_slots[flavor]
-
-
-def flavor_color(flavor: str) -> str:
-    """The colour (hex) of ``flavor``: the same in every figure of a report."""
-    return PALETTE[_slot(str(flavor))]
+def flavor_color(flavor: str, palette: FlavorPalette | None = None) -> str:
+    """The colour (hex) of ``flavor`` in ``palette`` (the report's, :data:`REPORT_PALETTE`, when
+    None): the same in every figure of a report."""
+    return (palette or REPORT_PALETTE).color(flavor)
 
 
 def color(flow: int) -> tuple[float, float, float]:
@@ -115,15 +90,16 @@ def color(flow: int) -> tuple[float, float, float]:
     return COLORS[int(flow) % len(COLORS)]
 
 
-def flow_styles(flows: pd.DataFrame) -> dict[int, tuple[str, Any]]:
-    """Flow index → (colour of its flavor, line style: its rank among the flows of its flavor)."""
+def flow_styles(flows: pd.DataFrame, palette: FlavorPalette | None = None) -> dict[int, tuple[str, Any]]:
+    """Flow index → (colour of its flavor in ``palette``, line style: its rank among the flows of
+    its flavor)."""
     out: dict[int, tuple[str, Any]] = {}
     seen: dict[str, int] = {}
     flavors = flows["flavor"].astype(str).tolist() if "flavor" in flows else [""] * len(flows)
     for flow, flavor in zip(flows["flow"].tolist(), flavors):
         rank = seen.get(flavor, 0)
         seen[flavor] = rank + 1
-        out[int(flow)] = (flavor_color(flavor), LINESTYLES[rank % len(LINESTYLES)])
+        out[int(flow)] = (flavor_color(flavor, palette), LINESTYLES[rank % len(LINESTYLES)])
     return out
 
 
@@ -208,9 +184,11 @@ def _binned(t: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.nd
 
 
 def _per_flow(ax: plt.Axes, samples: pd.DataFrame, flows: pd.DataFrame, column: str,
-              scale: float | dict[int, float], run_id: str = "", **style: Any) -> None:
-    """One line per flow: colour by flavor, style by rank within the flavor, gid naming it."""
-    styles = flow_styles(flows)
+              scale: float | dict[int, float], run_id: str = "",
+              palette: FlavorPalette | None = None, **style: Any) -> None:
+    """One line per flow: colour by flavor (in ``palette``), style by rank within the flavor, gid
+    naming it."""
+    styles = flow_styles(flows, palette)
     by_flow = dict(tuple(samples.groupby("flow", sort=False))) if len(samples) else {}
     for row in flows.itertuples(index=False):
         mine = by_flow.get(row.flow)
@@ -284,7 +262,8 @@ def shade_regions(ax: plt.Axes, regions: pd.DataFrame | None) -> None:
 def goodput_vs_time(samples: pd.DataFrame, flows: pd.DataFrame, title: str,
                     run_id: str = "", capacity_bps: float | None = None,
                     regions: pd.DataFrame | None = None,
-                    capacity_series: tuple[np.ndarray, np.ndarray] | None = None) -> plt.Figure:
+                    capacity_series: tuple[np.ndarray, np.ndarray] | None = None,
+                    palette: FlavorPalette | None = None) -> plt.Figure:
     """Goodput of each flow per sample interval (Mbps) against time (s), with the bottleneck's
     capacity as a reference: ``capacity_series`` (interval ends in s, bits/s: a trace-driven
     link's capacity per sample interval, :func:`ccarena.report.capacity.capacity_over_time`) drawn
@@ -301,7 +280,7 @@ def goodput_vs_time(samples: pd.DataFrame, flows: pd.DataFrame, title: str,
         ax.axhline(capacity_bps / 1e6, color="0.45", linewidth=1.0, linestyle=(0, (6, 3)),
                    label=f"capacity {units.format_rate(capacity_bps)}")
         reference = capacity_bps / 1e6
-    _per_flow(ax, samples, flows, "goodput_bps", 1e6, run_id)
+    _per_flow(ax, samples, flows, "goodput_bps", 1e6, run_id, palette)
     ax.set_ylim(bottom=0)
     if "goodput_bps" in samples:
         clip_spikes(ax, samples["goodput_bps"].to_numpy(dtype=float) / 1e6, reference, "Mbps")
@@ -391,7 +370,7 @@ def with_rtt_rounds(samples: pd.DataFrame) -> pd.DataFrame:
 
 def cwnd_vs_time(samples: pd.DataFrame, flows: pd.DataFrame, mss_bytes: dict[int, float],
                  title: str, run_id: str = "", regions: pd.DataFrame | None = None,
-                 rounds: bool = False) -> plt.Figure:
+                 rounds: bool = False, palette: FlavorPalette | None = None) -> plt.Figure:
     """cwnd (the flow's line) and ssthresh (thin dotted, same colour) of each TCP or UDT flow, in
     MSS-sized packets, against time (UDT has no ssthresh; none drawn for more than
     :data:`MAX_LEGEND_FLOWS` flows or binned series). With ``rounds`` the x axis is the flow's
@@ -409,8 +388,8 @@ def cwnd_vs_time(samples: pd.DataFrame, flows: pd.DataFrame, mss_bytes: dict[int
         samples = with_rtt_rounds(samples).drop(columns="time_s").rename(columns={"round": "time_s"})
     else:
         shade_regions(ax, regions)
-    _per_flow(ax, samples, tcp, "cwnd_bytes", mss_bytes, run_id)
-    styles = flow_styles(tcp)
+    _per_flow(ax, samples, tcp, "cwnd_bytes", mss_bytes, run_id, palette)
+    styles = flow_styles(tcp, palette)
     if len(tcp) <= MAX_LEGEND_FLOWS:  # ssthresh of many flows would hide their cwnd
         for row in tcp.itertuples(index=False):
             mine = samples[samples["flow"] == row.flow].sort_values("time_s")
@@ -429,13 +408,14 @@ def cwnd_vs_time(samples: pd.DataFrame, flows: pd.DataFrame, mss_bytes: dict[int
 
 def rtt_vs_time(samples: pd.DataFrame, flows: pd.DataFrame, title: str,
                 run_id: str = "", base_rtt_s: float | None = None,
-                regions: pd.DataFrame | None = None) -> plt.Figure:
+                regions: pd.DataFrame | None = None,
+                palette: FlavorPalette | None = None) -> plt.Figure:
     """Smoothed RTT (srtt, ms) of each TCP or UDT flow against time, with the base (propagation)
     RTT as a reference line when given and the regions shaded (:func:`shade_regions`)."""
     fig, ax = _figure(title, "time (s)", "smoothed RTT (ms)")
     shade_regions(ax, regions)
     windowed = flows[flows["kind"].isin(["tcp", "udt"])]
-    _per_flow(ax, samples, windowed, "srtt_s", 1e-3, run_id)
+    _per_flow(ax, samples, windowed, "srtt_s", 1e-3, run_id, palette)
     if base_rtt_s is not None and math.isfinite(base_rtt_s) and base_rtt_s > 0:
         ax.axhline(base_rtt_s * 1e3, color="0.45", linewidth=1.0, linestyle=(0, (6, 3)),
                    label=f"base RTT {units.format_time(base_rtt_s)}")
@@ -464,164 +444,13 @@ def backlog_vs_time(queues: pd.DataFrame, links: pd.DataFrame, title: str) -> pl
 
 
 def delivered_vs_time(samples: pd.DataFrame, flows: pd.DataFrame, title: str,
-                      run_id: str = "") -> plt.Figure:
+                      run_id: str = "", palette: FlavorPalette | None = None) -> plt.Figure:
     """Cumulative payload delivered (MB) of each flow against time."""
     fig, ax = _figure(title, "time (s)", "delivered (MB)")
-    _per_flow(ax, samples, flows, "delivered_bytes", 1e6, run_id)
+    _per_flow(ax, samples, flows, "delivered_bytes", 1e6, run_id, palette)
     ax.set_ylim(bottom=0)
     trim_time_axis(ax, flows, samples)
     return _finish(fig, ax)
-
-
-METRIC_LABELS = {
-    "goodput_mean_bps": ("goodput (Mbps)", 1e6),
-    "throughput_mean_bps": ("throughput (Mbps)", 1e6),
-    "jain_index": ("Jain's fairness index", 1.0),
-    "fct_s": ("flow completion time (s)", 1.0),
-    "rtt_mean_s": ("mean RTT (ms)", 1e-3),
-    "loss_rate": ("loss rate (%)", 1e-2),
-}
-"""Metric column → (axis label, divisor)."""
-
-
-def param_axis(values: Sequence[Any]) -> tuple[np.ndarray, str] | None:
-    """x positions and unit for swept values, in the unit the user wrote (``"0.5%"`` → 0.5, "%").
-
-    Values in mixed units are converted to their base unit. Returns None when the values are not
-    numbers (e.g. flavor names).
-    """
-    parsed = [units.number_and_unit(v) for v in values]
-    if any(p is None for p in parsed):
-        return None
-    unit_set = {u for _, u in parsed}
-    if len(unit_set) == 1:
-        return np.array([x for x, _ in parsed], dtype=float), unit_set.pop()
-    based = [units.to_base_unit(v) for v in values]
-    if any(b is None for b in based) or len({k for _, k in based}) != 1:
-        return None
-    return np.array([x for x, _ in based], dtype=float), based[0][1]
-
-
-def metric_vs_param(aggregated: pd.DataFrame, param: str, metric: str,
-                    group_by: Sequence[str], title: str,
-                    theory_rows: pd.DataFrame | None = None,
-                    labels: dict[str, dict[str, str]] | None = None) -> plt.Figure | None:
-    """A metric (mean over repeats, 95% CI error bars) against a swept parameter, one line per
-    group (flow, and the other swept parameters), with the theory curves where they apply.
-
-    Args:
-        aggregated: :func:`ccarena.analysis.metrics.aggregate_repeats` output (has ``metric``,
-            ``metric_ci95``, ``param`` and the ``group_by`` columns).
-        theory_rows: summary rows (``flavor, kind, path_loss, base_rtt_s`` and the per-flow MSS
-            given as ``mss_bytes``) to draw Mathis / CUBIC curves from; None for no theory.
-        labels: ``[report] labels`` (parameter → value → label) naming the other swept values in
-            the legend.
-
-    Returns None when the parameter is not numeric or the metric has no finite value (RTT of
-    UDP flows).
-    """
-    axis = param_axis(aggregated[param].tolist())
-    if axis is None or not np.any(np.isfinite(aggregated[metric].to_numpy(dtype=float))):
-        return None
-    xs, unit = axis
-    label, divisor = METRIC_LABELS.get(metric, (metric, 1.0))
-    fig, ax = _figure(title, f"{param}" + (f" ({unit})" if unit else ""), label)
-    data = aggregated.assign(_x=xs)
-    low, high = METRIC_RANGES.get(metric, (0.0, math.inf))
-    rank: dict[str, int] = {}
-    for i, (key, group) in enumerate(data.groupby(list(group_by), sort=False, dropna=False)):
-        key = key if isinstance(key, tuple) else (key,)
-        group = group.sort_values("_x")
-        name = ", ".join((labels or {}).get(col, {}).get(str(k), str(k))
-                         for k, col in zip(key, group_by) if col != "flow")
-        flow = int(group["flow"].iloc[0]) if "flow" in group.columns else i
-        flavor = str(group["flavor"].iloc[0]) if "flavor" in group.columns else ""
-        n = rank.get(flavor, 0)
-        rank[flavor] = n + 1
-        colour = flavor_color(flavor) if flavor else color(i)
-        y = group[metric].to_numpy(dtype=float) / divisor
-        err = group[f"{metric}_ci95"].to_numpy(dtype=float) / divisor
-        err = np.where(np.isfinite(err), err, 0.0)
-        # Error bars stay inside the metric's range (a Jain index CI never above 1).
-        below = np.clip(np.minimum(err, y - low / divisor), 0.0, None)
-        above = np.clip(np.minimum(err, high / divisor - y), 0.0, None)
-        bars = ax.errorbar(group["_x"], y, yerr=[below, above], color=colour,
-                           marker=MARKERS[n % len(MARKERS)], linestyle=LINESTYLES[n % len(LINESTYLES)],
-                           capsize=3, label=name)
-        bars._ccarena_flavor = flavor  # type: ignore[attr-defined]  # read by flavor_colors_of
-        if theory_rows is not None and metric == "goodput_mean_bps":
-            _theory_overlay(ax, group, theory_rows, param, flow, colour)
-    _y_scale(ax, data[metric].to_numpy(dtype=float) / divisor)
-    if metric == "jain_index":
-        ax.set_ylim(0, 1.02)
-    return _finish(fig, ax)
-
-
-MARKERS = ("o", "s", "^", "D", "v", "P", "X")
-"""Marker of the n-th group of one flavor in a sweep figure."""
-
-METRIC_RANGES = {"jain_index": (0.0, 1.0), "loss_rate": (0.0, 1.0), "stability": (0.0, math.inf),
-                 "delivery_ratio": (0.0, 1.0)}
-"""The range a metric's values and error bars stay in (others: [0, ∞))."""
-
-
-def _y_scale(ax: plt.Axes, y: np.ndarray) -> None:
-    """A log y axis when the measured values span more than 20x (e.g. goodput from 100 Mbps at
-    0% loss to 1 Mbps at 5%), else a linear one from 0."""
-    positive = y[np.isfinite(y) & (y > 0)]
-    if positive.size >= 2 and positive.max() / positive.min() > 20:
-        ax.set_yscale("log")
-    else:
-        ax.set_ylim(bottom=0)
-
-
-def _theory_overlay(ax: plt.Axes, group: pd.DataFrame, rows: pd.DataFrame, param: str,
-                    flow: int, colour: Any) -> None:
-    """Draw Mathis and Padhye (Reno family) or CUBIC's response function along the group's x range.
-
-    x maps to the path's loss probability and base RTT by interpolating the runs' ``path_loss``
-    and ``base_rtt_s``, so one overlay serves a loss sweep (the 1/√p law at a fixed RTT) and a
-    delay sweep at a fixed loss (the 1/RTT law, seed 002's Fig. 4); nothing is drawn when neither
-    varies or the path has no random loss."""
-    mine = rows[(rows["flow"] == flow) & rows["point"].isin(group["point"])]
-    if mine.empty or (mine["kind"] != "tcp").any():
-        return
-    flavors = set(mine["flavor"].astype(str))
-    if len(flavors) != 1:
-        return
-    flavor = flavors.pop()
-    per_point = mine.groupby("point").agg(path_loss=("path_loss", "mean"),
-                                          base_rtt_s=("base_rtt_s", "mean"),
-                                          mss_bytes=("mss_bytes", "mean"))
-    pts = group.set_index("point")["_x"].to_frame().join(per_point).sort_values("_x")
-    loss_varies = pts["path_loss"].nunique() >= 2
-    rtt_varies = pts["base_rtt_s"].nunique() >= 2 and bool((pts["base_rtt_s"] > 0).all())
-    if not (loss_varies or rtt_varies) or not (pts["path_loss"] > 0).any():
-        return
-    x_dense = np.linspace(pts["_x"].min(), pts["_x"].max(), 200)
-    p_dense = np.interp(x_dense, pts["_x"], pts["path_loss"])
-    rtt_dense = np.interp(x_dense, pts["_x"], pts["base_rtt_s"])
-    mss = float(pts["mss_bytes"].mean())
-    ok = (p_dense > 0) & (rtt_dense > 0)
-    p_ok, rtt_ok = p_dense[ok], rtt_dense[ok]
-    if loss_varies:
-        where = f"base RTT {float(pts['base_rtt_s'].mean()) * 1e3:.0f} ms"
-    else:
-        where = f"∝ 1/RTT at {float(pts['path_loss'].mean()) * 100:.3g}% loss"
-    if flavor in RENO_FAMILY:
-        curves = [(theory.mathis_bps(mss, rtt_ok, p_ok), "Mathis et al. 1997", ":"),
-                  # T0 as in metrics.flow_table: the 200 ms minimum RTO, or the RTT if longer.
-                  (theory.padhye_bps(mss, rtt_ok, p_ok, rto_s=np.maximum(0.2, rtt_ok)),
-                   "Padhye et al. 1998", "-.")]
-    elif flavor == "cubic":
-        curves = [(theory.cubic_bps(mss, rtt_ok, p_ok), "CUBIC (RFC 9438 §5.1)", ":")]
-    else:
-        return
-    capacity = float(mine["bottleneck_rate_bps"].max())
-    for y, name, style in curves:
-        y = np.minimum(y, capacity) if math.isfinite(capacity) else y
-        ax.plot(x_dense[ok], y / 1e6, color=colour, linestyle=style, linewidth=1.6,
-                label=f"{name}, {where} (capped at link rate)")
 
 
 def data_points(fig: plt.Figure) -> int:
@@ -671,7 +500,7 @@ SMALL_MULTIPLES_PER_FIGURE = 24
 
 
 def goodput_small_multiples(panels: Sequence[tuple[str, str, pd.DataFrame, pd.DataFrame]],
-                            title: str) -> plt.Figure:
+                            title: str, palette: FlavorPalette | None = None) -> plt.Figure:
     """Goodput (Mbps) against time, one small panel per grid point: ``panels`` holds
     ``(panel title, run_id, samples, flows)``; flows coloured by flavor as everywhere, one shared
     legend right of the panels, shared axes (tick labels on the outer panels only). The layout is
@@ -686,7 +515,7 @@ def goodput_small_multiples(panels: Sequence[tuple[str, str, pd.DataFrame, pd.Da
     fig.subplots_adjust(left=0.9 / width, right=1 - 1.5 / width, bottom=0.6 / height,
                         top=1 - 0.55 / height, wspace=0.12, hspace=0.45)
     for ax, (panel_title, run_id, samples, flows) in zip(axes.flat, panels):
-        _per_flow(ax, samples, flows, "goodput_bps", 1e6, run_id, linewidth=0.9)
+        _per_flow(ax, samples, flows, "goodput_bps", 1e6, run_id, palette, linewidth=0.9)
         ax.set_title(panel_title, fontsize=8)
         ax.tick_params(labelsize=7)
         ax.set_ylim(bottom=0)
@@ -706,114 +535,4 @@ def goodput_small_multiples(panels: Sequence[tuple[str, str, pd.DataFrame, pd.Da
                    bbox_to_anchor=(1 - 1.4 / width, 1 - 0.55 / height), fontsize=8, title="flavor",
                    title_fontsize=8)
     fig._ccarena_fixed_layout = True  # type: ignore[attr-defined]  # save() keeps the whole canvas
-    return fig
-
-
-HATCHES = ("", "//", "..", "xx", "\\\\", "oo", "--")
-"""Hatch of the n-th bar group (a flow, or another swept value) in a categorical sweep figure."""
-MAX_BAR_GROUPS = 12
-"""Above this many bar groups (flows, or other swept values) a categorical sweep figure draws one
-bar per value and flavor: the mean over the groups, whiskers from their lowest to their highest."""
-
-
-def _collapsed_bars(ax: plt.Axes, aggregated: pd.DataFrame, param: str, metric: str,
-                    values: list[str], divisor: float, flavors_seen: dict[str, Any]) -> None:
-    """Per value of ``param`` and flavor, a bar of ``metric``'s mean over its rows with a whisker
-    from the smallest to the largest row (in the flavor's colour), side by side when a value has
-    several flavors."""
-    data = aggregated.assign(_value=aggregated[param].astype(str),
-                             _flavor=aggregated["flavor"].astype(str) if "flavor" in aggregated else "")
-    stats = data.groupby(["_value", "_flavor"], sort=False)[metric].agg(["mean", "min", "max"])
-    per_value = stats.groupby(level=0, sort=False).size()
-    width = 0.8 / max(1, int(per_value.max()))
-    position = {v: 0 for v in values}
-    for flavor in dict.fromkeys(stats.index.get_level_values(1)):
-        part = stats.xs(flavor, level=1)
-        x = []
-        for v in part.index:
-            n = int(per_value[v])
-            x.append(values.index(v) + (position[v] - (n - 1) / 2) * width)
-            position[v] += 1
-        mean, lo, hi = (part[c].to_numpy(dtype=float) / divisor for c in ("mean", "min", "max"))
-        colour = flavor_color(flavor) if flavor else color(0)
-        bar = ax.bar(x, mean, width=width * 0.95, color=colour, edgecolor="white",
-                     yerr=[np.clip(mean - lo, 0, None), np.clip(hi - mean, 0, None)], capsize=3,
-                     ecolor="0.25")
-        bar._ccarena_flavor = flavor  # type: ignore[attr-defined]
-        flavors_seen.setdefault(flavor, colour)
-
-
-def _group_names(groups: list[tuple[Any, pd.DataFrame]], group_by: Sequence[str],
-                 group_labels: dict[str, dict[str, str]] | None) -> list[str]:
-    """The legend name of each bar group: its swept values (as ``group_labels`` show them), with
-    the flow's name first where those alone would name two groups alike (flows of one run)."""
-    names = []
-    for i, (key, group) in enumerate(groups):
-        key = key if isinstance(key, tuple) else (key,)
-        parts = [(group_labels or {}).get(col, {}).get(str(k), str(k))
-                 for k, col in zip(key, group_by) if col not in ("flow", "point_group")]
-        names.append(", ".join(parts))
-    if len(set(names)) < len(names) and all("name" in g for _, g in groups):
-        names = [", ".join([str(g["name"].iloc[0])] + ([n] if n else [])) for (_, g), n in zip(groups, names)]
-    return [n or f"group {i}" for i, n in enumerate(names)]
-
-
-def metric_vs_category(aggregated: pd.DataFrame, param: str, metric: str, group_by: Sequence[str],
-                       title: str, labels: dict[str, str] | None = None,
-                       group_labels: dict[str, dict[str, str]] | None = None) -> plt.Figure | None:
-    """A metric (mean over repeats, 95% CI whiskers kept in the metric's range) at each value of
-    a categorical swept parameter (a flavor, a recovery, a discipline, or values given
-    ``[report] labels``) as grouped bars: one bar group per value of ``param`` (shown by
-    ``labels`` when given), one bar per group of ``group_by`` (hatched by group), each bar in
-    the colour of its flavor. None when the metric has no finite value."""
-    if not np.any(np.isfinite(aggregated[metric].to_numpy(dtype=float))):
-        return None
-    label, divisor = METRIC_LABELS.get(metric, (metric, 1.0))
-    low, high = METRIC_RANGES.get(metric, (0.0, math.inf))
-    values = list(dict.fromkeys(aggregated[param].astype(str)))
-    shown = [(labels or {}).get(v, v) for v in values]
-    fig, ax = _figure(title, param, label)
-    fig.set_size_inches(max(6.0, 1.0 + 0.9 * len(values) * max(1, aggregated.groupby(list(group_by)).ngroups) ** 0.5), 4.0)
-    groups = list(aggregated.groupby(list(group_by), sort=False, dropna=False))
-    flavors_seen: dict[str, Any] = {}
-    from matplotlib.patches import Patch
-
-    group_handles = []
-    if len(groups) > MAX_BAR_GROUPS:
-        # Hundreds of flows (an incast, a permutation) as side-by-side bars are unreadable: one bar
-        # per value and flavor, the mean over the flows, whiskers from the lowest to the highest.
-        _collapsed_bars(ax, aggregated, param, metric, values, divisor, flavors_seen)
-        group_handles.append(Patch(facecolor="0.8", edgecolor="white",
-                                   label=f"mean of {len(groups)} flows; whiskers min–max"))
-    else:
-        width = 0.8 / max(1, len(groups))
-        legend_names = _group_names(groups, group_by, group_labels)
-        for i, (key, group) in enumerate(groups):
-            offset = (i - (len(groups) - 1) / 2) * width
-            x = np.array([values.index(v) for v in group[param].astype(str)], dtype=float) + offset
-            y = group[metric].to_numpy(dtype=float) / divisor
-            ci = f"{metric}_ci95"
-            half = group[ci].to_numpy(dtype=float) / divisor if ci in group else np.zeros(len(group))
-            half = np.where(np.isfinite(half), half, 0.0)
-            below = np.clip(np.minimum(half, y - low / divisor), 0.0, None)
-            above = np.clip(np.minimum(half, high / divisor - y), 0.0, None)
-            flavor_col = group["flavor"].astype(str).to_numpy() if "flavor" in group else np.full(len(group), "")
-            # One call per flavor (not per bar): a report of many runs draws thousands of bars.
-            for flavor in dict.fromkeys(flavor_col):
-                sel = flavor_col == flavor
-                colour = flavor_color(flavor) if flavor else color(i)
-                bar = ax.bar(x[sel], y[sel], width=width * 0.95, color=colour,
-                             hatch=HATCHES[i % len(HATCHES)], edgecolor="white",
-                             yerr=[below[sel], above[sel]], capsize=3, ecolor="0.25")
-                bar._ccarena_flavor = flavor  # type: ignore[attr-defined]
-                flavors_seen.setdefault(flavor, colour)
-            if len(groups) > 1:
-                group_handles.append(Patch(facecolor="0.8", hatch=HATCHES[i % len(HATCHES)],
-                                           edgecolor="white", label=legend_names[i]))
-    ax.set_xticks(range(len(values)), shown, rotation=30 if sum(len(s) for s in shown) > 60 else 0,
-                  ha="right" if sum(len(s) for s in shown) > 60 else "center")
-    ax.set_ylim(0, 1.02 if metric == "jain_index" else None)
-    handles = [Patch(facecolor=c, label=f) for f, c in flavors_seen.items() if f] + group_handles
-    if handles:
-        ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0)
     return fig

@@ -1,4 +1,4 @@
-"""Figures for the study tables (:mod:`ccarena.analysis.studies`), in the style of :mod:`ccarena.report.plots`
+"""Figures for the study tables (:mod:`ccarena.analysis.study_tables`), in the style of :mod:`ccarena.report.plots`
 (matplotlib, Agg backend, :data:`ccarena.report.plots.STYLE`, flow colours from :func:`ccarena.report.plots.color`).
 
 - :func:`matrix_heatmap` — seed 004 Table 1 as a heatmap, numbers (mean ± 95% CI) in the cells,
@@ -30,8 +30,8 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
 
-from ccarena.analysis import studies  # noqa: E402
-from ccarena.report import plots  # noqa: E402
+from ccarena.analysis import study_tables as studies  # noqa: E402
+from ccarena.report import plots, sweep_plots  # noqa: E402
 
 RATE_UNITS = {"bps": 1.0, "kbps": 1e3, "Kbps": 1e3, "Mbps": 1e6, "Mb/s": 1e6, "Gbps": 1e9}
 """Rate units a reference table may be given in → bits per second."""
@@ -42,7 +42,7 @@ MATRIX_VALUES: dict[str, tuple[str, float, str]] = {
     "row_share_mean": ("first flow's share of the pair's goodput", 1.0, ""),
     "jain_index_mean": ("Jain's fairness index of the pair", 1.0, ""),
 }
-""":func:`ccarena.analysis.studies.matrix_table` mean column → (label, divisor, display unit)."""
+""":func:`ccarena.analysis.study_tables.matrix_table` mean column → (label, divisor, display unit)."""
 
 
 def _subplots(nrows: int = 1, ncols: int = 1, **kwargs: Any) -> tuple[plt.Figure, np.ndarray]:
@@ -111,13 +111,13 @@ def matrix_heatmap(table: pd.DataFrame, value: str, title: str,
     stagger); pairs without runs are blank.
 
     Args:
-        table: :func:`ccarena.analysis.studies.matrix_table` output for one block (no ``by`` repeats).
+        table: :func:`ccarena.analysis.study_tables.matrix_table` output for one block (no ``by`` repeats).
         value: a ``..._mean...`` column, e.g. ``row_goodput_mean_bps`` (shown in Mbps),
             ``row_share_mean`` or ``jain_index_mean``; its CI is the column with ``_mean``
             replaced by ``_ci95``.
         title: the figure's title.
         reference: a study's published matrix (``{"title", "source", "unit", "rows", "columns",
-            "values"}``, see :func:`ccarena.analysis.studies.reference_frame`), drawn as a second panel
+            "values"}``, see :func:`ccarena.analysis.study_tables.reference_frame`), drawn as a second panel
             with its own labels on the same colour scale, converted to the displayed unit.
 
     Raises:
@@ -171,7 +171,7 @@ def pairs_goodput_grid(samples: pd.DataFrame, summary: pd.DataFrame, title: str)
 
     Args:
         samples: samples of the matrix runs (``run_id, time_s, flow, goodput_bps``).
-        summary: summary rows with ``run_id, flow`` and :data:`ccarena.analysis.studies.MATRIX_COLUMNS`.
+        summary: summary rows with ``run_id, flow`` and :data:`ccarena.analysis.study_tables.MATRIX_COLUMNS`.
 
     Raises:
         ValueError: the matrix columns are absent.
@@ -222,11 +222,11 @@ def goodput_vs_interval(table: pd.DataFrame, title: str, xlabel: str = "setting 
     throughput vs buffer size), with 95% CI error bars when the table has them.
 
     Labels that are quantities (``"10pkt"``, 10) go on a numeric axis in their unit
-    (:func:`ccarena.report.plots.param_axis`); others are categories in interval order.
+    (:func:`ccarena.report.sweep_plots.param_axis`); others are categories in interval order.
 
     Args:
-        table: :func:`ccarena.analysis.studies.interval_goodput_over_repeats` output (or the per-run
-            :func:`ccarena.analysis.studies.goodput_by_interval` of one run: no error bars). One line per
+        table: :func:`ccarena.analysis.study_tables.interval_goodput_over_repeats` output (or the per-run
+            :func:`ccarena.analysis.study_tables.goodput_by_interval` of one run: no error bars). One line per
             combination of the other columns (``flow, name`` and any ``by`` columns).
         xlabel: what the labels are, e.g. "bottleneck queue limit".
 
@@ -236,7 +236,7 @@ def goodput_vs_interval(table: pd.DataFrame, title: str, xlabel: str = "setting 
     studies._require(table, ["interval", "label", "goodput_mean_bps"], "interval table")
     per_interval = table.drop_duplicates("interval").sort_values("interval")
     labels = [v.item() if isinstance(v, np.generic) else v for v in per_interval["label"]]
-    axis = plots.param_axis(labels)
+    axis = sweep_plots.param_axis(labels)
     if axis is not None:
         xs, unit = axis
         x_of = dict(zip(per_interval["interval"], xs))

@@ -20,9 +20,9 @@ from rich.measure import Measurement
 from rich.table import Table
 
 from ccarena import units
-from ccarena.analysis import metrics
+from ccarena.analysis import catalogue, metrics
 from ccarena.errors import printable, terminal_text
-from ccarena.report.tables import (
+from ccarena.report.html_tables import (
     COLUMNS,
     cell,
     index_text,
@@ -35,11 +35,16 @@ from ccarena.report.tables import (
 TERMINAL_COLUMNS = ("goodput_mean_bps", "loss_rate", "rtt_mean_s", "jain_index", "fct_s",
                     "fct_slowdown", "retransmission_rate", "rtt_p95_s", "stability", "delivery_ratio")
 """The summary columns the terminal shows, most important first (the report shows all of
-:data:`ccarena.report.tables.COLUMNS`)."""
+:data:`ccarena.report.html_tables.COLUMNS`)."""
 
-SHORT_HEADINGS = {"retransmission_rate": "retx", "delivery_ratio": "delivered", "rtt_mean_s": "RTT",
-                  "jain_index": "Jain", "fct_slowdown": "slowdown", "fct_s": "FCT"}
-"""Terminal headings shorter than the report's, so more columns fit 80 columns."""
+
+
+def terminal_heading(column: str) -> str:
+    """The terminal's heading of a metric column: its catalogue short heading, shorter than the
+    report's so more columns fit 80 columns (``retx``), else the report's
+    (:class:`ccarena.analysis.catalogue.Metric`)."""
+    entry = catalogue.metric(column)
+    return entry.short_heading or entry.heading
 
 MAX_FLOW_ROWS_PER_RUN = 8
 """Above this many flows in a run, the terminal shows one row per run (totals, Jain, FCT
@@ -51,7 +56,7 @@ def short_names(params: list[str]) -> dict[str, str]:
     """Each swept parameter path → the shortest tail of its dotted path that no other parameter
     shares and no metric heading uses (``…dupthresh`` → ``dupthresh``; ``topology.link.loss`` →
     ``link.loss``, as ``loss`` heads the measured loss; two ``…rate`` paths keep one more part)."""
-    taken = {SHORT_HEADINGS.get(c, COLUMNS[c][0]) for c in TERMINAL_COLUMNS} | {"flow", "flavor", "run"}
+    taken = {terminal_heading(c) for c in TERMINAL_COLUMNS} | {"flow", "flavor", "run"}
     out: dict[str, str] = {}
     for p in params:
         parts = p.split(".")
@@ -91,7 +96,7 @@ def fit(build: Callable[[list[str], str | None], Table], cols: list[str], width:
     table = build(shown, None)
     while len(shown) > 1 and table_width(table) > width:
         shown.pop()
-        hidden = [SHORT_HEADINGS.get(c, COLUMNS[c][0]) for c in cols[len(shown):]]
+        hidden = [terminal_heading(c) for c in cols[len(shown):]]
         table = build(shown, f"not shown at this width: {', '.join(hidden)} (--wide shows them)")
     return table
 
@@ -130,7 +135,7 @@ def terminal_table(summary: pd.DataFrame, params: list[str], title: str,
             for k in (*params, *labels):
                 table.add_column(terminal_text({"name": "flow"}.get(k, names.get(k, k))), no_wrap=True)
             for c in shown:
-                table.add_column(SHORT_HEADINGS.get(c, COLUMNS[c][0]), justify="right", no_wrap=True)
+                table.add_column(terminal_heading(c), justify="right", no_wrap=True)
             for rec in aggregated.to_dict("records"):
                 cells = [terminal_text(cell(k, rec.get(k), None).text) for k in (*params, *labels)]
                 cells += [mean_ci_text(COLUMNS[c][1], float(rec[c]), float(rec[f"{c}_ci95"]))
@@ -147,7 +152,7 @@ def terminal_table(summary: pd.DataFrame, params: list[str], title: str,
             table.add_column(terminal_text({"run_id": "run", "name": "flow"}.get(k, names.get(k, k))),
                              no_wrap=True)
         for c in shown:
-            table.add_column(SHORT_HEADINGS.get(c, COLUMNS[c][0]), justify="right", no_wrap=True)
+            table.add_column(terminal_heading(c), justify="right", no_wrap=True)
         for rec in summary.to_dict("records"):
             # Names, flavors and swept values come from stored files: shown, never obeyed.
             table.add_row(*[terminal_text(cell(k, rec.get(k), None).text) for k in keys],

@@ -32,7 +32,7 @@ from pydantic import TypeAdapter, ValidationError  # noqa: E402
 from ccarena.errors import UserError  # noqa: E402
 from ccarena.report.figures import Figure  # noqa: E402
 from ccarena.topology import Network, Topology  # noqa: E402
-from ccarena.traces.files import describe_rate  # noqa: E402
+from ccarena.traces.trace_files import describe_rate  # noqa: E402
 from ccarena.units import format_rate, format_time  # noqa: E402
 
 LAYERED = ("fat_tree", "leaf_spine", "super_spine")

@@ -4,7 +4,7 @@
 - :mod:`ccarena.scenario.events`: ``[[events]]`` and their resolution into the run spec's events;
 - :mod:`ccarena.scenario.paths`: field paths (``flows[1].flavor``) for sweeps and matrices;
 - :mod:`ccarena.scenario.loading`: reading the file, ``[[parts]]``, checking every swept value;
-- :mod:`ccarena.scenario.errors`: pydantic's errors as one line naming the field.
+- :mod:`ccarena.scenario.error_lines`: pydantic's errors as one line naming the field.
 
 Entry points: :func:`load_scenario` (a path or a dict → :class:`LoadedScenario`) and
 :func:`validate_scenario` (a dict → :class:`Scenario`); both raise
@@ -27,7 +27,6 @@ from ccarena.scenario.loading import (
 from ccarena.scenario.schema import (
     RECOVERIES,
     Flow,
-    KernelOptions,
     Matrix,
     Output,
     Reference,
@@ -37,7 +36,7 @@ from ccarena.scenario.schema import (
     matrix_flows,
 )
 
-__all__ = ["EXECUTOR_KINDS", "RECOVERIES", "ExecutorOptions", "Flow", "KernelOptions",
+__all__ = ["EXECUTOR_KINDS", "RECOVERIES", "ExecutorOptions", "Flow",
            "LoadedScenario", "Matrix", "Output", "Part", "Reference", "ReportOptions", "Scenario",
            "Sweep", "check_sweep", "load_scenario", "matrix_flows", "merge_tables", "read_toml", "select_parts",
            "split_parts", "validate_scenario",

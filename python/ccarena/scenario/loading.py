@@ -12,7 +12,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from ccarena.errors import UserError
-from ccarena.scenario.errors import format_validation_error
+from ccarena.scenario.error_lines import format_validation_error
 from ccarena.scenario.paths import parse_path, render_path, set_path
 from ccarena.scenario.schema import SIMPLE_NAME, Scenario, flow_time_problems, node_problems
 from ccarena.topology import KINDS as TOPOLOGY_KINDS

@@ -1,10 +1,11 @@
 """The scenario file's schema: pydantic models of every table (``[topology]``, ``[[flows]]``,
-``[output]``, ``[sweep]``, ``[matrix]``, ``[[events]]``, ``[report]``, ``[kernel]``, ``[executor]``).
+``[output]``, ``[sweep]``, ``[matrix]``, ``[[events]]``, ``[report]``, ``[executor]``, and each
+backend's options table, ``[kernel]``, whose model its backend declares).
 
 A scenario says what network, which flows, how long and how often to sample, what to vary and the
 seed. Quantities are strings with units (see :mod:`ccarena.units`). Every model forbids unknown
 fields; a validator raises :class:`ccarena.errors.FieldError` naming the field, which
-:mod:`ccarena.scenario.errors` turns into one line (``flows[2].flavor: unknown flavor 'cubik' (did
+:mod:`ccarena.scenario.error_lines` turns into one line (``flows[2].flavor: unknown flavor 'cubik' (did
 you mean 'cubic'?)``).
 """
 
@@ -20,11 +21,13 @@ from pydantic import (
     Field,
     FiniteFloat,
     PrivateAttr,
+    create_model,
     field_validator,
     model_validator,
 )
 
 from ccarena import flavors as flavor_catalog
+from ccarena.backends import backend_names, options_models, reference_backend
 from ccarena.errors import FieldError, FieldErrors, UserError
 from ccarena.quantities import Packets, RateBps, SizeBytes, StrictModel, TimeNs
 from ccarena.runspec import TCP_DEFAULTS
@@ -297,22 +300,6 @@ class Reference(StrictModel):
         return self
 
 
-class KernelOptions(StrictModel):
-    """``[kernel]``: options of the kernel backend (ignored by the simulator).
-
-    ``emulation``: how the links are emulated (:mod:`ccarena.backends.kernel.emulation`) — ``"auto"``
-    (default: ``"tc"`` where the kernel has netem, else ``"relay"``), ``"relay"`` (ccarena's link
-    emulator does the rate, queue, delay and loss with the simulator's link model) or ``"tc"``
-    (htb + pfifo/bfifo, netem or the relay for the delay, nftables for the loss).
-    The udp backend runs on the same testbed and takes these options too; ``udt_impl`` is its
-    own: who runs UDT flows on it — ``"ccarena"`` (default: ccarena's UDT, the simulator's code,
-    over UDP sockets) or ``"libudt"`` (the reference UDT4 library, docs/udp-backend.md).
-    """
-
-    emulation: Literal["auto", "relay", "tc"] = "auto"
-    udt_impl: Literal["ccarena", "libudt"] = "ccarena"
-
-
 class StaticRoute(StrictModel):
     """``[[routing.static]]``: at node ``node``, packets for host ``dst`` leave towards neighbour
     ``via``. Several entries for one (node, dst) make a next-hop set (ECMP among them)."""
@@ -451,24 +438,20 @@ def flow_time_problems(i: int, start_ns: int, stop_ns: int | None,
     return problems
 
 
-class Scenario(StrictModel):
-    """A whole scenario file (see the README's scenario reference).
+BACKEND_NAMES = backend_names()
+"""The backends a scenario may name (their declarations, :mod:`ccarena.backends`)."""
 
-    Fields: ``name`` (the experiment's directory name), ``description``, ``duration`` (> 0),
-    ``seed`` (default 1), ``backend`` (``"sim"``, ``"kernel"`` or ``"udp"``), ``topology``, ``flows`` and
-    ``traffic`` (:class:`Traffic`, expanded into more flows; at least one flow in all),
-    ``output``, ``sweep``, ``matrix`` (:class:`Matrix`; not with ``sweep``), ``events``
-    (:class:`ccarena.scenario.events.Event`), ``routing`` (:class:`Routing`), ``report``
-    (:class:`ReportOptions`), ``kernel``
-    (:class:`KernelOptions`), ``executor`` (:class:`ExecutorOptions`), ``parts`` (see :func:`split_parts`).
-    """
+
+class ScenarioHead(StrictModel):
+    """The fields of :class:`Scenario` that come before the backends' options tables (their
+    order is the order pydantic validates and reports problems in)."""
 
     name: str = "experiment"
     description: str = ""
     duration_ns: TimeNs = Field(alias="duration")
     seed: int = Field(1, ge=0, lt=2**63)
     start_jitter_ns: TimeNs = Field("0s", alias="start_jitter")
-    backend: Literal["sim", "kernel", "udp"] = "sim"
+    backend: Literal[BACKEND_NAMES] = reference_backend()  # type: ignore[valid-type]
     _network: Network | None = PrivateAttr(default=None)
     topology: Topology
     flows: list[Flow] = []
@@ -479,7 +462,28 @@ class Scenario(StrictModel):
     events: list[Event] = []
     routing: Routing = Routing()
     report: ReportOptions = ReportOptions()
-    kernel: KernelOptions = KernelOptions()
+
+
+ScenarioWithBackendOptions = create_model(
+    "ScenarioWithBackendOptions", __base__=ScenarioHead, __module__=__name__,
+    __doc__="ScenarioHead with one field per backend options table (``[kernel]``), each the "
+            "model its backends declare (:func:`ccarena.backends.options_models`), empty by default.",
+    **{table: (model, model()) for table, model in options_models().items()})
+
+
+class Scenario(ScenarioWithBackendOptions):  # type: ignore[misc,valid-type]
+    """A whole scenario file (see the README's scenario reference).
+
+    Fields: ``name`` (the experiment's directory name), ``description``, ``duration`` (> 0),
+    ``seed`` (default 1), ``backend`` (one of :data:`BACKEND_NAMES`; default the simulator),
+    ``topology``, ``flows`` and ``traffic`` (:class:`Traffic`, expanded into more flows; at least
+    one flow in all), ``output``, ``sweep``, ``matrix`` (:class:`Matrix`; not with ``sweep``),
+    ``events`` (:class:`ccarena.scenario.events.Event`), ``routing`` (:class:`Routing`),
+    ``report`` (:class:`ReportOptions`), each backend options table its backends declare
+    (``kernel``: :class:`ccarena.backends.kernel.options.KernelOptions`), ``executor``
+    (:class:`ExecutorOptions`), ``parts`` (see :func:`split_parts`).
+    """
+
     executor: ExecutorOptions = ExecutorOptions()
 
     @model_validator(mode="before")

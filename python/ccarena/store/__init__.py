@@ -23,7 +23,8 @@ such runs out (:meth:`ExperimentStore.readable_runs`).
 from typing import Any
 
 from ccarena.store.experiment_store import RUN_TABLES, ExperimentStore
-from ccarena.store.files import atomic_write_bytes, json_dumps, write_parquet
+from ccarena.durable_files import atomic_write_bytes
+from ccarena.store.file_formats import json_dumps, write_parquet
 from ccarena.store.format import FORMAT_VERSION, upgrade_record
 from ccarena.store.verify import DamagedFile
 

@@ -17,7 +17,8 @@ if TYPE_CHECKING:  # loaded where tables are read or written, not with the store
     import pyarrow as pa
 
 from ccarena.errors import UserError
-from ccarena.store.files import atomic_write_bytes, fsync_dir, json_dumps, write_parquet
+from ccarena.durable_files import atomic_write_bytes, fsync_dir
+from ccarena.store.file_formats import json_dumps, write_parquet
 from ccarena.store.verify import (DamagedFile, experiment_problem, parquet_frame_problem,
                                   parquet_problem, read_parquet, read_record, run_problem)
 

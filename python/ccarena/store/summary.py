@@ -8,20 +8,14 @@ from typing import TYPE_CHECKING, Any, Mapping, Sequence
 import pandas as pd
 
 from ccarena.analysis import metrics
+from ccarena.backends import reference_backend
+from ccarena.store import columns
+from ccarena.store.columns import SUMMARY_FLOW_COLUMNS
 from ccarena.store.experiment_store import ExperimentStore
-from ccarena.store.files import json_dumps
+from ccarena.store.file_formats import json_dumps
 
 if TYPE_CHECKING:
     import pyarrow as pa
-
-SUMMARY_FLOW_COLUMNS = (
-    "flow", "name", "kind", "flavor", "recovery", "start_s", "end_s", "active_s", "bytes_sent",
-    "bytes_retransmitted", "bytes_delivered", "packets_sent", "packets_retransmitted",
-    "packets_received", "packets_lost", "rto_count", "fast_recoveries",
-) + metrics.FLOW_METRICS + ("base_rtt_s", "path_loss", "bottleneck_rate_bps", "mss_bytes", "mathis_bps",
-                            "padhye_bps", "cubic_bps")
-"""Per-flow columns of summary.parquet (taken from each run's flows.parquet when present)."""
-
 
 def _param_column(values: list[Any]) -> pd.Series:
     """Swept values as one column: numbers stay numbers, anything else becomes strings."""
@@ -49,8 +43,8 @@ def summary_inputs(record: dict[str, Any], flows: pa.Table) -> SummaryInputs:
 def summary_fingerprint(store: ExperimentStore, run_ids: Sequence[str]) -> str:
     """SHA-256 (hex) of what :func:`build_summary` of ``run_ids`` reads: each run's id, and its
     run.json and flows.parquet by size and modification time (a run done again is a new file),
-    with the code that builds the summary (this module and :mod:`ccarena.analysis.metrics`, by
-    content) and ccarena's version. A summary.parquet stored with the same fingerprint
+    with the code that builds the summary (this module, :mod:`ccarena.store.columns` and
+    :mod:`ccarena.analysis.metrics`, by content) and ccarena's version. A summary.parquet stored with the same fingerprint
     (:meth:`ExperimentStore.summary_inputs`) is the one a new build would write.
 
     Raises:
@@ -62,7 +56,7 @@ def summary_fingerprint(store: ExperimentStore, run_ids: Sequence[str]) -> str:
     from ccarena import __version__
 
     digest = hashlib.sha256(f"ccarena={__version__}\0".encode())
-    for module in (__file__, metrics.__file__):
+    for module in (__file__, columns.__file__, metrics.__file__):
         with open(module, "rb") as f:
             digest.update(f.read() + b"\0")
     for run_id in run_ids:
@@ -100,7 +94,7 @@ def build_summary(store: ExperimentStore, run_ids_or_plans: Sequence[Any],
             if p not in param_names:
                 param_names.append(p)
         for flow in flows.to_dict("records"):
-            row: dict[str, Any] = {"run_id": run_id, "backend": record.get("backend", "sim"),
+            row: dict[str, Any] = {"run_id": run_id, "backend": record.get("backend", reference_backend()),
                                    "part": record.get("part", ""),
                                    "point": record["point"],
                                    "repeat": record["repeat"], "seed": record["seed"]}

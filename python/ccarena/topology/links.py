@@ -15,7 +15,7 @@ from ccarena.quantities import (
     TimeNs,
 )
 from ccarena.runspec import CodelSpec, FqCodelSpec, FqSpec, PieSpec, QueueSpec, RedSpec
-from ccarena.traces.files import parse_link_rate
+from ccarena.traces.trace_files import parse_link_rate
 from ccarena.units import QueueLimit
 
 LinkRateBps = Annotated[int, PlainValidator(parse_link_rate)]
@@ -54,6 +54,17 @@ target and update interval, alpha 0.125, beta 1.25 and 150 ms burst allowance (R
 RED_IDLE_PACKET_BYTES = 1500
 """The "typical small packet" whose transmission time ages RED's average over an idle period
 (Floyd & Jacobson 1993, §11: m = idle time / s); a full-size Ethernet frame."""
+
+
+def scenario_field(spec_field: str) -> str:
+    """The scenario's name for a field of the resolved queue (:meth:`Queue.spec_fields`): its
+    last key without the unit suffix the spec adds (``codel.target_ns`` → ``target``,
+    ``ecn_threshold_packets`` → ``ecn_threshold``, ``fq.quantum_bytes`` → ``quantum``); ``""``
+    (the queue itself) stays ``""``."""
+    name = spec_field.rsplit(".", 1)[-1]
+    for suffix in ("_ns", "_packets", "_bytes"):
+        name = name.removesuffix(suffix)
+    return name
 
 
 def _amount(limit: QueueLimit) -> int:
@@ -115,18 +126,17 @@ class Queue(StrictModel):
     alpha: float | None = Field(None, gt=0, le=100)
     beta: float | None = Field(None, gt=0, le=100)
     max_burst: TimeNs | None = Field(None, ge=0)
-    flows: int | None = Field(None, ge=1, le=65_536)
+    flows: int | None = Field(None, ge=0)
     quantum: SizeBytes | None = Field(None, gt=0, le=1_000_000)
 
     @model_validator(mode="after")
     def _fields_fit_the_discipline(self) -> "Queue":
-        k = self.ecn_threshold
-        if k is not None:
-            if self.discipline != "droptail":
-                raise FieldError("ecn_threshold", "is a DropTail setting; this queue marks with "
-                                                  "ecn = true")
-            if _unit(k) == _unit(self.limit) and _amount(k) > _amount(self.limit):
-                raise FieldError("ecn_threshold", "must not exceed the queue limit")
+        """The scenario's own rules (each setting belongs to its discipline; RED's thresholds in
+        the limit's unit, as amounts with units), then the engine's rules on the resolved queue
+        (:meth:`ccarena.runspec.QueueSpec.engine_problem`), its field named as here."""
+        if self.ecn_threshold is not None and self.discipline != "droptail":
+            # An AQM marks by its own law: point at its switch, not at DropTail.
+            raise FieldError("ecn_threshold", "is a DropTail setting; this queue marks with ecn = true")
         allowed = DISCIPLINE_FIELDS[self.discipline]
         for name in sorted({f for fields in DISCIPLINE_FIELDS.values() for f in fields} - set(allowed)):
             if getattr(self, name) is not None:
@@ -137,12 +147,17 @@ class Queue(StrictModel):
                 raise FieldError(name, f"is a setting of {', '.join(DISCIPLINE_NAMES[t] for t in takers)}, "
                                        f"not of {DISCIPLINE_NAMES[self.discipline]}; remove it or set "
                                        "discipline to one of them")
-        if self.discipline in ("codel", "fq_codel"):
-            target, interval = self._aqm("target"), self._aqm("interval")
-            if target >= interval:
-                raise FieldError("target", f"must be shorter than the interval ({interval / 1e6:g} ms)")
-        if self.discipline != "red":
-            return self
+        if self.discipline == "red":
+            self._red_thresholds_fit_the_limit()
+        problem = self.spec_fields().engine_problem()
+        if problem is not None:
+            field, message = problem
+            raise FieldError(scenario_field(field), message)
+        return self
+
+    def _red_thresholds_fit_the_limit(self) -> None:
+        """RED's thresholds as the scenario gives them: in the limit's unit (the engine allows
+        another), and ordered and within the limit, said in amounts with units."""
         min_th, max_th = self.red_thresholds()
         for name, value in (("min_th", min_th), ("max_th", max_th)):
             if _unit(value) != _unit(self.limit):
@@ -154,7 +169,6 @@ class Queue(StrictModel):
             raise FieldError("max_th", f"{_amount(max_th)} {_unit(max_th)} exceeds the queue limit "
                                        f"({_amount(self.limit)} {_unit(self.limit)}); RED needs "
                                        "max_th ≤ limit")
-        return self
 
     def _aqm(self, name: str) -> Any:
         """``name`` as given, else the discipline's default (:data:`AQM_DEFAULTS`)."""

@@ -29,7 +29,7 @@ from ccarena.errors import FieldError
 from ccarena.quantities import Fraction, StrictModel, TimeNs
 from ccarena.topology.links import Link, LinkRateBps, Queue
 from ccarena.topology.network import Network, Node
-from ccarena.traces.files import describe_rate
+from ccarena.traces.trace_files import describe_rate
 from ccarena.units import format_time
 
 MAX_HOSTS = 8192

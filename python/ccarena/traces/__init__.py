@@ -8,7 +8,7 @@ scenario file. :mod:`.files` reads and checks the file into the run spec's trace
 format, also from the command line (``ccarena trace gen``).
 """
 
-from ccarena.traces.files import (
+from ccarena.traces.trace_files import (
     TraceFormatError,
     TraceRate,
     mean_rate_bps,

@@ -12,11 +12,17 @@
 //! advances as for a drop (§5: "packets may be ECN-marked instead of dropped").
 //! Defaults: target 5 ms, interval 100 ms (§4.2–§4.3).
 
-use super::fifo::Fifo;
-use super::{Entry, QdiscCounters, QueuedPacket};
+use serde::{Deserialize, Serialize};
 
-/// CoDel's parameters (RFC 8289 §4).
-#[derive(Clone, Copy, Debug, PartialEq)]
+use super::fifo::Fifo;
+use super::interface::{Entry, QdiscCounters, QueuedPacket, MTU_BYTES};
+use crate::field_error::{positive, FieldError};
+
+/// CoDel's parameters (RFC 8289 §4), and the engine spec's `queue.codel` object (every key
+/// required; the front end writes 5 ms and 100 ms by default). `mtu_bytes` is not in the format:
+/// it is [`MTU_BYTES`].
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct CodelConfig {
     /// Acceptable standing sojourn time (§4.3: 5 ms), ns.
     pub target_ns: u64,
@@ -27,13 +33,30 @@ pub struct CodelConfig {
     pub ecn: bool,
     /// The largest packet (`maxpacket`, §4.2 / §5.5): CoDel never drops while the queue holds at
     /// most this many bytes, bytes.
+    #[serde(skip, default = "super::interface::mtu_bytes")]
     pub mtu_bytes: u64,
+}
+
+impl CodelConfig {
+    /// Check the values: target and interval positive, target below interval (RFC 8289 §4.3).
+    ///
+    /// # Errors
+    /// The first problem, naming the field (`target_ns`, `interval_ns`).
+    pub fn validate(&self) -> Result<(), FieldError> {
+        positive("target_ns", self.target_ns)?;
+        positive("interval_ns", self.interval_ns)?;
+        if self.target_ns >= self.interval_ns {
+            // In words and milliseconds: the scenario layer shows this message under its own field names.
+            return Err(FieldError::new("target_ns", format!("must be shorter than the interval ({} ms)", self.interval_ns as f64 / 1e6)));
+        }
+        Ok(())
+    }
 }
 
 impl Default for CodelConfig {
     /// RFC 8289's defaults: target 5 ms, interval 100 ms, no ECN, 1500-byte MTU.
     fn default() -> Self {
-        CodelConfig { target_ns: 5_000_000, interval_ns: 100_000_000, ecn: false, mtu_bytes: 1500 }
+        CodelConfig { target_ns: 5_000_000, interval_ns: 100_000_000, ecn: false, mtu_bytes: MTU_BYTES }
     }
 }
 

@@ -2,7 +2,7 @@
 
 use std::collections::VecDeque;
 
-use super::{Entry, Limit, QueuedPacket, Verdict};
+use super::interface::{Entry, Limit, QueuedPacket, Verdict};
 
 /// Waiting packets in arrival order.
 #[derive(Clone, Debug)]

@@ -15,13 +15,21 @@
 
 use std::collections::VecDeque;
 
+use serde::{Deserialize, Serialize};
+
 use super::codel::{Codel, CodelConfig};
 use super::fifo::Fifo;
-use super::{Entry, Limit, QdiscCounters, QueuedPacket, Verdict};
-use crate::rng::mix64;
+use super::interface::{Entry, Limit, QdiscCounters, QueuedPacket, Verdict, MTU_BYTES};
+use crate::field_error::{positive, FieldError};
+use ccarena_rng::mix64;
 
-/// The flow scheduler's parameters.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// The most flow queues FQ-CoDel and FQ take (the engine spec's bound; Linux's fq_codel allows
+/// 65,536 too).
+pub const MAX_FLOWS: u32 = 65_536;
+
+/// The flow scheduler's parameters, and the engine spec's `queue.fq` object (every key required).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct FqConfig {
     /// Number of flow queues packets are hashed into (RFC 8290 §5.2.1: 1024).
     pub flows: u32,
@@ -32,7 +40,59 @@ pub struct FqConfig {
 impl Default for FqConfig {
     /// 1024 queues, a 1500-byte quantum.
     fn default() -> Self {
-        FqConfig { flows: 1024, quantum_bytes: 1500 }
+        FqConfig { flows: 1024, quantum_bytes: MTU_BYTES }
+    }
+}
+
+impl FqConfig {
+    /// Check the values: 1 to [`MAX_FLOWS`] flow queues, a positive quantum.
+    ///
+    /// # Errors
+    /// The first problem, naming the field (`flows`, `quantum_bytes`).
+    pub fn validate(&self) -> Result<(), FieldError> {
+        if !(1..=MAX_FLOWS).contains(&self.flows) {
+            return Err(FieldError::new("flows", format!("{} is not in [1, {MAX_FLOWS}]", self.flows)));
+        }
+        positive("quantum_bytes", self.quantum_bytes)
+    }
+}
+
+/// The engine spec's `queue.fq_codel` object (RFC 8290 §5.2: 1024 flows, quantum = MTU; CoDel's
+/// 5 ms / 100 ms): CoDel's parameters per flow queue and the flow scheduler's, in one object.
+/// Every key is required.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct FqCodelSpec {
+    /// Each queue's CoDel target, ns (positive, below `interval_ns`).
+    pub target_ns: u64,
+    /// Each queue's CoDel interval, ns (positive).
+    pub interval_ns: u64,
+    /// Number of flow queues packets are hashed into (1 to [`MAX_FLOWS`]).
+    pub flows: u32,
+    /// Deficit round robin quantum, bytes (positive).
+    pub quantum_bytes: u64,
+    /// Mark ECT packets CE instead of dropping them.
+    pub ecn: bool,
+}
+
+impl FqCodelSpec {
+    /// The flow scheduler's part.
+    pub fn fq(&self) -> FqConfig {
+        FqConfig { flows: self.flows, quantum_bytes: self.quantum_bytes }
+    }
+
+    /// Each flow queue's CoDel.
+    pub fn codel(&self) -> CodelConfig {
+        CodelConfig { target_ns: self.target_ns, interval_ns: self.interval_ns, ecn: self.ecn, mtu_bytes: MTU_BYTES }
+    }
+
+    /// Check the values as [`CodelConfig::validate`] and [`FqConfig::validate`] do, CoDel's first.
+    ///
+    /// # Errors
+    /// The first problem, naming the field.
+    pub fn validate(&self) -> Result<(), FieldError> {
+        self.codel().validate()?;
+        self.fq().validate()
     }
 }
 

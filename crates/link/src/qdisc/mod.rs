@@ -20,103 +20,18 @@
 pub mod codel;
 pub mod fifo;
 pub mod fq;
+pub mod interface;
 pub mod pie;
 pub mod red;
 
-use crate::rng::SplitMix64;
+pub use interface::{Entry, Limit, QdiscCounters, QueuedPacket, Verdict, MTU_BYTES};
+
+use ccarena_rng::SplitMix64;
 use codel::{Codel, CodelConfig};
 use fifo::Fifo;
 use fq::{FlowQueues, FqConfig};
 use pie::{Pie, PieConfig};
 use red::{Red, RedConfig, RedDecision};
-
-/// What a discipline needs of a packet.
-pub trait QueuedPacket {
-    /// Size on the wire (the simulator) or IP size (the relay), bytes.
-    fn size_bytes(&self) -> u64;
-    /// How many packets it counts as for packet limits and counters: 1, or a GSO batch's segments
-    /// (the relay).
-    #[inline]
-    fn packets(&self) -> u64 {
-        1
-    }
-    /// A flow identifier or hash: packets with equal values belong to one flow (FQ-CoDel and FQ
-    /// classify by it, RFC 8290 §4.1.1).
-    fn flow_hash(&self) -> u64;
-    /// The packet is ECN-capable (ECT(0) or ECT(1), RFC 3168 §5).
-    fn ect(&self) -> bool;
-    /// Set the Congestion Experienced codepoint (RFC 3168 §5). Called only on ECT packets.
-    fn set_ce(&mut self);
-}
-
-/// A queued packet and when it was enqueued, ns.
-#[derive(Clone, Copy, Debug)]
-pub struct Entry<P> {
-    /// The packet.
-    pub pkt: P,
-    /// When it entered the queue, ns.
-    pub enqueued_ns: u64,
-}
-
-/// What a discipline decides for an arriving packet.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Verdict {
-    /// Enqueued unchanged.
-    Enqueue,
-    /// Enqueued with CE set (RFC 3168 §5).
-    Mark,
-    /// Refused because the queue is full, or (RED) because the average is in the
-    /// drop-every-arrival region: a forced drop.
-    Drop,
-    /// Refused by the discipline's random early decision (RED, PIE): an unforced drop.
-    EarlyDrop,
-}
-
-/// A queue's hard limit on waiting packets or bytes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Limit {
-    /// At most this many packets wait.
-    Packets(u64),
-    /// At most this many bytes wait.
-    Bytes(u64),
-    /// No limit.
-    Unlimited,
-}
-
-impl Limit {
-    /// True when a packet of `size_bytes` fits behind `waiting_packets` / `waiting_bytes`.
-    #[inline]
-    pub fn fits(self, waiting_packets: u64, waiting_bytes: u64, size_bytes: u64) -> bool {
-        match self {
-            Limit::Packets(limit) => waiting_packets < limit,
-            Limit::Bytes(limit) => waiting_bytes + size_bytes <= limit,
-            Limit::Unlimited => true,
-        }
-    }
-
-    /// True when `packets` / `bytes` waiting exceed the limit (FQ's overflow test).
-    #[inline]
-    fn exceeded(self, packets: u64, bytes: u64) -> bool {
-        match self {
-            Limit::Packets(limit) => packets > limit,
-            Limit::Bytes(limit) => bytes > limit,
-            Limit::Unlimited => false,
-        }
-    }
-}
-
-/// Cumulative decisions of a discipline, in packets ([`QueuedPacket::packets`]).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct QdiscCounters {
-    /// Packets the discipline dropped: refused on arrival, dropped at dequeue (CoDel), dropped
-    /// from the fattest flow on overflow (FQ-CoDel, FQ).
-    pub dropped: u64,
-    /// Of `dropped`, the active queue management's own (unforced) drops: RED's early drops,
-    /// CoDel's drops at dequeue, PIE's random drops. The rest are the hard limit's.
-    pub dropped_early: u64,
-    /// Packets the discipline marked CE instead of dropping (they are still delivered).
-    pub marked: u64,
-}
 
 /// A discipline and its parameters (the limit is separate: [`Limit`]).
 #[derive(Clone, Debug, PartialEq)]
@@ -395,46 +310,51 @@ impl<P: QueuedPacket> Qdisc<P> {
         n
     }
 
-    /// RED's average queue (packets or bytes, the thresholds' unit) that an arrival after
-    /// `idle_ns` of idleness (`None`: busy) at `rate_bps` would start from; NaN for other
-    /// disciplines.
-    pub fn red_avg(&self, idle_ns: Option<u64>, rate_bps: u64) -> f64 {
+    /// The active queue management of a FIFO discipline with state of its own (RED, CoDel,
+    /// PIE), for reading that state through the discipline's own type; `None` for DropTail,
+    /// FQ-CoDel and FQ.
+    pub fn aqm(&self) -> Option<Aqm<'_>> {
         match &self.kind {
-            Kind::Fifo(_, FifoAqm::Red { red, .. }) => red.avg_at(idle_ns, rate_bps),
-            _ => f64::NAN,
-        }
-    }
-
-    /// RED's max_p now (Adaptive RED moves it); NaN for other disciplines.
-    pub fn red_max_p(&self) -> f64 {
-        match &self.kind {
-            Kind::Fifo(_, FifoAqm::Red { red, .. }) => red.max_p(),
-            _ => f64::NAN,
-        }
-    }
-
-    /// RED's thresholds `(min_th, max_th)` in its unit; `None` for other disciplines.
-    pub fn red_thresholds(&self) -> Option<(f64, f64)> {
-        match &self.kind {
-            Kind::Fifo(_, FifoAqm::Red { red, .. }) => Some(red.thresholds()),
+            Kind::Fifo(_, FifoAqm::Red { red, .. }) => Some(Aqm::Red(red)),
+            Kind::Fifo(_, FifoAqm::Codel(c)) => Some(Aqm::Codel(c)),
+            Kind::Fifo(_, FifoAqm::Pie(p)) => Some(Aqm::Pie(p)),
             _ => None,
         }
     }
 
-    /// Change RED's thresholds (validated: min < max, RED's unit); other disciplines ignore it.
-    pub fn set_red_thresholds(&mut self, min_th: u64, max_th: u64) {
-        if let Kind::Fifo(_, FifoAqm::Red { red, .. }) = &mut self.kind {
-            red.set_thresholds(min_th, max_th);
+    /// As [`Qdisc::aqm`], mutably (scheduled events change RED's thresholds).
+    pub fn aqm_mut(&mut self) -> Option<AqmMut<'_>> {
+        match &mut self.kind {
+            Kind::Fifo(_, FifoAqm::Red { red, .. }) => Some(AqmMut::Red(red)),
+            Kind::Fifo(_, FifoAqm::Codel(c)) => Some(AqmMut::Codel(c)),
+            Kind::Fifo(_, FifoAqm::Pie(p)) => Some(AqmMut::Pie(p)),
+            _ => None,
         }
     }
+}
 
-    /// PIE's drop probability now; NaN for other disciplines.
-    pub fn pie_drop_prob(&self) -> f64 {
-        match &self.kind {
-            Kind::Fifo(_, FifoAqm::Pie(p)) => p.drop_prob(),
-            _ => f64::NAN,
-        }
-    }
+/// A FIFO discipline's active queue management ([`Qdisc::aqm`]): each variant its own type, so
+/// discipline-specific state (RED's average and max_p, PIE's drop probability) is read from the
+/// discipline, not from the generic queue.
+#[derive(Clone, Copy, Debug)]
+pub enum Aqm<'a> {
+    /// RED, gentle, Adaptive RED.
+    Red(&'a Red),
+    /// CoDel.
+    Codel(&'a Codel),
+    /// PIE.
+    Pie(&'a Pie),
+}
+
+/// [`Aqm`], mutably ([`Qdisc::aqm_mut`]).
+#[derive(Debug)]
+pub enum AqmMut<'a> {
+    /// RED, gentle, Adaptive RED.
+    Red(&'a mut Red),
+    /// CoDel.
+    Codel(&'a mut Codel),
+    /// PIE.
+    Pie(&'a mut Pie),
 }
 
 /// FQ-CoDel's and FQ's enqueue, out of line like [`admit_aqm`].

@@ -14,12 +14,17 @@
 //! 15 ms, tupdate 15 ms, α 0.125 Hz, β 1.25 Hz, max_burst 150 ms. Derandomization (§5.4) is
 //! not used.
 
-use super::fifo::Fifo;
-use super::{Entry, QueuedPacket, Verdict};
-use crate::rng::SplitMix64;
+use serde::{Deserialize, Serialize};
 
-/// PIE's parameters (RFC 8033 §4 and §5).
-#[derive(Clone, Copy, Debug, PartialEq)]
+use super::fifo::Fifo;
+use super::interface::{Entry, QueuedPacket, Verdict, MTU_BYTES};
+use crate::field_error::{positive, FieldError};
+use ccarena_rng::SplitMix64;
+
+/// PIE's parameters (RFC 8033 §4 and §5), and the engine spec's `queue.pie` object (every key
+/// required). `mean_packet_bytes` is not in the format: it is [`MTU_BYTES`].
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct PieConfig {
     /// Target queueing delay (QDELAY_REF, 15 ms), ns.
     pub target_ns: u64,
@@ -34,13 +39,31 @@ pub struct PieConfig {
     /// Mark ECT packets instead of dropping them while the probability is at most 10%.
     pub ecn: bool,
     /// Mean packet size for the "two packets or fewer wait" test (MEAN_PKTSIZE), bytes.
+    #[serde(skip, default = "super::interface::mtu_bytes")]
     pub mean_packet_bytes: u64,
+}
+
+impl PieConfig {
+    /// Check the values: target and update interval positive, α and β positive and finite.
+    ///
+    /// # Errors
+    /// The first problem, naming the field (`target_ns`, `tupdate_ns`, `alpha`, `beta`).
+    pub fn validate(&self) -> Result<(), FieldError> {
+        positive("target_ns", self.target_ns)?;
+        positive("tupdate_ns", self.tupdate_ns)?;
+        for (field, v) in [("alpha", self.alpha), ("beta", self.beta)] {
+            if !(v > 0.0 && v.is_finite()) {
+                return Err(FieldError::new(field, format!("{v} is not a positive number")));
+            }
+        }
+        Ok(())
+    }
 }
 
 impl Default for PieConfig {
     /// RFC 8033's defaults: target 15 ms, tupdate 15 ms, α 0.125, β 1.25, max_burst 150 ms.
     fn default() -> Self {
-        PieConfig { target_ns: 15_000_000, tupdate_ns: 15_000_000, alpha: 0.125, beta: 1.25, max_burst_ns: 150_000_000, ecn: false, mean_packet_bytes: 1500 }
+        PieConfig { target_ns: 15_000_000, tupdate_ns: 15_000_000, alpha: 0.125, beta: 1.25, max_burst_ns: 150_000_000, ecn: false, mean_packet_bytes: MTU_BYTES }
     }
 }
 

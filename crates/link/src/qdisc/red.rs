@@ -9,7 +9,125 @@
 //! target band and lowered multiplicatively below it). This module decides; the discipline
 //! (`super::Qdisc`) turns the decision into a verdict with the hard limit and ECN.
 
-use crate::rng::SplitMix64 as Rng;
+use ccarena_rng::SplitMix64 as Rng;
+use serde::{Deserialize, Serialize};
+
+use crate::field_error::FieldError;
+use crate::required::present;
+
+/// The engine spec's `queue.red` object: RED's parameters (Floyd & Jacobson, IEEE/ACM ToN 1993,
+/// §4 and §11; gentle: Floyd 2000). The thresholds are on the average queue, in packets or in
+/// bytes: exactly one of the two pairs is non-null, and its unit is the unit of RED's queue
+/// measure and average. Every key is required except `wait` and `adaptive`.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct RedSpec {
+    /// Lower threshold min_th on the average, waiting packets.
+    #[serde(deserialize_with = "present")]
+    pub min_th_packets: Option<u64>,
+    /// Upper threshold max_th on the average, waiting packets.
+    #[serde(deserialize_with = "present")]
+    pub max_th_packets: Option<u64>,
+    /// Lower threshold min_th on the average, waiting bytes.
+    #[serde(deserialize_with = "present")]
+    pub min_th_bytes: Option<u64>,
+    /// Upper threshold max_th on the average, waiting bytes.
+    #[serde(deserialize_with = "present")]
+    pub max_th_bytes: Option<u64>,
+    /// Drop probability at `avg = max_th` (maxp), in (0, 1].
+    pub max_p: f64,
+    /// Weight of each new queue sample in the average (w_q), in (0, 1].
+    pub w_q: f64,
+    /// Gentle variant: the drop probability rises linearly from max_p to 1 between max_th and
+    /// 2·max_th instead of jumping to 1 at max_th.
+    pub gentle: bool,
+    /// Mark ECN-capable packets CE instead of dropping them early (RFC 3168 §7).
+    pub ecn: bool,
+    /// Size of the "typical small packet" whose transmission time at the link rate converts an
+    /// idle period into the number of EWMA steps the average decays by (§11), bytes.
+    pub idle_packet_bytes: u64,
+    /// ns-2's and ns-3's `wait` option (their default; not in Floyd & Jacobson 1993): p_a is 0
+    /// until count·p_b ≥ 1, then p_b/(2 − count·p_b), so the gap between early drops is uniform
+    /// on [1/p_b, 2/p_b] (mean 1.5/p_b) instead of the paper's [1, 1/p_b] (§7). Optional: absent
+    /// or false is the paper's rule.
+    #[serde(default)]
+    pub wait: bool,
+    /// Adaptive RED (Floyd, Gummadi & Shenker 2001): every 0.5 s max_p moves toward keeping the
+    /// average in the middle of [min_th, max_th] (`max_p` is the starting value). Optional:
+    /// absent or false is plain RED.
+    #[serde(default)]
+    pub adaptive: bool,
+}
+
+impl RedSpec {
+    /// RED's max_th, if its thresholds are in the unit of the queue limit `(limit_packets,
+    /// limit_bytes)`: only then can the two be compared (the thresholds' unit may differ from the
+    /// limit's, `docs/engine-spec.md`).
+    pub fn max_th_in_limit_unit(&self, limit_packets: Option<u64>, limit_bytes: Option<u64>) -> Option<u64> {
+        match (limit_packets, limit_bytes) {
+            (Some(_), _) => self.max_th_packets,
+            (None, Some(_)) => self.max_th_bytes,
+            (None, None) => None,
+        }
+    }
+
+    /// Check the values against the queue's limit `(limit_packets, limit_bytes)`: one pair of
+    /// thresholds with 0 ≤ min_th < max_th (≤ the limit when in its unit), max_p and w_q in
+    /// (0, 1], a positive idle packet size.
+    ///
+    /// # Errors
+    /// The first problem, naming the field (empty for the object itself).
+    pub fn validate(&self, limit_packets: Option<u64>, limit_bytes: Option<u64>) -> Result<(), FieldError> {
+        let (min_name, max_name, min_th, max_th) = match (self.min_th_packets, self.max_th_packets, self.min_th_bytes, self.max_th_bytes) {
+            (Some(lo), Some(hi), None, None) => ("min_th_packets", "max_th_packets", lo, hi),
+            (None, None, Some(lo), Some(hi)) => ("min_th_bytes", "max_th_bytes", lo, hi),
+            _ => {
+                return Err(FieldError::new(
+                    "",
+                    "set exactly one pair of thresholds: min_th_packets and max_th_packets, or min_th_bytes and max_th_bytes",
+                ))
+            }
+        };
+        if max_th <= min_th {
+            return Err(FieldError::new(max_name, format!("must be greater than {min_name} ({min_th})")));
+        }
+        if self.max_th_in_limit_unit(limit_packets, limit_bytes).is_some() {
+            let limit = limit_packets.or(limit_bytes).expect("a limit in the thresholds' unit");
+            if max_th > limit {
+                return Err(FieldError::new(max_name, format!("{max_th} exceeds the queue limit ({limit}); RED needs max_th ≤ limit")));
+            }
+        }
+        for (field, v) in [("max_p", self.max_p), ("w_q", self.w_q)] {
+            if !(v > 0.0 && v <= 1.0) {
+                return Err(FieldError::new(field, format!("{v} is not in (0, 1]")));
+            }
+        }
+        if self.idle_packet_bytes == 0 {
+            return Err(FieldError::new("idle_packet_bytes", "must be positive"));
+        }
+        Ok(())
+    }
+
+    /// The discipline's parameters (thresholds in the unit of the non-null pair).
+    pub fn config(&self) -> RedConfig {
+        let (min_th, max_th, in_bytes) = match (self.min_th_packets, self.max_th_packets) {
+            (Some(lo), Some(hi)) => (lo, hi, false),
+            _ => (self.min_th_bytes.unwrap_or(0), self.max_th_bytes.unwrap_or(0), true),
+        };
+        RedConfig {
+            min_th,
+            max_th,
+            in_bytes,
+            max_p: self.max_p,
+            w_q: self.w_q,
+            gentle: self.gentle,
+            ecn: self.ecn,
+            idle_packet_bytes: self.idle_packet_bytes,
+            wait: self.wait,
+            adaptive: self.adaptive,
+        }
+    }
+}
 
 /// RED's parameters (Floyd & Jacobson 1993, §4 and §11; gentle: Floyd 2000; Adaptive RED: Floyd,
 /// Gummadi & Shenker 2001). Thresholds are on the average queue, in packets or bytes.
@@ -257,7 +375,7 @@ impl Red {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::rng::StreamKind;
+    use ccarena_rng::StreamKind;
 
     fn spec(min_th: u64, max_th: u64, max_p: f64, w_q: f64, gentle: bool) -> RedConfig {
         RedConfig { min_th, max_th, in_bytes: false, max_p, w_q, gentle, ecn: false, idle_packet_bytes: 1500, wait: false, adaptive: false }

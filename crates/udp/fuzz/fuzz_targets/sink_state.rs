@@ -7,7 +7,7 @@
 //! `MAX_OOO_RANGES`, and the bytes delivered in order never go back.
 #![no_main]
 
-use ccarena_udp::conn::MAX_OOO_RANGES;
+use ccarena_udp::MAX_OOO_RANGES;
 use ccarena_udp::{Sink, SinkOptions};
 use ccarena_udp_fuzz::{next_datagram, Script, Service};
 use libfuzzer_sys::fuzz_target;

@@ -1,13 +1,13 @@
 """The kernel backend: one resolved spec run on the real Linux TCP stack, returning the same four
 tables as the simulator (:func:`ccarena.backends.sim.run_spec`).
 
-Steps: detect what the kernel offers, choose how to emulate the links (:mod:`.emulation`) and
+Steps: detect what the kernel offers, choose how to emulate the links (:mod:`.emulation_choice`) and
 check the spec against both (one line if it cannot run); register the run; build the namespaces
-and links (:mod:`.netns`); emulate the links — ccarena's link relay (:mod:`.emulator`), or htb
+and links (:mod:`.netns`); emulate the links — ccarena's link relay (:mod:`.relay_driver`), or htb
 (:mod:`.shaping`) with netem or the relay for delay (:mod:`.netem`) and nftables for loss
-(:mod:`.loss`); start every flow's receiver and sender (:mod:`.traffic`) with a common start
+(:mod:`.loss`); start every flow's receiver and sender (:mod:`.flow_processes`) with a common start
 instant ``t0`` (on the relay's sampling grid); read htb's queues at every sample instant while
-calling ``progress`` (the relay samples its own); collect; build the tables (:mod:`.tables`).
+calling ``progress`` (the relay samples its own); collect; build the tables (:mod:`.measured_tables`).
 
 Cleanup always runs (normal end, error, Ctrl-C, SIGTERM — turned into KeyboardInterrupt while the
 run is in progress): generators and relay stopped by pid, namespaces deleted by name, the run
@@ -31,16 +31,16 @@ import pandas as pd
 from ccarena.backends import ProgressCallback, RunResult
 from ccarena.backends.kernel import (
     capabilities,
-    emulator,
+    flow_processes,
     loss,
+    measured_tables,
     netem,
     preflight,
+    relay_driver,
     shaping,
-    tables,
-    traffic,
 )
 from ccarena.backends.kernel.cleanup import kill_pids, processes_in, remove_namespaces
-from ccarena.backends.kernel.emulation import Emulation, choose
+from ccarena.backends.kernel.emulation_choice import Emulation, choose
 from ccarena.backends.kernel.names import RunNames, new_tag
 from ccarena.backends.kernel.netns import (
     NetworkPlan,
@@ -94,7 +94,7 @@ class KernelBackend:
 
     Args:
         emulation: how links are emulated, the scenario's ``[kernel] emulation``: ``"auto"``,
-            ``"relay"`` or ``"tc"`` (:mod:`ccarena.backends.kernel.emulation`).
+            ``"relay"`` or ``"tc"`` (:mod:`ccarena.backends.kernel.emulation_choice`).
         udt_impl: the udp backend's option in the same ``[kernel]`` table; ignored here.
     """
 
@@ -168,9 +168,9 @@ def run_kernel(spec: RunSpec, progress: ProgressCallback | None = None,
         workdir: where the generators write their results (default: a temporary directory
             ``cca-<tag>-work*``, removed at the end).
         mode: how to emulate the links: ``"auto"``, ``"relay"`` or ``"tc"``
-            (:mod:`ccarena.backends.kernel.emulation`).
+            (:mod:`ccarena.backends.kernel.emulation_choice`).
         generator: what runs the flows: a module or object with ``start_flows`` and
-            ``flow_rows`` as :mod:`.traffic` and :mod:`.tables` have them (default: this
+            ``flow_rows`` as :mod:`.flow_processes` and :mod:`.measured_tables` have them (default: this
             kernel's TCP through :mod:`.trafficgen`; the udp backend passes its own).
         tcp_check: the generator's own check of TCP flows (see :func:`check`).
         emulation: if given, filled with how the links were emulated and the emulation's own
@@ -180,7 +180,7 @@ def run_kernel(spec: RunSpec, progress: ProgressCallback | None = None,
 
     Returns:
         ``{"flows", "samples", "queues", "links"}`` → DataFrame, columns as the simulator's (see
-        :mod:`ccarena.backends.kernel.tables` for where each number comes from).
+        :mod:`ccarena.backends.kernel.measured_tables` for where each number comes from).
 
     Raises:
         UserError: the kernel lacks something the spec needs, not root, a tool is missing, a
@@ -194,8 +194,8 @@ def run_kernel(spec: RunSpec, progress: ProgressCallback | None = None,
     work = Path(tempfile.mkdtemp(prefix=f"{names.prefix}work")) if own_workdir else Path(workdir)
     work.mkdir(parents=True, exist_ok=True)
     created: list[str] = []
-    endpoints: list[traffic.Endpoint] = []
-    relay: emulator.Relay | None = None
+    endpoints: list[flow_processes.Endpoint] = []
+    relay: relay_driver.Relay | None = None
     names.register()
     try:
         with sigterm_interrupts():
@@ -207,34 +207,34 @@ def run_kernel(spec: RunSpec, progress: ProgressCallback | None = None,
             if emu.delay == "netem":
                 netem.install_netem(plan, spec)
             if any(phys.relayed for phys in plan.links):
-                relay = emulator.start_relay(plan, spec, emu, work)
+                relay = relay_driver.start_relay(plan, spec, emu, work)
             if emu.loss == "nft":
                 _install_loss(plan, spec)
             measured = _run_traffic(spec, plan, work, endpoints, progress,
                                     htb=emu.rate_and_queue == "htb", relay=relay,
-                                    start_flows=(generator or traffic).start_flows)
+                                    start_flows=(generator or flow_processes).start_flows)
             relay_stats = relay.stop() if relay is not None else None
             if emu.rate_and_queue == "relay":
                 if relay_stats is None:
                     raise UserError(f"the link relay stopped without writing its results: {relay.last_error()}")
-                _add_relay_readings(measured, emulator.queue_readings(relay_stats, plan), spec)
+                _add_relay_readings(measured, relay_driver.queue_readings(relay_stats, plan), spec)
             lost_wire = _wire_losses(plan, spec, emu, measured)
-            flows_rows, sample_rows = (generator or tables).flow_rows(spec, measured["results"])
+            flows_rows, sample_rows = (generator or measured_tables).flow_rows(spec, measured["results"])
             out = {
-                "flows": tables.frame(flows_rows, tables.FLOW_COLUMNS),
-                "samples": tables.frame(sample_rows, tables.SAMPLE_COLUMNS),
-                "queues": tables.frame(tables.queue_rows(measured["readings"], measured["baseline"],
+                "flows": measured_tables.frame(flows_rows, measured_tables.FLOW_COLUMNS),
+                "samples": measured_tables.frame(sample_rows, measured_tables.SAMPLE_COLUMNS),
+                "queues": measured_tables.frame(measured_tables.queue_rows(measured["readings"], measured["baseline"],
                                                          sampled=_sampled_links(spec)),
-                                       tables.QUEUE_COLUMNS),
-                "links": tables.frame(tables.link_rows(spec, measured["final"], measured["baseline"],
-                                                       lost_wire), tables.LINK_COLUMNS),
+                                       measured_tables.QUEUE_COLUMNS),
+                "links": measured_tables.frame(measured_tables.link_rows(spec, measured["final"], measured["baseline"],
+                                                       lost_wire), measured_tables.LINK_COLUMNS),
             }
             if emulation is not None:
                 emulation.update(_emulation_record(names, caps, emu, relay_stats))
                 emulation["machine_cpu_s"] = measured["machine_cpu"]
             return out
     finally:
-        traffic.stop_all(endpoints)
+        flow_processes.stop_all(endpoints)
         if relay is not None:
             relay.kill()
         stragglers = processes_in(created, {names.tag})
@@ -308,9 +308,9 @@ def _wire_losses(plan: NetworkPlan, spec: RunSpec, emu: Emulation,
 
 
 def _run_traffic(spec: RunSpec, plan: NetworkPlan, work: Path,
-                 endpoints: list[traffic.Endpoint], progress: ProgressCallback | None, *,
-                 htb: bool, relay: emulator.Relay | None,
-                 start_flows: Callable[..., None] = traffic.start_flows) -> dict[str, Any]:
+                 endpoints: list[flow_processes.Endpoint], progress: ProgressCallback | None, *,
+                 htb: bool, relay: relay_driver.Relay | None,
+                 start_flows: Callable[..., None] = flow_processes.start_flows) -> dict[str, Any]:
     """Start the generators, sample htb's queues at every instant (when ``htb``), collect every
     result. With a relay, ``t0`` falls on its sampling grid and is announced to it (its links'
     scheduled changes count from it)."""
@@ -321,7 +321,7 @@ def _run_traffic(spec: RunSpec, plan: NetworkPlan, work: Path,
     duration_ns = int(spec.duration_ns)
     t0_ns = time.monotonic_ns() + int((LEAD_S + LEAD_PER_PROCESS_S * n_proc) * 1e9)
     if relay is not None:
-        t0_ns = emulator.on_grid(t0_ns, relay.sample_origin_ns, interval_ns)
+        t0_ns = relay_driver.on_grid(t0_ns, relay.sample_origin_ns, interval_ns)
         relay.announce_start(t0_ns)
     # Queue sampling over netlink: one socket per namespace holding an htb egress.
     egress: dict[int, tuple[str, str]] = {i: plan.egress(i) for i in range(len(spec.links))} if htb else {}
@@ -346,7 +346,7 @@ def _run_traffic(spec: RunSpec, plan: NetworkPlan, work: Path,
             readings.append((k * interval_ns / 1e9, read()))
             if progress is not None:
                 progress(k * interval_ns, duration_ns)
-            failure = traffic.first_failure(endpoints, spec)
+            failure = flow_processes.first_failure(endpoints, spec)
             if failure:
                 raise UserError(failure)
             k += 1
@@ -355,7 +355,7 @@ def _run_traffic(spec: RunSpec, plan: NetworkPlan, work: Path,
     finally:
         for h in handles.values():
             h.close()
-    traffic.wait_all(endpoints, COLLECT_TIMEOUT_S)
+    flow_processes.wait_all(endpoints, COLLECT_TIMEOUT_S)
     results: dict[tuple[int, str], dict[str, Any]] = {}
     for ep in endpoints:
         result = ep.result()
@@ -394,11 +394,11 @@ def _emulation_record(names: RunNames, caps: capabilities.Capabilities, emu: Emu
     if relay_stats is not None:
         # The queue samples are in the queues table already; keep the record small.
         pipes = [dict(pipe, **{d: {k: v for k, v in pipe[d].items() if k != "samples"}
-                               for d in emulator.DIRECTIONS if d in pipe})
+                               for d in relay_driver.DIRECTIONS if d in pipe})
                  for pipe in relay_stats.get("pipes", [])]
-        relay = dict(relay_stats, timing=emulator.TIMING, pipes=pipes)
+        relay = dict(relay_stats, timing=relay_driver.TIMING, pipes=pipes)
         for pipe in relay_stats.get("pipes", []):
-            for direction in emulator.DIRECTIONS:
+            for direction in relay_driver.DIRECTIONS:
                 stats = pipe.get(direction) or {}
                 if stats.get("frames"):
                     lateness[f"{pipe['name']} {direction}"] = stats.get("lateness_ns")

@@ -4,7 +4,7 @@ Nothing is assumed: congestion controllers come from
 ``/proc/sys/net/ipv4/tcp_available_congestion_control``; each qdisc is tried for real on a veth
 in a scratch namespace (``cca-<tag>-probe``, removed at once); nftables' ``numgen`` is tried by
 loading a rule there; the relay is looked up in the compiled extension. The backend picks the
-link emulation from the result (:mod:`ccarena.backends.kernel.emulation`: the kernel's qdiscs with netem
+link emulation from the result (:mod:`ccarena.backends.kernel.emulation_choice`: the kernel's qdiscs with netem
 when netem exists, else ccarena's link relay) and ``ccarena doctor`` prints it.
 """
 

@@ -1,4 +1,4 @@
-"""Random loss in tc mode (:mod:`ccarena.backends.kernel.emulation`): an nftables rule in the receiving
+"""Random loss in tc mode (:mod:`ccarena.backends.kernel.emulation_choice`): an nftables rule in the receiving
 node's namespace.
 
 The rule sits on the netdev ``ingress`` hook of the interface a link's packets arrive on, so it
@@ -7,7 +7,7 @@ node is a host or a router. ``numgen random mod 1000000 < p·10⁶`` drops IPv4 
 probability ``p`` (resolution 10⁻⁶). ARP is not dropped (neighbours are static anyway).
 
 In relay mode no rule is needed: the link emulator draws the loss itself, after its transmitter
-(:mod:`ccarena.backends.kernel.emulator`).
+(:mod:`ccarena.backends.kernel.relay_driver`).
 """
 
 from __future__ import annotations

@@ -7,9 +7,9 @@ Every physical link ``k`` (the two directed links between nodes ``a`` and ``b``;
 
     a:l<k>  ⇄  wire:l<k>a  [ccarena's link relay, or a bridge]  wire:l<k>b  ⇄  b:l<k>
 
-The wire namespace holds every link's emulation (:mod:`ccarena.backends.kernel.emulation`). In relay mode
+The wire namespace holds every link's emulation (:mod:`ccarena.backends.kernel.emulation_choice`). In relay mode
 ccarena's link emulator joins each link's two wire ends and is its queue, transmitter, wire and
-delay (:mod:`ccarena.backends.kernel.emulator`). In tc mode a Linux bridge joins them (or the relay, for
+delay (:mod:`ccarena.backends.kernel.relay_driver`). In tc mode a Linux bridge joins them (or the relay, for
 the delay only, when the link has a delay and the kernel no netem), and htb on the wire end
 facing the receiver is the queue (:mod:`ccarena.backends.kernel.shaping`): the ``a → b`` direction is
 shaped on ``l<k>b``'s egress and ``b → a`` on ``l<k>a``'s. A queue on a host's own egress would
@@ -45,7 +45,7 @@ import subprocess
 from dataclasses import dataclass, field
 from typing import Any
 
-from ccarena.backends.kernel.emulation import Emulation
+from ccarena.backends.kernel.emulation_choice import Emulation
 from ccarena.backends.kernel.names import RunNames
 from ccarena.backends.kernel.routes import next_hop_sets
 from ccarena.errors import UserError

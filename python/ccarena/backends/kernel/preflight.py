@@ -7,12 +7,12 @@ use --backend sim``.
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any, Callable, get_args
 
 from ccarena.backends.kernel.capabilities import TOOLS, Capabilities
-from ccarena.backends.kernel.emulation import Emulation
+from ccarena.backends.kernel.emulation_choice import Emulation
 from ccarena.errors import UserError
-from ccarena.runspec import TCP_DEFAULTS, RunSpec
+from ccarena.runspec import TCP_DEFAULTS, QueueSpec, RunSpec
 
 NOT_ROOT = "the kernel backend needs root (or CAP_NET_ADMIN)"
 
@@ -29,9 +29,10 @@ TCP_FIELDS_FIXED_BY_LINUX = {
 than the Linux-like default is refused rather than silently ignored."""
 
 
-QUEUE_FEATURES = frozenset({"droptail", "red", "pie", "codel", "fq_codel", "fq", "ecn_threshold"})
-"""What the kernel backend's queues can do: discipline names, and ``"ecn_threshold"`` for ECN step
-marking. The relay runs the shared link model (crates/link) for every discipline: those that
+QUEUE_FEATURES = frozenset({*get_args(QueueSpec.model_fields["discipline"].annotation), "ecn_threshold"})
+"""What the kernel backend's queues can do: every discipline of the run spec, and
+``"ecn_threshold"`` for ECN step marking. The relay runs the shared link model (crates/link) for
+every discipline, so a discipline the engine gains is one the relay has: those that
 decide when a packet arrives (DropTail, RED, Adaptive RED, PIE) and those that decide when it
 leaves (CoDel, FQ-CoDel, FQ: the relay holds the frame until then); it marks CE in the frame's IP
 header (ECN thresholds, ``ecn = true``) and drops a Not-ECT frame instead. All of it needs the

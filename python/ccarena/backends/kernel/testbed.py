@@ -4,7 +4,7 @@
 
 Offloads are off, TCP buffers allow a 1 Gbit/s × 100 ms window, and the relay namespace sends
 nothing of its own (IPv6 off). :meth:`RelayTestbed.start_relay` runs ``python -m
-ccarena.backends.kernel.relay`` there with a config from :func:`link_config`; :meth:`RelayTestbed.iperf`
+ccarena.backends.kernel.relay_main`` there with a config from :func:`link_config`; :meth:`RelayTestbed.iperf`
 runs one iperf3 test from a to b with a fresh server. Every process is stopped by its pid and
 every namespace removed by its name when the testbed closes.
 """
@@ -146,7 +146,7 @@ class RelayTestbed:
 
     def relay_command(self, config_path: Path, stats_path: Path) -> list[str]:
         """The command running the relay in the relay namespace."""
-        return ["ip", "netns", "exec", self.ns_relay, sys.executable, "-m", "ccarena.backends.kernel.relay",
+        return ["ip", "netns", "exec", self.ns_relay, sys.executable, "-m", "ccarena.backends.kernel.relay_main",
                 str(config_path), str(stats_path)]
 
     def start_relay(self, config: dict[str, Any], workdir: Path, name: str = "relay") -> "RunningRelay":

@@ -1,5 +1,5 @@
 """The udp backend (:mod:`ccarena.backends.udp`): the kernel backend's testbed and link emulation
-with ccarena's transport on UDP as the TCP flows' generator (:mod:`.traffic`)."""
+with ccarena's transport on UDP as the TCP flows' generator (:mod:`.endpoint_flows`)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import Any, Callable
 
 from ccarena.backends import ProgressCallback, RunResult
 from ccarena.backends.kernel import backend as kernel
-from ccarena.backends.udp import traffic
+from ccarena.backends.udp import endpoint_flows
 from ccarena.errors import UserError
 from ccarena.runspec import RunSpec
 
@@ -33,11 +33,11 @@ class UdpBackend(kernel.KernelBackend):
 
     def __init__(self, emulation: str = "auto", udt_impl: str = "ccarena") -> None:
         super().__init__(emulation)
-        if udt_impl not in traffic.UDT_IMPLEMENTATIONS:
+        if udt_impl not in endpoint_flows.UDT_IMPLEMENTATIONS:
             raise UserError(f"udt_impl: '{udt_impl}' is not one of "
-                            f"{', '.join(traffic.UDT_IMPLEMENTATIONS)}")
+                            f"{', '.join(endpoint_flows.UDT_IMPLEMENTATIONS)}")
         self.udt_impl = udt_impl
-        self._check_flow = partial(traffic.check_flow, udt_impl=udt_impl)
+        self._check_flow = partial(endpoint_flows.check_flow, udt_impl=udt_impl)
 
     def check(self, spec: RunSpec) -> None:
         """Raise UserError naming what this machine or the transport lacks for ``spec`` (root, a
@@ -58,17 +58,17 @@ class UdpBackend(kernel.KernelBackend):
 
     def run_options(self) -> dict[str, Any]:
         """ccarena's transport on UDP (or libudt, for UDT flows with ``udt_impl = "libudt"``)
-        generates the TCP and UDT flows (:mod:`.traffic`)."""
-        generator = SimpleNamespace(start_flows=partial(traffic.start_flows, udt_impl=self.udt_impl),
-                                    flow_rows=traffic.flow_rows)
+        generates the TCP and UDT flows (:mod:`.endpoint_flows`)."""
+        generator = SimpleNamespace(start_flows=partial(endpoint_flows.start_flows, udt_impl=self.udt_impl),
+                                    flow_rows=endpoint_flows.flow_rows)
         return {"generator": generator, "tcp_check": self._check_flow}
 
     def run_record(self, spec: RunSpec) -> dict[str, Any]:
         """Per flow, the payload bytes a packet carries on the wire and who ran it: ``"ccarena"``
         (TCP flows), ``udt_impl`` (UDT flows) or None (UDP CBR)."""
         libudt = self.udt_impl == "libudt"
-        mss = [traffic.mss_on_the_wire(f) if f.kind == "tcp" else
-               (int(f.mss_bytes) if libudt else traffic.udt_mss_on_the_wire(f)) if f.kind == "udt"
+        mss = [endpoint_flows.mss_on_the_wire(f) if f.kind == "tcp" else
+               (int(f.mss_bytes) if libudt else endpoint_flows.udt_mss_on_the_wire(f)) if f.kind == "udt"
                else None for f in spec.flows]
         impl = [self.udt_impl if f.kind == "udt" else "ccarena" if f.kind == "tcp" else None
                 for f in spec.flows]

@@ -1,0 +1,33 @@
+"""``[kernel]``: the scenario's options of the backends on the namespace testbed (kernel and udp).
+
+The scenario validates the table with this model (:mod:`ccarena.scenario.schema` reads it from
+the backends' declarations, :func:`ccarena.backends.options_models`); the run record stores it
+and :func:`ccarena.backends.get_backend` passes its fields to the backend's constructor.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict
+
+
+class KernelOptions(BaseModel):
+    """``[kernel]``: options of the kernel backend (ignored by the simulator).
+
+    ``emulation``: how the links are emulated (:mod:`ccarena.backends.kernel.emulation_choice`) —
+    ``"auto"`` (default: ``"tc"`` where the kernel has netem, else ``"relay"``), ``"relay"``
+    (ccarena's link emulator does the rate, queue, delay and loss with the simulator's link model)
+    or ``"tc"`` (htb + pfifo/bfifo, netem or the relay for the delay, nftables for the loss).
+    The udp backend runs on the same testbed and takes these options too; ``udt_impl`` is its
+    own: who runs UDT flows on it — ``"ccarena"`` (default: ccarena's UDT, the simulator's code,
+    over UDP sockets) or ``"libudt"`` (the reference UDT4 library, docs/udp-backend.md).
+    """
+
+    # The scenario's models' configuration (ccarena.quantities.StrictModel): unknown fields are
+    # errors, defaults are validated, the table is immutable.
+    model_config = ConfigDict(extra="forbid", validate_default=True, populate_by_name=False,
+                              frozen=True, arbitrary_types_allowed=True)
+
+    emulation: Literal["auto", "relay", "tc"] = "auto"
+    udt_impl: Literal["ccarena", "libudt"] = "ccarena"

@@ -1,0 +1,289 @@
+"""ccarena's link emulator (the relay, ``crates/relay``) for one run: its config from the spec, its
+process, and the queue readings it returns.
+
+One process (``python3 -m ccarena.backends.kernel.relay_main CONFIG STATS`` in the wire namespace) serves every
+relayed physical link ``k`` through ``l<k>a`` and ``l<k>b``, its directions dealt to one worker
+thread per CPU (``crates/relay/src/worker.rs``; a k = 4 fat-tree's 96 directions run on two
+threads on a 2-core machine). In relay mode (:mod:`ccarena.backends.kernel.emulation_choice`) each direction emulates the whole spec link — its queue
+discipline (any of the simulator's, with ECN marking), rate, wire loss, delay — and samples its queue every ``sample_interval`` on a grid that
+starts at ``sample_origin_ns`` (CLOCK_MONOTONIC, the clock the backend's ``t0`` is taken on, so
+the backend puts ``t0`` on that grid). In tc mode it only delays. When stopped it writes its
+stats: per direction the link's counters and samples, and how late it sent each frame against the
+model's due time — the emulation's own error, stored with the run. The scenario's ``[[events]]``
+become each direction's scheduled ``changes``, counted from ``t0``, which the backend tells the
+relay on its stdin once it is chosen (``start <t0>``; :meth:`Relay.announce_start`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ccarena.backends.kernel.emulation_choice import Emulation
+from ccarena.backends.kernel.names import RunNames
+from ccarena.backends.kernel.netns import NetworkPlan
+from ccarena.backends.kernel.shaping import QueueReading as _HtbReading
+from ccarena.errors import UserError
+from ccarena.runspec import RunSpec
+
+
+@dataclass
+class QueueReading(_HtbReading):
+    """A queue reading from the relay: htb's counters plus the discipline's own decisions,
+    ``early_drops`` (of ``drops``, the AQM's unforced ones: RED's and PIE's early drops, CoDel's
+    drops at dequeue) and ``marks`` (packets marked CE). None where a reading has no such count."""
+
+    early_drops: int | None = None
+    marks: int | None = None
+
+
+READY_TIMEOUT_S = 20.0
+MAX_QUEUE_FRAMES = 1_000_000
+"""The relay's own bound on frames held per direction (the emulated queue's limit is the link's)."""
+DIRECTIONS = ("a_to_b", "b_to_a")
+TIMING = {"min_wake_interval_ns": 200_000, "rt_priority": 10, "spin_ns": 0, "keep_cpus_awake": True}
+"""The relay's timing settings, written into every config and stored with the run (the relay's
+own defaults are the same; ``crates/relay/src/config.rs`` says why each is what it is): wake at
+most every 200 µs per direction, SCHED_FIFO priority 10, never busy-wait, hold
+/dev/cpu_dma_latency at 0 while running."""
+
+
+CHANGE_KEYS = ("rate_bps", "delay_ns", "loss", "limit_packets", "limit_bytes")
+
+
+def changes_of(spec: RunSpec, link: int) -> list[dict[str, Any]]:
+    """The spec's events on directed link ``link`` as relay changes (``at_ns`` after ``t0``;
+    events at or after the end of the run never apply, as in the simulator)."""
+    out = []
+    for event in spec.events:
+        if int(event.link) != link or event.time_ns >= spec.duration_ns:
+            continue
+        change = {"at_ns": int(event.time_ns)}
+        change.update({k: v for k, v in event.set.model_dump().items() if k in CHANGE_KEYS and v is not None})
+        out.append(change)
+    return out
+
+
+def direction_config(spec: RunSpec, link: int | None, emulation: Emulation,
+                     like: int) -> dict[str, Any]:
+    """One direction's relay config for spec link ``link`` (None: a one-way link's missing
+    direction, emulated like link ``like`` without delay or loss)."""
+    spec_link = spec.links[like if link is None else link]
+    delay_ns = 0 if link is None else int(spec_link.delay_ns)
+    if emulation.rate_and_queue != "relay":
+        return {"delay_ns": delay_ns, "loss": 0.0}
+    queue = spec_link.queue
+    out: dict[str, Any] = {"delay_ns": delay_ns, "loss": 0.0 if link is None else float(spec_link.loss),
+                           "rate_bps": int(spec_link.rate_bps)}
+    if queue.limit_packets is not None:
+        out["limit_packets"] = int(queue.limit_packets)
+    elif queue.limit_bytes is not None:
+        out["limit_bytes"] = int(queue.limit_bytes)
+    if queue.discipline != "droptail":
+        # The relay runs the simulator's own discipline (crates/link), configured as in the spec.
+        out["discipline"] = queue.discipline
+        out[queue.discipline] = getattr(queue, queue.discipline).model_dump()
+    # DCTCP's step marking (DropTail only; the spec checks it).
+    for key in ("ecn_threshold_packets", "ecn_threshold_bytes"):
+        if getattr(queue, key) is not None:
+            out[key] = int(getattr(queue, key))
+    if link is not None:
+        # The simulated link's own random streams (loss, the discipline's draws, duplication,
+        # reordering): the kernel run and its simulated twin face the same draws, packet for
+        # packet — common random numbers, so what differs between them is the stacks.
+        out["stream_index"] = int(link)
+        # Duplication and reordering (crates/link/src/impair.rs), only when set: a config without
+        # them is the one the relay always got.
+        if spec_link.duplicate > 0:
+            out["duplicate"] = float(spec_link.duplicate)
+        if spec_link.reorder > 0:
+            out["reorder"] = float(spec_link.reorder)
+            if spec_link.reorder_delay_ns is not None:
+                out["reorder_delay_ns"] = int(spec_link.reorder_delay_ns)
+    if spec_link.trace is not None:
+        # The relay runs the trace from t0 (crates/link/src/trace.rs), as the simulator from 0.
+        out["trace"] = spec_link.trace.model_dump()
+    changes = changes_of(spec, link) if link is not None else []
+    if changes:
+        out["changes"] = changes
+    return out
+
+
+def pipes(plan: NetworkPlan, spec: RunSpec, emulation: Emulation) -> list[dict[str, Any]]:
+    """The relay's pipe list: one per relayed physical link (the relay config's ``pipes``)."""
+    out = []
+    for phys in plan.links:
+        if not phys.relayed:
+            continue
+        out.append({"name": spec.links[phys.forward].name, "a": RunNames.wire_if(phys.k, "a"),
+                    "b": RunNames.wire_if(phys.k, "b"),
+                    "a_to_b": direction_config(spec, phys.forward, emulation, phys.forward),
+                    "b_to_a": direction_config(spec, phys.reverse, emulation, phys.forward)})
+    return out
+
+
+def relayed_directions(plan: NetworkPlan) -> dict[int, tuple[int, str]]:
+    """Spec link → (index in the relay's pipe list, ``"a_to_b"`` or ``"b_to_a"``)."""
+    out: dict[int, tuple[int, str]] = {}
+    index = 0
+    for phys in plan.links:
+        if not phys.relayed:
+            continue
+        out[phys.forward] = (index, "a_to_b")
+        if phys.reverse is not None:
+            out[phys.reverse] = (index, "b_to_a")
+        index += 1
+    return out
+
+
+def relay_config(plan: NetworkPlan, spec: RunSpec, emulation: Emulation,
+                 sample_origin_ns: int) -> dict[str, Any]:
+    """The whole relay config (format: ``crates/relay/src/config.rs``); the queues are sampled
+    only where the relay is the queue (relay mode)."""
+    config = {"pipes": pipes(plan, spec, emulation), "seed": int(spec.seed), "duration_ns": None,
+              "max_queue_frames": MAX_QUEUE_FRAMES, **TIMING}
+    if emulation.rate_and_queue == "relay":
+        config.update(sample_origin_ns=int(sample_origin_ns), sample_interval_ns=int(spec.sample_interval_ns))
+    return config
+
+
+def on_grid(t_ns: int, origin_ns: int, interval_ns: int) -> int:
+    """The first instant of the grid ``origin + k·interval`` at or after ``t_ns``."""
+    if t_ns <= origin_ns:
+        return origin_ns
+    k = -(-(t_ns - origin_ns) // interval_ns)
+    return origin_ns + k * interval_ns
+
+
+def queue_readings(stats: dict[str, Any], plan: NetworkPlan
+                   ) -> dict[int, dict[int, QueueReading]]:
+    """Spec link → {grid instant (ns) → its queue} from the relay's stats (links the relay
+    emulates in full; none in tc mode, where its stats carry no samples)."""
+    out: dict[int, dict[int, QueueReading]] = {}
+    pipes_stats = stats.get("pipes", [])
+    for link, (index, direction) in relayed_directions(plan).items():
+        if index >= len(pipes_stats):
+            continue
+        samples = (pipes_stats[index].get(direction) or {}).get("samples")
+        if not samples:
+            continue
+        rows = {}
+        for i, t in enumerate(samples["t_ns"]):
+            rows[int(t)] = QueueReading(
+                backlog_bytes=int(samples["backlog_bytes"][i]),
+                backlog_packets=int(samples["backlog_packets"][i]),
+                drops=int(samples["drops"][i]), departures=int(samples["departures"][i]),
+                departed_bytes=int(samples["departed_bytes"][i]),
+                sojourn_total_ns=int(samples["sojourn_total_ns"][i]),
+                lost_wire=int(samples["lost_wire"][i]), busy_ns=int(samples["busy_ns"][i]),
+                early_drops=int(samples["early_drops"][i]), marks=int(samples["marks"][i]),
+                duplicated=int(samples["duplicated"][i]) if "duplicated" in samples else None,
+                reordered=int(samples["reordered"][i]) if "reordered" in samples else None)
+        out[link] = rows
+    return out
+
+
+@dataclass
+class Relay:
+    """A running relay process (see the module doc).
+
+    Attributes:
+        proc: the process (``ip netns exec`` has exec'd into the relay: same pid).
+        config_path, stats_path, stderr_path: its files.
+        pipes: its pipe list.
+        sample_origin_ns: the start of its sampling grid (CLOCK_MONOTONIC).
+    """
+
+    proc: subprocess.Popen
+    config_path: Path
+    stats_path: Path
+    stderr_path: Path
+    pipes: list[dict[str, Any]] = field(default_factory=list)
+    sample_origin_ns: int = 0
+
+    def last_error(self) -> str:
+        """The last line the relay wrote on stderr ("no output" if none)."""
+        try:
+            return (self.stderr_path.read_text().strip().splitlines() or ["no output"])[-1]
+        except OSError:
+            return "no output"
+
+    def announce_start(self, t0_ns: int) -> None:
+        """Tell the relay the instant its links' scheduled changes count from (``t0``).
+
+        Raises:
+            UserError: the relay is gone (its stdin is closed).
+        """
+        try:
+            assert self.proc.stdin is not None
+            self.proc.stdin.write(f"start {int(t0_ns)}\n")
+            self.proc.stdin.flush()
+        except (OSError, ValueError) as err:
+            raise UserError(f"the link relay stopped before the run started ({err})") from None
+
+    def stop(self, timeout_s: float = 10.0) -> dict[str, Any] | None:
+        """SIGTERM the relay, wait for it, and return its stats (None if it wrote none)."""
+        if self.proc.poll() is None:
+            try:
+                self.proc.send_signal(signal.SIGTERM)
+                self.proc.wait(timeout_s)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(5)
+        try:
+            return json.loads(self.stats_path.read_text())
+        except (OSError, ValueError):
+            return None
+
+    def kill(self) -> None:
+        """SIGKILL the relay if it still runs (cleanup after an error)."""
+        if self.proc.poll() is None:
+            self.proc.kill()
+            try:
+                self.proc.wait(5)
+            except subprocess.TimeoutExpired:
+                pass
+
+
+def start_relay(plan: NetworkPlan, spec: RunSpec, emulation: Emulation, workdir: Path) -> Relay:
+    """Start one relay process for every relayed link of the run and wait for ``ready``.
+
+    Raises:
+        UserError: the relay exited or did not become ready (its stderr's last line is shown).
+    """
+    origin_ns = time.monotonic_ns()
+    config = relay_config(plan, spec, emulation, origin_ns)
+    config_path = workdir / f"{plan.names.prefix}relay.json"
+    stats_path = workdir / f"{plan.names.prefix}relay-stats.json"
+    config_path.write_text(json.dumps(config))
+    stderr_path = workdir / "relay.stderr"
+    with open(stderr_path, "w") as err:
+        proc = subprocess.Popen(
+            ["ip", "netns", "exec", plan.names.wire_ns, sys.executable, "-m", "ccarena.backends.kernel.relay_main",
+             str(config_path), str(stats_path)],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err, text=True,
+            start_new_session=True, env=dict(os.environ))
+    relay = Relay(proc=proc, config_path=config_path, stats_path=stats_path, stderr_path=stderr_path,
+                  pipes=config["pipes"], sample_origin_ns=origin_ns)
+    deadline = time.monotonic() + READY_TIMEOUT_S
+    assert proc.stdout is not None
+    while time.monotonic() < deadline:
+        ready, _, _ = select.select([proc.stdout], [], [], 0.1)
+        if ready:
+            line = proc.stdout.readline()
+            if line.strip() == "ready":
+                return relay
+            if line == "":  # EOF: the relay exited
+                break
+        elif proc.poll() is not None:
+            break
+    relay.kill()
+    raise UserError(f"the link relay did not start in {plan.names.wire_ns}: {relay.last_error()}")

@@ -1,0 +1,309 @@
+"""The udp backend's flow generator: what the kernel backend's :mod:`~ccarena.backends.kernel.flow_processes`
+and :mod:`~ccarena.backends.kernel.measured_tables` do for Linux TCP, done for ccarena's transport on UDP.
+
+A TCP flow's receiver is a sink (``UdpSink``) in its destination's namespace, started first (it
+prints ``ready`` once bound); its sender (``udp_stream_send``) runs in the source's namespace. Both
+are :mod:`.endpoint` processes, started, watched and stopped by pid exactly as the kernel's
+generators (:class:`ccarena.backends.kernel.flow_processes.Endpoint`), and they write the same JSON, so
+the kernel backend's tables come out; the transport's own counts (fast recoveries, spurious RTOs,
+duplicate bytes) fill the columns Linux cannot. UDP CBR flows run on the kernel's generator. UDT
+flows run ccarena's UDT through the same two endpoints (the sender's flavor ``udt`` selects UDT's
+own transport and frames) or, with ``udt_impl = "libudt"``, libudt's peer (:mod:`.libudt`); both
+write the same keys, and :func:`flow_rows` builds their rows beside the others.
+
+What differs from the simulator's flow, and why (docs/udp-backend.md):
+
+- **MSS**: a DATA packet carries at most 1435 payload bytes (1500-byte MTU − 20 IP − 8 UDP − 20
+  ccarena header − 17 DATA frame); the scenario's default 1448 runs as 1435 (0.9 % less payload per
+  full packet). Another MSS above 1435 is refused.
+- **Headers**: 65 bytes per DATA packet and 90 to 138 per ACK are the wire's, so ``header_bytes``
+  and ``ack_bytes`` must keep their defaults (they only describe the simulator's packets).
+- **ECN** is not carried on real sockets yet (refused).
+- **UDT** (ccarena's): a UDT_DATA packet carries at most 1427 payload bytes (the simulator's 1456
+  runs as 1427); SYN, initial RTT, EXP floor and flow window are UDT4's defaults (others refused).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+from typing import Any
+
+from ccarena.backends.kernel import flow_processes as kernel_flows
+from ccarena.backends.kernel import measured_tables as kernel_tables
+from ccarena.backends.kernel.flow_processes import Endpoint, port_for
+from ccarena.backends.kernel.netns import NetworkPlan
+from ccarena.backends.udp import libudt
+from ccarena.errors import UserError
+from ccarena.runspec import TCP_DEFAULTS, RunSpec
+
+ENDPOINT = Path(__file__).with_name("endpoint.py")
+MAX_PAYLOAD_BYTES = 1435
+"""The largest DATA payload of ccarena's wire format (docs/udp-wire.md)."""
+DEFAULT_MSS_BYTES = int(TCP_DEFAULTS["mss_bytes"])
+FIXED_BY_THE_WIRE = {"header_bytes": "header_bytes", "ack_bytes": "ack_bytes"}
+"""Flow fields (spec key → scenario field) that only describe the simulator's packets: the udp
+backend's packets carry the wire's headers, so another value is refused rather than ignored."""
+
+
+UDT_IMPLEMENTATIONS = ("ccarena", "libudt")
+"""Who runs a UDT flow on the udp backend: ccarena's UDT transport (crates/transport/src/udt, the
+simulator's code, over crates/udp) or the reference UDT4 (:mod:`.libudt`)."""
+MAX_UDT_PAYLOAD_BYTES = 1427
+"""The largest UDT_DATA payload of ccarena's wire format (docs/udp-wire.md): 1500 − 20 IP − 8 UDP −
+20 ccarena header − 25 UDT_DATA frame."""
+
+
+def check_flow(where: str, flow: Any, udt_impl: str = "ccarena") -> None:
+    """Check one TCP or UDT flow of the spec for the udp backend (UDT run by ``udt_impl``).
+
+    Raises:
+        UserError: one line naming the field and the fix.
+    """
+    if flow.kind != "udt":
+        check_tcp_flow(where, flow)
+    elif udt_impl == "libudt":
+        libudt.check_udt_flow(where, flow)
+    else:
+        check_udt_flow(where, flow)
+
+
+def check_udt_flow(where: str, flow: Any) -> None:
+    """Check one UDT flow for ccarena's UDT on the udp backend: the SYN, initial RTT, EXP floor
+    and flow window are the driver's (UDT4's defaults, crates/udp/src/udt.rs), the headers
+    the wire's; another value is refused rather than ignored.
+
+    Raises:
+        UserError: one line naming the field and the fix.
+    """
+    from ccarena.runspec import UDT_DEFAULTS
+
+    for key in (*libudt.FIXED_BY_LIBUDT, "flow_window_packets"):
+        if getattr(flow, key) != UDT_DEFAULTS.get(key):
+            field = "rwnd" if key == "flow_window_packets" else key
+            raise UserError(f"{where}.{field}: ccarena's UDT on the udp backend runs with UDT4's "
+                            f"default; remove {field} or use --backend sim")
+
+
+def udt_mss_on_the_wire(flow: Any) -> int:
+    """The payload per packet of a ccarena UDT flow: its MSS cut to :data:`MAX_UDT_PAYLOAD_BYTES`."""
+    return min(int(flow.mss_bytes), MAX_UDT_PAYLOAD_BYTES)
+
+
+def check_tcp_flow(where: str, flow: Any) -> None:
+    """Check one TCP flow of the spec for the udp backend.
+
+    Raises:
+        UserError: one line naming the field and the fix.
+    """
+    from ccarena.flavors import tcp_flavors
+
+    if flow.flavor not in tcp_flavors():
+        raise UserError(f"{where}.flavor: '{flow.flavor}' is not a TCP flavor of ccarena's transport; "
+                        "use --backend sim")
+    if flow.ecn:
+        raise UserError(f"{where}.ecn: the udp backend does not carry ECN on real sockets yet; "
+                        "remove ecn or use --backend sim")
+    mss = int(flow.mss_bytes)
+    if mss > MAX_PAYLOAD_BYTES and mss != DEFAULT_MSS_BYTES:
+        raise UserError(f"{where}.mss: {mss} bytes do not fit one UDP datagram of ccarena's wire "
+                        f"(at most {MAX_PAYLOAD_BYTES}); lower mss or use --backend sim")
+    if mss < 64:
+        raise UserError(f"{where}.mss: the udp backend's packets carry at least 64 bytes; raise mss")
+    for key, field in FIXED_BY_THE_WIRE.items():
+        if getattr(flow, key) != TCP_DEFAULTS.get(key):
+            raise UserError(f"{where}.{field}: the udp backend's packets carry the wire's own headers; "
+                            f"remove {field} or use --backend sim")
+
+
+def mss_on_the_wire(flow: Any) -> int:
+    """The MSS a TCP flow runs with: its own, the default 1448 cut to :data:`MAX_PAYLOAD_BYTES`."""
+    return min(int(flow.mss_bytes), MAX_PAYLOAD_BYTES)
+
+
+def _engine_path() -> str:
+    import ccarena._engine as engine
+
+    return str(engine.__file__)
+
+
+def _start(namespace: str, cfg: dict[str, Any], stderr: Path) -> subprocess.Popen:
+    return kernel_flows.start_script(ENDPOINT, namespace, cfg, stderr)
+
+
+def _config(spec: RunSpec, i: int, t0_ns: int, workdir: Path, role: str) -> dict[str, Any]:
+    flow = spec.flows[i]
+    return {"role": role, "parent_pid": os.getpid(), "engine": _engine_path(), "t0_mono_ns": t0_ns,
+            "interval_ns": int(spec.sample_interval_ns), "duration_ns": int(spec.duration_ns),
+            "start_ns": int(flow.start_ns), "stop_ns": None if flow.stop_ns is None else int(flow.stop_ns),
+            "port": port_for(i), "out": str(workdir / f"flow{i}-{role}.json")}
+
+
+def receiver_config(spec: RunSpec, i: int, t0_ns: int, workdir: Path, bind: str) -> dict[str, Any]:
+    """The sink's configuration of TCP flow ``i`` (its receiver settings, as the simulator's)."""
+    flow = spec.flows[i]
+    cfg = _config(spec, i, t0_ns, workdir, "stream-recv")
+    cfg.update(bind=bind, rwnd_bytes=flow.rwnd_bytes, delayed_ack_ns=int(flow.delayed_ack_ns),
+               ack_every_segments=int(flow.ack_every_segments),
+               # Linux's receiver sends D-SACK, which only the `linux` recovery uses (as in the
+               # simulator, crates/sim/src/flow.rs).
+               dsack=flow.recovery == "linux")
+    return cfg
+
+
+def sender_config(spec: RunSpec, i: int, t0_ns: int, workdir: Path, bind: str, peer: str) -> dict[str, Any]:
+    """The stream sender's configuration of TCP flow ``i`` (its transport settings, as the
+    simulator builds its sender)."""
+    flow = spec.flows[i]
+    cfg = _config(spec, i, t0_ns, workdir, "stream-send")
+    cfg.update(bind=bind, peer=peer, flavor=flow.flavor, params=dict(flow.params),
+               recovery=flow.recovery, mss_bytes=mss_on_the_wire(flow),
+               initial_cwnd_packets=int(flow.initial_cwnd_packets), min_rto_ns=int(flow.min_rto_ns),
+               initial_rto_ns=int(flow.initial_rto_ns), max_rto_ns=int(flow.max_rto_ns),
+               clock_granularity_ns=int(flow.clock_granularity_ns), dupthresh=int(flow.dupthresh),
+               sndbuf_bytes=flow.sndbuf_bytes, bytes=flow.bytes)
+    return cfg
+
+
+def udt_receiver_config(spec: RunSpec, i: int, t0_ns: int, workdir: Path, bind: str) -> dict[str, Any]:
+    """The sink's configuration of UDT flow ``i`` run by ccarena's UDT (the sink runs UDT's
+    receiver when the sender offers flavor ``udt``; its settings are UDT4's defaults)."""
+    cfg = _config(spec, i, t0_ns, workdir, "stream-recv")
+    cfg.update(bind=bind)
+    return cfg
+
+
+def udt_sender_config(spec: RunSpec, i: int, t0_ns: int, workdir: Path, bind: str,
+                      peer: str) -> dict[str, Any]:
+    """The stream sender's configuration of UDT flow ``i`` run by ccarena's UDT (flavor ``udt``:
+    the engine's driver runs the UDT transport, its ``params`` the ``udt`` controller's)."""
+    flow = spec.flows[i]
+    cfg = _config(spec, i, t0_ns, workdir, "stream-send")
+    cfg.update(bind=bind, peer=peer, flavor="udt", params=dict(flow.params),
+               mss_bytes=udt_mss_on_the_wire(flow), bytes=flow.bytes)
+    return cfg
+
+
+def start_flows(spec: RunSpec, plan: NetworkPlan, workdir: Path, t0_ns: int,
+                endpoints: list[Endpoint], ready_by_ns: int, udt_impl: str = "ccarena") -> None:
+    """Start every flow's receiver (waiting for ``ready``), then every sender: TCP flows as
+    :mod:`.endpoint` processes, UDP CBR flows on the kernel's generator. Each started process is
+    appended to ``endpoints`` at once (the caller stops them all, even when this raises).
+
+    Raises:
+        UserError: a receiver failed to start (e.g. its port is in use): one line naming the flow.
+    """
+    ours = [i for i, flow in enumerate(spec.flows)
+            if flow.kind == "tcp" or (flow.kind == "udt" and udt_impl == "ccarena")]
+    for i in ours:
+        flow = spec.flows[i]
+        ns = plan.ns(int(flow.dst))
+        make = receiver_config if flow.kind == "tcp" else udt_receiver_config
+        cfg = make(spec, i, t0_ns, workdir, plan.host_addresses[int(flow.dst)][0])
+        stderr = workdir / f"flow{i}-stream-recv.stderr"
+        ep = Endpoint(i, "stream-recv", ns, Path(cfg["out"]), _start(ns, cfg, stderr), stderr)
+        endpoints.append(ep)
+        kernel_flows._wait_ready(ep, flow.name, ready_by_ns)
+    for i in ours:
+        flow = spec.flows[i]
+        ns = plan.ns(int(flow.src))
+        make = sender_config if flow.kind == "tcp" else udt_sender_config
+        cfg = make(spec, i, t0_ns, workdir, plan.host_addresses[int(flow.src)][0],
+                   plan.host_addresses[int(flow.dst)][0])
+        stderr = workdir / f"flow{i}-stream-send.stderr"
+        endpoints.append(Endpoint(i, "stream-send", ns, Path(cfg["out"]), _start(ns, cfg, stderr), stderr))
+    udt = [i for i, flow in enumerate(spec.flows) if flow.kind == "udt" and udt_impl == "libudt"]
+    if udt:
+        _start_udt(spec, plan, workdir, t0_ns, endpoints, ready_by_ns, udt)
+    cbr = [i for i, flow in enumerate(spec.flows) if flow.kind == "udp_cbr"]
+    if cbr:
+        kernel_flows.start_flows(spec, plan, workdir, t0_ns, endpoints, ready_by_ns, flows=cbr)
+
+
+def _start_udt(spec: RunSpec, plan: NetworkPlan, workdir: Path, t0_ns: int,
+               endpoints: list[Endpoint], ready_by_ns: int, flows: list[int]) -> None:
+    """Start UDT flows ``flows`` as libudt peers (:mod:`.libudt`): each receiver (waiting for
+    ``ready``), then each sender, appended to ``endpoints`` at once."""
+    program = libudt.peer_program()
+    common = {"t0_ns": t0_ns, "interval_ns": int(spec.sample_interval_ns),
+              "duration_ns": int(spec.duration_ns)}
+    for i in flows:
+        flow = spec.flows[i]
+        ns, out = plan.ns(int(flow.dst)), workdir / f"flow{i}-udt-recv.json"
+        stderr = workdir / f"flow{i}-udt-recv.stderr"
+        command = libudt.recv_command(program, bind=plan.host_addresses[int(flow.dst)][0],
+                                      port=port_for(i), out=out, flow=flow, **common)
+        ep = Endpoint(i, "udt-recv", ns, out, kernel_flows.start_in_namespace(ns, command, stderr), stderr)
+        endpoints.append(ep)
+        kernel_flows._wait_ready(ep, flow.name, ready_by_ns)
+    for i in flows:
+        flow = spec.flows[i]
+        ns, out = plan.ns(int(flow.src)), workdir / f"flow{i}-udt-send.json"
+        stderr = workdir / f"flow{i}-udt-send.stderr"
+        command = libudt.send_command(program, bind=plan.host_addresses[int(flow.src)][0],
+                                      peer=plan.host_addresses[int(flow.dst)][0], port=port_for(i),
+                                      out=out, flow=flow, **common)
+        endpoints.append(Endpoint(i, "udt-send", ns, out, kernel_flows.start_in_namespace(ns, command, stderr), stderr))
+
+
+def flow_rows(spec: RunSpec, results: dict[tuple[int, str], dict[str, Any]]
+              ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    # UDT rows (ccarena's or libudt's: both ends write the same keys) come from :func:`_udt_rows`.
+    """(flows rows, samples rows) as the kernel backend builds them, with the transport's own
+    counts where Linux has none: ``fast_recoveries``, ``spurious_rtos`` (the sender's, after
+    draining) and ``duplicate_bytes_received`` (the sink's)."""
+    keep = [i for i, flow in enumerate(spec.flows) if flow.kind != "udt"]
+    sub = spec.model_copy(update={"flows": [spec.flows[i] for i in keep]})
+    flows, samples = kernel_tables.flow_rows(
+        sub, {(j, side): results[(i, side)] for j, i in enumerate(keep) for side in ("send", "recv")})
+    for row in flows + samples:
+        row["flow"] = keep[int(row["flow"])]
+    udt_flows, udt_samples = _udt_rows(spec, results)
+    flows = sorted(flows + udt_flows, key=lambda r: int(r["flow"]))
+    samples = sorted(samples + udt_samples, key=lambda r: (int(r["flow"]), r["time_s"]))
+    for row in flows:
+        i = int(row["flow"])
+        if spec.flows[i].kind != "tcp":
+            continue
+        drained = results[(i, "send")].get("drained") or {}
+        row["fast_recoveries"] = drained.get("fast_recoveries")
+        row["spurious_rtos"] = drained.get("spurious_rtos")
+        row["duplicate_bytes_received"] = results[(i, "recv")].get("duplicate_bytes")
+    return flows, samples
+
+
+def _udt_rows(spec: RunSpec, results: dict[tuple[int, str], dict[str, Any]]
+              ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """(flows rows, samples rows) of the UDT (libudt) flows: the samples as the kernel's TCP
+    samples (UDT's congestion window, smoothed RTT, sending rate and retransmissions at the
+    sender; bytes delivered at the receiver), the rows by :func:`.libudt.flow_row`."""
+    interval_s = spec.sample_interval_ns / 1e9
+    duration_s = spec.duration_ns / 1e9
+    flows, samples = [], []
+    for i, flow in enumerate(spec.flows):
+        if flow.kind != "udt":
+            continue
+        send, recv = results[(i, "send")], results[(i, "recv")]
+        start_s = flow.start_ns / 1e9
+        stop_s = flow.stop_ns / 1e9 if flow.stop_ns is not None else duration_s
+        sent_by_k = {round(s["time_s"] / interval_s): s for s in send["samples"]}
+        recv_by_k = {round(s["time_s"] / interval_s): s for s in recv["samples"]}
+        prev_sent = prev_delivered = 0.0
+        srtts = []
+        for k in sorted(set(sent_by_k) | set(recv_by_k)):
+            s, r = sent_by_k.get(k, {}), recv_by_k.get(k, {})
+            delivered = float(r.get("delivered_bytes", prev_delivered))
+            sent = float(s.get("sent_bytes", prev_sent))
+            row = {"time_s": k * interval_s, "flow": i, "delivered_bytes": delivered,
+                   "sent_bytes": sent, "goodput_bps": (delivered - prev_delivered) * 8 / interval_s,
+                   "throughput_bps": (sent - prev_sent) * 8 / interval_s,
+                   "ssthresh_bytes": None, "rttvar_s": None, "rto_s": None, "ca_state": None}
+            for c in ("cwnd_bytes", "srtt_s", "inflight_bytes", "pacing_rate_bps", "retransmits"):
+                row[c] = s.get(c)
+            if s.get("srtt_s") and start_s <= k * interval_s <= stop_s + 1e-9:
+                srtts.append(s["srtt_s"])
+            samples.append(row)
+            prev_sent, prev_delivered = sent, delivered
+        flows.append(libudt.flow_row(i, flow, send, recv, start_s, stop_s, srtts))
+    return flows, samples

@@ -1,0 +1,83 @@
+"""What several commands print the same way: the summary table (or JSON) with its verdict, a
+table wider than the terminal, warnings about runs and about damaged stored files, and a
+spinner while a slow step works."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+from ccarena.cli.console import stderr, stdout
+from ccarena.errors import printable
+
+
+def print_plan_warnings(plans: Any) -> None:
+    """``warning: …`` lines on stderr for runs that would not measure what they say
+    (:mod:`ccarena.analysis.plan_checks`: a flavor built on ECN where nothing marks)."""
+    from ccarena.analysis.plan_checks import plan_warnings
+
+    for line in plan_warnings(plans):
+        stderr.print(f"warning: {line}", markup=False, highlight=False)
+
+
+def print_store_warnings(result: Any) -> None:
+    """A ``warning: …`` line on stderr for each stored file found damaged since the last call (a
+    run left out, a summary built again: :attr:`ccarena.results.Result.warnings`)."""
+    sys.stdout.flush()
+    for line in result.pop_warnings():
+        print(f"warning: {printable(line)}", file=sys.stderr, flush=True)
+
+
+def load_summary_modules() -> None:
+    """Load what printing the summary needs (pandas, rich), and the Consoles."""
+    import ccarena.report.terminal  # noqa: F401
+    import ccarena.results  # noqa: F401
+
+    stdout.get()
+    stderr.get()
+
+
+def working(what: str, quiet: bool) -> Any:
+    """A spinner with ``what`` on stderr while the block runs (nothing when ``quiet`` or stderr is
+    not a terminal)."""
+    import contextlib
+
+    if quiet or not stderr.is_terminal:
+        return contextlib.nullcontext()
+    return stderr.status(what + "…")
+
+
+def print_summary(result: Any, wide: bool, as_json: bool) -> None:
+    """The summary table at the terminal's width (every column with ``wide``), or JSON."""
+    from ccarena.report.terminal import summary_json, terminal_table
+
+    if as_json:
+        print(summary_json(result.summary), flush=True)
+        return
+    table = terminal_table(result.summary, result.parameters, f"{result.name}: summary",
+                           width=stdout.width, wide=wide)
+    print_wide(table, wide)
+    _print_verdict(result)
+
+
+def _print_verdict(result: Any) -> None:
+    """The verdict of each part after the summary table: which flavors differ beyond the noise
+    (:mod:`ccarena.analysis.verdict`)."""
+    from ccarena.report.terminal import verdict_renderable
+
+    block = verdict_renderable(result)
+    if block is not None:
+        stdout.print(block, highlight=False)
+
+
+def print_wide(table: Any, wide: bool) -> None:
+    """Print a table built for the terminal's width; with ``wide``, every column uncut: wider
+    than the terminal (it wraps) rather than cropped."""
+    from ccarena.report.terminal import table_width
+
+    if wide and table_width(table) > stdout.width:
+        from rich.console import Console
+
+        Console(width=table_width(table)).print(table)
+    else:
+        stdout.print(table)
