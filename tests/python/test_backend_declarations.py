@@ -93,3 +93,26 @@ def test_an_imported_run_record_keeps_its_key_order(tmp_path: Path) -> None:
                             "params", "part", "matrix", "backend", "spec_sha256", "spec", "derived",
                             "scenario", "source", "status", "summary", "timing", "software"]
     assert stored["backend"] == "iperf3" and stored["spec_sha256"] is None
+
+
+EXPERIMENT_KEYS = ["format_version", "name", "updated", "scenario_file", "scenario_text", "scenario",
+                   "sweep", "parts", "defaults", "runs", "software"]
+"""experiment.json of a scenario's runs, in its stored order (an import adds ``imported`` before
+``runs``)."""
+
+
+def test_both_writers_build_experiment_json_through_the_store(tmp_path: Path) -> None:
+    from ccarena.executor import experiment_meta
+    from ccarena.importers.iperf3 import parse as parse_iperf3
+    from ccarena.importers.writer import import_files
+
+    loaded = load_scenario(SCENARIO)
+    meta = experiment_meta(loaded, expand(loaded))
+    assert list(meta) == EXPERIMENT_KEYS
+    assert meta["name"] == "declared" and meta["runs"][0]["backend"] == "sim"
+    assert meta["software"]["ccarena"]
+
+    import_files("iperf3", parse_iperf3, [DATA / "iperf3" / "tcp-default.json"], tmp_path, "imported")
+    stored = json.loads((tmp_path / "experiment.json").read_text())
+    assert list(stored) == [*EXPERIMENT_KEYS[:-2], "imported", "runs", "software"]
+    assert stored["imported"]["tool"] == "iperf3" and stored["scenario_file"] is None

@@ -28,9 +28,9 @@ from ccarena.experiment import RunPlan, apply_backends, expand
 from ccarena.experiment.budget import check_budget
 from ccarena.runspec import TCP_DEFAULTS, UDP_DEFAULTS
 from ccarena.scenario import ExecutorOptions, LoadedScenario
-from ccarena.store import STORE_FORMAT, ExperimentStore
+from ccarena.store import ExperimentStore
 from ccarena.store.guard import StoreError, check_tree, experiment_lock
-from ccarena.store.run_record import now_utc, software_versions
+from ccarena.store.run_record import experiment_record, software_versions
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -101,23 +101,15 @@ def experiment_meta(loaded: LoadedScenario, plans: list[RunPlan]) -> dict[str, A
             "matrix": {"flavors": m.flavors, "stagger_s": m.stagger_ns / 1e9} if m else None,
             "report": part.raw.get("report", {}),
         })
-    return {
-        "format_version": STORE_FORMAT,
-        "name": loaded.scenario.name,
-        "updated": now_utc(),
-        "scenario_file": loaded.source,
-        "scenario_text": loaded.text,
-        "scenario": loaded.raw,
-        "sweep": {"parameters": sweep.parameters if sweep else {},
-                  "repeats": sweep.repeats if sweep else 1},
-        "parts": parts,
-        "defaults": {"tcp": TCP_DEFAULTS, "udp": UDP_DEFAULTS},
-        "runs": [{"run_id": p.run_id, "point": p.point, "repeat": p.repeat, "seed": p.seed,
-                  "params": p.params, "part": p.part, "backend": p.backend,
-                  "spec_sha256": p.resolved.spec_sha256(),
-                  "spec": p.resolved.spec.to_dict()} for p in plans],
-        "software": software_versions(),
-    }
+    return experiment_record(
+        name=loaded.scenario.name, scenario_file=loaded.source, scenario_text=loaded.text,
+        scenario=loaded.raw,
+        sweep={"parameters": sweep.parameters if sweep else {}, "repeats": sweep.repeats if sweep else 1},
+        parts=parts, defaults={"tcp": TCP_DEFAULTS, "udp": UDP_DEFAULTS},
+        runs=[{"run_id": p.run_id, "point": p.point, "repeat": p.repeat, "seed": p.seed,
+               "params": p.params, "part": p.part, "backend": p.backend,
+               "spec_sha256": p.resolved.spec_sha256(),
+               "spec": p.resolved.spec.to_dict()} for p in plans])
 
 
 def check_store(store: ExperimentStore, plans: list[RunPlan], force: bool) -> None:

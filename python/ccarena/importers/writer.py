@@ -23,9 +23,9 @@ from ccarena.errors import UserError
 from ccarena.importers.checks import empty_metrics
 from ccarena.importers.model import ImportedRun, ImportProblem
 from ccarena.importers.imported_tables import run_tables
-from ccarena.store import STORE_FORMAT, ExperimentStore, build_summary
+from ccarena.store import ExperimentStore, build_summary
 from ccarena.store.guard import StoreError, check_tree, experiment_lock
-from ccarena.store.run_record import now_utc, run_record, software_versions, with_outcome
+from ccarena.store.run_record import experiment_record, now_utc, run_record, with_outcome
 
 SUMMARY_EXTRA_COLUMNS = ("direction", "jitter_s")
 """Per-flow columns of an import's flows.parquet added to its summary.parquet."""
@@ -104,16 +104,13 @@ def _experiment(name: str, tool: str, runs: list[dict[str, Any]], files: list[di
     lines = [(f"# {tool} measurements imported with `ccarena import {tool}`: one run per file, "
               "the files being repeats of one point.")]
     lines += [f"# {f['run_id']}: {f['file']} (sha256 {f['sha256']}){f['about']}" for f in files]
-    return {
-        "format_version": STORE_FORMAT, "name": name, "updated": now_utc(), "scenario_file": None,
-        "scenario_text": "\n".join(lines) + "\n",
-        "scenario": {"name": name, "description": description},
-        "sweep": {"parameters": {}, "repeats": len(runs)},
-        "parts": [{"name": "", "description": description, "parameters": [], "repeats": len(runs),
-                   "matrix": None, "report": {}}],
-        "defaults": {}, "imported": {"tool": tool, "files": files}, "runs": runs,
-        "software": software_versions(),
-    }
+    return experiment_record(
+        name=name, scenario_file=None, scenario_text="\n".join(lines) + "\n",
+        scenario={"name": name, "description": description},
+        sweep={"parameters": {}, "repeats": len(runs)},
+        parts=[{"name": "", "description": description, "parameters": [], "repeats": len(runs),
+                "matrix": None, "report": {}}],
+        defaults={}, imported={"tool": tool, "files": files}, runs=runs)
 
 
 def import_files(tool: str, parse: Callable[[Path], ImportedRun], paths: Sequence[Path],

@@ -103,3 +103,31 @@ def with_outcome(record: dict[str, Any], status: str, timing: dict[str, Any],
     ``traceback``), ``timing`` and the ``software`` that produced it (:func:`software_versions`).
     A new dict; ``record`` is left as it was."""
     return dict(record, status=status, **details, timing=timing, software=software_versions())
+
+
+def experiment_record(*, name: str, scenario_file: str | None, scenario_text: str,
+                      scenario: Mapping[str, Any], sweep: Mapping[str, Any],
+                      parts: list[dict[str, Any]], defaults: Mapping[str, Any],
+                      runs: list[dict[str, Any]],
+                      imported: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The experiment record (``experiment.json``) for every writer — the executor (a scenario's
+    runs) and the importers (measurement files): the scenario as given (``scenario_file``, its
+    ``scenario_text`` and parsed ``scenario``), its ``sweep`` and ``parts``, the ``defaults`` it
+    resolved against, the ``runs`` (one dict each) and, for an import, the tool and files it came
+    from (``imported``, stored just before ``runs`` as import records always have); stamped with
+    the store's format version, the time (:func:`now_utc`) and the software
+    (:func:`software_versions`). Keys in the order stored records have always had.
+
+    Returns:
+        The record (``format_version`` first, ``software`` last).
+    """
+    record: dict[str, Any] = {
+        "format_version": FORMAT_VERSION, "name": name, "updated": now_utc(),
+        "scenario_file": scenario_file, "scenario_text": scenario_text, "scenario": scenario,
+        "sweep": sweep, "parts": parts, "defaults": defaults,
+    }
+    if imported is not None:
+        record["imported"] = imported
+    record["runs"] = runs
+    record["software"] = software_versions()
+    return record
