@@ -270,3 +270,16 @@ def test_the_module_graph_sees_a_circle(tmp_path: Path) -> None:
     assert [group for group, _ in circles] == [["crate::a::inner", "crate::b", "crate::c"]]
     assert sorted((a, b) for a, b, _ in circles[0][1]) == [("crate::a::inner", "crate::c"), ("crate::b", "crate::a::inner"),
                                                         ("crate::c", "crate::b")]
+
+
+def test_no_two_front_end_modules_share_a_file_name() -> None:
+    # A module's file name says its job (issue 30): `report/calibration.py` beside
+    # `analysis/calibration.py` made every reader open both. Each backend's `backend.py` is the
+    # same job in each backend's package, so it may repeat.
+    allowed = {"__init__.py", "__main__.py", "backend.py"}
+    seen: dict[str, list[str]] = {}
+    for path in PACKAGE.rglob("*.py"):
+        if "__pycache__" not in path.parts:
+            seen.setdefault(path.name, []).append(str(path.relative_to(PACKAGE)))
+    shared = {name: sorted(paths) for name, paths in seen.items() if len(paths) > 1 and name not in allowed}
+    assert not shared, shared
