@@ -259,6 +259,7 @@ class _Later:
         self.fn, self.args = fn, args
 
     def result(self) -> Any:
+        """Run the task now and return what it returns (its exception propagates)."""
         return self.fn(*self.args)
 
 

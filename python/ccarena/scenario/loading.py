@@ -300,6 +300,7 @@ def _absolute_traces(node: Any, absolute: Any) -> Any:
 
 
 def without_sweep(raw: dict[str, Any]) -> dict[str, Any]:
+    """A copy of the raw scenario dict without its ``[sweep]`` table (one point's scenario)."""
     return {k: v for k, v in raw.items() if k != "sweep"}
 
 

@@ -75,14 +75,17 @@ class RelayTestbed:
 
     @property
     def ns_a(self) -> str:
+        """The name of host A's namespace."""
         return f"{self.prefix}-a"
 
     @property
     def ns_relay(self) -> str:
+        """The name of the relay's namespace (between the hosts)."""
         return f"{self.prefix}-relay"
 
     @property
     def ns_b(self) -> str:
+        """The name of host B's namespace."""
         return f"{self.prefix}-b"
 
     def build(self) -> None:
