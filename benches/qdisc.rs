@@ -2,7 +2,8 @@
 //!
 //! `cargo bench -p ccarena-sim --bench qdisc` prints, per discipline:
 //! - **link**: one simulator link (10 Mbps, 5 ms) fed a synthetic overload trace of 2 million
-//!   packets from 64 flows (bursts at up to twice the rate, mixed sizes, half ECN-capable):
+//!   packets from 64 flows (bursts at up to twice the rate, mixed sizes, half ECN-capable —
+//!   ECT(0) and ECT(1) in equal parts, so DualPI2 fills both its queues):
 //!   wall ns per offered packet for enqueue, dequeue, serialization and the pipe — the
 //!   discipline's own cost plus the link's;
 //! - **sim**: a whole run, 8 CUBIC flows on a 100 Mbps / 20 ms dumbbell with a 1000-packet
@@ -42,9 +43,20 @@ fn queue(name: &str) -> QueueSpec {
         "fq_codel" => make_discipline(q, Discipline::FqCodel, true),
         "pie" => make_discipline(q, Discipline::Pie, true),
         "fq" => make_discipline(q, Discipline::Fq, false),
+        "dualpi2" => make_discipline(q, Discipline::DualPi2, false),
         _ => unreachable!(),
     }
     q.clone()
+}
+
+/// The codepoint of `flow`'s packets: even flows ECN-capable, a quarter ECT(0) and a quarter
+/// ECT(1) (DualPI2's L4S queue; every other discipline reads only "ECN-capable").
+fn ecn_of(flow: u32) -> ccarena_transport::Ecn {
+    match flow & 3 {
+        0 => ccarena_transport::Ecn::Ect0,
+        2 => ccarena_transport::Ecn::Ect1,
+        _ => ccarena_transport::Ecn::NotEct,
+    }
 }
 
 /// Wall ns per packet through one link.
@@ -62,7 +74,7 @@ fn link_ns_per_packet(q: &QueueSpec) -> (f64, u64, u64) {
         t += r.next_u64() % gap;
         let flow = (r.next_u64() % 64) as u32;
         let size = if r.next_u64() & 3 == 0 { 64 } else { 1500 };
-        let seg = DataSegment { seq: i as u64, len: 0, ts_val: SimTime::ZERO, ect: flow & 1 == 0, ce: false, cwr: false, retransmit: false };
+        let seg = DataSegment { seq: i as u64, len: 0, ts_val: SimTime::ZERO, ecn: ecn_of(flow), cwr: false, retransmit: false };
         link.enqueue(SimTime(t), Packet { flow, dst: 1, size_bytes: size, payload: Payload::Data(seg) });
         if let Some(a) = link.next_arrival().filter(|a| a.as_nanos() <= t) {
             out.clear();
@@ -91,7 +103,7 @@ fn sim_ns_per_packet(q: &QueueSpec) -> (f64, f64) {
 fn main() {
     println!("per-packet cost of each queue discipline (release; wall time)");
     println!("{:<11} {:>14} {:>9} {:>9}   {:>18} {:>13}", "discipline", "link ns/pkt", "drops", "marks", "sim ns/bottl. pkt", "sojourn ms");
-    for name in ["droptail", "droptail+K", "red", "ared", "codel", "fq_codel", "pie", "fq"] {
+    for name in ["droptail", "droptail+K", "red", "ared", "codel", "fq_codel", "pie", "fq", "dualpi2"] {
         let q = queue(name);
         let (link_ns, drops, marks) = link_ns_per_packet(&q);
         let (sim_ns, sojourn) = sim_ns_per_packet(&q);

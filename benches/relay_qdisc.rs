@@ -5,12 +5,12 @@
 //! weight, ECN field and flow ([`frame_size`], [`ecn::inspect`]); then either decide its fate at
 //! arrival and copy it to the delay line (DropTail, RED, PIE: [`EmulatedPath::offer_frame`]), or
 //! copy it into a pooled buffer, hold it in the discipline and move what the transmitter takes
-//! to the delay line, setting CE where marked (CoDel, FQ-CoDel, FQ: [`EmulatedPath::hold_frame`],
+//! to the delay line, setting CE where marked (CoDel, FQ-CoDel, FQ, DualPI2: [`EmulatedPath::hold_frame`],
 //! [`EmulatedPath::take_departure`], [`ecn::set_ce`]); finally pop the frames as they fall due (the
 //! send itself, a syscall, is left out). The link is 1 Gbit/s with 1 ms of delay and a
-//! 5000-packet queue; the trace is 2 million real IPv4/TCP frames (1500 bytes, ECT(0)) from 64
-//! flows at the link rate on average, alternating overload and underload, so the queue is busy
-//! and the AQM works.
+//! 5000-packet queue; the trace is 2 million real IPv4/TCP frames (1500 bytes; ECT(0) from even
+//! flows, ECT(1) from odd ones, which DualPI2 queues as L4S) from 64 flows at the link rate on
+//! average, alternating overload and underload, so the queue is busy and the AQM works.
 //!
 //! Prints wall ns per frame, with the drops and marks to show the discipline was exercised.
 //! Release build only; no assertions: the figures are for people.
@@ -18,6 +18,7 @@
 use std::time::Instant;
 
 use ccarena_link::qdisc::codel::CodelConfig;
+use ccarena_link::qdisc::dualpi2::DualPi2Config;
 use ccarena_link::qdisc::fq::FqConfig;
 use ccarena_link::qdisc::pie::PieConfig;
 use ccarena_link::{QdiscConfig, SplitMix64};
@@ -34,12 +35,13 @@ const FLOWS: u16 = 64;
 /// AQMs act on before the limit does).
 const LIMIT: u64 = 5000;
 
-/// A virtio header and an Ethernet/IPv4/TCP frame of 1500 IP bytes from flow `flow`, ECT(0),
-/// with a valid header checksum.
+/// A virtio header and an Ethernet/IPv4/TCP frame of 1500 IP bytes from flow `flow`, ECT(0) from
+/// an even flow and ECT(1) from an odd one, with a valid header checksum.
 fn frame(flow: u16) -> Vec<u8> {
     let mut v = vec![0u8; VNET_HDR_LEN];
     v.extend_from_slice(&[2, 0, 0, 0, 0, 1, 2, 0, 0, 0, 0, 2, 0x08, 0x00]);
-    let mut ip = [0x45, 0x02, 0x05, 0xdc, 0, 0, 0x40, 0, 64, 6, 0, 0, 10, 0, 0, 1, 10, 0, 1, 2];
+    let tos = if flow % 2 == 0 { 0x02 } else { 0x01 };
+    let mut ip = [0x45, tos, 0x05, 0xdc, 0, 0, 0x40, 0, 64, 6, 0, 0, 10, 0, 0, 1, 10, 0, 1, 2];
     let mut sum = 0u32;
     for w in ip.chunks(2) {
         sum += u32::from(u16::from_be_bytes([w[0], w[1]]));
@@ -96,7 +98,7 @@ fn run(queue: &QdiscConfig, frames: &[Vec<u8>], arrivals: &[(u64, u16)]) -> (f64
         pop_due(&mut line, t, &mut sent);
         let size = frame_size(f);
         let ip = ecn::inspect(f);
-        let info = FrameInfo { ip_bytes: size.ip_bytes, packets: size.packets, flow_hash: ip.flow_hash, ect: ip.ect };
+        let info = FrameInfo { ip_bytes: size.ip_bytes, packets: size.packets, flow_hash: ip.flow_hash, ect: ip.ect, l4s: ip.l4s };
         if link.holds_frames() {
             let mut body = pool.pop().unwrap_or_else(|| Vec::with_capacity(1600));
             body.extend_from_slice(f);
@@ -134,17 +136,18 @@ fn run(queue: &QdiscConfig, frames: &[Vec<u8>], arrivals: &[(u64, u16)]) -> (f64
 fn main() {
     let frames: Vec<Vec<u8>> = (0..FLOWS).map(frame).collect();
     let arrivals = trace();
-    let codel = CodelConfig { target_ns: 5_000_000, interval_ns: 100_000_000, ecn: true, mtu_bytes: 1500 };
+    let codel = CodelConfig { target_ns: 5_000_000, interval_ns: 100_000_000, ecn: true, mtu_bytes: 1500, ce_threshold: None };
     let fq = FqConfig { flows: 1024, quantum_bytes: 1514 };
     let cases = [
-        ("droptail", QdiscConfig::DropTail { ecn_threshold_packets: None, ecn_threshold_bytes: None }),
-        ("droptail+K", QdiscConfig::DropTail { ecn_threshold_packets: Some(400), ecn_threshold_bytes: None }),
+        ("droptail", QdiscConfig::DropTail { ecn_threshold_packets: None, ecn_threshold_bytes: None, ecn_threshold_selector: ccarena_link::qdisc::EcnSelector::All }),
+        ("droptail+K", QdiscConfig::DropTail { ecn_threshold_packets: Some(400), ecn_threshold_bytes: None, ecn_threshold_selector: ccarena_link::qdisc::EcnSelector::All }),
         ("pie ecn", QdiscConfig::Pie(PieConfig { ecn: true, ..PieConfig::default() })),
         ("codel ecn", QdiscConfig::Codel(codel)),
         ("codel", QdiscConfig::Codel(CodelConfig { ecn: false, ..codel })),
         ("fq_codel ecn", QdiscConfig::FqCodel(fq, codel)),
         ("fq_codel", QdiscConfig::FqCodel(fq, CodelConfig { ecn: false, ..codel })),
         ("fq", QdiscConfig::Fq(fq)),
+        ("dualpi2", QdiscConfig::DualPi2(DualPi2Config::default())),
     ];
     println!("{FRAMES} frames of 1500 B at 1 Gbit/s (1.3 × / 0.7 × phases) from {FLOWS} flows, {LIMIT}-packet queue");
     for (name, q) in cases {

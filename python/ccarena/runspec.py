@@ -91,15 +91,25 @@ class CodelSpec(SpecModel):
     ecn: bool
 
 
+EcnSelector = Literal["all", "l4s"]
+"""Which ECN-capable packets a marking threshold applies to (``crates/link``'s ``EcnSelector``):
+``"all"``, or ``"l4s"`` — only ECT(1) ones, RFC 9331 §5.1's L4S identifier."""
+
+
 class FqCodelSpec(SpecModel):
     """FQ-CoDel's parameters (RFC 8290 §4–5): CoDel's target/interval/ecn per flow queue,
-    ``flows`` queues served by deficit round robin with ``quantum_bytes``."""
+    ``flows`` queues served by deficit round robin with ``quantum_bytes``. ``ce_threshold_ns``
+    (Linux's ``ce_threshold``): ECN-capable packets whose sojourn exceeds it are marked CE besides
+    CoDel's law, those ``ce_threshold_selector`` picks (None = ``"all"``); both left out of the
+    JSON when unset."""
 
     target_ns: int
     interval_ns: int
     flows: int
     quantum_bytes: int
     ecn: bool
+    ce_threshold_ns: int | None = optional()
+    ce_threshold_selector: EcnSelector | None = optional()
 
 
 class PieSpec(SpecModel):
@@ -122,21 +132,42 @@ class FqSpec(SpecModel):
     quantum_bytes: int
 
 
-class QueueSpec(SpecModel):
-    """An egress queue: DropTail, RED, CoDel, FQ-CoDel, PIE or FQ, limited in packets or in bytes
-    (exactly one is set), with an optional ECN step-marking threshold K (RFC 8257 §3.1; DropTail
-    only). The discipline's parameter object (``red``, ``codel``, …) is set, the others None."""
+class DualPi2Spec(SpecModel):
+    """DualPI2's parameters (RFC 9332 §2.4, App. A; ``crates/link``'s ``DualPi2Config``): PI2's
+    ``target_ns``, ``tupdate_ns``, ``alpha`` and ``beta`` (Hz) on the Classic queue, the
+    ``coupling`` factor k, the native L4S AQM's ``l4s_threshold_ns`` and ``l4s_ramp_ns`` (0 = a
+    step), ``l4s_min_qlen_packets`` (RFC 9332's Th_len) and the time-shifted FIFO's ``tshift_ns``."""
 
-    discipline: Literal["droptail", "red", "codel", "fq_codel", "pie", "fq"]
+    target_ns: int
+    tupdate_ns: int
+    alpha: float
+    beta: float
+    coupling: float
+    l4s_threshold_ns: int
+    l4s_ramp_ns: int
+    l4s_min_qlen_packets: int
+    tshift_ns: int
+
+
+class QueueSpec(SpecModel):
+    """An egress queue: DropTail, RED, CoDel, FQ-CoDel, PIE, FQ or DualPI2, limited in packets or
+    in bytes (exactly one is set), with an optional ECN step-marking threshold K (RFC 8257 §3.1;
+    DropTail only) and the packets it marks, ``ecn_threshold_selector`` (None = ``"all"``; left
+    out of the JSON when unset). The discipline's parameter object (``red``, ``codel``, …) is set,
+    the others None."""
+
+    discipline: Literal["droptail", "red", "codel", "fq_codel", "pie", "fq", "dualpi2"]
     limit_packets: int | None
     limit_bytes: int | None
     ecn_threshold_packets: int | None = None
     ecn_threshold_bytes: int | None = None
+    ecn_threshold_selector: EcnSelector | None = optional()
     red: RedSpec | None = optional()
     codel: CodelSpec | None = optional()
     fq_codel: FqCodelSpec | None = optional()
     pie: PieSpec | None = optional()
     fq: FqSpec | None = optional()
+    dualpi2: DualPi2Spec | None = optional()
 
     def engine_problem(self) -> tuple[str, str] | None:
         """What the engine finds wrong with this queue, if anything: ``(field, message)`` with

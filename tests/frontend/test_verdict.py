@@ -204,6 +204,7 @@ def test_ecn_flavors_without_marking_are_found():
     assert unmarked_ecn_flows(marked) == []
     assert queue_marks({"discipline": "codel", "codel": {"ecn": True}})
     assert not queue_marks({"discipline": "codel", "codel": {"ecn": False}})
+    assert queue_marks({"discipline": "dualpi2", "dualpi2": {"target_ns": 15_000_000}})
     # Marking off the flow's path does not count.
     two = {**marked, "links": [{"queue": {"discipline": "droptail", "limit_packets": 100}}, *marked["links"]]}
     assert unmarked_ecn_flows(two, {"flows": [{"name": "d", "path_links": [0]}]}) == [("d", "dctcp")]

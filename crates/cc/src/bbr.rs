@@ -872,6 +872,7 @@ mod tests {
                 snd_una: self.delivered,
                 snd_nxt: self.delivered + inflight,
                 ece: false,
+                ce_bytes: 0,
                 cwnd_limited: true,
                 state: CaState::Open,
             };

@@ -1250,6 +1250,7 @@ mod tests {
                 snd_una: self.delivered,
                 snd_nxt: self.delivered + a.inflight,
                 ece: a.ece,
+                ce_bytes: 0,
                 cwnd_limited: a.cwnd_limited,
                 state: CaState::Open,
             };

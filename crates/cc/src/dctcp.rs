@@ -15,6 +15,13 @@
 //! - **Growth** (RFC 8257 §3.4): Reno's slow start and congestion avoidance, reused by composition
 //!   ([`crate::reno::slow_start`], [`crate::reno::cong_avoid_ai`]).
 //!
+//! - **The `ect1` option** (Linux's DCTCP with Accurate ECN): the flow sends ECT(1), the L4S
+//!   identifier (RFC 9331 §4.1), so that an L4S queue (DualPI2, RFC 9332) treats it as scalable,
+//!   and its receiver feeds CE back with Accurate ECN (RFC 9768); the marked bytes of a window are
+//!   then the CE byte counts the ACKs report ([`AckSample::ce_bytes`]) instead of the bytes of
+//!   the ACKs carrying ECE. Off by default; the EWMA and the reduction are the same either way
+//!   (and shared with Prague: [`crate::marked_fraction`]).
+//!
 //! DCTCP needs two things outside the sender: a queue that marks CE on ECT packets once its
 //! instantaneous length reaches a threshold K (RFC 8257 §3.1; the simulator's
 //! `ecn_threshold_packets`), and a receiver that echoes each segment's CE exactly, with an
@@ -27,6 +34,7 @@
 //!   acknowledged (RFC 8257 §3.3 leaves the initial `WindowEnd` to the implementation).
 //! - The reduced window is floored at 2·MSS, as Linux's `dctcp_ssthresh` does.
 
+use crate::marked_fraction::MarkedFraction;
 use crate::reno::{halve_flight, reno_cong_avoid};
 use crate::{AckSample, CcError, CongestionControl, CwndState, LossEvent, LossKind, ParamInfo, Params};
 
@@ -55,24 +63,39 @@ pub const PARAMS: &[ParamInfo] = &[
         default: DEFAULT_ALPHA_INIT,
         doc: "initial α, the estimated fraction of marked bytes (RFC 8257 §3.3: 1); 0 ≤ alpha_init ≤ 1",
     },
+    ParamInfo {
+        name: "ect1",
+        default: 0.0,
+        doc: "1: send ECT(1), the L4S identifier (RFC 9331 §4.1), and take Accurate ECN feedback \
+              (RFC 9768), as Linux's DCTCP does with AccECN; 0: ECT(0) and DCTCP's per-segment \
+              ECE echo (RFC 8257 §3.2)",
+    },
 ];
 
 /// The parameter names [`Dctcp::new`] accepts.
-const PARAM_NAMES: &[&str] = &["g", "alpha_init"];
+const PARAM_NAMES: &[&str] = &["g", "alpha_init", "ect1"];
+
+/// Whether DCTCP `params` ask for the `ect1` option (see [`PARAMS`]); the registry reads it to
+/// tell the transport which codepoint and feedback a `dctcp` flow uses.
+///
+/// # Errors
+/// [`CcError::BadParam`] when `ect1` is given as anything but 0 or 1.
+pub fn ect1_requested(params: &Params) -> Result<bool, CcError> {
+    let v = params.get_or("ect1", 0.0);
+    if v == 0.0 || v == 1.0 {
+        Ok(v == 1.0)
+    } else {
+        Err(bad("ect1", v, "must be 0 or 1"))
+    }
+}
 
 /// The DCTCP controller. See the module documentation.
 #[derive(Debug, Clone)]
 pub struct Dctcp {
-    g: f64,
-    /// DCTCP.Alpha: the estimated fraction of marked bytes.
-    alpha: f64,
-    /// DCTCP.WindowEnd: the observation window ends when snd.una passes it; `None` before the
-    /// first ACK.
-    window_end: Option<u64>,
-    /// DCTCP.BytesAcked in the current observation window.
-    bytes_acked: u64,
-    /// DCTCP.BytesMarked: bytes acknowledged with ECE in the current observation window.
-    bytes_marked: u64,
+    /// DCTCP.Alpha with DCTCP.WindowEnd, DCTCP.BytesAcked and DCTCP.BytesMarked.
+    estimate: MarkedFraction,
+    /// The `ect1` option: send ECT(1) and take Accurate ECN feedback.
+    ect1: bool,
     /// Reno's congestion-avoidance byte counter.
     ca_acc_bytes: u64,
 }
@@ -93,12 +116,18 @@ impl Dctcp {
         if !(0.0..=1.0).contains(&alpha) {
             return Err(bad("alpha_init", alpha, "must be in [0, 1]"));
         }
-        Ok(Dctcp { g, alpha, window_end: None, bytes_acked: 0, bytes_marked: 0, ca_acc_bytes: 0 })
+        let ect1 = ect1_requested(params)?;
+        Ok(Dctcp { estimate: MarkedFraction::new(g, alpha), ect1, ca_acc_bytes: 0 })
     }
 
     /// The current estimate α of the fraction of marked bytes.
     pub fn alpha(&self) -> f64 {
-        self.alpha
+        self.estimate.alpha()
+    }
+
+    /// The flow runs with the `ect1` option: ECT(1) on its data and Accurate ECN feedback.
+    pub fn ect1(&self) -> bool {
+        self.ect1
     }
 }
 
@@ -107,23 +136,21 @@ impl CongestionControl for Dctcp {
         "dctcp"
     }
 
-    /// RFC 8257 §3.3 steps 1–8.
+    /// RFC 8257 §3.3 steps 1–8. The marked bytes of an ACK are its Accurate ECN CE byte count
+    /// when it reports one (the `ect1` option), otherwise all its bytes when it carries ECE
+    /// (RFC 8257 §3.3 step 3).
     fn pkts_acked(&mut self, _st: &mut CwndState, ack: &AckSample) {
-        let window_end = *self.window_end.get_or_insert(ack.snd_nxt);
-        self.bytes_acked += ack.bytes_acked;
-        if ack.ece {
-            self.bytes_marked += ack.bytes_acked;
+        let marked = if ack.ce_bytes > 0 {
+            ack.ce_bytes
+        } else if ack.ece {
+            ack.bytes_acked
+        } else {
+            0
+        };
+        self.estimate.count(ack.bytes_acked, marked, ack.snd_nxt);
+        if self.estimate.window_passed(ack.snd_una) {
+            self.estimate.close_window(ack.snd_nxt, true);
         }
-        if ack.snd_una <= window_end {
-            return;
-        }
-        if self.bytes_acked > 0 {
-            let m = self.bytes_marked as f64 / self.bytes_acked as f64;
-            self.alpha = (1.0 - self.g) * self.alpha + self.g * m;
-        }
-        self.window_end = Some(ack.snd_nxt);
-        self.bytes_acked = 0;
-        self.bytes_marked = 0;
     }
 
     fn cong_avoid(&mut self, st: &mut CwndState, ack: &AckSample) {
@@ -135,7 +162,7 @@ impl CongestionControl for Dctcp {
         match ev.kind {
             // RFC 8257 §3.3: cwnd = cwnd · (1 − α/2).
             LossKind::Ecn => {
-                let cut = (st.cwnd_bytes as f64 * self.alpha / 2.0) as u64;
+                let cut = (st.cwnd_bytes as f64 * self.estimate.alpha() / 2.0) as u64;
                 (st.cwnd_bytes - cut.min(st.cwnd_bytes)).max(MIN_CWND_SEGMENTS * st.mss_bytes)
             }
             // RFC 8257 §3.5: loss as conventional TCP.
@@ -168,6 +195,7 @@ mod tests {
             snd_una,
             snd_nxt,
             ece,
+            ce_bytes: 0,
             cwnd_limited: true,
             state: CaState::Open,
         }
@@ -271,8 +299,29 @@ mod tests {
     }
 
     #[test]
+    fn ect1_option_counts_accecn_ce_bytes_instead_of_ece_acks() {
+        let on = Params::from_pairs(vec![("ect1".into(), 1.0)]);
+        assert!(Dctcp::new(&on).unwrap().ect1());
+        assert!(!Dctcp::new(&Params::default()).unwrap().ect1());
+        let mut d = Dctcp::new(&on).unwrap();
+        let mut st = CwndState::new(10 * MSS, MSS);
+        // One window of 10 segments, 10 ACKs; AccECN reports 3 MSS of CE bytes on the 4th ACK
+        // (whose ECE, derived from the counter, is set), none elsewhere.
+        let nxt = 10 * MSS;
+        for i in 1..=10 {
+            let mut a = ack(MSS, i * MSS, nxt, i == 4);
+            a.ce_bytes = if i == 4 { 3 * MSS } else { 0 };
+            d.pkts_acked(&mut st, &a);
+        }
+        // The next ACK passes WindowEnd and closes the window: M = 3/11 (that ACK is in it).
+        d.pkts_acked(&mut st, &ack(MSS, 11 * MSS, 20 * MSS, false));
+        let want = (1.0 - DEFAULT_G) + DEFAULT_G * (3.0 / 11.0);
+        assert!((d.alpha() - want).abs() < 1e-15, "α = {}, want {want}", d.alpha());
+    }
+
+    #[test]
     fn parameters_are_validated() {
-        for (name, v) in [("g", 0.0), ("g", 1.5), ("alpha_init", -0.1), ("alpha_init", 2.0)] {
+        for (name, v) in [("g", 0.0), ("g", 1.5), ("alpha_init", -0.1), ("alpha_init", 2.0), ("ect1", 0.5)] {
             let p = Params::from_pairs(vec![(name.to_string(), v)]);
             match Dctcp::new(&p) {
                 Err(CcError::BadParam { param, .. }) => assert_eq!(param, name),

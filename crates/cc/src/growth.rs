@@ -72,6 +72,7 @@ pub(crate) mod testing {
             snd_una: 0,
             snd_nxt: 0,
             ece: false,
+            ce_bytes: 0,
             cwnd_limited: true,
             state: CaState::Open,
         }

@@ -66,8 +66,10 @@ pub mod illinois;
 pub mod ledbat;
 pub mod lp;
 pub mod ltcp;
+pub mod marked_fraction;
 pub mod nv;
 pub mod params;
+pub mod prague;
 pub mod registry;
 pub mod reno;
 pub mod scalable;
@@ -79,7 +81,7 @@ pub mod westwood;
 pub mod yeah;
 
 pub use params::{ParamInfo, Params};
-pub use registry::{catalogue, new_controller, FlavorInfo};
+pub use registry::{catalogue, is_l4s_flow, new_controller, FlavorInfo};
 pub use time::{Duration, SimTime};
 
 use std::fmt;
@@ -206,6 +208,12 @@ pub struct AckSample {
     pub snd_nxt: u64,
     /// The ACK carried ECN-Echo.
     pub ece: bool,
+    /// Bytes this ACK newly reports as received with the CE codepoint: with Accurate ECN
+    /// feedback, the increase of the receiver's CE byte counter (RFC 9768 §3.2.2.2, `r.ceb`)
+    /// since the last ACK the sender processed; 0 with classic (RFC 3168) or DCTCP echo, whose
+    /// controllers read [`AckSample::ece`]. Scalable (L4S) controllers estimate the marked
+    /// fraction from it.
+    pub ce_bytes: u64,
     /// The sender was limited by cwnd (not by the application or pacing) since the last ACK;
     /// window growth should only happen when this is true (RFC 7661).
     pub cwnd_limited: bool,
@@ -321,6 +329,17 @@ pub trait CongestionControl: Send + fmt::Debug {
     /// this controller has set the window and pacing rate itself; the transport then skips
     /// `cong_avoid` and its own recovery window arithmetic (PRR, inflation).
     fn cong_control(&mut self, _st: &mut CwndState, _ack: &AckSample, _rs: &RateSample) -> bool {
+        false
+    }
+
+    /// Whether window growth (`cong_avoid`) continues while the transport is in CWR after an
+    /// ECN reduction. Classic controllers say no: RFC 3168 §6.1.2 reduces once per window, and
+    /// Linux makes no increase while a window reduction is under way. A scalable (L4S)
+    /// controller is marked several times per round trip by design and its reductions are small
+    /// (RFC 9331 §4.3), so stopping its additive increase for a round trip after each would
+    /// starve it, longest-RTT flows most; TCP Prague keeps growing (its reference implementation
+    /// owns the whole ACK path through Linux's `cong_control` hook).
+    fn grows_during_ecn_cwr(&self) -> bool {
         false
     }
 

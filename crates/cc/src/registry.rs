@@ -26,6 +26,10 @@ pub struct FlavorInfo {
     /// The flavor needs ECN (ECT on data, CE marking somewhere on the path) to work as its source
     /// describes; the front end turns ECN on for it unless the scenario says otherwise.
     pub needs_ecn: bool,
+    /// The flavor is a scalable (L4S) controller (RFC 9331 §4.3): its data carries ECT(1), its
+    /// receiver feeds CE back with Accurate ECN (RFC 9768), and an L4S queue (DualPI2, RFC 9332)
+    /// classifies it into the low-latency queue.
+    pub l4s: bool,
     /// Tunable parameters.
     pub params: &'static [ParamInfo],
 }
@@ -39,6 +43,7 @@ const FLAVORS: &[FlavorInfo] = &[
         default_recovery: "tahoe",
         transport: "tcp",
         needs_ecn: false,
+        l4s: false,
         params: &[],
     },
     FlavorInfo {
@@ -49,6 +54,7 @@ const FLAVORS: &[FlavorInfo] = &[
         default_recovery: "reno",
         transport: "tcp",
         needs_ecn: false,
+        l4s: false,
         params: &[],
     },
     FlavorInfo {
@@ -59,6 +65,7 @@ const FLAVORS: &[FlavorInfo] = &[
         default_recovery: "newreno",
         transport: "tcp",
         needs_ecn: false,
+        l4s: false,
         params: &[],
     },
     FlavorInfo {
@@ -70,6 +77,7 @@ const FLAVORS: &[FlavorInfo] = &[
         default_recovery: "linux",
         transport: "tcp",
         needs_ecn: false,
+        l4s: false,
         params: crate::cubic::PARAMS,
     },
     FlavorInfo {
@@ -85,6 +93,7 @@ const FLAVORS: &[FlavorInfo] = &[
         default_recovery: "linux",
         transport: "tcp",
         needs_ecn: false,
+        l4s: false,
         params: crate::bbr::PARAMS,
     },
     FlavorInfo {
@@ -96,6 +105,7 @@ const FLAVORS: &[FlavorInfo] = &[
         default_recovery: "linux",
         transport: "tcp",
         needs_ecn: false,
+        l4s: false,
         params: crate::bbr3::PARAMS,
     },
     FlavorInfo {
@@ -107,7 +117,21 @@ const FLAVORS: &[FlavorInfo] = &[
         default_recovery: "linux",
         transport: "tcp",
         needs_ecn: true,
+        l4s: false,
         params: crate::dctcp::PARAMS,
+    },
+    FlavorInfo {
+        name: "prague",
+        family: "ecn",
+        summary: "L4S scalable control: ECT(1) + AccECN; alpha <- (1-g)alpha + g*F (g = 1/16), \
+                  cwnd <- cwnd(1 - alpha/2) at most once per RTT; Reno on loss; always paced; \
+                  RTT-independent below a 25 ms reference RTT; fractional windows below 2 MSS",
+        source: "draft-briscoe-iccrg-prague-congestion-control-04; RFC 9331; RFC 9768",
+        default_recovery: "linux",
+        transport: "tcp",
+        needs_ecn: true,
+        l4s: true,
+        params: crate::prague::PARAMS,
     },
     FlavorInfo {
         name: "udt",
@@ -119,6 +143,7 @@ const FLAVORS: &[FlavorInfo] = &[
         default_recovery: "nak",
         transport: "udt",
         needs_ecn: false,
+        l4s: false,
         params: crate::udt::PARAMS,
     },
     FlavorInfo {
@@ -129,6 +154,7 @@ const FLAVORS: &[FlavorInfo] = &[
         default_recovery: "linux",
         transport: "tcp",
         needs_ecn: false,
+        l4s: false,
         params: crate::highspeed::PARAMS,
     },
     FlavorInfo {
@@ -139,6 +165,7 @@ const FLAVORS: &[FlavorInfo] = &[
         default_recovery: "linux",
         transport: "tcp",
         needs_ecn: false,
+        l4s: false,
         params: crate::scalable::PARAMS,
     },
     FlavorInfo {
@@ -149,6 +176,7 @@ const FLAVORS: &[FlavorInfo] = &[
         default_recovery: "linux",
         transport: "tcp",
         needs_ecn: false,
+        l4s: false,
         params: crate::htcp::PARAMS,
     },
     FlavorInfo {
@@ -159,6 +187,7 @@ const FLAVORS: &[FlavorInfo] = &[
         default_recovery: "linux",
         transport: "tcp",
         needs_ecn: false,
+        l4s: false,
         params: crate::bic::PARAMS,
     },
     FlavorInfo {
@@ -169,6 +198,7 @@ const FLAVORS: &[FlavorInfo] = &[
         default_recovery: "linux",
         transport: "tcp",
         needs_ecn: false,
+        l4s: false,
         params: crate::westwood::PARAMS,
     },
     FlavorInfo {
@@ -179,6 +209,7 @@ const FLAVORS: &[FlavorInfo] = &[
         default_recovery: "linux",
         transport: "tcp",
         needs_ecn: false,
+        l4s: false,
         params: crate::hybla::PARAMS,
     },
     FlavorInfo {
@@ -189,6 +220,7 @@ const FLAVORS: &[FlavorInfo] = &[
         default_recovery: "linux",
         transport: "tcp",
         needs_ecn: false,
+        l4s: false,
         params: crate::illinois::PARAMS,
     },
     FlavorInfo {
@@ -199,6 +231,7 @@ const FLAVORS: &[FlavorInfo] = &[
         default_recovery: "linux",
         transport: "tcp",
         needs_ecn: false,
+        l4s: false,
         params: crate::ltcp::PARAMS,
     },
     FlavorInfo {
@@ -209,6 +242,7 @@ const FLAVORS: &[FlavorInfo] = &[
         default_recovery: "linux",
         transport: "tcp",
         needs_ecn: false,
+        l4s: false,
         params: crate::vegas::PARAMS,
     },
     FlavorInfo {
@@ -219,6 +253,7 @@ const FLAVORS: &[FlavorInfo] = &[
         default_recovery: "linux",
         transport: "tcp",
         needs_ecn: false,
+        l4s: false,
         params: crate::veno::PARAMS,
     },
     FlavorInfo {
@@ -229,6 +264,7 @@ const FLAVORS: &[FlavorInfo] = &[
         default_recovery: "linux",
         transport: "tcp",
         needs_ecn: false,
+        l4s: false,
         params: crate::yeah::PARAMS,
     },
     FlavorInfo {
@@ -239,6 +275,7 @@ const FLAVORS: &[FlavorInfo] = &[
         default_recovery: "linux",
         transport: "tcp",
         needs_ecn: false,
+        l4s: false,
         params: crate::nv::PARAMS,
     },
     FlavorInfo {
@@ -249,6 +286,7 @@ const FLAVORS: &[FlavorInfo] = &[
         default_recovery: "linux",
         transport: "tcp",
         needs_ecn: false,
+        l4s: false,
         params: crate::cdg::PARAMS,
     },
     FlavorInfo {
@@ -259,6 +297,7 @@ const FLAVORS: &[FlavorInfo] = &[
         default_recovery: "linux",
         transport: "tcp",
         needs_ecn: false,
+        l4s: false,
         params: crate::compound::PARAMS,
     },
     FlavorInfo {
@@ -269,6 +308,7 @@ const FLAVORS: &[FlavorInfo] = &[
         default_recovery: "linux",
         transport: "tcp",
         needs_ecn: false,
+        l4s: false,
         params: crate::fast::PARAMS,
     },
     FlavorInfo {
@@ -279,6 +319,7 @@ const FLAVORS: &[FlavorInfo] = &[
         default_recovery: "linux",
         transport: "tcp",
         needs_ecn: false,
+        l4s: false,
         params: crate::lp::PARAMS,
     },
     FlavorInfo {
@@ -289,6 +330,7 @@ const FLAVORS: &[FlavorInfo] = &[
         default_recovery: "linux",
         transport: "tcp",
         needs_ecn: false,
+        l4s: false,
         params: crate::hstcp_lp::PARAMS,
     },
     FlavorInfo {
@@ -299,6 +341,7 @@ const FLAVORS: &[FlavorInfo] = &[
         default_recovery: "linux",
         transport: "tcp",
         needs_ecn: false,
+        l4s: false,
         params: crate::ledbat::PARAMS,
     },
 ];
@@ -306,6 +349,20 @@ const FLAVORS: &[FlavorInfo] = &[
 /// Every flavor the engine implements, in catalogue order.
 pub fn catalogue() -> &'static [FlavorInfo] {
     FLAVORS
+}
+
+/// Whether a flow of flavor `name` with `params` is an L4S flow: its data carries ECT(1) (RFC 9331
+/// §4.1) and its receiver feeds CE back with Accurate ECN (RFC 9768). True for the catalogue's
+/// `l4s` flavors, and for `dctcp` with its `ect1` option (Linux's DCTCP with AccECN); false for
+/// an unknown name.
+///
+/// # Errors
+/// [`CcError::BadParam`] when `dctcp`'s `ect1` is neither 0 nor 1.
+pub fn is_l4s_flow(name: &str, params: &Params) -> Result<bool, CcError> {
+    if name == "dctcp" {
+        return crate::dctcp::ect1_requested(params);
+    }
+    Ok(FLAVORS.iter().any(|f| f.name == name && f.l4s))
 }
 
 /// Build the controller named `name` with `params` (unset parameters take their defaults).
@@ -322,6 +379,7 @@ pub fn new_controller(name: &str, params: &Params) -> Result<Box<dyn CongestionC
         "bbr" => Box::new(crate::bbr::Bbr::new(params)?),
         "bbr3" => Box::new(crate::bbr3::Bbr3::new(params)?),
         "dctcp" => Box::new(crate::dctcp::Dctcp::new(params)?),
+        "prague" => Box::new(crate::prague::Prague::new(params)?),
         "udt" => Box::new(crate::udt::Udt::new(params)?),
         "highspeed" => Box::new(crate::highspeed::HighSpeed::new(params)?),
         "scalable" => Box::new(crate::scalable::Scalable::new(params)?),
@@ -386,6 +444,20 @@ mod tests {
             let cc = new_controller(f.name, &Params::default()).unwrap();
             assert_eq!(cc.name(), f.name);
         }
+    }
+
+    #[test]
+    fn l4s_flows_are_prague_and_dctcp_with_ect1() {
+        let none = Params::default();
+        let ect1 = Params::from_pairs(vec![("ect1".into(), 1.0)]);
+        assert!(is_l4s_flow("prague", &none).unwrap());
+        assert!(!is_l4s_flow("dctcp", &none).unwrap());
+        assert!(is_l4s_flow("dctcp", &ect1).unwrap());
+        assert!(!is_l4s_flow("cubic", &none).unwrap());
+        assert!(!is_l4s_flow("no-such-flavor", &none).unwrap());
+        assert!(is_l4s_flow("dctcp", &Params::from_pairs(vec![("ect1".into(), 2.0)])).is_err());
+        let l4s: Vec<_> = catalogue().iter().filter(|f| f.l4s).map(|f| f.name).collect();
+        assert_eq!(l4s, ["prague"]);
     }
 
     #[test]

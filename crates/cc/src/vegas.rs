@@ -445,6 +445,7 @@ pub(crate) mod test_support {
             snd_una,
             snd_nxt,
             ece: false,
+            ce_bytes: 0,
             cwnd_limited: true,
             state: CaState::Open,
         }

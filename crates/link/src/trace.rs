@@ -28,6 +28,10 @@
 //! Times are absolute ns on the caller's clock, with the trace's time 0 at an `origin`
 //! ([`TraceTransmitter::set_origin`]); the simulator's origin is 0, the relay's the run's start.
 
+use serde::{Deserialize, Serialize};
+
+use crate::field_error::FieldError;
+
 /// Bytes one delivery opportunity carries (Mahimahi's `PACKET_SIZE`, an Ethernet MTU).
 pub const OPPORTUNITY_BYTES: u64 = 1500;
 
@@ -360,6 +364,40 @@ impl TraceTransmitter {
         let i = steps.partition_point(|s| s.0 <= rel) - 1;
         let end = steps.get(i + 1).map_or(NEVER_NS, |s| self.origin_ns.saturating_add(s.0));
         (steps[i].1, end)
+    }
+}
+
+/// A link's capacity trace ([`crate::trace`]): exactly one of `opportunities_ms` and `steps` is
+/// non-null. Every key is required.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct TraceSpec {
+    /// Mahimahi delivery opportunities: the trace file's millisecond timestamps in order, each an
+    /// instant at which 1500 bytes may leave (byte accounting, as mm-link). Kept in ms, as in the
+    /// file, so a long trace stays compact.
+    pub opportunities_ms: Option<Vec<u64>>,
+    /// Rate steps `[time_ns, rate_bps]`, the first at 0, times increasing; the last row marks
+    /// the trace's end (its period when looped).
+    pub steps: Option<Vec<(u64, u64)>>,
+    /// Repeat the trace (period: the last timestamp or the last step's time). Not looped, a
+    /// Mahimahi trace has no capacity after its last opportunity and rate steps keep the last
+    /// rate.
+    #[serde(rename = "loop")]
+    pub looped: bool,
+}
+
+impl TraceSpec {
+    /// The checked trace.
+    ///
+    /// # Errors
+    /// Neither or both kinds given, or a trace [`RateTrace`] refuses; the error names the key at
+    /// fault (empty for the object itself).
+    pub fn rate_trace(&self) -> Result<RateTrace, FieldError> {
+        match (&self.opportunities_ms, &self.steps) {
+            (Some(o), None) => RateTrace::opportunities_ms(o, self.looped).map_err(|e| FieldError::new("opportunities_ms", e.0)),
+            (None, Some(s)) => RateTrace::steps(s, self.looped).map_err(|e| FieldError::new("steps", e.0)),
+            _ => Err(FieldError::new("", "set exactly one of opportunities_ms and steps")),
+        }
     }
 }
 

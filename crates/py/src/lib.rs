@@ -249,6 +249,7 @@ fn flavors(py: Python<'_>) -> PyResult<Bound<'_, PyList>> {
         d.set_item("default_recovery", f.default_recovery)?;
         d.set_item("transport", f.transport)?;
         d.set_item("needs_ecn", f.needs_ecn)?;
+        d.set_item("l4s", f.l4s)?;
         let params = PyList::empty(py);
         for p in f.params {
             let pd = PyDict::new(py);
@@ -279,7 +280,7 @@ fn spec_roundtrip(json: &str) -> PyResult<String> {
 }
 
 /// Check one resolved queue (the engine spec's `links[i].queue` object, JSON) as the engine
-/// checks a link's queue (`ccarena_link::spec::QueueSpec::validate`, the one place its rules
+/// checks a link's queue (`ccarena_link::QueueSpec::validate`, the one place its rules
 /// live). Returns None; raises ValueError((field, message)) for a bad queue, `field` relative to
 /// the queue (`"codel.target_ns"`, `""` for the queue itself or malformed JSON).
 #[pyfunction]

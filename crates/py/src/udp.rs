@@ -14,6 +14,7 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use ccarena_udp::scenario_send::{SenderSample, StreamTotals};
+use ccarena_udp::wire::EcnFeedback;
 use ccarena_udp::{
     send_file, send_stream, Event, Receiver, ReceiverOptions, SendOptions, Sink, SinkOptions, StreamOptions, TransferRecord,
 };
@@ -264,6 +265,9 @@ fn totals_dict<'py>(py: Python<'py>, t: &StreamTotals) -> PyResult<Bound<'py, Py
     d.set_item("spurious_rtos", t.spurious_rtos)?;
     d.set_item("min_rtt", t.min_rtt_us)?;
     d.set_item("offered_bytes", t.offered_bytes)?;
+    d.set_item("ecn_reductions", t.ecn_reductions)?;
+    d.set_item("accecn_ce_packets", t.accecn_ce_packets)?;
+    d.set_item("accecn_ce_bytes", t.accecn_ce_bytes)?;
     Ok(d)
 }
 
@@ -293,7 +297,8 @@ fn sample_dict<'py>(py: Python<'py>, s: &SenderSample) -> PyResult<Bound<'py, Py
 ///
 /// `config` holds the flow (`flavor`, `params`, `recovery`, `mss_bytes`, `initial_cwnd_packets`,
 /// `min_rto_ns`, `initial_rto_ns`, `max_rto_ns`, `clock_granularity_ns`, `dupthresh`,
-/// `sndbuf_bytes`, `bytes`) and the run's times (`t0_mono_ns`, `start_ns`, `stop_ns`,
+/// `sndbuf_bytes`, `bytes`, `ecn`: the flow's ECN, whose codepoint and feedback follow from
+/// the flavor, `ccarena_udp::scenario_send::stream_ecn_feedback`) and the run's times (`t0_mono_ns`, `start_ns`, `stop_ns`,
 /// `duration_ns`, `interval_ns`); missing optional keys take Linux's values. Raises
 /// TransferError (one line) for a bad flavor or setting, no sink, a refusal or a silent sink; a
 /// KeyboardInterrupt (or other exception from a signal handler) stops the flow and is re-raised.
@@ -325,6 +330,7 @@ pub fn udp_stream_send<'py>(py: Python<'py>, bind: Option<String>, peer: &str, c
         idle_timeout: secs(opt(config, "idle_timeout_s")?, d.idle_timeout),
         drain: secs(opt(config, "drain_s")?, d.drain),
         pacing_burst: d.pacing_burst,
+        ecn: opt(config, "ecn")?.unwrap_or(false),
     };
     let mut err: Option<PyErr> = None;
     let outcome = py.detach(|| send_stream(bind.as_deref(), peer, &opts, &mut || with_python(&mut err, |_| Ok(()))));
@@ -349,7 +355,10 @@ pub fn udp_stream_send<'py>(py: Python<'py>, bind: Option<String>, peer: &str, c
 /// counts what arrives until the run's end (and the sender's close) and returns what the kernel
 /// backend's generator returns for a TCP receiver: `{"ok": True, "samples": [{"time_s",
 /// "delivered_bytes"}], "received_bytes", "at_end_bytes", "drained": {"data_segs_in"},
-/// "duplicate_bytes", "out_of_order_segments", "connected", "counters"}`.
+/// "duplicate_bytes", "out_of_order_segments", "connected", "counters", "ecn": {"feedback"
+/// (None, "classic", "dctcp" or "accecn": what the sender asked for), "not_ect_packets",
+/// "ect1_packets", "ect0_packets", "ce_packets" (DATA by the IP ECN field it arrived with),
+/// "ce_bytes"}}`.
 ///
 /// `config`: `t0_mono_ns`, `start_ns`, `duration_ns`, `interval_ns`, and the flow's receiver
 /// settings `rwnd_bytes`, `delayed_ack_ns`, `ack_every_segments`, `dsack` (missing: Linux's).
@@ -425,6 +434,18 @@ impl PyUdpSink {
             counters.set_item(k, v)?;
         }
         out.set_item("counters", counters)?;
+        let ecn = PyDict::new(py);
+        let feedback = r.ecn_feedback.map(|f| match f {
+            EcnFeedback::Classic => "classic",
+            EcnFeedback::Dctcp => "dctcp",
+            EcnFeedback::AccEcn => "accecn",
+        });
+        ecn.set_item("feedback", feedback)?;
+        for (name, n) in ["not_ect_packets", "ect1_packets", "ect0_packets", "ce_packets"].into_iter().zip(r.packets_by_ecn) {
+            ecn.set_item(name, n)?;
+        }
+        ecn.set_item("ce_bytes", r.ce_bytes)?;
+        out.set_item("ecn", ecn)?;
         Ok(out)
     }
 }

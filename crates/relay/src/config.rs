@@ -21,13 +21,18 @@
 //!
 //! A direction with `rate_bps` may also name its queue discipline, with the engine spec's names
 //! and fields (docs/engine-spec.md, `queue`): `"discipline": "droptail"` (the default) with
-//! optional `ecn_threshold_packets` / `ecn_threshold_bytes`; `"red"` with a `red` object
+//! optional `ecn_threshold_packets` / `ecn_threshold_bytes` and `ecn_threshold_selector` (`"all"`
+//! or `"l4s"`: only ECT(1) frames are marked); `"red"` with a `red` object
 //! (`min_th_packets` and `max_th_packets`, or `min_th_bytes` and `max_th_bytes`, `max_p`, `w_q`,
 //! `gentle`, `ecn`, `idle_packet_bytes`, optional `wait` and `adaptive`); `"pie"` with a `pie`
 //! object (`target_ns`, `tupdate_ns`, `alpha`, `beta`, `max_burst_ns`, `ecn`); `"codel"` with a
 //! `codel` object (`target_ns`, `interval_ns`, `ecn`); `"fq_codel"` with an `fq_codel` object
-//! (`target_ns`, `interval_ns`, `flows`, `quantum_bytes`, `ecn`); `"fq"` with an `fq` object
-//! (`flows`, `quantum_bytes`). The last three decide when a frame leaves the queue: the link
+//! (`target_ns`, `interval_ns`, `flows`, `quantum_bytes`, `ecn`, optional `ce_threshold_ns` and
+//! `ce_threshold_selector`); `"fq"` with an `fq` object
+//! (`flows`, `quantum_bytes`); `"dualpi2"` with a `dualpi2` object (`target_ns`, `tupdate_ns`,
+//! `alpha`, `beta`, `coupling`, `l4s_threshold_ns`, `l4s_ramp_ns`, `l4s_min_qlen_packets`,
+//! `tshift_ns`), which queues frames whose IP ECN field is ECT(1) or CE as L4S
+//! ([`crate::ecn::inspect`]). The last four decide when a frame leaves the queue: the link
 //! holds the frames ([`crate::emulated_path`]). These are the link crate's types
 //! ([`ccarena_link::QueueSpec`], each object deserialized as its discipline's own type) and its
 //! checks, so the relay accepts exactly the queues the simulator does; unlike the engine spec,
@@ -68,7 +73,8 @@ use std::collections::HashMap;
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
-use ccarena_link::{Discipline, LinkStreams, QdiscConfig, QueueSpec, RateTrace};
+use ccarena_link::qdisc::EcnSelector;
+use ccarena_link::{Discipline, LinkStreams, QdiscConfig, QueueSpec, RateTrace, TraceSpec};
 
 use crate::emulated_path::{LinkChange, LinkParams, QueueLimit};
 
@@ -275,7 +281,7 @@ fn direction(v: &Value, path: &str) -> Result<DirectionConfig> {
     let map = object(v, path)?;
     // The queue's keys: the discipline, the ECN step threshold and each discipline's object.
     let parameter_objects = Discipline::ALL.into_iter().filter(|&d| d != Discipline::Droptail).map(Discipline::name);
-    let known: Vec<&str> = ["delay_ns", "loss", "rate_bps", "limit_packets", "limit_bytes", "changes", "discipline", "ecn_threshold_packets", "ecn_threshold_bytes"]
+    let known: Vec<&str> = ["delay_ns", "loss", "rate_bps", "limit_packets", "limit_bytes", "changes", "discipline", "ecn_threshold_packets", "ecn_threshold_bytes", "ecn_threshold_selector"]
         .into_iter()
         .chain(parameter_objects)
         .chain(["trace", "duplicate", "reorder", "reorder_delay_ns", "stream_index"])
@@ -335,40 +341,16 @@ fn direction(v: &Value, path: &str) -> Result<DirectionConfig> {
     Ok(DirectionConfig { delay_ns, loss, rate_bps, limit, queue, changes, trace, duplicate, reorder, reorder_delay_ns, stream_index })
 }
 
-/// A capacity trace: `{"opportunities_ms": [..] | null, "steps": [[time_ns, rate_bps], ..] | null,
-/// "loop": bool}`, exactly one of the first two given, checked as `ccarena_link::RateTrace` does.
+/// A capacity trace in the engine spec's format (`ccarena_link::TraceSpec`, read by its serde
+/// derive and checked by `TraceSpec::rate_trace`, as the simulator reads it), errors named under
+/// `path`.
 fn trace(v: &Value, path: &str) -> Result<RateTrace> {
-    let map = object(v, path)?;
-    reject_unknown(map, path, &["opportunities_ms", "steps", "loop"])?;
-    let looped = required(map, path, "loop")?.as_bool().ok_or_else(|| ConfigError::new(join(path, "loop"), "expected true or false"))?;
-    let ints = |v: &Value, p: &str| -> Result<Vec<u64>> {
-        let list = v.as_array().ok_or_else(|| ConfigError::new(p, format!("expected a list, got {}", kind(v))))?;
-        list.iter().enumerate().map(|(i, x)| non_negative_int(x, &format!("{p}[{i}]"), "ms")).collect()
-    };
-    let (key, made) = match (optional(map, "opportunities_ms"), optional(map, "steps")) {
-        (Some(o), None) => ("opportunities_ms", RateTrace::opportunities_ms(&ints(o, &join(path, "opportunities_ms"))?, looped)),
-        (None, Some(s)) => {
-            let p = join(path, "steps");
-            let list = s.as_array().ok_or_else(|| ConfigError::new(&p, format!("expected a list, got {}", kind(s))))?;
-            let mut steps = Vec::with_capacity(list.len());
-            for (i, row) in list.iter().enumerate() {
-                match row.as_array().map(Vec::as_slice) {
-                    Some([t, r]) => steps.push((
-                        non_negative_int(t, &format!("{p}[{i}][0]"), "ns")?,
-                        non_negative_int(r, &format!("{p}[{i}][1]"), "bits per second")?,
-                    )),
-                    _ => return Err(ConfigError::new(format!("{p}[{i}]"), "expected [time_ns, rate_bps]")),
-                }
-            }
-            ("steps", RateTrace::steps(&steps, looped))
-        }
-        _ => return Err(ConfigError::new(path, "give exactly one of opportunities_ms and steps")),
-    };
-    made.map_err(|e| ConfigError::new(join(path, key), e.0))
+    let spec = TraceSpec::deserialize(v).map_err(|e| ConfigError::new(path, e.to_string()))?;
+    Ok(spec.rate_trace().map_err(|e| e.under(path))?)
 }
 
 /// Plain DropTail: the discipline when the config names none.
-const DROPTAIL: QdiscConfig = QdiscConfig::DropTail { ecn_threshold_packets: None, ecn_threshold_bytes: None };
+const DROPTAIL: QdiscConfig = QdiscConfig::DropTail { ecn_threshold_packets: None, ecn_threshold_bytes: None, ecn_threshold_selector: EcnSelector::All };
 
 /// A direction's queue discipline (see the module docs), read as the link crate's
 /// [`QueueSpec`] and checked by it: the config names the discipline (default DropTail) and
@@ -408,6 +390,11 @@ fn discipline(map: &Map<String, Value>, path: &str, limit: QueueLimit) -> Result
         if let Some(v) = optional(map, key) {
             queue.insert(key.into(), non_negative_int(v, &join(path, key), unit)?.into());
         }
+    }
+    if let Some(v) = optional(map, "ecn_threshold_selector") {
+        let key_path = join(path, "ecn_threshold_selector");
+        let selector = EcnSelector::deserialize(v).map_err(|_| ConfigError::new(&key_path, format!("expected \"all\" or \"l4s\", got {v}")))?;
+        queue.insert("ecn_threshold_selector".into(), selector.name().into());
     }
     if let Some(v) = optional(map, discipline.name()) {
         queue.insert(discipline.name().into(), v.clone());
@@ -581,6 +568,7 @@ impl Config {
 mod tests {
     use super::*;
     use ccarena_link::qdisc::codel::CodelConfig;
+    use ccarena_link::qdisc::dualpi2::DualPi2Config;
     use ccarena_link::qdisc::fq::FqConfig;
 
     const GOOD: &str = r#"{"pipes": [{"name": "left0->r0", "a": "r0l0", "b": "r0l0b",
@@ -663,7 +651,7 @@ mod tests {
         );
         assert_eq!(
             err(&with(r#"{"name": "x", "a": "p", "b": "q", "a_to_b": {"delay_ns": 1, "lost": 0}, "b_to_a": {"delay_ns": 1, "loss": 0}}"#)),
-            "pipes[0].a_to_b.lost: unknown field (expected one of: delay_ns, loss, rate_bps, limit_packets, limit_bytes, changes, discipline, ecn_threshold_packets, ecn_threshold_bytes, red, pie, codel, fq_codel, fq, trace, duplicate, reorder, reorder_delay_ns, stream_index)"
+            "pipes[0].a_to_b.lost: unknown field (expected one of: delay_ns, loss, rate_bps, limit_packets, limit_bytes, changes, discipline, ecn_threshold_packets, ecn_threshold_bytes, ecn_threshold_selector, red, pie, codel, fq_codel, fq, dualpi2, trace, duplicate, reorder, reorder_delay_ns, stream_index)"
         );
         assert_eq!(err(&with(&format!(r#"{{"name": "x", "a": "p", "b": "p", {dir}}}"#))), "pipes[0].b: 'p' is also this pipe's a: a pipe joins two different interfaces");
         assert_eq!(
@@ -701,7 +689,7 @@ mod tests {
     fn dequeue_time_disciplines_take_the_engine_specs_fields() {
         let one = |d: &str| format!(r#"{{"pipes": [{{"name": "x", "a": "p", "b": "q", "a_to_b": {d}, "b_to_a": {{"delay_ns": 1, "loss": 0}}}}]}}"#);
         let queue = |q: &str| Config::from_json(&one(&format!(r#"{{"delay_ns": 1, "loss": 0, "rate_bps": 10, "limit_packets": 50, {q}}}"#))).map(|c| c.pipes[0].a_to_b.queue.clone());
-        let codel = CodelConfig { target_ns: 5_000_000, interval_ns: 100_000_000, ecn: true, mtu_bytes: 1500 };
+        let codel = CodelConfig { target_ns: 5_000_000, interval_ns: 100_000_000, ecn: true, mtu_bytes: 1500, ce_threshold: None };
         assert_eq!(queue(r#""discipline": "codel", "codel": {"target_ns": 5000000, "interval_ns": 100000000, "ecn": true}"#).unwrap(), QdiscConfig::Codel(codel));
         assert_eq!(
             queue(r#""discipline": "fq_codel", "fq_codel": {"target_ns": 5000000, "interval_ns": 100000000, "flows": 1024, "quantum_bytes": 1514, "ecn": true}"#).unwrap(),
@@ -712,7 +700,10 @@ mod tests {
         assert_eq!(msg(r#""discipline": "codel", "codel": {"target_ns": 5, "interval_ns": 5, "ecn": false}"#), "pipes[0].a_to_b.codel.target_ns: must be shorter than the interval (0.000005 ms)");
         assert_eq!(msg(r#""discipline": "fq", "fq": {"flows": 70000, "quantum_bytes": 1}"#), "pipes[0].a_to_b.fq.flows: 70000 is not in [1, 65536]");
         assert_eq!(msg(r#""discipline": "fq", "codel": {}"#), "pipes[0].a_to_b.codel: only discipline \"codel\" takes these parameters");
-        assert_eq!(msg(r#""discipline": "sfq""#), "pipes[0].a_to_b.discipline: unknown discipline \"sfq\" (droptail, red, pie, codel, fq_codel or fq)");
+        assert_eq!(msg(r#""discipline": "sfq""#), "pipes[0].a_to_b.discipline: unknown discipline \"sfq\" (droptail, red, pie, codel, fq_codel, fq or dualpi2)");
+        let dualpi2 = r#""discipline": "dualpi2", "dualpi2": {"target_ns": 15000000, "tupdate_ns": 16000000, "alpha": 0.16, "beta": 3.2, "coupling": 2, "l4s_threshold_ns": 1000000, "l4s_ramp_ns": 0, "l4s_min_qlen_packets": 1, "tshift_ns": 30000000}"#;
+        assert_eq!(queue(dualpi2).unwrap(), QdiscConfig::DualPi2(DualPi2Config::default()));
+        assert_eq!(msg(&dualpi2.replace("\"coupling\": 2", "\"coupling\": 0")), "pipes[0].a_to_b.dualpi2.coupling: 0 is not a positive number");
     }
 
     #[test]
@@ -727,6 +718,13 @@ mod tests {
         assert_eq!(msg(r#""discipline": "codel""#), "pipes[0].a_to_b.codel: required with discipline \"codel\"");
         assert_eq!(msg(r#""discipline": "pie", "pie": {"target_ns": 1}"#), "pipes[0].a_to_b.pie: missing field `tupdate_ns`");
         assert_eq!(msg(r#""ecn_threshold_packets": 60"#), "pipes[0].a_to_b.ecn_threshold_packets: must not exceed the queue limit");
+        // DropTail's L4S step (only ECT(1) frames marked) and its checks.
+        assert_eq!(
+            queue(r#""ecn_threshold_packets": 10, "ecn_threshold_selector": "l4s""#).unwrap(),
+            QdiscConfig::DropTail { ecn_threshold_packets: Some(10), ecn_threshold_bytes: None, ecn_threshold_selector: EcnSelector::L4s }
+        );
+        assert_eq!(msg(r#""ecn_threshold_selector": "l4s""#), "pipes[0].a_to_b.ecn_threshold_selector: needs ecn_threshold (the step it selects for)");
+        assert_eq!(msg(r#""ecn_threshold_packets": 10, "ecn_threshold_selector": "ect1""#), "pipes[0].a_to_b.ecn_threshold_selector: expected \"all\" or \"l4s\", got \"ect1\"");
     }
 
     #[test]
@@ -765,8 +763,8 @@ mod tests {
         assert_eq!(c.pipes[0].a_to_b.trace, Some(RateTrace::steps(&[(0, 10), (5, 0)], false).unwrap()));
         assert_eq!(err(&one(r#"{"delay_ns": 1, "loss": 0, "trace": {"opportunities_ms": [1], "steps": null, "loop": true}}"#)), "pipes[0].a_to_b.trace: a trace needs rate_bps (the rate quoted for the link: the trace's mean)");
         assert_eq!(err(&one(r#"{"delay_ns": 1, "loss": 0, "rate_bps": 5, "trace": {"opportunities_ms": [3, 2], "steps": null, "loop": true}}"#)), "pipes[0].a_to_b.trace.opportunities_ms: timestamps must not decrease: entry 1 (2 ms) follows 3 ms");
-        assert_eq!(err(&one(r#"{"delay_ns": 1, "loss": 0, "rate_bps": 5, "trace": {"opportunities_ms": null, "steps": null, "loop": true}}"#)), "pipes[0].a_to_b.trace: give exactly one of opportunities_ms and steps");
-        assert_eq!(err(&one(r#"{"delay_ns": 1, "loss": 0, "rate_bps": 5, "trace": {"opportunities_ms": null, "steps": [[0]], "loop": true}}"#)), "pipes[0].a_to_b.trace.steps[0]: expected [time_ns, rate_bps]");
+        assert_eq!(err(&one(r#"{"delay_ns": 1, "loss": 0, "rate_bps": 5, "trace": {"opportunities_ms": null, "steps": null, "loop": true}}"#)), "pipes[0].a_to_b.trace: set exactly one of opportunities_ms and steps");
+        assert_eq!(err(&one(r#"{"delay_ns": 1, "loss": 0, "rate_bps": 5, "trace": {"opportunities_ms": null, "steps": [[0]], "loop": true}}"#)), "pipes[0].a_to_b.trace: invalid length 1, expected a tuple of size 2");
         assert_eq!(
             err(&one(r#"{"delay_ns": 1, "loss": 0, "rate_bps": 5, "trace": {"opportunities_ms": [1], "steps": null, "loop": false}, "changes": [{"at_ns": 1, "rate_bps": 9}]}"#)),
             "pipes[0].a_to_b.changes[0].rate_bps: the direction's rate follows a trace; a rate change cannot apply to it"

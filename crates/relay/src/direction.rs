@@ -389,7 +389,7 @@ impl Direction {
                 self.catch_up(rx_mono, false);
                 let size = frame_size(f.hdr_and_frame);
                 let ip = ecn::inspect(f.hdr_and_frame);
-                let info = FrameInfo { ip_bytes: size.ip_bytes, packets: size.packets, flow_hash: ip.flow_hash, ect: ip.ect };
+                let info = FrameInfo { ip_bytes: size.ip_bytes, packets: size.packets, flow_hash: ip.flow_hash, ect: ip.ect, l4s: ip.l4s };
                 if self.link.holds_frames() {
                     let mut body = self.pool.pop().unwrap_or_else(|| Vec::with_capacity(FULL_FRAME_STORED_BYTES));
                     body.extend_from_slice(f.hdr_and_frame);

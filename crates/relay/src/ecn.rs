@@ -27,6 +27,8 @@ const CE: u8 = 0b11;
 pub struct IpInfo {
     /// The ECN field is ECT(0) or ECT(1) (a CE frame is not marked again: it needs no mark).
     pub ect: bool,
+    /// The ECN field is ECT(1) or CE: the L4S identifier (RFC 9331 §5.1).
+    pub l4s: bool,
     /// A hash of the 5-tuple.
     pub flow_hash: u64,
 }
@@ -60,7 +62,7 @@ fn words(b: &[u8]) -> impl Iterator<Item = u64> + '_ {
 pub fn inspect(hdr_and_frame: &[u8]) -> IpInfo {
     let Some((l3, ethertype)) = ip_header(hdr_and_frame) else {
         let ethertype = hdr_and_frame.get(VNET_HDR_LEN..).map_or(0, |f| u64::from(network_offset(f).1.unwrap_or(0)));
-        return IpInfo { ect: false, flow_hash: mix64(ethertype) };
+        return IpInfo { ect: false, l4s: false, flow_hash: mix64(ethertype) };
     };
     let b = hdr_and_frame;
     let (ecn, proto, addrs, l4, has_ports) = if ethertype == ETH_P_IPV4 {
@@ -76,7 +78,7 @@ pub fn inspect(hdr_and_frame: &[u8]) -> IpInfo {
     for w in words(addrs) {
         h = mix64(h ^ w);
     }
-    IpInfo { ect: ecn == 0b01 || ecn == 0b10, flow_hash: h }
+    IpInfo { ect: ecn == 0b01 || ecn == 0b10, l4s: ecn == 0b01 || ecn == CE, flow_hash: h }
 }
 
 /// One's-complement sum of two 16-bit words (RFC 1071), end-around carry folded.
@@ -215,6 +217,25 @@ mod tests {
         }
         let mut f = ipv6_udp(0xb8);
         assert!(!inspect(&f).ect && !set_ce(&mut f));
+    }
+
+    #[test]
+    fn ect1_and_ce_carry_the_l4s_identifier_in_both_ip_versions() {
+        // RFC 9331 §5.1: ECT(1) and CE are L4S; Not-ECT and ECT(0) are classic. DSCP bits around
+        // the field (AF41) change nothing.
+        for (ecn, l4s) in [(0b00u8, false), (0b10, false), (0b01, true), (0b11, true)] {
+            for dscp in [0x00u8, 0x88] {
+                assert_eq!(inspect(&ipv4_tcp(dscp | ecn)).l4s, l4s, "IPv4 ECN {ecn:#04b}");
+                assert_eq!(inspect(&ipv6_udp(dscp | ecn)).l4s, l4s, "IPv6 ECN {ecn:#04b}");
+            }
+        }
+        // Marking an ECT(1) frame keeps it L4S (CE is L4S too, RFC 9331 §5.1).
+        let mut f = ipv4_tcp(0x01);
+        assert!(set_ce(&mut f));
+        assert!(inspect(&f).l4s);
+        let mut arp = ipv4_tcp(0x01);
+        arp[VNET_HDR_LEN + 12..VNET_HDR_LEN + 14].copy_from_slice(&[0x08, 0x06]);
+        assert!(!inspect(&arp).l4s);
     }
 
     #[test]

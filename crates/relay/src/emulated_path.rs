@@ -151,6 +151,8 @@ pub struct FrameInfo {
     pub flow_hash: u64,
     /// The IP header's ECN field is ECT(0) or ECT(1).
     pub ect: bool,
+    /// The IP header's ECN field is ECT(1) or CE: the L4S identifier (RFC 9331 §5.1).
+    pub l4s: bool,
 }
 
 /// What became of an offered frame, with the discipline's mark.
@@ -195,6 +197,7 @@ struct Scheduled<B> {
     impair: Impairment,
     flow_hash: u64,
     ect: bool,
+    l4s: bool,
     ce: bool,
     /// The frame itself, while a link that holds frames holds it.
     body: B,
@@ -216,6 +219,10 @@ impl<B> QueuedPacket for Scheduled<B> {
     #[inline]
     fn ect(&self) -> bool {
         self.ect
+    }
+    #[inline]
+    fn l4s(&self) -> bool {
+        self.l4s
     }
     #[inline]
     fn set_ce(&mut self) {
@@ -263,7 +270,7 @@ pub fn transmission_ns(ip_bytes: u64, rate_bps: u64) -> u64 {
 impl EmulatedPath {
     /// An idle link with `params` and a DropTail queue, losing frames on the wire per `loss`.
     pub fn new(params: LinkParams, loss: Loss) -> EmulatedPath {
-        let droptail = QdiscConfig::DropTail { ecn_threshold_packets: None, ecn_threshold_bytes: None };
+        let droptail = QdiscConfig::DropTail { ecn_threshold_packets: None, ecn_threshold_bytes: None, ecn_threshold_selector: ccarena_link::qdisc::EcnSelector::All };
         EmulatedPath::with_queue(params, &droptail, SplitMix64::new(0), loss)
     }
 
@@ -506,6 +513,7 @@ impl<B: Default> EmulatedPath<B> {
             impair: Impairment::default(),
             flow_hash: frame.flow_hash,
             ect: frame.ect,
+            l4s: frame.l4s,
             ce: false,
             body,
         };
@@ -546,7 +554,7 @@ impl<B: Default> EmulatedPath<B> {
     /// Offer a frame of `ip_bytes` IP bytes (`packets` segments, 1 unless it is a GSO batch) that
     /// arrived at `arrival_ns`, not ECN-capable, of flow 0 ([`EmulatedPath::offer_frame`]).
     pub fn offer(&mut self, arrival_ns: u64, ip_bytes: u64, packets: u64) -> Fate {
-        self.offer_frame(arrival_ns, FrameInfo { ip_bytes, packets, flow_hash: 0, ect: false }).fate
+        self.offer_frame(arrival_ns, FrameInfo { ip_bytes, packets, flow_hash: 0, ect: false, l4s: false }).fate
     }
 
     /// Offer a frame that arrived at `arrival_ns`. Arrivals must be offered in time order; an
@@ -585,6 +593,7 @@ impl<B: Default> EmulatedPath<B> {
             impair: Impairment::default(),
             flow_hash: frame.flow_hash,
             ect: frame.ect,
+            l4s: frame.l4s,
             ce: false,
             body: B::default(),
         };
@@ -911,7 +920,7 @@ mod tests {
     }
 
     fn frame(flow: u64) -> FrameInfo {
-        FrameInfo { ip_bytes: 1500, packets: 1, flow_hash: flow, ect: false }
+        FrameInfo { ip_bytes: 1500, packets: 1, flow_hash: flow, ect: false, l4s: false }
     }
 
     fn departures(l: &mut EmulatedPath<u32>) -> Vec<(u32, u64)> {
@@ -976,7 +985,7 @@ mod tests {
         let (mut dup, mut held) = (0, 0);
         for k in 0..5000u64 {
             let t = k * 100_000;
-            let o = l.offer_frame(t, FrameInfo { ip_bytes: 1500, packets: 1, flow_hash: 0, ect: false });
+            let o = l.offer_frame(t, FrameInfo { ip_bytes: 1500, packets: 1, flow_hash: 0, ect: false, l4s: false });
             let d = due(o.fate);
             let nominal = t + 12_000 + 1_000_000;
             if o.impair.reordered() {

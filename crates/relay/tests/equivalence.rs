@@ -3,9 +3,12 @@
 //! the same discipline, limit, rate, delay, wire loss and random streams decide the same fate for
 //! every packet: dropped by the queue, marked CE, lost on the wire, or delivered at the same
 //! nanosecond. Run for every discipline the relay runs, on a trace that overloads the link in
-//! bursts: those that decide at arrival (DropTail with DCTCP's threshold, RED with ECN, Adaptive
+//! bursts: those that decide at arrival (DropTail with DCTCP's threshold, for every ECT packet or
+//! only ECT(1) ones, RED with ECN, Adaptive
 //! RED in bytes, PIE with ECN) through the relay's arrival path ([`EmulatedPath::offer_frame`]), and
-//! those that decide at dequeue (CoDel and FQ-CoDel with ECN, FQ) through its holding path
+//! those that decide at dequeue (CoDel and FQ-CoDel with ECN, FQ-CoDel with an L4S CE threshold,
+//! FQ, DualPI2 with L4S and Classic
+//! arrivals mixed) through its holding path
 //! ([`EmulatedPath::hold_frame`], [`EmulatedPath::take_departure`]). The simulator does not say which
 //! of its undelivered packets the wire lost and which the discipline dropped at dequeue, so both
 //! count as one outcome per packet, and the totals of each are compared apart. With duplication
@@ -13,11 +16,12 @@
 //! instants, the same ones twice, and count the same.
 
 use ccarena_cc::{Duration, SimTime};
-use ccarena_link::qdisc::codel::CodelConfig;
+use ccarena_link::qdisc::codel::{CeThreshold, CodelConfig};
+use ccarena_link::qdisc::dualpi2::DualPi2Config;
 use ccarena_link::qdisc::fq::FqConfig;
 use ccarena_link::qdisc::pie::PieConfig;
 use ccarena_link::qdisc::red::RedConfig;
-use ccarena_link::qdisc::Limit;
+use ccarena_link::qdisc::{EcnSelector, Limit};
 use ccarena_link::{Qdisc, QdiscConfig, SplitMix64, StreamKind, WireImpairments};
 use ccarena_relay::emulated_path::{FrameInfo, Offered};
 use ccarena_relay::{Fate, EmulatedPath, LinkParams, Loss, QueueLimit};
@@ -34,11 +38,15 @@ struct Arrival {
     t_ns: u64,
     size: u64,
     flow: u32,
+    /// ECN-capable: ECT(0), or ECT(1) when `l4s`.
     ect: bool,
+    /// ECT(1), the L4S identifier (RFC 9331 §5.1): DualPI2's L4S queue.
+    l4s: bool,
 }
 
 /// 20 000 arrivals: on/off bursts at up to twice the link rate from 8 flows, sizes 64–1500
-/// bytes, half the flows ECN-capable, idle gaps so RED's idle aging and PIE's decay run too.
+/// bytes, half the flows ECN-capable (flows 0 and 4 ECT(0), 2 and 6 ECT(1)), idle gaps so RED's
+/// idle aging and PIE's decay run too.
 fn trace() -> Vec<Arrival> {
     let mut r = SplitMix64::new(2024);
     let mut t = 0;
@@ -53,7 +61,7 @@ fn trace() -> Vec<Arrival> {
             t += r.next_u64() % (2 * mean_gap / 3 + 1) + if r.next_u64() < u64::MAX / 200 { 300_000_000 } else { 0 };
             let flow = (r.next_u64() % 8) as u32;
             let size = if r.next_u64() & 3 == 0 { 64 + r.next_u64() % 1437 } else { 1500 };
-            Arrival { t_ns: t, size, flow, ect: flow & 1 == 0 }
+            Arrival { t_ns: t, size, flow, ect: flow & 1 == 0, l4s: flow & 3 == 2 }
         })
         .collect()
 }
@@ -86,14 +94,14 @@ fn sim_outcomes(cfg: &QdiscConfig, limit: Limit, arrivals: &[Arrival], imp: &Wir
                 match slot {
                     // The copy, right behind it.
                     Outcome::Delivered { at_ns, copies, .. } if *at_ns == t.as_nanos() => *copies += 1,
-                    _ => *slot = Outcome::Delivered { at_ns: t.as_nanos(), ce: seg.ce, copies: 1 },
+                    _ => *slot = Outcome::Delivered { at_ns: t.as_nanos(), ce: seg.ecn.is_ce(), copies: 1 },
                 }
             }
         }
     };
     for (i, a) in arrivals.iter().enumerate() {
         drain(&mut link, a.t_ns, &mut out);
-        let seg = DataSegment { seq: i as u64, len: 0, ts_val: SimTime::ZERO, ect: a.ect, ce: false, cwr: false, retransmit: false };
+        let seg = DataSegment { seq: i as u64, len: 0, ts_val: SimTime::ZERO, ecn: codepoint(a), cwr: false, retransmit: false };
         let pkt = Packet { flow: a.flow, dst: 1, size_bytes: a.size as u32, payload: Payload::Data(seg) };
         if !link.enqueue(SimTime(a.t_ns), pkt) {
             out[i] = Outcome::Dropped;
@@ -104,8 +112,17 @@ fn sim_outcomes(cfg: &QdiscConfig, limit: Limit, arrivals: &[Arrival], imp: &Wir
     (out, [c.packets_lost_wire, c.packets_dropped_queue, c.packets_marked, c.packets_duplicated, c.packets_reordered])
 }
 
+/// The simulator's codepoint for `a`.
+fn codepoint(a: &Arrival) -> ccarena_transport::Ecn {
+    match (a.ect, a.l4s) {
+        (true, true) => ccarena_transport::Ecn::Ect1,
+        (true, false) => ccarena_transport::Ecn::Ect0,
+        _ => ccarena_transport::Ecn::NotEct,
+    }
+}
+
 fn info(a: &Arrival) -> FrameInfo {
-    FrameInfo { ip_bytes: a.size, packets: 1, flow_hash: u64::from(a.flow), ect: a.ect }
+    FrameInfo { ip_bytes: a.size, packets: 1, flow_hash: u64::from(a.flow), ect: a.ect, l4s: a.l4s }
 }
 
 fn outcome(fate: Fate, ce: bool, copies: u64) -> Outcome {
@@ -157,19 +174,25 @@ fn red(in_bytes: bool, adaptive: bool) -> RedConfig {
 fn simulator_and_relay_decide_the_same_fates() {
     let arrivals = trace();
     // RFC 8289's defaults: the trace's bursts build standing queues of tens of ms on 10 Mbit/s.
-    let codel = CodelConfig { target_ns: 5_000_000, interval_ns: 100_000_000, ecn: true, mtu_bytes: 1500 };
+    let codel = CodelConfig { target_ns: 5_000_000, interval_ns: 100_000_000, ecn: true, mtu_bytes: 1500, ce_threshold: None };
     let fq = FqConfig { flows: 1024, quantum_bytes: 1500 };
     let cases = [
-        ("droptail K=10", QdiscConfig::DropTail { ecn_threshold_packets: Some(10), ecn_threshold_bytes: None }, 40),
+        ("droptail K=10", QdiscConfig::DropTail { ecn_threshold_packets: Some(10), ecn_threshold_bytes: None, ecn_threshold_selector: EcnSelector::All }, 40),
+        // The L4S step: only the ECT(1) flows are marked (RFC 9331 §5.1).
+        ("droptail K=10 l4s", QdiscConfig::DropTail { ecn_threshold_packets: Some(10), ecn_threshold_bytes: None, ecn_threshold_selector: EcnSelector::L4s }, 40),
         ("red ecn", QdiscConfig::Red(red(false, false)), 40),
         ("adaptive red bytes", QdiscConfig::Red(red(true, true)), 40),
         ("pie ecn", QdiscConfig::Pie(PieConfig { ecn: true, ..PieConfig::default() }), 200),
         ("codel ecn", QdiscConfig::Codel(codel), 1000),
         ("codel", QdiscConfig::Codel(CodelConfig { ecn: false, ..codel }), 1000),
         ("fq_codel ecn", QdiscConfig::FqCodel(fq, codel), 1000),
+        // Linux's ce_threshold 1ms with ce_threshold_selector on ECT(1), beside CoDel's law.
+        ("fq_codel ce_threshold l4s", QdiscConfig::FqCodel(fq, CodelConfig { ce_threshold: Some(CeThreshold { sojourn_ns: 1_000_000, selector: EcnSelector::L4s }), ..codel }), 1000),
         // Few queues for 8 flows: flows collide, as they do in a real hash table.
         ("fq_codel 4 queues, 300-byte quantum", QdiscConfig::FqCodel(FqConfig { flows: 4, quantum_bytes: 300 }, codel), 1000),
         ("fq", QdiscConfig::Fq(fq), 40),
+        // RFC 9332's defaults: the bursts push the Classic delay past its 15 ms target.
+        ("dualpi2", QdiscConfig::DualPi2(DualPi2Config::default()), 200),
     ];
     for (name, cfg, limit) in cases {
         let none = WireImpairments::none();
@@ -196,8 +219,8 @@ fn simulator_and_relay_decide_the_same_fates() {
             // A marked packet may still be lost on the wire.
             assert!(marks > 10 && marked as usize >= marks, "{name}: {marks} marks");
         }
-        if matches!(&cfg, QdiscConfig::Codel(_) | QdiscConfig::FqCodel(..)) {
-            // CoDel's own drops at dequeue, not only the hard limit's.
+        if matches!(&cfg, QdiscConfig::Codel(_) | QdiscConfig::FqCodel(..) | QdiscConfig::DualPi2(_)) {
+            // CoDel's (PI2's) own drops at dequeue, not only the hard limit's.
             assert!(dropped as usize > drops + 20, "{name}: {dropped} drops, {drops} at arrival");
         }
         assert_eq!(sim_totals, relay_totals, "{name}: (lost on the wire, dropped, marked, duplicated, reordered)");
@@ -214,9 +237,9 @@ fn simulator_and_relay_decide_the_same_fates() {
 fn simulator_and_relay_duplicate_and_reorder_the_same_packets() {
     let arrivals = trace();
     let imp = WireImpairments::new(0.02, 0.05, 3_000_000, SplitMix64::stream(9, StreamKind::LinkDuplicate, 0), SplitMix64::stream(9, StreamKind::LinkReorder, 0));
-    let codel = CodelConfig { target_ns: 5_000_000, interval_ns: 100_000_000, ecn: true, mtu_bytes: 1500 };
+    let codel = CodelConfig { target_ns: 5_000_000, interval_ns: 100_000_000, ecn: true, mtu_bytes: 1500, ce_threshold: None };
     let cases = [
-        ("droptail", QdiscConfig::DropTail { ecn_threshold_packets: None, ecn_threshold_bytes: None }, 40),
+        ("droptail", QdiscConfig::DropTail { ecn_threshold_packets: None, ecn_threshold_bytes: None, ecn_threshold_selector: EcnSelector::All }, 40),
         ("fq_codel ecn", QdiscConfig::FqCodel(FqConfig { flows: 1024, quantum_bytes: 1500 }, codel), 1000),
     ];
     for (name, cfg, limit) in cases {

@@ -72,7 +72,7 @@ fn sim_outcomes(trace: &RateTrace, cfg: &QdiscConfig, arrivals: &[(u64, u64)]) -
     };
     for (i, &(t, size)) in arrivals.iter().enumerate() {
         drain(&mut link, t, &mut out);
-        let seg = DataSegment { seq: i as u64, len: 0, ts_val: SimTime::ZERO, ect: false, ce: false, cwr: false, retransmit: false };
+        let seg = DataSegment { seq: i as u64, len: 0, ts_val: SimTime::ZERO, ecn: ccarena_transport::Ecn::NotEct, cwr: false, retransmit: false };
         let pkt = Packet { flow: 0, dst: 1, size_bytes: size as u32, payload: Payload::Data(seg) };
         if !link.enqueue(SimTime(t), pkt) {
             out[i] = Outcome::Dropped;
@@ -95,7 +95,7 @@ fn relay_outcomes(trace: &RateTrace, cfg: &QdiscConfig, arrivals: &[(u64, u64)])
     // The body a held frame carries (CoDel decides at dequeue) is its index in the arrivals.
     let mut link: EmulatedPath<usize> = EmulatedPath::holding(params, cfg, SplitMix64::new(22), Loss::new(LOSS, SplitMix64::new(11))).with_trace(trace.clone());
     link.set_trace_origin(0);
-    let info = |size| FrameInfo { ip_bytes: size, packets: 1, flow_hash: 0, ect: false };
+    let info = |size| FrameInfo { ip_bytes: size, packets: 1, flow_hash: 0, ect: false, l4s: false };
     if !link.holds_frames() {
         return arrivals.iter().map(|&(t, size)| outcome(link.offer_frame(t, info(size)).fate)).collect::<Vec<Outcome>>();
     }
@@ -121,9 +121,9 @@ fn relay_outcomes(trace: &RateTrace, cfg: &QdiscConfig, arrivals: &[(u64, u64)])
 fn simulator_and_relay_run_a_trace_link_identically() {
     let arrivals = arrivals();
     let red = RedConfig { min_th: 5, max_th: 15, in_bytes: false, max_p: 0.1, w_q: 0.02, gentle: true, ecn: false, idle_packet_bytes: 1500, wait: false, adaptive: false };
-    let droptail = QdiscConfig::DropTail { ecn_threshold_packets: None, ecn_threshold_bytes: None };
+    let droptail = QdiscConfig::DropTail { ecn_threshold_packets: None, ecn_threshold_bytes: None, ecn_threshold_selector: ccarena_link::qdisc::EcnSelector::All };
     for (kind, trace) in [("mahimahi", mahimahi()), ("steps", steps())] {
-        let codel = QdiscConfig::Codel(CodelConfig { target_ns: 5_000_000, interval_ns: 100_000_000, ecn: false, mtu_bytes: 1500 });
+        let codel = QdiscConfig::Codel(CodelConfig { target_ns: 5_000_000, interval_ns: 100_000_000, ecn: false, mtu_bytes: 1500, ce_threshold: None });
         for (name, cfg) in [("droptail", droptail.clone()), ("red", QdiscConfig::Red(red.clone())), ("codel", codel)] {
             let sim = sim_outcomes(&trace, &cfg, &arrivals);
             let relay = relay_outcomes(&trace, &cfg, &arrivals);

@@ -14,6 +14,9 @@ use crate::packet::{Packet, Payload};
 /// Bytes a SACK option adds to an ACK: 2 for kind and length, 8 per block (RFC 2018 §3).
 const SACK_OPTION_HEADER_BYTES: u32 = 2;
 const SACK_BLOCK_BYTES: u32 = 8;
+/// Bytes the AccECN option adds to an ACK that carries it: kind, length and three 24-bit byte
+/// counters (RFC 9768 §3.2.3). The ACE field lives in the header's flags: no bytes.
+const ACCECN_OPTION_BYTES: u32 = 11;
 
 /// One end of a transfer.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -187,6 +190,7 @@ impl Endpoint for TcpFlow {
                 } else {
                     0
                 };
+                let accecn_bytes = if ack.accecn.is_some_and(|f| f.option.is_some()) { ACCECN_OPTION_BYTES } else { 0 };
                 self.acks_sent += 1;
                 let boxed = match self.ack_boxes.pop() {
                     Some(mut b) => {
@@ -195,7 +199,7 @@ impl Endpoint for TcpFlow {
                     }
                     None => Box::new(ack),
                 };
-                Some((Payload::Ack(boxed), self.transfer.ack_bytes + sack_bytes))
+                Some((Payload::Ack(boxed), self.transfer.ack_bytes + sack_bytes + accecn_bytes))
             }
         }
     }

@@ -2,7 +2,7 @@
 //! constant-bit-rate sources, and bulk UDT transfers (UDT's own sender and receiver).
 
 use ccarena_cc::{new_controller, Duration, SimTime};
-use ccarena_transport::{AckSegment, EcnMode, Receiver, ReceiverConfig, RecoveryMode, Sender, SenderConfig};
+use ccarena_transport::{AckSegment, EcnMode, Receiver, ReceiverConfig, RecoveryMode, Sender, SenderConfig, SenderEcn};
 
 use ccarena_cc::udt::Udt;
 use ccarena_transport::udt::{UdtReceiver, UdtReceiverConfig, UdtSender, UdtSenderConfig};
@@ -100,7 +100,7 @@ impl TcpFlow {
             clock_granularity: Duration(f.clock_granularity_ns),
             recovery,
             dupthresh: f.dupthresh,
-            ecn: f.ecn,
+            ecn: sender_ecn(f),
             // The handshake (not modelled) would have carried the receiver's window.
             initial_rwnd_bytes: f.rwnd_bytes,
             sndbuf_bytes: f.sndbuf_bytes,
@@ -129,18 +129,17 @@ impl TcpFlow {
     }
 }
 
-/// How the flow's receiver echoes CE (docs/engine-spec.md): off without ECN; with ECN, DCTCP's
-/// exact per-segment echo (RFC 8257 §3.2) for flavors the catalogue says need ECN (their
-/// controllers count marked bytes), and RFC 3168's latched echo for the others. Both ends of a
-/// flow run the same flavor, as with Linux, where the receiving socket's congestion control
-/// (tcp_dctcp) chooses the echo.
+/// How the flow's receiver echoes CE (docs/engine-spec.md): the transport's one rule
+/// ([`ccarena_transport::flow_ecn_mode`]: Accurate ECN for L4S flows, DCTCP's echo for the other
+/// flavors that need ECN, RFC 3168's for the rest). A bad `ect1` reads as no ECN here: the
+/// controller refuses it when the flow is built.
 pub fn receiver_ecn_mode(f: &TcpFlowSpec) -> EcnMode {
-    let needs_ecn = ccarena_cc::catalogue().iter().any(|c| c.name == f.flavor && c.needs_ecn);
-    match (f.ecn, needs_ecn) {
-        (false, _) => EcnMode::Off,
-        (true, true) => EcnMode::Dctcp,
-        (true, false) => EcnMode::Classic,
-    }
+    ccarena_transport::flow_ecn_mode(&f.flavor, &f.cc_params(), f.ecn).unwrap_or(EcnMode::Off)
+}
+
+/// How the flow's sender uses ECN, matching [`receiver_ecn_mode`] ([`EcnMode::sender_ecn`]).
+pub fn sender_ecn(f: &TcpFlowSpec) -> SenderEcn {
+    receiver_ecn_mode(f).sender_ecn()
 }
 
 /// A UDP constant-bit-rate source and its sink.

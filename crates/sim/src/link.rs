@@ -583,11 +583,11 @@ mod tests {
     use crate::packet::Payload;
     use ccarena_link::qdisc::Limit;
     use ccarena_link::{QdiscConfig, StreamKind};
-    use ccarena_transport::DataSegment;
+    use ccarena_transport::{DataSegment, Ecn};
 
     /// DropTail with `limit` packets and an optional ECN threshold K in packets.
     fn droptail(limit: u64, k: Option<u64>) -> Qdisc<Packet> {
-        let cfg = QdiscConfig::DropTail { ecn_threshold_packets: k, ecn_threshold_bytes: None };
+        let cfg = QdiscConfig::DropTail { ecn_threshold_packets: k, ecn_threshold_bytes: None, ecn_threshold_selector: Default::default() };
         Qdisc::new(&cfg, Limit::Packets(limit), SplitMix64::new(0))
     }
 
@@ -669,7 +669,14 @@ mod tests {
             flow: 0,
             dst: 1,
             size_bytes: 1000,
-            payload: Payload::Data(DataSegment { seq: 0, len: 948, ts_val: SimTime::ZERO, ect, ce: false, cwr: false, retransmit: false }),
+            payload: Payload::Data(DataSegment {
+                seq: 0,
+                len: 948,
+                ts_val: SimTime::ZERO,
+                ecn: if ect { Ecn::Ect0 } else { Ecn::NotEct },
+                cwr: false,
+                retransmit: false,
+            }),
         };
         // First serializes at once, second waits (0 waiting on arrival: not marked), third and
         // fourth find one or more waiting: the ECT one is marked, the non-ECT one is not.
@@ -680,7 +687,7 @@ mod tests {
         assert_eq!(l.counters().packets_marked, 1);
         let mut out = Vec::new();
         l.take_arrivals(SimTime(10_000_000), &mut out);
-        let ce: Vec<bool> = out.iter().map(|p| matches!(p.payload, Payload::Data(s) if s.ce)).collect();
+        let ce: Vec<bool> = out.iter().map(|p| matches!(p.payload, Payload::Data(s) if s.ecn.is_ce())).collect();
         assert_eq!(ce, vec![false, false, true, false]);
     }
     fn change() -> LinkChangeSpec {

@@ -21,16 +21,25 @@ impl QueuedPacket for Packet {
         u64::from(self.flow)
     }
 
-    /// Only ECN-capable data segments are ECT (ACKs and datagrams are not, RFC 3168 §6.1.4).
+    /// Only data segments are ever ECN-capable (ACKs and datagrams are Not-ECT, RFC 3168
+    /// §6.1.4): those sent ECT(0) or ECT(1), and those already CE (marking again changes nothing,
+    /// as when an earlier queue had marked them).
     #[inline]
     fn ect(&self) -> bool {
-        matches!(self.payload, Payload::Data(seg) if seg.ect)
+        matches!(self.payload, Payload::Data(seg) if seg.ecn.is_ect())
     }
 
+    /// A data segment sent ECT(1), or CE-marked (RFC 9331 §5.1's L4S identifier).
+    #[inline]
+    fn l4s(&self) -> bool {
+        matches!(self.payload, Payload::Data(seg) if seg.ecn.is_l4s())
+    }
+
+    /// ECT(0) or ECT(1) becomes CE (RFC 3168 §5); a Not-ECT packet is left alone.
     #[inline]
     fn set_ce(&mut self) {
         if let Payload::Data(seg) = &mut self.payload {
-            seg.ce = true;
+            seg.ecn = seg.ecn.marked();
         }
     }
 }
@@ -38,4 +47,64 @@ impl QueuedPacket for Packet {
 /// The queue a validated [`QueueSpec`] describes, drawing from `rng` (the queue's own stream).
 pub fn qdisc(q: &QueueSpec, rng: SplitMix64) -> Qdisc<Packet> {
     Qdisc::new(&q.qdisc_config(), q.limit(), rng)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ccarena_cc::SimTime;
+    use ccarena_transport::{AckSegment, DataSegment, Ecn, SackBlock, MAX_SACK_BLOCKS};
+
+    fn data(ecn: Ecn) -> Packet {
+        let seg = DataSegment { seq: 0, len: 1448, ts_val: SimTime::ZERO, ecn, cwr: false, retransmit: false };
+        Packet { flow: 0, dst: 1, size_bytes: 1500, payload: Payload::Data(seg) }
+    }
+
+    fn codepoint(p: &Packet) -> Ecn {
+        match p.payload {
+            Payload::Data(seg) => seg.ecn,
+            _ => unreachable!("a data packet"),
+        }
+    }
+
+    #[test]
+    fn data_segments_are_classified_and_marked_by_their_codepoint() {
+        // (sent as, ect(), l4s(), after set_ce)
+        let cases = [
+            (Ecn::NotEct, false, false, Ecn::NotEct),
+            (Ecn::Ect0, true, false, Ecn::Ce),
+            (Ecn::Ect1, true, true, Ecn::Ce),
+            (Ecn::Ce, true, true, Ecn::Ce),
+        ];
+        for (sent, ect, l4s, after) in cases {
+            let mut p = data(sent);
+            assert_eq!((p.ect(), p.l4s()), (ect, l4s), "{sent:?}");
+            p.set_ce();
+            assert_eq!(codepoint(&p), after, "{sent:?} marked");
+            assert_eq!(p.l4s(), after.is_l4s(), "a marked ECT(0) packet is then L4S-classified (RFC 9331 §5.1)");
+        }
+    }
+
+    #[test]
+    fn acks_and_datagrams_are_never_ecn_capable() {
+        let ack = AckSegment {
+            ack: 0,
+            sack: [SackBlock::default(); MAX_SACK_BLOCKS],
+            sack_count: 0,
+            ts_ecr: SimTime::ZERO,
+            ts_recv: SimTime::ZERO,
+            ece: false,
+            accecn: None,
+            rwnd_bytes: u64::MAX,
+        };
+        let mut pkts = [
+            Packet { flow: 0, dst: 0, size_bytes: 52, payload: Payload::Ack(Box::new(ack)) },
+            Packet { flow: 0, dst: 1, size_bytes: 1200, payload: Payload::Datagram { seq: 0 } },
+        ];
+        for p in &mut pkts {
+            assert!(!p.ect() && !p.l4s());
+            p.set_ce();
+            assert!(!p.ect() && !p.l4s(), "set_ce leaves a Not-ECT packet alone");
+        }
+    }
 }

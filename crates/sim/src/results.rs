@@ -5,6 +5,8 @@
 //! a [`Table`] in the documented column order, so no value is placed by position.
 
 use ccarena_cc::{Duration, SimTime};
+use ccarena_link::qdisc::dualpi2::{Class, DualPi2};
+use ccarena_link::Aqm;
 
 use crate::flow::{CbrFlow, Flow, TcpFlow, Transfer, UdtFlow};
 use crate::link::Link;
@@ -93,6 +95,11 @@ pub struct FlowRow {
     pub rtt_p99_s: f64,
     /// RTT samples taken.
     pub rtt_samples: f64,
+    /// Data packets the receiver got CE-marked (RFC 3168 §5), duplicates included; 0 for flows
+    /// whose packets are never ECN-capable (UDT, UDP CBR).
+    pub ce_packets: f64,
+    /// Payload bytes of the data packets the receiver got CE-marked, duplicates included.
+    pub ce_bytes: f64,
 }
 
 /// A link's summary row (the `links` table).
@@ -135,6 +142,109 @@ pub struct LinkRow {
     pub packets_duplicated: f64,
     /// Packets the wire held back so later ones overtook them.
     pub packets_reordered: f64,
+    /// DualPI2's L4S queue (ECT(1) and CE packets; RFC 9332 §2.1); NaN for other disciplines.
+    pub l4s: ClassSummary,
+    /// DualPI2's Classic queue (Not-ECT and ECT(0) packets); NaN for other disciplines.
+    pub classic: ClassSummary,
+}
+
+/// One of DualPI2's two queues (RFC 9332 §2.1) in the `links` table, as the columns
+/// `l4s_<field>` and `classic_<field>`; every value NaN on a link whose discipline is not
+/// DualPI2, the sojourns NaN when no packet left the queue. Sojourn: from enqueue to the start
+/// of transmission, one value per departure, quantiles to within 1.6% ([`ccarena_link::Histogram`]).
+#[derive(Clone, Copy, Debug)]
+pub struct ClassSummary {
+    /// Packets that left the queue for the transmitter.
+    pub packets_departed: f64,
+    /// Packets the AQM marked CE (they departed too).
+    pub packets_marked: f64,
+    /// Packets dropped: refused at the shared limit or dropped by the AQM at dequeue.
+    pub packets_dropped: f64,
+    /// Mean sojourn, s.
+    pub sojourn_mean_s: f64,
+    /// Shortest sojourn, s.
+    pub sojourn_min_s: f64,
+    /// 5th percentile of the sojourns, s.
+    pub sojourn_p5_s: f64,
+    /// 10th percentile of the sojourns, s.
+    pub sojourn_p10_s: f64,
+    /// 25th percentile of the sojourns, s.
+    pub sojourn_p25_s: f64,
+    /// Median sojourn, s.
+    pub sojourn_p50_s: f64,
+    /// 75th percentile of the sojourns, s.
+    pub sojourn_p75_s: f64,
+    /// 90th percentile of the sojourns, s.
+    pub sojourn_p90_s: f64,
+    /// 95th percentile of the sojourns, s.
+    pub sojourn_p95_s: f64,
+    /// 99th percentile of the sojourns, s.
+    pub sojourn_p99_s: f64,
+    /// Longest sojourn, s.
+    pub sojourn_max_s: f64,
+}
+
+/// `$m!($($args)*; <every ClassSummary field>)`: the field list written once, for the `links`
+/// table's per-class columns.
+macro_rules! with_class_fields {
+    ($m:ident!($($args:tt)*)) => {
+        $m!($($args)*; packets_departed, packets_marked, packets_dropped, sojourn_mean_s, sojourn_min_s,
+            sojourn_p5_s, sojourn_p10_s, sojourn_p25_s, sojourn_p50_s, sojourn_p75_s, sojourn_p90_s,
+            sojourn_p95_s, sojourn_p99_s, sojourn_max_s)
+    };
+}
+
+/// `class_columns!(rows, l4s; a, b)`: the columns `l4s_a`, `l4s_b` from `row.l4s.a`, `row.l4s.b`.
+macro_rules! class_columns {
+    ($rows:expr, $class:ident; $($field:ident),+) => {
+        vec![$((concat!(stringify!($class), "_", stringify!($field)), Column::F64($rows.iter().map(|r| r.$class.$field).collect()))),+]
+    };
+}
+
+impl ClassSummary {
+    /// Every value NaN: a link whose discipline has no classes.
+    pub const NAN: ClassSummary = ClassSummary {
+        packets_departed: f64::NAN,
+        packets_marked: f64::NAN,
+        packets_dropped: f64::NAN,
+        sojourn_mean_s: f64::NAN,
+        sojourn_min_s: f64::NAN,
+        sojourn_p5_s: f64::NAN,
+        sojourn_p10_s: f64::NAN,
+        sojourn_p25_s: f64::NAN,
+        sojourn_p50_s: f64::NAN,
+        sojourn_p75_s: f64::NAN,
+        sojourn_p90_s: f64::NAN,
+        sojourn_p95_s: f64::NAN,
+        sojourn_p99_s: f64::NAN,
+        sojourn_max_s: f64::NAN,
+    };
+
+    /// `class`'s queue of `aqm`: its counters and its sojourn histogram.
+    pub fn of(aqm: &DualPi2, class: Class) -> ClassSummary {
+        let c = match class {
+            Class::L4s => aqm.l4s_counters(),
+            Class::Classic => aqm.classic_counters(),
+        };
+        let h = aqm.sojourn_histogram(class);
+        let q = |p: f64| h.quantile(p) / 1e9;
+        ClassSummary {
+            packets_departed: c.departed as f64,
+            packets_marked: c.marked as f64,
+            packets_dropped: (c.dropped_limit + c.dropped_aqm) as f64,
+            sojourn_mean_s: h.mean() / 1e9,
+            sojourn_min_s: h.min() / 1e9,
+            sojourn_p5_s: q(0.05),
+            sojourn_p10_s: q(0.10),
+            sojourn_p25_s: q(0.25),
+            sojourn_p50_s: q(0.50),
+            sojourn_p75_s: q(0.75),
+            sojourn_p90_s: q(0.90),
+            sojourn_p95_s: q(0.95),
+            sojourn_p99_s: q(0.99),
+            sojourn_max_s: if h.count() == 0 { f64::NAN } else { h.max_ns() as f64 / 1e9 },
+        }
+    }
 }
 
 /// The `flows` table.
@@ -143,17 +253,20 @@ pub fn flow_table(rows: &[FlowRow]) -> Table {
         flow, name, kind, flavor, recovery, start_s, end_s, bytes_offered, bytes_sent, bytes_retransmitted,
         bytes_delivered, packets_sent, packets_retransmitted, packets_received, packets_lost, rto_count,
         fast_recoveries, spurious_rtos, duplicate_bytes_received, completion_time_s, rtt_min_s, rtt_mean_s,
-        rtt_p50_s, rtt_p95_s, rtt_p99_s, rtt_samples,
+        rtt_p50_s, rtt_p95_s, rtt_p99_s, rtt_samples, ce_packets, ce_bytes,
     )
 }
 
 /// The `links` table.
 pub fn link_table(rows: &[LinkRow]) -> Table {
-    table!(rows;
+    let mut table = table!(rows;
         link, name, rate_bps, delay_ns, packets_in, bytes_in, packets_delivered, packets_dropped_queue,
         packets_marked, packets_lost_wire, down_drops_packets, no_route_drops_packets, packets_queued_end, packets_in_flight_end, bytes_transmitted,
         utilization, packets_duplicated, packets_reordered,
-    )
+    );
+    table.columns.extend(with_class_fields!(class_columns!(rows, l4s)));
+    table.columns.extend(with_class_fields!(class_columns!(rows, classic)));
+    table
 }
 
 /// A row with every value NaN and no names: the base each kind fills in.
@@ -186,6 +299,8 @@ fn nan_row(index: usize) -> FlowRow {
         rtt_p95_s: nan,
         rtt_p99_s: nan,
         rtt_samples: nan,
+        ce_packets: nan,
+        ce_bytes: nan,
     }
 }
 
@@ -255,6 +370,8 @@ fn tcp_fields(row: &mut FlowRow, t: &TcpFlow, flavor: &str, recovery: &str) {
     row.fast_recoveries = st.fast_recoveries as f64;
     row.spurious_rtos = st.spurious_rtos as f64;
     row.duplicate_bytes_received = r.duplicate_bytes as f64;
+    row.ce_packets = r.ce_segments as f64;
+    row.ce_bytes = r.ce_bytes as f64;
 }
 
 fn udt_fields(row: &mut FlowRow, u: &UdtFlow) {
@@ -274,6 +391,9 @@ fn udt_fields(row: &mut FlowRow, u: &UdtFlow) {
     row.rto_count = st.exp_timeouts as f64;
     row.fast_recoveries = u.sender.cc().stats().congestion_periods as f64;
     row.duplicate_bytes_received = r.duplicate_bytes as f64;
+    // UDT's packets are Not-ECT: no queue marks them.
+    row.ce_packets = 0.0;
+    row.ce_bytes = 0.0;
 }
 
 fn cbr_fields(row: &mut FlowRow, c: &CbrFlow) {
@@ -290,6 +410,9 @@ fn cbr_fields(row: &mut FlowRow, c: &CbrFlow) {
     row.packets_lost = c.sent.saturating_sub(c.received) as f64;
     row.duplicate_bytes_received = 0.0;
     row.rtt_samples = 0.0;
+    // Datagrams are Not-ECT (RFC 3168 §6.1.4 leaves them out): no queue marks them.
+    row.ce_packets = 0.0;
+    row.ce_bytes = 0.0;
 }
 
 /// Link `index`'s summary row at `now` (after [`Link::advance`] to `now`); `no_route_drops` is
@@ -297,6 +420,10 @@ fn cbr_fields(row: &mut FlowRow, c: &CbrFlow) {
 pub fn link_row(index: usize, link: &Link, spec: &LinkSpec, now: SimTime, no_route_drops: u64) -> LinkRow {
     let c = link.counters();
     let elapsed_ns = now.as_nanos();
+    let (l4s, classic) = match link.qdisc().aqm() {
+        Some(Aqm::DualPi2(d)) => (ClassSummary::of(d, Class::L4s), ClassSummary::of(d, Class::Classic)),
+        _ => (ClassSummary::NAN, ClassSummary::NAN),
+    };
     LinkRow {
         link: index as f64,
         name: spec.name.clone(),
@@ -317,6 +444,8 @@ pub fn link_row(index: usize, link: &Link, spec: &LinkSpec, now: SimTime, no_rou
         utilization: if elapsed_ns > 0 { link.busy_ns(now) as f64 / elapsed_ns as f64 } else { f64::NAN },
         packets_duplicated: c.packets_duplicated as f64,
         packets_reordered: c.packets_reordered as f64,
+        l4s,
+        classic,
     }
 }
 

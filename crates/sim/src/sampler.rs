@@ -4,6 +4,7 @@
 //! sample turns counter differences into rates.
 
 use ccarena_cc::{CaState, SimTime};
+use ccarena_link::Aqm;
 
 use crate::link::Link;
 use crate::spec::LinkSpec;
@@ -81,6 +82,8 @@ struct QueueColumns {
     sojourn_mean_s: Vec<f64>,
     red_avg: Vec<f64>,
     early_drops: Vec<f64>,
+    aqm_prob_classic: Vec<f64>,
+    aqm_prob_l4s: Vec<f64>,
 }
 
 /// One link's queue at a sample instant (cumulative counters as the link keeps them).
@@ -106,6 +109,24 @@ pub struct QueueSample {
     pub red_avg: f64,
     /// RED's early (unforced) drops, cumulative; part of `drops`.
     pub early_drops: u64,
+    /// The probability the AQM drops or marks a Classic packet with: DualPI2's p_C = p'²
+    /// (RFC 9332 §2.1), PIE's drop probability (RFC 8033 §4.2); NaN for the other disciplines.
+    pub aqm_prob_classic: f64,
+    /// DualPI2's coupled L4S marking probability p_CL = min(k·p', 1) (RFC 9332 §2.1), the floor
+    /// of every L4S packet's marking probability (the native step adds to it per packet); NaN
+    /// for the other disciplines.
+    pub aqm_prob_l4s: f64,
+}
+
+/// The AQM's (classic, L4S) probabilities of [`QueueSample`] for `link` as it stands: PI2 and
+/// PIE update their probability lazily, at the first arrival or departure after each update
+/// instant, so the value is the one in force at the link's last packet event.
+fn aqm_probabilities(link: &Link) -> (f64, f64) {
+    match link.qdisc().aqm() {
+        Some(Aqm::DualPi2(d)) => (d.p_classic(), d.p_coupled()),
+        Some(Aqm::Pie(p)) => (p.drop_prob(), f64::NAN),
+        _ => (f64::NAN, f64::NAN),
+    }
 }
 
 /// Accumulates sample rows; turns cumulative counters into per-interval rates.
@@ -142,6 +163,7 @@ impl Sampler {
             let link = &mut links[i as usize];
             link.advance(now);
             let c = link.counters();
+            let (aqm_prob_classic, aqm_prob_l4s) = aqm_probabilities(link);
             let row = QueueSample {
                 link: i,
                 backlog_bytes: link.queued_bytes(),
@@ -153,6 +175,8 @@ impl Sampler {
                 sojourn_total_ns: c.sojourn_total_ns,
                 red_avg: link.red_avg(now),
                 early_drops: c.packets_dropped_early,
+                aqm_prob_classic,
+                aqm_prob_l4s,
             };
             self.queue(time_s, &row);
         }
@@ -201,6 +225,8 @@ impl Sampler {
         });
         c.red_avg.push(q.red_avg);
         c.early_drops.push(q.early_drops as f64);
+        c.aqm_prob_classic.push(q.aqm_prob_classic);
+        c.aqm_prob_l4s.push(q.aqm_prob_l4s);
     }
 
     /// The per-flow sample table.
@@ -245,6 +271,8 @@ impl Sampler {
                 ("sojourn_mean_s", col(&c.sojourn_mean_s)),
                 ("red_avg", col(&c.red_avg)),
                 ("early_drops", col(&c.early_drops)),
+                ("aqm_prob_classic", col(&c.aqm_prob_classic)),
+                ("aqm_prob_l4s", col(&c.aqm_prob_l4s)),
             ],
         }
     }

@@ -1,8 +1,8 @@
 //! The resolved run spec the engine executes: every value explicit, no defaults.
 //!
 //! The format is documented in `docs/engine-spec.md`; this module is its Rust mirror, except the
-//! queue and trace objects, which are the link crate's (`ccarena_link::spec`, shared with the
-//! relay) and checked there. [`Spec::validate`] checks each section with its own validator. The Python
+//! queue and trace objects, which are the link crate's (`ccarena_link::QueueSpec` and
+//! `TraceSpec`, shared with the relay) and checked there. [`Spec::validate`] checks each section with its own validator. The Python
 //! front end resolves every default and sends a spec that names all fields, so the engine rejects
 //! both unknown and missing fields ([`Spec::from_json`]); [`Spec::validate`] then checks the values
 //! (called once, by `Simulation::new`), reporting the first problem as `path: message`.
@@ -15,13 +15,13 @@ use ccarena_link::required::present;
 use ccarena_transport::RecoveryMode;
 use serde::{Deserialize, Serialize};
 
-// The queue and trace formats are the link crate's (`ccarena_link::spec`), re-exported so a
+// The queue and trace formats are the link crate's (`ccarena_link::{QueueSpec, TraceSpec}`), re-exported so a
 // spec user finds every type of the spec here.
 pub use ccarena_link::qdisc::codel::CodelConfig;
 pub use ccarena_link::qdisc::fq::{FqCodelSpec, FqConfig};
 pub use ccarena_link::qdisc::pie::PieConfig;
 pub use ccarena_link::qdisc::red::RedSpec;
-pub use ccarena_link::spec::{Discipline, QueueSpec, TraceSpec};
+pub use ccarena_link::{Discipline, QueueSpec, TraceSpec};
 
 /// The spec format version this engine reads.
 pub const SPEC_FORMAT: u32 = 1;

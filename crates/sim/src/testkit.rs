@@ -8,6 +8,7 @@
 use std::collections::BTreeMap;
 use std::hash::{Hash, Hasher};
 
+use ccarena_link::qdisc::dualpi2::DualPi2Config;
 use ccarena_link::MTU_BYTES;
 use crate::table::{Column, Results};
 use crate::spec::{
@@ -132,31 +133,37 @@ pub fn droptail_queue(limit_packets: u64) -> QueueSpec {
         limit_bytes: None,
         ecn_threshold_packets: None,
         ecn_threshold_bytes: None,
+        ecn_threshold_selector: None,
         red: None,
         codel: None,
         fq_codel: None,
         pie: None,
         fq: None,
+        dualpi2: None,
     }
 }
 
 /// Make `queue` a queue of discipline `d` with its primary source's default parameters (the
 /// values the front end writes): CoDel 5 ms / 100 ms (RFC 8289 §4), FQ-CoDel 5 ms / 100 ms,
 /// 1024 flows, 1500-byte quantum (RFC 8290 §5.2), PIE 15 ms / 15 ms, α 0.125, β 1.25, 150 ms
-/// burst (RFC 8033 §4), FQ 1024 flows, 1500-byte quantum; `ecn` as given. Keeps the hard limit;
+/// burst (RFC 8033 §4), FQ 1024 flows, 1500-byte quantum, DualPI2 RFC 9332's (its
+/// `Default`: 15 ms / 16 ms, α 0.16, β 3.2, k 2, 1 ms step; `ecn` unused); `ecn` as given. Keeps the hard limit;
 /// clears the DropTail ECN threshold. RED takes [`make_red`] instead.
 pub fn make_discipline(queue: &mut QueueSpec, d: Discipline, ecn: bool) {
     queue.discipline = d;
     queue.ecn_threshold_packets = None;
     queue.ecn_threshold_bytes = None;
+    queue.ecn_threshold_selector = None;
     queue.red = None;
-    queue.codel = (d == Discipline::Codel).then_some(CodelConfig { target_ns: ms(5), interval_ns: ms(100), ecn, mtu_bytes: MTU_BYTES });
+    queue.codel = (d == Discipline::Codel).then_some(CodelConfig { target_ns: ms(5), interval_ns: ms(100), ecn, mtu_bytes: MTU_BYTES, ce_threshold: None });
     queue.fq_codel = (d == Discipline::FqCodel).then_some(FqCodelSpec {
         target_ns: ms(5),
         interval_ns: ms(100),
         flows: 1024,
         quantum_bytes: 1500,
         ecn,
+        ce_threshold_ns: None,
+        ce_threshold_selector: None,
     });
     queue.pie = (d == Discipline::Pie).then_some(PieConfig {
         target_ns: ms(15),
@@ -168,6 +175,7 @@ pub fn make_discipline(queue: &mut QueueSpec, d: Discipline, ecn: bool) {
         mean_packet_bytes: MTU_BYTES,
     });
     queue.fq = (d == Discipline::Fq).then_some(FqConfig { flows: 1024, quantum_bytes: 1500 });
+    queue.dualpi2 = (d == Discipline::DualPi2).then(DualPi2Config::default);
 }
 
 /// A scheduled change of `link` at `time_ns`: the fields `set` fills in, every other one null.

@@ -10,7 +10,9 @@
 //!
 //! - [`segment`]: what travels between the two ends (plain `Copy` headers, no payload).
 //! - [`sender`]: the sending side and its recovery state machine.
-//! - [`receiver`]: reassembly, ACK policy, SACK blocks, timestamp and ECN echo.
+//! - [`receiver`]: reassembly, ACK policy, SACK blocks, timestamp and ECN echo (classic, DCTCP,
+//!   Accurate ECN).
+//! - [`accecn`]: the sender's decoding of Accurate ECN feedback (RFC 9768).
 //! - [`rtt`]: RFC 6298 RTT estimator and RTO.
 //! - [`recovery`]: the loss-recovery modes and their window arithmetic (PRR, NewReno).
 //! - `rack` (private): RACK time-based loss detection state (RFC 8985 §6).
@@ -26,10 +28,14 @@
 //! (RFC 3042), F-RTO (RFC 5682), D-SACK outside the `linux` recovery mode (the receiver sends it
 //! when configured to; only `linux` reads it), detection of lost
 //! retransmissions without SACK (they wait for the RTO), cwnd restart after idle (RFC 5681 §4.1),
-//! receiver reneging.
+//! receiver reneging, ECN and AccECN negotiation (both ends are configured alike: [`SenderEcn`]
+//! and [`EcnMode`]) with AccECN's fallbacks and its mangling and zeroing tests (RFC 9768
+//! §3.2.2.3–§3.2.2.4).
 
 #![warn(missing_docs)]
 
+pub mod accecn;
+pub mod ecn_choice;
 pub mod pacing;
 mod rack;
 pub mod rate;
@@ -42,7 +48,8 @@ pub mod sender;
 pub mod udt;
 mod window;
 
+pub use ecn_choice::flow_ecn_mode;
 pub use receiver::{EcnMode, Receiver, ReceiverConfig, ReceiverStats};
 pub use recovery::{ParseRecoveryModeError, RecoveryMode, ALL_RECOVERY_MODES};
-pub use segment::{AckSegment, DataSegment, SackBlock, MAX_SACK_BLOCKS};
-pub use sender::{AckOutcome, ConfigError, Sender, SenderConfig, SenderStats};
+pub use segment::{AccEcnFeedback, AccEcnOption, AckSegment, DataSegment, Ecn, SackBlock, MAX_SACK_BLOCKS};
+pub use sender::{AckOutcome, ConfigError, Sender, SenderConfig, SenderEcn, SenderStats};

@@ -58,12 +58,26 @@
 //! segment is acknowledged at once with the old state's ECE (if any of it was still
 //! unacknowledged), then the state flips and the segment follows the normal delayed-ACK policy.
 //! So with delayed ACKs a sender still learns exactly how many bytes were marked.
+//!
+//! Accurate ECN (RFC 9768 §3.2): the receiver counts CE-marked packets (r.cep, from 5,
+//! §3.2.1) and the payload bytes received in each ECN codepoint (r.e0b and r.e1b from 1, r.ceb
+//! from 0, §3.2.1); every ACK carries r.cep mod 8 as the ACE field and, unless the mode is
+//! [`EcnMode::AccEcnAceOnly`], the three byte counters mod 2^24 as the AccECN option
+//! ([`AccEcnFeedback`]). ECE is never set and CWR is ignored (the flags are ACE's). So that a
+//! sender can tell how many times ACE wrapped (§3.2.2.5.1), an ACK is sent at once when a
+//! CE-marked segment follows one that was not ("change-triggered"), and when
+//! [`ACCECN_CE_PER_ACK`] CE-marked segments have arrived since the last ACK
+//! ("increment-triggered"): with no ACK lost, ACE then never moves by 8 or more between ACKs.
 
 use std::collections::VecDeque;
 
 use ccarena_cc::{Duration, SimTime};
 
-use crate::segment::{AckSegment, DataSegment, SackBlock, MAX_SACK_BLOCKS};
+use crate::accecn::{ACCECN_CEP_INIT, ACCECN_ECT_BYTES_INIT};
+use crate::segment::{
+    AccEcnFeedback, AccEcnOption, AckSegment, DataSegment, Ecn, SackBlock, ACCECN_OPTION_MODULUS,
+    ACE_MODULUS, MAX_SACK_BLOCKS,
+};
 use crate::sender::ConfigError;
 
 /// Received ranges remembered for SACK reporting, most recent first. More than the three an ACK
@@ -71,6 +85,11 @@ use crate::sender::ConfigError;
 /// (RFC 2018 §4: "as many distinct SACK blocks as possible"); ranges older than this are not
 /// reported again until data arrives next to them. Linux keeps 4.
 const SACK_HISTORY: usize = 8;
+
+/// CE-marked segments since the last ACK that make an AccECN receiver acknowledge at once
+/// (RFC 9768 §3.2.2.5.1's `n`: SHOULD be 2, MUST be 2 to 6, so that ACE, mod 8, cannot wrap
+/// between two ACKs).
+pub const ACCECN_CE_PER_ACK: u32 = 2;
 
 /// Receiver parameters. Every value is explicit (Linux-like: delayed ACK 40 ms, every 2nd
 /// segment).
@@ -103,6 +122,19 @@ pub enum EcnMode {
     /// RFC 8257 §3.2 (DCTCP): ECE mirrors each segment's CE exactly; an immediate ACK on every
     /// change of CE state.
     Dctcp,
+    /// RFC 9768 (Accurate ECN): the ACE field and the AccECN option's byte counters in every
+    /// ACK.
+    AccEcn,
+    /// RFC 9768 with the ACE field alone: no ACK carries the AccECN option (as when a path
+    /// strips it, §3.2.3.2), so the sender has only the CE packet count mod 8.
+    AccEcnAceOnly,
+}
+
+impl EcnMode {
+    /// Accurate ECN feedback ([`EcnMode::AccEcn`] or [`EcnMode::AccEcnAceOnly`]).
+    pub const fn is_accecn(self) -> bool {
+        matches!(self, EcnMode::AccEcn | EcnMode::AccEcnAceOnly)
+    }
 }
 
 impl ReceiverConfig {
@@ -146,8 +178,70 @@ pub struct ReceiverStats {
     pub out_of_order_segments: u64,
     /// ACKs sent.
     pub acks_sent: u64,
-    /// Segments that arrived CE-marked.
+    /// Segments that arrived CE-marked, duplicates included.
     pub ce_segments: u64,
+    /// Payload bytes of the segments that arrived CE-marked, duplicates included.
+    pub ce_bytes: u64,
+}
+
+/// An AccECN receiver's counters (RFC 9768 §3.2.1), kept in full; ACKs carry them modulo the
+/// field sizes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct AccEcnCounters {
+    /// r.cep: CE-marked packets, from [`ACCECN_CEP_INIT`].
+    cep: u64,
+    /// r.e0b: payload bytes received ECT(0), from [`ACCECN_ECT_BYTES_INIT`].
+    e0b: u64,
+    /// r.e1b: payload bytes received ECT(1), from [`ACCECN_ECT_BYTES_INIT`].
+    e1b: u64,
+    /// r.ceb: payload bytes received CE, from 0.
+    ceb: u64,
+    /// CE-marked segments since the last ACK (for the increment-triggered ACK).
+    ce_since_ack: u32,
+    /// The previous segment was CE-marked (for the change-triggered ACK).
+    last_was_ce: bool,
+}
+
+impl AccEcnCounters {
+    fn new() -> AccEcnCounters {
+        AccEcnCounters {
+            cep: ACCECN_CEP_INIT,
+            e0b: ACCECN_ECT_BYTES_INIT,
+            e1b: ACCECN_ECT_BYTES_INIT,
+            ceb: 0,
+            ce_since_ack: 0,
+            last_was_ce: false,
+        }
+    }
+
+    /// Count a data segment of `len_bytes` payload that arrived with `ecn`. Returns true when it
+    /// calls for an immediate ACK (RFC 9768 §3.2.2.5.1: change- or increment-triggered).
+    fn on_segment(&mut self, ecn: Ecn, len_bytes: u64) -> bool {
+        match ecn {
+            Ecn::NotEct => {}
+            Ecn::Ect0 => self.e0b += len_bytes,
+            Ecn::Ect1 => self.e1b += len_bytes,
+            Ecn::Ce => {
+                self.cep += 1;
+                self.ceb += len_bytes;
+                self.ce_since_ack += 1;
+            }
+        }
+        let change = ecn.is_ce() && !self.last_was_ce;
+        self.last_was_ce = ecn.is_ce();
+        change || self.ce_since_ack >= ACCECN_CE_PER_ACK
+    }
+
+    /// The feedback an ACK carries now (with the option when `option`), restarting the
+    /// increment-triggered count.
+    fn feedback(&mut self, option: bool) -> AccEcnFeedback {
+        self.ce_since_ack = 0;
+        let field = |v: u64| (v % ACCECN_OPTION_MODULUS) as u32;
+        AccEcnFeedback {
+            ace: (self.cep % ACE_MODULUS) as u8,
+            option: option.then(|| AccEcnOption { e0b: field(self.e0b), ceb: field(self.ceb), e1b: field(self.e1b) }),
+        }
+    }
 }
 
 /// The receiving half of a connection. See the module documentation.
@@ -176,6 +270,8 @@ pub struct Receiver {
     state_change_ack: Option<AckSegment>,
     /// The duplicate range the next ACK reports first (RFC 2883 §4).
     dsack: Option<SackBlock>,
+    /// AccECN's counters (RFC 9768 §3.2.1), in the AccECN modes only.
+    accecn: Option<AccEcnCounters>,
     stats: ReceiverStats,
 }
 
@@ -205,6 +301,7 @@ impl Receiver {
             ece: false,
             state_change_ack: None,
             dsack: None,
+            accecn: cfg.ecn.is_accecn().then(AccEcnCounters::new),
             stats: ReceiverStats::default(),
         }
     }
@@ -216,16 +313,23 @@ impl Receiver {
         let len = seg.len as u64;
         self.stats.segments_received += 1;
         self.stats.bytes_received += len;
-        if seg.ce {
+        let ce = seg.ecn.is_ce();
+        if ce {
             self.stats.ce_segments += 1;
+            self.stats.ce_bytes += len;
         }
-        if self.cfg.ecn == EcnMode::Dctcp && seg.ce != self.ece {
+        if let Some(c) = self.accecn.as_mut() {
+            if c.on_segment(seg.ecn, len) {
+                self.ack_now = true;
+            }
+        }
+        if self.cfg.ecn == EcnMode::Dctcp && ce != self.ece {
             // RFC 8257 §3.2: acknowledge what came before with the old CE state, then flip.
             if self.unacked_bytes > 0 || self.ack_deadline.is_some() || self.ack_now {
                 let ack = self.make_ack();
                 self.state_change_ack = Some(ack);
             }
-            self.ece = seg.ce;
+            self.ece = ce;
         }
         if seg.ts_val >= self.ts_recent && seg.seq <= self.last_ack_sent {
             self.ts_recent = seg.ts_val;
@@ -235,7 +339,7 @@ impl Receiver {
             if seg.cwr {
                 self.ece = false;
             }
-            if seg.ce {
+            if ce {
                 self.ece = true;
                 self.ack_now = true;
             }
@@ -395,7 +499,8 @@ impl Receiver {
             sack_count: n as u8,
             ts_ecr: self.ts_recent,
             ts_recv: self.ts_recent_recv,
-            ece: self.cfg.ecn != EcnMode::Off && self.ece,
+            ece: matches!(self.cfg.ecn, EcnMode::Classic | EcnMode::Dctcp) && self.ece,
+            accecn: self.accecn.as_mut().map(|c| c.feedback(self.cfg.ecn == EcnMode::AccEcn)),
             rwnd_bytes: self.advertised_window(),
         }
     }

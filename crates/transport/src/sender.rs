@@ -46,7 +46,8 @@
 //! Window growth: `cong_avoid` is called for ACKs that deliver data in Open, Disorder and Loss —
 //! Loss included, because after a timeout the sender slow-starts from the loss window
 //! (RFC 5681 §3.1), as Linux does — and never on an ACK that starts or ends Recovery, nor during
-//! Recovery or CWR.
+//! Recovery or CWR; except that a controller may keep growing through the CWR of an ECN
+//! reduction (`CongestionControl::grows_during_ecn_cwr`: TCP Prague).
 //!
 //! Flow control: new data goes no further than the peer's advertised receive window above the
 //! ACK that advertised it and the send buffer above snd.una ([`SenderConfig::sndbuf_bytes`]);
@@ -57,19 +58,28 @@
 //! data segment carries CWR, and CWR lasts until data beyond everything sent before it is
 //! acknowledged, i.e. until the receiver has seen the CWR flag (so at most one reduction per
 //! window). Retransmissions are never ECN-capable (RFC 3168 §6.1.5).
+//!
+//! Accurate ECN ([`SenderEcn::L4s`]): new data is sent ECT(1) (RFC 9331 §4.1); each ACK's ACE
+//! field and AccECN option are decoded into the CE-marked bytes newly fed back
+//! ([`crate::accecn`]), given to the controller as [`AckSample::ce_bytes`], and `ece` is true
+//! when that is more than zero. Such an ACK in Open or Disorder is a congestion event as above
+//! (`ssthresh(Ecn)`, CWR state until the window sent before it is acknowledged, so at most one
+//! reduction per round trip), but no CWR flag is sent: AccECN feedback is cumulative and never
+//! latched (RFC 9768 §3.1.5, the CWR flag being part of ACE).
 
 use ccarena_cc::{
     AckSample, CaState, CongestionControl, CwndEvent, CwndState, Duration, LossEvent, LossKind,
     RateSample, SimTime,
 };
 
+use crate::accecn::AccEcnDecoder;
 use crate::pacing::Pacer;
 use crate::rack::Rack;
 use crate::rate::RateEstimator;
 use crate::recovery::{newreno_full_ack_cwnd, newreno_partial_ack_cwnd, Prr, RecoveryMode};
 use crate::rtt::RttEstimator;
 use crate::scoreboard::{Scoreboard, SegRecord};
-use crate::segment::{AckSegment, DataSegment};
+use crate::segment::{AckSegment, DataSegment, Ecn};
 use crate::window::FlowControl;
 
 /// Sender parameters. Every value is explicit; ccarena's front end fills in Linux-like defaults
@@ -92,14 +102,45 @@ pub struct SenderConfig {
     pub recovery: RecoveryMode,
     /// Duplicate ACKs (or SACKed segments above a hole) that declare a loss (RFC 5681: 3).
     pub dupthresh: u32,
-    /// Negotiate ECN (RFC 3168): send ECT data and react to ECE.
-    pub ecn: bool,
+    /// How the connection uses ECN: which codepoint data carries and which feedback it reads.
+    pub ecn: SenderEcn,
     /// The receive window the peer offered at connection setup (not modelled), bytes: bounds
     /// new data until the first ACK brings the current one. `None`: unlimited.
     pub initial_rwnd_bytes: Option<u64>,
     /// Send buffer, bytes: the data held unacknowledged is at most this (a bulk application
     /// keeps the buffer full, so it caps what is outstanding). `None`: unlimited.
     pub sndbuf_bytes: Option<u64>,
+}
+
+/// How a sender uses ECN: the codepoint on its new data and the feedback it reads. The receiver's
+/// [`crate::EcnMode`] must match (both ends negotiate it; the simulator runs one stack at both).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum SenderEcn {
+    /// No ECN: data is Not-ECT and ECN feedback is ignored.
+    #[default]
+    Off,
+    /// RFC 3168: data is ECT(0); ECE in an ACK is a congestion signal, answered once per window
+    /// with the CWR flag (§6.1.2). DCTCP's receivers (RFC 8257 §3.2) echo into the same ECE.
+    Classic,
+    /// L4S (RFC 9331 §4.1): data is ECT(1); feedback is Accurate ECN (RFC 9768 §3.2), decoded
+    /// into [`AckSample::ce_bytes`]; no CWR flag.
+    L4s,
+}
+
+impl SenderEcn {
+    /// The codepoint new data is sent with (RFC 3168 §5, RFC 9331 §4.1).
+    pub const fn codepoint(self) -> Ecn {
+        match self {
+            SenderEcn::Off => Ecn::NotEct,
+            SenderEcn::Classic => Ecn::Ect0,
+            SenderEcn::L4s => Ecn::Ect1,
+        }
+    }
+
+    /// ECN is in use (either kind).
+    pub const fn is_on(self) -> bool {
+        !matches!(self, SenderEcn::Off)
+    }
 }
 
 /// Why a [`SenderConfig`] or [`crate::ReceiverConfig`] was rejected.
@@ -175,6 +216,12 @@ pub struct SenderStats {
     pub dupacks_received: u64,
     /// Window reductions caused by ECN echoes.
     pub ecn_reductions: u64,
+    /// CE-marked packets fed back by Accurate ECN (s.cep less its initial value, RFC 9768
+    /// §3.2.1); 0 without it.
+    pub accecn_ce_packets: u64,
+    /// CE-marked payload bytes fed back by Accurate ECN (the sum of every ACK's
+    /// [`AckSample::ce_bytes`]); 0 without it.
+    pub accecn_ce_bytes: u64,
     /// RTT samples taken (Karn's rule excludes retransmitted segments).
     pub rtt_samples: u64,
     /// Bytes declared lost (by SACK, dupacks or timeouts; a byte can be counted more than once).
@@ -316,6 +363,10 @@ pub struct Sender {
     recover: u64,
     /// snd.nxt when the current CWR episode started.
     cwr_high: u64,
+    /// The current CWR episode was entered for ECN feedback (not after a tail loss probe) and
+    /// the controller keeps growing through such an episode
+    /// ([`CongestionControl::grows_during_ecn_cwr`], asked once, at the reduction).
+    cwr_grows: bool,
     /// Send the next retransmission whatever cwnd says.
     force_rtx: bool,
     /// RFC 6675 RescueRxt.
@@ -329,6 +380,8 @@ pub struct Sender {
     /// timeout or window reduction supersedes it.
     dsack_undo: Option<DsackUndo>,
     cwr_pending: bool,
+    /// The AccECN counters ([`SenderEcn::L4s`] only).
+    accecn: Option<AccEcnDecoder>,
     cwnd_limited: bool,
     cc_owns_cwnd: bool,
     paced_data_waiting: bool,
@@ -381,6 +434,7 @@ impl Sender {
             dupacks: 0,
             recover: 0,
             cwr_high: 0,
+            cwr_grows: false,
             force_rtx: false,
             rescue_rxt: None,
             last_rto_una: None,
@@ -388,6 +442,7 @@ impl Sender {
             eifel: None,
             dsack_undo: None,
             cwr_pending: false,
+            accecn: (cfg.ecn == SenderEcn::L4s).then(AccEcnDecoder::new),
             cwnd_limited: false,
             cc_owns_cwnd: false,
             paced_data_waiting: false,
@@ -461,6 +516,7 @@ impl Sender {
         self.update_rto_timer(now, &prior);
         let losses = self.detect_losses(now, scored.dsack);
         let rs = self.take_rate_sample(scored.delivered, rtt_sample);
+        let (ece, ce_bytes) = self.read_ecn_feedback(ack, &prior, scored.delivered);
 
         let mut sample = AckSample {
             now,
@@ -473,7 +529,8 @@ impl Sender {
             in_flight_bytes: self.in_flight_bytes(),
             snd_una: self.snd_una,
             snd_nxt: self.snd_nxt,
-            ece: self.cfg.ecn && ack.ece,
+            ece,
+            ce_bytes,
             cwnd_limited: self.cwnd_limited,
             state: prior.state,
         };
@@ -486,7 +543,7 @@ impl Sender {
         // cwnd meanwhile is kept otherwise).
         let w_before = self.cwnd.cwnd_bytes;
         let mut w = w_before;
-        self.run_recovery(now, ack, &prior, &scored, losses, &mut w);
+        self.run_recovery(now, ack, ece, &prior, &scored, losses, &mut w);
         sample.in_flight_bytes = self.in_flight_bytes();
         let recovery_cwnd = (w != w_before).then_some(w);
         self.update_window(now, &sample, &rs, recovery_cwnd, scored.delivered, prior.state);
@@ -631,22 +688,45 @@ impl Sender {
         rs
     }
 
+    /// `on_ack`'s ECN phase: whether the ACK signals congestion (`ece`) and the CE-marked bytes
+    /// it newly feeds back. Classic: the ACK's ECE, 0 bytes. L4S: the AccECN feedback decoded
+    /// ([`crate::accecn`]; `delivered` is the bytes the ACK newly acknowledged, an ACK below
+    /// snd.una before it is superseded), congestion when any byte was marked. Off, or an AccECN
+    /// sender given an ACK without AccECN fields: nothing.
+    #[inline]
+    fn read_ecn_feedback(&mut self, ack: &AckSegment, prior: &AckPrior, delivered: u64) -> (bool, u64) {
+        match self.cfg.ecn {
+            SenderEcn::Off => (false, 0),
+            SenderEcn::Classic => (ack.ece, 0),
+            SenderEcn::L4s => {
+                let (Some(dec), Some(fb)) = (self.accecn.as_mut(), ack.accecn.as_ref()) else {
+                    return (false, 0);
+                };
+                let d = dec.on_ack(fb, delivered, ack.ack < prior.una, self.mss);
+                self.stats.accecn_ce_packets += d.ce_packets;
+                self.stats.accecn_ce_bytes += d.ce_bytes;
+                (d.ce_bytes > 0, d.ce_bytes)
+            }
+        }
+    }
+
     /// `on_ack`'s recovery phase: duplicate-ACK counting, the recovery state machine (see the
     /// module table), a due D-SACK undo, RACK's reordering-window reset on leaving recovery,
     /// ECN's CWR (RFC 3168 §6.1.2) on an ECN echo when not already reducing, and TLP's
     /// bookkeeping. Writes the window the recovery arithmetic wants into `w`.
     #[inline]
+    #[allow(clippy::too_many_arguments)]
     fn run_recovery(
         &mut self,
         now: SimTime,
         ack: &AckSegment,
+        ece: bool,
         prior: &AckPrior,
         scored: &ScoredAck,
         losses: AckLosses,
         w: &mut u64,
     ) {
         let rack_tlp = self.cfg.recovery.uses_rack_tlp();
-        let ece = self.cfg.ecn && ack.ece;
         let cum_advanced = self.snd_una > prior.una;
         let is_dupack = prior.had_outstanding
             && ack.ack == prior.una
@@ -686,7 +766,7 @@ impl Sender {
     /// window the recovery phase set (`recovery_cwnd`, bytes; `None` when it left cwnd alone)
     /// and `cong_avoid` when data was delivered and both the prior and the current state allow
     /// growth. cwnd never falls below one MSS. Then the probe timeout is re-armed.
-    #[inline]
+    #[inline(always)]
     fn update_window(
         &mut self,
         now: SimTime,
@@ -701,13 +781,25 @@ impl Sender {
             if let Some(w) = recovery_cwnd {
                 self.cwnd.cwnd_bytes = w;
             }
-            if delivered > 0 && may_grow(prior_state) && may_grow(self.state) {
+            if delivered > 0 && self.may_grow(prior_state) && self.may_grow(self.state) {
                 self.cc.cong_avoid(&mut self.cwnd, sample);
             }
         }
         self.cwnd.cwnd_bytes = self.cwnd.cwnd_bytes.max(self.mss);
         self.cwnd_limited = false;
         self.arm_pto(now);
+    }
+
+    /// Window growth is allowed on ACKs in state `s` (see the module documentation): Open,
+    /// Disorder and Loss; and CWR after an ECN reduction when the controller keeps growing
+    /// through it ([`CongestionControl::grows_during_ecn_cwr`], TCP Prague).
+    #[inline]
+    fn may_grow(&self, s: CaState) -> bool {
+        match s {
+            CaState::Open | CaState::Disorder | CaState::Loss => true,
+            CaState::Cwr => self.cwr_grows,
+            CaState::Recovery => false,
+        }
     }
 
     /// Eifel detection (RFC 3522 §3.2): the first ACK that covers the segment a timeout
@@ -943,6 +1035,12 @@ impl Sender {
     /// ECN echo in Open/Disorder (RFC 3168 §6.1.2): one reduction per window of data.
     /// Also the reduction after a tail loss probe repaired a loss (RFC 8985 §7.4.2, `kind`
     /// FastRetransmit): the same once-per-window cut, without the CWR flag.
+    ///
+    /// With Accurate ECN ([`SenderEcn::L4s`]) a controller may decline the reduction (an
+    /// `ssthresh` of at least cwnd: TCP Prague reduces at most once per its reference RTT): then
+    /// nothing changes and no CWR starts, so the next CE feedback is offered again. AccECN has
+    /// no CWR flag to send (RFC 9768 §3.1.5), and a CWR held for a round trip after a declined
+    /// reduction would space the controller's reductions further apart than it asked.
     fn enter_cwr(&mut self, now: SimTime, kind: LossKind, w: &mut u64) {
         let ev = LossEvent {
             now,
@@ -950,13 +1048,19 @@ impl Sender {
             flight_size_bytes: self.flight_size_for_reduction(),
             in_flight_bytes: self.in_flight_bytes(),
         };
-        self.cwnd.ssthresh_bytes = self.cc.ssthresh(&self.cwnd, &ev);
+        let ssthresh = self.cc.ssthresh(&self.cwnd, &ev);
+        if kind == LossKind::Ecn && self.cfg.ecn == SenderEcn::L4s && ssthresh >= self.cwnd.cwnd_bytes {
+            return;
+        }
+        self.cwnd.ssthresh_bytes = ssthresh;
         *w = (*w).min(self.ssthresh_floor());
         // A new reduction: an undo would now restore a window from before it.
         self.dsack_undo = None;
         self.cwr_high = self.snd_nxt;
+        self.cwr_grows = kind == LossKind::Ecn && self.cc.grows_during_ecn_cwr();
         if kind == LossKind::Ecn {
-            self.cwr_pending = true;
+            // RFC 9768 §3.1.5: in AccECN mode the CWR flag is part of ACE, never sent as CWR.
+            self.cwr_pending = self.cfg.ecn == SenderEcn::Classic;
             self.stats.ecn_reductions += 1;
         }
         self.set_state(CaState::Cwr, now);
@@ -1273,8 +1377,7 @@ impl Sender {
                     seq,
                     len,
                     ts_val: now,
-                    ect: false,
-                    ce: false,
+                    ecn: Ecn::NotEct,
                     cwr: false,
                     retransmit: true,
                 }
@@ -1291,8 +1394,7 @@ impl Sender {
                     seq,
                     len,
                     ts_val: now,
-                    ect: self.cfg.ecn,
-                    ce: false,
+                    ecn: self.cfg.ecn.codepoint(),
                     cwr,
                     retransmit: false,
                 }
@@ -1431,10 +1533,6 @@ impl Sender {
 /// segment is in flight (200 ms, as the RFC recommends and Linux uses).
 pub const TLP_MAX_ACK_DELAY: Duration = Duration::from_millis(200);
 
-/// Window growth is allowed on ACKs in these states (see the module documentation).
-fn may_grow(s: CaState) -> bool {
-    matches!(s, CaState::Open | CaState::Disorder | CaState::Loss)
-}
 
 /// The D-SACK block of `ack`, if its first SACK block is one (RFC 2883 §4 / RFC 3708 §2):
 /// below the cumulative ACK, or contained in the second block.

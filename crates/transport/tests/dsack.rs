@@ -13,7 +13,7 @@ const M: u64 = MSS as u64;
 
 /// Segment number `n` (full-sized), sent at `n` ms.
 fn seg(n: u64) -> DataSegment {
-    DataSegment { seq: n * M, len: MSS, ts_val: ms(n), ect: false, ce: false, cwr: false, retransmit: false }
+    DataSegment { seq: n * M, len: MSS, ts_val: ms(n), ecn: ccarena_transport::Ecn::NotEct, cwr: false, retransmit: false }
 }
 
 fn blocks(a: &AckSegment) -> Vec<(u64, u64)> {

@@ -11,7 +11,7 @@ const M: u64 = MSS as u64;
 
 fn ecn_pair(mode: RecoveryMode, marked: &'static [u64]) -> Pair {
     let scfg = SenderConfig {
-        ecn: true,
+        ecn: ccarena_transport::SenderEcn::Classic,
         ..sender_cfg(mode)
     };
     let rcfg = ReceiverConfig {
@@ -41,7 +41,7 @@ fn one_mark_one_reduction_and_cwr_on_the_next_new_segment() {
         (st.fast_recoveries, st.rto_count, st.bytes_retransmitted),
         (0, 0, 0)
     );
-    assert!(p.sent_log.iter().all(|(_, s)| s.ect), "ECN-capable data");
+    assert!(p.sent_log.iter().all(|(_, s)| s.ecn.is_ect()), "ECN-capable data");
     let cwr: Vec<_> = p.sent_log.iter().filter(|(_, s)| s.cwr).collect();
     assert_eq!(cwr.len(), 1, "CWR set once");
     let i = p
@@ -79,7 +79,7 @@ fn ece_is_ignored_without_ecn_and_retransmissions_are_not_ect() {
     );
     s.app_write(10 * M);
     let segs = drain(&mut s, SimTime::ZERO);
-    assert!(segs.iter().all(|x| !x.ect));
+    assert!(segs.iter().all(|x| !x.ecn.is_ect()));
     let mut a = ack_seg(2 * M, &[], SimTime::ZERO);
     a.ece = true;
     let _ = s.on_ack(ms(20), &a);
@@ -87,13 +87,13 @@ fn ece_is_ignored_without_ecn_and_retransmissions_are_not_ect() {
     assert_eq!(s.stats().ecn_reductions, 0);
 
     let cfg = SenderConfig {
-        ecn: true,
+        ecn: ccarena_transport::SenderEcn::Classic,
         ..sender_cfg(RecoveryMode::Sack)
     };
     let mut s = Sender::new(cfg, controller_for(RecoveryMode::Sack), SimTime::ZERO);
     s.app_write(10 * M);
-    assert!(drain(&mut s, SimTime::ZERO).iter().all(|x| x.ect));
+    assert!(drain(&mut s, SimTime::ZERO).iter().all(|x| x.ecn.is_ect()));
     s.handle_timeout(ms(1000));
     let rtx = drain(&mut s, ms(1000));
-    assert!(rtx[0].retransmit && !rtx[0].ect, "RFC 3168 §6.1.5");
+    assert!(rtx[0].retransmit && !rtx[0].ecn.is_ect(), "RFC 3168 §6.1.5");
 }

@@ -16,7 +16,7 @@ fn run(mode: RecoveryMode, rate: u64, one_way_ms: u64, qlim: usize, loss: f64, s
         clock_granularity: Duration::from_millis(1),
         recovery: mode,
         dupthresh: 3,
-        ecn: false,
+        ecn: ccarena_transport::SenderEcn::Off,
         initial_rwnd_bytes: None,
         sndbuf_bytes: None,
     };

@@ -15,8 +15,7 @@ fn seg(n: u64) -> DataSegment {
         seq: n * M,
         len: MSS,
         ts_val: ms(n),
-        ect: false,
-        ce: false,
+        ecn: ccarena_transport::Ecn::NotEct,
         cwr: false,
         retransmit: false,
     }
@@ -209,10 +208,10 @@ fn ecn_echo_from_ce_until_cwr() {
     };
     let mut r = Receiver::new(cfg);
     let _ = r.on_segment(ms(1), &seg(0));
-    let _ = r.on_segment(ms(2), &DataSegment { ce: true, ..seg(1) });
+    let _ = r.on_segment(ms(2), &DataSegment { ecn: ccarena_transport::Ecn::Ce, ..seg(1) });
     let a = r.poll_ack(ms(2)).unwrap();
     assert!(a.ece);
-    let _ = r.on_segment(ms(3), &DataSegment { ce: true, ..seg(2) });
+    let _ = r.on_segment(ms(3), &DataSegment { ecn: ccarena_transport::Ecn::Ce, ..seg(2) });
     assert!(r.poll_ack(ms(3)).expect("CE: ACK at once").ece);
     let _ = r.on_segment(ms(4), &seg(3));
     let _ = r.on_segment(ms(5), &seg(4));
@@ -229,7 +228,7 @@ fn ecn_echo_from_ce_until_cwr() {
     assert_eq!(r.stats().ce_segments, 2);
     // Without ECN, CE is not echoed.
     let mut r = Receiver::new(receiver_cfg());
-    let _ = r.on_segment(ms(1), &DataSegment { ce: true, ..seg(0) });
+    let _ = r.on_segment(ms(1), &DataSegment { ecn: ccarena_transport::Ecn::Ce, ..seg(0) });
     let _ = r.on_segment(ms(2), &seg(1));
     assert!(!r.poll_ack(ms(2)).unwrap().ece);
 }
@@ -242,7 +241,7 @@ fn dctcp_echo_mirrors_ce_exactly_with_an_ack_on_each_state_change() {
         ..receiver_cfg()
     };
     let mut r = Receiver::new(cfg);
-    let ce = |i| DataSegment { ce: true, ..seg(i) };
+    let ce = |i| DataSegment { ecn: ccarena_transport::Ecn::Ce, ..seg(i) };
     let _ = r.on_segment(ms(1), &seg(0));
     assert!(r.poll_ack(ms(1)).is_none(), "delayed");
     let _ = r.on_segment(ms(2), &seg(1));

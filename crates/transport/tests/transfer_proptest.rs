@@ -53,7 +53,7 @@ fn run(mode: RecoveryMode, f: Faults) {
     let mut scfg = sender_cfg(mode);
     scfg.max_rto = Duration::from_secs(4);
     scfg.dupthresh = f.dupthresh;
-    scfg.ecn = f.ce_mark.is_some();
+    scfg.ecn = if f.ce_mark.is_some() { ccarena_transport::SenderEcn::Classic } else { ccarena_transport::SenderEcn::Off };
     let mut rcfg = receiver_cfg_for(mode);
     rcfg.ecn = if f.ce_mark.is_some() { ccarena_transport::EcnMode::Classic } else { ccarena_transport::EcnMode::Off };
     if f.no_delayed_ack {

@@ -4,6 +4,13 @@
 //! (`UDP_GRO`, datagrams of one flow that arrive together read as one buffer and a segment size),
 //! each datagram with its kernel receive time stamp (`SO_TIMESTAMPNS`).
 //!
+//! Each datagram also carries the IP header's ECN field (RFC 3168 §5) both ways, as quinn-udp
+//! does: sent with an `IP_TOS` (IPv4) or `IPV6_TCLASS` (IPv6) control message per message (so a
+//! GSO run never mixes codepoints; a Not-ECT datagram carries none and leaves with the socket's
+//! TOS, 0), and read back from the `IP_TOS`/`IPV6_TCLASS` control message the kernel attaches
+//! when the socket asked for it (`IP_RECVTOS`/`IPV6_RECVTCLASS`, [`enable_ecn_receipt`]). The
+//! kernel's IP GRO merges only packets with the same TOS, so one GRO message has one codepoint.
+//!
 //! Why not the `quinn-udp` crate (0.5): it brings `socket2`, by default `tracing`, and its own
 //! transmit/receive types for what is here a few hundred lines over `libc` (already a
 //! dependency), and its receive metadata has no kernel time stamps, which UDT's receiver needs (arrival speed and packet pairs,
@@ -21,6 +28,8 @@ use std::mem::{size_of, zeroed};
 use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr, SocketAddrV4, SocketAddrV6};
 use std::os::fd::RawFd;
 
+use ccarena_transport::Ecn;
+
 /// Most messages one `sendmmsg` or `recvmmsg` call carries.
 pub const MAX_MESSAGES: usize = 64;
 /// `UDP_MAX_SEGMENTS` (linux/udp.h): most datagrams one GSO message carries.
@@ -36,15 +45,20 @@ pub const GRO_SLOT_BYTES: usize = 65_536;
 #[derive(Debug, Default)]
 pub struct SendQueue {
     buf: Vec<u8>,
-    /// Each datagram's end offset in `buf` and destination.
-    ends: Vec<(usize, SocketAddr)>,
+    /// Each datagram's end offset in `buf`, destination and ECN codepoint.
+    ends: Vec<(usize, SocketAddr, Ecn)>,
 }
 
 impl SendQueue {
-    /// Append a copy of `data`, for `to`.
+    /// Append a copy of `data`, for `to`, Not-ECT.
     pub fn push(&mut self, data: &[u8], to: SocketAddr) {
+        self.push_with_ecn(data, to, Ecn::NotEct);
+    }
+
+    /// Append a copy of `data`, for `to`, to leave with `ecn` in its IP header's ECN field.
+    pub fn push_with_ecn(&mut self, data: &[u8], to: SocketAddr, ecn: Ecn) {
         self.buf.extend_from_slice(data);
-        self.ends.push((self.buf.len(), to));
+        self.ends.push((self.buf.len(), to, ecn));
     }
 
     /// Datagrams queued.
@@ -66,8 +80,13 @@ impl SendQueue {
     /// Datagram `i`: its bytes' range in `buf` and its destination.
     fn get(&self, i: usize) -> (usize, usize, SocketAddr) {
         let start = if i == 0 { 0 } else { self.ends[i - 1].0 };
-        let (end, to) = self.ends[i];
+        let (end, to, _) = self.ends[i];
         (start, end, to)
+    }
+
+    /// Datagram `i`'s ECN codepoint.
+    fn ecn(&self, i: usize) -> Ecn {
+        self.ends[i].2
     }
 
     /// The datagrams, in order (for senders that take one at a time).
@@ -99,7 +118,7 @@ struct Message {
 }
 
 /// Group datagrams `from..` of `q` into at most [`MAX_MESSAGES`] messages: with `gso`, a run of
-/// datagrams to one destination, all the size of the first but the last (which may be shorter:
+/// datagrams to one destination with one ECN codepoint, all the size of the first but the last (which may be shorter:
 /// GSO's rule), at most [`GSO_MAX_SEGMENTS`] and [`GSO_MAX_BYTES`], is one message; else one
 /// datagram per message.
 fn plan(q: &SendQueue, from: usize, gso: bool, out: &mut Vec<Message>) {
@@ -112,7 +131,7 @@ fn plan(q: &SendQueue, from: usize, gso: bool, out: &mut Vec<Message>) {
         while gso && i + count < q.len() && count < GSO_MAX_SEGMENTS {
             let (s2, e2, to2) = q.get(i + count);
             let len = e2 - s2;
-            if to2 != to || len > seg || len == 0 || bytes + len > GSO_MAX_BYTES {
+            if to2 != to || q.ecn(i + count) != q.ecn(i) || len > seg || len == 0 || bytes + len > GSO_MAX_BYTES {
                 break;
             }
             bytes += len;
@@ -172,11 +191,52 @@ fn from_c(ss: &libc::sockaddr_storage) -> Option<SocketAddr> {
     }
 }
 
-/// Control buffer of one message: room for one `UDP_SEGMENT`/`UDP_GRO` integer and one
-/// `SCM_TIMESTAMPNS` timespec, 8-byte aligned as `cmsghdr` wants.
+/// Bytes of a message's control buffer: room for one `UDP_SEGMENT`/`UDP_GRO` integer (24 with
+/// its header), one `SCM_TIMESTAMPNS` timespec (32) and one `IP_TOS`/`IPV6_TCLASS` integer (24),
+/// with room to spare.
+const CONTROL_BYTES: usize = 128;
+
+/// Control buffer of one message, 8-byte aligned as `cmsghdr` wants.
 #[derive(Clone, Copy)]
 #[repr(C, align(8))]
-struct Control([u8; 64]);
+struct Control([u8; CONTROL_BYTES]);
+
+/// The control message that sets a datagram's ECN field: `IP_TOS` to an IPv4 destination,
+/// `IPV6_TCLASS` to an IPv6 one (level, type), each an `int` holding the whole TOS or traffic
+/// class byte, whose low two bits are the ECN field (RFC 3168 §5; RFC 8200 §7 for IPv6's traffic
+/// class). The DSCP bits are left 0, the socket's default.
+fn ecn_cmsg(to: SocketAddr) -> (libc::c_int, libc::c_int) {
+    match to {
+        SocketAddr::V4(_) => (libc::IPPROTO_IP, libc::IP_TOS),
+        SocketAddr::V6(_) => (libc::IPPROTO_IPV6, libc::IPV6_TCLASS),
+    }
+}
+
+/// Ask the kernel to attach each received datagram's TOS (IPv4) and traffic class (IPv6) byte
+/// as a control message (`IP_RECVTOS`, `IPV6_RECVTCLASS`; an IPv6 socket takes both, for
+/// IPv4-mapped peers). Returns whether the kernel took the option for `fd`'s own family.
+pub fn enable_ecn_receipt(fd: RawFd, ipv6: bool) -> bool {
+    let v4 = set_int_option(fd, libc::IPPROTO_IP, libc::IP_RECVTOS, 1);
+    if ipv6 {
+        set_int_option(fd, libc::IPPROTO_IPV6, libc::IPV6_RECVTCLASS, 1)
+    } else {
+        v4
+    }
+}
+
+/// The ECN codepoint in one received control message (`level`, `kind`, its data bytes), if it
+/// is the TOS or traffic class one: Linux sends IPv4's `IP_TOS` as one byte and IPv6's
+/// `IPV6_TCLASS` as an `int` (native byte order). `None` for any other message or a short one.
+pub fn ecn_from_cmsg(level: libc::c_int, kind: libc::c_int, data: &[u8]) -> Option<Ecn> {
+    match (level, kind) {
+        (libc::IPPROTO_IP, libc::IP_TOS) => data.first().map(|&tos| Ecn::from_bits(tos)),
+        (libc::IPPROTO_IPV6, libc::IPV6_TCLASS) => {
+            let bytes: [u8; 4] = data.get(..4)?.try_into().ok()?;
+            Some(Ecn::from_bits(i32::from_ne_bytes(bytes) as u8))
+        }
+        _ => None,
+    }
+}
 
 /// Wait up to `timeout_ms` for room in the send buffer.
 fn wait_writable(fd: RawFd, timeout_ms: libc::c_int) {
@@ -204,7 +264,7 @@ pub fn send_queue(fd: RawFd, q: &SendQueue, gso: &mut bool) -> io::Result<SendRe
         plan(q, next, *gso, &mut msgs);
         let mut iovs: Vec<libc::iovec> = Vec::with_capacity(msgs.len());
         let mut names: Vec<(libc::sockaddr_storage, libc::socklen_t)> = Vec::with_capacity(msgs.len());
-        let mut controls = vec![Control([0; 64]); msgs.len()];
+        let mut controls = vec![Control([0; CONTROL_BYTES]); msgs.len()];
         for m in &msgs {
             let (start, _, to) = q.get(m.first);
             let (_, end, _) = q.get(m.first + m.count - 1);
@@ -219,20 +279,39 @@ pub fn send_queue(fd: RawFd, q: &SendQueue, gso: &mut bool) -> io::Result<SendRe
             h.msg_namelen = names[k].1;
             h.msg_iov = &mut iovs[k];
             h.msg_iovlen = 1;
-            if m.count > 1 {
-                let (s, e, _) = q.get(m.first);
+            let ecn = q.ecn(m.first);
+            if m.count > 1 || ecn != Ecn::NotEct {
+                let (s, e, to) = q.get(m.first);
                 let seg = (e - s) as u16;
                 h.msg_control = controls[k].0.as_mut_ptr().cast();
-                // SAFETY: CMSG_SPACE of a u16 fits the 64-byte buffer; CMSG_FIRSTHDR of a
-                // msghdr whose control buffer is that size is a valid, aligned cmsghdr in it.
+                // The kernel walks msg_controllen bytes: set it to the whole buffer while the
+                // messages are written (CMSG_NXTHDR checks against it), then to what was used.
+                h.msg_controllen = CONTROL_BYTES as _;
+                let mut used = 0usize;
+                // SAFETY: the two CMSG_SPACEs (of a u16 and a c_int, 24 bytes each) fit the
+                // CONTROL_BYTES buffer; CMSG_FIRSTHDR/NXTHDR of a msghdr whose control buffer is
+                // that size give valid, aligned cmsghdrs inside it (the first is never null, the
+                // second is not either since 48 bytes fit).
                 unsafe {
-                    h.msg_controllen = libc::CMSG_SPACE(size_of::<u16>() as u32) as _;
-                    let c = libc::CMSG_FIRSTHDR(h);
-                    (*c).cmsg_level = libc::SOL_UDP;
-                    (*c).cmsg_type = libc::UDP_SEGMENT;
-                    (*c).cmsg_len = libc::CMSG_LEN(size_of::<u16>() as u32) as _;
-                    std::ptr::write_unaligned(libc::CMSG_DATA(c).cast::<u16>(), seg);
+                    let mut c = libc::CMSG_FIRSTHDR(h);
+                    if m.count > 1 {
+                        (*c).cmsg_level = libc::SOL_UDP;
+                        (*c).cmsg_type = libc::UDP_SEGMENT;
+                        (*c).cmsg_len = libc::CMSG_LEN(size_of::<u16>() as u32) as _;
+                        std::ptr::write_unaligned(libc::CMSG_DATA(c).cast::<u16>(), seg);
+                        used += libc::CMSG_SPACE(size_of::<u16>() as u32) as usize;
+                        c = libc::CMSG_NXTHDR(h, c);
+                    }
+                    if ecn != Ecn::NotEct {
+                        let (level, kind) = ecn_cmsg(to);
+                        (*c).cmsg_level = level;
+                        (*c).cmsg_type = kind;
+                        (*c).cmsg_len = libc::CMSG_LEN(size_of::<libc::c_int>() as u32) as _;
+                        std::ptr::write_unaligned(libc::CMSG_DATA(c).cast::<libc::c_int>(), libc::c_int::from(ecn.bits()));
+                        used += libc::CMSG_SPACE(size_of::<libc::c_int>() as u32) as usize;
+                    }
                 }
+                h.msg_controllen = used as _;
             }
         }
         // SAFETY: every header points at live buffers (q, names, iovs, controls) that outlive
@@ -278,8 +357,8 @@ pub struct RecvBatch {
     buf: Vec<u8>,
     slot_bytes: usize,
     /// Per message read: bytes, GRO segment size (0: one datagram), sender, receive stamp
-    /// (CLOCK_REALTIME ns; 0: none).
-    meta: Vec<(usize, usize, Option<SocketAddr>, u64)>,
+    /// (CLOCK_REALTIME ns; 0: none), the IP ECN field (Not-ECT when the kernel attached none).
+    meta: Vec<(usize, usize, Option<SocketAddr>, u64, Ecn)>,
     /// CLOCK_REALTIME when the batch was read, ns.
     read_at_ns: u64,
 }
@@ -307,6 +386,9 @@ pub struct Datagram<'a> {
     /// How long before it was read it arrived, ns, from the kernel's receive stamp; `None`
     /// without a usable stamp (the reader's clock is then the arrival time).
     pub arrival_age_ns: Option<u64>,
+    /// The ECN field of its IP header as it arrived (a queue on the path may have set CE);
+    /// Not-ECT when the socket does not report it ([`enable_ecn_receipt`]).
+    pub ecn: Ecn,
 }
 
 impl RecvBatch {
@@ -333,12 +415,12 @@ impl RecvBatch {
 
     /// The datagrams read, in arrival order (a GRO message split at its segment size).
     pub fn iter(&self) -> impl Iterator<Item = Datagram<'_>> {
-        self.meta.iter().enumerate().filter_map(|(k, &(len, seg, from, stamp_ns))| {
+        self.meta.iter().enumerate().filter_map(|(k, &(len, seg, from, stamp_ns, ecn))| {
             let from = from?;
             let age = self.read_at_ns.checked_sub(stamp_ns).filter(|a| stamp_ns > 0 && *a < 1_000_000_000);
             let data = &self.buf[k * self.slot_bytes..k * self.slot_bytes + len];
             let seg = if seg == 0 { len.max(1) } else { seg };
-            Some(data.chunks(seg).map(move |d| Datagram { data: d, from, arrival_age_ns: age }))
+            Some(data.chunks(seg).map(move |d| Datagram { data: d, from, arrival_age_ns: age, ecn }))
         })
         .flatten()
     }
@@ -370,7 +452,7 @@ pub fn recv_batch(fd: RawFd, batch: &mut RecvBatch) -> io::Result<usize> {
         .collect();
     // SAFETY: plain data, zeroed.
     let mut names: Vec<libc::sockaddr_storage> = (0..n).map(|_| unsafe { zeroed() }).collect();
-    let mut controls = vec![Control([0; 64]); n];
+    let mut controls = vec![Control([0; CONTROL_BYTES]); n];
     // SAFETY: plain data, zeroed then filled.
     let mut hdrs: Vec<libc::mmsghdr> = (0..n).map(|_| unsafe { zeroed() }).collect();
     for k in 0..n {
@@ -401,7 +483,7 @@ pub fn recv_batch(fd: RawFd, batch: &mut RecvBatch) -> io::Result<usize> {
     for k in 0..r {
         let h = &hdrs[k].msg_hdr;
         let len = (hdrs[k].msg_len as usize).min(slot);
-        let (mut seg, mut stamp_ns) = (0usize, 0u64);
+        let (mut seg, mut stamp_ns, mut ecn) = (0usize, 0u64, Ecn::NotEct);
         // SAFETY: the kernel filled msg_control up to msg_controllen; CMSG_FIRSTHDR/NXTHDR walk
         // within it and the data of each cmsg is of the type its level and type say.
         unsafe {
@@ -415,12 +497,19 @@ pub fn recv_batch(fd: RawFd, batch: &mut RecvBatch) -> io::Result<usize> {
                         let ts = std::ptr::read_unaligned(libc::CMSG_DATA(c).cast::<libc::timespec>());
                         stamp_ns = ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64;
                     }
-                    _ => {}
+                    (level, kind) => {
+                        let header = libc::CMSG_LEN(0) as usize;
+                        let data_len = ((*c).cmsg_len as usize).saturating_sub(header);
+                        let data = std::slice::from_raw_parts(libc::CMSG_DATA(c), data_len);
+                        if let Some(e) = ecn_from_cmsg(level, kind, data) {
+                            ecn = e;
+                        }
+                    }
                 }
                 c = libc::CMSG_NXTHDR(h, c);
             }
         }
-        batch.meta.push((len, seg, from_c(&names[k]), stamp_ns));
+        batch.meta.push((len, seg, from_c(&names[k]), stamp_ns, ecn));
     }
     Ok(r)
 }
@@ -548,6 +637,79 @@ mod tests {
     }
 
     #[test]
+    fn the_ecn_field_is_read_from_either_family_s_control_message() {
+        // IPv4's IP_TOS: one byte, the whole TOS; the ECN field is its low two bits (a DSCP in
+        // the high six must not leak in).
+        assert_eq!(ecn_from_cmsg(libc::IPPROTO_IP, libc::IP_TOS, &[0b1011_1001]), Some(Ecn::Ect1));
+        assert_eq!(ecn_from_cmsg(libc::IPPROTO_IP, libc::IP_TOS, &[0x02]), Some(Ecn::Ect0));
+        assert_eq!(ecn_from_cmsg(libc::IPPROTO_IP, libc::IP_TOS, &[0x03]), Some(Ecn::Ce));
+        assert_eq!(ecn_from_cmsg(libc::IPPROTO_IP, libc::IP_TOS, &[0x00]), Some(Ecn::NotEct));
+        // IPv6's IPV6_TCLASS: an int.
+        assert_eq!(ecn_from_cmsg(libc::IPPROTO_IPV6, libc::IPV6_TCLASS, &0xB9i32.to_ne_bytes()), Some(Ecn::Ect1));
+        assert_eq!(ecn_from_cmsg(libc::IPPROTO_IPV6, libc::IPV6_TCLASS, &3i32.to_ne_bytes()), Some(Ecn::Ce));
+        // Short or foreign messages say nothing.
+        assert_eq!(ecn_from_cmsg(libc::IPPROTO_IP, libc::IP_TOS, &[]), None);
+        assert_eq!(ecn_from_cmsg(libc::IPPROTO_IPV6, libc::IPV6_TCLASS, &[1, 0]), None);
+        assert_eq!(ecn_from_cmsg(libc::SOL_UDP, libc::UDP_GRO, &1i32.to_ne_bytes()), None);
+    }
+
+    #[test]
+    fn each_datagram_s_codepoint_is_sent_and_read_back_on_loopback() {
+        // The four codepoints in runs (GSO groups a run; a change of codepoint ends it), with
+        // and without GSO and GRO, over IPv4 and (where the host has it) IPv6.
+        let codepoints = [Ecn::Ect1, Ecn::Ect1, Ecn::Ect1, Ecn::NotEct, Ecn::Ect0, Ecn::Ect0, Ecn::Ce, Ecn::Ect1];
+        for host in ["127.0.0.1:0", "[::1]:0"] {
+            for offload in [true, false] {
+                let (Ok(tx), Ok(rx)) = (UdpSocket::bind(host), UdpSocket::bind(host)) else {
+                    assert!(host.starts_with('['), "IPv4 loopback must bind");
+                    continue;
+                };
+                rx.set_nonblocking(true).unwrap();
+                tx.set_nonblocking(true).unwrap();
+                assert!(enable_ecn_receipt(rx.as_raw_fd(), host.starts_with('[')), "{host}: IP_RECVTOS/IPV6_RECVTCLASS refused");
+                if offload {
+                    set_int_option(rx.as_raw_fd(), libc::SOL_UDP, libc::UDP_GRO, 1);
+                }
+                let to = rx.local_addr().unwrap();
+                let mut q = SendQueue::default();
+                let want: Vec<Vec<u8>> = (0..codepoints.len()).map(|i| datagram(i, 1000)).collect();
+                for (d, &e) in want.iter().zip(&codepoints) {
+                    q.push_with_ecn(d, to, e);
+                }
+                let mut gso = offload;
+                let r = send_queue(tx.as_raw_fd(), &q, &mut gso).unwrap();
+                assert_eq!((r.sent, r.dropped), (codepoints.len(), 0));
+                let mut batch = RecvBatch::new(8, if offload { GRO_SLOT_BYTES } else { 2048 });
+                let mut got = Vec::new();
+                let until = std::time::Instant::now() + std::time::Duration::from_secs(1);
+                while got.len() < codepoints.len() && std::time::Instant::now() < until {
+                    recv_batch(rx.as_raw_fd(), &mut batch).unwrap();
+                    got.extend(batch.iter().map(|d| (d.data.to_vec(), d.ecn)));
+                }
+                let (data, ecn): (Vec<_>, Vec<_>) = got.into_iter().unzip();
+                same(&data, &want).unwrap_or_else(|e| panic!("{host} offload {offload}: {e}"));
+                assert_eq!(ecn, codepoints, "{host} offload {offload}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_socket_that_did_not_ask_reads_not_ect() {
+        let (tx, rx) = pair();
+        let to = rx.local_addr().unwrap();
+        let mut q = SendQueue::default();
+        q.push_with_ecn(&datagram(0, 100), to, Ecn::Ect1);
+        let mut gso = false;
+        send_queue(tx.as_raw_fd(), &q, &mut gso).unwrap();
+        let mut batch = RecvBatch::new(4, 2048);
+        let until = std::time::Instant::now() + std::time::Duration::from_secs(1);
+        while batch.messages() == 0 && std::time::Instant::now() < until {
+            recv_batch(rx.as_raw_fd(), &mut batch).unwrap();
+        }
+        assert_eq!(batch.iter().map(|d| d.ecn).collect::<Vec<_>>(), [Ecn::NotEct]);
+    }
+
+    #[test]
     fn plan_groups_runs_by_gso_rules() {
         let a: SocketAddr = "127.0.0.1:1".parse().unwrap();
         let b: SocketAddr = "127.0.0.1:2".parse().unwrap();
@@ -560,6 +722,13 @@ mod tests {
         let shape: Vec<(usize, usize)> = m.iter().map(|m| (m.first, m.count)).collect();
         // A shorter datagram ends a run; a new destination or a longer datagram starts one.
         assert_eq!(shape, [(0, 3), (3, 1), (4, 2), (6, 1)]);
+        // A change of ECN codepoint ends a run too (one TOS control message per message).
+        let mut by_ecn = SendQueue::default();
+        for e in [Ecn::Ect1, Ecn::Ect1, Ecn::NotEct, Ecn::NotEct, Ecn::Ect1] {
+            by_ecn.push_with_ecn(&[0; 10], a, e);
+        }
+        plan(&by_ecn, 0, true, &mut m);
+        assert_eq!(m.iter().map(|m| (m.first, m.count)).collect::<Vec<_>>(), [(0, 2), (2, 2), (4, 1)]);
         plan(&q, 0, false, &mut m);
         assert_eq!(m.len(), 7);
         // GSO's limits: at most 64 segments and 65,000 bytes a message.

@@ -18,6 +18,7 @@ use std::time::{Duration, Instant};
 
 use ccarena_cc::SimTime;
 use ccarena_transport::udt::Ack2Packet;
+use ccarena_transport::Ecn;
 
 use crate::clock::KEEPALIVE;
 use crate::guard::ReplayWindow;
@@ -373,7 +374,8 @@ impl Conn {
                 return Some(self.fail(sock, counters, format!("writing {}: {e}", self.name)));
             }
         }
-        let seg = data_segment(offset, len as u32, ts_val_ns, flags);
+        // A file transfer runs without ECN: its sender sends Not-ECT, which no queue marks.
+        let seg = data_segment(offset, len as u32, ts_val_ns, flags, Ecn::NotEct);
         let t = self.sim(now);
         if let Rx::Tcp(rx) = &mut self.rx {
             let _ = rx.on_segment(t, &seg);

@@ -215,6 +215,8 @@ fn tx_setup(opts: &SendOptions) -> Result<TxSetup<'_>, TransferError> {
         dupthresh: 3,
         sndbuf_bytes: None,
         pacing_burst: opts.pacing_burst,
+        // A file transfer runs without ECN (its OFFER has no field to ask the receiver for it).
+        ecn: None,
     })
 }
 

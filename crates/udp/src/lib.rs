@@ -11,7 +11,9 @@
 //! - [`wire`]: packet encoding and decoding (never panics).
 //! - [`guard`]: stateless cookies, the handshake rate limit, the anti-replay window.
 //! - [`ranges`]: held/missing byte ranges and the stream ↔ file map (resume).
-//! - [`batch`]: many datagrams per system call (`sendmmsg` with UDP GSO, `recvmmsg` with GRO).
+//! - [`batch`]: many datagrams per system call (`sendmmsg` with UDP GSO, `recvmmsg` with GRO),
+//!   each with its IP ECN field (sent with `IP_TOS`/`IPV6_TCLASS`, read with
+//!   `IP_RECVTOS`/`IPV6_RECVTCLASS`).
 //! - [`net`]: the non-blocking, batching socket with `ppoll` waits; the loss/duplicate/reorder shim.
 //! - [`clock`]: `CLOCK_MONOTONIC`, the sample grid, the keepalive period.
 //! - [`limit`]: a user's bandwidth limit (`--limit-rate`): a token bucket sent from in batches.
@@ -31,8 +33,12 @@
 //! - [`sha256`]: SHA-256 (FIPS 180-4).
 //! - [`error`]: what can go wrong, one line each.
 //!
-//! Not yet: ECN on real sockets,
-//! D-SACK (the receiver does not know the sender's recovery mode), authentication or encryption
+//! ECN (RFC 3168, RFC 9331's ECT(1), RFC 9768's Accurate ECN): a scenario flow's datagrams carry
+//! the codepoint its transport sets in their IP header, the sink reads what arrived (CE from a
+//! marking queue such as the relay's DualPI2) and feeds it back in its ACKs (ECE, or AccECN's
+//! ACE and byte counters); file transfers run Not-ECT.
+//!
+//! Not yet: D-SACK (the receiver does not know the sender's recovery mode), authentication or encryption
 //! (an on-path attacker who sees the connection id can inject packets).
 
 #![warn(missing_docs)]

@@ -8,6 +8,8 @@ use std::net::{SocketAddr, UdpSocket};
 use std::os::fd::AsRawFd;
 use std::time::Duration;
 
+use ccarena_transport::Ecn;
+
 use crate::batch::{self, RecvBatch, SendQueue};
 use crate::wire;
 
@@ -39,6 +41,16 @@ pub trait Datagrams: Send {
     /// The socket's error (for a connected socket, `ConnectionRefused` after an ICMP port
     /// unreachable), possibly for a datagram queued earlier.
     fn send_to(&mut self, buf: &[u8], to: SocketAddr) -> io::Result<()>;
+
+    /// As [`Datagrams::send_to`], the datagram leaving with `ecn` in its IP header's ECN field
+    /// (RFC 3168 §5). A socket that cannot set it sends it as the socket's default (Not-ECT).
+    ///
+    /// # Errors
+    /// As [`Datagrams::send_to`].
+    fn send_to_with_ecn(&mut self, buf: &[u8], to: SocketAddr, ecn: Ecn) -> io::Result<()> {
+        let _ = ecn;
+        self.send_to(buf, to)
+    }
 
     /// Send everything queued.
     ///
@@ -80,7 +92,7 @@ pub const MAX_QUEUED_DATAGRAMS: usize = batch::MAX_MESSAGES;
 
 /// A non-blocking UDP socket that sends and receives in batches ([`crate::batch`]): `sendmmsg`
 /// with UDP GSO while the kernel takes it, `recvmmsg` with UDP GRO where the kernel offers it,
-/// kernel receive time stamps on every datagram.
+/// kernel receive time stamps and the IP ECN field on every datagram.
 #[derive(Debug)]
 pub struct Socket {
     sock: UdpSocket,
@@ -122,7 +134,8 @@ fn poll_fd(fd: libc::c_int, events: libc::c_short, timeout: Duration) -> io::Res
 
 impl Socket {
     /// Wrap `sock`, making it non-blocking, asking for large buffers, receive time stamps
-    /// (`SO_TIMESTAMPNS`) and GRO (`UDP_GRO`, where the kernel has it).
+    /// (`SO_TIMESTAMPNS`), each datagram's ECN field (`IP_RECVTOS`/`IPV6_RECVTCLASS`) and GRO
+    /// (`UDP_GRO`, where the kernel has it).
     ///
     /// # Errors
     /// `set_nonblocking`'s error.
@@ -143,6 +156,8 @@ impl Socket {
         // Stamps come as control messages of every datagram read (a packet that arrived
         // before stamping was on reads as arriving when read).
         batch::set_int_option(fd, libc::SOL_SOCKET, libc::SO_TIMESTAMPNS, 1);
+        // Refused only by a kernel without it: every datagram then reads Not-ECT.
+        batch::enable_ecn_receipt(fd, sock.local_addr().is_ok_and(|a| a.is_ipv6()));
         let gro = gro && batch::set_int_option(fd, libc::SOL_UDP, libc::UDP_GRO, 1);
         Ok(Socket { sock, queue: SendQueue::default(), gso, gro, send_drops: 0, send_calls: 0, sent_datagrams: 0 })
     }
@@ -160,7 +175,11 @@ impl Socket {
 
 impl Datagrams for Socket {
     fn send_to(&mut self, buf: &[u8], to: SocketAddr) -> io::Result<()> {
-        self.queue.push(buf, to);
+        self.send_to_with_ecn(buf, to, Ecn::NotEct)
+    }
+
+    fn send_to_with_ecn(&mut self, buf: &[u8], to: SocketAddr, ecn: Ecn) -> io::Result<()> {
+        self.queue.push_with_ecn(buf, to, ecn);
         if self.queue.len() >= MAX_QUEUED_DATAGRAMS {
             self.flush()?;
         }
@@ -231,7 +250,7 @@ pub struct Impaired<D> {
     inner: D,
     cfg: Impairment,
     rng: u64,
-    held: Option<(Vec<u8>, SocketAddr)>,
+    held: Option<(Vec<u8>, SocketAddr, Ecn)>,
     /// Datagrams dropped, duplicated and reordered so far.
     pub counts: [u64; 3],
 }
@@ -254,22 +273,26 @@ impl<D: Datagrams> Impaired<D> {
 
 impl<D: Datagrams> Datagrams for Impaired<D> {
     fn send_to(&mut self, buf: &[u8], to: SocketAddr) -> io::Result<()> {
+        self.send_to_with_ecn(buf, to, Ecn::NotEct)
+    }
+
+    fn send_to_with_ecn(&mut self, buf: &[u8], to: SocketAddr, ecn: Ecn) -> io::Result<()> {
         if self.draw() < self.cfg.loss {
             self.counts[0] += 1;
             return Ok(());
         }
         if self.held.is_none() && self.draw() < self.cfg.reorder {
             self.counts[2] += 1;
-            self.held = Some((buf.to_vec(), to));
+            self.held = Some((buf.to_vec(), to, ecn));
             return Ok(());
         }
-        self.inner.send_to(buf, to)?;
+        self.inner.send_to_with_ecn(buf, to, ecn)?;
         if self.draw() < self.cfg.duplicate {
             self.counts[1] += 1;
-            self.inner.send_to(buf, to)?;
+            self.inner.send_to_with_ecn(buf, to, ecn)?;
         }
-        if let Some((b, t)) = self.held.take() {
-            self.inner.send_to(&b, t)?;
+        if let Some((b, t, e)) = self.held.take() {
+            self.inner.send_to_with_ecn(&b, t, e)?;
         }
         Ok(())
     }
@@ -288,8 +311,8 @@ impl<D: Datagrams> Datagrams for Impaired<D> {
 
     fn wait(&mut self, timeout: Duration) -> io::Result<()> {
         // Nothing more to send for now: a held datagram goes out late rather than never.
-        if let Some((b, t)) = self.held.take() {
-            self.inner.send_to(&b, t)?;
+        if let Some((b, t, e)) = self.held.take() {
+            self.inner.send_to_with_ecn(&b, t, e)?;
         }
         self.inner.wait(timeout)
     }

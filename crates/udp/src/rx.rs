@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use ccarena_cc::SimTime;
 use ccarena_transport::udt::{DataPacket, ToSender, UdtReceiver, UdtReceiverConfig};
-use ccarena_transport::{DataSegment, Receiver};
+use ccarena_transport::{DataSegment, Ecn, Receiver};
 
 use crate::udt::{FLOW_WINDOW_PACKETS, INITIAL_RTT, SYN};
 use crate::wire::{self, AckFrame, Frame, UdtAckFrame, MAX_NAK_RANGES, MAX_SACK_RANGES};
@@ -31,15 +31,16 @@ pub(crate) fn udt_receiver_config() -> UdtReceiverConfig {
     UdtReceiverConfig { syn_interval: d(SYN), max_flow_window_packets: FLOW_WINDOW_PACKETS, initial_rtt: d(INITIAL_RTT) }
 }
 
-/// The transport's data segment from a DATA frame's fields (`len` payload bytes; the flags'
-/// ECT, CWR and retransmit bits; never CE: real sockets do not report ECN yet).
-pub(crate) fn data_segment(offset: u64, len: u32, ts_val_ns: u64, flags: u8) -> DataSegment {
+/// The transport's data segment from a DATA frame's fields (`len` payload bytes; the flags' CWR
+/// and retransmit bits) and `ecn`, the ECN field of the IP header it arrived in (RFC 3168 §5:
+/// what the receiver feeds back is what the network delivered, CE included; the frame's ECT
+/// flag, what the sender set, is not used).
+pub(crate) fn data_segment(offset: u64, len: u32, ts_val_ns: u64, flags: u8, ecn: Ecn) -> DataSegment {
     DataSegment {
         seq: offset,
         len,
         ts_val: SimTime(ts_val_ns),
-        ect: flags & wire::FLAG_ECT != 0,
-        ce: false,
+        ecn,
         cwr: flags & wire::FLAG_CWR != 0,
         retransmit: flags & wire::FLAG_RETRANSMIT != 0,
     }
@@ -114,6 +115,7 @@ impl Rx {
                     flags: u8::from(a.ece) * wire::FLAG_ECE,
                     sack,
                     sack_count: a.sack_count,
+                    accecn: a.accecn,
                 })
             }),
             Rx::Udt(r) => r.poll_transmit(t).map(|p| match p {

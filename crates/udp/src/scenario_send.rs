@@ -12,6 +12,13 @@
 //! at `t0 + stop_ns` (what was sent is still delivered). At the run's end (`t0 + duration_ns`)
 //! the totals are read (`at_end`), the application stops, and the sender drains what it has in
 //! flight for up to [`StreamOptions::drain`] before it reads them again (`drained`) and closes.
+//!
+//! ECN ([`StreamOptions::ecn`]): as the simulator's flow, an L4S flavor (`prague`, or `dctcp`
+//! with `ect1 = 1`: [`ccarena_cc::is_l4s_flow`]) sends new data ECT(1) and asks the sink for
+//! Accurate ECN feedback (RFC 9331 §4.1, RFC 9768); a flavor that needs ECN (DCTCP) sends ECT(0)
+//! and asks for DCTCP's echo (RFC 8257 §3.2); any other sends ECT(0) with RFC 3168's feedback.
+//! The codepoint goes in each datagram's IP header ([`crate::batch`]), the request in the
+//! STREAM_OFFER (docs/udp-wire.md).
 
 use std::time::Duration;
 
@@ -21,7 +28,7 @@ use crate::clock::{mono_ns, Schedule, KEEPALIVE};
 use crate::error::TransferError;
 use crate::session::{connect, handshake, Session};
 use crate::tx::{Outgoing, Tx, TxSetup};
-use crate::wire::{self, Frame, UNBOUNDED_STREAM};
+use crate::wire::{self, EcnFeedback, Frame, UNBOUNDED_STREAM};
 
 /// How often the driver asks its caller whether to go on (a Python signal check), at most.
 const CHECK_EVERY_NS: u64 = 100_000_000;
@@ -72,6 +79,20 @@ pub struct StreamOptions {
     pub drain: Duration,
     /// How much late wake-up time the pacer may make up back-to-back (`ccarena_transport::pacing`).
     pub pacing_burst: Duration,
+    /// The flow uses ECN (the scenario flow's `ecn`): which codepoint and feedback follow from
+    /// the flavor ([`stream_ecn_feedback`]).
+    pub ecn: bool,
+}
+
+/// The ECN feedback a stream of `flavor` with `params` asks its sink for: `None` without `ecn`;
+/// with it, the transport's one rule ([`ccarena_transport::flow_ecn_mode`], the simulator's
+/// choice too), so one scenario runs alike on both.
+///
+/// # Errors
+/// [`TransferError::Config`]: a parameter the flavor refuses (DCTCP's `ect1` not 0 or 1).
+pub fn stream_ecn_feedback(flavor: &str, params: &Params, ecn: bool) -> Result<Option<EcnFeedback>, TransferError> {
+    let mode = ccarena_transport::flow_ecn_mode(flavor, params, ecn).map_err(|e| TransferError::Config { message: format!("--flavor: {e}") })?;
+    Ok(EcnFeedback::of_mode(mode))
 }
 
 impl Default for StreamOptions {
@@ -100,16 +121,22 @@ impl Default for StreamOptions {
             idle_timeout: Duration::from_secs(10),
             drain: Duration::from_secs(2),
             pacing_burst: Duration::from_millis(1),
+            ecn: false,
         }
     }
 }
 
 impl StreamOptions {
     /// The sending half's set-up: the flow's flavor and TCP settings, in the transport's units.
-    fn tx_setup(&self) -> TxSetup<'_> {
-        TxSetup {
+    ///
+    /// # Errors
+    /// As [`stream_ecn_feedback`].
+    fn tx_setup(&self) -> Result<TxSetup<'_>, TransferError> {
+        let params = Params::from_pairs(self.params.clone());
+        let ecn = stream_ecn_feedback(&self.flavor, &params, self.ecn)?;
+        Ok(TxSetup {
             flavor: &self.flavor,
-            params: Params::from_pairs(self.params.clone()),
+            params,
             recovery: self.recovery.as_deref(),
             mss_bytes: self.mss_bytes,
             initial_cwnd_packets: self.initial_cwnd_packets,
@@ -120,7 +147,8 @@ impl StreamOptions {
             dupthresh: self.dupthresh,
             sndbuf_bytes: self.sndbuf_bytes,
             pacing_burst: self.pacing_burst,
-        }
+            ecn,
+        })
     }
 }
 
@@ -179,6 +207,13 @@ pub struct StreamTotals {
     pub min_rtt_us: Option<u64>,
     /// Bytes the application offered.
     pub offered_bytes: u64,
+    /// Window reductions in answer to ECN feedback (ECE, or AccECN's CE counts).
+    pub ecn_reductions: u64,
+    /// CE-marked packets the sink fed back by Accurate ECN (RFC 9768 §3.2.1's s.cep less its
+    /// initial value); 0 without it.
+    pub accecn_ce_packets: u64,
+    /// CE-marked payload bytes the sink fed back by Accurate ECN; 0 without it.
+    pub accecn_ce_bytes: u64,
 }
 
 /// What a stream's sender measured.
@@ -263,6 +298,10 @@ fn totals(tx: &Tx, offered_bytes: u64, reported_min_rtt: Option<Duration>) -> St
         Tx::Tcp(s) => (s.stats().spurious_rtos, s.min_rtt().map(|d| Duration::from_nanos(d.as_nanos()))),
         Tx::Udt(_) => (0, reported_min_rtt),
     };
+    let ecn = match tx {
+        Tx::Tcp(s) => (s.stats().ecn_reductions, s.stats().accecn_ce_packets, s.stats().accecn_ce_bytes),
+        Tx::Udt(_) => (0, 0, 0),
+    };
     StreamTotals {
         bytes_sent: t.bytes_sent,
         bytes_retrans: t.bytes_retransmitted,
@@ -274,6 +313,9 @@ fn totals(tx: &Tx, offered_bytes: u64, reported_min_rtt: Option<Duration>) -> St
         spurious_rtos,
         min_rtt_us: min_rtt.map(|d| d.as_micros() as u64),
         offered_bytes,
+        ecn_reductions: ecn.0,
+        accecn_ce_packets: ecn.1,
+        accecn_ce_bytes: ecn.2,
     }
 }
 
@@ -293,8 +335,9 @@ pub fn send_stream(
     opts: &StreamOptions,
     keep_going: &mut dyn FnMut() -> bool,
 ) -> Result<StreamRecord, TransferError> {
-    let setup = opts.tx_setup();
+    let setup = opts.tx_setup()?;
     Tx::new(&setup, u64::MAX, SimTime::ZERO)?; // the settings checked before any I/O
+    let ecn = setup.ecn;
     crate::net::fine_timers();
     let (sock, peer_addr) = connect(bind, peer)?;
     let mut session = Session::new(Box::new(sock), peer_addr);
@@ -302,7 +345,7 @@ pub fn send_stream(
     let mss = opts.mss_bytes;
     let acc = handshake(
         &mut session,
-        &|cookie| Frame::StreamOffer { cookie, stream_bytes, mss_bytes: mss as u16, flavor: &opts.flavor },
+        &|cookie| Frame::StreamOffer { cookie, stream_bytes, mss_bytes: mss as u16, flavor: &opts.flavor, ecn },
         opts.handshake_timeout,
         keep_going,
     )?;
@@ -351,7 +394,7 @@ pub fn send_stream(
         // interval count on.
         while let Some(out) = tx.poll_transmit(sim(mono_ns())) {
             match out {
-                Outgoing::Data(d) => session.send(&d.frame(&payload[..d.len as usize]))?,
+                Outgoing::Data(d) => session.send_with_ecn(&d.frame(&payload[..d.len as usize]), d.ecn)?,
                 Outgoing::Control(frame) => session.send(&frame)?,
             }
         }

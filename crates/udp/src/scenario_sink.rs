@@ -11,6 +11,11 @@
 //! ([`MAX_WINDOW_BYTES`] when the flow has no receive buffer) or opening more than
 //! [`MAX_OOO_RANGES`] out-of-order ranges dropped.
 //!
+//! ECN: the offer says which feedback the sender wants (`wire::EcnFeedback`: classic RFC 3168
+//! ECE, DCTCP's, or Accurate ECN's ACE and byte counters, RFC 9768); the receiver reads each
+//! DATA's codepoint from its IP header as it arrived (`IP_RECVTOS`/`IPV6_RECVTCLASS`,
+//! [`crate::batch`]) and echoes the CE marks in its ACKs. Without it the receiver's ECN is off.
+//!
 //! A stream offered with flavor `udt` ([`crate::udt`]) runs the UDT transport's
 //! [`UdtReceiver`](ccarena_transport::udt::UdtReceiver) instead: UDT_DATA and UDT_ACK2 in, UDT_ACK and UDT_NAK out; a UDT_DATA packet
 //! beyond the stream or more than the flow window ahead of the first missing packet is dropped.
@@ -20,7 +25,7 @@ use std::time::{Duration, Instant};
 
 use ccarena_cc::SimTime;
 use ccarena_transport::udt::Ack2Packet;
-use ccarena_transport::{EcnMode, Receiver, ReceiverConfig};
+use ccarena_transport::{Ecn, EcnMode, Receiver, ReceiverConfig};
 
 use crate::clock::{mono_ns, Schedule, KEEPALIVE};
 use crate::error::TransferError;
@@ -28,7 +33,7 @@ use crate::guard::ReplayWindow;
 use crate::rx::{data_segment, udt_data_packet, Rx, MAX_OOO_RANGES};
 use crate::service::{read_datagrams, Counters, Service, ServiceSocket};
 use crate::udt::{FLOW_WINDOW_PACKETS, UDT_FLAVOR};
-use crate::wire::{self, encode, kind_of, Frame, Header, RejectCode, UNBOUNDED_STREAM};
+use crate::wire::{self, encode, kind_of, EcnFeedback, Frame, Header, RejectCode, UNBOUNDED_STREAM};
 
 /// Largest window above the cumulative ACK a sink accepts DATA in when the flow has no receive
 /// buffer (`rwnd_bytes` unset: the window is not advertised), bytes. Only the bound on what
@@ -102,6 +107,14 @@ pub struct SinkRecord {
     pub duplicate_bytes: u64,
     /// DATA packets that arrived above a hole.
     pub out_of_order_segments: u64,
+    /// DATA packets that reached the transport with each IP ECN codepoint, indexed by its bits
+    /// (RFC 3168 §5): `[Not-ECT, ECT(1), ECT(0), CE]`.
+    pub packets_by_ecn: [u64; 4],
+    /// Payload bytes of the DATA that arrived CE-marked (duplicates included, as the simulator's
+    /// receiver counts them).
+    pub ce_bytes: u64,
+    /// The ECN feedback the stream's sender asked for (`None`: no ECN).
+    pub ecn_feedback: Option<EcnFeedback>,
     /// A sender connected.
     pub connected: bool,
     /// The sender closed the stream (rather than the sink timing out).
@@ -122,6 +135,8 @@ struct Stream {
     last_heard: Instant,
     last_sent: Instant,
     data_segs_in: u64,
+    packets_by_ecn: [u64; 4],
+    ecn: Option<EcnFeedback>,
     closed: bool,
 }
 
@@ -250,6 +265,12 @@ impl Sink {
             received_bytes: self.delivered(),
             at_end_bytes: at_end.unwrap_or_else(|| self.delivered()),
             data_segs_in: s.map_or(0, |s| s.data_segs_in),
+            packets_by_ecn: s.map_or([0; 4], |s| s.packets_by_ecn),
+            ce_bytes: s.map_or(0, |s| match &s.rx {
+                Rx::Tcp(r) => r.stats().ce_bytes,
+                Rx::Udt(_) => 0,
+            }),
+            ecn_feedback: s.and_then(|s| s.ecn),
             duplicate_bytes: st.map_or(0, |st| st.0),
             out_of_order_segments: st.map_or(0, |st| st.1),
             connected: s.is_some(),
@@ -263,14 +284,24 @@ impl Sink {
         self.stream.as_ref().map_or(0, |s| s.rx.delivered())
     }
 
-    /// Handle one datagram from `from` (public for the fuzz target over the sink's state machine).
+    /// Handle one datagram from `from` that arrived with the IP ECN field `ecn` (public for the
+    /// fuzz target over the sink's state machine, which has no IP header to read).
+    pub fn on_datagram_with_ecn(&mut self, data: &[u8], from: SocketAddr, ecn: Ecn) {
+        self.port.arrival_ecn = ecn;
+        self.on_datagram(data, from);
+        self.port.arrival_ecn = Ecn::NotEct;
+    }
+
+    /// Handle one datagram from `from` (public for the fuzz target over the sink's state
+    /// machine); its IP ECN field is the one the socket read with it (Not-ECT when called
+    /// directly: see [`Sink::on_datagram_with_ecn`]).
     pub fn on_datagram(&mut self, data: &[u8], from: SocketAddr) {
         let now = Instant::now();
         let Some((h, frame)) = self.port.decode(data, from, now) else { return };
         let ours = self.stream.as_ref().is_some_and(|s| s.peer == from && s.conn_id == h.conn_id);
         match frame {
             Frame::Hello => self.port.hello(from, h.conn_id, now),
-            Frame::StreamOffer { cookie, stream_bytes, mss_bytes, flavor } => {
+            Frame::StreamOffer { cookie, stream_bytes, mss_bytes, flavor, ecn } => {
                 if ours {
                     // Its ACCEPT was lost: say it again.
                     let s = self.stream.as_mut().expect("ours");
@@ -290,6 +321,8 @@ impl Sink {
                     || (flavor == UDT_FLAVOR && mss_bytes as usize > wire::MAX_UDT_PAYLOAD_BYTES)
                 {
                     Some((RejectCode::BadOffer, "MSS out of range"))
+                } else if flavor == UDT_FLAVOR && ecn.is_some() {
+                    Some((RejectCode::BadOffer, "UDT runs without ECN"))
                 } else {
                     None
                 };
@@ -308,12 +341,16 @@ impl Sink {
                     rx: if flavor == UDT_FLAVOR {
                         Rx::udt(SimTime(0))
                     } else {
-                        Rx::Tcp(Box::new(Receiver::new(receiver_config(&self.opts, mss_bytes as u32))))
+                        let mut cfg = receiver_config(&self.opts, mss_bytes as u32);
+                        cfg.ecn = ecn.map_or(EcnMode::Off, EcnFeedback::receiver_mode);
+                        Rx::Tcp(Box::new(Receiver::new(cfg)))
                     },
                     epoch: now,
                     last_heard: now,
                     last_sent: now,
                     data_segs_in: 0,
+                    packets_by_ecn: [0; 4],
+                    ecn,
                     closed: false,
                 };
                 send(&mut s, &mut self.port, &accept_frame(stream_bytes, self.opts.rwnd_bytes));
@@ -340,7 +377,9 @@ impl Sink {
                     return;
                 }
                 s.data_segs_in += 1;
-                let seg = data_segment(offset, len as u32, ts_val_ns, flags);
+                let ecn = self.port.arrival_ecn;
+                s.packets_by_ecn[ecn.bits() as usize] += 1;
+                let seg = data_segment(offset, len as u32, ts_val_ns, flags, ecn);
                 let st = SimTime(now.saturating_duration_since(s.epoch).as_nanos() as u64);
                 let _ = rx.on_segment(st, &seg);
                 flush(s, &mut self.port, st);

@@ -13,6 +13,8 @@ use std::io::ErrorKind;
 use std::net::{SocketAddr, ToSocketAddrs, UdpSocket};
 use std::time::{Duration, Instant};
 
+use ccarena_transport::Ecn;
+
 use crate::batch::RecvBatch;
 use crate::error::TransferError;
 use crate::guard::{CookieJar, TokenBucket};
@@ -84,6 +86,9 @@ pub(crate) struct ServiceSocket {
     /// How long before it was read the datagram being handled arrived (the kernel's time stamp;
     /// 0: unknown, or just now). UDT's receiver takes its arrival time from it.
     pub(crate) arrival_age_ns: u64,
+    /// The IP ECN field the datagram being handled arrived with (Not-ECT when the socket does
+    /// not report it). The transport's receiver feeds CE back from it.
+    pub(crate) arrival_ecn: Ecn,
 }
 
 impl ServiceSocket {
@@ -117,6 +122,7 @@ impl ServiceSocket {
             counters: Counters::default(),
             buf: Vec::with_capacity(wire::MAX_DATAGRAM_BYTES),
             arrival_age_ns: 0,
+            arrival_ecn: Ecn::NotEct,
         })
     }
 
@@ -209,7 +215,8 @@ pub(crate) trait Service {
 
 /// Wait up to `timeout` for datagrams, then read up to [`MAX_READ_PER_WAKE`] of them with
 /// `batch`, handing each to `on` (the service, the datagram, its source) with its arrival age in
-/// [`ServiceSocket::arrival_age_ns`] meanwhile. An ICMP error for an earlier send is skipped.
+/// [`ServiceSocket::arrival_age_ns`] and its IP ECN field in [`ServiceSocket::arrival_ecn`]
+/// meanwhile. An ICMP error for an earlier send is skipped.
 ///
 /// # Errors
 /// [`TransferError::Io`]: the socket's wait or read failed.
@@ -237,8 +244,11 @@ pub(crate) fn read_datagrams<S: Service>(
             let port = svc.socket();
             port.counters.datagrams += 1;
             port.arrival_age_ns = d.arrival_age_ns.unwrap_or(0);
+            port.arrival_ecn = d.ecn;
             on(svc, d.data, d.from);
-            svc.socket().arrival_age_ns = 0;
+            let port = svc.socket();
+            port.arrival_age_ns = 0;
+            port.arrival_ecn = Ecn::NotEct;
         }
     }
     Ok(())

@@ -9,6 +9,8 @@ use std::io::ErrorKind;
 use std::net::{SocketAddr, ToSocketAddrs, UdpSocket};
 use std::time::{Duration, Instant};
 
+use ccarena_transport::Ecn;
+
 use crate::batch::RecvBatch;
 use crate::error::TransferError;
 use crate::guard::ReplayWindow;
@@ -56,12 +58,24 @@ impl Session {
         }
     }
 
+    /// Send `frame` to the peer, Not-ECT, with the next packet number.
+    ///
+    /// # Errors
+    /// The socket's error, as [`Session::io_error`] names it.
     pub(crate) fn send(&mut self, frame: &Frame<'_>) -> Result<(), TransferError> {
+        self.send_with_ecn(frame, Ecn::NotEct)
+    }
+
+    /// As [`Session::send`], the datagram's IP header carrying `ecn` (RFC 3168 §5).
+    ///
+    /// # Errors
+    /// As [`Session::send`].
+    pub(crate) fn send_with_ecn(&mut self, frame: &Frame<'_>, ecn: Ecn) -> Result<(), TransferError> {
         let h = Header { version: wire::VERSION, kind: kind_of(frame), conn_id: self.conn_id, pn: self.pn_out };
         self.pn_out += 1;
         encode(&h, frame, &mut self.buf);
         self.last_sent = Instant::now();
-        self.sock.send_to(&self.buf, self.peer).map_err(|e| self.io_error(e, "send"))
+        self.sock.send_to_with_ecn(&self.buf, self.peer, ecn).map_err(|e| self.io_error(e, "send"))
     }
 
     /// Tell the peer the connection ends (CLOSE with `code`: 0 a normal end, else an abort, and

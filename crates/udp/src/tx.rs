@@ -11,11 +11,11 @@ use std::time::Duration;
 
 use ccarena_cc::{catalogue, new_controller, Params, SimTime};
 use ccarena_transport::udt::{Ack2Packet, DataPacket, ToReceiver, UdtSender};
-use ccarena_transport::{AckSegment, RecoveryMode, SackBlock, Sender, SenderConfig, MAX_SACK_BLOCKS};
+use ccarena_transport::{AckSegment, Ecn, RecoveryMode, SackBlock, Sender, SenderConfig, SenderEcn, MAX_SACK_BLOCKS};
 
 use crate::error::TransferError;
 use crate::udt::{ack_packet, nak_packet, udt_sender_setup, INITIAL_RTT, UDT_FLAVOR};
-use crate::wire::{self, Frame};
+use crate::wire::{self, EcnFeedback, Frame};
 
 /// What the sending half is made from, whichever driver asks (a file transfer or a scenario
 /// flow, each with its own options): the flavor, its parameters, and the TCP-like sender's
@@ -47,6 +47,15 @@ pub(crate) struct TxSetup<'a> {
     pub(crate) sndbuf_bytes: Option<u64>,
     /// How much late wake-up time the pacer may make up back-to-back (`ccarena_transport::pacing`).
     pub(crate) pacing_burst: Duration,
+    /// The ECN feedback the receiver gives (`None`: no ECN): the sender's ECN follows it
+    /// ([`sender_ecn`]). UDT runs without.
+    pub(crate) ecn: Option<EcnFeedback>,
+}
+
+/// How the TCP-like sender uses ECN with a receiver giving `feedback` (`None`: no ECN), as the
+/// transport maps feedback to sending (`EcnMode::sender_ecn`).
+pub(crate) fn sender_ecn(feedback: Option<EcnFeedback>) -> SenderEcn {
+    feedback.map_or(SenderEcn::Off, |f| f.receiver_mode().sender_ecn())
 }
 
 /// A controller of `flavor` with `params`, and the loss-recovery mode (`None`: the flavor's
@@ -90,17 +99,22 @@ pub(crate) fn ack_segment(a: &wire::AckFrame) -> AckSegment {
         ts_ecr: SimTime(a.ts_ecr_ns),
         ts_recv: SimTime(a.ts_recv_ns),
         ece: a.flags & wire::FLAG_ECE != 0,
+        accecn: a.accecn,
         rwnd_bytes: a.rwnd_bytes,
     }
 }
 
-/// A data packet to send: stream bytes `[offset, offset + len)` and the fields of its frame.
+/// A data packet to send: stream bytes `[offset, offset + len)`, the fields of its frame and
+/// the ECN codepoint its IP header carries.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct DataOut {
     /// Stream offset of the first byte.
     pub(crate) offset: u64,
     /// Payload bytes.
     pub(crate) len: u32,
+    /// The IP ECN field the transport chose (new data ECT(0) or ECT(1) with ECN on;
+    /// retransmissions and UDT Not-ECT).
+    pub(crate) ecn: Ecn,
     kind: DataKind,
 }
 
@@ -164,6 +178,9 @@ impl Tx {
     /// range, settings [`SenderConfig::validate`] refuses.
     pub(crate) fn new(setup: &TxSetup<'_>, rwnd_bytes: u64, now: SimTime) -> Result<(Tx, String), TransferError> {
         if setup.flavor == UDT_FLAVOR {
+            if setup.ecn.is_some() {
+                return Err(TransferError::Config { message: "ecn: UDT runs without ECN".into() });
+            }
             let (cfg, cc) = udt_sender_setup(setup.mss_bytes, &setup.params)?;
             return Ok((Tx::Udt(Box::new(UdtSender::new(cfg, cc, now))), "nak".into()));
         }
@@ -177,7 +194,7 @@ impl Tx {
             clock_granularity: setup.clock_granularity,
             recovery,
             dupthresh: setup.dupthresh,
-            ecn: false,
+            ecn: sender_ecn(setup.ecn),
             initial_rwnd_bytes: (rwnd_bytes != u64::MAX).then_some(rwnd_bytes),
             sndbuf_bytes: setup.sndbuf_bytes,
         };
@@ -235,16 +252,16 @@ impl Tx {
         match self {
             Tx::Tcp(s) => s.poll_transmit(t).map(|seg| {
                 let flags = (u8::from(seg.retransmit) * wire::FLAG_RETRANSMIT)
-                    | (u8::from(seg.ect) * wire::FLAG_ECT)
+                    | (u8::from(seg.ecn.is_ect()) * wire::FLAG_ECT)
                     | (u8::from(seg.cwr) * wire::FLAG_CWR);
                 let kind = DataKind::Tcp { ts_val_ns: seg.ts_val.as_nanos(), flags };
-                Outgoing::Data(DataOut { offset: seg.seq, len: seg.len, kind })
+                Outgoing::Data(DataOut { offset: seg.seq, len: seg.len, ecn: seg.ecn, kind })
             }),
             Tx::Udt(s) => s.poll_transmit(t).map(|out| match out {
                 ToReceiver::Data(DataPacket { seq, offset, len, timestamp, retransmit }) => {
                     let flags = u8::from(retransmit) * wire::FLAG_RETRANSMIT;
                     let kind = DataKind::Udt { seq, timestamp_ns: timestamp.as_nanos(), flags };
-                    Outgoing::Data(DataOut { offset, len, kind })
+                    Outgoing::Data(DataOut { offset, len, ecn: Ecn::NotEct, kind })
                 }
                 ToReceiver::Ack2(Ack2Packet { ack_seq }) => Outgoing::Control(Frame::UdtAck2 { ack_seq }),
             }),

@@ -7,6 +7,9 @@
 
 use std::fmt;
 
+use ccarena_transport::segment::{ACCECN_OPTION_MODULUS, ACE_MODULUS};
+use ccarena_transport::{AccEcnFeedback, AccEcnOption, EcnMode};
+
 /// First two bytes of every packet: `"CU"` (ccarena UDP).
 pub const MAGIC: [u8; 2] = *b"CU";
 /// The wire version this crate speaks.
@@ -46,12 +49,67 @@ pub const MAX_SACK_RANGES: usize = ccarena_transport::MAX_SACK_BLOCKS;
 
 /// DATA flag: a retransmission.
 pub const FLAG_RETRANSMIT: u8 = 0x01;
-/// DATA flag: ECN-capable transport (RFC 3168), as the sender's transport set it.
+/// DATA flag: the sender sent the packet ECN-capable (ECT(0) or ECT(1) in its IP header; RFC
+/// 3168 §5, RFC 9331 §4.1). Informational: the receiver takes the codepoint from the IP header
+/// as it arrived (a queue may have made it CE), never from this flag.
 pub const FLAG_ECT: u8 = 0x02;
 /// DATA flag: Congestion Window Reduced (RFC 3168 §6.1.2).
 pub const FLAG_CWR: u8 = 0x04;
-/// ACK flag: ECN-Echo.
+/// ACK flag: ECN-Echo (RFC 3168 §6.1.3; RFC 8257 §3.2 for a DCTCP-style receiver).
 pub const FLAG_ECE: u8 = 0x01;
+/// ACK flag: the ACK carries Accurate ECN feedback (RFC 9768 §3.2): an ACE byte after the SACK
+/// ranges.
+pub const FLAG_ACCECN: u8 = 0x02;
+/// ACK flag (only with [`FLAG_ACCECN`]): the AccECN option's three byte counters follow the ACE
+/// byte (RFC 9768 §3.2.3: EE0B, ECEB, EE1B, 24 bits each, in Order 0).
+pub const FLAG_ACCECN_OPTION: u8 = 0x04;
+/// Bytes the AccECN fields add to an ACK: ACE (1) and, with the option, three 24-bit counters.
+pub const ACCECN_ACK_BYTES: usize = 1 + 3 * 3;
+
+/// Which ECN feedback a stream's sender asks the sink's receiver for (STREAM_OFFER's optional
+/// last byte): how the sink's receiver echoes the CE marks it reads from arriving IP headers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+pub enum EcnFeedback {
+    /// RFC 3168 §6.1.3: ECE from a CE mark until a DATA with CWR (an ECT(0) sender).
+    Classic = 1,
+    /// RFC 8257 §3.2: ECE mirrors each segment's CE, an immediate ACK when it changes (DCTCP).
+    Dctcp = 2,
+    /// RFC 9768: the ACE field and the AccECN option's byte counters in every ACK (an L4S
+    /// sender: ECT(1), RFC 9331 §4.1).
+    AccEcn = 3,
+}
+
+impl EcnFeedback {
+    fn from_u8(v: u8) -> Option<EcnFeedback> {
+        match v {
+            1 => Some(EcnFeedback::Classic),
+            2 => Some(EcnFeedback::Dctcp),
+            3 => Some(EcnFeedback::AccEcn),
+            _ => None,
+        }
+    }
+
+    /// The transport receiver's mode that gives this feedback.
+    pub fn receiver_mode(self) -> EcnMode {
+        match self {
+            EcnFeedback::Classic => EcnMode::Classic,
+            EcnFeedback::Dctcp => EcnMode::Dctcp,
+            EcnFeedback::AccEcn => EcnMode::AccEcn,
+        }
+    }
+
+    /// The feedback a receiver in `mode` gives (`None`: [`EcnMode::Off`]; AccECN with or without
+    /// the option are both [`EcnFeedback::AccEcn`], the option's presence being per ACK).
+    pub fn of_mode(mode: EcnMode) -> Option<EcnFeedback> {
+        match mode {
+            EcnMode::Off => None,
+            EcnMode::Classic => Some(EcnFeedback::Classic),
+            EcnMode::Dctcp => Some(EcnFeedback::Dctcp),
+            EcnMode::AccEcn | EcnMode::AccEcnAceOnly => Some(EcnFeedback::AccEcn),
+        }
+    }
+}
 
 /// Packet type codes (the header's fourth byte).
 pub mod kind {
@@ -193,12 +251,15 @@ pub struct AckFrame {
     pub ts_ecr_ns: u64,
     /// When the echoed segment arrived, ns of the receiver's clock.
     pub ts_recv_ns: u64,
-    /// [`FLAG_ECE`].
+    /// [`FLAG_ECE`] (the AccECN flags on the wire follow `accecn`, not this field).
     pub flags: u8,
     /// SACK ranges `[start, end)`; the first `sack_count` are valid.
     pub sack: [(u64, u64); MAX_SACK_RANGES],
     /// Valid entries of `sack`.
     pub sack_count: u8,
+    /// Accurate ECN feedback (RFC 9768 §3.2) from a sink asked for it ([`EcnFeedback::AccEcn`]):
+    /// ACE (below 8) and, when present, the option's byte counters (each below 2^24).
+    pub accecn: Option<AccEcnFeedback>,
 }
 
 /// A UDT full ACK on the wire: the UDT transport's [`ccarena_transport::udt::AckPacket`].
@@ -244,6 +305,9 @@ pub enum Frame<'a> {
         mss_bytes: u16,
         /// The sender's congestion-control flavor (informational).
         flavor: &'a str,
+        /// The ECN feedback the sender asks for (an optional last byte; absent: none, the
+        /// stream is Not-ECT). A sink of before this field drops an offer that has it.
+        ecn: Option<EcnFeedback>,
     },
     /// [`kind::ACCEPT`].
     Accept {
@@ -377,6 +441,12 @@ impl<'a> Reader<'a> {
         Ok(u16::from_be_bytes([b[0], b[1]]))
     }
 
+    /// A 24-bit big-endian counter (an AccECN option field, RFC 9768 §3.2.3).
+    fn u24(&mut self) -> Result<u32, DecodeError> {
+        let b = self.bytes(3)?;
+        Ok(u32::from_be_bytes([0, b[0], b[1], b[2]]))
+    }
+
     fn u32(&mut self) -> Result<u32, DecodeError> {
         let b = self.bytes(4)?;
         Ok(u32::from_be_bytes([b[0], b[1], b[2], b[3]]))
@@ -476,7 +546,13 @@ pub fn decode(buf: &[u8]) -> Result<(Header, Frame<'_>), DecodeError> {
             let stream_bytes = r.u64()?;
             let mss_bytes = r.u16()?;
             let flavor = r.text(false, MAX_TEXT_BYTES)?;
-            Frame::StreamOffer { cookie, stream_bytes, mss_bytes, flavor }
+            let ecn = match r.buf {
+                [] => None,
+                [v] => Some(EcnFeedback::from_u8(*v).ok_or(DecodeError::Invalid("unknown ECN feedback"))?),
+                _ => return Err(DecodeError::Invalid("bytes left over after the frame")),
+            };
+            r.rest();
+            Frame::StreamOffer { cookie, stream_bytes, mss_bytes, flavor, ecn }
         }
         kind::ACCEPT => {
             let stream_bytes = r.u64()?;
@@ -526,8 +602,11 @@ pub fn decode(buf: &[u8]) -> Result<(Header, Frame<'_>), DecodeError> {
             let ts_ecr_ns = r.u64()?;
             let ts_recv_ns = r.u64()?;
             let flags = r.u8()?;
-            if flags & !FLAG_ECE != 0 {
+            if flags & !(FLAG_ECE | FLAG_ACCECN | FLAG_ACCECN_OPTION) != 0 {
                 return Err(DecodeError::Invalid("unknown ACK flags"));
+            }
+            if flags & FLAG_ACCECN_OPTION != 0 && flags & FLAG_ACCECN == 0 {
+                return Err(DecodeError::Invalid("AccECN option without AccECN"));
             }
             let n = r.u8()?;
             if n as usize > MAX_SACK_RANGES {
@@ -537,7 +616,22 @@ pub fn decode(buf: &[u8]) -> Result<(Header, Frame<'_>), DecodeError> {
             for s in sack.iter_mut().take(n as usize) {
                 *s = r.range()?;
             }
-            Frame::Ack(AckFrame { ack, rwnd_bytes, ts_ecr_ns, ts_recv_ns, flags, sack, sack_count: n })
+            let accecn = if flags & FLAG_ACCECN != 0 {
+                let ace = r.u8()?;
+                if u64::from(ace) >= ACE_MODULUS {
+                    return Err(DecodeError::Invalid("ACE beyond 3 bits"));
+                }
+                let option = if flags & FLAG_ACCECN_OPTION != 0 {
+                    Some(AccEcnOption { e0b: r.u24()?, ceb: r.u24()?, e1b: r.u24()? })
+                } else {
+                    None
+                };
+                Some(AccEcnFeedback { ace, option })
+            } else {
+                None
+            };
+            let flags = flags & FLAG_ECE;
+            Frame::Ack(AckFrame { ack, rwnd_bytes, ts_ecr_ns, ts_recv_ns, flags, sack, sack_count: n, accecn })
         }
         kind::UDT_DATA => {
             let seq = r.u64()?;
@@ -632,11 +726,15 @@ pub fn encode(header: &Header, frame: &Frame<'_>, out: &mut Vec<u8>) {
             out.extend_from_slice(name.as_bytes());
             text8(out, o.flavor);
         }
-        Frame::StreamOffer { cookie, stream_bytes, mss_bytes, flavor } => {
+        Frame::StreamOffer { cookie, stream_bytes, mss_bytes, flavor, ecn } => {
             out.extend_from_slice(cookie);
             out.extend_from_slice(&stream_bytes.to_be_bytes());
             out.extend_from_slice(&mss_bytes.to_be_bytes());
             text8(out, flavor);
+            // Absent without ECN: a Not-ECT stream's offer is what it was before the field.
+            if let Some(e) = ecn {
+                out.push(*e as u8);
+            }
         }
         Frame::Accept { stream_bytes, rwnd_bytes, held } => {
             out.extend_from_slice(&stream_bytes.to_be_bytes());
@@ -663,12 +761,23 @@ pub fn encode(header: &Header, frame: &Frame<'_>, out: &mut Vec<u8>) {
             out.extend_from_slice(&a.rwnd_bytes.to_be_bytes());
             out.extend_from_slice(&a.ts_ecr_ns.to_be_bytes());
             out.extend_from_slice(&a.ts_recv_ns.to_be_bytes());
-            out.push(a.flags);
+            let accecn_flags = a.accecn.map_or(0, |f| FLAG_ACCECN | if f.option.is_some() { FLAG_ACCECN_OPTION } else { 0 });
+            out.push((a.flags & FLAG_ECE) | accecn_flags);
             let n = (a.sack_count as usize).min(MAX_SACK_RANGES);
             out.push(n as u8);
             for (s, e) in &a.sack[..n] {
                 out.extend_from_slice(&s.to_be_bytes());
                 out.extend_from_slice(&e.to_be_bytes());
+            }
+            if let Some(f) = a.accecn {
+                // The fields are the counters modulo their sizes (RFC 9768 §3.2.2.2, §3.2.3.1).
+                out.push((u64::from(f.ace) % ACE_MODULUS) as u8);
+                if let Some(o) = f.option {
+                    for v in [o.e0b, o.ceb, o.e1b] {
+                        let v = (u64::from(v) % ACCECN_OPTION_MODULUS) as u32;
+                        out.extend_from_slice(&v.to_be_bytes()[1..]);
+                    }
+                }
             }
         }
         Frame::UdtData { seq, offset, timestamp_ns, flags, payload } => {
@@ -746,14 +855,20 @@ mod tests {
         assert_eq!(h2, h);
         assert_eq!(f2, frame);
         // Every strict prefix is rejected, never a panic. DATA's (and UDT_DATA's) payload runs to the end of the
-        // datagram, so only the prefixes that cut its fixed part can be told apart.
+        // datagram, so only the prefixes that cut its fixed part can be told apart; a STREAM_OFFER's
+        // ECN byte is optional, so the offer without it is the same offer without ECN.
         let checked = match frame {
             Frame::Data { .. } => HEADER_BYTES + DATA_FRAME_BYTES + 1,
             Frame::UdtData { .. } => HEADER_BYTES + UDT_DATA_FRAME_BYTES + 1,
+            Frame::StreamOffer { ecn: Some(_), .. } => buf.len() - 1,
             _ => buf.len(),
         };
         for n in 0..checked {
             assert!(decode(&buf[..n]).is_err(), "prefix of {n} bytes of {frame:?} accepted");
+        }
+        if let Frame::StreamOffer { cookie, stream_bytes, mss_bytes, flavor, ecn: Some(_) } = frame {
+            let without = Frame::StreamOffer { cookie, stream_bytes, mss_bytes, flavor, ecn: None };
+            assert_eq!(decode(&buf[..buf.len() - 1]).map(|(_, f)| f), Ok(without));
         }
     }
 
@@ -769,7 +884,10 @@ mod tests {
             name: "data.bin",
             flavor: "cubic",
         }));
-        roundtrip(Frame::StreamOffer { cookie: [4; 16], stream_bytes: UNBOUNDED_STREAM, mss_bytes: 1435, flavor: "vegas" });
+        roundtrip(Frame::StreamOffer { cookie: [4; 16], stream_bytes: UNBOUNDED_STREAM, mss_bytes: 1435, flavor: "vegas", ecn: None });
+        for ecn in [EcnFeedback::Classic, EcnFeedback::Dctcp, EcnFeedback::AccEcn] {
+            roundtrip(Frame::StreamOffer { cookie: [4; 16], stream_bytes: 9, mss_bytes: 1435, flavor: "prague", ecn: Some(ecn) });
+        }
         roundtrip(Frame::Accept { stream_bytes: 10, rwnd_bytes: u64::MAX, held: vec![(0, 5), (8, 9)] });
         roundtrip(Frame::Reject { code: RejectCode::Exists, message: "exists" });
         roundtrip(Frame::Data { offset: 100, ts_val_ns: 5, flags: FLAG_CWR, payload: &[1, 2, 3] });
@@ -781,7 +899,13 @@ mod tests {
             flags: FLAG_ECE,
             sack: [(20, 30), (40, 50), (0, 0)],
             sack_count: 2,
+            accecn: None,
         }));
+        // AccECN: ACE alone, and ACE with the option's counters at their 24-bit extremes.
+        let ack = |accecn| AckFrame { ack: 10, rwnd_bytes: 99, ts_ecr_ns: 1, ts_recv_ns: 2, flags: 0, sack: [(20, 30), (0, 0), (0, 0)], sack_count: 1, accecn };
+        roundtrip(Frame::Ack(ack(Some(AccEcnFeedback { ace: 7, option: None }))));
+        let option = AccEcnOption { e0b: 1, ceb: (1 << 24) - 1, e1b: 0x12_3456 };
+        roundtrip(Frame::Ack(ack(Some(AccEcnFeedback { ace: 5, option: Some(option) }))));
         roundtrip(Frame::UdtData { seq: 7, offset: 7 * 1427, timestamp_ns: 9, flags: FLAG_RETRANSMIT, payload: &[4, 5] });
         roundtrip(Frame::UdtAck(UdtAckFrame {
             ack_seq: 3,
@@ -798,6 +922,55 @@ mod tests {
         roundtrip(Frame::Close { code: 0, message: "" });
         roundtrip(Frame::Ping);
         roundtrip(Frame::VersionMismatch { supported: vec![1] });
+    }
+
+    #[test]
+    fn accecn_fields_are_laid_out_as_documented_and_checked() {
+        let a = AckFrame {
+            ack: 0,
+            rwnd_bytes: 0,
+            ts_ecr_ns: 0,
+            ts_recv_ns: 0,
+            flags: 0,
+            sack: [(0, 0); MAX_SACK_RANGES],
+            sack_count: 0,
+            accecn: Some(AccEcnFeedback { ace: 6, option: Some(AccEcnOption { e0b: 0x01_0203, ceb: 0x04_0506, e1b: 0x07_0809 }) }),
+        };
+        let h = Header { version: VERSION, kind: kind::ACK, conn_id: 0, pn: 0 };
+        let mut buf = Vec::new();
+        encode(&h, &Frame::Ack(a), &mut buf);
+        // flags at 20 + 32; SACK count; then ACE and EE0B, ECEB, EE1B (docs/udp-wire.md).
+        let flags_at = HEADER_BYTES + 32;
+        assert_eq!(buf[flags_at], FLAG_ACCECN | FLAG_ACCECN_OPTION);
+        assert_eq!(&buf[flags_at + 2..], &[6, 1, 2, 3, 4, 5, 6, 7, 8, 9]);
+        assert_eq!(buf.len(), HEADER_BYTES + 34 + ACCECN_ACK_BYTES);
+        // ACE is 3 bits: 8 is refused.
+        let mut bad = buf.clone();
+        bad[flags_at + 2] = 8;
+        assert_eq!(decode(&bad), Err(DecodeError::Invalid("ACE beyond 3 bits")));
+        // The option flag without AccECN is refused; so is an unknown flag bit.
+        let mut bad = buf.clone();
+        bad[flags_at] = FLAG_ACCECN_OPTION;
+        assert!(decode(&bad).is_err());
+        bad[flags_at] = 0x08;
+        assert_eq!(decode(&bad), Err(DecodeError::Invalid("unknown ACK flags")));
+        // Without the option flag the counters are bytes left over.
+        let mut bad = buf.clone();
+        bad[flags_at] = FLAG_ACCECN;
+        assert!(decode(&bad).is_err());
+        bad.truncate(flags_at + 3);
+        assert!(matches!(decode(&bad), Ok((_, Frame::Ack(AckFrame { accecn: Some(AccEcnFeedback { ace: 6, option: None }), .. })))));
+        // A STREAM_OFFER's ECN byte: 1 to 3; anything else, or two bytes, is refused.
+        let offer = Frame::StreamOffer { cookie: [0; 16], stream_bytes: 1, mss_bytes: 1000, flavor: "prague", ecn: Some(EcnFeedback::AccEcn) };
+        encode(&Header { version: VERSION, kind: kind::STREAM_OFFER, conn_id: 0, pn: 0 }, &offer, &mut buf);
+        assert_eq!(buf.last(), Some(&3));
+        for v in [0u8, 4, 255] {
+            *buf.last_mut().unwrap() = v;
+            assert_eq!(decode(&buf), Err(DecodeError::Invalid("unknown ECN feedback")));
+        }
+        *buf.last_mut().unwrap() = 1;
+        buf.push(1);
+        assert!(decode(&buf).is_err());
     }
 
     #[test]
@@ -826,7 +999,16 @@ mod tests {
         for f in [
             Frame::Accept { stream_bytes: 1, rwnd_bytes: 2, held: vec![(0, 1)] },
             Frame::Data { offset: 1, ts_val_ns: 2, flags: 0, payload: &[9; 40] },
-            Frame::Ack(AckFrame { ack: 1, rwnd_bytes: 1, ts_ecr_ns: 0, ts_recv_ns: 0, flags: 0, sack: [(1, 2); 3], sack_count: 3 }),
+            Frame::Ack(AckFrame {
+                ack: 1,
+                rwnd_bytes: 1,
+                ts_ecr_ns: 0,
+                ts_recv_ns: 0,
+                flags: 0,
+                sack: [(1, 2); 3],
+                sack_count: 3,
+                accecn: Some(AccEcnFeedback { ace: 3, option: Some(AccEcnOption { e0b: 1, ceb: 2, e1b: 3 }) }),
+            }),
         ] {
             let mut buf = Vec::new();
             encode(&Header { version: VERSION, kind: kind_of(&f), conn_id: 0, pn: 0 }, &f, &mut buf);

@@ -129,7 +129,7 @@ fn a_sink_drops_hostile_input_and_its_state_stays_bounded() {
         let bytes: Vec<u8> = (0..len).map(|i| (x >> (i % 56)) as u8).collect();
         sink.on_datagram(&bytes, peer);
     }
-    let offer = |cookie| Frame::StreamOffer { cookie, stream_bytes: 1 << 30, mss_bytes: 1000, flavor: "cubic" };
+    let offer = |cookie| Frame::StreamOffer { cookie, stream_bytes: 1 << 30, mss_bytes: 1000, flavor: "cubic", ecn: None };
     sink.on_datagram(&packet(5, 0, &offer([0; 16])), peer);
     assert!(!sink.connected());
     assert!(sink.counters().malformed > 0 && sink.counters().bad_cookie == 1);

@@ -130,6 +130,22 @@ CATALOGUE: tuple[Metric, ...] = (
            "Share of the run the bottleneck link was busy.", True, aliases=("utilization",)),
     Metric("bottleneck_queueing_delay_s", "queueing delay", units.format_time,
            "Mean time a packet waited in the bottleneck's queue.", False),
+    Metric("bottleneck_l4s_sojourn_mean_s", "L4S qdelay", units.format_time,
+           "Mean time L4S packets (ECT(1), CE) waited in the bottleneck's DualPI2 L4S queue "
+           "(RFC 9332).", False, aliases=("l4s_qdelay",),
+           axis_label="L4S queueing delay, mean (ms)", axis_divisor=1e-3),
+    Metric("bottleneck_l4s_sojourn_p99_s", "L4S qdelay p99", units.format_time,
+           "99th percentile of the time L4S packets waited in the bottleneck's DualPI2 L4S queue.",
+           False, aliases=("l4s_qdelay_p99",),
+           axis_label="L4S queueing delay, p99 (ms)", axis_divisor=1e-3),
+    Metric("bottleneck_classic_sojourn_mean_s", "Classic qdelay", units.format_time,
+           "Mean time Classic packets (Not-ECT, ECT(0)) waited in the bottleneck's DualPI2 Classic "
+           "queue.", False, aliases=("classic_qdelay",),
+           axis_label="Classic queueing delay, mean (ms)", axis_divisor=1e-3),
+    Metric("bottleneck_classic_sojourn_p99_s", "Classic qdelay p99", units.format_time,
+           "99th percentile of the time Classic packets waited in the bottleneck's DualPI2 Classic "
+           "queue.", False, aliases=("classic_qdelay_p99",),
+           axis_label="Classic queueing delay, p99 (ms)", axis_divisor=1e-3),
     Metric("mathis_bps", "Mathis", units.format_rate,
            "Mathis et al. 1997's throughput at the path's loss and base RTT.", None),
 )

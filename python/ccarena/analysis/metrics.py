@@ -683,7 +683,8 @@ def run_summary(flow_metrics: pd.DataFrame, link_metrics: pd.DataFrame,
 
     ``jain_index`` over all flows' mean goodputs; the region min–max (:func:`region_ranges`);
     ``bottleneck_utilization``, ``bottleneck_queueing_delay_s``, ``bottleneck_drops``,
-    ``bottleneck_drop_rate`` of the (first) link whose role is in :data:`BOTTLENECK_ROLES`;
+    ``bottleneck_drop_rate`` of the (first) link whose role is in :data:`BOTTLENECK_ROLES`, and
+    its per-class queueing delays when its queue is DualPI2 (:func:`dualpi2_class_delays`);
     with ``duration_s``, the data-center numbers where they apply (finite flows, multipath
     roles: :func:`ccarena.analysis.datacenter_metrics.run_summary`).
     """
@@ -697,6 +698,7 @@ def run_summary(flow_metrics: pd.DataFrame, link_metrics: pd.DataFrame,
         out["bottleneck_queueing_delay_s"] = float(b["queueing_delay_mean_s"])
         out["bottleneck_drops"] = float(b["packets_dropped_queue"])
         out["bottleneck_drop_rate"] = float(b["drop_rate"])
+        out.update(dualpi2_class_delays(b))
     else:
         for key in ("bottleneck_utilization", "bottleneck_queueing_delay_s", "bottleneck_drops",
                     "bottleneck_drop_rate"):
@@ -706,12 +708,27 @@ def run_summary(flow_metrics: pd.DataFrame, link_metrics: pd.DataFrame,
     return out
 
 
+DUALPI2_SUMMARY = {f"bottleneck_{c}_sojourn_{s}_s": f"{c}_sojourn_{s}_s"
+                   for c in ("l4s", "classic") for s in ("mean", "p99")}
+"""Run-summary column → the bottleneck's links-table column it copies: each DualPI2 queue's
+mean and 99th-percentile sojourn (RFC 9332 §2.1's L4S and Classic queues)."""
+
+
+def dualpi2_class_delays(bottleneck: pd.Series) -> dict[str, float]:
+    """The bottleneck's per-class queueing delay (:data:`DUALPI2_SUMMARY`) when its queue is
+    DualPI2 (its per-class columns finite), else nothing: a run through another discipline keeps
+    the summary columns it had."""
+    if not np.isfinite(float(bottleneck.get("l4s_packets_departed", math.nan))):
+        return {}
+    return {name: float(bottleneck[column]) for name, column in DUALPI2_SUMMARY.items()}
+
+
 # ----------------------------------------------------------------------------- over repeats
 
 SUMMARY_METRICS = FLOW_METRICS + (
     "jain_index", "fairness_min", "fairness_max", "stability_min", "stability_max",
     "bottleneck_utilization", "bottleneck_queueing_delay_s", "bottleneck_drop_rate",
-    "fct_slowdown_p50", "fct_slowdown_p99",
+    "fct_slowdown_p50", "fct_slowdown_p99", *DUALPI2_SUMMARY,
 )
 """Columns of summary.parquet aggregated over repeats by :func:`aggregate_repeats`."""
 

@@ -16,8 +16,11 @@ ECN_FIX = 'set e.g. queue = { limit = "100pkt", ecn_threshold = "20pkt" } on its
 
 def queue_marks(queue: dict[str, Any]) -> bool:
     """Whether an egress queue (a :class:`ccarena.runspec.QueueSpec` as a dict) can mark CE: a
-    step-marking threshold, or RED, CoDel, FQ-CoDel or PIE with ``ecn`` on."""
+    step-marking threshold, DualPI2 (which always marks ECN-capable packets, RFC 9332 §2.5), or
+    RED, CoDel, FQ-CoDel or PIE with ``ecn`` on."""
     if queue.get("ecn_threshold_packets") or queue.get("ecn_threshold_bytes"):
+        return True
+    if queue.get("discipline") == "dualpi2":
         return True
     aqm = queue.get(str(queue.get("discipline", ""))) or {}
     return bool(isinstance(aqm, dict) and aqm.get("ecn"))

@@ -59,6 +59,25 @@ CPU_FLOW_COLUMNS = ("sender_cpu_s", "sender_wall_s", "cpu_mhz")
 sending interval, that interval's wall seconds, and the CPU clock in MHz. Measured by backends on
 real machines (kernel); NaN on the simulator, which has no CPU cost (docs/metrics.md, "CPU cost")."""
 
+DUALPI2_CLASSES = ("l4s", "classic")
+"""DualPI2's two queues (RFC 9332 §2.1), as the prefixes of its per-class columns."""
+
+DUALPI2_CLASS_FIELDS = (
+    "packets_departed", "packets_marked", "packets_dropped", "sojourn_mean_s", "sojourn_min_s",
+    "sojourn_p5_s", "sojourn_p10_s", "sojourn_p25_s", "sojourn_p50_s", "sojourn_p75_s",
+    "sojourn_p90_s", "sojourn_p95_s", "sojourn_p99_s", "sojourn_max_s",
+)
+"""The fields of each DualPI2 class in the links table (docs/engine-spec.md, "Tables")."""
+
+DUALPI2_LINK_COLUMNS = tuple(f"{c}_{f}" for c in DUALPI2_CLASSES for f in DUALPI2_CLASS_FIELDS)
+"""The links table's per-class columns, ``l4s_…`` then ``classic_…``: finite on a link whose
+queue is DualPI2, NaN on every other link."""
+
+AQM_PROBABILITY_COLUMNS = ("aqm_prob_classic", "aqm_prob_l4s")
+"""The queues samples' AQM probabilities: the Classic drop/mark probability (DualPI2's
+p_C = p'², PIE's drop probability) and DualPI2's coupled L4S marking probability; NaN where a
+discipline has none."""
+
 MEMORY_BUDGET_ENV = "CCARENA_MAX_MEMORY_BYTES"
 """Environment variable carrying the per-run memory budget to a backend that holds a run in memory
 (the simulator's engine; set by the executor from ``--max-memory``; inherited by pool workers)."""
@@ -72,6 +91,7 @@ INTEGER_COLUMNS = {
     "packets_delivered", "packets_dropped_queue", "packets_marked", "packets_lost_wire",
     "down_drops_packets", "no_route_drops_packets", "packets_queued_end",
     "packets_in_flight_end", "bytes_transmitted", "packets_duplicated", "packets_reordered",
+    "ce_packets", "ce_bytes",
 }
 """Columns that hold counts or ids: stored as int64 when every value is finite."""
 

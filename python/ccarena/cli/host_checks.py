@@ -20,7 +20,9 @@ def doctor(
                                       help="With --cleanup: only runs whose tag starts with TAG."),
 ) -> None:
     """Check what the kernel backend can use here (root, namespaces, qdiscs, netem or the relay,
-    nftables, tools, congestion controllers, MPTCP), or clean up after killed runs.
+    nftables, tools, congestion controllers, MPTCP, the ECN modes its TCP negotiates — classic
+    RFC 3168 and Accurate ECN, RFC 9768, for kernel.ecn — and TCP Prague), or clean up after
+    killed runs.
 
     Examples:
 

@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from ccarena.analysis import metrics
-from ccarena.report import capacity, distributions, plots, sweep_plots
+from ccarena.report import capacity, class_plots, distributions, plots, sweep_plots
 
 
 @dataclass
@@ -179,11 +179,43 @@ def _capacity_series(record: dict[str, Any], links: pd.DataFrame,
     return capacity.capacity_over_time(record.get("spec") or {}, links, samples["time_s"].to_numpy(dtype=float))
 
 
+CLASS_DELAY_CAPTION = (
+    "DualPI2's two queues (RFC 9332): L4S (ECT(1) and CE packets) and Classic (Not-ECT and ECT(0)). "
+    "Each curve joins the queue's sojourn percentiles (min, 5th … 99th, max) over the whole run; "
+    "the legend gives each class's mean and 99th percentile.")
+MARKING_CAPTION = (
+    "DualPI2's probabilities at each sample instant: the Classic drop/mark probability p_C = p'² "
+    "and the coupled L4S marking probability p_CL = min(k·p', 1), the floor under every L4S "
+    "packet's marking probability (its native step at the L4S threshold adds to it per packet).")
+
+
+def _class_figures(queues: pd.DataFrame, links: pd.DataFrame, at: str) -> list[tuple[str, str, str, Any]]:
+    """A run's DualPI2 figures as ``(file key, title, caption, draw)``: the queueing-delay CDF
+    per class on its DualPI2 links (:func:`ccarena.report.class_plots.dualpi2_links`), and their
+    marking probability over time when they were sampled; none without a DualPI2 link."""
+    dual = class_plots.dualpi2_links(links)
+    if not len(dual):
+        return []
+    out = [("class-delay", f"Queueing delay per DualPI2 class{at}", CLASS_DELAY_CAPTION,
+            lambda: class_plots.class_sojourn_cdfs(dual, f"Queueing delay per class{at}"))]
+    probability = "aqm_prob_l4s"
+    if probability in queues and "link" in queues:
+        sampled = queues[np.isfinite(queues[probability].to_numpy(dtype=float))]["link"].unique()
+        shown = dual[dual["link"].isin(sampled)]
+        if len(shown):
+            out.append(("marking-probability", f"DualPI2 marking probability over time{at}",
+                        MARKING_CAPTION,
+                        lambda: class_plots.aqm_probability_vs_time(queues, shown,
+                                                                    f"Marking probability{at}")))
+    return out
+
+
 def draw_run_figures(root: str, run_id: str, label: str, cwnd_rounds: bool, figures_dir: str,
                      slots: dict[str, int] | None = None) -> list[Figure]:
     """The time series of one run of the experiment at ``root`` (goodput — over a trace-driven
     link's capacity per sample interval —, cwnd — also per transmission round with
-    ``cwnd_rounds`` —, RTT, queue backlog, delivered bytes), titled with ``label`` (the run's
+    ``cwnd_rounds`` —, RTT, queue backlog, DualPI2's classes (:func:`_class_figures`), delivered
+    bytes), titled with ``label`` (the run's
     swept values in words, :func:`words`; ``""`` for none), into ``figures_dir``; ``slots`` as
     for :func:`draw_small_multiples_page`."""
     store = _store(root, slots)
@@ -225,6 +257,7 @@ def draw_run_figures(root: str, run_id: str, label: str, cwnd_rounds: bool, figu
         *([("queue", f"Queue backlog over time{at}", "Dashed, same colour: the queue's limit.",
             lambda: plots.backlog_vs_time(queues, watched, f"Queue backlog{at}"))]
           if len(watched) else []),
+        *_class_figures(queues, links, at),
         ("delivered", f"Cumulative delivered bytes{at}", "",
          lambda: plots.delivered_vs_time(samples, flows, f"Delivered{at}", run_id)),
     ]
@@ -250,6 +283,18 @@ def draw_queue_figure(root: str, run_id: str, label: str, figures_dir: str, file
                         f"Queue backlog over time{at}", file, Path(figures_dir),
                         "Dashed, same colour: the queue's limit. The first run of the experiment; its "
                         "flows are drawn above as distributions.")]
+
+
+def draw_class_figures(root: str, run_id: str, label: str, figures_dir: str, prefix: str) -> list[Figure]:
+    """The DualPI2 figures of one run (:func:`_class_figures`), titled with ``label``
+    (:func:`words`), saved as ``<prefix><key>.png``: for runs of many flows, which get no per-run
+    time series, the classes' delays and marking are still drawn. Empty without a DualPI2 link."""
+    store = _store(root, None)
+    at = f" — {label}" if label else ""
+    figs = _class_figures(store.read_table(run_id, "queues"), store.read_table(run_id, "links"), at)
+    note = " The first run of the experiment."
+    return [Figure.draw(make(), title, f"{prefix}{key}.png", Path(figures_dir), caption + note)
+            for key, title, caption, make in figs]
 
 
 class _Later:
@@ -331,7 +376,9 @@ def draw_figures(result: Any, figures_dir: Path, max_runs: int = 4, prefix: str 
       percentile band (runs of many flows, or several runs on a trace-driven link), over the
       link's capacity per sample interval when it follows a trace;
     - time series of the first repeat of up to ``max_runs`` sweep points whose runs have at most
-      :data:`MANY_FLOWS` flows, and small multiples of every point's goodput when there are more.
+      :data:`MANY_FLOWS` flows, and small multiples of every point's goodput when there are more;
+    - on a DualPI2 link, each class's queueing-delay CDF and the marking probability over time
+      (with the time series, or for the first run when there are many flows).
 
     ``prefix`` starts the file names of figures that are not per run (a part's name). The time
     series and pages are drawn by worker processes when there are many (:class:`FigureWork`).
@@ -368,6 +415,8 @@ def draw_figures(result: Any, figures_dir: Path, max_runs: int = 4, prefix: str 
             record = first_repeats[first_repeats["run_id"] == every_point[0]].iloc[0].to_dict()
             details += draw_queue_figure(root, every_point[0], words(params, record, labels), where,
                                          f"{prefix}queue-backlog.png")
+            details += draw_class_figures(root, every_point[0], words(params, record, labels), where,
+                                          prefix)
         return overview + details
     finally:
         work.close()

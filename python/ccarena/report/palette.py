@@ -65,3 +65,11 @@ class FlavorPalette:
                 free = [i for i in range(len(PALETTE)) if i not in used and i not in reserved]
                 self._slots[flavor] = free[0] if free else len(self._slots) % len(PALETTE)
         return self._slots[flavor]
+
+
+CLASS_COLORS = {"l4s": "#44AA99", "classic": "#AA4499"}
+"""DualPI2's queues (RFC 9332 §2.1) in every figure that tells them apart: L4S teal, Classic
+purple (Paul Tol's "muted" scheme, colour-blind safe), whichever flavors fill them."""
+
+CLASS_LABELS = {"l4s": "L4S", "classic": "Classic"}
+"""DualPI2's queues as the figures name them."""

@@ -11,6 +11,14 @@ and with ``direction`` and ``jitter_s`` (:mod:`ccarena.importers.imported_tables
 from __future__ import annotations
 
 from ccarena.analysis import metrics
+# The per-class and AQM-probability columns are every backend's (the kernel's tables carry them
+# as NaN), so they are declared with the other shared table facts; re-exported here.
+from ccarena.backends import (  # noqa: F401
+    AQM_PROBABILITY_COLUMNS,
+    DUALPI2_CLASS_FIELDS,
+    DUALPI2_CLASSES,
+    DUALPI2_LINK_COLUMNS,
+)
 
 IMPORTED_FLOW_COLUMNS = (
     "flow", "name", "kind", "flavor", "recovery", "direction", "start_s", "end_s", "bytes_offered",
@@ -32,18 +40,26 @@ IMPORTED_SAMPLE_COLUMNS = (
 )
 """Columns of an imported run's samples.parquet: a simulated run's, plus ``jitter_s``."""
 
+SOJOURN_QUANTILES = (
+    ("sojourn_min_s", 0.0), ("sojourn_p5_s", 0.05), ("sojourn_p10_s", 0.10),
+    ("sojourn_p25_s", 0.25), ("sojourn_p50_s", 0.50), ("sojourn_p75_s", 0.75),
+    ("sojourn_p90_s", 0.90), ("sojourn_p95_s", 0.95), ("sojourn_p99_s", 0.99),
+    ("sojourn_max_s", 1.0),
+)
+"""The per-class sojourn columns that sample the sojourn CDF: (field, cumulative fraction)."""
+
 IMPORTED_LINK_COLUMNS = (
     "link", "name", "rate_bps", "delay_ns", "packets_in", "bytes_in", "packets_delivered",
     "packets_dropped_queue", "packets_marked", "packets_lost_wire", "down_drops_packets",
     "no_route_drops_packets", "packets_queued_end", "packets_in_flight_end", "bytes_transmitted",
     "utilization", "role", "utilization_bytes", "queueing_delay_mean_s", "backlog_mean_bytes",
-    "backlog_max_bytes", "backlog_max_packets", "drop_rate",
+    "backlog_max_bytes", "backlog_max_packets", "drop_rate", *DUALPI2_LINK_COLUMNS,
 )
 """Columns of an imported run's links.parquet (a measurement sees no link: always empty)."""
 
 IMPORTED_QUEUE_COLUMNS = (
     "time_s", "link", "link_name", "backlog_bytes", "backlog_packets", "drops", "marks", "arrivals",
-    "departures", "sojourn_mean_s", "red_avg", "early_drops",
+    "departures", "sojourn_mean_s", "red_avg", "early_drops", *AQM_PROBABILITY_COLUMNS,
 )
 """Columns of an imported run's queues.parquet (a measurement sees no queue: always empty)."""
 

@@ -14,7 +14,7 @@ from ccarena.quantities import (
     StrictModel,
     TimeNs,
 )
-from ccarena.runspec import CodelSpec, FqCodelSpec, FqSpec, PieSpec, QueueSpec, RedSpec
+from ccarena.runspec import CodelSpec, DualPi2Spec, FqCodelSpec, FqSpec, PieSpec, QueueSpec, RedSpec
 from ccarena.traces.trace_files import parse_link_rate
 from ccarena.units import QueueLimit
 
@@ -27,17 +27,19 @@ RED_FIELDS = ("min_th", "max_th", "max_p", "w_q", "gentle", "wait", "adaptive")
 """Queue fields that only a ``discipline = "red"`` queue takes."""
 
 DISCIPLINE_FIELDS = {
-    "droptail": ("ecn_threshold",),
+    "droptail": ("ecn_threshold", "ecn_threshold_selector"),
     "red": (*RED_FIELDS, "ecn"),
     "codel": ("target", "interval", "ecn"),
-    "fq_codel": ("target", "interval", "flows", "quantum", "ecn"),
+    "fq_codel": ("target", "interval", "flows", "quantum", "ecn", "ce_threshold", "ce_threshold_selector"),
     "pie": ("target", "tupdate", "alpha", "beta", "max_burst", "ecn"),
     "fq": ("flows", "quantum"),
+    "dualpi2": ("target", "tupdate", "alpha", "beta", "coupling", "l4s_threshold", "l4s_ramp",
+                "l4s_min_qlen", "tshift"),
 }
 """The settings each discipline takes besides ``limit`` (a setting of another is refused)."""
 
 DISCIPLINE_NAMES = {"droptail": "DropTail", "red": "RED", "codel": "CoDel", "fq_codel": "FQ-CoDel",
-                    "pie": "PIE", "fq": "FQ"}
+                    "pie": "PIE", "fq": "FQ", "dualpi2": "DualPI2"}
 """How the sources write each discipline's name (for messages)."""
 
 AQM_DEFAULTS = {
@@ -46,10 +48,17 @@ AQM_DEFAULTS = {
     "pie": {"target": 15_000_000, "tupdate": 15_000_000, "alpha": 0.125, "beta": 1.25,
             "max_burst": 150_000_000},
     "fq": {"flows": 1024, "quantum": 1514},
+    "dualpi2": {"target": 15_000_000, "tupdate": 16_000_000, "alpha": 0.16, "beta": 3.2,
+                "coupling": 2.0, "l4s_threshold": 1_000_000, "l4s_ramp": 0, "l4s_min_qlen": 1,
+                "tshift": 30_000_000},
 }
 """Defaults from the sources: CoDel's 5 ms target and 100 ms interval (RFC 8289 §4.3–4.4);
 FQ-CoDel's 1024 queues and a quantum of one Ethernet frame (RFC 8290 §4.1, §5); PIE's 15 ms
-target and update interval, alpha 0.125, beta 1.25 and 150 ms burst allowance (RFC 8033 §5)."""
+target and update interval, alpha 0.125, beta 1.25 and 150 ms burst allowance (RFC 8033 §5);
+DualPI2's 15 ms target, 16 ms update interval, alpha 0.16 Hz, beta 3.2 Hz and coupling 2 (RFC
+9332 App. A; Linux ``sch_dualpi2``'s too), a 1 ms L4S step (Linux's ``step_thresh``; the RFC's
+ramp is ``l4s_threshold = "800us"``, ``l4s_ramp = "400us"``), Th_len 1 packet (RFC 9332) and a
+30 ms time shift (2·target; docs/engine-spec.md)."""
 
 RED_IDLE_PACKET_BYTES = 1500
 """The "typical small packet" whose transmission time ages RED's average over an idle period
@@ -87,14 +96,26 @@ class Queue(StrictModel):
     ``limit`` in packets (``"100pkt"``) or bytes (``"150KB"``). ``ecn_threshold`` (optional,
     DropTail only) is the marking threshold K of DCTCP-style step marking (RFC 8257 §3.1):
     ECN-capable packets that arrive with at least K waiting are marked CE instead of waiting for the
-    limit to drop them.
+    limit to drop them. ``ecn_threshold_selector = "l4s"`` restricts that step to L4S packets
+    (ECT(1), RFC 9331 §5.1): Classic ECT(0) packets then see plain DropTail (default ``"all"``).
 
     AQMs (docs/engine-spec.md; ``crates/link``): ``discipline = "codel"`` (RFC 8289; ``target``
     default 5 ms, ``interval`` 100 ms, ``ecn``), ``"fq_codel"`` (RFC 8290; CoDel's settings per
     flow queue plus ``flows`` = 1024 and ``quantum`` = 1514 B), ``"pie"`` (RFC 8033; ``target`` and
     ``tupdate`` 15 ms, ``alpha`` 0.125, ``beta`` 1.25, ``max_burst`` 150 ms, ``ecn``) and ``"fq"``
     (per-flow deficit round robin, ``flows``, ``quantum``). ``ecn = true`` marks ECN-capable
-    packets CE where the discipline would drop them.
+    packets CE where the discipline would drop them. FQ-CoDel's L4S mode (Linux's, tc-fq_codel(8)):
+    ``ce_threshold = "1ms"`` marks CE each ECN-capable packet whose sojourn exceeds it, besides
+    CoDel's law, and ``ce_threshold_selector = "l4s"`` only ECT(1) ones (default ``"all"``).
+
+    DualPI2 (RFC 9332, the DualQ Coupled AQM for L4S): ``discipline = "dualpi2"`` queues ECT(1)
+    and CE packets apart from the rest, both under ``limit``; PI2 on the Classic queue
+    (``target`` 15 ms, ``tupdate`` 16 ms, ``alpha`` 0.16, ``beta`` 3.2) drops or marks Classic
+    packets with p'² and marks L4S ones with ``coupling``·p' (k = 2), or at the native
+    ``l4s_threshold`` (1 ms step; with ``l4s_ramp`` a ramp of that width) once more than
+    ``l4s_min_qlen`` (1) L4S packets wait; ``tshift`` (30 ms) is the scheduler's time shift that
+    keeps the Classic queue from starving. Classic ECT(0) packets are always marked, not dropped,
+    below overload (RFC 9332 App. A), so DualPI2 takes no ``ecn``.
 
     RED (Floyd & Jacobson 1993, with Floyd's gentle variant): ``discipline = "red"`` with
     ``min_th`` / ``max_th`` (the average-queue thresholds, in the limit's unit; defaults a quarter
@@ -109,7 +130,7 @@ class Queue(StrictModel):
     ``[[events]]`` change of the limit applies.
     """
 
-    discipline: Literal["droptail", "red", "codel", "fq_codel", "pie", "fq"] = "droptail"
+    discipline: Literal["droptail", "red", "codel", "fq_codel", "pie", "fq", "dualpi2"] = "droptail"
     limit: QueueLimitValue = "100pkt"
     ecn_threshold: QueueLimitValue | None = None
     min_th: QueueLimitValue | None = None
@@ -128,12 +149,26 @@ class Queue(StrictModel):
     max_burst: TimeNs | None = Field(None, ge=0)
     flows: int | None = Field(None, ge=0)
     quantum: SizeBytes | None = Field(None, gt=0, le=1_000_000)
+    coupling: float | None = Field(None, gt=0, le=100)
+    l4s_threshold: TimeNs | None = Field(None, ge=0)
+    l4s_ramp: TimeNs | None = Field(None, ge=0)
+    l4s_min_qlen: int | None = Field(None, ge=0)
+    tshift: TimeNs | None = Field(None, ge=0)
+    ecn_threshold_selector: Literal["all", "l4s"] | None = None
+    ce_threshold: TimeNs | None = Field(None, ge=0)
+    ce_threshold_selector: Literal["all", "l4s"] | None = None
 
     @model_validator(mode="after")
     def _fields_fit_the_discipline(self) -> "Queue":
         """The scenario's own rules (each setting belongs to its discipline; RED's thresholds in
         the limit's unit, as amounts with units), then the engine's rules on the resolved queue
         (:meth:`ccarena.runspec.QueueSpec.engine_problem`), its field named as here."""
+        if self.ecn_threshold is not None and self.discipline == "dualpi2":
+            raise FieldError("ecn_threshold", "is a DropTail setting; DualPI2 marks L4S packets at "
+                                              "l4s_threshold (a sojourn time)")
+        if self.ecn_threshold_selector is not None and self.discipline == "fq_codel":
+            raise FieldError("ecn_threshold_selector", "is a DropTail setting; FQ-CoDel selects the "
+                                                       "packets its ce_threshold marks with ce_threshold_selector")
         if self.ecn_threshold is not None and self.discipline != "droptail":
             # An AQM marks by its own law: point at its switch, not at DropTail.
             raise FieldError("ecn_threshold", "is a DropTail setting; this queue marks with ecn = true")
@@ -210,14 +245,22 @@ class Queue(StrictModel):
         return QueueSpec(
             discipline=d, limit_packets=self.limit.packets, limit_bytes=self.limit.bytes,
             ecn_threshold_packets=k.packets if k else None,
-            ecn_threshold_bytes=k.bytes if k else None, red=red,
+            ecn_threshold_bytes=k.bytes if k else None,
+            ecn_threshold_selector=self.ecn_threshold_selector, red=red,
             codel=CodelSpec(target_ns=a("target"), interval_ns=a("interval"), ecn=ecn)
             if d == "codel" else None,
             fq_codel=FqCodelSpec(target_ns=a("target"), interval_ns=a("interval"), flows=a("flows"),
-                                 quantum_bytes=a("quantum"), ecn=ecn) if d == "fq_codel" else None,
+                                 quantum_bytes=a("quantum"), ecn=ecn, ce_threshold_ns=self.ce_threshold,
+                                 ce_threshold_selector=self.ce_threshold_selector)
+            if d == "fq_codel" else None,
             pie=PieSpec(target_ns=a("target"), tupdate_ns=a("tupdate"), alpha=a("alpha"),
                         beta=a("beta"), max_burst_ns=a("max_burst"), ecn=ecn) if d == "pie" else None,
-            fq=FqSpec(flows=a("flows"), quantum_bytes=a("quantum")) if d == "fq" else None)
+            fq=FqSpec(flows=a("flows"), quantum_bytes=a("quantum")) if d == "fq" else None,
+            dualpi2=DualPi2Spec(target_ns=a("target"), tupdate_ns=a("tupdate"), alpha=a("alpha"),
+                                beta=a("beta"), coupling=a("coupling"),
+                                l4s_threshold_ns=a("l4s_threshold"), l4s_ramp_ns=a("l4s_ramp"),
+                                l4s_min_qlen_packets=a("l4s_min_qlen"), tshift_ns=a("tshift"))
+            if d == "dualpi2" else None)
 
 
 class AccessQueue(Queue):

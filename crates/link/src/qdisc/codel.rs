@@ -11,11 +11,17 @@
 //! With ECN, an ECT packet due to be dropped is marked CE and sent instead, and the control law
 //! advances as for a drop (§5: "packets may be ECN-marked instead of dropped").
 //! Defaults: target 5 ms, interval 100 ms (§4.2–§4.3).
+//!
+//! An optional CE threshold ([`CeThreshold`], Linux's `ce_threshold`, FQ-CoDel's L4S mode) marks
+//! the packet leaving when its sojourn time exceeds a shallow threshold, on top of the control
+//! law: the immediate, unsmoothed signal scalable congestion controls respond to (RFC 9331
+//! §5.1's identifier selects them, [`EcnSelector`]).
 
 use serde::{Deserialize, Serialize};
 
 use super::fifo::Fifo;
 use super::interface::{Entry, QdiscCounters, QueuedPacket, MTU_BYTES};
+use super::selector::EcnSelector;
 use crate::field_error::{positive, FieldError};
 
 /// CoDel's parameters (RFC 8289 §4), and the engine spec's `queue.codel` object (every key
@@ -35,6 +41,39 @@ pub struct CodelConfig {
     /// most this many bytes, bytes.
     #[serde(skip, default = "super::interface::mtu_bytes")]
     pub mtu_bytes: u64,
+    /// Mark CE the ECT packets whose sojourn exceeds this threshold, besides the control law
+    /// ([`CeThreshold`]); `None` = no threshold. Not in the `queue.codel` object: FQ-CoDel's
+    /// object sets it ([`super::fq::FqCodelSpec`]).
+    #[serde(skip)]
+    pub ce_threshold: Option<CeThreshold>,
+}
+
+/// A CE-marking threshold on the sojourn time, applied at dequeue independently of CoDel's
+/// control law — Linux's `ce_threshold` on CoDel and FQ-CoDel (tc-fq_codel(8); Linux commit
+/// 80ba92fa1a92, 2015: "a queue occupancy threshold above which ECT packets get CE mark ...
+/// translates to a sojourn time"), the step marking of DCTCP (RFC 8257 §3.1) measured in time.
+/// The control law keeps running: the threshold marks what it sends, it does not change what it
+/// drops or when.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CeThreshold {
+    /// A packet whose sojourn time exceeds this is marked, ns.
+    pub sojourn_ns: u64,
+    /// The packets the threshold applies to: every ECT packet, or only ECT(1) ones (Linux's
+    /// `ce_threshold_selector 0x1/0x1` on the ECN field).
+    pub selector: EcnSelector,
+}
+
+impl CeThreshold {
+    /// Mark `e` CE when it leaves at `now_ns` with a sojourn above the threshold, is selected
+    /// and is ECN-capable; each mark counts in `counters.marked`.
+    #[inline]
+    pub fn apply<P: QueuedPacket>(&self, e: &mut Entry<P>, now_ns: u64, counters: &mut QdiscCounters) {
+        let sojourn_ns = now_ns.saturating_sub(e.enqueued_ns);
+        if sojourn_ns > self.sojourn_ns && e.pkt.ect() && self.selector.selects(&e.pkt) {
+            e.pkt.set_ce();
+            counters.marked += e.pkt.packets();
+        }
+    }
 }
 
 impl CodelConfig {
@@ -54,9 +93,9 @@ impl CodelConfig {
 }
 
 impl Default for CodelConfig {
-    /// RFC 8289's defaults: target 5 ms, interval 100 ms, no ECN, 1500-byte MTU.
+    /// RFC 8289's defaults: target 5 ms, interval 100 ms, no ECN, 1500-byte MTU, no CE threshold.
     fn default() -> Self {
-        CodelConfig { target_ns: 5_000_000, interval_ns: 100_000_000, ecn: false, mtu_bytes: MTU_BYTES }
+        CodelConfig { target_ns: 5_000_000, interval_ns: 100_000_000, ecn: false, mtu_bytes: MTU_BYTES, ce_threshold: None }
     }
 }
 
@@ -128,8 +167,20 @@ impl Codel {
         }
     }
 
-    /// §5.5 `dequeue`: the packet to send at `now_ns` from `q`, after CoDel's drops.
+    /// The packet to send at `now_ns` from `q`, after CoDel's drops and marks and then the CE
+    /// threshold's mark, if one is set.
     pub fn dequeue<P: QueuedPacket>(&mut self, q: &mut Fifo<P>, now_ns: u64, counters: &mut QdiscCounters) -> Option<Entry<P>> {
+        let (mut e, marked_by_law) = self.dequeue_by_law(q, now_ns, counters)?;
+        if let Some(threshold) = self.cfg.ce_threshold.as_ref().filter(|_| !marked_by_law) {
+            // A packet the law has just marked is not marked (nor counted) twice.
+            threshold.apply(&mut e, now_ns, counters);
+        }
+        Some(e)
+    }
+
+    /// §5.5 `dequeue`: the packet to send at `now_ns` from `q`, after CoDel's drops, and whether
+    /// the control law marked it.
+    fn dequeue_by_law<P: QueuedPacket>(&mut self, q: &mut Fifo<P>, now_ns: u64, counters: &mut QdiscCounters) -> Option<(Entry<P>, bool)> {
         let Some((mut e, mut ok_to_drop)) = self.dodequeue(q, now_ns) else {
             self.dropping = false;
             return None;
@@ -143,7 +194,7 @@ impl Codel {
                 self.count += 1;
                 if let Some(marked) = self.drop_or_mark(e, counters) {
                     self.drop_next_ns = self.control_law(self.drop_next_ns);
-                    return Some(marked);
+                    return Some((marked, true));
                 }
                 match self.dodequeue(q, now_ns) {
                     None => {
@@ -161,7 +212,7 @@ impl Codel {
                     self.drop_next_ns = self.control_law(self.drop_next_ns);
                 }
             }
-            Some(e)
+            Some((e, false))
         } else if ok_to_drop {
             // Enter the dropping state: drop (or mark) this packet, schedule the next drop.
             self.dropping = true;
@@ -170,17 +221,17 @@ impl Codel {
             self.drop_next_ns = self.control_law(now_ns);
             self.lastcount = self.count;
             if let Some(marked) = self.drop_or_mark(e, counters) {
-                return Some(marked);
+                return Some((marked, true));
             }
             match self.dodequeue(q, now_ns) {
                 None => {
                     self.dropping = false;
                     None
                 }
-                Some((next, _)) => Some(next),
+                Some((next, _)) => Some((next, false)),
             }
         } else {
-            Some(e)
+            Some((e, false))
         }
     }
 }
@@ -204,6 +255,9 @@ mod tests {
         }
         fn ect(&self) -> bool {
             self.ect
+        }
+        fn l4s(&self) -> bool {
+            false
         }
         fn set_ce(&mut self) {
             self.ce = true;
@@ -276,5 +330,110 @@ mod tests {
             assert!(c.dequeue(&mut q, (i + 1) * 50_000_000, &mut counters).is_some());
         }
         assert_eq!(counters, QdiscCounters::default());
+    }
+
+    /// A packet by its ECN codepoint, for the CE threshold's tests. Like the simulator's and the
+    /// relay's packets, a CE packet still reads as ECN-capable (marking it again changes nothing).
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    enum Ecn {
+        NotEct,
+        Ect0,
+        Ect1,
+        Ce,
+    }
+
+    impl QueuedPacket for Ecn {
+        fn size_bytes(&self) -> u64 {
+            1500
+        }
+        fn flow_hash(&self) -> u64 {
+            0
+        }
+        fn ect(&self) -> bool {
+            *self != Ecn::NotEct
+        }
+        fn l4s(&self) -> bool {
+            matches!(self, Ecn::Ect1 | Ecn::Ce)
+        }
+        fn set_ce(&mut self) {
+            *self = Ecn::Ce;
+        }
+    }
+
+    fn with_threshold(sojourn_ns: u64, selector: EcnSelector) -> CodelConfig {
+        CodelConfig { ecn: true, ce_threshold: Some(CeThreshold { sojourn_ns, selector }), ..CodelConfig::default() }
+    }
+
+    /// Each codepoint enqueued at 0 and sent at `at_ns` through a 1 ms threshold: what leaves.
+    fn sent_at(at_ns: u64, selector: EcnSelector) -> (Vec<Ecn>, QdiscCounters) {
+        let mut c = Codel::new(&with_threshold(1_000_000, selector));
+        let mut counters = QdiscCounters::default();
+        let mut out = Vec::new();
+        for p in [Ecn::NotEct, Ecn::Ect0, Ecn::Ect1, Ecn::Ce] {
+            let mut q = Fifo::new();
+            q.push(Entry { pkt: p, enqueued_ns: 0 });
+            out.push(c.dequeue(&mut q, at_ns, &mut counters).expect("one packet waits").pkt);
+        }
+        (out, counters)
+    }
+
+    /// Linux's `ce_threshold`: a packet whose sojourn *exceeds* the threshold is marked if
+    /// ECN-capable; with the L4S selector only ECT(1) (RFC 9331 §5.1). A CE arrival is marked
+    /// again and counted, as CoDel's law counts it. Well below CoDel's 5 ms target, so the
+    /// control law is not involved.
+    #[test]
+    fn the_ce_threshold_marks_by_sojourn_and_codepoint() {
+        use Ecn::{Ce, Ect0, Ect1, NotEct};
+        for selector in [EcnSelector::All, EcnSelector::L4s] {
+            for at_ns in [500_000, 1_000_000] {
+                let (out, counters) = sent_at(at_ns, selector);
+                assert_eq!(out, [NotEct, Ect0, Ect1, Ce], "{selector:?} at {at_ns} ns");
+                assert_eq!(counters, QdiscCounters::default());
+            }
+        }
+        let (out, counters) = sent_at(1_000_001, EcnSelector::All);
+        assert_eq!((out, counters.marked), (vec![NotEct, Ce, Ce, Ce], 3));
+        let (out, counters) = sent_at(1_000_001, EcnSelector::L4s);
+        assert_eq!((out, counters.marked), (vec![NotEct, Ect0, Ce, Ce], 2));
+        assert_eq!(counters.dropped, 0);
+    }
+
+    /// The threshold runs beside the control law, not instead of it: under a standing 20 ms
+    /// queue of ECT(1) packets CoDel (without ECN) drops at exactly the times it drops with no
+    /// threshold, and the threshold marks every packet that is sent. With ECN the law marks
+    /// some packets and the threshold the others: each sent packet is counted once.
+    #[test]
+    fn the_control_law_runs_unchanged_under_the_threshold() {
+        let run = |cfg: CodelConfig| {
+            let mut c = Codel::new(&cfg);
+            let mut q = Fifo::new();
+            let mut counters = QdiscCounters::default();
+            for i in 0..20u64 {
+                q.push(Entry { pkt: Ecn::Ect1, enqueued_ns: i * 1_000_000 });
+            }
+            let (mut drops, mut sent) = (Vec::new(), 0u64);
+            for i in 20..1000u64 {
+                let now = i * 1_000_000;
+                q.push(Entry { pkt: Ecn::Ect1, enqueued_ns: now });
+                let before = counters.dropped;
+                if c.dequeue(&mut q, now, &mut counters).is_some() {
+                    sent += 1;
+                }
+                if counters.dropped != before {
+                    drops.push(now);
+                }
+            }
+            (drops, sent, counters)
+        };
+        let (plain_drops, plain_sent, plain) = run(CodelConfig::default());
+        let (drops, sent, counters) = run(CodelConfig { ecn: false, ..with_threshold(1_000_000, EcnSelector::L4s) });
+        assert!(plain_drops.len() >= 5, "{plain_drops:?}");
+        assert_eq!(drops, plain_drops);
+        assert_eq!((sent, counters.dropped), (plain_sent, plain.dropped));
+        assert_eq!((plain.marked, counters.marked), (0, sent));
+        let (law_marks, _, by_law) = run(CodelConfig { ecn: true, ..CodelConfig::default() });
+        let (none, sent, counters) = run(with_threshold(1_000_000, EcnSelector::L4s));
+        assert!(law_marks.is_empty() && by_law.marked >= 5, "{by_law:?}");
+        assert_eq!((none, counters.dropped, counters.marked), (vec![], 0, sent));
     }
 }

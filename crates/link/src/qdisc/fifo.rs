@@ -3,6 +3,7 @@
 use std::collections::VecDeque;
 
 use super::interface::{Entry, Limit, QueuedPacket, Verdict};
+use super::selector::EcnSelector;
 
 /// Waiting packets in arrival order.
 #[derive(Clone, Debug)]
@@ -83,28 +84,95 @@ impl<P: QueuedPacket> Fifo<P> {
     }
 }
 
-/// DropTail's verdict for an arrival of `size_bytes` finding `waiting_packets` /
-/// `waiting_bytes`: refused when it does not fit under `limit`; otherwise, with an ECN threshold
-/// K, an ECT arrival admitted while at least K packets (or bytes) wait is marked CE — the step
-/// marking on the instantaneous queue DCTCP needs (RFC 8257 §3.1; Alizadeh et al., SIGCOMM 2010
-/// §3.1). Packets that are not ECT are never marked and are dropped only at the limit.
+/// DropTail's verdict for an arrival `pkt` finding `waiting_packets` / `waiting_bytes`: refused
+/// when it does not fit under `limit`; otherwise, with an ECN threshold K, an ECT arrival
+/// admitted while at least K packets (or bytes) wait is marked CE — the step marking on the
+/// instantaneous queue DCTCP needs (RFC 8257 §3.1; Alizadeh et al., SIGCOMM 2010 §3.1). The
+/// threshold applies to the arrivals `selector` picks: all of them, or (`L4s`) only those
+/// carrying RFC 9331 §5.1's L4S identifier, so Classic ECT(0) traffic sharing the FIFO is treated
+/// as by plain DropTail. Packets that are not ECT are never marked and are dropped only at the
+/// limit.
 #[inline]
-pub fn droptail(
+pub fn droptail<P: QueuedPacket>(
     limit: Limit,
     k_packets: Option<u64>,
     k_bytes: Option<u64>,
+    selector: EcnSelector,
     waiting_packets: u64,
     waiting_bytes: u64,
-    size_bytes: u64,
-    ect: bool,
+    pkt: &P,
 ) -> Verdict {
-    if !limit.fits(waiting_packets, waiting_bytes, size_bytes) {
+    if !limit.fits(waiting_packets, waiting_bytes, pkt.size_bytes()) {
         return Verdict::Drop;
     }
     let above_k = k_packets.is_some_and(|k| waiting_packets >= k) || k_bytes.is_some_and(|k| waiting_bytes >= k);
-    if ect && above_k {
+    // Cheapest test first: below K (the common case) the packet is not inspected.
+    if above_k && pkt.ect() && selector.selects(pkt) {
         Verdict::Mark
     } else {
         Verdict::Enqueue
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A packet by its ECN codepoint.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    enum Ecn {
+        NotEct,
+        Ect0,
+        Ect1,
+        Ce,
+    }
+
+    impl QueuedPacket for Ecn {
+        fn size_bytes(&self) -> u64 {
+            1000
+        }
+        fn flow_hash(&self) -> u64 {
+            0
+        }
+        fn ect(&self) -> bool {
+            matches!(self, Ecn::Ect0 | Ecn::Ect1)
+        }
+        fn l4s(&self) -> bool {
+            matches!(self, Ecn::Ect1 | Ecn::Ce)
+        }
+        fn set_ce(&mut self) {
+            *self = Ecn::Ce;
+        }
+    }
+
+    const ALL: [Ecn; 4] = [Ecn::NotEct, Ecn::Ect0, Ecn::Ect1, Ecn::Ce];
+
+    /// The verdict for each codepoint at `waiting` packets (K = 5 packets, limit 10).
+    fn verdicts(selector: EcnSelector, waiting: u64) -> Vec<Verdict> {
+        ALL.iter().map(|p| droptail(Limit::Packets(10), Some(5), None, selector, waiting, waiting * 1000, p)).collect()
+    }
+
+    #[test]
+    fn the_step_marks_ect_arrivals_at_k_and_the_l4s_selector_only_ect1() {
+        use Verdict::{Drop, Enqueue, Mark};
+        // Below K nothing is marked, whatever the selector.
+        for s in [EcnSelector::All, EcnSelector::L4s] {
+            assert_eq!(verdicts(s, 4), [Enqueue; 4], "{s:?}");
+        }
+        // At K: every ECT arrival (RFC 8257 §3.1), or only ECT(1) (RFC 9331 §5.1). CE has
+        // nothing left to mark; Not-ECT is never marked.
+        assert_eq!(verdicts(EcnSelector::All, 5), [Enqueue, Mark, Mark, Enqueue]);
+        assert_eq!(verdicts(EcnSelector::L4s, 5), [Enqueue, Enqueue, Mark, Enqueue]);
+        // At the limit everything is dropped, marked or not.
+        assert_eq!(verdicts(EcnSelector::L4s, 10), [Drop; 4]);
+    }
+
+    #[test]
+    fn a_byte_threshold_selects_the_same_way() {
+        let v = |selector, waiting_bytes, p: &Ecn| droptail(Limit::Bytes(20_000), None, Some(6_000), selector, 6, waiting_bytes, p);
+        assert_eq!(v(EcnSelector::L4s, 5_999, &Ecn::Ect1), Verdict::Enqueue);
+        assert_eq!(v(EcnSelector::L4s, 6_000, &Ecn::Ect1), Verdict::Mark);
+        assert_eq!(v(EcnSelector::L4s, 6_000, &Ecn::Ect0), Verdict::Enqueue);
+        assert_eq!(v(EcnSelector::All, 6_000, &Ecn::Ect0), Verdict::Mark);
     }
 }

@@ -17,9 +17,10 @@ use std::collections::VecDeque;
 
 use serde::{Deserialize, Serialize};
 
-use super::codel::{Codel, CodelConfig};
+use super::codel::{CeThreshold, Codel, CodelConfig};
 use super::fifo::Fifo;
 use super::interface::{Entry, Limit, QdiscCounters, QueuedPacket, Verdict, MTU_BYTES};
+use super::selector::EcnSelector;
 use crate::field_error::{positive, FieldError};
 use ccarena_rng::mix64;
 
@@ -59,7 +60,9 @@ impl FqConfig {
 
 /// The engine spec's `queue.fq_codel` object (RFC 8290 §5.2: 1024 flows, quantum = MTU; CoDel's
 /// 5 ms / 100 ms): CoDel's parameters per flow queue and the flow scheduler's, in one object.
-/// Every key is required.
+/// Every key is required except the CE threshold's two (Linux's `ce_threshold` and
+/// `ce_threshold_selector`, tc-fq_codel(8): the L4S mode, [`super::codel::CeThreshold`]), which
+/// are absent or null when unused.
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct FqCodelSpec {
@@ -73,6 +76,15 @@ pub struct FqCodelSpec {
     pub quantum_bytes: u64,
     /// Mark ECT packets CE instead of dropping them.
     pub ecn: bool,
+    /// Mark CE every selected ECT packet whose sojourn exceeds this, besides CoDel's law
+    /// (Linux's `ce_threshold`), ns; null (or absent) = no threshold.
+    #[serde(default)]
+    pub ce_threshold_ns: Option<u64>,
+    /// The packets `ce_threshold_ns` applies to: `"all"` ECT packets (the default, Linux's without
+    /// a selector) or `"l4s"`, only ECT(1) (Linux's `ce_threshold_selector 0x1/0x1`; RFC 9331
+    /// §5.1). Null (or absent) = `"all"`; set only with `ce_threshold_ns`.
+    #[serde(default)]
+    pub ce_threshold_selector: Option<EcnSelector>,
 }
 
 impl FqCodelSpec {
@@ -83,16 +95,23 @@ impl FqCodelSpec {
 
     /// Each flow queue's CoDel.
     pub fn codel(&self) -> CodelConfig {
-        CodelConfig { target_ns: self.target_ns, interval_ns: self.interval_ns, ecn: self.ecn, mtu_bytes: MTU_BYTES }
+        let ce_threshold =
+            self.ce_threshold_ns.map(|sojourn_ns| CeThreshold { sojourn_ns, selector: self.ce_threshold_selector.unwrap_or_default() });
+        CodelConfig { target_ns: self.target_ns, interval_ns: self.interval_ns, ecn: self.ecn, mtu_bytes: MTU_BYTES, ce_threshold }
     }
 
-    /// Check the values as [`CodelConfig::validate`] and [`FqConfig::validate`] do, CoDel's first.
+    /// Check the values as [`CodelConfig::validate`] and [`FqConfig::validate`] do, CoDel's first,
+    /// then the CE threshold's: a selector only with a threshold.
     ///
     /// # Errors
     /// The first problem, naming the field.
     pub fn validate(&self) -> Result<(), FieldError> {
         self.codel().validate()?;
-        self.fq().validate()
+        self.fq().validate()?;
+        if self.ce_threshold_selector.is_some() && self.ce_threshold_ns.is_none() {
+            return Err(FieldError::new("ce_threshold_selector", "needs ce_threshold (the sojourn time above which it marks)"));
+        }
+        Ok(())
     }
 }
 
@@ -276,5 +295,100 @@ impl<P: QueuedPacket> FlowQueues<P> {
         self.old_flows.clear();
         self.packets = 0;
         self.bytes = 0;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A packet of flow `flow` with ECT(1) (`l4s`) or ECT(0), CE once marked.
+    #[derive(Clone, Copy, Debug)]
+    struct Pkt {
+        flow: u64,
+        l4s: bool,
+        ce: bool,
+    }
+
+    impl QueuedPacket for Pkt {
+        fn size_bytes(&self) -> u64 {
+            1500
+        }
+        fn flow_hash(&self) -> u64 {
+            self.flow
+        }
+        fn ect(&self) -> bool {
+            !self.ce
+        }
+        fn l4s(&self) -> bool {
+            self.l4s || self.ce
+        }
+        fn set_ce(&mut self) {
+            self.ce = true;
+        }
+    }
+
+    fn spec(ce_threshold_ns: Option<u64>, ce_threshold_selector: Option<EcnSelector>) -> FqCodelSpec {
+        FqCodelSpec {
+            target_ns: 5_000_000,
+            interval_ns: 100_000_000,
+            flows: 1024,
+            quantum_bytes: 1500,
+            ecn: true,
+            ce_threshold_ns,
+            ce_threshold_selector,
+        }
+    }
+
+    /// An ECT(1) flow and an ECT(0) flow, four packets each enqueued at 0, sent one per 0.4 ms
+    /// from 0.4 ms (sojourn 0.4 … 3.2 ms, under CoDel's 5 ms target): with a 1 ms threshold the
+    /// packets sent after 1 ms are marked — both flows' with `"all"`, only the ECT(1) flow's with
+    /// `"l4s"` — and counted as marks.
+    #[test]
+    fn the_threshold_marks_each_flow_queue_by_sojourn_and_selector() {
+        let run = |s: &FqCodelSpec| {
+            let mut f = FlowQueues::new(&s.fq(), Some(&s.codel()), 7);
+            let mut counters = QdiscCounters::default();
+            for _ in 0..4 {
+                for (flow, l4s) in [(1, true), (2, false)] {
+                    f.enqueue(Pkt { flow, l4s, ce: false }, 0, Limit::Packets(100), &mut counters);
+                }
+            }
+            let mut marked = [0u64; 3];
+            for i in 1..=8u64 {
+                let e = f.dequeue(i * 400_000, &mut counters).expect("eight packets wait");
+                let sojourn_over = i * 400_000 > 1_000_000;
+                assert!(!e.pkt.ce || sojourn_over, "marked at {} ns", i * 400_000);
+                marked[e.pkt.flow as usize] += u64::from(e.pkt.ce);
+            }
+            (marked, counters)
+        };
+        let (none, counters) = run(&spec(None, None));
+        assert_eq!((none, counters), ([0, 0, 0], QdiscCounters::default()));
+        // Sent at 1.2, 1.6, 2.0, 2.4, 2.8, 3.2 ms: three packets of each flow.
+        let (all, counters) = run(&spec(Some(1_000_000), None));
+        assert_eq!((all, counters.marked), ([0, 3, 3], 6));
+        assert_eq!(run(&spec(Some(1_000_000), Some(EcnSelector::All))).0, all);
+        let (l4s, counters) = run(&spec(Some(1_000_000), Some(EcnSelector::L4s)));
+        assert_eq!((l4s, counters.marked, counters.dropped), ([0, 3, 0], 3, 0));
+    }
+
+    #[test]
+    fn a_selector_needs_a_threshold_and_the_fields_are_optional_in_the_format() {
+        assert_eq!(spec(Some(1_000_000), Some(EcnSelector::L4s)).validate(), Ok(()));
+        assert_eq!(
+            spec(None, Some(EcnSelector::L4s)).validate().unwrap_err().to_string(),
+            "ce_threshold_selector: needs ce_threshold (the sojourn time above which it marks)"
+        );
+        let before: FqCodelSpec =
+            serde_json::from_str(r#"{"target_ns": 5000000, "interval_ns": 100000000, "flows": 1024, "quantum_bytes": 1500, "ecn": true}"#).unwrap();
+        assert_eq!(before, spec(None, None));
+        assert_eq!(before.codel(), CodelConfig { ecn: true, ..CodelConfig::default() });
+        let l4s: FqCodelSpec = serde_json::from_str(
+            r#"{"target_ns": 5000000, "interval_ns": 100000000, "flows": 1024, "quantum_bytes": 1500, "ecn": true, "ce_threshold_ns": 1000000, "ce_threshold_selector": "l4s"}"#,
+        )
+        .unwrap();
+        assert_eq!(l4s.codel().ce_threshold, Some(CeThreshold { sojourn_ns: 1_000_000, selector: EcnSelector::L4s }));
+        assert_eq!(spec(Some(5), None).codel().ce_threshold, Some(CeThreshold { sojourn_ns: 5, selector: EcnSelector::All }));
     }
 }

@@ -30,6 +30,9 @@ pub trait QueuedPacket {
     fn flow_hash(&self) -> u64;
     /// The packet is ECN-capable (ECT(0) or ECT(1), RFC 3168 §5).
     fn ect(&self) -> bool;
+    /// The packet carries the L4S identifier: ECT(1) or CE (RFC 9331 §5.1). A dual-queue
+    /// discipline classifies it into its low-latency queue (RFC 9332 §2.3).
+    fn l4s(&self) -> bool;
     /// Set the Congestion Experienced codepoint (RFC 3168 §5). Called only on ECT packets.
     fn set_ce(&mut self);
 }

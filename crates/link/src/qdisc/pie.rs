@@ -199,6 +199,9 @@ mod tests {
         fn ect(&self) -> bool {
             false
         }
+        fn l4s(&self) -> bool {
+            false
+        }
         fn set_ce(&mut self) {}
     }
 
@@ -208,7 +211,8 @@ mod tests {
     fn probability_integrates_the_delay_error() {
         let mut pie = Pie::new(&PieConfig::default(), SplitMix64::new(1));
         let mut q: Fifo<Pkt> = Fifo::new();
-        let mut t = 0;
+        // Start late enough that every packet's enqueue time is after 0.
+        let mut t = 100_000_000;
         let mut hold = |pie: &mut Pie, q: &mut Fifo<Pkt>, sojourn_ns: u64, until_ns: u64| {
             while t < until_ns {
                 t += 1_000_000;

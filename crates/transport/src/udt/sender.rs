@@ -268,6 +268,7 @@ impl UdtSender {
             snd_una: self.snd_una_offset(),
             snd_nxt: self.next_offset,
             ece: false,
+            ce_bytes: 0,
             cwnd_limited: std::mem::take(&mut self.cwnd_limited),
             state: CaState::Open,
         };

@@ -247,7 +247,7 @@ pub fn sender_cfg(recovery: RecoveryMode) -> SenderConfig {
         clock_granularity: Duration::from_millis(1),
         recovery,
         dupthresh: 3,
-        ecn: false,
+        ecn: ccarena_transport::SenderEcn::Off,
         initial_rwnd_bytes: None,
         sndbuf_bytes: None,
     }
@@ -333,7 +333,7 @@ impl Pair {
             let mut seg = seg;
             match (self.filter)(&seg) {
                 Fate::Drop => continue,
-                Fate::MarkCe => seg.ce = true,
+                Fate::MarkCe => seg.ecn = ccarena_transport::Ecn::Ce,
                 Fate::Deliver => {}
             }
             self.data.send(self.now, seg, seg.len as u64);
@@ -510,6 +510,7 @@ pub fn ack_seg(ack: u64, blocks: &[(u64, u64)], ts_ecr: SimTime) -> AckSegment {
         ts_ecr,
         ts_recv: ts_ecr,
         ece: false,
+        accecn: None,
         rwnd_bytes: u64::MAX,
     }
 }

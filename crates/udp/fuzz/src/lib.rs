@@ -5,7 +5,8 @@
 
 use std::net::SocketAddr;
 
-use ccarena_udp::wire::{self, encode, kind_of, Frame, Header, Offer, UNBOUNDED_STREAM, COOKIE_BYTES};
+use ccarena_transport::Ecn;
+use ccarena_udp::wire::{self, encode, kind_of, EcnFeedback, Frame, Header, Offer, UNBOUNDED_STREAM, COOKIE_BYTES};
 
 /// The fuzz input, consumed from the front.
 pub struct Script<'a>(pub &'a [u8]);
@@ -56,18 +57,20 @@ pub fn peers() -> [SocketAddr; 3] {
     ["192.0.2.1:1000".parse().unwrap(), "192.0.2.2:1000".parse().unwrap(), "192.0.2.1:1001".parse().unwrap()]
 }
 
-/// The next datagram of the script into `buf` and the peer that sends it; `None` when the script
-/// ends. One op byte: its high nibble picks the peer, bit 3 replays the peer's previous packet
-/// number, the low three bits the frame (HELLO, an offer with a valid cookie from `cookie`,
-/// DATA, UDT_DATA, PING, CLOSE, UDT_ACK2, or raw bytes); the frame's fields follow in the script.
-/// `pns` holds each peer's next packet number.
+/// The next datagram of the script into `buf`, the peer that sends it and the IP ECN field it
+/// arrives with; `None` when the script ends. One op byte: its high nibble picks the peer, bit 3
+/// replays the peer's previous packet number, the low three bits the frame (HELLO, an offer with
+/// a valid cookie from `cookie` — a stream offer asking for any ECN feedback or none —, DATA with
+/// its ECT/CWR flags and any codepoint, CE included, UDT_DATA, PING, CLOSE, UDT_ACK2, or raw
+/// bytes); the frame's fields follow in the script. `pns` holds each peer's next packet number.
+/// Only DATA arrives with a codepoint other than Not-ECT.
 pub fn next_datagram(
     s: &mut Script,
     service: Service,
     pns: &mut [u64; 3],
     cookie: &dyn Fn(SocketAddr, u64) -> [u8; COOKIE_BYTES],
     buf: &mut Vec<u8>,
-) -> Option<SocketAddr> {
+) -> Option<(SocketAddr, Ecn)> {
     let op = s.byte()?;
     let who = (op >> 4) as usize % 3;
     let peer = peers()[who];
@@ -87,12 +90,13 @@ pub fn next_datagram(
             let n = s.byte()?;
             let cookie = cookie(peer, conn_id);
             let flavor = if n & 0x80 != 0 { "udt" } else { "cubic" };
+            let ecn = [None, Some(EcnFeedback::Classic), Some(EcnFeedback::Dctcp), Some(EcnFeedback::AccEcn)][(n >> 2) as usize & 3];
             let file = |name| Frame::Offer(Offer { cookie, file_bytes: size, sha256: [0; 32], mss_bytes: mss, name, flavor });
             let f = match (service, n & 0x03) {
                 (Service::FileReceiver, _) => file(FILE_NAMES[n as usize % FILE_NAMES.len()]),
                 (Service::Sink, 0) => file("a.bin"),
-                (Service::Sink, 1) => Frame::StreamOffer { cookie, stream_bytes: UNBOUNDED_STREAM, mss_bytes: mss, flavor },
-                (Service::Sink, _) => Frame::StreamOffer { cookie, stream_bytes: size, mss_bytes: mss, flavor },
+                (Service::Sink, 1) => Frame::StreamOffer { cookie, stream_bytes: UNBOUNDED_STREAM, mss_bytes: mss, flavor, ecn },
+                (Service::Sink, _) => Frame::StreamOffer { cookie, stream_bytes: size, mss_bytes: mss, flavor, ecn },
             };
             encode(&h(&f), &f, buf);
         }
@@ -100,8 +104,11 @@ pub fn next_datagram(
             let offset = s.u64(3)?;
             let len = (s.u64(2)? as usize % wire::MAX_PAYLOAD_BYTES) + 1;
             let payload = vec![op; len];
-            let f = Frame::Data { offset, ts_val_ns: 0, flags: 0, payload: &payload };
+            let marks = s.byte()?;
+            let flags = marks & (wire::FLAG_ECT | wire::FLAG_CWR);
+            let f = Frame::Data { offset, ts_val_ns: 0, flags, payload: &payload };
             encode(&h(&f), &f, buf);
+            return Some((peer, Ecn::from_bits(marks >> 4)));
         }
         3 => {
             let seq = s.u64(3)?;
@@ -128,5 +135,5 @@ pub fn next_datagram(
             *buf = s.take(n as usize).to_vec();
         }
     }
-    Some(peer)
+    Some((peer, Ecn::NotEct))
 }

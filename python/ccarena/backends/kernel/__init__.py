@@ -10,7 +10,8 @@ statistics), :mod:`.netem` (propagation delay by netem), :mod:`.loss` (random lo
 run inside the namespaces), :mod:`.flow_processes` (each flow's generator processes: started,
 watched, collected), :mod:`.measured_tables` (the simulator's four tables from the
 measurements), :mod:`.backend` (:class:`KernelBackend`, :func:`run_kernel`), :mod:`.options`
-(the scenario's ``[kernel]`` table), :mod:`.testbed` (two hosts joined by the relay, for its
+(the scenario's ``[kernel]`` table), :mod:`.ecn_modes` (the ECN feedback the kernel's TCP
+negotiates: probed, and set per host), :mod:`.testbed` (two hosts joined by the relay, for its
 tests and benchmark), :mod:`.cleanup` and :mod:`.doctor`. This package declares the backend
 (:data:`DECLARATION`, :mod:`ccarena.backends.declaration`).
 """

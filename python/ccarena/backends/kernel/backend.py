@@ -96,21 +96,25 @@ class KernelBackend:
         emulation: how links are emulated, the scenario's ``[kernel] emulation``: ``"auto"``,
             ``"relay"`` or ``"tc"`` (:mod:`ccarena.backends.kernel.emulation_choice`).
         udt_impl: the udp backend's option in the same ``[kernel]`` table; ignored here.
+        ecn: the ECN feedback hosts negotiate for flows with ``ecn = true``, the scenario's
+            ``[kernel] ecn``: ``"classic"`` (RFC 3168), ``"accecn"`` (RFC 9768) or ``"off"``
+            (:func:`ccarena.backends.kernel.ecn_modes.host_tcp_ecn`).
     """
 
     name = "kernel"
     realtime = True
 
-    def __init__(self, emulation: str = "auto", udt_impl: str = "ccarena") -> None:
+    def __init__(self, emulation: str = "auto", udt_impl: str = "ccarena", ecn: str = "classic") -> None:
         # udt_impl is the udp backend's option of the shared [kernel] table: Linux has no UDT.
         del udt_impl
         self.emulation = emulation
+        self.ecn = ecn
         self._caps: capabilities.Capabilities | None = None  # detected once, on first check
 
     def check(self, spec: RunSpec) -> None:
         """Raise UserError naming what this machine lacks for ``spec`` (root, a program, a
         flavor, a queue discipline, a mechanism)."""
-        self._caps = check(spec, self._caps, self.emulation)
+        self._caps = check(spec, self._caps, self.emulation, ecn=self.ecn)
 
     def run(self, spec: RunSpec, progress: ProgressCallback | None = None,
             cancel: Callable[[], bool] | None = None) -> RunResult:
@@ -123,7 +127,8 @@ class KernelBackend:
                 raise KeyboardInterrupt("cancelled")
 
         record: dict[str, Any] = {}
-        tables_ = run_kernel(spec, tick, mode=self.emulation, emulation=record, **self.run_options())
+        tables_ = run_kernel(spec, tick, mode=self.emulation, emulation=record, ecn=self.ecn,
+                             **self.run_options())
         return RunResult(tables=tables_, record={"emulation": record, **self.run_record(spec)})
 
     def run_options(self) -> dict[str, Any]:
@@ -137,11 +142,12 @@ class KernelBackend:
 
 
 def check(spec: RunSpec, caps: capabilities.Capabilities | None = None,
-          mode: str = "auto", tcp_check: Callable[[str, Any], None] | None = None
-          ) -> capabilities.Capabilities:
+          mode: str = "auto", tcp_check: Callable[[str, Any], None] | None = None, *,
+          ecn: str = "classic") -> capabilities.Capabilities:
     """Check that ``spec`` can run on this kernel with link emulation ``mode`` (``auto``,
-    ``relay`` or ``tc``); return what was detected. ``tcp_check`` replaces the checks of TCP
-    flows (:func:`ccarena.backends.kernel.preflight.check_spec`).
+    ``relay`` or ``tc``) and ECN mode ``ecn`` (``[kernel] ecn``); return what was detected.
+    ``tcp_check`` replaces the checks of TCP flows
+    (:func:`ccarena.backends.kernel.preflight.check_spec`).
 
     Raises:
         UserError: one line naming what is missing (root, a program, a flavor, a mechanism).
@@ -152,14 +158,15 @@ def check(spec: RunSpec, caps: capabilities.Capabilities | None = None,
     with sigterm_interrupts():
         caps = caps or capabilities.detect()
         preflight.check_privileges(caps)
-        preflight.check_spec(spec, caps, choose(spec, caps, mode), tcp_check)
+        preflight.check_spec(spec, caps, choose(spec, caps, mode), tcp_check, ecn=ecn)
     return caps
 
 
 def run_kernel(spec: RunSpec, progress: ProgressCallback | None = None,
                workdir: str | Path | None = None, *, mode: str = "auto",
                emulation: dict[str, Any] | None = None, generator: Any = None,
-               tcp_check: Callable[[str, Any], None] | None = None) -> dict[str, pd.DataFrame]:
+               tcp_check: Callable[[str, Any], None] | None = None,
+               ecn: str = "classic") -> dict[str, pd.DataFrame]:
     """Run ``spec`` in network namespaces on this machine's TCP stack.
 
     Args:
@@ -173,6 +180,8 @@ def run_kernel(spec: RunSpec, progress: ProgressCallback | None = None,
             ``flow_rows`` as :mod:`.flow_processes` and :mod:`.measured_tables` have them (default: this
             kernel's TCP through :mod:`.trafficgen`; the udp backend passes its own).
         tcp_check: the generator's own check of TCP flows (see :func:`check`).
+        ecn: ``[kernel] ecn``: which ECN feedback the hosts' TCP negotiates (``"classic"``,
+            ``"accecn"`` or ``"off"``; :func:`ccarena.backends.kernel.ecn_modes.host_tcp_ecn`).
         emulation: if given, filled with how the links were emulated and the emulation's own
             error: ``{"mechanisms", "relay": <relay stats without samples, and its timing
             settings> | None,
@@ -187,7 +196,7 @@ def run_kernel(spec: RunSpec, progress: ProgressCallback | None = None,
             generator failed (one line naming the flow and why).
         KeyboardInterrupt: Ctrl-C or SIGTERM; everything of the run is removed first.
     """
-    caps = check(spec, mode=mode, tcp_check=tcp_check)
+    caps = check(spec, mode=mode, tcp_check=tcp_check, ecn=ecn)
     emu = choose(spec, caps, mode)
     names = RunNames(new_tag())
     own_workdir = workdir is None
@@ -199,7 +208,7 @@ def run_kernel(spec: RunSpec, progress: ProgressCallback | None = None,
     names.register()
     try:
         with sigterm_interrupts():
-            plan = plan_network(spec, names, emu)
+            plan = plan_network(spec, names, emu, ecn=ecn)
             build_network(plan, created)
             disable_offloads(plan)
             if emu.rate_and_queue == "htb":

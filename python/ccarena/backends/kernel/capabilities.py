@@ -3,9 +3,11 @@
 Nothing is assumed: congestion controllers come from
 ``/proc/sys/net/ipv4/tcp_available_congestion_control``; each qdisc is tried for real on a veth
 in a scratch namespace (``cca-<tag>-probe``, removed at once); nftables' ``numgen`` is tried by
-loading a rule there; the relay is looked up in the compiled extension. The backend picks the
-link emulation from the result (:mod:`ccarena.backends.kernel.emulation_choice`: the kernel's qdiscs with netem
-when netem exists, else ccarena's link relay) and ``ccarena doctor`` prints it.
+loading a rule there; which ECN feedback TCP can negotiate is found by writing each value of
+``net.ipv4.tcp_ecn`` there (:mod:`ccarena.backends.kernel.ecn_modes`); the relay is looked up in
+the compiled extension. The backend picks the link emulation from the result
+(:mod:`ccarena.backends.kernel.emulation_choice`: the kernel's qdiscs with netem when netem exists,
+else ccarena's link relay) and checks ``[kernel] ecn`` against it; ``ccarena doctor`` prints it.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ccarena.backends.kernel.ecn_modes import EcnModes, namespace_tcp_ecn_writer, probe_ecn_modes
 from ccarena.backends.kernel.names import RunNames, new_tag
 
 CAP_NET_ADMIN = 12
@@ -46,6 +49,8 @@ class Capabilities:
         nft_numgen: an nftables rule with ``numgen random`` loads (only when probed).
         netns: a network namespace could be created (only when probed).
         mptcp: ``net.mptcp.enabled`` is 1 in a new namespace (None: not probed or absent).
+        ecn: the ``net.ipv4.tcp_ecn`` values a new namespace accepts: RFC 3168 ECN, Accurate
+            ECN (None: not probed).
         relay: ccarena's link relay is built into the extension.
         kernel_config: CONFIG_* → value from /proc/config.gz, when the kernel exposes it.
         probe_error: why probing failed, if it did.
@@ -58,6 +63,7 @@ class Capabilities:
     nft_numgen: bool | None = None
     netns: bool | None = None
     mptcp: bool | None = None
+    ecn: EcnModes | None = None
     relay: bool = False
     kernel_config: dict[str, str] = field(default_factory=dict)
     probe_error: str | None = None
@@ -124,8 +130,8 @@ def _run(args: list[str], stdin: str | None = None) -> subprocess.CompletedProce
 
 
 def probe(caps: Capabilities) -> None:
-    """Fill ``netns``, ``qdiscs``, ``nft_numgen`` and ``mptcp`` by trying them in a scratch
-    namespace (removed before returning)."""
+    """Fill ``netns``, ``qdiscs``, ``nft_numgen``, ``mptcp`` and ``ecn`` by trying them in a
+    scratch namespace (removed before returning)."""
     from pyroute2 import NetNS, netns
 
     ns = RunNames(new_tag()).scratch_ns
@@ -155,6 +161,7 @@ def probe(caps: Capabilities) -> None:
         if caps.tools.get("ip"):
             got = _run(["ip", "netns", "exec", ns, "cat", str(mptcp)])
             caps.mptcp = got.returncode == 0 and got.stdout.strip() == "1"
+            caps.ecn = probe_ecn_modes(namespace_tcp_ecn_writer(ns))
     finally:
         try:
             netns.remove(ns)

@@ -6,7 +6,7 @@ import os
 
 from rich.table import Table
 
-from ccarena.backends.kernel import capabilities
+from ccarena.backends.kernel import capabilities, ecn_modes
 from ccarena.backends.kernel.cleanup import cleanup, find_leftovers
 from ccarena.backends.kernel.preflight import NOT_ROOT
 from ccarena.errors import UserError
@@ -46,10 +46,31 @@ def doctor_rows(caps: capabilities.Capabilities | None = None) -> list[tuple[str
     rows.append(("congestion controllers", "ok" if caps.congestion_controls else "no",
                  " ".join(caps.congestion_controls)))
     rows.append(("MPTCP", yes(caps.mptcp), "net.mptcp.enabled in a new namespace"))
+    rows.extend(ecn_rows(caps))
     rows.append(("/proc/config.gz", yes(bool(caps.kernel_config)), ""))
     if caps.privileged:
         rows.append(leftovers_row())
     return rows
+
+
+def ecn_rows(caps: capabilities.Capabilities) -> list[tuple[str, str, str]]:
+    """The ECN modes of the kernel's TCP (``kernel.ecn``), from the values of ``net.ipv4.tcp_ecn``
+    a new namespace accepts (:mod:`.ecn_modes`, the probe the preflight uses), and whether the
+    kernel has TCP Prague (out of tree in Linux: the L4S side runs on ``--backend sim`` or
+    ``udp``)."""
+    ecn = caps.ecn
+    accepted = f"net.ipv4.tcp_ecn accepts {ecn.accepted_text()}" if ecn is not None else ""
+    classic = ("–" if ecn is None else "ok" if ecn.classic else "no",
+               f"kernel.ecn = \"classic\"; {accepted}" if ecn is not None else "")
+    accecn = ("–" if ecn is None else "ok" if ecn.accecn else "no",
+              "" if ecn is None else f"kernel.ecn = \"accecn\"; {accepted}" if ecn.accecn
+              else f"kernel.ecn = \"accecn\" is refused: {accepted}, not "
+                   f"{ecn_modes.REQUEST_ACCECN} and {ecn_modes.ACCEPT_ACCECN}")
+    prague = "prague" in caps.congestion_controls
+    return [("ECN (RFC 3168)", *classic), ("Accurate ECN (RFC 9768)", *accecn),
+            ("TCP Prague (L4S)", "ok" if prague else "no",
+             "in tcp_available_congestion_control" if prague else
+             "out of tree in Linux; ccarena's prague runs on --backend sim or udp")]
 
 
 def leftovers_row() -> tuple[str, str, str]:

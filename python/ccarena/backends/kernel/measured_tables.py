@@ -34,15 +34,17 @@ the interval, as in the simulator; in tc mode it is htb's root qdisc read over n
 ``sojourn_mean_s`` is NaN (pfifo does not time packets). ``marks`` (packets marked CE) and
 ``early_drops`` (of ``drops``, the AQM's own: RED's and PIE's early drops, CoDel's drops at
 dequeue) are the relay's counts, as the simulator's; 0 with htb, which neither marks nor drops
-early. ``red_avg`` is NaN (the relay does not report RED's average).
+early. ``red_avg`` and the AQM probabilities (``aqm_prob_classic``, ``aqm_prob_l4s``) are NaN
+(the relay does not report RED's average, PIE's or DualPI2's probabilities).
 
 ``links``: the same counters at the end; ``packets_lost_wire`` from the relay's (or the loss
 rule's) own count; ``packets_delivered`` = departures − lost on the wire + the wire's copies
 (packets still propagating at the end count as delivered); ``packets_duplicated`` and
 ``packets_reordered`` are the relay's counts of packets its wire sent twice or held back (0 in tc
 mode, which does neither); ``utilization`` is the relay's busy time over the
-run (right under rate changes) or, with htb, the bytes sent over rate × duration; ``bytes_in``
-and ``packets_in_flight_end`` are NaN.
+run (right under rate changes) or, with htb, the bytes sent over rate × duration; ``bytes_in``,
+``packets_in_flight_end`` and DualPI2's per-class columns (``l4s_…``, ``classic_…``: the relay
+does not report them) are NaN.
 """
 
 from __future__ import annotations
@@ -53,7 +55,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ccarena.backends import CPU_FLOW_COLUMNS, INTEGER_COLUMNS
+from ccarena.backends import AQM_PROBABILITY_COLUMNS, CPU_FLOW_COLUMNS, DUALPI2_LINK_COLUMNS, INTEGER_COLUMNS
 from ccarena.runspec import RunSpec
 
 NAN = math.nan
@@ -63,16 +65,17 @@ FLOW_COLUMNS = ("flow", "name", "kind", "flavor", "recovery", "start_s", "end_s"
                 "packets_retransmitted", "packets_received", "packets_lost", "rto_count",
                 "fast_recoveries", "spurious_rtos", "duplicate_bytes_received", "completion_time_s",
                 "rtt_min_s", "rtt_mean_s", "rtt_p50_s", "rtt_p95_s", "rtt_p99_s", "rtt_samples",
-                *CPU_FLOW_COLUMNS)
+                "ce_packets", "ce_bytes", *CPU_FLOW_COLUMNS)
 SAMPLE_COLUMNS = ("time_s", "flow", "goodput_bps", "throughput_bps", "delivered_bytes", "sent_bytes",
                   "cwnd_bytes", "ssthresh_bytes", "srtt_s", "rttvar_s", "rto_s", "inflight_bytes",
                   "pacing_rate_bps", "retransmits", "ca_state")
 QUEUE_COLUMNS = ("time_s", "link", "backlog_bytes", "backlog_packets", "drops", "marks", "arrivals",
-                 "departures", "sojourn_mean_s", "red_avg", "early_drops")
+                 "departures", "sojourn_mean_s", "red_avg", "early_drops", *AQM_PROBABILITY_COLUMNS)
 LINK_COLUMNS = ("link", "name", "rate_bps", "delay_ns", "packets_in", "bytes_in", "packets_delivered",
                 "packets_dropped_queue", "packets_marked", "packets_lost_wire", "down_drops_packets",
                 "no_route_drops_packets", "packets_queued_end", "packets_in_flight_end",
-                "bytes_transmitted", "utilization", "packets_duplicated", "packets_reordered")
+                "bytes_transmitted", "utilization", "packets_duplicated", "packets_reordered",
+                *DUALPI2_LINK_COLUMNS)
 STRING_COLUMNS = ("name", "kind", "flavor", "recovery")
 
 
@@ -171,6 +174,9 @@ def _tcp_flow_row(i: int, flow: dict[str, Any], send: dict[str, Any], recv: dict
         "rtt_p95_s": float(np.percentile(rtt, 95)) if rtt.size else None,
         "rtt_p99_s": float(np.percentile(rtt, 99)) if rtt.size else None,
         "rtt_samples": int(rtt.size),
+        # CE-marked packets and bytes the receiver got: Linux's TCP_INFO does not count them
+        # (NaN); the udp backend's sink does (backends/udp/endpoint_flows.py).
+        "ce_packets": None, "ce_bytes": None,
         **_cpu(send),
     }
 
@@ -191,6 +197,8 @@ def _udp_flow_row(i: int, flow: dict[str, Any], send: dict[str, Any], recv: dict
         "spurious_rtos": None, "duplicate_bytes_received": int(recv.get("duplicates", 0)) * size,
         "completion_time_s": None, "rtt_min_s": None, "rtt_mean_s": None, "rtt_p50_s": None,
         "rtt_p95_s": None, "rtt_p99_s": None, "rtt_samples": 0,
+        # Datagrams are Not-ECT (RFC 3168 §6.1.4 leaves them out): no queue marks them.
+        "ce_packets": 0, "ce_bytes": 0,
         **_cpu(send),
     }
 

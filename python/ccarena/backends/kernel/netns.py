@@ -45,6 +45,7 @@ import subprocess
 from dataclasses import dataclass, field
 from typing import Any
 
+from ccarena.backends.kernel.ecn_modes import host_tcp_ecn
 from ccarena.backends.kernel.emulation_choice import Emulation
 from ccarena.backends.kernel.names import RunNames
 from ccarena.backends.kernel.routes import next_hop_sets
@@ -92,8 +93,9 @@ class NetworkPlan:
             route of the spec to a host address that is not on-link (several next hops: an
             equal-cost multipath route).
         hash_seeds: namespace → its ``fib_multipath_hash_seed`` (nonzero).
-        ecn_namespaces: the hosts whose TCP negotiates ECN (``net.ipv4.tcp_ecn = 1``): the
-            senders of the flows with ``ecn`` (:func:`ecn_senders`).
+        tcp_ecn: host namespace → the ``net.ipv4.tcp_ecn`` it gets, for the run's ``[kernel]
+            ecn`` (:func:`ccarena.backends.kernel.ecn_modes.host_tcp_ecn`); a host not in it
+            keeps Linux's default, 2 (accepts RFC 3168 ECN when asked).
     """
 
     names: RunNames
@@ -104,7 +106,7 @@ class NetworkPlan:
     host_addresses: dict[int, list[str]] = field(default_factory=dict)
     routes: list[tuple[str, str, tuple[tuple[str, str], ...]]] = field(default_factory=list)
     hash_seeds: dict[str, int] = field(default_factory=dict)
-    ecn_namespaces: set[str] = field(default_factory=set)
+    tcp_ecn: dict[str, int] = field(default_factory=dict)
 
     def ns(self, node: int) -> str:
         """The namespace of node ``node``."""
@@ -132,12 +134,15 @@ class NetworkPlan:
         return [self.ns(i) for i in range(len(self.node_names))] + [self.names.wire_ns]
 
 
-def plan_network(spec: RunSpec, names: RunNames, emulation: Emulation) -> NetworkPlan:
+def plan_network(spec: RunSpec, names: RunNames, emulation: Emulation, *,
+                 ecn: str = "classic") -> NetworkPlan:
     """Map the spec's nodes and links to namespaces, interfaces and addresses.
 
     Args:
         emulation: decides which links the relay joins (:meth:`Emulation.relays`); the others
             are bridged.
+        ecn: the run's ``[kernel] ecn`` (``"classic"``, ``"accecn"`` or ``"off"``): the hosts'
+            ``net.ipv4.tcp_ecn`` (:attr:`NetworkPlan.tcp_ecn`).
 
     Raises:
         UserError: too many links for the address plan (over 4 million).
@@ -184,16 +189,20 @@ def plan_network(spec: RunSpec, names: RunNames, emulation: Emulation) -> Networ
             plan.routes.append((plan.ns(node), addr, tuple((ifname, gw) for _, ifname, gw in hops)))
     for node in range(len(nodes)):
         plan.hash_seeds[plan.ns(node)] = multipath_hash_seed(int(spec.seed), node)
-    plan.ecn_namespaces = {plan.ns(node) for node in ecn_senders(spec)}
+    senders = ecn_senders(spec)
+    for node, kind in enumerate(plan.node_kinds):
+        value = host_tcp_ecn(ecn, node in senders) if kind == "host" else None
+        if value is not None:
+            plan.tcp_ecn[plan.ns(node)] = value
     return plan
 
 
 def ecn_senders(spec: RunSpec) -> set[int]:
-    """The hosts that send a TCP flow with ``ecn``: their namespaces get ``net.ipv4.tcp_ecn = 1``
-    (request ECN on the connections they open; every namespace's default, 2, accepts it on the
-    ones it is asked for). ECN is per namespace in Linux, so a host sending flows with and
-    without ECN cannot be set up faithfully (:mod:`ccarena.backends.kernel.preflight` refuses
-    it). A queue that marks only marks ECN-capable packets, as in the simulator, so marking
+    """The hosts that send a TCP flow with ``ecn``: their namespaces request ECN on the
+    connections they open (``net.ipv4.tcp_ecn`` 1, or 3 for Accurate ECN; every namespace's
+    default, 2, accepts RFC 3168 ECN on the ones it is asked for). ECN is per namespace in
+    Linux, so a host sending flows with and without ECN cannot be set up faithfully
+    (:mod:`ccarena.backends.kernel.preflight` refuses it). A queue that marks only marks ECN-capable packets, as in the simulator, so marking
     queues alone do not turn ECN on."""
     return {int(f.src) for f in spec.flows if f.kind == "tcp" and f.ecn}
 
@@ -217,15 +226,15 @@ def _sh(namespace: str, script: str) -> None:
         raise UserError(f"network setup in {namespace}: {first}")
 
 
-def _sysctls(router: bool, hash_seed: int | None, ecn: bool) -> str:
+def _sysctls(router: bool, hash_seed: int | None, tcp_ecn: int | None) -> str:
     values: dict[str, int] = {
         "net/ipv6/conf/all/disable_ipv6": 1, "net/ipv6/conf/default/disable_ipv6": 1,
         "net/ipv4/conf/all/rp_filter": 0, "net/ipv4/conf/default/rp_filter": 0,
         "net/ipv4/ip_forward": 1 if router else 0}
     if hash_seed is not None:  # a node (not the wire namespace): per-flow ECMP on L4
         values["net/ipv4/fib_multipath_hash_policy"] = 1
-    if ecn:
-        values["net/ipv4/tcp_ecn"] = 1
+    if tcp_ecn is not None:
+        values["net/ipv4/tcp_ecn"] = tcp_ecn
     script = "; ".join(f"echo {v} > /proc/sys/{k}" for k, v in values.items())
     if hash_seed is not None:  # Linux >= 6.11; older kernels hash with a random seed
         script += (f"; if [ -w /proc/sys/net/ipv4/fib_multipath_hash_seed ]; then "
@@ -254,7 +263,7 @@ def build_network(plan: NetworkPlan, created: list[str]) -> None:
         created.append(ns)
         wire = ns == plan.names.wire_ns
         kind = None if wire else plan.node_kinds[plan.node_names.index(ns[len(plan.names.prefix):])]
-        _sh(ns, _sysctls(kind == "router", plan.hash_seeds.get(ns), ns in plan.ecn_namespaces)
+        _sh(ns, _sysctls(kind == "router", plan.hash_seeds.get(ns), plan.tcp_ecn.get(ns))
             + "; ip link set lo up")
     handles: dict[str, Any] = {}
     try:

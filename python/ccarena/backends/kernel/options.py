@@ -7,9 +7,9 @@ and :func:`ccarena.backends.get_backend` passes its fields to the backend's cons
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Callable, Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, model_serializer
 
 
 class KernelOptions(BaseModel):
@@ -22,6 +22,14 @@ class KernelOptions(BaseModel):
     The udp backend runs on the same testbed and takes these options too; ``udt_impl`` is its
     own: who runs UDT flows on it — ``"ccarena"`` (default: ccarena's UDT, the simulator's code,
     over UDP sockets) or ``"libudt"`` (the reference UDT4 library, docs/udp-backend.md).
+
+    ``ecn``: the ECN feedback the kernel's TCP negotiates for the flows with ``ecn = true``
+    (``net.ipv4.tcp_ecn`` per host, :func:`ccarena.backends.kernel.ecn_modes.host_tcp_ecn`) —
+    ``"classic"`` (default: RFC 3168, ECE until CWR), ``"accecn"`` (Accurate ECN, RFC 9768: the
+    ACE counter and the AccECN option; needs a kernel that negotiates it, refused before the run
+    on one that does not) or ``"off"`` (no host requests or accepts ECN; flows with ``ecn = true``
+    are refused). The udp backend's flows are ccarena's transport, not the kernel's TCP: it
+    ignores ``ecn``.
     """
 
     # The scenario's models' configuration (ccarena.quantities.StrictModel): unknown fields are
@@ -31,3 +39,13 @@ class KernelOptions(BaseModel):
 
     emulation: Literal["auto", "relay", "tc"] = "auto"
     udt_impl: Literal["ccarena", "libudt"] = "ccarena"
+    ecn: Literal["off", "classic", "accecn"] = "classic"
+
+    @model_serializer(mode="wrap")
+    def _dump(self, dump: Callable[[Any], dict[str, Any]]) -> dict[str, Any]:
+        # Run records store this table (ccarena.executor.run): a scenario that leaves ``ecn`` at
+        # its default keeps the record it had before the field existed.
+        out = dump(self)
+        if out.get("ecn") == "classic":
+            del out["ecn"]
+        return out

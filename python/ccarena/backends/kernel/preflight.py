@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any, Callable, get_args
 
 from ccarena.backends.kernel.capabilities import TOOLS, Capabilities
+from ccarena.backends.kernel.ecn_modes import ACCEPT_ACCECN, KERNEL_ECN_MODES, REQUEST_ACCECN
 from ccarena.backends.kernel.emulation_choice import Emulation
 from ccarena.errors import UserError
 from ccarena.runspec import TCP_DEFAULTS, QueueSpec, RunSpec
@@ -55,10 +56,12 @@ def check_tools(caps: Capabilities) -> None:
 
 
 def check_spec(spec: RunSpec, caps: Capabilities, emulation: Emulation,
-               tcp_check: Callable[[str, Any], None] | None = None) -> None:
+               tcp_check: Callable[[str, Any], None] | None = None, *, ecn: str = "classic") -> None:
     """Check privileges, programs, flows, queues, links and events of ``spec`` against ``caps``
-    and the chosen link ``emulation``. ``tcp_check(where, flow)``, when given, checks each TCP
-    flow instead of this kernel's TCP (the udp backend runs them on its own transport).
+    and the chosen link ``emulation``, and the kernel TCP's ECN mode ``ecn`` (``[kernel] ecn``,
+    :func:`check_ecn_mode`). ``tcp_check(where, flow)``, when given, checks each TCP flow instead
+    of this kernel's TCP (the udp backend runs them on its own transport; ``ecn`` is then not
+    checked).
 
     Raises:
         UserError: the first problem, as one line.
@@ -94,10 +97,13 @@ def check_spec(spec: RunSpec, caps: Capabilities, emulation: Emulation,
             tcp_check(where, flow)
             continue
         flavor = flow.flavor
+        entry = catalogue.get(flavor, {})
+        if flavor not in available and entry.get("l4s", False):
+            raise UserError(f"{where}.flavor: this kernel has no '{flavor}' (an L4S flavor: Linux's "
+                            "TCP Prague is out of tree); run it with --backend sim or --backend udp")
         if flavor not in available:
             raise UserError(f"{where}.flavor: flavor '{flavor}' is not available in this kernel "
                             f"(available: {' '.join(available)}); use --backend sim")
-        entry = catalogue.get(flavor, {})
         defaults = {p["name"]: float(p["default"]) for p in entry.get("params", [])}
         for name, value in flow.params.items():
             if name in defaults and float(value) != defaults[name]:
@@ -113,6 +119,7 @@ def check_spec(spec: RunSpec, caps: Capabilities, emulation: Emulation,
                                 f"remove {field} or use --backend sim")
     if tcp_check is None:
         _check_ecn_per_host(spec)
+        check_ecn_mode(spec, caps, ecn)
     for i, link in enumerate(spec.links):
         where = f"links[{i}] ({link.name})"
         queue = link.queue
@@ -138,6 +145,31 @@ def check_spec(spec: RunSpec, caps: Capabilities, emulation: Emulation,
         if link.loss > 0 and emulation.loss == "nft" and not caps.nft_numgen:
             raise UserError(f"{where}: random loss needs nftables with numgen, which does not work "
                             "here (`ccarena doctor` says why)")
+
+
+def check_ecn_mode(spec: RunSpec, caps: Capabilities, ecn: str) -> None:
+    """Check ``[kernel] ecn`` against the spec's flows and what this kernel's ``net.ipv4.tcp_ecn``
+    accepts (``caps.ecn``, probed in a scratch namespace: :mod:`.ecn_modes`).
+
+    Raises:
+        UserError: ``"accecn"`` on a kernel that does not negotiate Accurate ECN (RFC 9768) or
+            could not be probed; ``"off"`` with a TCP flow that has ``ecn = true``; an unknown
+            mode.
+    """
+    if ecn not in KERNEL_ECN_MODES:
+        raise UserError(f"kernel.ecn: unknown mode '{ecn}' (choose {', '.join(KERNEL_ECN_MODES)})")
+    if ecn == "off":
+        for i, flow in enumerate(spec.flows):
+            if flow.kind == "tcp" and flow.ecn:
+                raise UserError(f"flows[{i}].ecn: kernel.ecn = \"off\" turns ECN off on every host; "
+                                "remove ecn = true or set kernel.ecn = \"classic\"")
+    if ecn == "accecn" and (caps.ecn is None or not caps.ecn.accecn):
+        found = (f"net.ipv4.tcp_ecn accepts only {caps.ecn.accepted_text()} here, not "
+                 f"{REQUEST_ACCECN} and {ACCEPT_ACCECN}" if caps.ecn is not None
+                 else f"net.ipv4.tcp_ecn could not be probed: {caps.probe_error or 'no scratch namespace'}")
+        raise UserError(f"kernel.ecn: \"accecn\" needs a kernel that negotiates Accurate ECN "
+                        f"(RFC 9768) and this one does not ({found}); set kernel.ecn = \"classic\" "
+                        "or use --backend sim")
 
 
 def _check_ecn_per_host(spec: RunSpec) -> None:

@@ -91,10 +91,12 @@ def direction_config(spec: RunSpec, link: int | None, emulation: Emulation,
         # The relay runs the simulator's own discipline (crates/link), configured as in the spec.
         out["discipline"] = queue.discipline
         out[queue.discipline] = getattr(queue, queue.discipline).model_dump()
-    # DCTCP's step marking (DropTail only; the spec checks it).
+    # DCTCP's step marking (DropTail only; the spec checks it), and the packets it marks.
     for key in ("ecn_threshold_packets", "ecn_threshold_bytes"):
         if getattr(queue, key) is not None:
             out[key] = int(getattr(queue, key))
+    if queue.ecn_threshold_selector is not None:
+        out["ecn_threshold_selector"] = queue.ecn_threshold_selector
     if link is not None:
         # The simulated link's own random streams (loss, the discipline's draws, duplication,
         # reordering): the kernel run and its simulated twin face the same draws, packet for

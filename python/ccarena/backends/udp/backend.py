@@ -23,6 +23,8 @@ class UdpBackend(kernel.KernelBackend):
             ``"auto"``, ``"relay"`` or ``"tc"``.
         udt_impl: who runs UDT flows: ``"ccarena"`` (ccarena's UDT transport, the simulator's
             code, on crates/udp) or ``"libudt"`` (the reference UDT4, :mod:`.libudt`).
+        ecn: the kernel backend's ``[kernel] ecn`` (which ECN feedback Linux TCP negotiates);
+            ignored: this backend's flows run ccarena's transport, not the kernel's TCP.
 
     Raises:
         UserError: an unknown ``udt_impl``.
@@ -31,7 +33,8 @@ class UdpBackend(kernel.KernelBackend):
     name = "udp"
     realtime = True
 
-    def __init__(self, emulation: str = "auto", udt_impl: str = "ccarena") -> None:
+    def __init__(self, emulation: str = "auto", udt_impl: str = "ccarena", ecn: str = "classic") -> None:
+        del ecn  # the kernel TCP's option of the shared [kernel] table
         super().__init__(emulation)
         if udt_impl not in endpoint_flows.UDT_IMPLEMENTATIONS:
             raise UserError(f"udt_impl: '{udt_impl}' is not one of "

@@ -16,9 +16,14 @@ What differs from the simulator's flow, and why (docs/udp-backend.md):
 - **MSS**: a DATA packet carries at most 1435 payload bytes (1500-byte MTU − 20 IP − 8 UDP − 20
   ccarena header − 17 DATA frame); the scenario's default 1448 runs as 1435 (0.9 % less payload per
   full packet). Another MSS above 1435 is refused.
-- **Headers**: 65 bytes per DATA packet and 90 to 138 per ACK are the wire's, so ``header_bytes``
-  and ``ack_bytes`` must keep their defaults (they only describe the simulator's packets).
-- **ECN** is not carried on real sockets yet (refused).
+- **Headers**: 65 bytes per DATA packet and 90 to 138 per ACK (10 more with AccECN feedback) are
+  the wire's, so ``header_bytes`` and ``ack_bytes`` must keep their defaults (they only describe
+  the simulator's packets).
+- **ECN** is carried in each datagram's IP header (crates/udp/src/batch.rs) and fed back in the
+  wire's ACK (docs/udp-wire.md): with ``ecn = true`` an L4S flavor (``prague``; ``dctcp`` with
+  ``ect1 = 1``) sends ECT(1) with Accurate ECN feedback, DCTCP ECT(0) with its own echo, any other
+  ECT(0) with RFC 3168's, as the simulator's flow. The sink counts the CE marks it reads
+  (``ce_packets``, ``ce_bytes``, as the simulator's receiver counts them); UDT is Not-ECT.
 - **UDT** (ccarena's): a UDT_DATA packet carries at most 1427 payload bytes (the simulator's 1456
   runs as 1427); SYN, initial RTT, EXP floor and flow window are UDT4's defaults (others refused).
 """
@@ -102,9 +107,6 @@ def check_tcp_flow(where: str, flow: Any) -> None:
     if flow.flavor not in tcp_flavors():
         raise UserError(f"{where}.flavor: '{flow.flavor}' is not a TCP flavor of ccarena's transport; "
                         "use --backend sim")
-    if flow.ecn:
-        raise UserError(f"{where}.ecn: the udp backend does not carry ECN on real sockets yet; "
-                        "remove ecn or use --backend sim")
     mss = int(flow.mss_bytes)
     if mss > MAX_PAYLOAD_BYTES and mss != DEFAULT_MSS_BYTES:
         raise UserError(f"{where}.mss: {mss} bytes do not fit one UDP datagram of ccarena's wire "
@@ -162,7 +164,7 @@ def sender_config(spec: RunSpec, i: int, t0_ns: int, workdir: Path, bind: str, p
                initial_cwnd_packets=int(flow.initial_cwnd_packets), min_rto_ns=int(flow.min_rto_ns),
                initial_rto_ns=int(flow.initial_rto_ns), max_rto_ns=int(flow.max_rto_ns),
                clock_granularity_ns=int(flow.clock_granularity_ns), dupthresh=int(flow.dupthresh),
-               sndbuf_bytes=flow.sndbuf_bytes, bytes=flow.bytes)
+               sndbuf_bytes=flow.sndbuf_bytes, bytes=flow.bytes, ecn=bool(flow.ecn))
     return cfg
 
 
@@ -252,7 +254,7 @@ def flow_rows(spec: RunSpec, results: dict[tuple[int, str], dict[str, Any]]
     # UDT rows (ccarena's or libudt's: both ends write the same keys) come from :func:`_udt_rows`.
     """(flows rows, samples rows) as the kernel backend builds them, with the transport's own
     counts where Linux has none: ``fast_recoveries``, ``spurious_rtos`` (the sender's, after
-    draining) and ``duplicate_bytes_received`` (the sink's)."""
+    draining), ``duplicate_bytes_received``, ``ce_packets`` and ``ce_bytes`` (the sink's)."""
     keep = [i for i, flow in enumerate(spec.flows) if flow.kind != "udt"]
     sub = spec.model_copy(update={"flows": [spec.flows[i] for i in keep]})
     flows, samples = kernel_tables.flow_rows(
@@ -270,6 +272,9 @@ def flow_rows(spec: RunSpec, results: dict[tuple[int, str], dict[str, Any]]
         row["fast_recoveries"] = drained.get("fast_recoveries")
         row["spurious_rtos"] = drained.get("spurious_rtos")
         row["duplicate_bytes_received"] = results[(i, "recv")].get("duplicate_bytes")
+        ecn = results[(i, "recv")].get("ecn") or {}
+        row["ce_packets"] = ecn.get("ce_packets")
+        row["ce_bytes"] = ecn.get("ce_bytes")
     return flows, samples
 
 

@@ -152,6 +152,8 @@ def flow_row(i: int, flow: Any, send: dict[str, Any], recv: dict[str, Any], star
         "rtt_p95_s": float(np.percentile(rtt, 95)) if rtt.size else None,
         "rtt_p99_s": float(np.percentile(rtt, 99)) if rtt.size else None,
         "rtt_samples": int(rtt.size),
+        # UDT's packets are Not-ECT: no queue marks them (as the simulator's UDT rows).
+        "ce_packets": 0, "ce_bytes": 0,
         "sender_cpu_s": cpu.get("cpu_s"), "sender_wall_s": cpu.get("wall_s"),
         # The UDT senders (the peer program, ccarena's stream) report no clock: read it as the run
         # ends, on the same machine (the kernel backend averages its start and end readings).
