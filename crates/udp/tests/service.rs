@@ -16,11 +16,34 @@ use ccarena_udp::store::PART_PREFIX;
 use ccarena_udp::wire::{self, decode, encode, kind_of, Frame, Header, Offer, RejectCode};
 use ccarena_udp::{send_file, Counters, Receiver, ReceiverOptions, SendOptions, TransferRecord};
 
-fn tempdir(tag: &str) -> PathBuf {
+/// A scratch directory of this test process, removed when dropped (so repeated runs leave no
+/// `ccarena-svc-*` directories behind).
+struct TempDir(PathBuf);
+
+impl std::ops::Deref for TempDir {
+    type Target = Path;
+    fn deref(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl AsRef<Path> for TempDir {
+    fn as_ref(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn tempdir(tag: &str) -> TempDir {
     let d = std::env::temp_dir().join(format!("ccarena-svc-{tag}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&d);
     std::fs::create_dir_all(&d).unwrap();
-    d
+    TempDir(d)
 }
 
 fn make_file(dir: &Path, name: &str, bytes: usize) -> PathBuf {
