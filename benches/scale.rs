@@ -1,5 +1,7 @@
 //! Engine benchmark at scale (issue 16, item 7): CUBIC bulk flows on a dumbbell at 1 to 10,000
-//! flows, and permutation traffic on k = 8 and k = 16 fat-trees, 1 simulated second each.
+//! flows, and permutation traffic on k = 8 and k = 16 fat-trees, 1 simulated second each; and
+//! the k = 4 fat-tree's permutation as single-path Reno and as MPTCP-LIA with 8 subflows
+//! (issue 32: what a multipath flow costs per packet-hop).
 //!
 //! `cargo bench -p ccarena-sim --bench scale` runs each scenario in its own process (so peak RSS
 //! is per scenario) and prints, per scenario: packet-hops (link departures, summed over links) per
@@ -22,7 +24,7 @@ use std::process::Command;
 use std::time::Instant;
 
 use ccarena_sim::spec::{FlowSpec, LinkSpec, NodeKind, NodeSpec, RoutingMode, RoutingSpec, Spec, SPEC_FORMAT};
-use ccarena_sim::testkit::{droptail_queue, fingerprint, mbps, ms, proc_status_kib, secs, tcp_flow};
+use ccarena_sim::testkit::{droptail_queue, fingerprint, mbps, ms, mptcp_flow, proc_status_kib, secs, tcp_flow};
 use ccarena_sim::Simulation;
 
 /// The scenarios: dumbbells by flow count, fat-trees by k.
@@ -33,6 +35,9 @@ enum Scenario {
     /// One host pair with this many flows that start only at the end of the run: what an idle
     /// flow costs in memory.
     Idle(usize),
+    /// The k-ary fat-tree's permutation as Reno flows, each single-path (0) or an MPTCP-LIA
+    /// connection of this many subflows (issue 32: a multipath flow's per-packet cost).
+    FatTreeReno(usize, u8),
 }
 
 const SCENARIOS: &[(&str, Scenario)] = &[
@@ -44,6 +49,8 @@ const SCENARIOS: &[(&str, Scenario)] = &[
     ("fattree-k8", Scenario::FatTree(8)),
     ("fattree-k16", Scenario::FatTree(16)),
     ("idle-10000", Scenario::Idle(10_000)),
+    ("fattree-k4-reno", Scenario::FatTreeReno(4, 0)),
+    ("fattree-k4-mptcp8", Scenario::FatTreeReno(4, 8)),
 ];
 
 const DUMBBELL_RATE_BPS: u64 = mbps(1000);
@@ -132,6 +139,23 @@ fn spec(nodes: Vec<NodeSpec>, links: Vec<LinkSpec>, flows: Vec<FlowSpec>) -> Spe
 /// switches, (k/2)² core switches, k/2 hosts per edge switch; every link `FAT_TREE_RATE_BPS`.
 /// Traffic: host h sends to host (h + hosts/2) mod hosts (a permutation across pods).
 fn fat_tree(k: usize) -> Spec {
+    fat_tree_with(k, |i, n, src, dst| cubic(i, n, src, dst))
+}
+
+/// [`fat_tree`] with Reno flows, single-path (`subflows` 0) or MPTCP-LIA connections.
+fn fat_tree_reno(k: usize, subflows: u8) -> Spec {
+    fat_tree_with(k, |i, n, src, dst| {
+        let mut f = match subflows {
+            0 => tcp_flow(&format!("reno{i}"), src, dst, "reno"),
+            s => mptcp_flow(&format!("mptcp{i}"), src, dst, "reno", s, "lia"),
+        };
+        f.start_ns = START_SPREAD_NS * i as u64 / n as u64;
+        FlowSpec::Tcp(f)
+    })
+}
+
+/// The fat-tree of [`fat_tree`] with flow `i` of `n` from `src` to `dst` made by `flow`.
+fn fat_tree_with(k: usize, flow: impl Fn(usize, usize, usize, usize) -> FlowSpec) -> Spec {
     let half = k / 2;
     let n_hosts = k * k * k / 4;
     let mut nodes: Vec<NodeSpec> = Vec::new();
@@ -164,7 +188,7 @@ fn fat_tree(k: usize) -> Spec {
             }
         }
     }
-    let flows = (0..n_hosts).map(|h| cubic(h, n_hosts, hosts[h], hosts[(h + n_hosts / 2) % n_hosts])).collect();
+    let flows = (0..n_hosts).map(|h| flow(h, n_hosts, hosts[h], hosts[(h + n_hosts / 2) % n_hosts])).collect();
     spec(nodes, links, flows)
 }
 
@@ -193,6 +217,7 @@ fn run_one(name: &str) {
     let spec = match scenario {
         Scenario::Dumbbell(n) => dumbbell(n),
         Scenario::FatTree(k) => fat_tree(k),
+        Scenario::FatTreeReno(k, subflows) => fat_tree_reno(k, subflows),
         Scenario::Idle(n) => {
             println!("{name:<15} memory per idle flow {:.0} bytes (spec and engine state, {n} flows)", idle_flow_bytes(n));
             return;

@@ -170,3 +170,15 @@ def describe(name: str, width: int = 80) -> list[str]:
     example = f"{params[0]['name']} = {params[0]['default']:g}"
     lines += wrapped(f"set them in a flow: flavor = {{ name = \"{f['name']}\", {example} }}", "  ", "")
     return lines
+
+
+def mptcp_label(flavor: str, coupling: str) -> str:
+    """The name a Multipath TCP connection is compared under in the results (its ``flavor``
+    column, its colour, its verdict): ``mptcp-<coupling>`` for a coupled one (LIA, OLIA, BALIA:
+    their subflows grow like Reno whatever the flow's flavor says), ``mptcp-<flavor>`` for an
+    uncoupled one (every subflow runs ``flavor``, as Linux does), so an MPTCP connection and a
+    single-path flow of the same flavor are told apart. ``coupling`` empty: not MPTCP,
+    ``flavor`` itself."""
+    if not coupling:
+        return flavor
+    return f"mptcp-{flavor if coupling == 'uncoupled' else coupling}"

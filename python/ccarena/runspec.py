@@ -285,6 +285,32 @@ class _FlowBase(SpecModel):
     stop_ns: int | None
 
 
+COUPLINGS = ("lia", "olia", "balia", "uncoupled")
+"""How an MPTCP connection couples its subflows' windows (crates/cc/src/coupled.rs): LIA (RFC 6356),
+OLIA (Khalili et al., CoNEXT 2012), BALIA (Peng et al., IEEE/ACM ToN 2016), or none (each subflow
+its own flavor, as Linux runs MPTCP)."""
+
+MPTCP_SCHEDULERS = ("minrtt", "roundrobin")
+"""Which subflow an MPTCP connection gives its next data: lowest smoothed RTT first among those with
+room in their window (Linux's default), or each in turn."""
+
+COUPLED_FLAVORS = ("reno",)
+"""The flavor a coupled (LIA, OLIA, BALIA) connection's subflows name: their sources couple Reno's
+increase."""
+
+
+class MptcpSpec(SpecModel):
+    """A TCP flow run as a Multipath TCP connection (RFC 8684): ``subflows`` subflows, each with its
+    own 5-tuple (so ECMP hashes each onto its own path), their windows coupled by ``coupling``,
+    new data given to a subflow by ``scheduler``; subflows after the first join ``join_delay_ns``
+    after it (the MP_JOIN handshakes)."""
+
+    subflows: int = Field(ge=1, le=32)
+    coupling: Literal[COUPLINGS]  # type: ignore[valid-type]
+    scheduler: Literal[MPTCP_SCHEDULERS] = "minrtt"  # type: ignore[valid-type]
+    join_delay_ns: int = Field(0, ge=0)
+
+
 class TcpFlowSpec(_FlowBase):
     """A TCP transfer: congestion controller ``flavor`` with ``params``, loss ``recovery``, and the
     host settings. The defaults are Linux's (README.md, "Scenario reference"): MSS 1448 B, IW 10 (RFC 6928),
@@ -317,6 +343,7 @@ class TcpFlowSpec(_FlowBase):
     rwnd_bytes: int | None = optional()  # receive buffer, advertised as the window; None = unlimited
     sndbuf_bytes: int | None = optional()  # send buffer: caps unacknowledged data; None = unlimited
     handshake_rtt: bool = optional(False)  # first RTT sample from an idle-path handshake (sim)
+    mptcp: MptcpSpec | None = optional()  # None: single-path TCP
 
 
 class CbrFlowSpec(_FlowBase):
@@ -412,7 +439,7 @@ def _defaults(model: type[SpecModel], skip: tuple[str, ...]) -> dict[str, Any]:
             if name not in skip and not f.is_required() and f.default is not None}
 
 
-TCP_DEFAULTS: dict[str, Any] = _defaults(TcpFlowSpec, ("kind", "handshake_rtt"))
+TCP_DEFAULTS: dict[str, Any] = _defaults(TcpFlowSpec, ("kind", "handshake_rtt", "mptcp"))
 """Every TCP host setting a flow does not give (read from :class:`TcpFlowSpec`; not
 ``handshake_rtt``, which the front end sets on kernel twins, not a scenario)."""
 UDP_DEFAULTS: dict[str, Any] = _defaults(CbrFlowSpec, ("kind",))

@@ -67,8 +67,9 @@ def test_runs_in_chunks_and_returns_documented_columns():
     sim.run_until(10 * S)  # clamped to the duration
     assert sim.now_ns == 2 * S and sim.finished
     res = sim.results()
-    assert set(res) == {"flows", "samples", "queues", "links"}
+    assert set(res) == {"flows", "samples", "queues", "links", "subflows"}
     assert res["flows"]["name"] == ["f0"]
+    assert len(column(res["subflows"], "time_s")) == 0, "no MPTCP flow: no subflow rows"
     t = column(res["samples"], "time_s")
     assert len(t) == 20 and t[0] == pytest.approx(0.1) and t[-1] == pytest.approx(2.0)
     delivered = column(res["flows"], "bytes_delivered")[0]

@@ -22,7 +22,7 @@ EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 EVERY_OPTION = {
     "name": "every-option", "duration": "4s",
-    "topology": {"kind": "dumbbell", "pairs": 3,
+    "topology": {"kind": "dumbbell", "pairs": 4,
                  "bottleneck": {"rate": "10Mbps", "delay": "10ms", "duplicate": "1%", "reorder": "5%",
                                 "reorder_delay": "3ms",
                                 "queue": {"discipline": "red", "limit": "40pkt", "ecn": True,
@@ -32,7 +32,9 @@ EVERY_OPTION = {
     "flows": [{"from": "left0", "to": "right0", "flavor": "dctcp", "bytes": "1MB",
                "rwnd": "200KB", "sndbuf": "300KB", "stop": "3s"},
               {"from": "left1", "to": "right1", "flavor": "udt"},
-              {"from": "left2", "to": "right2", "flavor": "udp-cbr", "rate": "1Mbps"}],
+              {"from": "left2", "to": "right2", "flavor": "udp-cbr", "rate": "1Mbps"},
+              {"from": "left3", "to": "right3", "flavor": "reno", "subflows": 3, "coupling": "olia",
+               "scheduler": "roundrobin", "join_delay": "5ms"}],
     "events": [{"at": "1s", "link": "bottleneck", "increase": {"limit": "40pkt", "rate": "1Mbps",
                                                                  "delay": "1ms", "loss": "1%"}},
                {"at": "2s", "link": "access", "set": {"limit": "400KB"}},

@@ -105,6 +105,17 @@ CORPUS = [
     ("initial-cwnd-1e9", edit('flavor = "reno"', 'flavor = "reno"\ninitial_cwnd = "1000000000pkt"'),
      "would need ~"),
     ("deep-arrays", QUICKSTART + "\ndeep = " + "[" * 100_000 + "]" * 100_000 + "\n", "nested too deeply"),
+    # Issue 32: Multipath TCP fields.
+    ("coupling-on-cubic", edit('flavor = "cubic"', 'flavor = "cubic"\nsubflows = 2\ncoupling = "lia"'),
+     'flows[0].coupling: lia couples Reno\'s increase across the subflows: give flavor = "reno"'),
+    ("unknown-coupling", edit('flavor = "reno"', 'flavor = "reno"\ncoupling = "wvegas2"'), "flows[1].coupling"),
+    ("subflows-zero", edit('flavor = "reno"', 'flavor = "reno"\nsubflows = 0'), "flows[1].subflows"),
+    ("subflows-33", edit('flavor = "reno"', 'flavor = "reno"\nsubflows = 33'), "flows[1].subflows"),
+    ("subflows-on-udp", edit('flavor = "reno"', 'flavor = "udp-cbr"\nrate = "1Mbps"\nsubflows = 2'),
+     "flows[1].subflows: only TCP flows take `subflows`"),
+    ("subflows-on-udt", edit('flavor = "reno"', 'flavor = "udt"\nsubflows = 2'), "flows[1].subflows"),
+    ("unknown-mptcp-scheduler", edit('flavor = "reno"', 'flavor = "reno"\nsubflows = 2\nscheduler = "blest"'),
+     "flows[1].scheduler"),
 ]
 
 

@@ -53,6 +53,7 @@ mod bbr_common;
 pub mod bic;
 pub mod cdg;
 pub mod compound;
+pub mod coupled;
 pub mod cubic;
 pub mod dctcp;
 pub mod fast;
@@ -85,6 +86,29 @@ pub use registry::{catalogue, is_l4s_flow, new_controller, FlavorInfo};
 pub use time::{Duration, SimTime};
 
 use std::fmt;
+
+/// One subflow of a Multipath TCP connection as a coupled controller ([`coupled`]) sees it: plain numbers the connection reads
+/// from its subflows' senders before each hook.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SubflowView {
+    /// The subflow's congestion window, bytes. During fast recovery the transport gives the
+    /// subflow's ssthresh instead: the window is inflated there and no longer says what the
+    /// subflow sends per RTT (RFC 6356 §4).
+    pub cwnd_bytes: u64,
+    /// The subflow's MSS, bytes.
+    pub mss_bytes: u64,
+    /// The subflow's smoothed RTT (RFC 6298); `None` before its first sample.
+    pub srtt: Option<Duration>,
+    /// Bytes acknowledged on the subflow since its last congestion event (OLIA's ℓ2,r).
+    pub acked_since_loss_bytes: u64,
+    /// Bytes acknowledged on the subflow between its last two congestion events (OLIA's ℓ1,r),
+    /// the subflow's start counting as one (after its first event: the bytes acknowledged before
+    /// it, as the authors' Linux implementation counts); 0 before its first event. OLIA ranks
+    /// paths by `max(ℓ1, ℓ2)`, so only the larger of the two matters.
+    pub acked_between_losses_bytes: u64,
+    /// The subflow is established and not failed: only active subflows enter the sums.
+    pub active: bool,
+}
 
 /// The window state a controller reads and writes; owned by the transport, lent to every hook.
 ///
@@ -348,4 +372,10 @@ pub trait CongestionControl: Send + fmt::Debug {
     fn mode(&self) -> &'static str {
         ""
     }
+
+    /// An MPTCP connection lends this subflow's controller a snapshot of every subflow of the
+    /// connection (`subflows`; this one is `subflows[me]`) before each ACK and timeout it hands
+    /// the subflow's sender, so a coupled controller ([`coupled`]) can compute its linked
+    /// increase. Default: ignored (an uncoupled controller needs nothing of the others).
+    fn set_coupling_view(&mut self, _subflows: &[SubflowView], _me: usize) {}
 }

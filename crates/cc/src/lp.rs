@@ -330,7 +330,7 @@ mod tests {
         // The queue drains: low delays bring sd back under the threshold (the repeated cuts
         // while sd is still high leave cwnd at one segment).
         for i in 0..50 {
-            cc.pkts_acked(&mut st, &owd(t + 3 + i, 20, 104 + i, 150));
+            cc.pkts_acked(&mut st, &owd(t + 3 + i, 20, 104 + i, 160));
         }
         assert_eq!(st.cwnd_bytes, MSS);
         // After itt without indication growth resumes (slow start below ssthresh).

@@ -205,14 +205,15 @@ impl PySimulation {
         Ok(self.state()?.sim.events_processed())
     }
 
-    /// The result tables as of now: {"flows", "samples", "queues", "links"} → {column → bytes | list[str]}.
+    /// The result tables as of now: {"flows", "samples", "queues", "links", "subflows"} → {column → bytes | list[str]}.
     fn results<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let mut st = self.state()?;
         let seed = st.seed;
         let res = catch_unwind(AssertUnwindSafe(|| st.sim.results()))
             .map_err(|p| EngineError::new_err(format!("engine fault collecting results (seed {seed}): {}", panic_message(&*p))))?;
         let out = PyDict::new(py);
-        for (name, table) in [("flows", &res.flows), ("samples", &res.samples), ("queues", &res.queues), ("links", &res.links)] {
+        let tables = [("flows", &res.flows), ("samples", &res.samples), ("queues", &res.queues), ("links", &res.links), ("subflows", &res.subflows)];
+        for (name, table) in tables {
             out.set_item(name, table_to_dict(py, table)?)?;
         }
         Ok(out)
@@ -305,6 +306,20 @@ fn flow_paths(py: Python<'_>, spec_json: &str) -> PyResult<Vec<(Vec<usize>, Vec<
     }
 }
 
+/// Per flow, per subflow, the link indices of the subflow's data path and ACK path at time 0:
+/// `[[(data_links, ack_links)]]` in flow order, one entry for a single-path flow (its path, as
+/// [`flow_paths`]) and one per subflow for an MPTCP flow (each subflow has its own 5-tuple, so
+/// ECMP may place each on its own path). Raises as [`flow_paths`].
+#[pyfunction]
+fn subflow_paths(py: Python<'_>, spec_json: &str) -> PyResult<Vec<Vec<(Vec<usize>, Vec<usize>)>>> {
+    let built = py.detach(|| catch_unwind(|| Simulation::from_json(spec_json).map(|sim| sim.subflow_paths())));
+    match built {
+        Ok(Ok(paths)) => Ok(paths),
+        Ok(Err(e)) => Err(PyValueError::new_err(e.to_string())),
+        Err(p) => Err(EngineError::new_err(format!("engine fault while routing: {}", panic_message(&*p)))),
+    }
+}
+
 /// The module.
 #[pymodule]
 fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -313,6 +328,7 @@ fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(version, m)?)?;
     m.add_function(wrap_pyfunction!(spec_roundtrip, m)?)?;
     m.add_function(wrap_pyfunction!(flow_paths, m)?)?;
+    m.add_function(wrap_pyfunction!(subflow_paths, m)?)?;
     m.add_function(wrap_pyfunction!(validate_queue, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     // The commit the extension was built from (build.rs), "unknown" when built outside git.

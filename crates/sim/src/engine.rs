@@ -17,6 +17,7 @@ use ccarena_rng::{SplitMix64, StreamKind};
 use ccarena_link::TraceTransmitter;
 use crate::routing::{hash_threshold, uniform_index, FlowKeys, Graph, Routes, MULTI};
 use crate::sampler::Sampler;
+use crate::subflows::SubflowSampler;
 use crate::spec::{EventSpec, FlowSpec, RoutingMode, Spec, SpecError};
 use crate::table::Results;
 
@@ -83,6 +84,7 @@ pub struct Simulation {
     /// The spec's scheduled link changes sorted by time (stable), indexed by `Event::LinkChange`.
     changes: Vec<EventSpec>,
     sampler: Sampler,
+    subflow_sampler: SubflowSampler,
     sample_interval: Duration,
     events_processed: u64,
     /// Limits the run stops at ([`Simulation::set_budget`]), and why it stopped, if it did.
@@ -170,6 +172,7 @@ impl Simulation {
             flow_keys,
             no_route_drops: vec![0; spec.links.len()],
             sampler: Sampler::new(flows.len(), &spec.links, sample_interval.as_secs_f64()),
+            subflow_sampler: SubflowSampler::new(flows.len(), sample_interval.as_secs_f64()),
             flows,
             changes,
             links,
@@ -311,7 +314,8 @@ impl Simulation {
             (0, _) => return self.no_route(via),
             (1, _) | (_, None) => 0,
             (n, Some(RoutingMode::Ecmp)) => {
-                hash_threshold(self.flow_keys[pkt.flow as usize].for_dst(pkt.dst), self.node_salt[node as usize], n)
+                let key = self.flow_keys[pkt.flow as usize].for_subflow(pkt.dst, pkt.payload.subflow());
+                hash_threshold(key, self.node_salt[node as usize], n)
             }
             (n, Some(RoutingMode::Spray)) => uniform_index(self.node_rng[node as usize].next_u64(), n),
         };
@@ -338,12 +342,37 @@ impl Simulation {
         (0..self.spec.flows.len()).map(|f| self.flow_path_pair(f)).collect()
     }
 
-    /// Flow `f`'s data path and ACK path as routed now ([`Simulation::flow_paths`]).
+    /// Per flow, per subflow, the data and ACK paths as routed now
+    /// ([`Simulation::subflow_path_pair`]): one entry for a single-path flow, one per subflow
+    /// for an MPTCP flow.
+    pub fn subflow_paths(&self) -> Vec<Vec<(Vec<usize>, Vec<usize>)>> {
+        self.spec
+            .flows
+            .iter()
+            .enumerate()
+            .map(|(f, spec)| {
+                let n = match spec {
+                    FlowSpec::Tcp(t) => t.mptcp.as_ref().map_or(1, |m| m.subflows),
+                    _ => 1,
+                };
+                (0..n).map(|s| self.subflow_path_pair(f, s)).collect()
+            })
+            .collect()
+    }
+
+    /// Flow `f`'s data path and ACK path as routed now ([`Simulation::flow_paths`]); for an
+    /// MPTCP flow, its first subflow's.
     fn flow_path_pair(&self, f: usize) -> (Vec<usize>, Vec<usize>) {
+        self.subflow_path_pair(f, 0)
+    }
+
+    /// The data and ACK paths of subflow `subflow` of flow `f` as routed now (as
+    /// [`Simulation::flow_paths`]; subflow 0 of a single-path flow is the flow).
+    pub fn subflow_path_pair(&self, f: usize, subflow: u8) -> (Vec<usize>, Vec<usize>) {
         let walk = |src: usize, dst: usize| {
             let mut path = Vec::new();
             let mut at = src as u32;
-            let key = self.flow_keys[f].for_dst(dst as u32);
+            let key = self.flow_keys[f].for_subflow(dst as u32, subflow);
             while at as usize != dst && path.len() <= self.links.len() {
                 let entry = self.routes.entry(at, dst as u32);
                 let links = self.routes.links(&entry);
@@ -545,6 +574,9 @@ impl Simulation {
             }
             let row = flow_sample(i, flow);
             self.sampler.flow(time_s, &row);
+            if let Flow::Mptcp(m) = flow {
+                self.subflow_sampler.sample(time_s, i, m);
+            }
         }
         self.sampler.sample_queues(now, time_s, &mut self.links);
         let next = now + self.sample_interval;
@@ -569,6 +601,7 @@ impl Simulation {
             samples: self.sampler.flow_table(),
             queues: self.sampler.queue_table(),
             links: link_table(&link_rows),
+            subflows: self.subflow_sampler.table(),
         }
     }
 }

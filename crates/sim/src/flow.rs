@@ -7,6 +7,11 @@ use ccarena_transport::{AckSegment, EcnMode, Receiver, ReceiverConfig, RecoveryM
 use ccarena_cc::udt::Udt;
 use ccarena_transport::udt::{UdtReceiver, UdtReceiverConfig, UdtSender, UdtSenderConfig};
 
+use ccarena_cc::coupled::{new_coupled_controller, Coupling};
+use ccarena_transport::mptcp::{
+    DssAck, DssData, MptcpConfig, MptcpReceiver, MptcpSender, DSS_ACK_OPTION_BYTES, DSS_DATA_OPTION_BYTES,
+};
+
 use ccarena_link::Histogram;
 use ccarena_rng::{SplitMix64, StreamKind};
 use crate::spec::{CbrFlowSpec, FlowSpec, SpecError, TcpFlowSpec, UdtFlowSpec};
@@ -71,6 +76,8 @@ pub struct TcpFlow {
     pub sender: Sender,
     /// The transport's receiving side.
     pub receiver: Receiver,
+    /// What the receiver was built with.
+    pub receiver_config: ReceiverConfig,
     /// ACK packets the receiver sent.
     pub acks_sent: u64,
     /// Boxes of ACKs the sender has read, reused by the receiver's next ACKs: an ACK's box goes
@@ -123,11 +130,86 @@ impl TcpFlow {
             transfer: Transfer::new(f.src, f.dst, f.header_bytes, f.ack_bytes, f.bytes),
             sender: Sender::new(cfg, cc, SimTime(f.start_ns)),
             receiver: Receiver::new(rcfg),
+            receiver_config: rcfg,
             acks_sent: 0,
             ack_boxes: Vec::new(),
         })
     }
 }
+
+/// A Multipath TCP transfer (RFC 8684): the connection's sender lives on `src`, its receiver
+/// on `dst`; each subflow is a TCP sender and receiver of the transport's [`MptcpSender`] and
+/// [`MptcpReceiver`].
+#[derive(Debug)]
+pub struct MptcpFlow {
+    /// Hosts, sizes, timers, connection-level delivery.
+    pub transfer: Transfer,
+    /// The connection's sending side.
+    pub sender: MptcpSender,
+    /// The connection's receiving side.
+    pub receiver: MptcpReceiver,
+    /// ACK packets the receiver sent, all subflows.
+    pub acks_sent: u64,
+    /// Boxes of data segments and of ACKs that reached their end, reused for the next ones (as
+    /// [`TcpFlow::ack_boxes`]).
+    pub data_boxes: Vec<Box<DssData>>,
+    /// See [`MptcpFlow::data_boxes`].
+    pub ack_boxes: Vec<Box<DssAck>>,
+}
+
+impl MptcpFlow {
+    /// Build from a validated spec whose `mptcp` is set: the TCP settings are every subflow's
+    /// (its MSS less the DSS option), the flow's `rwnd_bytes` and `sndbuf_bytes` the
+    /// connection's shared buffers.
+    ///
+    /// # Errors
+    /// A [`SpecError`] if a field is out of range (validation normally catches it).
+    pub fn new(index: usize, f: &TcpFlowSpec) -> Result<MptcpFlow, SpecError> {
+        let path = |field: &str| format!("flows[{index}].{field}");
+        let m = f.mptcp.as_ref().expect("an MPTCP flow");
+        let coupling = m.coupling().map_err(|e| SpecError { path: path("mptcp.coupling"), message: e })?;
+        let scheduler = m.scheduler().map_err(|e| SpecError { path: path("mptcp.scheduler"), message: e })?;
+        let tcp = TcpFlow::new(index, f)?;
+        let mut sender = *tcp.sender.config();
+        sender.mss_bytes -= DSS_DATA_OPTION_BYTES;
+        sender.initial_cwnd_bytes = f.initial_cwnd_packets as u64 * sender.mss_bytes as u64;
+        let mut receiver = tcp.receiver_config;
+        receiver.mss_bytes = sender.mss_bytes;
+        let cfg = MptcpConfig {
+            sender,
+            receiver,
+            subflows: m.subflows,
+            coupling,
+            scheduler,
+            join_delay: Duration(m.join_delay_ns),
+            rcvbuf_bytes: f.rwnd_bytes,
+            sndbuf_bytes: f.sndbuf_bytes,
+            stale_loss_count: MPTCP_STALE_LOSS_COUNT,
+        };
+        let bad = |e: ccarena_transport::ConfigError| SpecError { path: path(e.field), message: e.reason.to_string() };
+        cfg.validate().map_err(bad)?;
+        let controller = || match coupling {
+            Coupling::Uncoupled => new_controller(&f.flavor, &f.cc_params()),
+            c => new_coupled_controller(c, &ccarena_cc::Params::default()),
+        };
+        let ccs = (0..m.subflows)
+            .map(|_| controller().map_err(|e| SpecError { path: path("mptcp.coupling"), message: e.to_string() }))
+            .collect::<Result<Vec<_>, _>>()?;
+        let start = SimTime(f.start_ns);
+        Ok(MptcpFlow {
+            transfer: Transfer::new(f.src, f.dst, f.header_bytes + DSS_DATA_OPTION_BYTES, f.ack_bytes + DSS_ACK_OPTION_BYTES, f.bytes),
+            sender: MptcpSender::new(cfg, ccs, start),
+            receiver: MptcpReceiver::new(cfg),
+            acks_sent: 0,
+            data_boxes: Vec::new(),
+            ack_boxes: Vec::new(),
+        })
+    }
+}
+
+/// RTOs in a row after which a subflow is considered failed and the scheduler leaves it (Linux's
+/// `net.mptcp.stale_loss_cnt` default).
+pub const MPTCP_STALE_LOSS_COUNT: u32 = 4;
 
 /// How the flow's receiver echoes CE (docs/engine-spec.md): the transport's one rule
 /// ([`ccarena_transport::flow_ecn_mode`]: Accurate ECN for L4S flows, DCTCP's echo for the other
@@ -235,6 +317,8 @@ pub enum Flow {
     Cbr(CbrFlow),
     /// Bulk UDT.
     Udt(Box<UdtFlow>),
+    /// Bulk Multipath TCP.
+    Mptcp(Box<MptcpFlow>),
     /// A TCP or UDT transfer that has not started: its endpoints (about 2 KB) are built when it
     /// starts ([`Flow::start`]), so a run with many flows waiting to start (data-center
     /// workloads) holds only their specs. `run_seed` is the run's seed, which UDT's needs.
@@ -251,6 +335,7 @@ impl Flow {
     /// A [`SpecError`] if the transport rejects the spec's values (validation normally catches it).
     pub fn build(index: usize, spec: &FlowSpec, run_seed: u64) -> Result<Flow, SpecError> {
         Ok(match spec {
+            FlowSpec::Tcp(t) if t.mptcp.is_some() => Flow::Mptcp(Box::new(MptcpFlow::new(index, t)?)),
             FlowSpec::Tcp(t) => Flow::Tcp(Box::new(TcpFlow::new(index, t)?)),
             FlowSpec::UdpCbr(c) => Flow::Cbr(CbrFlow::new(c)),
             FlowSpec::Udt(u) => Flow::Udt(Box::new(UdtFlow::new(index, u, run_seed)?)),

@@ -21,6 +21,7 @@ pub mod results;
 pub mod routing;
 pub mod sampler;
 pub mod spec;
+pub mod subflows;
 pub mod table;
 pub mod testkit;
 

@@ -4,6 +4,7 @@
 //! of it), so it is kept small: 48 bytes. The bulky headers (a TCP ACK with its SACK blocks, a
 //! UDT ACK or NAK) are boxed; a data segment, the bulk of the traffic, is inline.
 
+use ccarena_transport::mptcp::{DssAck, DssData};
 use ccarena_transport::udt::{ToReceiver, ToSender};
 use ccarena_transport::{AckSegment, DataSegment};
 
@@ -25,6 +26,44 @@ pub enum Payload {
     /// A UDT ACK or NAK, receiver to sender (boxed: a NAK's loss ranges are 72 bytes; one ACK
     /// per SYN and the NAKs are few).
     UdtToSender(Box<ToSender>),
+    /// An MPTCP subflow's data segment with its DSS mapping (boxed, and the box reused, to keep
+    /// every packet at 48 bytes).
+    MptcpData(Box<DssData>),
+    /// An MPTCP subflow's ACK with the DATA_ACK.
+    MptcpAck(Box<DssAck>),
+}
+
+impl Payload {
+    /// The MPTCP subflow the packet travels on; 0 for every single-path packet. Each subflow
+    /// has its own 5-tuple, so ECMP hashes each separately.
+    #[inline]
+    pub fn subflow(&self) -> u8 {
+        match self {
+            Payload::MptcpData(d) => d.subflow,
+            Payload::MptcpAck(a) => a.subflow,
+            _ => 0,
+        }
+    }
+
+    /// The TCP data segment the packet carries (single-path or an MPTCP subflow's), if any.
+    #[inline]
+    pub fn data_segment(&self) -> Option<&DataSegment> {
+        match self {
+            Payload::Data(seg) => Some(seg),
+            Payload::MptcpData(d) => Some(&d.seg),
+            _ => None,
+        }
+    }
+
+    /// [`Payload::data_segment`], to change (a queue marking CE).
+    #[inline]
+    pub fn data_segment_mut(&mut self) -> Option<&mut DataSegment> {
+        match self {
+            Payload::Data(seg) => Some(seg),
+            Payload::MptcpData(d) => Some(&mut d.seg),
+            _ => None,
+        }
+    }
 }
 
 /// A packet in the network. Not `Copy` (its payload may own a box): a link that duplicates a

@@ -5,7 +5,7 @@
 use ccarena_link::qdisc::QueuedPacket;
 use ccarena_link::{Qdisc, QueueSpec, SplitMix64};
 
-use crate::packet::{Packet, Payload};
+use crate::packet::Packet;
 
 pub use ccarena_link::qdisc::Verdict;
 
@@ -15,10 +15,11 @@ impl QueuedPacket for Packet {
         u64::from(self.size_bytes)
     }
 
-    /// The flow index: every packet of a flow in one direction shares it.
+    /// The flow index, and the MPTCP subflow above it: every packet of a flow (or subflow, which
+    /// has its own 5-tuple) in one direction shares it.
     #[inline]
     fn flow_hash(&self) -> u64 {
-        u64::from(self.flow)
+        u64::from(self.flow) | u64::from(self.payload.subflow()) << 32
     }
 
     /// Only data segments are ever ECN-capable (ACKs and datagrams are Not-ECT, RFC 3168
@@ -26,19 +27,19 @@ impl QueuedPacket for Packet {
     /// as when an earlier queue had marked them).
     #[inline]
     fn ect(&self) -> bool {
-        matches!(self.payload, Payload::Data(seg) if seg.ecn.is_ect())
+        self.payload.data_segment().is_some_and(|seg| seg.ecn.is_ect())
     }
 
     /// A data segment sent ECT(1), or CE-marked (RFC 9331 §5.1's L4S identifier).
     #[inline]
     fn l4s(&self) -> bool {
-        matches!(self.payload, Payload::Data(seg) if seg.ecn.is_l4s())
+        self.payload.data_segment().is_some_and(|seg| seg.ecn.is_l4s())
     }
 
     /// ECT(0) or ECT(1) becomes CE (RFC 3168 §5); a Not-ECT packet is left alone.
     #[inline]
     fn set_ce(&mut self) {
-        if let Payload::Data(seg) = &mut self.payload {
+        if let Some(seg) = self.payload.data_segment_mut() {
             seg.ecn = seg.ecn.marked();
         }
     }
@@ -52,6 +53,7 @@ pub fn qdisc(q: &QueueSpec, rng: SplitMix64) -> Qdisc<Packet> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::packet::Payload;
     use ccarena_cc::SimTime;
     use ccarena_transport::{AckSegment, DataSegment, Ecn, SackBlock, MAX_SACK_BLOCKS};
 

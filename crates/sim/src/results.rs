@@ -8,10 +8,10 @@ use ccarena_cc::{Duration, SimTime};
 use ccarena_link::qdisc::dualpi2::{Class, DualPi2};
 use ccarena_link::Aqm;
 
-use crate::flow::{CbrFlow, Flow, TcpFlow, Transfer, UdtFlow};
+use crate::flow::{CbrFlow, Flow, MptcpFlow, TcpFlow, Transfer, UdtFlow};
 use crate::link::Link;
 use crate::sampler::{ca_state_code, FlowSample};
-use crate::spec::{FlowSpec, LinkSpec};
+use crate::spec::{FlowSpec, LinkSpec, TcpFlowSpec};
 use crate::table::{Column, Table};
 
 /// A value type that makes a column.
@@ -100,6 +100,20 @@ pub struct FlowRow {
     pub ce_packets: f64,
     /// Payload bytes of the data packets the receiver got CE-marked, duplicates included.
     pub ce_bytes: f64,
+    /// Subflows of an MPTCP connection; 1 for single-path TCP, NaN for UDT and UDP CBR.
+    pub subflows: f64,
+    /// How an MPTCP connection couples its subflows (`lia`, `olia`, `balia`, `uncoupled`);
+    /// empty for every other flow.
+    pub coupling: String,
+    /// Connection bytes reinjected onto another subflow after a subflow's timeout (MPTCP; 0 for
+    /// single-path TCP, NaN for UDT and UDP CBR).
+    pub bytes_reinjected: f64,
+    /// Mean time a segment that arrived out of order at the connection level waited for the
+    /// data before it (head-of-line blocking across subflows), s; NaN when none waited or the
+    /// flow is not MPTCP.
+    pub reorder_delay_mean_s: f64,
+    /// Longest such wait, s; NaN when none waited or the flow is not MPTCP.
+    pub reorder_delay_max_s: f64,
 }
 
 /// A link's summary row (the `links` table).
@@ -253,7 +267,8 @@ pub fn flow_table(rows: &[FlowRow]) -> Table {
         flow, name, kind, flavor, recovery, start_s, end_s, bytes_offered, bytes_sent, bytes_retransmitted,
         bytes_delivered, packets_sent, packets_retransmitted, packets_received, packets_lost, rto_count,
         fast_recoveries, spurious_rtos, duplicate_bytes_received, completion_time_s, rtt_min_s, rtt_mean_s,
-        rtt_p50_s, rtt_p95_s, rtt_p99_s, rtt_samples, ce_packets, ce_bytes,
+        rtt_p50_s, rtt_p95_s, rtt_p99_s, rtt_samples, ce_packets, ce_bytes, subflows, coupling,
+        bytes_reinjected, reorder_delay_mean_s, reorder_delay_max_s,
     )
 }
 
@@ -301,6 +316,11 @@ fn nan_row(index: usize) -> FlowRow {
         rtt_samples: nan,
         ce_packets: nan,
         ce_bytes: nan,
+        subflows: nan,
+        coupling: String::new(),
+        bytes_reinjected: nan,
+        reorder_delay_mean_s: nan,
+        reorder_delay_max_s: nan,
     }
 }
 
@@ -339,6 +359,7 @@ pub fn flow_row(index: usize, flow: &Flow, spec: &FlowSpec, now: SimTime) -> Flo
     row.start_s = start_ns as f64 / 1e9;
     match (flow, spec) {
         (Flow::Tcp(t), FlowSpec::Tcp(ts)) => tcp_fields(&mut row, t, &ts.flavor, &ts.recovery),
+        (Flow::Mptcp(m), FlowSpec::Tcp(ts)) => mptcp_fields(&mut row, m, ts),
         (Flow::Udt(u), FlowSpec::Udt(_)) => udt_fields(&mut row, u),
         (Flow::Cbr(c), _) => cbr_fields(&mut row, c),
         _ => unreachable!("flow kinds follow the spec"),
@@ -346,6 +367,7 @@ pub fn flow_row(index: usize, flow: &Flow, spec: &FlowSpec, now: SimTime) -> Flo
     match flow {
         Flow::Tcp(t) => transfer_fields(&mut row, &t.transfer, start_ns, stop_end_s),
         Flow::Udt(u) => transfer_fields(&mut row, &u.transfer, start_ns, stop_end_s),
+        Flow::Mptcp(m) => transfer_fields(&mut row, &m.transfer, start_ns, stop_end_s),
         Flow::Cbr(_) => row.end_s = stop_end_s,
         Flow::Idle { .. } => unreachable!("built above"),
     }
@@ -372,6 +394,41 @@ fn tcp_fields(row: &mut FlowRow, t: &TcpFlow, flavor: &str, recovery: &str) {
     row.duplicate_bytes_received = r.duplicate_bytes as f64;
     row.ce_packets = r.ce_segments as f64;
     row.ce_bytes = r.ce_bytes as f64;
+    row.subflows = 1.0;
+    row.bytes_reinjected = 0.0;
+}
+
+/// An MPTCP connection's row: its subflows' counters summed, the connection's own delivery
+/// (`transfer_fields`), reinjections and data-level reordering waits.
+fn mptcp_fields(row: &mut FlowRow, m: &MptcpFlow, spec: &TcpFlowSpec) {
+    let sum = |f: &dyn Fn(&ccarena_transport::SenderStats, &ccarena_transport::ReceiverStats) -> u64| {
+        (0..m.sender.subflow_count()).map(|i| f(m.sender.subflow(i).stats(), m.receiver.subflow(i).stats())).sum::<u64>() as f64
+    };
+    row.kind = "tcp".to_string();
+    row.flavor = spec.flavor.clone();
+    row.recovery = spec.recovery.clone();
+    row.bytes_offered = m.sender.bytes_offered().min(m.transfer.bytes.unwrap_or(u64::MAX)) as f64;
+    row.bytes_sent = sum(&|s, _| s.bytes_sent);
+    row.bytes_retransmitted = sum(&|s, _| s.bytes_retransmitted);
+    row.packets_sent = sum(&|s, _| s.segments_sent);
+    row.packets_retransmitted = sum(&|s, _| s.segments_retransmitted);
+    row.packets_received = sum(&|_, r| r.segments_received);
+    row.packets_lost = (row.packets_sent - row.packets_received).max(0.0);
+    row.rto_count = sum(&|s, _| s.rto_count);
+    row.fast_recoveries = sum(&|s, _| s.fast_recoveries);
+    row.spurious_rtos = sum(&|s, _| s.spurious_rtos);
+    row.duplicate_bytes_received = sum(&|_, r| r.duplicate_bytes) + m.receiver.duplicate_data_bytes() as f64;
+    row.ce_packets = sum(&|_, r| r.ce_segments);
+    row.ce_bytes = sum(&|_, r| r.ce_bytes);
+    let mptcp = spec.mptcp.as_ref().expect("an MPTCP flow");
+    row.subflows = mptcp.subflows as f64;
+    row.coupling = mptcp.coupling.clone();
+    row.bytes_reinjected = (0..m.sender.subflow_count()).map(|i| m.sender.subflow_stats(i).bytes_reinjected).sum::<u64>() as f64;
+    let w = m.receiver.reorder_stats();
+    if w.segments_delayed > 0 {
+        row.reorder_delay_mean_s = w.total_delay_ns as f64 / w.segments_delayed as f64 / 1e9;
+        row.reorder_delay_max_s = w.max_delay_ns as f64 / 1e9;
+    }
 }
 
 fn udt_fields(row: &mut FlowRow, u: &UdtFlow) {
@@ -490,6 +547,7 @@ pub fn flow_sample(index: usize, flow: &Flow) -> FlowSample {
                 ca_state: nan,
             }
         }
+        Flow::Mptcp(m) => mptcp_sample(index, m),
         Flow::Idle { .. } => unreachable!("flows are sampled from their start, when they are built"),
         Flow::Cbr(c) => FlowSample {
             flow: index as u32,
@@ -505,5 +563,30 @@ pub fn flow_sample(index: usize, flow: &Flow) -> FlowSample {
             retransmits: nan,
             ca_state: nan,
         },
+    }
+}
+
+/// An MPTCP connection's row at a sample instant: the connection's delivery, its joined
+/// subflows' windows, flight and sending summed, the smallest of their smoothed RTTs (the path
+/// the minrtt scheduler prefers), and subflow 0's RTO and state.
+fn mptcp_sample(index: usize, m: &MptcpFlow) -> FlowSample {
+    let nan = f64::NAN;
+    let joined: Vec<usize> = (0..m.sender.subflow_count()).filter(|&i| m.sender.subflow_stats(i).joined).collect();
+    let sum = |f: &dyn Fn(&ccarena_transport::Sender) -> u64| joined.iter().map(|&i| f(m.sender.subflow(i))).sum::<u64>();
+    let first = m.sender.subflow(0);
+    let srtt = joined.iter().filter_map(|&i| m.sender.subflow(i).srtt()).min();
+    FlowSample {
+        flow: index as u32,
+        delivered_bytes: m.transfer.delivered_bytes,
+        sent_bytes: sum(&|s| s.stats().bytes_sent),
+        cwnd_bytes: sum(&|s| s.cwnd().cwnd_bytes) as f64,
+        ssthresh_bytes: nan,
+        srtt_s: srtt.map_or(nan, |d| d.as_secs_f64()),
+        rttvar_s: first.rttvar().map_or(nan, |d| d.as_secs_f64()),
+        rto_s: first.rto().as_secs_f64(),
+        inflight_bytes: sum(&|s| s.in_flight_bytes()) as f64,
+        pacing_rate_bps: nan,
+        retransmits: sum(&|s| s.stats().segments_retransmitted) as f64,
+        ca_state: ca_state_code(first.ca_state()),
     }
 }

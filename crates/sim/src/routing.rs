@@ -452,6 +452,20 @@ impl FlowKeys {
             self.ack
         }
     }
+
+    /// The key of a packet of MPTCP subflow `subflow` of this flow headed to `dst`: subflow 0 is
+    /// the flow's own tuple; every other subflow has its own source port (RFC 8684 §3.2: an
+    /// MP_JOIN opens a new TCP connection), hence its own hash, so ECMP places each subflow
+    /// independently.
+    #[inline]
+    pub fn for_subflow(&self, dst: u32, subflow: u8) -> u64 {
+        let key = self.for_dst(dst);
+        if subflow == 0 {
+            key
+        } else {
+            mix64(key ^ (u64::from(subflow) << 16 | 0x5f10))
+        }
+    }
 }
 
 /// Hash-threshold choice (RFC 2992 §2.2): the 64-bit hash space is cut into `n` equal regions

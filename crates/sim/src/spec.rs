@@ -10,8 +10,10 @@
 use std::collections::BTreeMap;
 use std::fmt;
 
+use ccarena_cc::coupled::Coupling;
 use ccarena_cc::{new_controller, Params};
 use ccarena_link::required::present;
+use ccarena_transport::mptcp::{Scheduler, DSS_DATA_OPTION_BYTES, MAX_SUBFLOWS};
 use ccarena_transport::RecoveryMode;
 use serde::{Deserialize, Serialize};
 
@@ -319,6 +321,55 @@ pub struct TcpFlowSpec {
     /// the first RTT sample is the first data ACK's.
     #[serde(default)]
     pub handshake_rtt: bool,
+    /// Run the flow as a Multipath TCP connection (RFC 8684); null = single-path TCP.
+    #[serde(default)]
+    pub mptcp: Option<MptcpSpec>,
+}
+
+/// A TCP flow's Multipath TCP settings (docs/engine-spec.md, "flows").
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct MptcpSpec {
+    /// Subflows, 1..=32; each has its own 5-tuple, so ECMP hashes each separately.
+    pub subflows: u8,
+    /// `lia`, `olia`, `balia` (coupled; the flow's flavor must be `reno`) or `uncoupled` (every
+    /// subflow runs the flow's flavor on its own).
+    pub coupling: String,
+    /// `minrtt` (lowest smoothed RTT first) or `roundrobin`.
+    pub scheduler: String,
+    /// Subflows after the first start this long after it, ns.
+    pub join_delay_ns: u64,
+}
+
+impl MptcpSpec {
+    /// The coupling, parsed.
+    ///
+    /// # Errors
+    /// A message naming the valid couplings.
+    pub fn coupling(&self) -> Result<Coupling, String> {
+        self.coupling.parse()
+    }
+
+    /// The scheduler, parsed.
+    ///
+    /// # Errors
+    /// A message naming the valid schedulers.
+    pub fn scheduler(&self) -> Result<Scheduler, String> {
+        self.scheduler.parse()
+    }
+
+    /// Checks relative to the flow (`flavor` its controller). Paths are relative to the flow.
+    fn validate(&self, flavor: &str) -> Result<(), SpecError> {
+        if self.subflows == 0 || self.subflows as usize > MAX_SUBFLOWS {
+            return Err(err("mptcp.subflows", format!("must be 1..={MAX_SUBFLOWS}")));
+        }
+        let coupling = self.coupling().map_err(|e| err("mptcp.coupling", e))?;
+        self.scheduler().map_err(|e| err("mptcp.scheduler", e))?;
+        if coupling != Coupling::Uncoupled && flavor != "reno" {
+            return Err(err("mptcp.coupling", format!("{} couples Reno's increase: the flow's flavor must be reno, not {flavor}", coupling.name())));
+        }
+        Ok(())
+    }
 }
 
 /// A UDP constant-bit-rate flow.
@@ -455,6 +506,12 @@ impl TcpFlowSpec {
         }
         if self.sndbuf_bytes.is_some_and(|w| w < self.mss_bytes as u64) {
             return Err(err("sndbuf_bytes", "must be at least mss_bytes (or null for unlimited)"));
+        }
+        if let Some(m) = &self.mptcp {
+            m.validate(&self.flavor)?;
+            if self.mss_bytes <= DSS_DATA_OPTION_BYTES {
+                return Err(err("mss_bytes", format!("an MPTCP subflow carries a {}-byte DSS option in each segment: the MSS must be larger", DSS_DATA_OPTION_BYTES)));
+            }
         }
         Ok(())
     }

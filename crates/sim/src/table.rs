@@ -67,4 +67,6 @@ pub struct Results {
     pub queues: Table,
     /// One row per link.
     pub links: Table,
+    /// One row per MPTCP subflow per sample instant (`crate::subflows`); no rows without MPTCP.
+    pub subflows: Table,
 }

@@ -62,6 +62,21 @@ pub fn tcp_flow(name: &str, src: usize, dst: usize, flavor: &str) -> TcpFlowSpec
         rwnd_bytes: None,
         sndbuf_bytes: None,
         handshake_rtt: false,
+        mptcp: None,
+    }
+}
+
+/// [`tcp_flow`] run as a Multipath TCP connection of `subflows` subflows coupled by `coupling`
+/// (`lia`, `olia`, `balia`, `uncoupled`), the `minrtt` scheduler, subflows joining at once.
+pub fn mptcp_flow(name: &str, src: usize, dst: usize, flavor: &str, subflows: u8, coupling: &str) -> TcpFlowSpec {
+    TcpFlowSpec {
+        mptcp: Some(crate::spec::MptcpSpec {
+            subflows,
+            coupling: coupling.to_string(),
+            scheduler: "minrtt".to_string(),
+            join_delay_ns: 0,
+        }),
+        ..tcp_flow(name, src, dst, flavor)
     }
 }
 

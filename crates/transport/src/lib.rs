@@ -35,6 +35,7 @@
 #![warn(missing_docs)]
 
 pub mod accecn;
+pub mod mptcp;
 pub mod ecn_choice;
 pub mod pacing;
 mod rack;

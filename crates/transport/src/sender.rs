@@ -1482,6 +1482,22 @@ impl Sender {
         self.cc.mode()
     }
 
+    /// Lend the controller the MPTCP connection's view of its subflows before an ACK or timeout
+    /// of this subflow ([`ccarena_cc::CongestionControl::set_coupling_view`]).
+    pub fn set_coupling_view(&mut self, subflows: &[ccarena_cc::coupled::SubflowView], me: usize) {
+        self.cc.set_coupling_view(subflows, me);
+    }
+
+    /// The caller had new data for this sender that its congestion window held back: until the
+    /// next ACK, the sender counts as cwnd-limited ([`AckSample::cwnd_limited`], RFC 7661
+    /// §4.2), as when [`Sender::poll_transmit`] itself finds data blocked by cwnd. For an MPTCP
+    /// connection, whose scheduler hands a subflow data only when its window has room, so the
+    /// subflow's own poll never sees data it cannot send (Linux's `tcp_cwnd_validate` counts a
+    /// subflow filled to its window as cwnd-limited the same way).
+    pub fn note_cwnd_limited(&mut self) {
+        self.cwnd_limited = true;
+    }
+
     /// The controller's flavor name.
     pub fn cc_name(&self) -> &'static str {
         self.cc.name()

@@ -28,6 +28,7 @@ from typing import Any, Iterable, Sequence
 import numpy as np
 import pandas as pd
 
+from ccarena import flavors
 from ccarena.analysis import datacenter_metrics as datacenter, theory
 
 # ----------------------------------------------------------------------------- basic statistics
@@ -534,13 +535,19 @@ def flow_table(flows: pd.DataFrame, samples: pd.DataFrame, derived: dict[str, An
     RTT statistics (``rtt_min_s`` … ``rtt_p99_s``) are the engine's, over per-ACK samples.
     """
     out = flows.copy()
+    mptcp = _mptcp_rows(out)
+    if mptcp.any():  # compared as their own kind of flow (:func:`ccarena.flavors.mptcp_label`)
+        out["flavor"] = pd.array([flavors.mptcp_label(str(f), str(c) if m else "")
+                                  for f, c, m in zip(out["flavor"], out["coupling"], mptcp)],
+                                 dtype="string")
     facts = {f["name"]: f for f in derived.get("flows", [])}
     active, goodput, throughput, loss, retx, pdr, stab, fct = ([] for _ in range(8))
     base_rtt, path_loss, bottleneck, mathis, padhye, cubic, mss_col = ([] for _ in range(7))
     by_flow = _Groups(samples, "flow", ("time_s", "goodput_bps"))
-    for row in _rows(out, ("flow", "name", "kind", "start_s", "end_s", "bytes_delivered",
-                           "bytes_sent", "packets_lost", "packets_sent", "packets_retransmitted",
-                           "packets_received", "completion_time_s")):
+    for multipath, row in zip(mptcp, _rows(out, (
+            "flow", "name", "kind", "start_s", "end_s", "bytes_delivered", "bytes_sent",
+            "packets_lost", "packets_sent", "packets_retransmitted", "packets_received",
+            "completion_time_s"))):
         end = float(row.end_s) if np.isfinite(row.end_s) else duration_s
         span = min(end, duration_s) - float(row.start_s)
         active.append(span)
@@ -565,7 +572,8 @@ def flow_table(flows: pd.DataFrame, samples: pd.DataFrame, derived: dict[str, An
         mss_col.append(mss)
         path_loss.append(p)
         bottleneck.append(float(fact.get("bottleneck_rate_bps", math.nan)))
-        tcp = str(row.kind) == "tcp" and p > 0
+        # The loss-response models are a single-path connection's.
+        tcp = str(row.kind) == "tcp" and p > 0 and not multipath
         mathis.append(theory.mathis_bps(mss, rtt, p) if tcp else math.nan)
         padhye.append(theory.padhye_bps(mss, rtt, p, rto_s=max(theory.MIN_RTO_S, rtt)) if tcp else math.nan)
         cubic.append(theory.cubic_bps(mss, rtt, p) if tcp else math.nan)
@@ -595,6 +603,14 @@ def flow_table(flows: pd.DataFrame, samples: pd.DataFrame, derived: dict[str, An
     out["ideal_fct_s"] = finite["ideal_fct_s"].reindex(out.index).to_numpy(dtype=float)
     out["fct_slowdown"] = finite["fct_slowdown"].reindex(out.index).to_numpy(dtype=float)
     return out
+
+
+def _mptcp_rows(flows: pd.DataFrame) -> np.ndarray:
+    """Per row of an engine flows table, whether the flow is a Multipath TCP connection (its
+    ``coupling`` is set); all False for a table without the column (stored before it existed)."""
+    if "coupling" not in flows.columns:
+        return np.zeros(len(flows), dtype=bool)
+    return flows["coupling"].fillna("").astype(str).str.len().to_numpy() > 0
 
 
 def _with_columns(table: pd.DataFrame, columns: dict[str, Any]) -> pd.DataFrame:

@@ -54,6 +54,17 @@ CancelCheck = Callable[[], bool]
 TABLES = ("flows", "samples", "queues", "links")
 """The tables every backend returns."""
 
+MPTCP_FLOW_COLUMNS = ("subflows", "coupling", "bytes_reinjected", "reorder_delay_mean_s",
+                      "reorder_delay_max_s")
+"""The flows table's Multipath TCP columns, every backend's (docs/engine-spec.md, "Tables"):
+subflows (1 for single-path TCP, NaN for UDP transports), coupling (empty but for MPTCP),
+connection bytes reinjected after a subflow's timeout, and the data-level reordering wait (mean
+and longest, s; NaN when nothing waited or not measured)."""
+
+SUBFLOW_TABLE = "subflows"
+"""The table a backend returns beside :data:`TABLES` when a run has Multipath TCP flows: one row
+per subflow per sample instant (docs/engine-spec.md, "Tables"); absent, or empty, without MPTCP."""
+
 CPU_FLOW_COLUMNS = ("sender_cpu_s", "sender_wall_s", "cpu_mhz")
 """The flows table's CPU-cost columns (seed 001, Table 1): the sender's CPU seconds over its
 sending interval, that interval's wall seconds, and the CPU clock in MHz. Measured by backends on
@@ -91,7 +102,8 @@ INTEGER_COLUMNS = {
     "packets_delivered", "packets_dropped_queue", "packets_marked", "packets_lost_wire",
     "down_drops_packets", "no_route_drops_packets", "packets_queued_end",
     "packets_in_flight_end", "bytes_transmitted", "packets_duplicated", "packets_reordered",
-    "ce_packets", "ce_bytes",
+    "ce_packets", "ce_bytes", "subflows", "bytes_reinjected", "subflow", "bytes_scheduled",
+    "rto_count", "stale",
 }
 """Columns that hold counts or ids: stored as int64 when every value is finite."""
 

@@ -20,6 +20,7 @@ from ccarena.backends import (
     CPU_FLOW_COLUMNS,
     INTEGER_COLUMNS,
     MEMORY_BUDGET_ENV,
+    SUBFLOW_TABLE,
     TABLES,
     CancelCheck,
     ProgressCallback,
@@ -188,6 +189,8 @@ def frames(raw: dict[str, dict[str, Any]]) -> dict[str, pd.DataFrame]:
     import numpy as np
 
     out = {name: columns_to_frame(raw[name]) for name in TABLES}
+    if SUBFLOW_TABLE in raw:
+        out[SUBFLOW_TABLE] = columns_to_frame(raw[SUBFLOW_TABLE])
     for column in CPU_FLOW_COLUMNS:  # a simulation has no CPU cost: NaN, never invented
         out["flows"][column] = np.full(len(out["flows"]), np.nan)
     return out

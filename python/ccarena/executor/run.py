@@ -11,7 +11,7 @@ import time
 import traceback
 from typing import Any, Callable
 
-from ccarena.backends import PendingRun, get_backend, options_models, options_table, reference_backend
+from ccarena.backends import SUBFLOW_TABLE, PendingRun, get_backend, options_models, options_table, reference_backend
 from ccarena.errors import RunTooLarge, UserError
 from ccarena.experiment import RunPlan
 from ccarena.runspec import RunSpec
@@ -153,6 +153,11 @@ def execute_run(root: str, record: dict[str, Any],
             queues = tables["queues"].copy()
             queues.insert(2, "link_name", queues["link"].map(dict(zip(links["link"], links["name"]))).astype("string"))
             out = {"flows": flows, "queues": queues, "links": links, "regions": regions}
+            subflows = tables.get(SUBFLOW_TABLE)
+            if subflows is not None and len(subflows):  # MPTCP runs only
+                subflows = subflows.copy()
+                subflows.insert(2, "name", subflows["flow"].map(names).astype("string"))
+                out[SUBFLOW_TABLE] = subflows
             written = {}
             for name, df in out.items():
                 df.insert(0, "run_id", record["run_id"])

@@ -21,6 +21,7 @@ from ccarena.runspec import (
     CbrFlowSpec,
     FlowSpec,
     LinkSpec,
+    MptcpSpec,
     NodeSpec,
     RouteSpec,
     RoutingSpec,
@@ -46,7 +47,9 @@ class ResolvedRun:
         spec: the run spec (every value explicit).
         derived: per-flow and per-link facts for metrics and theory:
             ``{"flows": [{"name", "path_links", "reverse_path_links", "base_rtt_s",
-            "bottleneck_rate_bps", "path_loss", "mss_bytes"}], "links": [{"name", "role"}]}``.
+            "bottleneck_rate_bps", "path_loss", "mss_bytes"}], "links": [{"name", "role"}]}``;
+            an MPTCP flow of several subflows also has ``"subflow_path_links"``, each
+            subflow's data path.
     """
 
     spec: RunSpec
@@ -70,6 +73,10 @@ def _tcp_flow(flow: Flow, base: dict[str, Any]) -> TcpFlowSpec:
     # A flavor built on ECN (DCTCP) negotiates it unless the flow says otherwise.
     settings: dict[str, Any] = {"ecn": bool(entry.get("needs_ecn", False))}
     settings.update({key: getattr(flow, key) for key in _FLOW_FIELDS if getattr(flow, key) is not None})
+    if flow.is_mptcp:
+        settings["mptcp"] = MptcpSpec(
+            subflows=flow.subflows or 1, coupling=flow.coupling or "uncoupled",
+            scheduler=flow.scheduler or "minrtt", join_delay_ns=flow.join_delay_ns or 0)
     return TcpFlowSpec(**base, bytes=flow.size_bytes, flavor=flow.flavor,
                        params=_params(flow, entry),
                        recovery=flow.recovery or entry["default_recovery"], **settings)
@@ -162,6 +169,16 @@ def _flow_paths(spec: RunSpec, net: Network, names: list[str]) -> list[tuple[lis
                  net.path(net.nodes[d].name, net.nodes[s].name)) for s, d in flows]
 
 
+def _subflow_paths(spec: RunSpec) -> list[list[list[int]]]:
+    """Per flow, each subflow's data path (link indices) as the engine routes it at time 0: one
+    path for a single-path flow, one per subflow for an MPTCP flow (each subflow has its own
+    5-tuple, so ECMP may hash each onto its own path). Called after :func:`_flow_paths` has
+    checked the spec's routes."""
+    from ccarena import _engine
+
+    return [[list(data) for data, _ack in flow] for flow in _engine.subflow_paths(spec.to_json())]
+
+
 def _start_jitter(scenario: Scenario, seed: int) -> list[int]:
     """Each flow's start offset (ns): uniform on [0, start_jitter) from the run's seed, kept
     before the flow's stop and the end of the run; all 0 without jitter."""
@@ -229,6 +246,10 @@ def resolve_run(scenario: Scenario, seed: int) -> ResolvedRun:
                                 flow_spec.ack_bytes)
             facts["mss_bytes"] = flow_spec.mss_bytes
         flows_derived.append({"name": name, **facts})
+    if any(isinstance(f, TcpFlowSpec) and f.mptcp is not None for f in flows_spec):
+        for facts, subflow_paths in zip(flows_derived, _subflow_paths(spec)):
+            if len(subflow_paths) > 1:
+                facts["subflow_path_links"] = subflow_paths
     derived = {"flows": flows_derived,
                "links": [{"name": link.name, "role": link.role} for link in net.links]}
     return ResolvedRun(spec=spec, derived=derived)

@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from ccarena.analysis import metrics
-from ccarena.report import capacity, class_plots, distributions, plots, sweep_plots
+from ccarena.report import capacity, class_plots, distributions, plots, subflow_plots, sweep_plots
 
 
 @dataclass
@@ -210,6 +210,32 @@ def _class_figures(queues: pd.DataFrame, links: pd.DataFrame, at: str) -> list[t
     return out
 
 
+SUBFLOW_CAPTION = (
+    "Each Multipath TCP connection's subflows, their goodput stacked: how the connection spreads "
+    "its data over its paths (subflow 0 at the bottom, shades of the connection's flavor colour).")
+
+
+def _read_subflows(store: Any, run_id: str) -> pd.DataFrame | None:
+    """The run's ``subflows`` table, or None when it has none (no MPTCP flow, or a backend
+    that does not report subflows)."""
+    if not (store.run_dir(run_id) / "subflows.parquet").is_file():
+        return None
+    return store.read_table(run_id, "subflows")
+
+
+def _subflow_figures(subflows: pd.DataFrame | None, flows: pd.DataFrame,
+                     at: str) -> list[tuple[str, str, str, Any]]:
+    """A run's MPTCP figure as ``(file key, title, caption, draw)``: its connections' subflow
+    goodput, stacked (:func:`ccarena.report.subflow_plots.subflow_goodput_stacked`); none
+    without a connection of several subflows."""
+    shown = subflow_plots.mptcp_flows(flows, subflows)
+    if not shown:
+        return []
+    return [("subflows", f"Goodput per MPTCP subflow over time{at}", SUBFLOW_CAPTION,
+             lambda: subflow_plots.subflow_goodput_stacked(subflows, flows, shown,
+                                                           f"Goodput per subflow{at}"))]
+
+
 def draw_run_figures(root: str, run_id: str, label: str, cwnd_rounds: bool, figures_dir: str,
                      slots: dict[str, int] | None = None) -> list[Figure]:
     """The time series of one run of the experiment at ``root`` (goodput — over a trace-driven
@@ -258,6 +284,7 @@ def draw_run_figures(root: str, run_id: str, label: str, cwnd_rounds: bool, figu
             lambda: plots.backlog_vs_time(queues, watched, f"Queue backlog{at}"))]
           if len(watched) else []),
         *_class_figures(queues, links, at),
+        *_subflow_figures(_read_subflows(store, run_id), flows, at),
         ("delivered", f"Cumulative delivered bytes{at}", "",
          lambda: plots.delivered_vs_time(samples, flows, f"Delivered{at}", run_id)),
     ]
@@ -292,6 +319,19 @@ def draw_class_figures(root: str, run_id: str, label: str, figures_dir: str, pre
     store = _store(root, None)
     at = f" — {label}" if label else ""
     figs = _class_figures(store.read_table(run_id, "queues"), store.read_table(run_id, "links"), at)
+    note = " The first run of the experiment."
+    return [Figure.draw(make(), title, f"{prefix}{key}.png", Path(figures_dir), caption + note)
+            for key, title, caption, make in figs]
+
+
+def draw_subflow_figures(root: str, run_id: str, label: str, figures_dir: str, prefix: str) -> list[Figure]:
+    """The MPTCP figure of one run (:func:`_subflow_figures`), titled with ``label``
+    (:func:`words`), saved as ``<prefix>subflows.png``: for runs of many flows, which get no
+    per-run time series, the subflows of the first connections are still drawn. Empty without
+    MPTCP."""
+    store = _store(root, None)
+    at = f" — {label}" if label else ""
+    figs = _subflow_figures(_read_subflows(store, run_id), store.read_table(run_id, "flows"), at)
     note = " The first run of the experiment."
     return [Figure.draw(make(), title, f"{prefix}{key}.png", Path(figures_dir), caption + note)
             for key, title, caption, make in figs]
@@ -417,6 +457,8 @@ def draw_figures(result: Any, figures_dir: Path, max_runs: int = 4, prefix: str 
                                          f"{prefix}queue-backlog.png")
             details += draw_class_figures(root, every_point[0], words(params, record, labels), where,
                                           prefix)
+            details += draw_subflow_figures(root, every_point[0], words(params, record, labels), where,
+                                            prefix)
         return overview + details
     finally:
         work.close()

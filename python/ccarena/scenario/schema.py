@@ -30,7 +30,7 @@ from ccarena import flavors as flavor_catalog
 from ccarena.backends import backend_names, options_models, reference_backend
 from ccarena.errors import FieldError, FieldErrors, UserError
 from ccarena.quantities import Packets, RateBps, SizeBytes, StrictModel, TimeNs
-from ccarena.runspec import TCP_DEFAULTS
+from ccarena.runspec import COUPLED_FLAVORS, COUPLINGS, MPTCP_SCHEDULERS, TCP_DEFAULTS
 from ccarena.scenario.events import Event, resolve_events
 from ccarena.scenario.executor_options import ExecutorOptions
 from ccarena.scenario.traffic import TrafficPattern, expand_traffic, flow_template
@@ -47,6 +47,8 @@ header (RFC 791 §3.1, RFC 9293 §3.7.1)."""
 TCP_ONLY_FIELDS = ("bytes", "recovery", "params", "mss", "initial_cwnd", "min_rto", "initial_rto",
                    "max_rto", "delayed_ack", "ack_every", "dupthresh", "ecn", "rwnd", "sndbuf")
 UDP_ONLY_FIELDS = ("rate", "packet_size")
+MPTCP_FIELDS = ("subflows", "coupling", "scheduler", "join_delay")
+"""A flow's Multipath TCP fields: giving any of them makes the flow an MPTCP connection."""
 
 SIMPLE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 
@@ -66,6 +68,12 @@ class Flow(StrictModel):
     UDT (``flavor = "udt"``): ``bytes`` and ``params`` as for TCP, and ``rwnd``: the receiver's
     buffer, which UDT's flow window is (draft-gg-udt-03 §3; in packets of UDT's MSS); the rest of
     UDT's settings are the defaults in :mod:`ccarena.runspec`.
+    Multipath TCP (TCP flows; any of these makes the flow an MPTCP connection, RFC 8684):
+    ``subflows`` (default 1; each its own 5-tuple, so ECMP spreads them), ``coupling``
+    (``"lia"``, ``"olia"``, ``"balia"`` — whose subflows grow like Reno, so ``flavor = "reno"`` —
+    or ``"uncoupled"``, the default: every subflow runs ``flavor`` on its own, as Linux does),
+    ``scheduler`` (``"minrtt"``, the default, or ``"roundrobin"``), ``join_delay`` (subflows
+    after the first start this much later; default ``"0s"``).
     ``flavor`` may also be a table naming the flavor and its parameters:
     ``flavor = { name = "vegas", alpha = 1, beta = 3 }`` (the same as ``flavor = "vegas"`` with
     ``params = { alpha = 1, beta = 3 }``).
@@ -105,6 +113,10 @@ class Flow(StrictModel):
     sndbuf_bytes: SizeBytes | None = Field(None, alias="sndbuf")
     rate_bps: RateBps | None = Field(None, alias="rate")
     packet_bytes: SizeBytes | None = Field(None, alias="packet_size")
+    subflows: int | None = Field(None, ge=1, le=32)
+    coupling: Literal[COUPLINGS] | None = None  # type: ignore[valid-type]
+    scheduler: Literal[MPTCP_SCHEDULERS] | None = None  # type: ignore[valid-type]
+    join_delay_ns: TimeNs | None = Field(None, alias="join_delay")
 
     @field_validator("name")
     @classmethod
@@ -134,7 +146,7 @@ class Flow(StrictModel):
     def _fields_fit_the_flavor(self) -> "Flow":
         given = {name for name, value in self._given_by_alias().items() if value is not None}
         if self.is_udp:
-            for name in TCP_ONLY_FIELDS:
+            for name in TCP_ONLY_FIELDS + MPTCP_FIELDS:
                 if name in given:
                     hint = "; a UDP flow sends until `stop`" if name == "bytes" else ""
                     raise FieldError(name, f"only TCP flows take `{name}` ({self.flavor} is UDP){hint}")
@@ -144,8 +156,9 @@ class Flow(StrictModel):
             for name in UDP_ONLY_FIELDS:
                 if name in given:
                     raise FieldError(name, f"only udp-cbr flows take `{name}` ({self.flavor} is TCP)")
+            self._check_mptcp()
             if self.transport == "udt":
-                for name in TCP_ONLY_FIELDS:
+                for name in TCP_ONLY_FIELDS + MPTCP_FIELDS:
                     if name in given and name not in ("bytes", "params", "rwnd"):
                         raise FieldError(name, f"a udt flow takes `bytes`, `params` and `rwnd` but "
                                                f"not `{name}` (UDT is not TCP)")
@@ -170,6 +183,18 @@ class Flow(StrictModel):
             raise FieldError("stop", f"{format_time(self.stop_ns / 1e9)} is not after start "
                                      f"({format_time(self.start_ns / 1e9)})")
         return self
+
+    @property
+    def is_mptcp(self) -> bool:
+        """True when the flow is a Multipath TCP connection (it gives an MPTCP field)."""
+        return any(getattr(self, name) is not None
+                   for name in ("subflows", "coupling", "scheduler", "join_delay_ns"))
+
+    def _check_mptcp(self) -> None:
+        if self.coupling not in (None, "uncoupled") and self.flavor not in COUPLED_FLAVORS:
+            raise FieldError("coupling", f"{self.coupling} couples Reno's increase across the "
+                                         f'subflows: give flavor = "reno", or coupling = '
+                                         f'"uncoupled" to run {self.flavor} on each subflow')
 
     def _given_by_alias(self) -> dict[str, Any]:
         return {(f.alias or name): getattr(self, name) for name, f in type(self).model_fields.items()}

@@ -23,6 +23,8 @@ from ccarena.store.verify import (DamagedFile, experiment_problem, parquet_frame
                                   parquet_problem, read_parquet, read_record, run_problem)
 
 RUN_TABLES = ("flows", "samples", "queues", "links", "regions")
+OPTIONAL_RUN_TABLES = ("subflows",)
+"""Tables a run has only when it needs them: ``subflows`` for runs with Multipath TCP flows."""
 """The Parquet tables of a run directory."""
 
 SUMMARY_INPUTS_KEY = b"ccarena.summary_inputs"

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterator
 
 from ccarena.errors import UserError
-from ccarena.store.experiment_store import RUN_TABLES, ExperimentStore
+from ccarena.store.experiment_store import OPTIONAL_RUN_TABLES, RUN_TABLES, ExperimentStore
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -56,7 +56,7 @@ def create_views(con: Any, store: ExperimentStore, run_ids: list[str],
     elif (store.root / "summary.parquet").is_file():
         path = sql_string(str((store.root / "summary.parquet").resolve()))
         con.execute(f"CREATE VIEW summary AS SELECT * FROM read_parquet({path})")
-    for table in RUN_TABLES:
+    for table in RUN_TABLES + OPTIONAL_RUN_TABLES:
         files = run_files(store, run_ids, table)
         if files:
             listed = ", ".join(sql_string(str(f)) for f in files)

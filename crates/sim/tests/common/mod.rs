@@ -60,6 +60,7 @@ pub fn assert_identical(a: &Results, b: &Results) {
         ("samples", &a.samples, &b.samples),
         ("queues", &a.queues, &b.queues),
         ("links", &a.links, &b.links),
+        ("subflows", &a.subflows, &b.subflows),
     ] {
         assert_eq!(ta.columns.len(), tb.columns.len(), "{name}: column count");
         for ((na, ca), (nb, cb)) in ta.columns.iter().zip(&tb.columns) {

@@ -18,22 +18,20 @@ from __future__ import annotations
 
 import os
 import shutil
-import signal
 import tempfile
-import threading
 import time
-from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Callable
 
 import pandas as pd
 
-from ccarena.backends import ProgressCallback, RunResult
+from ccarena.backends import SUBFLOW_TABLE, ProgressCallback, RunResult
 from ccarena.backends.kernel import (
     capabilities,
     flow_processes,
     loss,
     measured_tables,
+    mptcp,
     netem,
     preflight,
     relay_driver,
@@ -49,6 +47,7 @@ from ccarena.backends.kernel.netns import (
     plan_network,
 )
 from ccarena.backends.kernel.shaping import QueueReading
+from ccarena.backends.kernel.signals import sigterm_interrupts
 from ccarena.backends.kernel.testbed import cpu_times
 from ccarena.errors import UserError
 from ccarena.runspec import RunSpec
@@ -57,29 +56,6 @@ LEAD_S = 0.5
 """Time between starting the generators and t0, plus :data:`LEAD_PER_PROCESS_S` per process."""
 LEAD_PER_PROCESS_S = 0.15
 COLLECT_TIMEOUT_S = 8.0
-
-
-@contextmanager
-def sigterm_interrupts() -> Iterator[None]:
-    """While active (main thread only), SIGTERM raises KeyboardInterrupt, so cleanup runs."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    owner = os.getpid()
-
-    def handler(signum: int, frame: Any) -> None:  # noqa: ARG001
-        if os.getpid() != owner:  # a forked helper (pyroute2's netns child) must just exit
-            os._exit(128 + signum)
-        if callable(previous):  # the CLI's handler records SIGTERM for its exit status
-            previous(signum, frame)
-        raise KeyboardInterrupt("SIGTERM")
-
-    previous = signal.signal(signal.SIGTERM, handler)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
 
 
 def _sampled_links(spec: Any) -> set[int]:
@@ -189,7 +165,9 @@ def run_kernel(spec: RunSpec, progress: ProgressCallback | None = None,
 
     Returns:
         ``{"flows", "samples", "queues", "links"}`` → DataFrame, columns as the simulator's (see
-        :mod:`ccarena.backends.kernel.measured_tables` for where each number comes from).
+        :mod:`ccarena.backends.kernel.measured_tables` for where each number comes from), and
+        ``"subflows"`` (:data:`ccarena.backends.SUBFLOW_TABLE`) when a flow is Multipath TCP
+        (its path manager set up by :mod:`ccarena.backends.kernel.mptcp`).
 
     Raises:
         UserError: the kernel lacks something the spec needs, not root, a tool is missing, a
@@ -211,6 +189,9 @@ def run_kernel(spec: RunSpec, progress: ProgressCallback | None = None,
             plan = plan_network(spec, names, emu, ecn=ecn)
             build_network(plan, created)
             disable_offloads(plan)
+            mptcp_plan = mptcp.plan_mptcp(spec, plan)
+            if not mptcp_plan.empty():
+                mptcp.install(mptcp_plan)
             if emu.rate_and_queue == "htb":
                 _shape(plan, spec)
             if emu.delay == "netem":
@@ -238,6 +219,9 @@ def run_kernel(spec: RunSpec, progress: ProgressCallback | None = None,
                 "links": measured_tables.frame(measured_tables.link_rows(spec, measured["final"], measured["baseline"],
                                                        lost_wire), measured_tables.LINK_COLUMNS),
             }
+            subflow_rows = measured_tables.subflow_rows(spec, measured["results"])
+            if subflow_rows:
+                out[SUBFLOW_TABLE] = measured_tables.frame(subflow_rows, measured_tables.SUBFLOW_COLUMNS)
             if emulation is not None:
                 emulation.update(_emulation_record(names, caps, emu, relay_stats))
                 emulation["machine_cpu_s"] = measured["machine_cpu"]

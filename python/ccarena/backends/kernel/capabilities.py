@@ -48,7 +48,13 @@ class Capabilities:
         qdiscs: qdisc name → it could be added (only when probed).
         nft_numgen: an nftables rule with ``numgen random`` loads (only when probed).
         netns: a network namespace could be created (only when probed).
-        mptcp: ``net.mptcp.enabled`` is 1 in a new namespace (None: not probed or absent).
+        mptcp: ``net.mptcp.enabled`` is 1 in a new namespace and an ``IPPROTO_MPTCP`` socket
+            can be created there (None: not probed or absent).
+        mptcp_detail: what the MPTCP probe found, or why it failed (one line).
+        mptcp_schedulers: ``net.mptcp.available_schedulers`` in a new namespace.
+        mptcp_path_managers: ``net.mptcp.available_path_managers`` (empty before Linux 6.15,
+            whose only path manager is the in-kernel one).
+        mptcp_max_subflows: the most extra subflows ``ip mptcp limits`` accepted (of 8 tried).
         ecn: the ``net.ipv4.tcp_ecn`` values a new namespace accepts: RFC 3168 ECN, Accurate
             ECN (None: not probed).
         relay: ccarena's link relay is built into the extension.
@@ -63,6 +69,10 @@ class Capabilities:
     nft_numgen: bool | None = None
     netns: bool | None = None
     mptcp: bool | None = None
+    mptcp_detail: str = ""
+    mptcp_schedulers: list[str] = field(default_factory=list)
+    mptcp_path_managers: list[str] = field(default_factory=list)
+    mptcp_max_subflows: int | None = None
     ecn: EcnModes | None = None
     relay: bool = False
     kernel_config: dict[str, str] = field(default_factory=dict)
@@ -134,10 +144,15 @@ def probe(caps: Capabilities) -> None:
     scratch namespace (removed before returning)."""
     from pyroute2 import NetNS, netns
 
-    ns = RunNames(new_tag()).scratch_ns
+    names = RunNames(new_tag())
+    ns = names.scratch_ns
+    # Registered while it exists: a concurrent `ccarena doctor --cleanup` (or another run's
+    # cleanup) removes the namespaces of unregistered tags, and did remove this one mid-probe.
+    names.register()
     try:
         netns.create(ns)
     except OSError as err:
+        names.unregister()
         caps.netns = False
         caps.probe_error = f"cannot create a network namespace: {err.strerror or err}"
         return
@@ -157,16 +172,51 @@ def probe(caps: Capabilities) -> None:
 
             rule = nft_ruleset("ccaprobe", {"p1": 0.01})
             caps.nft_numgen = _run(["ip", "netns", "exec", ns, "nft", "-f", "-"], rule).returncode == 0
-        mptcp = Path("/proc/sys/net/mptcp/enabled")
         if caps.tools.get("ip"):
-            got = _run(["ip", "netns", "exec", ns, "cat", str(mptcp)])
-            caps.mptcp = got.returncode == 0 and got.stdout.strip() == "1"
+            probe_mptcp(caps, ns)
             caps.ecn = probe_ecn_modes(namespace_tcp_ecn_writer(ns))
     finally:
         try:
             netns.remove(ns)
         except OSError:
             pass
+        names.unregister()
+
+
+MPTCP_SOCKET_PROBE = ("import socket; socket.socket(socket.AF_INET, socket.SOCK_STREAM, 262).close()")
+"""Creates an IPPROTO_MPTCP socket (Linux refuses it with ENOPROTOOPT where net.mptcp.enabled = 0)."""
+
+
+def probe_mptcp(caps: Capabilities, ns: str) -> None:
+    """Fill the MPTCP fields of ``caps`` from the scratch namespace ``ns``: ``net.mptcp.enabled``,
+    an ``IPPROTO_MPTCP`` socket, the schedulers and path managers offered, and how many extra
+    subflows ``ip mptcp limits set subflows`` accepts."""
+    import sys
+
+    sysctl = "/proc/sys/net/mptcp"
+    got = _run(["ip", "netns", "exec", ns, "cat", f"{sysctl}/enabled"])
+    if got.returncode != 0:
+        caps.mptcp, caps.mptcp_detail = False, "no /proc/sys/net/mptcp: the kernel lacks CONFIG_MPTCP"
+        return
+    if got.stdout.strip() != "1":
+        caps.mptcp, caps.mptcp_detail = False, f"net.mptcp.enabled = {got.stdout.strip()} in a new namespace"
+        return
+    sock = _run(["ip", "netns", "exec", ns, sys.executable, "-S", "-c", MPTCP_SOCKET_PROBE])
+    if sock.returncode != 0:
+        last = (sock.stderr.strip().splitlines() or ["failed"])[-1]
+        caps.mptcp, caps.mptcp_detail = False, f"an IPPROTO_MPTCP socket cannot be created: {last}"
+        return
+    for name, attr in (("available_schedulers", "mptcp_schedulers"),
+                       ("available_path_managers", "mptcp_path_managers")):
+        read = _run(["ip", "netns", "exec", ns, "cat", f"{sysctl}/{name}"])
+        setattr(caps, attr, read.stdout.split() if read.returncode == 0 else [])
+    for n in range(8, 0, -1):
+        if _run(["ip", "-n", ns, "mptcp", "limits", "set", "subflows", str(n),
+                 "add_addr_accepted", str(n)]).returncode == 0:
+            caps.mptcp_max_subflows = n
+            break
+    caps.mptcp = True
+    caps.mptcp_detail = "net.mptcp.enabled = 1 and IPPROTO_MPTCP sockets in a new namespace"
 
 
 def detect(*, probe_kernel: bool = True) -> Capabilities:
@@ -184,8 +234,14 @@ def detect(*, probe_kernel: bool = True) -> Capabilities:
         kernel_config=kernel_config(),
     )
     if probe_kernel and caps.privileged and caps.tools.get("ip"):
+        # pyroute2 stops the helper it forks to create the scratch namespace with SIGTERM: under
+        # this guard the helper just exits. Without it (``ccarena doctor``) the helper ran the
+        # CLI's SIGTERM handler instead, the namespace never appeared, and every probe said "no".
+        from ccarena.backends.kernel.signals import sigterm_interrupts
+
         try:
-            probe(caps)
+            with sigterm_interrupts():
+                probe(caps)
         except Exception as err:  # doctor reports it; the backend's preflight turns it into one line
             caps.probe_error = f"{type(err).__name__}: {err}"
     return caps

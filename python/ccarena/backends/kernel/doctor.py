@@ -45,12 +45,33 @@ def doctor_rows(caps: capabilities.Capabilities | None = None) -> list[tuple[str
     rows.append(("nftables numgen (random loss)", yes(caps.nft_numgen), ""))
     rows.append(("congestion controllers", "ok" if caps.congestion_controls else "no",
                  " ".join(caps.congestion_controls)))
-    rows.append(("MPTCP", yes(caps.mptcp), "net.mptcp.enabled in a new namespace"))
+    rows.extend(mptcp_rows(caps))
     rows.extend(ecn_rows(caps))
     rows.append(("/proc/config.gz", yes(bool(caps.kernel_config)), ""))
     if caps.privileged:
         rows.append(leftovers_row())
     return rows
+
+
+def mptcp_rows(caps: capabilities.Capabilities) -> list[tuple[str, str, str]]:
+    """Whether Multipath TCP runs here (``net.mptcp.enabled`` in a new namespace, an
+    ``IPPROTO_MPTCP`` socket) and what its path manager allows: subflows per connection, the
+    schedulers, and that coupled controllers are not in Linux (:mod:`.mptcp`)."""
+    if caps.mptcp is None:
+        return [("MPTCP", "–", "not probed (needs root)")]
+    if not caps.mptcp:
+        return [("MPTCP", "no", f"{caps.mptcp_detail}; MPTCP flows run on --backend sim only")]
+    extra = caps.mptcp_max_subflows
+    pm = ("in-kernel path manager" + (f" (available: {' '.join(caps.mptcp_path_managers)})"
+                                      if caps.mptcp_path_managers else ""))
+    allows = (f"{pm}: up to {extra + 1} subflows per connection (ip mptcp limits: {extra} extra), "
+              "one per extra host address ccarena adds" if extra else f"{pm}: ip mptcp limits refused every value")
+    return [("MPTCP", "ok", caps.mptcp_detail),
+            ("MPTCP path manager", "ok" if extra else "no", allows),
+            ("MPTCP schedulers", "ok", f"{' '.join(caps.mptcp_schedulers) or 'default'} "
+                                       "(scheduler = \"minrtt\" runs Linux's default)"),
+            ("MPTCP coupled CC (lia, olia, balia)", "no",
+             "not in Linux upstream: coupling = \"uncoupled\" on the kernel; coupled ones on --backend sim")]
 
 
 def ecn_rows(caps: capabilities.Capabilities) -> list[tuple[str, str, str]]:

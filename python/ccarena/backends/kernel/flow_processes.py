@@ -89,10 +89,16 @@ def _start(namespace: str, cfg: dict[str, Any], stderr: Path) -> subprocess.Pope
 
 def _base_config(spec: RunSpec, i: int, t0_ns: int, workdir: Path, role: str) -> dict[str, Any]:
     flow = spec.flows[i]
-    return {"role": role, "parent_pid": os.getpid(), "t0_mono_ns": t0_ns,
-            "interval_ns": int(spec.sample_interval_ns), "duration_ns": int(spec.duration_ns),
-            "start_ns": int(flow.start_ns), "stop_ns": flow.stop_ns,
-            "port": port_for(i), "out": str(workdir / f"flow{i}-{role}.json")}
+    cfg = {"role": role, "parent_pid": os.getpid(), "t0_mono_ns": t0_ns,
+           "interval_ns": int(spec.sample_interval_ns), "duration_ns": int(spec.duration_ns),
+           "start_ns": int(flow.start_ns), "stop_ns": flow.stop_ns,
+           "port": port_for(i), "out": str(workdir / f"flow{i}-{role}.json")}
+    mptcp = getattr(flow, "mptcp", None) if flow.kind == "tcp" else None
+    if mptcp is not None:
+        # Both ends open IPPROTO_MPTCP sockets; the path manager (set up by
+        # :mod:`ccarena.backends.kernel.mptcp`) opens the subflows.
+        cfg["mptcp"] = {"subflows": int(mptcp.subflows)}
+    return cfg
 
 
 def start_flows(spec: RunSpec, plan: NetworkPlan, workdir: Path, t0_ns: int,

@@ -26,6 +26,13 @@ to its stop, its completion, or the run's end), that interval's wall-clock lengt
 CPU clock of readings at its start and end (:class:`ccarena.backends.kernel.trafficgen.CpuMeter`;
 docs/metrics.md, "CPU cost", says what is and is not counted).
 
+An MPTCP flow (``TcpFlowSpec.mptcp``): its samples and flows row sum its subflows (bytes,
+windows, flight, retransmissions, packets; the smallest srtt and min_rtt; the first subflow's
+rttvar, RTO and CA state; ``ssthresh_bytes`` and ``pacing_rate_bps`` NaN), as the simulator's
+MPTCP rows do; its ``subflows``, ``coupling`` and ``bytes_reinjected`` come from Linux's MPTCP
+(:func:`_mptcp_columns`), and the ``subflows`` table from each subflow's TCP_INFO
+(:func:`subflow_rows`), read with ``MPTCP_FULL_INFO`` at every sample instant.
+
 ``queues`` (per link, per sample): the link's queue at the sample instant, counted from the start
 of traffic (backlog, drops, departures; arrivals = departures + drops + backlog). In relay mode
 the link emulator computes it exactly at the instant (its model's state) and times every
@@ -55,7 +62,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ccarena.backends import AQM_PROBABILITY_COLUMNS, CPU_FLOW_COLUMNS, DUALPI2_LINK_COLUMNS, INTEGER_COLUMNS
+from ccarena.backends import (
+    AQM_PROBABILITY_COLUMNS,
+    CPU_FLOW_COLUMNS,
+    DUALPI2_LINK_COLUMNS,
+    INTEGER_COLUMNS,
+    MPTCP_FLOW_COLUMNS,
+)
 from ccarena.runspec import RunSpec
 
 NAN = math.nan
@@ -65,7 +78,7 @@ FLOW_COLUMNS = ("flow", "name", "kind", "flavor", "recovery", "start_s", "end_s"
                 "packets_retransmitted", "packets_received", "packets_lost", "rto_count",
                 "fast_recoveries", "spurious_rtos", "duplicate_bytes_received", "completion_time_s",
                 "rtt_min_s", "rtt_mean_s", "rtt_p50_s", "rtt_p95_s", "rtt_p99_s", "rtt_samples",
-                "ce_packets", "ce_bytes", *CPU_FLOW_COLUMNS)
+                "ce_packets", "ce_bytes", *MPTCP_FLOW_COLUMNS, *CPU_FLOW_COLUMNS)
 SAMPLE_COLUMNS = ("time_s", "flow", "goodput_bps", "throughput_bps", "delivered_bytes", "sent_bytes",
                   "cwnd_bytes", "ssthresh_bytes", "srtt_s", "rttvar_s", "rto_s", "inflight_bytes",
                   "pacing_rate_bps", "retransmits", "ca_state")
@@ -76,7 +89,11 @@ LINK_COLUMNS = ("link", "name", "rate_bps", "delay_ns", "packets_in", "bytes_in"
                 "no_route_drops_packets", "packets_queued_end", "packets_in_flight_end",
                 "bytes_transmitted", "utilization", "packets_duplicated", "packets_reordered",
                 *DUALPI2_LINK_COLUMNS)
-STRING_COLUMNS = ("name", "kind", "flavor", "recovery")
+SUBFLOW_COLUMNS = ("time_s", "flow", "subflow", "goodput_bps", "delivered_bytes", "sent_bytes",
+                   "cwnd_bytes", "srtt_s", "inflight_bytes", "retransmits", "rto_count",
+                   "bytes_scheduled", "bytes_reinjected", "stale")
+"""The ``subflows`` table (:data:`ccarena.backends.SUBFLOW_TABLE`), the simulator's columns."""
+STRING_COLUMNS = ("name", "kind", "flavor", "recovery", "coupling")
 
 
 def _num(v: Any) -> float:
@@ -134,6 +151,8 @@ def flow_rows(spec: RunSpec, results: dict[tuple[int, str], dict[str, Any]]
             prev_delivered = delivered if math.isfinite(delivered) else prev_delivered
         if tcp:
             flows.append(_tcp_flow_row(i, flow, send, recv, start_s, stop_s, srtts))
+            if send.get("mptcp") is not None:
+                flows[-1].update(_mptcp_columns(send))
         else:
             flows.append(_udp_flow_row(i, flow, send, recv, start_s, stop_s))
     return flows, samples
@@ -177,6 +196,8 @@ def _tcp_flow_row(i: int, flow: dict[str, Any], send: dict[str, Any], recv: dict
         # CE-marked packets and bytes the receiver got: Linux's TCP_INFO does not count them
         # (NaN); the udp backend's sink does (backends/udp/endpoint_flows.py).
         "ce_packets": None, "ce_bytes": None,
+        # A single-path connection: one subflow, nothing to reinject or reorder.
+        "subflows": 1, "coupling": "", "bytes_reinjected": 0,
         **_cpu(send),
     }
 
@@ -198,9 +219,57 @@ def _udp_flow_row(i: int, flow: dict[str, Any], send: dict[str, Any], recv: dict
         "completion_time_s": None, "rtt_min_s": None, "rtt_mean_s": None, "rtt_p50_s": None,
         "rtt_p95_s": None, "rtt_p99_s": None, "rtt_samples": 0,
         # Datagrams are Not-ECT (RFC 3168 §6.1.4 leaves them out): no queue marks them.
-        "ce_packets": 0, "ce_bytes": 0,
+        "ce_packets": 0, "ce_bytes": 0, "coupling": "",
         **_cpu(send),
     }
+
+
+def _mptcp_columns(send: dict[str, Any]) -> dict[str, Any]:
+    """An MPTCP flow's own columns from its sender's ``mptcp`` report
+    (:class:`ccarena.backends.kernel.trafficgen.SubflowBook`): the subflows that were established
+    during the run, ``coupling`` "uncoupled" (each subflow its own controller: Linux has no
+    coupled one), and the data Linux's MPTCP level retransmitted on another subflow
+    (``mptcpi_bytes_retrans``: reinjections). Linux does not time the data-level reordering wait:
+    NaN."""
+    report = send["mptcp"]
+    conn = report.get("conn") or {}
+    return {"subflows": report.get("subflows_seen"), "coupling": "uncoupled",
+            "bytes_reinjected": conn.get("bytes_retrans"),
+            "reorder_delay_mean_s": None, "reorder_delay_max_s": None}
+
+
+def subflow_rows(spec: RunSpec, results: dict[tuple[int, str], dict[str, Any]]) -> list[dict[str, Any]]:
+    """The ``subflows`` table's rows (:data:`SUBFLOW_COLUMNS`) of every MPTCP flow, one per live
+    subflow per sample instant, from its sender's samples: ``subflow`` is Linux's subflow id − 1
+    (0: the initial subflow); ``delivered_bytes`` is the subflow's ``tcpi_bytes_acked`` (the
+    subflow-level bytes its receiver has in order, the SYN not counted) and ``goodput_bps`` its
+    increase over the interval; ``sent_bytes``, ``cwnd_bytes``, ``srtt_s``, ``inflight_bytes``,
+    ``retransmits`` and ``rto_count`` from the subflow's TCP_INFO as for a single-path flow.
+    Linux does not tell which connection bytes it scheduled or reinjected on which subflow, nor
+    whether it holds a subflow stale: ``bytes_scheduled``, ``bytes_reinjected`` and ``stale`` are
+    NaN. Empty without MPTCP flows."""
+    interval_s = spec.sample_interval_ns / 1e9
+    rows: list[dict[str, Any]] = []
+    for i, _ in enumerate(spec.flows):
+        send = results.get((i, "send")) or {}
+        if send.get("mptcp") is None:
+            continue
+        last: dict[int, float] = {}
+        for sample in send.get("samples", []):
+            k = round(sample["time_s"] / interval_s)
+            for sf in sample.get("subflows") or []:
+                delivered = _num(sf.get("delivered_bytes"))
+                prev = last.get(sf["subflow"], 0.0)
+                rows.append({"time_s": k * interval_s, "flow": i, "subflow": sf["subflow"],
+                             "goodput_bps": (delivered - prev) * 8 / interval_s,
+                             "delivered_bytes": delivered, "sent_bytes": sf.get("sent_bytes"),
+                             "cwnd_bytes": sf.get("cwnd_bytes"), "srtt_s": sf.get("srtt_s"),
+                             "inflight_bytes": sf.get("inflight_bytes"),
+                             "retransmits": sf.get("retransmits"), "rto_count": sf.get("rto_count"),
+                             "bytes_scheduled": None, "bytes_reinjected": None, "stale": None})
+                if math.isfinite(delivered):
+                    last[sf["subflow"]] = delivered
+    return rows
 
 
 def queue_rows(readings: list[tuple[float, dict[int, Any]]], baseline: dict[int, Any],

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, get_args
 
+from ccarena.backends.kernel import mptcp
 from ccarena.backends.kernel.capabilities import TOOLS, Capabilities
 from ccarena.backends.kernel.ecn_modes import ACCEPT_ACCECN, KERNEL_ECN_MODES, REQUEST_ACCECN
 from ccarena.backends.kernel.emulation_choice import Emulation
@@ -120,6 +121,8 @@ def check_spec(spec: RunSpec, caps: Capabilities, emulation: Emulation,
     if tcp_check is None:
         _check_ecn_per_host(spec)
         check_ecn_mode(spec, caps, ecn)
+        # Multipath TCP: coupled controllers, schedulers, join delays Linux lacks (one line each).
+        mptcp.check_flows(spec, caps.mptcp, caps.mptcp_schedulers or None, caps.mptcp_max_subflows)
     for i, link in enumerate(spec.links):
         where = f"links[{i}] ({link.name})"
         queue = link.queue

@@ -26,6 +26,14 @@ is not part of the flow, as in the simulator) and ``udp-send`` at once too; both
 ``{"ok": false, "error": "<one line>"}``. Times in the config are nanoseconds relative to
 ``t0_mono_ns`` (a ``CLOCK_MONOTONIC`` reading chosen by the parent).
 
+A flow with ``config["mptcp"]`` is a Multipath TCP connection (RFC 8684): both ends open
+``IPPROTO_MPTCP`` sockets (the listener too), ``TCP_CONGESTION`` on the MPTCP socket names every
+subflow's controller (Linux copies it to each subflow, joins included), and the path manager
+(set up by :mod:`ccarena.backends.kernel.mptcp`) opens the subflows. At every sample instant the
+sender reads ``MPTCP_FULL_INFO`` (each subflow's id, addresses and TCP_INFO; Linux >= 6.5): its
+sample sums the subflows as the simulator's MPTCP rows do (:func:`mptcp_sample`) and carries one
+row per subflow; both ends' totals sum every subflow they had (:class:`SubflowBook`).
+
 Senders also measure their own CPU cost (:class:`CpuMeter`, seed 001's Table 1): the process's
 user + system time (``getrusage(RUSAGE_SELF)``; one process per flow) over the flow's sending
 interval, and the CPU clock, in ``result["cpu"]``.
@@ -104,7 +112,10 @@ def sleep_until(t_ns: int) -> None:
 
 def tcp_info(sock: socket.socket) -> dict:
     """TCP_INFO as a dict (fields the running kernel does not fill are absent)."""
-    raw = sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, TCP_INFO_SIZE)
+    return _parse_tcp_info(sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, TCP_INFO_SIZE))
+
+
+def _parse_tcp_info(raw: bytes) -> dict:
     values = struct.unpack(TCP_INFO_FORMAT, raw.ljust(TCP_INFO_SIZE, b"\0"))
     info = dict(zip(TCP_INFO_FIELDS, values))
     # Fields past what the kernel returned are zero padding, not measurements.
@@ -166,6 +177,161 @@ def totals_from(info: dict) -> dict:
             "data_segs_in", "total_retrans", "total_rto", "min_rtt", "snd_mss", "rcv_mss",
             "dsack_dups")
     return {k: info[k] for k in keep if k in info}
+
+
+# ----------------------------------------------------------------------------- MPTCP
+
+IPPROTO_MPTCP = 262  # <linux/in.h>
+SOL_MPTCP = 284  # <linux/socket.h>
+MPTCP_INFO = 1
+MPTCP_FULL_INFO = 4  # <linux/mptcp.h>, Linux >= 6.5
+MPTCP_INFO_FORMAT = "@6BIIQQQ3BIQQQQB3xIII"
+"""struct mptcp_info (include/uapi/linux/mptcp.h), natural alignment: 96 bytes."""
+MPTCP_INFO_FIELDS = (
+    "subflows", "add_addr_signal", "add_addr_accepted", "subflows_max", "add_addr_signal_max",
+    "add_addr_accepted_max", "flags", "token", "write_seq", "snd_una", "rcv_nxt",
+    "local_addr_used", "local_addr_max", "csum_enabled", "retransmits", "bytes_retrans",
+    "bytes_sent", "bytes_received", "bytes_acked", "subflows_total", "last_data_sent",
+    "last_data_recv", "last_ack_recv",
+)
+MPTCP_INFO_SIZE = struct.calcsize(MPTCP_INFO_FORMAT)
+FULL_INFO_HEAD = struct.Struct("@6I2Q")
+"""struct mptcp_full_info up to its mptcp_info: the four sizes, num_subflows, size_arrays_user,
+and the user pointers subflow_info and tcp_info."""
+SUBFLOW_INFO_SIZE = 8 + 2 * 128
+"""struct mptcp_subflow_info: __u32 id, then struct mptcp_subflow_addrs (two
+__kernel_sockaddr_storage, 8-byte aligned)."""
+MAX_SUBFLOWS_READ = 16
+
+
+def mptcp_full_info(sock: socket.socket) -> tuple[dict, list[dict]]:
+    """``getsockopt(SOL_MPTCP, MPTCP_FULL_INFO)``: the connection's ``mptcp_info`` and, per live
+    subflow, ``{"id", "local", "remote", "info"}`` (``info`` as :func:`tcp_info`; ``id`` is the
+    kernel's subflow id, 1 for the initial subflow and counting up, stable for the subflow's
+    life). Python's ``socket.getsockopt`` cannot pass the request's sizes and buffer pointers in,
+    so this calls libc's.
+
+    Raises:
+        OSError: the kernel refused (a connection that fell back to TCP, or a kernel < 6.5).
+    """
+    n = MAX_SUBFLOWS_READ
+    sf_buf = ctypes.create_string_buffer(n * SUBFLOW_INFO_SIZE)
+    ti_buf = ctypes.create_string_buffer(n * TCP_INFO_SIZE)
+    req = ctypes.create_string_buffer(FULL_INFO_HEAD.size + MPTCP_INFO_SIZE)
+    FULL_INFO_HEAD.pack_into(req, 0, 0, TCP_INFO_SIZE, 0, SUBFLOW_INFO_SIZE, 0, n,
+                             ctypes.addressof(sf_buf), ctypes.addressof(ti_buf))
+    size = ctypes.c_uint32(len(req))
+    if _libc().getsockopt(sock.fileno(), SOL_MPTCP, MPTCP_FULL_INFO, req, ctypes.byref(size)) != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, os.strerror(err))
+    head = FULL_INFO_HEAD.unpack_from(req, 0)
+    ti_kernel, sf_kernel, count = head[0], head[2], head[4]
+    raw_info = bytes(req)[FULL_INFO_HEAD.size:]
+    conn = dict(zip(MPTCP_INFO_FIELDS, struct.unpack(MPTCP_INFO_FORMAT, raw_info[:MPTCP_INFO_SIZE])))
+    subflows = []
+    ti_len = min(ti_kernel, TCP_INFO_SIZE)
+    for k in range(min(count, n)):
+        sf = sf_buf.raw[k * SUBFLOW_INFO_SIZE:(k + 1) * SUBFLOW_INFO_SIZE] if sf_kernel else b""
+        raw = ti_buf.raw[k * TCP_INFO_SIZE:k * TCP_INFO_SIZE + ti_len]
+        subflows.append({"id": struct.unpack_from("I", sf, 0)[0] if sf else k + 1,
+                         "local": _sockaddr(sf[8:136]) if sf else None,
+                         "remote": _sockaddr(sf[136:264]) if sf else None,
+                         "info": _parse_tcp_info(raw)})
+    return conn, subflows
+
+
+_LIBC = None
+
+
+def _libc():
+    global _LIBC
+    if _LIBC is None:
+        _LIBC = ctypes.CDLL(None, use_errno=True)
+    return _LIBC
+
+
+def _sockaddr(raw: bytes) -> str | None:
+    """``IP:port`` of a sockaddr_in (None for other families)."""
+    if len(raw) >= 8 and struct.unpack_from("H", raw, 0)[0] == socket.AF_INET:
+        port = struct.unpack_from("!H", raw, 2)[0]
+        return f"{socket.inet_ntoa(raw[4:8])}:{port}"
+    return None
+
+
+class SubflowBook:
+    """Every subflow an MPTCP socket has had: the last totals read of each (a closed subflow
+    leaves the kernel's list, not the connection's counts) and its addresses."""
+
+    def __init__(self) -> None:
+        self.totals: dict[int, dict] = {}
+        self.addrs: dict[int, tuple] = {}
+        self.conn: dict = {}
+        self.fallback = False
+
+    def read(self, sock: socket.socket) -> list[dict]:
+        """Read the socket's subflows now; returns them (as :func:`mptcp_full_info`). A
+        connection that fell back to TCP reads as one subflow (id 1) from ``TCP_INFO``."""
+        try:
+            self.conn, subflows = mptcp_full_info(sock)
+        except OSError:
+            subflows = []
+        if not subflows:
+            self.fallback = True
+            subflows = [{"id": 1, "local": None, "remote": None, "info": tcp_info(sock)}]
+        for sf in subflows:
+            self.totals[sf["id"]] = totals_from(sf["info"])
+            self.addrs[sf["id"]] = (sf["local"], sf["remote"])
+        return subflows
+
+    def summed(self) -> dict:
+        """The connection's totals: every subflow's counts summed, the smallest min_rtt, the first
+        subflow's MSS."""
+        out: dict = {}
+        for sid in sorted(self.totals):
+            for k, v in self.totals[sid].items():
+                if k in ("min_rtt",):
+                    if v not in (0, 0xFFFFFFFF):
+                        out[k] = min(out.get(k, v), v)
+                elif k in ("snd_mss", "rcv_mss"):
+                    out.setdefault(k, v)
+                else:
+                    out[k] = out.get(k, 0) + v
+        return out
+
+    def report(self) -> dict:
+        """What the result keeps: the subflows seen (id → local, remote addresses), the count,
+        the connection-level counters of Linux (``bytes_retrans`` = data reinjected)."""
+        return {"subflows_seen": len(self.totals), "fallback": self.fallback,
+                "addresses": {str(k): list(v) for k, v in sorted(self.addrs.items())},
+                "conn": {k: self.conn.get(k) for k in ("bytes_retrans", "retransmits", "bytes_sent",
+                                                       "bytes_acked", "bytes_received",
+                                                       "subflows_total")}}
+
+
+def mptcp_sample(subflows: list[dict]) -> tuple[dict, list[dict]]:
+    """One sample of an MPTCP sender as the simulator takes it: the connection row (windows,
+    flight, bytes sent and retransmissions summed over the live subflows; the smallest smoothed
+    RTT, the one Linux's default scheduler prefers; the first subflow's rttvar, RTO and CA state)
+    and one row per subflow (``delivered_bytes`` = the subflow's ``tcpi_bytes_acked`` less the
+    SYN's count, the subflow-level bytes the receiver has in order)."""
+    ordered = sorted(subflows, key=lambda sf: sf["id"])
+    each = [sender_sample(sf["info"]) for sf in ordered]
+    rows = []
+    for sf, s in zip(ordered, each):
+        acked = sf["info"].get("bytes_acked")
+        rows.append({"subflow": sf["id"] - 1, "delivered_bytes": None if acked is None else max(acked - 1, 0),
+                     "sent_bytes": s["sent_bytes"], "cwnd_bytes": s["cwnd_bytes"], "srtt_s": s["srtt_s"],
+                     "inflight_bytes": s["inflight_bytes"], "retransmits": s["retransmits"],
+                     "rto_count": sf["info"].get("total_rto")})
+    srtts = [r["srtt_s"] for r in rows if r["srtt_s"]]
+    conn = dict(each[0])
+    for key in ("sent_bytes", "acked_bytes", "cwnd_bytes", "inflight_bytes", "retransmits"):
+        values = [s[key] for s in each]
+        conn[key] = None if any(v is None for v in values) else sum(values)
+    conn["srtt_s"] = min(srtts) if srtts else None
+    conn["ssthresh_bytes"] = None
+    conn["pacing_rate_bps"] = None
+    return conn, rows
 
 
 class Clock:
@@ -272,7 +438,10 @@ def tcp_send(cfg: dict) -> dict:
     start, stop = t0 + cfg["start_ns"], t0 + (cfg["stop_ns"] if cfg["stop_ns"] is not None
                                              else cfg["duration_ns"])
     limit = cfg["bytes"]
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    # An MPTCP flow: IPPROTO_MPTCP; TCP_CONGESTION below then names every subflow's controller
+    # (Linux copies it to the subflows it opens, joins included: net/mptcp/sockopt.c).
+    book = SubflowBook() if cfg.get("mptcp") else None
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, IPPROTO_MPTCP if book else 0)
     set_buffer(sock, SO_SNDBUFFORCE, socket.SO_SNDBUF, cfg.get("sndbuf_bytes"))
     try:
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, cfg["flavor"].encode())
@@ -309,7 +478,11 @@ def tcp_send(cfg: dict) -> dict:
             if t >= stop or completion_ns is not None:
                 meter.end()  # the flow's sending interval is over (its CPU, not the sampling after)
             if clock.due(t):
-                s = sender_sample(tcp_info(sock))
+                if book is None:
+                    s = sender_sample(tcp_info(sock))
+                else:
+                    s, rows = mptcp_sample(book.read(sock))
+                    s["subflows"] = rows
                 s["time_s"] = clock.take()
                 s["offered_bytes"] = offered
                 samples.append(s)
@@ -335,7 +508,7 @@ def tcp_send(cfg: dict) -> dict:
                 # Waiting for the completion of a finite transfer: poll the queue every 1 ms.
                 step = 1_000_000 if (limit is not None and completion_ns is None) else wake - t
                 time.sleep(max(0, min(step, wake - t)) / 1e9)
-        at_end = totals_from(tcp_info(sock))
+        at_end = _totals(sock, book)
         at_end["offered_bytes"] = offered
         sock.shutdown(socket.SHUT_WR)
         deadline = now_ns() + GRACE_NS
@@ -344,16 +517,20 @@ def tcp_send(cfg: dict) -> dict:
     except Stop:
         pass
     meter.end()
-    drained = totals_from(tcp_info(sock))
+    drained = _totals(sock, book)
     sock.close()
     return {"ok": True, "samples": samples, "at_end": at_end, "drained": drained,
             "offered_bytes": offered, "cpu": meter.result, "connected_s": connected_s,
-            "completion_time_s": None if completion_ns is None else completion_ns / 1e9}
+            "completion_time_s": None if completion_ns is None else completion_ns / 1e9,
+            **({"mptcp": book.report()} if book is not None else {})}
 
 
 def tcp_recv(cfg: dict) -> dict:
     clock = Clock(cfg)
-    srv = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    book = SubflowBook() if cfg.get("mptcp") else None
+    # MPTCP: the listener too is IPPROTO_MPTCP (a plain TCP listener answers MP_CAPABLE SYNs as
+    # plain TCP; the MP_JOINs reach the accepted MPTCP socket).
+    srv = socket.socket(socket.AF_INET, socket.SOCK_STREAM, IPPROTO_MPTCP if book else 0)
     srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     # Before listen(): the accepted socket inherits it and the window scale is chosen from it.
     set_buffer(srv, SO_RCVBUFFORCE, socket.SO_RCVBUF, cfg.get("rwnd_bytes"))
@@ -380,6 +557,8 @@ def tcp_recv(cfg: dict) -> dict:
             t = now_ns()
             if clock.due(t):
                 samples.append({"time_s": clock.take(), "delivered_bytes": received})
+                if book is not None and conn is not None and not eof:
+                    book.read(conn)  # keeps the counts of subflows that close before the end
                 continue
             if t >= clock.end and at_end_bytes is None:
                 at_end_bytes = received
@@ -404,17 +583,27 @@ def tcp_recv(cfg: dict) -> dict:
                         n = 0
                     if n == 0:
                         eof = True
-                        info_final = totals_from(tcp_info(conn))
+                        info_final = _totals(conn, book)
                         poller.unregister(conn)
                     else:
                         received += n
     except Stop:
         pass
     if conn is not None and not info_final:
-        info_final = totals_from(tcp_info(conn))
+        info_final = _totals(conn, book)
     return {"ok": True, "samples": samples, "received_bytes": received,
             "at_end_bytes": received if at_end_bytes is None else at_end_bytes,
-            "drained": info_final, "connected": conn is not None}
+            "drained": info_final, "connected": conn is not None,
+            **({"mptcp": book.report()} if book is not None else {})}
+
+
+def _totals(conn: socket.socket, book: SubflowBook | None) -> dict:
+    """A connection's totals now: TCP_INFO, or an MPTCP connection's subflows summed (those
+    closed already at their last reading)."""
+    if book is None:
+        return totals_from(tcp_info(conn))
+    book.read(conn)
+    return book.summed()
 
 
 # ----------------------------------------------------------------------------- UDP CBR

@@ -107,6 +107,9 @@ def check_tcp_flow(where: str, flow: Any) -> None:
     if flow.flavor not in tcp_flavors():
         raise UserError(f"{where}.flavor: '{flow.flavor}' is not a TCP flavor of ccarena's transport; "
                         "use --backend sim")
+    if getattr(flow, "mptcp", None) is not None:
+        raise UserError(f"{where}.subflows: the udp backend runs single-path connections; run "
+                        "Multipath TCP with --backend sim or kernel")
     mss = int(flow.mss_bytes)
     if mss > MAX_PAYLOAD_BYTES and mss != DEFAULT_MSS_BYTES:
         raise UserError(f"{where}.mss: {mss} bytes do not fit one UDP datagram of ccarena's wire "

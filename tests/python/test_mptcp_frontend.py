@@ -1,0 +1,106 @@
+"""Multipath TCP through the front end (issue 32): the scenario fields reach the engine spec (and
+stay out of its JSON when unused, so every existing spec hashes as before), the engine accepts
+exactly the couplings and schedulers the scenario offers, a run stores its subflows, names an
+MPTCP connection apart from single-path flows of its flavor, gives it no single-path loss model,
+and draws its subflows; the udp backend refuses MPTCP in one line."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+import ccarena
+from ccarena import _engine
+from ccarena.backends.udp.endpoint_flows import check_tcp_flow
+from ccarena.errors import UserError
+from ccarena.experiment import expand
+from ccarena.runspec import COUPLINGS, MPTCP_SCHEDULERS
+from ccarena.scenario import load_scenario
+
+
+def _dumbbell(flows: list[dict], duration: str = "4s") -> dict:
+    return {"name": "mptcp-test", "duration": duration, "seed": 3,
+            "topology": {"kind": "dumbbell", "pairs": 2,
+                         "bottleneck": {"rate": "20Mbps", "delay": "10ms", "queue": {"limit": "100pkt"}},
+                         "access": {"rate": "1Gbps", "delay": "1ms"}},
+            "flows": flows, "output": {"sample_interval": "100ms"}}
+
+
+MPTCP = {"name": "mp", "from": "left0", "to": "right0", "flavor": "reno", "subflows": 2, "coupling": "lia"}
+TCP = {"name": "tcp", "from": "left1", "to": "right1", "flavor": "reno"}
+
+
+def _spec(raw: dict):
+    return expand(load_scenario(raw))[0].resolved
+
+
+def test_the_fields_reach_the_spec_with_their_defaults_and_stay_out_of_plain_specs() -> None:
+    resolved = _spec(_dumbbell([dict(MPTCP, coupling=None, join_delay="5ms"), TCP]))
+    mp, tcp = resolved.spec.flows
+    assert mp.mptcp is not None
+    assert (mp.mptcp.subflows, mp.mptcp.coupling, mp.mptcp.scheduler, mp.mptcp.join_delay_ns) == (
+        2, "uncoupled", "minrtt", 5_000_000)
+    assert tcp.mptcp is None
+    flows = json.loads(resolved.spec.to_json())["flows"]
+    assert "mptcp" in flows[0] and "mptcp" not in flows[1]
+
+
+def test_the_engine_takes_every_coupling_and_scheduler_the_scenario_offers_and_no_other() -> None:
+    base = json.loads(_spec(_dumbbell([MPTCP, TCP])).spec.to_json())
+    for coupling in COUPLINGS:
+        for scheduler in MPTCP_SCHEDULERS:
+            base["flows"][0]["mptcp"].update(coupling=coupling, scheduler=scheduler)
+            _engine.Simulation(json.dumps(base))
+    base["flows"][0]["mptcp"]["coupling"] = "wvegas2"
+    with pytest.raises(ValueError, match=r"flows\[0\]\.mptcp\.coupling"):
+        _engine.Simulation(json.dumps(base))
+    base["flows"][0]["mptcp"].update(coupling="olia", scheduler="minrtt")
+    base["flows"][0]["flavor"] = "cubic"
+    with pytest.raises(ValueError, match=r"flows\[0\]\.mptcp\.coupling: olia couples Reno"):
+        _engine.Simulation(json.dumps(base))
+
+
+def test_each_subflow_of_an_mptcp_flow_has_its_path_in_the_derived_facts() -> None:
+    raw = {"name": "ft", "duration": "1s",
+           "topology": {"kind": "fat_tree", "k": 4},
+           "flows": [{"from": "pod0-edge0-h0", "to": "pod3-edge0-h0", "flavor": "reno", "subflows": 4,
+                      "coupling": "lia"},
+                     {"from": "pod0-edge0-h1", "to": "pod3-edge0-h1", "flavor": "reno"}]}
+    facts = _spec(raw).derived["flows"]
+    paths = facts[0]["subflow_path_links"]
+    assert len(paths) == 4 and paths[0] == facts[0]["path_links"]
+    assert len({tuple(p) for p in paths}) >= 2, "ECMP spreads the subflows"
+    assert "subflow_path_links" not in facts[1]
+
+
+def test_a_run_stores_subflows_and_compares_the_connection_under_its_own_name(tmp_path: Path) -> None:
+    raw = _dumbbell([MPTCP, dict(TCP, **{"bytes": "1MB"})])
+    raw["topology"]["bottleneck"]["loss"] = "0.1%"
+    result = ccarena.run(raw, tmp_path / "out", jobs=1, report=True)
+    run_id = result.run_ids[0]
+    flows = result.flows
+    flows = flows[flows["run_id"] == run_id].set_index("name")
+    assert flows.loc["mp", "flavor"] == "mptcp-lia" and flows.loc["tcp", "flavor"] == "reno"
+    assert flows.loc["mp", "subflows"] == 2 and flows.loc["tcp", "subflows"] == 1
+    assert flows.loc["mp", "coupling"] == "lia" and flows.loc["tcp", "coupling"] == ""
+    # Mathis' model is a single-path connection's: none for the MPTCP connection.
+    assert flows["mathis_bps"].isna()["mp"] and flows["mathis_bps"].notna()["tcp"]
+    store = tmp_path / "out" / "runs" / run_id
+    import pandas as pd
+
+    subflows = pd.read_parquet(store / "subflows.parquet")
+    assert set(subflows["subflow"]) == {0, 1} and set(subflows["name"]) == {"mp"}
+    # The subflows' goodput adds up to about the connection's (its delivery is in order over both).
+    samples = pd.read_parquet(store / "samples.parquet")
+    connection = samples[samples["name"] == "mp"]["delivered_bytes"].max()
+    assert subflows.groupby("subflow")["delivered_bytes"].max().sum() == pytest.approx(connection, rel=0.05)
+    figures = tmp_path / "out" / "figures"
+    assert any(p.name.endswith("-subflows.png") for p in figures.iterdir())
+
+
+def test_the_udp_backend_refuses_mptcp_in_one_line() -> None:
+    flow = _spec(_dumbbell([MPTCP, TCP])).spec.flows[0]
+    with pytest.raises(UserError, match=r"^flows\[0\]\.subflows: the udp backend runs single-path"):
+        check_tcp_flow("flows[0]", flow)
