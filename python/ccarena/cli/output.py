@@ -54,7 +54,11 @@ def print_summary(result: Any, wide: bool, as_json: bool) -> None:
     if as_json:
         print(summary_json(result.summary), flush=True)
         return
-    table = terminal_table(result.summary, result.parameters, f"{result.name}: summary",
+    # Every part's swept fields: parts may sweep different ones (terminal_table keeps each
+    # part's own).
+    params = list(dict.fromkeys([*result.parameters, *(p for part in result.parts()
+                                                       for p in part.parameters)]))
+    table = terminal_table(result.summary, params, f"{result.name}: summary",
                            width=stdout.width, wide=wide)
     print_wide(table, wide)
     _print_verdict(result)

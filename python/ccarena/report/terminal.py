@@ -112,7 +112,9 @@ def terminal_table(summary: pd.DataFrame, params: list[str], title: str,
     from ccarena.report.views import labelled
 
     if "part" in summary and summary["part"].astype(str).str.len().gt(0).any():
-        return Group(*[terminal_table(rows.drop(columns="part").reset_index(drop=True), params,
+        # Each part shows the parameters its own runs set (parts sweep different fields).
+        return Group(*[terminal_table(rows.drop(columns="part").reset_index(drop=True),
+                                      [p for p in params if p in rows and rows[p].notna().any()],
                                       f"{title} — {part}", width, wide)
                        for part, rows in summary.groupby("part", sort=False)])
     summary, params = labelled(summary, params)
@@ -137,7 +139,7 @@ def terminal_table(summary: pd.DataFrame, params: list[str], title: str,
             for c in shown:
                 table.add_column(terminal_heading(c), justify="right", no_wrap=True)
             for rec in aggregated.to_dict("records"):
-                cells = [terminal_text(cell(k, rec.get(k), None).text) for k in (*params, *labels)]
+                cells = [_key_text(k, rec.get(k)) for k in (*params, *labels)]
                 cells += [mean_ci_text(COLUMNS[c][1], float(rec[c]), float(rec[f"{c}_ci95"]))
                           for c in shown]
                 table.add_row(*cells)
@@ -155,11 +157,20 @@ def terminal_table(summary: pd.DataFrame, params: list[str], title: str,
             table.add_column(terminal_heading(c), justify="right", no_wrap=True)
         for rec in summary.to_dict("records"):
             # Names, flavors and swept values come from stored files: shown, never obeyed.
-            table.add_row(*[terminal_text(cell(k, rec.get(k), None).text) for k in keys],
+            table.add_row(*[_key_text(k, rec.get(k)) for k in keys],
                           *[cell(c, rec.get(c), COLUMNS[c][1]).text for c in shown])
         return table
 
     return fit(build_runs, cols, width, wide)
+
+
+def _key_text(column: str, value: Any) -> str:
+    """A key cell's text (a swept value, a name, a flavor): a whole number stored as a float (a
+    swept count beside another part's runs, which do not set it, is a float column) without its
+    ``.0``."""
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    return terminal_text(cell(column, value, None).text)
 
 
 def per_run_table(summary: pd.DataFrame, params: list[str], title: str) -> Any:
@@ -198,7 +209,7 @@ def _per_run_rows(summary: pd.DataFrame, params: list[str], title: str) -> Table
     for _, run in summary.groupby("run_id", sort=False):
         first = run.iloc[0]
         goodput = run["goodput_mean_bps"]
-        cells = [terminal_text(cell(k, first.get(k), None).text) for k in keys]
+        cells = [_key_text(k, first.get(k)) for k in keys]
         cells += [str(len(run)), terminal_text(",".join(dict.fromkeys(run["flavor"].astype(str)))),
                   units.format_rate(float(goodput.sum()))]
         if rtt:
