@@ -57,6 +57,10 @@ pub struct MptcpReceiver {
     duplicate_data_bytes: u64,
     /// Where the next poll for ACKs starts (fairness between subflows).
     ack_start: usize,
+    /// Subflows that may have an ACK to send: set when a segment or a timer reaches a subflow,
+    /// cleared when its receiver, polled, has none (only then does a subflow's ACK become due),
+    /// so the others are not polled on every segment.
+    dirty: u32,
 }
 
 impl MptcpReceiver {
@@ -74,6 +78,7 @@ impl MptcpReceiver {
             reorder: ReorderStats::default(),
             duplicate_data_bytes: 0,
             ack_start: 0,
+            dirty: 0,
         }
     }
 
@@ -83,6 +88,7 @@ impl MptcpReceiver {
         let Some(rx) = self.subs.get_mut(seg.subflow as usize) else {
             return 0;
         };
+        self.dirty |= 1 << seg.subflow;
         let sub_dup_before = rx.stats().duplicate_bytes;
         let _ = rx.on_segment(now, &seg.seg);
         let sub_dup = rx.stats().duplicate_bytes - sub_dup_before;
@@ -160,6 +166,9 @@ impl MptcpReceiver {
         let n = self.subs.len();
         for k in 0..n {
             let i = (self.ack_start + k) % n;
+            if self.dirty & (1 << i) == 0 {
+                continue;
+            }
             if let Some(ack) = self.subs[i].poll_ack(now) {
                 self.ack_start = (i + 1) % n;
                 return Some(DssAck {
@@ -169,6 +178,7 @@ impl MptcpReceiver {
                     data_rwnd_bytes: self.window(),
                 });
             }
+            self.dirty &= !(1 << i);
         }
         None
     }
@@ -180,9 +190,10 @@ impl MptcpReceiver {
 
     /// Act on due timers (the subflows' delayed ACKs).
     pub fn handle_timeout(&mut self, now: SimTime) {
-        for rx in &mut self.subs {
+        for (i, rx) in self.subs.iter_mut().enumerate() {
             if rx.poll_timeout().is_some_and(|t| t <= now) {
                 rx.handle_timeout(now);
+                self.dirty |= 1 << i;
             }
         }
     }
@@ -235,6 +246,7 @@ mod tests {
             reorder: ReorderStats::default(),
             duplicate_data_bytes: 0,
             ack_start: 0,
+            dirty: 0,
         };
         let mut r = cfg_rx;
         let t = SimTime(5);

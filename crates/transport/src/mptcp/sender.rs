@@ -186,6 +186,9 @@ impl MptcpSender {
             dirty: 0,
         };
         s.join_due(now);
+        for i in 0..s.subs.len() {
+            s.refresh_view(i);
+        }
         s
     }
 
@@ -218,6 +221,7 @@ impl MptcpSender {
             if !s.joined && now >= s.start {
                 s.joined = true;
                 self.dirty |= 1 << i;
+                self.views[i].active = !s.stale;
             }
             all &= s.joined;
         }
@@ -401,21 +405,28 @@ impl MptcpSender {
     }
 
     /// Lend subflow `i`'s controller the view of every subflow (coupled connections only).
+    /// Each entry is kept current by [`MptcpSender::refresh_view`] after every event of its
+    /// subflow, so an ACK reads no other subflow's sender.
     fn lend_view(&mut self, i: usize) {
         if self.cfg.coupling == Coupling::Uncoupled {
             return;
         }
-        for (v, s) in self.views.iter_mut().zip(&self.subs) {
-            *v = SubflowView {
-                cwnd_bytes: s.sender.cwnd().cwnd_bytes,
-                mss_bytes: self.mss,
-                srtt: s.sender.srtt(),
-                acked_since_loss_bytes: s.acked_since_loss_bytes,
-                acked_between_losses_bytes: s.acked_between_losses_bytes,
-                active: s.joined && !s.stale,
-            };
-        }
         self.subs[i].sender.set_coupling_view(&self.views, i);
+    }
+
+    /// Bring subflow `i`'s entry of the coupling view up to date: after its ACKs, timers, join
+    /// and change of staleness, the only events that change its window, RTT, loss intervals or
+    /// activity.
+    fn refresh_view(&mut self, i: usize) {
+        let s = &self.subs[i];
+        self.views[i] = SubflowView {
+            cwnd_bytes: s.sender.cwnd().cwnd_bytes,
+            mss_bytes: self.mss,
+            srtt: s.sender.srtt(),
+            acked_since_loss_bytes: s.acked_since_loss_bytes,
+            acked_between_losses_bytes: s.acked_between_losses_bytes,
+            active: s.joined && !s.stale,
+        };
     }
 
     /// After an ACK or timeout of subflow `i`: bytes delivered since its last congestion event,
@@ -460,6 +471,7 @@ impl MptcpSender {
         }
         s.map.trim(s.sender.snd_una());
         self.note_delivery(i);
+        self.refresh_view(i);
         out
     }
 
@@ -496,6 +508,7 @@ impl MptcpSender {
                 self.on_subflow_rto(i, rtos);
             }
             self.note_delivery(i);
+            self.refresh_view(i);
         }
     }
 
