@@ -58,6 +58,9 @@ def print_summary(result: Any, wide: bool, as_json: bool) -> None:
     # part's own).
     params = list(dict.fromkeys([*result.parameters, *(p for part in result.parts()
                                                        for p in part.parameters)]))
+    summary = result.summary
+    if "backend" in summary and summary["backend"].nunique() > 1:  # --backend sim,kernel
+        params.append("backend")
     table = terminal_table(result.summary, params, f"{result.name}: summary",
                            width=stdout.width, wide=wide)
     print_wide(table, wide)
