@@ -239,6 +239,7 @@ impl Codel {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::qdisc::test_packets::Ecn;
 
     #[derive(Clone, Copy, Debug)]
     struct Pkt {
@@ -332,33 +333,6 @@ mod tests {
         assert_eq!(counters, QdiscCounters::default());
     }
 
-    /// A packet by its ECN codepoint, for the CE threshold's tests. Like the simulator's and the
-    /// relay's packets, a CE packet still reads as ECN-capable (marking it again changes nothing).
-    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-    enum Ecn {
-        NotEct,
-        Ect0,
-        Ect1,
-        Ce,
-    }
-
-    impl QueuedPacket for Ecn {
-        fn size_bytes(&self) -> u64 {
-            1500
-        }
-        fn flow_hash(&self) -> u64 {
-            0
-        }
-        fn ect(&self) -> bool {
-            *self != Ecn::NotEct
-        }
-        fn l4s(&self) -> bool {
-            matches!(self, Ecn::Ect1 | Ecn::Ce)
-        }
-        fn set_ce(&mut self) {
-            *self = Ecn::Ce;
-        }
-    }
 
     fn with_threshold(sojourn_ns: u64, selector: EcnSelector) -> CodelConfig {
         CodelConfig { ecn: true, ce_threshold: Some(CeThreshold { sojourn_ns, selector }), ..CodelConfig::default() }

@@ -117,35 +117,7 @@ pub fn droptail<P: QueuedPacket>(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// A packet by its ECN codepoint.
-    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-    enum Ecn {
-        NotEct,
-        Ect0,
-        Ect1,
-        Ce,
-    }
-
-    impl QueuedPacket for Ecn {
-        fn size_bytes(&self) -> u64 {
-            1000
-        }
-        fn flow_hash(&self) -> u64 {
-            0
-        }
-        fn ect(&self) -> bool {
-            matches!(self, Ecn::Ect0 | Ecn::Ect1)
-        }
-        fn l4s(&self) -> bool {
-            matches!(self, Ecn::Ect1 | Ecn::Ce)
-        }
-        fn set_ce(&mut self) {
-            *self = Ecn::Ce;
-        }
-    }
-
-    const ALL: [Ecn; 4] = [Ecn::NotEct, Ecn::Ect0, Ecn::Ect1, Ecn::Ce];
+    use crate::qdisc::test_packets::{Ecn, ALL};
 
     /// The verdict for each codepoint at `waiting` packets (K = 5 packets, limit 10).
     fn verdicts(selector: EcnSelector, waiting: u64) -> Vec<Verdict> {
@@ -159,10 +131,11 @@ mod tests {
         for s in [EcnSelector::All, EcnSelector::L4s] {
             assert_eq!(verdicts(s, 4), [Enqueue; 4], "{s:?}");
         }
-        // At K: every ECT arrival (RFC 8257 §3.1), or only ECT(1) (RFC 9331 §5.1). CE has
-        // nothing left to mark; Not-ECT is never marked.
-        assert_eq!(verdicts(EcnSelector::All, 5), [Enqueue, Mark, Mark, Enqueue]);
-        assert_eq!(verdicts(EcnSelector::L4s, 5), [Enqueue, Enqueue, Mark, Enqueue]);
+        // At K: every ECN-capable arrival (RFC 8257 §3.1), or only ECT(1) and CE (RFC 9331
+        // §5.1). A CE packet is marked again, which changes nothing but counts as a mark, as for
+        // the simulator's and the relay's packets; Not-ECT is never marked.
+        assert_eq!(verdicts(EcnSelector::All, 5), [Enqueue, Mark, Mark, Mark]);
+        assert_eq!(verdicts(EcnSelector::L4s, 5), [Enqueue, Enqueue, Mark, Mark]);
         // At the limit everything is dropped, marked or not.
         assert_eq!(verdicts(EcnSelector::L4s, 10), [Drop; 4]);
     }
