@@ -1,4 +1,6 @@
-//! Engine benchmark: CUBIC on a dumbbell (issue 2's three scenarios), plus a recovery stress case.
+//! Engine benchmark: CUBIC on a dumbbell (issue 2's three scenarios), plus a recovery stress case,
+//! and the same CUBIC dumbbells over QUIC (`-quic`: RFC 9002 recovery in place of TCP's) for the
+//! per-packet cost of each transport side by side.
 //!
 //! `cargo bench -p ccarena-sim --bench dumbbell` runs each scenario in its own process (so peak
 //! RSS is per scenario) and prints wall time, bottleneck packets per wall-second, events per
@@ -12,7 +14,7 @@ use std::process::Command;
 use std::time::Instant;
 
 use ccarena_sim::spec::FlowSpec;
-use ccarena_sim::testkit::{fingerprint, mbps, ms, proc_status_kib, secs, tcp_flow, Dumbbell};
+use ccarena_sim::testkit::{fingerprint, mbps, ms, proc_status_kib, quic_flow, secs, tcp_flow, Dumbbell};
 use ccarena_sim::Simulation;
 
 /// (name, pairs, bottleneck rate, access rate, flavor)
@@ -24,6 +26,9 @@ const SCENARIOS: &[(&str, usize, u64, u64, &str)] = &[
     // fast as the bottleneck: a long SACK recovery that loses tens of thousands of
     // retransmissions. Guards the cost of lost-retransmission handling.
     ("1-scalable-1gbps-overshoot", 1, mbps(1000), mbps(1000), "scalable"),
+    ("2-cubic-quic-100mbps", 2, mbps(100), mbps(1000), "cubic"),
+    ("100-cubic-quic-100mbps", 100, mbps(100), mbps(1000), "cubic"),
+    ("2-cubic-quic-1gbps", 2, mbps(1000), mbps(10_000), "cubic"),
 ];
 
 const BOTTLENECK_DELAY_NS: u64 = ms(20);
@@ -48,9 +53,8 @@ fn run_one(name: &str) {
     let bdp_packets = (rate as u128 * rtt_ns as u128 / 8 / 1_000_000_000 / MTU_BYTES as u128) as u64;
     let mut d = Dumbbell::new(pairs, rate, BOTTLENECK_DELAY_NS, bdp_packets);
     d.access_rate_bps = access;
-    let flows = (0..pairs)
-        .map(|i| FlowSpec::Tcp(tcp_flow(&format!("{flavor}{i}"), d.left(i), d.right(i), flavor)))
-        .collect();
+    let make = if name.contains("-quic-") { quic_flow } else { tcp_flow };
+    let flows = (0..pairs).map(|i| FlowSpec::Tcp(make(&format!("{flavor}{i}"), d.left(i), d.right(i), flavor))).collect();
     let spec = d.spec(1, duration_ns(), ms(100), flows);
     let mut sim = Simulation::new(spec).expect("valid spec");
     let t0 = Instant::now();

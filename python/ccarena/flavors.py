@@ -182,3 +182,14 @@ def mptcp_label(flavor: str, coupling: str) -> str:
     if not coupling:
         return flavor
     return f"mptcp-{flavor if coupling == 'uncoupled' else coupling}"
+
+
+def quic_label(flavor: str, kind: str) -> str:
+    """The name a flow is compared under in the results given its flows-table ``kind``: a QUIC
+    connection (``kind == "quic"``, a TCP flavor's controller run over QUIC, RFC 9000/9002) is
+    ``quic-<flavor>`` (``quic-cubic``), so the QUIC and TCP runs of one flavor are told apart in
+    the report, compare and plot (their own series and colours), as :func:`mptcp_label` does for
+    Multipath TCP; any other kind keeps ``flavor`` itself."""
+    if kind != "quic":
+        return flavor
+    return f"quic-{flavor}"

@@ -8,8 +8,9 @@ every value explicit; :meth:`RunSpec.to_json` serializes it once, canonically, f
 Rust ``Spec`` and fails if a field exists on one side only.
 
 Every default a flow takes (MSS, initial window, RTO bounds, delayed ACK, …) is a field default of
-:class:`TcpFlowSpec`, :class:`CbrFlowSpec` or :class:`UdtFlowSpec`: the one place it is written.
-:data:`TCP_DEFAULTS`, :data:`UDP_DEFAULTS` and :data:`UDT_DEFAULTS` are read from those models.
+:class:`TcpFlowSpec`, :class:`QuicSpec`, :class:`CbrFlowSpec` or :class:`UdtFlowSpec`: the one place
+it is written. :data:`TCP_DEFAULTS`, :data:`QUIC_DEFAULTS`, :data:`UDP_DEFAULTS` and
+:data:`UDT_DEFAULTS` are read from those models.
 """
 
 from __future__ import annotations
@@ -311,6 +312,59 @@ class MptcpSpec(SpecModel):
     join_delay_ns: int = Field(0, ge=0)
 
 
+TRANSPORTS = ("tcp", "quic")
+"""What a TCP-flavor flow runs over (a scenario flow's ``transport``): TCP (RFC 9293, the
+default) or QUIC (RFC 9000 with RFC 9002's loss detection), either with the flow's congestion
+controller."""
+
+QUIC_DATA_OVERHEAD_BYTES = 63
+"""Bytes of headers a QUIC packet carrying stream data adds on the wire: IPv4 20 + UDP 8, a
+short header of 11 (RFC 9000 §17.3.1: flags 1, an 8-byte connection ID, a 2-byte packet number),
+the AEAD tag 16 (RFC 9001 §5.3) and a STREAM frame header of 8 (RFC 9000 §19.8). The engine's
+``DATA_OVERHEAD_BYTES`` (crates/transport/src/quic/packet.rs): a QUIC flow's packet has its TCP
+segment's wire size, ``mss_bytes + header_bytes``, and carries that less these bytes of stream
+data (:func:`quic_payload_bytes`)."""
+
+QUIC_ACK_PACKET_BYTES = 65
+"""Bytes on the wire of a QUIC packet carrying an ACK frame of one range and nothing else: IPv4
+and UDP 28, short header 11, AEAD tag 16, ACK frame 10 (RFC 9000 §19.3); the engine's
+``ACK_PACKET_BASE_BYTES`` (crates/transport/src/quic/packet.rs). Used for a QUIC flow's base RTT."""
+
+
+class QuicSpec(SpecModel):
+    """A TCP-flavor flow run as a QUIC connection (RFC 9000, RFC 9002) with the flow's congestion
+    controller. Its packets have the TCP segment's wire size (``mss_bytes + header_bytes``, stream
+    bytes :func:`quic_payload_bytes`), its ACKs QUIC's sizes; the connection's flow-control window
+    (MAX_DATA, RFC 9000 §4.1) is the flow's ``rwnd_bytes``. The engine ignores the flow's TCP-only
+    settings (``recovery``, ``dupthresh``, the RTO bounds, ``delayed_ack_ns``,
+    ``ack_every_segments``, ``handshake_rtt``): QUIC detects loss by packet and time thresholds
+    and a probe timeout (RFC 9002 §6) and acknowledges by RFC 9000 §13.2's rules.
+
+    Fields: ``max_ack_delay_ns``, the receiver's longest deliberate ACK delay (RFC 9000 §18.2's
+    transport parameter; default 25 ms); ``ack_eliciting_threshold``, ack-eliciting packets
+    received before an ACK is sent at once (RFC 9000 §13.2.2: 2; 1–1000);
+    ``reordering_threshold``, the gap in packet numbers that makes the receiver ACK at once (RFC
+    9000 §13.2.1: 1; 0 = never on reordering, draft-ietf-quic-ack-frequency §6.2);
+    ``initial_rtt_ns``, the RTT assumed before the first sample (RFC 9002 §6.2.2: 333 ms; > 0);
+    ``max_stream_data_bytes``, the stream's flow-control window (RFC 9000 §4.1, MAX_STREAM_DATA;
+    None = unlimited); ``pacing``, pace at 1.25·cwnd/srtt when the controller sets no rate (RFC
+    9002 §7.7)."""
+
+    max_ack_delay_ns: int = Field(25_000_000, ge=0)          # RFC 9000 §18.2
+    ack_eliciting_threshold: int = Field(2, ge=1, le=1000)   # RFC 9000 §13.2.2
+    reordering_threshold: int = Field(1, ge=0, le=2**32 - 1)  # RFC 9000 §13.2.1
+    initial_rtt_ns: int = Field(333_000_000, gt=0)           # RFC 9002 §6.2.2
+    max_stream_data_bytes: int | None = Field(None, gt=0)    # None: unlimited
+    pacing: bool = True                                      # RFC 9002 §7.7
+
+
+def quic_payload_bytes(mss_bytes: int, header_bytes: int) -> int:
+    """Stream bytes a QUIC packet carries when it has the wire size of a TCP segment of
+    ``mss_bytes`` payload and ``header_bytes`` headers: that size less
+    :data:`QUIC_DATA_OVERHEAD_BYTES` (1437 B for the defaults 1448 + 52), at least 0."""
+    return max(0, mss_bytes + header_bytes - QUIC_DATA_OVERHEAD_BYTES)
+
+
 class TcpFlowSpec(_FlowBase):
     """A TCP transfer: congestion controller ``flavor`` with ``params``, loss ``recovery``, and the
     host settings. The defaults are Linux's (README.md, "Scenario reference"): MSS 1448 B, IW 10 (RFC 6928),
@@ -321,7 +375,10 @@ class TcpFlowSpec(_FlowBase):
     ``handshake_rtt`` (simulator): the connection was opened before the flow's start over the
     idle path, and that handshake's round trip is the sender's first RTT sample
     (docs/engine-spec.md); the simulated twins of kernel runs set it
-    (:func:`ccarena.experiment.runids.with_linux_host`)."""
+    (:func:`ccarena.experiment.runids.with_linux_host`). ``quic`` (:class:`QuicSpec`): the flow
+    runs as a QUIC connection with the same controller instead (not with ``mptcp``: the engine
+    refuses both, and so does the scenario schema); None (the default, left out of the JSON) =
+    TCP."""
 
     kind: Literal["tcp"] = "tcp"
     bytes: int | None = None
@@ -344,6 +401,7 @@ class TcpFlowSpec(_FlowBase):
     sndbuf_bytes: int | None = optional()  # send buffer: caps unacknowledged data; None = unlimited
     handshake_rtt: bool = optional(False)  # first RTT sample from an idle-path handshake (sim)
     mptcp: MptcpSpec | None = optional()  # None: single-path TCP
+    quic: QuicSpec | None = optional()  # None: TCP; set: QUIC (RFC 9000/9002), not with mptcp
 
 
 class CbrFlowSpec(_FlowBase):
@@ -439,10 +497,13 @@ def _defaults(model: type[SpecModel], skip: tuple[str, ...]) -> dict[str, Any]:
             if name not in skip and not f.is_required() and f.default is not None}
 
 
-TCP_DEFAULTS: dict[str, Any] = _defaults(TcpFlowSpec, ("kind", "handshake_rtt", "mptcp"))
+TCP_DEFAULTS: dict[str, Any] = _defaults(TcpFlowSpec, ("kind", "handshake_rtt", "mptcp", "quic"))
 """Every TCP host setting a flow does not give (read from :class:`TcpFlowSpec`; not
 ``handshake_rtt``, which the front end sets on kernel twins, not a scenario)."""
 UDP_DEFAULTS: dict[str, Any] = _defaults(CbrFlowSpec, ("kind",))
 """Defaults of UDP CBR flows (read from :class:`CbrFlowSpec`)."""
 UDT_DEFAULTS: dict[str, Any] = _defaults(UdtFlowSpec, ("kind",))
 """Defaults of UDT flows (read from :class:`UdtFlowSpec`)."""
+QUIC_DEFAULTS: dict[str, Any] = {name: f.default for name, f in QuicSpec.model_fields.items()}
+"""A QUIC flow's settings when the scenario gives none (read from :class:`QuicSpec`;
+``max_stream_data_bytes`` None = unlimited)."""

@@ -8,7 +8,7 @@
 use ccarena_cc::{Duration, SimTime};
 use ccarena_transport::udt::{ToReceiver, ToSender};
 
-use crate::flow::{MptcpFlow, TcpFlow, Transfer, UdtFlow};
+use crate::flow::{MptcpFlow, QuicFlow, TcpFlow, Transfer, UdtFlow};
 use crate::packet::{Packet, Payload};
 
 /// Bytes a SACK option adds to an ACK: 2 for kind and length, 8 per block (RFC 2018 §3).
@@ -99,6 +99,10 @@ macro_rules! with_endpoint {
             }
             $crate::flow::Flow::Mptcp(m) => {
                 let $ep = &mut **m;
+                $body
+            }
+            $crate::flow::Flow::Quic(q) => {
+                let $ep = &mut **q;
                 $body
             }
             $crate::flow::Flow::Cbr(_) => unreachable!("a CBR flow has no transport endpoints"),
@@ -349,6 +353,53 @@ impl Endpoint for MptcpFlow {
                 Side::Sender
             }
             other => unreachable!("MPTCP flow got {other:?}"),
+        }
+    }
+}
+
+impl Endpoint for QuicFlow {
+    fn transfer(&mut self) -> &mut Transfer {
+        &mut self.transfer
+    }
+
+    // Out of line, as MPTCP's: keeps the single-path TCP arms of the engine's dispatch small.
+    #[inline(never)]
+    fn poll_packet(&mut self, side: Side, now: SimTime) -> Option<(Payload, u32)> {
+        match side {
+            Side::Sender => {
+                let p = self.sender.poll_transmit(now)?;
+                let size_bytes = p.len + self.transfer.header_bytes;
+                Some((Payload::QuicData(reuse_box(&mut self.data_boxes, p)), size_bytes))
+            }
+            Side::Receiver => {
+                let a = self.receiver.poll_ack(now)?;
+                self.acks_sent += 1;
+                let size_bytes = a.wire_bytes();
+                Some((Payload::QuicAck(reuse_box(&mut self.ack_boxes, a)), size_bytes))
+            }
+        }
+    }
+
+    delegate_to_ends!();
+
+    #[inline(never)]
+    fn receive(&mut self, now: SimTime, payload: Payload) -> Side {
+        match payload {
+            Payload::QuicData(p) => {
+                self.transfer.delivered_bytes += self.receiver.on_packet(now, &p);
+                self.data_boxes.push(p);
+                Side::Receiver
+            }
+            Payload::QuicAck(a) => {
+                let outcome = self.sender.on_ack(now, &a);
+                self.ack_boxes.push(a);
+                if let Some(rtt) = outcome.rtt {
+                    self.transfer.rtt.record(rtt.as_nanos());
+                }
+                note_completion(&mut self.transfer, now, self.sender.is_complete());
+                Side::Sender
+            }
+            other => unreachable!("QUIC flow got {other:?}"),
         }
     }
 }

@@ -12,9 +12,11 @@ use ccarena_transport::mptcp::{
     DssAck, DssData, MptcpConfig, MptcpReceiver, MptcpSender, DSS_ACK_OPTION_BYTES, DSS_DATA_OPTION_BYTES,
 };
 
+use ccarena_transport::quic::{AckFrame, QuicConfig, QuicPacket, QuicReceiver, QuicSender, DATA_OVERHEAD_BYTES};
+
 use ccarena_link::Histogram;
 use ccarena_rng::{SplitMix64, StreamKind};
-use crate::spec::{CbrFlowSpec, FlowSpec, SpecError, TcpFlowSpec, UdtFlowSpec};
+use crate::spec::{CbrFlowSpec, FlowSpec, QuicSpec, SpecError, TcpFlowSpec, UdtFlowSpec};
 
 /// Bytes a bulk flow with no byte count offers: effectively unlimited.
 pub const UNLIMITED_BYTES: u64 = u64::MAX / 4;
@@ -207,6 +209,65 @@ impl MptcpFlow {
     }
 }
 
+/// A bulk transfer over QUIC (RFC 9000, RFC 9002) with the flow's congestion controller: the
+/// sender lives on `src`, the receiver on `dst`.
+#[derive(Debug)]
+pub struct QuicFlow {
+    /// Hosts, sizes, timers, delivery. `header_bytes` is QUIC's per-packet overhead
+    /// ([`DATA_OVERHEAD_BYTES`]); an ACK packet's size comes from its frame.
+    pub transfer: Transfer,
+    /// The data sender.
+    pub sender: QuicSender,
+    /// The data receiver.
+    pub receiver: QuicReceiver,
+    /// ACK packets the receiver sent.
+    pub acks_sent: u64,
+    /// Boxes of packets and ACKs that reached their end, reused for the next ones (as
+    /// [`TcpFlow::ack_boxes`]).
+    pub data_boxes: Vec<Box<QuicPacket>>,
+    /// See [`QuicFlow::data_boxes`].
+    pub ack_boxes: Vec<Box<AckFrame>>,
+}
+
+impl QuicFlow {
+    /// Build from a validated spec whose `quic` is set: the flow's controller, ECN choice,
+    /// initial window (in packets of the QUIC payload), connection window (`rwnd_bytes`) and
+    /// the QUIC settings.
+    ///
+    /// # Errors
+    /// A [`SpecError`] if the flavor or a field is invalid (validation normally catches it).
+    pub fn new(index: usize, f: &TcpFlowSpec) -> Result<QuicFlow, SpecError> {
+        let path = |field: &str| format!("flows[{index}].{field}");
+        let q = f.quic.as_ref().expect("a QUIC flow");
+        let cc = new_controller(&f.flavor, &f.cc_params())
+            .map_err(|e| SpecError { path: path("flavor"), message: e.to_string() })?;
+        let payload = QuicSpec::payload_bytes(f);
+        let cfg = QuicConfig {
+            max_payload_bytes: payload,
+            initial_cwnd_bytes: f.initial_cwnd_packets as u64 * payload as u64,
+            initial_rtt: Duration(q.initial_rtt_ns),
+            max_ack_delay: Duration(q.max_ack_delay_ns),
+            ack_eliciting_threshold: q.ack_eliciting_threshold,
+            reordering_threshold: q.reordering_threshold,
+            max_data_bytes: f.rwnd_bytes,
+            max_stream_data_bytes: q.max_stream_data_bytes,
+            sndbuf_bytes: f.sndbuf_bytes,
+            ecn: sender_ecn(f),
+            pacing: q.pacing,
+        };
+        cfg.validate().map_err(|e| SpecError { path: path(e.field), message: e.reason.to_string() })?;
+        let start = SimTime(f.start_ns);
+        Ok(QuicFlow {
+            transfer: Transfer::new(f.src, f.dst, DATA_OVERHEAD_BYTES, ccarena_transport::quic::ACK_PACKET_BASE_BYTES, f.bytes),
+            sender: QuicSender::new(cfg, cc, start),
+            receiver: QuicReceiver::new(cfg),
+            acks_sent: 0,
+            data_boxes: Vec::new(),
+            ack_boxes: Vec::new(),
+        })
+    }
+}
+
 /// RTOs in a row after which a subflow is considered failed and the scheduler leaves it (Linux's
 /// `net.mptcp.stale_loss_cnt` default).
 pub const MPTCP_STALE_LOSS_COUNT: u32 = 4;
@@ -319,6 +380,8 @@ pub enum Flow {
     Udt(Box<UdtFlow>),
     /// Bulk Multipath TCP.
     Mptcp(Box<MptcpFlow>),
+    /// Bulk QUIC.
+    Quic(Box<QuicFlow>),
     /// A TCP or UDT transfer that has not started: its endpoints (about 2 KB) are built when it
     /// starts ([`Flow::start`]), so a run with many flows waiting to start (data-center
     /// workloads) holds only their specs. `run_seed` is the run's seed, which UDT's needs.
@@ -336,6 +399,7 @@ impl Flow {
     pub fn build(index: usize, spec: &FlowSpec, run_seed: u64) -> Result<Flow, SpecError> {
         Ok(match spec {
             FlowSpec::Tcp(t) if t.mptcp.is_some() => Flow::Mptcp(Box::new(MptcpFlow::new(index, t)?)),
+            FlowSpec::Tcp(t) if t.quic.is_some() => Flow::Quic(Box::new(QuicFlow::new(index, t)?)),
             FlowSpec::Tcp(t) => Flow::Tcp(Box::new(TcpFlow::new(index, t)?)),
             FlowSpec::UdpCbr(c) => Flow::Cbr(CbrFlow::new(c)),
             FlowSpec::Udt(u) => Flow::Udt(Box::new(UdtFlow::new(index, u, run_seed)?)),

@@ -5,8 +5,9 @@
 //! UDT ACK or NAK) are boxed; a data segment, the bulk of the traffic, is inline.
 
 use ccarena_transport::mptcp::{DssAck, DssData};
+use ccarena_transport::quic::{AckFrame, QuicPacket};
 use ccarena_transport::udt::{ToReceiver, ToSender};
-use ccarena_transport::{AckSegment, DataSegment};
+use ccarena_transport::{AckSegment, DataSegment, Ecn};
 
 /// What a packet carries.
 #[derive(Clone, Debug)]
@@ -31,6 +32,10 @@ pub enum Payload {
     MptcpData(Box<DssData>),
     /// An MPTCP subflow's ACK with the DATA_ACK.
     MptcpAck(Box<DssAck>),
+    /// A QUIC packet with stream data, sender to receiver (boxed and reused, as MPTCP's).
+    QuicData(Box<QuicPacket>),
+    /// A QUIC packet with an ACK frame and flow-control credit, receiver to sender.
+    QuicAck(Box<AckFrame>),
 }
 
 impl Payload {
@@ -45,22 +50,27 @@ impl Payload {
         }
     }
 
-    /// The TCP data segment the packet carries (single-path or an MPTCP subflow's), if any.
+    /// The IP ECN field of a packet that can carry one: TCP data segments (single-path or an
+    /// MPTCP subflow's) and QUIC packets with stream data. ACKs and datagrams are Not-ECT
+    /// (RFC 3168 §6.1.4; a QUIC ACK-only packet is sent Not-ECT here, RFC 9000 §13.4.1 leaves it
+    /// to the sender).
     #[inline]
-    pub fn data_segment(&self) -> Option<&DataSegment> {
+    pub fn ecn(&self) -> Ecn {
         match self {
-            Payload::Data(seg) => Some(seg),
-            Payload::MptcpData(d) => Some(&d.seg),
-            _ => None,
+            Payload::Data(seg) => seg.ecn,
+            Payload::MptcpData(d) => d.seg.ecn,
+            Payload::QuicData(q) => q.ecn,
+            _ => Ecn::NotEct,
         }
     }
 
-    /// [`Payload::data_segment`], to change (a queue marking CE).
+    /// [`Payload::ecn`], to change (a queue marking CE); `None` for a packet with no ECN field.
     #[inline]
-    pub fn data_segment_mut(&mut self) -> Option<&mut DataSegment> {
+    pub fn ecn_mut(&mut self) -> Option<&mut Ecn> {
         match self {
-            Payload::Data(seg) => Some(seg),
-            Payload::MptcpData(d) => Some(&mut d.seg),
+            Payload::Data(seg) => Some(&mut seg.ecn),
+            Payload::MptcpData(d) => Some(&mut d.seg.ecn),
+            Payload::QuicData(q) => Some(&mut q.ecn),
             _ => None,
         }
     }

@@ -22,25 +22,25 @@ impl QueuedPacket for Packet {
         u64::from(self.flow) | u64::from(self.payload.subflow()) << 32
     }
 
-    /// Only data segments are ever ECN-capable (ACKs and datagrams are Not-ECT, RFC 3168
-    /// §6.1.4): those sent ECT(0) or ECT(1), and those already CE (marking again changes nothing,
-    /// as when an earlier queue had marked them).
+    /// Only data packets (TCP segments, QUIC stream packets) are ever ECN-capable (ACKs and
+    /// datagrams are Not-ECT, RFC 3168 §6.1.4): those sent ECT(0) or ECT(1), and those already
+    /// CE (marking again changes nothing, as when an earlier queue had marked them).
     #[inline]
     fn ect(&self) -> bool {
-        self.payload.data_segment().is_some_and(|seg| seg.ecn.is_ect())
+        self.payload.ecn().is_ect()
     }
 
-    /// A data segment sent ECT(1), or CE-marked (RFC 9331 §5.1's L4S identifier).
+    /// A data packet sent ECT(1), or CE-marked (RFC 9331 §5.1's L4S identifier).
     #[inline]
     fn l4s(&self) -> bool {
-        self.payload.data_segment().is_some_and(|seg| seg.ecn.is_l4s())
+        self.payload.ecn().is_l4s()
     }
 
     /// ECT(0) or ECT(1) becomes CE (RFC 3168 §5); a Not-ECT packet is left alone.
     #[inline]
     fn set_ce(&mut self) {
-        if let Some(seg) = self.payload.data_segment_mut() {
-            seg.ecn = seg.ecn.marked();
+        if let Some(ecn) = self.payload.ecn_mut() {
+            *ecn = ecn.marked();
         }
     }
 }

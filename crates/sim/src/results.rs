@@ -8,7 +8,7 @@ use ccarena_cc::{Duration, SimTime};
 use ccarena_link::qdisc::dualpi2::{Class, DualPi2};
 use ccarena_link::Aqm;
 
-use crate::flow::{CbrFlow, Flow, MptcpFlow, TcpFlow, Transfer, UdtFlow};
+use crate::flow::{CbrFlow, Flow, MptcpFlow, QuicFlow, TcpFlow, Transfer, UdtFlow};
 use crate::link::Link;
 use crate::sampler::{ca_state_code, FlowSample};
 use crate::spec::{FlowSpec, LinkSpec, TcpFlowSpec};
@@ -360,6 +360,7 @@ pub fn flow_row(index: usize, flow: &Flow, spec: &FlowSpec, now: SimTime) -> Flo
     match (flow, spec) {
         (Flow::Tcp(t), FlowSpec::Tcp(ts)) => tcp_fields(&mut row, t, &ts.flavor, &ts.recovery),
         (Flow::Mptcp(m), FlowSpec::Tcp(ts)) => mptcp_fields(&mut row, m, ts),
+        (Flow::Quic(q), FlowSpec::Tcp(ts)) => quic_fields(&mut row, q, &ts.flavor),
         (Flow::Udt(u), FlowSpec::Udt(_)) => udt_fields(&mut row, u),
         (Flow::Cbr(c), _) => cbr_fields(&mut row, c),
         _ => unreachable!("flow kinds follow the spec"),
@@ -368,6 +369,7 @@ pub fn flow_row(index: usize, flow: &Flow, spec: &FlowSpec, now: SimTime) -> Flo
         Flow::Tcp(t) => transfer_fields(&mut row, &t.transfer, start_ns, stop_end_s),
         Flow::Udt(u) => transfer_fields(&mut row, &u.transfer, start_ns, stop_end_s),
         Flow::Mptcp(m) => transfer_fields(&mut row, &m.transfer, start_ns, stop_end_s),
+        Flow::Quic(q) => transfer_fields(&mut row, &q.transfer, start_ns, stop_end_s),
         Flow::Cbr(_) => row.end_s = stop_end_s,
         Flow::Idle { .. } => unreachable!("built above"),
     }
@@ -429,6 +431,31 @@ fn mptcp_fields(row: &mut FlowRow, m: &MptcpFlow, spec: &TcpFlowSpec) {
         row.reorder_delay_mean_s = w.total_delay_ns as f64 / w.segments_delayed as f64 / 1e9;
         row.reorder_delay_max_s = w.max_delay_ns as f64 / 1e9;
     }
+}
+
+/// A QUIC connection's row: `kind` "quic", `recovery` "rfc9002"; `rto_count` counts probe
+/// timeouts (a PTO does not collapse the window as an RTO does, RFC 9002 §6.2) and
+/// `fast_recoveries` the congestion events that losses started; no spurious-timeout detection.
+fn quic_fields(row: &mut FlowRow, q: &QuicFlow, flavor: &str) {
+    let st = q.sender.stats();
+    let r = q.receiver.stats();
+    row.kind = "quic".to_string();
+    row.flavor = flavor.to_string();
+    row.recovery = "rfc9002".to_string();
+    row.bytes_offered = q.sender.bytes_offered().min(q.transfer.bytes.unwrap_or(u64::MAX)) as f64;
+    row.bytes_sent = st.bytes_sent as f64;
+    row.bytes_retransmitted = st.bytes_retransmitted as f64;
+    row.packets_sent = st.packets_sent as f64;
+    row.packets_retransmitted = st.packets_retransmitted as f64;
+    row.packets_received = r.packets_received as f64;
+    row.packets_lost = st.packets_sent.saturating_sub(r.packets_received) as f64;
+    row.rto_count = st.pto_count as f64;
+    row.fast_recoveries = st.loss_congestion_events as f64;
+    row.duplicate_bytes_received = r.duplicate_bytes as f64;
+    row.ce_packets = r.ce_packets as f64;
+    row.ce_bytes = r.ce_bytes as f64;
+    row.subflows = 1.0;
+    row.bytes_reinjected = 0.0;
 }
 
 fn udt_fields(row: &mut FlowRow, u: &UdtFlow) {
@@ -548,6 +575,28 @@ pub fn flow_sample(index: usize, flow: &Flow) -> FlowSample {
             }
         }
         Flow::Mptcp(m) => mptcp_sample(index, m),
+        Flow::Quic(q) => {
+            let s = &q.sender;
+            let cw = s.cwnd();
+            let secs = |d: Option<Duration>| d.map_or(nan, |d| d.as_secs_f64());
+            FlowSample {
+                flow: index as u32,
+                delivered_bytes: q.transfer.delivered_bytes,
+                sent_bytes: s.stats().bytes_sent,
+                cwnd_bytes: cw.cwnd_bytes as f64,
+                ssthresh_bytes: if cw.ssthresh_bytes == u64::MAX { nan } else { cw.ssthresh_bytes as f64 },
+                srtt_s: secs(s.srtt()),
+                rttvar_s: secs(s.rttvar()),
+                // The probe timeout in force (with its backoff): QUIC's counterpart of the RTO.
+                rto_s: s.pto().as_secs_f64(),
+                inflight_bytes: s.in_flight_bytes() as f64,
+                // The rate the sender paces at: the controller's, or RFC 9002 §7.7's
+                // 1.25·cwnd/srtt.
+                pacing_rate_bps: s.pacing_rate_bps().map_or(nan, |r| r as f64),
+                retransmits: s.stats().packets_retransmitted as f64,
+                ca_state: ca_state_code(s.ca_state()),
+            }
+        }
         Flow::Idle { .. } => unreachable!("flows are sampled from their start, when they are built"),
         Flow::Cbr(c) => FlowSample {
             flow: index as u32,

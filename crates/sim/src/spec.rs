@@ -324,6 +324,70 @@ pub struct TcpFlowSpec {
     /// Run the flow as a Multipath TCP connection (RFC 8684); null = single-path TCP.
     #[serde(default)]
     pub mptcp: Option<MptcpSpec>,
+    /// Run the flow as a QUIC connection (RFC 9000, RFC 9002) with the same controller; null =
+    /// TCP. A QUIC flow ignores the TCP-only fields (`recovery`, `dupthresh`, the RTO bounds,
+    /// `delayed_ack_ns`, `ack_every_segments`, `handshake_rtt`).
+    #[serde(default)]
+    pub quic: Option<QuicSpec>,
+}
+
+/// A flow's QUIC settings (docs/engine-spec.md, "flows"). Its packets have the wire size the
+/// flow's TCP segments would have (`mss_bytes + header_bytes`): the stream bytes per packet are
+/// that less QUIC's headers ([`ccarena_transport::quic::DATA_OVERHEAD_BYTES`]). The connection's
+/// flow-control window is the flow's `rwnd_bytes`.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct QuicSpec {
+    /// The receiver's max_ack_delay, ns (RFC 9000 §18.2: 25 ms).
+    pub max_ack_delay_ns: u64,
+    /// Ack-eliciting packets per immediate ACK (RFC 9000 §13.2.2: 2; the ACK-frequency
+    /// extension changes it).
+    pub ack_eliciting_threshold: u32,
+    /// Gap that makes the receiver ACK at once: 1 = RFC 9000 §13.2.1; 0 = never
+    /// (draft-ietf-quic-ack-frequency §6.2).
+    pub reordering_threshold: u32,
+    /// RTT assumed before the first sample, ns (RFC 9002 §6.2.2: 333 ms).
+    pub initial_rtt_ns: u64,
+    /// The stream's flow-control window, bytes; null = unlimited.
+    #[serde(default)]
+    pub max_stream_data_bytes: Option<u64>,
+    /// Pace at 1.25·cwnd/srtt when the controller sets no rate (RFC 9002 §7.7).
+    pub pacing: bool,
+}
+
+/// Largest ACK-eliciting or reordering threshold a QUIC flow takes, packets (the scenario
+/// schema's bound).
+pub const MAX_QUIC_PACKET_THRESHOLD: u32 = 1000;
+
+impl QuicSpec {
+    /// Stream bytes a packet of flow `f` carries: the TCP segment's wire size less QUIC's
+    /// headers; 0 when that leaves nothing.
+    pub fn payload_bytes(f: &TcpFlowSpec) -> u32 {
+        (f.mss_bytes + f.header_bytes).saturating_sub(ccarena_transport::quic::DATA_OVERHEAD_BYTES)
+    }
+
+    /// Checks relative to the flow. Paths are relative to the flow.
+    fn validate(&self, f: &TcpFlowSpec) -> Result<(), SpecError> {
+        if f.mptcp.is_some() {
+            return Err(err("quic", "a flow is QUIC or Multipath TCP, not both".to_string()));
+        }
+        if QuicSpec::payload_bytes(f) == 0 {
+            return Err(err("mss_bytes", format!("a QUIC packet's headers take {} bytes: mss_bytes + header_bytes must be larger", ccarena_transport::quic::DATA_OVERHEAD_BYTES)));
+        }
+        if !(1..=MAX_QUIC_PACKET_THRESHOLD).contains(&self.ack_eliciting_threshold) {
+            return Err(err("quic.ack_eliciting_threshold", format!("must be 1..={MAX_QUIC_PACKET_THRESHOLD}")));
+        }
+        if self.reordering_threshold > MAX_QUIC_PACKET_THRESHOLD {
+            return Err(err("quic.reordering_threshold", format!("must be 0..={MAX_QUIC_PACKET_THRESHOLD}")));
+        }
+        if self.initial_rtt_ns == 0 {
+            return Err(err("quic.initial_rtt_ns", "must be positive".to_string()));
+        }
+        if self.max_stream_data_bytes.is_some_and(|w| w < QuicSpec::payload_bytes(f) as u64) {
+            return Err(err("quic.max_stream_data_bytes", "must be at least one packet's stream bytes (or null for unlimited)".to_string()));
+        }
+        Ok(())
+    }
 }
 
 /// A TCP flow's Multipath TCP settings (docs/engine-spec.md, "flows").
@@ -506,6 +570,9 @@ impl TcpFlowSpec {
         }
         if self.sndbuf_bytes.is_some_and(|w| w < self.mss_bytes as u64) {
             return Err(err("sndbuf_bytes", "must be at least mss_bytes (or null for unlimited)"));
+        }
+        if let Some(q) = &self.quic {
+            q.validate(self)?;
         }
         if let Some(m) = &self.mptcp {
             m.validate(&self.flavor)?;

@@ -63,6 +63,24 @@ pub fn tcp_flow(name: &str, src: usize, dst: usize, flavor: &str) -> TcpFlowSpec
         sndbuf_bytes: None,
         handshake_rtt: false,
         mptcp: None,
+        quic: None,
+    }
+}
+
+/// [`tcp_flow`] run as a QUIC connection with RFC 9000's and RFC 9002's defaults: max_ack_delay
+/// 25 ms, an ACK every 2 ack-eliciting packets and at once on a gap, initial RTT 333 ms, no
+/// stream window, paced.
+pub fn quic_flow(name: &str, src: usize, dst: usize, flavor: &str) -> TcpFlowSpec {
+    TcpFlowSpec {
+        quic: Some(crate::spec::QuicSpec {
+            max_ack_delay_ns: ms(25),
+            ack_eliciting_threshold: 2,
+            reordering_threshold: 1,
+            initial_rtt_ns: ms(333),
+            max_stream_data_bytes: None,
+            pacing: true,
+        }),
+        ..tcp_flow(name, src, dst, flavor)
     }
 }
 

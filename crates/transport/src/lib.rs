@@ -38,6 +38,7 @@ pub mod accecn;
 pub mod mptcp;
 pub mod ecn_choice;
 pub mod pacing;
+pub mod quic;
 mod rack;
 pub mod rate;
 pub mod receiver;

@@ -40,7 +40,7 @@ from typing import Any, Sequence
 import numpy as np
 import pandas as pd
 
-from ccarena.runspec import TcpFlowSpec, UdtFlowSpec
+from ccarena.runspec import QUIC_DATA_OVERHEAD_BYTES, TcpFlowSpec, UdtFlowSpec
 
 SIZE_BUCKETS: tuple[tuple[str, float, float], ...] = (
     ("<100KB", 0.0, 100e3),
@@ -59,9 +59,10 @@ UNLIMITED_BYTES = (2**64 - 1) // 4
 crates/sim/src/flow.rs): such a flow is bulk, not finite."""
 
 HEADER_BYTES = {"tcp": TcpFlowSpec.model_fields["header_bytes"].default,
+                "quic": QUIC_DATA_OVERHEAD_BYTES,
                 "udt": UdtFlowSpec.model_fields["header_bytes"].default}
 """Bytes of headers per data packet by flow kind (the run spec's defaults, which the front end
-never changes)."""
+never changes; a QUIC packet's, :data:`ccarena.runspec.QUIC_DATA_OVERHEAD_BYTES`)."""
 
 
 def ideal_fct_s(size_bytes: float, base_rtt_s: float, path_rates_bps: Sequence[float],

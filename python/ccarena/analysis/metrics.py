@@ -522,7 +522,7 @@ def flow_table(flows: pd.DataFrame, samples: pd.DataFrame, derived: dict[str, An
         ``stability`` = SD/mean of the flow's goodput samples in its active interval;
         ``fct_s`` = the engine's ``completion_time_s`` for finite transfers: the time from the
         flow's start until its last byte is acknowledged (NaN otherwise);
-        ``ideal_fct_s`` and ``fct_slowdown`` = fct_s / ideal_fct_s for finite TCP/UDT flows
+        ``ideal_fct_s`` and ``fct_slowdown`` = fct_s / ideal_fct_s for finite TCP/QUIC/UDT flows
         (:mod:`ccarena.analysis.datacenter_metrics`, over the path's link rates from ``links``, the
         engine's links table, when given; NaN for other flows);
         ``base_rtt_s``, ``path_loss``, ``bottleneck_rate_bps``, ``mss_bytes`` (payload per
@@ -533,6 +533,9 @@ def flow_table(flows: pd.DataFrame, samples: pd.DataFrame, derived: dict[str, An
         :func:`mhz_per_mbps` over ``goodput_mean_bps`` (NaN where the backend measured no CPU: the
         simulator; the raw :data:`CPU_COLUMNS` are added as NaN where a table lacks them).
     RTT statistics (``rtt_min_s`` … ``rtt_p99_s``) are the engine's, over per-ACK samples.
+    ``flavor`` names a Multipath TCP connection ``mptcp-…`` (:func:`ccarena.flavors.mptcp_label`)
+    and a QUIC connection (``kind`` ``"quic"``) ``quic-<flavor>``
+    (:func:`ccarena.flavors.quic_label`), apart from single-path TCP flows of the flavor.
     """
     out = flows.copy()
     mptcp = _mptcp_rows(out)
@@ -540,6 +543,11 @@ def flow_table(flows: pd.DataFrame, samples: pd.DataFrame, derived: dict[str, An
         out["flavor"] = pd.array([flavors.mptcp_label(str(f), str(c) if m else "")
                                   for f, c, m in zip(out["flavor"], out["coupling"], mptcp)],
                                  dtype="string")
+    if "kind" in out.columns and (out["kind"].astype(str) == "quic").any():
+        # A QUIC connection is compared apart from TCP flows of its flavor
+        # (:func:`ccarena.flavors.quic_label`).
+        out["flavor"] = pd.array([flavors.quic_label(str(f), str(k))
+                                  for f, k in zip(out["flavor"], out["kind"])], dtype="string")
     facts = {f["name"]: f for f in derived.get("flows", [])}
     active, goodput, throughput, loss, retx, pdr, stab, fct = ([] for _ in range(8))
     base_rtt, path_loss, bottleneck, mathis, padhye, cubic, mss_col = ([] for _ in range(7))
@@ -572,8 +580,9 @@ def flow_table(flows: pd.DataFrame, samples: pd.DataFrame, derived: dict[str, An
         mss_col.append(mss)
         path_loss.append(p)
         bottleneck.append(float(fact.get("bottleneck_rate_bps", math.nan)))
-        # The loss-response models are a single-path connection's.
-        tcp = str(row.kind) == "tcp" and p > 0 and not multipath
+        # The loss-response models are a single-path connection's (its controller's response
+        # to loss, over TCP or QUIC).
+        tcp = str(row.kind) in ("tcp", "quic") and p > 0 and not multipath
         mathis.append(theory.mathis_bps(mss, rtt, p) if tcp else math.nan)
         padhye.append(theory.padhye_bps(mss, rtt, p, rto_s=max(theory.MIN_RTO_S, rtt)) if tcp else math.nan)
         cubic.append(theory.cubic_bps(mss, rtt, p) if tcp else math.nan)

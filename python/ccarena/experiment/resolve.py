@@ -23,11 +23,15 @@ from ccarena.runspec import (
     LinkSpec,
     MptcpSpec,
     NodeSpec,
+    QuicSpec,
     RouteSpec,
     RoutingSpec,
     RunSpec,
+    QUIC_ACK_PACKET_BYTES,
+    QUIC_DEFAULTS,
     TcpFlowSpec,
     UdtFlowSpec,
+    quic_payload_bytes,
 )
 from ccarena.scenario import Flow, Scenario
 from ccarena.scenario.events import resolve_events
@@ -49,7 +53,8 @@ class ResolvedRun:
             ``{"flows": [{"name", "path_links", "reverse_path_links", "base_rtt_s",
             "bottleneck_rate_bps", "path_loss", "mss_bytes"}], "links": [{"name", "role"}]}``;
             an MPTCP flow of several subflows also has ``"subflow_path_links"``, each
-            subflow's data path.
+            subflow's data path. A QUIC flow's ``mss_bytes`` is the stream data its packets
+            carry (:func:`ccarena.runspec.quic_payload_bytes`).
     """
 
     spec: RunSpec
@@ -77,9 +82,21 @@ def _tcp_flow(flow: Flow, base: dict[str, Any]) -> TcpFlowSpec:
         settings["mptcp"] = MptcpSpec(
             subflows=flow.subflows or 1, coupling=flow.coupling or "uncoupled",
             scheduler=flow.scheduler or "minrtt", join_delay_ns=flow.join_delay_ns or 0)
+    if flow.is_quic:
+        settings["quic"] = _quic(flow)
     return TcpFlowSpec(**base, bytes=flow.size_bytes, flavor=flow.flavor,
                        params=_params(flow, entry),
                        recovery=flow.recovery or entry["default_recovery"], **settings)
+
+
+def _quic(flow: Flow) -> QuicSpec:
+    """The QUIC settings of a ``transport = "quic"`` flow: its own where it gives them, else
+    :data:`ccarena.runspec.QUIC_DEFAULTS` (RFC 9000/9002's)."""
+    given = {"max_ack_delay_ns": flow.max_ack_delay_ns,
+             "ack_eliciting_threshold": flow.ack_eliciting_threshold,
+             "reordering_threshold": flow.reordering_threshold,
+             "max_stream_data_bytes": flow.max_stream_data_bytes}
+    return QuicSpec(**{**QUIC_DEFAULTS, **{k: v for k, v in given.items() if v is not None}})
 
 
 def _udt_flow(flow: Flow, base: dict[str, Any]) -> UdtFlowSpec:
@@ -215,7 +232,7 @@ def resolve_run(scenario: Scenario, seed: int) -> ResolvedRun:
         start_ns = flow.start_ns + jitter_ns.pop(0)
         base = {"name": name, "src": index[flow.src], "dst": index[flow.dst],
                 "start_ns": start_ns, "stop_ns": flow.stop_ns}
-        build = {"tcp": _tcp_flow, "udt": _udt_flow}.get(flow.transport, _udp_flow)
+        build = {"tcp": _tcp_flow, "udt": _udt_flow}.get(flow.engine_kind, _udp_flow)
         flows_spec.append(build(flow, base))
     spec = RunSpec(
         seed=int(seed),
@@ -241,6 +258,12 @@ def resolve_run(scenario: Scenario, seed: int) -> ResolvedRun:
         if isinstance(flow_spec, CbrFlowSpec):
             facts = _path_facts(net, forward, back, flow_spec.packet_bytes + flow_spec.header_bytes, 0)
             facts["mss_bytes"] = flow_spec.packet_bytes
+        elif isinstance(flow_spec, TcpFlowSpec) and flow_spec.quic is not None:
+            # A QUIC packet has the TCP segment's wire size and carries less payload; its ACKs
+            # are QUIC's.
+            facts = _path_facts(net, forward, back, flow_spec.mss_bytes + flow_spec.header_bytes,
+                                QUIC_ACK_PACKET_BYTES)
+            facts["mss_bytes"] = quic_payload_bytes(flow_spec.mss_bytes, flow_spec.header_bytes)
         else:
             facts = _path_facts(net, forward, back, flow_spec.mss_bytes + flow_spec.header_bytes,
                                 flow_spec.ack_bytes)

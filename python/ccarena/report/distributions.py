@@ -182,7 +182,7 @@ def delay_points(samples: pd.DataFrame, flows: pd.DataFrame) -> pd.DataFrame:
     and ``srtt_s`` per (flow, sample)."""
     if not len(samples) or "srtt_s" not in samples or "goodput_bps" not in samples:
         return pd.DataFrame(columns=["flavor", "goodput_bps", "srtt_s"])
-    windowed = flows[flows["kind"].isin(["tcp", "udt"])] if "kind" in flows else flows
+    windowed = flows[flows["kind"].isin(["tcp", "quic", "udt"])] if "kind" in flows else flows
     flavor_of = dict(zip(windowed["flow"], windowed["flavor"].astype(str)))
     mine = samples[samples["flow"].isin(flavor_of)]
     mine = mine.assign(flavor=mine["flow"].map(flavor_of))[["flavor", "goodput_bps", "srtt_s"]]

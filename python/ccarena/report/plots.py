@@ -371,14 +371,14 @@ def with_rtt_rounds(samples: pd.DataFrame) -> pd.DataFrame:
 def cwnd_vs_time(samples: pd.DataFrame, flows: pd.DataFrame, mss_bytes: dict[int, float],
                  title: str, run_id: str = "", regions: pd.DataFrame | None = None,
                  rounds: bool = False, palette: FlavorPalette | None = None) -> plt.Figure:
-    """cwnd (the flow's line) and ssthresh (thin dotted, same colour) of each TCP or UDT flow, in
-    MSS-sized packets, against time (UDT has no ssthresh; none drawn for more than
+    """cwnd (the flow's line) and ssthresh (thin dotted, same colour) of each TCP, QUIC or UDT
+    flow, in MSS-sized packets, against time (UDT has no ssthresh; none drawn for more than
     :data:`MAX_LEGEND_FLOWS` flows or binned series). With ``rounds`` the x axis is the flow's
     transmission rounds (:func:`with_rtt_rounds`, ``[report] cwnd_axis = "rounds"``: cwnd per
     RTT round, the textbook sawtooth); otherwise time, with the regions shaded."""
     xlabel = "transmission round (∫ dt / srtt)" if rounds else "time (s)"
     fig, ax = _figure(title, xlabel, "window (packets of MSS)")
-    tcp = flows[flows["kind"].isin(["tcp", "udt"])]
+    tcp = flows[flows["kind"].isin(["tcp", "quic", "udt"])]
     if rounds:
         if "end_s" in tcp and len(samples):
             # A stopped flow's samples go on (flat); its rounds end with it.
@@ -410,11 +410,11 @@ def rtt_vs_time(samples: pd.DataFrame, flows: pd.DataFrame, title: str,
                 run_id: str = "", base_rtt_s: float | None = None,
                 regions: pd.DataFrame | None = None,
                 palette: FlavorPalette | None = None) -> plt.Figure:
-    """Smoothed RTT (srtt, ms) of each TCP or UDT flow against time, with the base (propagation)
-    RTT as a reference line when given and the regions shaded (:func:`shade_regions`)."""
+    """Smoothed RTT (srtt, ms) of each TCP, QUIC or UDT flow against time, with the base
+    (propagation) RTT as a reference line when given and the regions shaded (:func:`shade_regions`)."""
     fig, ax = _figure(title, "time (s)", "smoothed RTT (ms)")
     shade_regions(ax, regions)
-    windowed = flows[flows["kind"].isin(["tcp", "udt"])]
+    windowed = flows[flows["kind"].isin(["tcp", "quic", "udt"])]
     _per_flow(ax, samples, windowed, "srtt_s", 1e-3, run_id, palette)
     if base_rtt_s is not None and math.isfinite(base_rtt_s) and base_rtt_s > 0:
         ax.axhline(base_rtt_s * 1e3, color="0.45", linewidth=1.0, linestyle=(0, (6, 3)),

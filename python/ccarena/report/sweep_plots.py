@@ -124,7 +124,7 @@ def _theory_overlay(ax: plt.Axes, group: pd.DataFrame, rows: pd.DataFrame, param
     delay sweep at a fixed loss (the 1/RTT law, seed 002's Fig. 4); nothing is drawn when neither
     varies or the path has no random loss."""
     mine = rows[(rows["flow"] == flow) & rows["point"].isin(group["point"])]
-    if mine.empty or (mine["kind"] != "tcp").any():
+    if mine.empty or (~mine["kind"].isin(["tcp", "quic"])).any():
         return
     flavors = set(mine["flavor"].astype(str))
     if len(flavors) != 1:

@@ -30,7 +30,15 @@ from ccarena import flavors as flavor_catalog
 from ccarena.backends import backend_names, options_models, reference_backend
 from ccarena.errors import FieldError, FieldErrors, UserError
 from ccarena.quantities import Packets, RateBps, SizeBytes, StrictModel, TimeNs
-from ccarena.runspec import COUPLED_FLAVORS, COUPLINGS, MPTCP_SCHEDULERS, TCP_DEFAULTS
+from ccarena.runspec import (
+    COUPLED_FLAVORS,
+    COUPLINGS,
+    MPTCP_SCHEDULERS,
+    QUIC_DATA_OVERHEAD_BYTES,
+    TCP_DEFAULTS,
+    TRANSPORTS,
+    quic_payload_bytes,
+)
 from ccarena.scenario.events import Event, resolve_events
 from ccarena.scenario.executor_options import ExecutorOptions
 from ccarena.scenario.traffic import TrafficPattern, expand_traffic, flow_template
@@ -49,6 +57,25 @@ TCP_ONLY_FIELDS = ("bytes", "recovery", "params", "mss", "initial_cwnd", "min_rt
 UDP_ONLY_FIELDS = ("rate", "packet_size")
 MPTCP_FIELDS = ("subflows", "coupling", "scheduler", "join_delay")
 """A flow's Multipath TCP fields: giving any of them makes the flow an MPTCP connection."""
+QUIC_FIELDS = ("max_ack_delay", "ack_eliciting_threshold", "reordering_threshold", "max_stream_data")
+"""A QUIC flow's own settings (``transport = "quic"``; :class:`ccarena.runspec.QuicSpec`)."""
+
+NOT_UNDER_QUIC = {
+    "recovery": ("QUIC recovers losses by RFC 9002's rules (packet and time thresholds, §6.1)",
+                 "remove recovery"),
+    "dupthresh": ("QUIC declares a packet lost 3 packets or 9/8 RTT after a later one is "
+                  "acknowledged (RFC 9002 §6.1)", "remove dupthresh"),
+    "min_rto": ("QUIC has a probe timeout, not an RTO (RFC 9002 §6.2)", "remove min_rto"),
+    "initial_rto": ("QUIC has a probe timeout, not an RTO (RFC 9002 §6.2), the first one from "
+                    "the initial RTT of 333 ms", "remove initial_rto"),
+    "max_rto": ("QUIC has a probe timeout, not an RTO (RFC 9002 §6.2)", "remove max_rto"),
+    "delayed_ack": ("QUIC's receiver delays an ACK by at most max_ack_delay (RFC 9000 §13.2.1)",
+                    "give max_ack_delay instead"),
+    "ack_every": ("QUIC's receiver ACKs every ack_eliciting_threshold packets (RFC 9000 §13.2.2)",
+                  "give ack_eliciting_threshold instead"),
+}
+"""TCP-only flow fields a QUIC flow refuses: scenario field → (why, the fix). The engine ignores
+them on a QUIC flow; the scenario refuses them rather than let them be silently ignored."""
 
 SIMPLE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 
@@ -74,6 +101,15 @@ class Flow(StrictModel):
     or ``"uncoupled"``, the default: every subflow runs ``flavor`` on its own, as Linux does),
     ``scheduler`` (``"minrtt"``, the default, or ``"roundrobin"``), ``join_delay`` (subflows
     after the first start this much later; default ``"0s"``).
+    QUIC (TCP flavors): ``transport = "quic"`` (default ``"tcp"``) runs the flow as a QUIC
+    connection (RFC 9000, RFC 9002) with the same controller; it keeps ``bytes``, ``params``,
+    ``mss`` (its packets have the TCP segment's wire size), ``initial_cwnd``, ``ecn``, ``rwnd``
+    (the connection's flow-control window) and ``sndbuf``, refuses the TCP-only
+    :data:`NOT_UNDER_QUIC` and the MPTCP fields, and takes ``max_ack_delay`` (default 25 ms, RFC
+    9000 §18.2), ``ack_eliciting_threshold`` (default 2, RFC 9000 §13.2.2),
+    ``reordering_threshold`` (default 1, RFC 9000 §13.2.1; 0 = never ACK at once on reordering)
+    and ``max_stream_data`` (the stream's flow-control window; default unlimited), which need
+    ``transport = "quic"``.
     ``flavor`` may also be a table naming the flavor and its parameters:
     ``flavor = { name = "vegas", alpha = 1, beta = 3 }`` (the same as ``flavor = "vegas"`` with
     ``params = { alpha = 1, beta = 3 }``).
@@ -117,6 +153,11 @@ class Flow(StrictModel):
     coupling: Literal[COUPLINGS] | None = None  # type: ignore[valid-type]
     scheduler: Literal[MPTCP_SCHEDULERS] | None = None  # type: ignore[valid-type]
     join_delay_ns: TimeNs | None = Field(None, alias="join_delay")
+    transport: Literal[TRANSPORTS] | None = None  # type: ignore[valid-type]
+    max_ack_delay_ns: TimeNs | None = Field(None, alias="max_ack_delay")
+    ack_eliciting_threshold: int | None = Field(None, ge=1, le=1000)
+    reordering_threshold: int | None = Field(None, ge=0, le=1000)
+    max_stream_data_bytes: SizeBytes | None = Field(None, alias="max_stream_data")
 
     @field_validator("name")
     @classmethod
@@ -138,14 +179,21 @@ class Flow(StrictModel):
         return self.flavor in flavor_catalog.UDP_TRANSPORTS
 
     @property
-    def transport(self) -> str:
-        """``"tcp"``, ``"udt"`` or ``"udp_cbr"``: the engine flow kind this flow runs as."""
+    def engine_kind(self) -> str:
+        """``"tcp"``, ``"udt"`` or ``"udp_cbr"``: the engine flow kind this flow runs as (a QUIC
+        flow is a ``"tcp"`` flow of the spec with its ``quic`` settings: :attr:`is_quic`)."""
         return flavor_catalog.transport_of(self.flavor)
+
+    @property
+    def is_quic(self) -> bool:
+        """True when the flow runs as a QUIC connection (``transport = "quic"``)."""
+        return self.transport == "quic"
 
     @model_validator(mode="after")
     def _fields_fit_the_flavor(self) -> "Flow":
         given = {name for name, value in self._given_by_alias().items() if value is not None}
         if self.is_udp:
+            self._check_no_transport(given, f"{self.flavor} is UDP")
             for name in TCP_ONLY_FIELDS + MPTCP_FIELDS:
                 if name in given:
                     hint = "; a UDP flow sends until `stop`" if name == "bytes" else ""
@@ -157,7 +205,8 @@ class Flow(StrictModel):
                 if name in given:
                     raise FieldError(name, f"only udp-cbr flows take `{name}` ({self.flavor} is TCP)")
             self._check_mptcp()
-            if self.transport == "udt":
+            if self.engine_kind == "udt":
+                self._check_no_transport(given, "UDT runs on its own protocol over UDP")
                 for name in TCP_ONLY_FIELDS + MPTCP_FIELDS:
                     if name in given and name not in ("bytes", "params", "rwnd"):
                         raise FieldError(name, f"a udt flow takes `bytes`, `params` and `rwnd` but "
@@ -170,6 +219,8 @@ class Flow(StrictModel):
                         f"; {self.flavor} takes no parameters"
                     raise FieldError(f"params.{param}",
                                      f"unknown parameter of {self.flavor}{hint}{listing}")
+            if self.engine_kind == "tcp":
+                self._check_quic(given)
         if self.mss_bytes is not None and self.mss_bytes > MAX_MSS_BYTES:
             raise FieldError("mss", f"{self.mss_bytes} B is more than one segment can carry: at "
                                     f"most {MAX_MSS_BYTES} B (IPv4's 16-bit length less 40 B of "
@@ -195,6 +246,47 @@ class Flow(StrictModel):
             raise FieldError("coupling", f"{self.coupling} couples Reno's increase across the "
                                          f'subflows: give flavor = "reno", or coupling = '
                                          f'"uncoupled" to run {self.flavor} on each subflow')
+
+    def _check_no_transport(self, given: set[str], why: str) -> None:
+        """Refuse ``transport`` and the QUIC fields on a flow that is not a TCP flavor."""
+        for name in ("transport", *QUIC_FIELDS):
+            if name in given:
+                raise FieldError(name, f'only TCP flavors take `{name}` ({why}); transport = '
+                                       f'"quic" runs a TCP flavor\'s controller over QUIC, e.g. '
+                                       f'flavor = "cubic"')
+
+    def _check_quic(self, given: set[str]) -> None:
+        """A TCP flavor's QUIC fields: the QUIC settings need ``transport = "quic"``, and a QUIC
+        flow refuses the MPTCP fields, the TCP-only :data:`NOT_UNDER_QUIC` and sizes that leave a
+        packet no stream data."""
+        if not self.is_quic:
+            for name in QUIC_FIELDS:
+                if name in given:
+                    raise FieldError(name, f'is a QUIC setting; give transport = "quic" (this flow '
+                                           f'runs over {self.transport or "tcp"})')
+            return
+        for name in MPTCP_FIELDS:
+            if name in given:
+                raise FieldError(name, "a QUIC connection is single-path (ccarena has no "
+                                       f'multipath QUIC); remove {name}, or give transport = "tcp" '
+                                       "for Multipath TCP")
+        for name, (why, fix) in NOT_UNDER_QUIC.items():
+            if name in given:
+                raise FieldError(name, f'is a TCP setting and this flow runs over QUIC: {why}; '
+                                       f'{fix}, or give transport = "tcp"')
+        mss = self.mss_bytes or TCP_DEFAULTS["mss_bytes"]
+        payload = quic_payload_bytes(mss, TCP_DEFAULTS["header_bytes"])
+        if payload <= 0:
+            least = QUIC_DATA_OVERHEAD_BYTES - TCP_DEFAULTS["header_bytes"] + 1
+            raise FieldError("mss", f"{mss} B leaves a QUIC packet no stream data (its "
+                                    f"{mss + TCP_DEFAULTS['header_bytes']} B on the wire are all "
+                                    f"QUIC's {QUIC_DATA_OVERHEAD_BYTES} B of headers); give mss of "
+                                    f"at least {least} B")
+        if self.max_stream_data_bytes is not None and self.max_stream_data_bytes < payload:
+            raise FieldError("max_stream_data", f"{self.max_stream_data_bytes} B is less than one "
+                                                f"packet's stream data ({payload} B); give at least "
+                                                'that, e.g. max_stream_data = "16MB", or leave it '
+                                                "out (unlimited)")
 
     def _given_by_alias(self) -> dict[str, Any]:
         return {(f.alias or name): getattr(self, name) for name, f in type(self).model_fields.items()}
@@ -592,18 +684,24 @@ class Scenario(ScenarioWithBackendOptions):  # type: ignore[misc,valid-type]
         return self._network
 
     def flow_names(self) -> list[str]:
-        """Each flow's name: as given, else its flavor, numbered (``reno0``, ``reno1``) when
-        several unnamed flows share a flavor."""
-        unnamed = Counter(f.flavor for f in self.flows if f.name is None)
+        """Each flow's name: as given, else its flavor (``quic-<flavor>`` for a QUIC flow,
+        :func:`ccarena.flavors.quic_label`), numbered (``reno0``, ``reno1``) when several unnamed
+        flows share it."""
+        def base(flow: Flow) -> str:
+            return flavor_catalog.quic_label(flow.flavor, "quic" if flow.is_quic else "tcp")
+
+        unnamed = Counter(base(f) for f in self.flows if f.name is None)
         counters: dict[str, int] = {}
         names = []
         for flow in self.flows:
             if flow.name is not None:
                 names.append(flow.name)
-            elif unnamed[flow.flavor] == 1:
-                names.append(flow.flavor)
+                continue
+            label = base(flow)
+            if unnamed[label] == 1:
+                names.append(label)
             else:
-                k = counters.get(flow.flavor, 0)
-                counters[flow.flavor] = k + 1
-                names.append(f"{flow.flavor}{k}")
+                k = counters.get(label, 0)
+                counters[label] = k + 1
+                names.append(f"{label}{k}")
         return names

@@ -13,6 +13,10 @@ name), so sweeps, run ids, the engine and the metrics see nothing but flows. TOM
     hosts = ["left*", "right*"]         # optional: glob patterns restricting the host pool
     seed = 7                            # optional; default derived from the scenario's seed
 
+The template is validated as a ``[[flows]]`` table, so ``flow = { flavor = "cubic", transport =
+"quic", max_ack_delay = "5ms" }`` makes every generated flow a QUIC connection (RFC 9000/9002)
+with CUBIC.
+
 The host pool is the topology's hosts in the topology's order, or those matching ``hosts``.
 Every pattern takes ``start`` (default ``"0s"``) and ``jitter`` (each flow starts uniformly in
 [start, start + jitter), default ``"0s"``). Patterns:

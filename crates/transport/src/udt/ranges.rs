@@ -92,6 +92,82 @@ impl RangeSet {
     pub fn iter(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
         self.ranges.iter().map(|(s, e)| (*s, *e))
     }
+
+    /// The ranges, largest first (as an ACK frame lists them).
+    pub fn iter_rev(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
+        self.ranges.iter().rev().map(|(s, e)| (*s, *e))
+    }
+
+    /// How many disjoint ranges the set holds.
+    pub fn range_count(&self) -> usize {
+        self.ranges.len()
+    }
+
+    /// The smallest number at or above `seq` that is not in the set.
+    pub fn next_absent(&self, seq: u64) -> u64 {
+        match self.ranges.range(..=seq).next_back() {
+            // Ranges never touch, so the end of the range holding `seq` is absent.
+            Some((_, &e)) if seq < e => e,
+            _ => seq,
+        }
+    }
+}
+
+/// Interval operations the QUIC sender's stream bookkeeping uses (acknowledged and lost byte
+/// ranges, [`crate::quic::sender`]).
+impl RangeSet {
+    /// The lowest range `[start, end)`, if any.
+    pub fn first_range(&self) -> Option<(u64, u64)> {
+        self.ranges.first_key_value().map(|(s, e)| (*s, *e))
+    }
+
+    /// Remove every member of `[start, end)` (members outside it stay).
+    pub fn remove(&mut self, start: u64, end: u64) {
+        if start >= end {
+            return;
+        }
+        // A range starting before `start` that reaches into [start, end): keep its head (and
+        // its tail beyond `end`, if it spans the whole interval).
+        if let Some((&ps, &pe)) = self.ranges.range(..start).next_back() {
+            if pe > start {
+                self.ranges.insert(ps, start);
+                self.len -= pe - start;
+                if pe > end {
+                    self.ranges.insert(end, pe);
+                    self.len += pe - end;
+                }
+            }
+        }
+        // Ranges starting inside [start, end): drop them, keeping any tail beyond `end`.
+        while let Some((&ns, &ne)) = self.ranges.range(start..end).next() {
+            self.ranges.remove(&ns);
+            self.len -= ne - ns;
+            if ne > end {
+                self.ranges.insert(end, ne);
+                self.len += ne - end;
+            }
+        }
+    }
+
+    /// True when every member of `[start, end)` is in the set (an empty interval always is).
+    pub fn contains_range(&self, start: u64, end: u64) -> bool {
+        start >= end || self.ranges.range(..=start).next_back().is_some_and(|(_, e)| *e >= end)
+    }
+
+    /// The lowest maximal sub-range of `[start, end)` holding no member of the set, or `None`
+    /// when the set covers all of it.
+    pub fn first_gap(&self, start: u64, end: u64) -> Option<(u64, u64)> {
+        // Ranges never touch, so stepping past the one holding `start` lands on a non-member.
+        let s = match self.ranges.range(..=start).next_back() {
+            Some((_, &e)) if e > start => e,
+            _ => start,
+        };
+        if s >= end {
+            return None;
+        }
+        let gap_end = self.ranges.range(s..end).next().map_or(end, |(ns, _)| *ns);
+        Some((s, gap_end))
+    }
 }
 
 #[cfg(test)]

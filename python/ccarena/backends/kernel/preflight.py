@@ -41,6 +41,23 @@ header (ECN thresholds, ``ecn = true``) and drops a Not-ECT frame instead. All o
 relay's link emulation (htb's queue is a FIFO that never marks)."""
 
 
+NO_KERNEL_QUIC = "QUIC runs on the simulator; Linux has no kernel QUIC"
+"""Why the kernel backend refuses a QUIC flow (``transport = "quic"``): Linux implements TCP
+in the kernel, and QUIC lives in user-space libraries."""
+
+
+def refuse_quic(spec: RunSpec, why: str = NO_KERNEL_QUIC) -> None:
+    """Refuse the first QUIC flow of ``spec`` (a TCP flow with ``quic`` set) with ``why``. Needs
+    no probe of the machine, so a run is refused before anything is detected or started.
+
+    Raises:
+        UserError: ``flows[i].transport: <why>; use --backend sim``.
+    """
+    for i, flow in enumerate(spec.flows):
+        if getattr(flow, "quic", None) is not None:
+            raise UserError(f"flows[{i}].transport: {why}; use --backend sim")
+
+
 def check_privileges(caps: Capabilities) -> None:
     """Raises: UserError: not root and without CAP_NET_ADMIN/CAP_SYS_ADMIN."""
     if not caps.privileged:
@@ -97,6 +114,8 @@ def check_spec(spec: RunSpec, caps: Capabilities, emulation: Emulation,
         if tcp_check is not None:
             tcp_check(where, flow)
             continue
+        if flow.quic is not None:
+            raise UserError(f"{where}.transport: {NO_KERNEL_QUIC}; use --backend sim")
         flavor = flow.flavor
         entry = catalogue.get(flavor, {})
         if flavor not in available and entry.get("l4s", False):

@@ -44,7 +44,11 @@ class UdpBackend(kernel.KernelBackend):
 
     def check(self, spec: RunSpec) -> None:
         """Raise UserError naming what this machine or the transport lacks for ``spec`` (root, a
-        program, a flavor, a field the wire fixes, a queue discipline, a mechanism)."""
+        program, a flavor, a field the wire fixes, a queue discipline, a mechanism); a QUIC flow
+        is refused first, before anything is probed (:data:`.endpoint_flows.NO_UDP_QUIC`)."""
+        for i, flow in enumerate(spec.flows):
+            if getattr(flow, "quic", None) is not None:
+                raise UserError(f"flows[{i}].transport: {endpoint_flows.NO_UDP_QUIC}")
         engine = _engine()
         if not hasattr(engine, "udp_stream_send"):
             raise UserError("the udp backend needs an engine built with the udp stream mode "

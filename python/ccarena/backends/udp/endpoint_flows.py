@@ -96,6 +96,10 @@ def udt_mss_on_the_wire(flow: Any) -> int:
     return min(int(flow.mss_bytes), MAX_UDT_PAYLOAD_BYTES)
 
 
+NO_UDP_QUIC = "the udp backend's QUIC (quinn) is not built yet; run it on the simulator (--backend sim)"
+"""Why the udp backend refuses a QUIC flow (``transport = "quic"``) for now."""
+
+
 def check_tcp_flow(where: str, flow: Any) -> None:
     """Check one TCP flow of the spec for the udp backend.
 
@@ -107,6 +111,8 @@ def check_tcp_flow(where: str, flow: Any) -> None:
     if flow.flavor not in tcp_flavors():
         raise UserError(f"{where}.flavor: '{flow.flavor}' is not a TCP flavor of ccarena's transport; "
                         "use --backend sim")
+    if getattr(flow, "quic", None) is not None:
+        raise UserError(f"{where}.transport: {NO_UDP_QUIC}")
     if getattr(flow, "mptcp", None) is not None:
         raise UserError(f"{where}.subflows: the udp backend runs single-path connections; run "
                         "Multipath TCP with --backend sim or kernel")
