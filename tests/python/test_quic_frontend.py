@@ -254,7 +254,7 @@ def test_the_study_validates_and_compares_each_transport() -> None:
     parts = {}
     for plan in plans:
         parts.setdefault(plan.part, []).append(plan)
-    assert set(parts) == {"loss", "reordering", "buffers", "shared-bottleneck", "1gbps"}
+    assert set(parts) == {"loss", "reordering", "buffers", "shared-bottleneck", "1gbps", "cellular"}
     for name, runs in parts.items():
         kinds = {f.quic is not None for plan in runs for f in plan.resolved.spec.flows}
         assert kinds == {True, False}, f"{name} runs both transports"
