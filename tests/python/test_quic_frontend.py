@@ -19,8 +19,7 @@ from ccarena.analysis import metrics
 from ccarena.analysis.datacenter_metrics import HEADER_BYTES
 from ccarena.backends.kernel import backend as kernel_backend
 from ccarena.backends.kernel.preflight import NO_KERNEL_QUIC
-from ccarena.backends.udp.backend import UdpBackend
-from ccarena.backends.udp.endpoint_flows import NO_UDP_QUIC, check_tcp_flow
+from ccarena.backends.udp.endpoint_flows import check_tcp_flow, quic_mss_on_the_wire, quic_settings
 from ccarena.errors import UserError
 from ccarena.experiment import expand
 from ccarena.runspec import (
@@ -235,16 +234,18 @@ def test_the_kernel_backend_refuses_a_quic_flow_before_probing_anything(monkeypa
     assert "Linux has no kernel QUIC" in NO_KERNEL_QUIC and "simulator" in NO_KERNEL_QUIC
 
 
-def test_the_udp_backend_refuses_a_quic_flow_in_one_line(monkeypatch) -> None:
+def test_the_udp_backend_takes_a_quic_flow_and_refuses_what_its_wire_cannot_carry() -> None:
     spec = _resolved(_dumbbell([QUIC, TCP])).spec
-    monkeypatch.setattr(kernel_backend.capabilities, "detect", lambda: pytest.fail("probed"))
-    with pytest.raises(UserError) as caught:
-        UdpBackend().check(spec)
-    assert str(caught.value) == f"flows[0].transport: {NO_UDP_QUIC}"
-    assert "quinn" in NO_UDP_QUIC and "simulator" in NO_UDP_QUIC
-    with pytest.raises(UserError, match=r"^flows\[0\]\.transport: the udp backend's QUIC \(quinn\)"):
-        check_tcp_flow("flows[0]", spec.flows[0])
+    check_tcp_flow("flows[0]", spec.flows[0])  # the simulator's QUIC transport in ccarena's frames
     check_tcp_flow("flows[1]", spec.flows[1])  # the TCP flow is the udp backend's as before
+    assert quic_mss_on_the_wire(spec.flows[0]) == 1435  # the simulator's 1437 cut to a datagram
+    cfg = quic_settings(spec.flows[0])
+    assert cfg["ack_eliciting_threshold"] == spec.flows[0].quic.ack_eliciting_threshold
+    slow = spec.flows[0].model_copy(update={"quic": spec.flows[0].quic.model_copy(
+        update={"max_ack_delay_ns": 2**14 * 1_000_000})})
+    with pytest.raises(UserError, match=r"^flows\[0\]\.quic\.max_ack_delay: RFC 9000 §18\.2") as caught:
+        check_tcp_flow("flows[0]", slow)
+    assert "\n" not in str(caught.value)
 
 
 # ----------------------------------------------------------------------------- the study

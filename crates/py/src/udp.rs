@@ -14,7 +14,7 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use ccarena_udp::scenario_send::{SenderSample, StreamTotals};
-use ccarena_udp::wire::EcnFeedback;
+use ccarena_udp::wire::{EcnFeedback, QuicOffer};
 use ccarena_udp::{
     send_file, send_stream, Event, Receiver, ReceiverOptions, SendOptions, Sink, SinkOptions, StreamOptions, TransferRecord,
 };
@@ -289,6 +289,21 @@ fn sample_dict<'py>(py: Python<'py>, s: &SenderSample) -> PyResult<Bound<'py, Py
     Ok(d)
 }
 
+/// `config["quic"]`: a QUIC flow's settings (`max_ack_delay_ns`, `ack_eliciting_threshold`,
+/// `reordering_threshold`, `initial_rtt_ns`, `max_stream_data_bytes` (None: unlimited),
+/// `pacing`; missing: RFC 9000's and RFC 9002's defaults), or None for a TCP-like flow.
+fn quic_offer(config: &Bound<'_, PyDict>) -> PyResult<Option<QuicOffer>> {
+    let Some(q) = opt::<Bound<'_, PyDict>>(config, "quic")? else { return Ok(None) };
+    Ok(Some(QuicOffer {
+        ack_eliciting_threshold: opt(&q, "ack_eliciting_threshold")?.unwrap_or(2),
+        reordering_threshold: opt(&q, "reordering_threshold")?.unwrap_or(1),
+        max_ack_delay_ns: opt(&q, "max_ack_delay_ns")?.unwrap_or(25_000_000),
+        initial_rtt_ns: opt(&q, "initial_rtt_ns")?.unwrap_or(333_000_000),
+        max_stream_data_bytes: opt(&q, "max_stream_data_bytes")?.unwrap_or(u64::MAX),
+        pacing: opt(&q, "pacing")?.unwrap_or(true),
+    }))
+}
+
 /// Send one scenario flow from `bind` (an address of this host) to the sink at `peer`
 /// (`HOST:PORT`) and return what the kernel backend's generator returns for a TCP sender:
 /// `{"ok": True, "samples": [...], "at_end": {...}, "drained": {...}, "offered_bytes",
@@ -298,7 +313,8 @@ fn sample_dict<'py>(py: Python<'py>, s: &SenderSample) -> PyResult<Bound<'py, Py
 /// `config` holds the flow (`flavor`, `params`, `recovery`, `mss_bytes`, `initial_cwnd_packets`,
 /// `min_rto_ns`, `initial_rto_ns`, `max_rto_ns`, `clock_granularity_ns`, `dupthresh`,
 /// `sndbuf_bytes`, `bytes`, `ecn`: the flow's ECN, whose codepoint and feedback follow from
-/// the flavor, `ccarena_udp::scenario_send::stream_ecn_feedback`) and the run's times (`t0_mono_ns`, `start_ns`, `stop_ns`,
+/// the flavor, `ccarena_udp::scenario_send::stream_ecn_feedback`; `quic`: run it as QUIC with
+/// these settings, [`quic_offer`]) and the run's times (`t0_mono_ns`, `start_ns`, `stop_ns`,
 /// `duration_ns`, `interval_ns`); missing optional keys take Linux's values. Raises
 /// TransferError (one line) for a bad flavor or setting, no sink, a refusal or a silent sink; a
 /// KeyboardInterrupt (or other exception from a signal handler) stops the flow and is re-raised.
@@ -331,6 +347,7 @@ pub fn udp_stream_send<'py>(py: Python<'py>, bind: Option<String>, peer: &str, c
         drain: secs(opt(config, "drain_s")?, d.drain),
         pacing_burst: d.pacing_burst,
         ecn: opt(config, "ecn")?.unwrap_or(false),
+        quic: quic_offer(config)?,
     };
     let mut err: Option<PyErr> = None;
     let outcome = py.detach(|| send_stream(bind.as_deref(), peer, &opts, &mut || with_python(&mut err, |_| Ok(()))));

@@ -657,3 +657,81 @@ fn range_set_interval_helpers() {
     r.remove(0, 100);
     assert!(r.is_empty());
 }
+
+// ---------------------------------------------------------------- hostile ACK frames
+
+/// A frame with `ranges` exactly as given (any order, overlaps, `count` possibly beyond the
+/// array), `largest` as given, a huge ACK delay and absurd credit and ECN counts.
+fn raw_ack(largest: u64, ranges: &[(u64, u64)], count: u8) -> AckFrame {
+    let mut arr = [PnRange::default(); MAX_ACK_RANGES];
+    for (slot, &(lo, hi)) in arr.iter_mut().zip(ranges) {
+        *slot = PnRange { smallest: lo, largest: hi };
+    }
+    AckFrame {
+        largest,
+        ack_delay: Duration(u64::MAX),
+        ranges: arr,
+        range_count: count,
+        ecn: Some(EcnCounts { ect0: u64::MAX, ect1: u64::MAX, ce: u64::MAX }),
+        largest_received_at: SimTime(u64::MAX),
+        max_data: u64::MAX,
+        max_stream_data: u64::MAX,
+        credit_update: true,
+    }
+}
+
+#[test]
+fn malformed_acks_do_not_panic() {
+    let mut c = cfg();
+    c.ecn = SenderEcn::Classic;
+    let (mut s, _) = warm("cubic", c);
+    let next = s.next_pn();
+    assert!(next > 12);
+    let before = *s.stats();
+    // Ignored whole: a largest at or beyond the next packet number, no range, or every range
+    // beyond what was sent; nothing is acknowledged and no RTT sample is taken.
+    for a in [
+        raw_ack(next, &[(0, next)], 1),
+        raw_ack(u64::MAX, &[(0, u64::MAX)], 1),
+        raw_ack(5, &[(0, 5)], 0),
+        raw_ack(5, &[(next, next + 9)], 1),
+        raw_ack(5, &[(7, 3)], 1), // a range that ends before it starts
+    ] {
+        let o = s.on_ack(ms(150), &a);
+        assert_eq!((o.packets_newly_acked, o.rtt), (0, None), "{a:?}");
+    }
+    assert_eq!(s.stats().rtt_samples, before.rtt_samples);
+    // A range count beyond MAX_ACK_RANGES, ranges ascending and overlapping, largest not the
+    // first range's: clipped, never a panic, and each packet acknowledged once.
+    let ascending: Vec<(u64, u64)> = (0..MAX_ACK_RANGES as u64).map(|i| (10 + i / 3, 11 + i / 2)).collect();
+    let o = s.on_ack(ms(160), &raw_ack(11, &ascending, 200));
+    assert!(o.packets_newly_acked <= 2, "{o:?}");
+    let again = s.on_ack(ms(161), &raw_ack(11, &[(10, 11), (10, 11), (0, 20)], 3));
+    assert_eq!(again.packets_newly_acked, 0, "packets 10 and 11 were already acknowledged: {again:?}");
+    // Everything sent so far, with a duplicate and an out-of-order range: each packet once.
+    let last = s.next_pn() - 1;
+    let o = s.on_ack(ms(200), &raw_ack(last, &[(12, last), (0, last), (12, 12)], 3));
+    assert_eq!(o.packets_newly_acked, last + 1 - 12, "{o:?}");
+    assert_eq!(s.in_flight_bytes(), 0);
+    // The huge ACK delay is capped at max_ack_delay (RFC 9002 §5.3): the RTT stays finite.
+    assert!(s.srtt().unwrap() < dur_ms(1000), "{:?}", s.srtt());
+    // And the sender goes on sending.
+    assert!(!drain(&mut s, ms(200)).is_empty());
+}
+
+#[test]
+fn sanitize_ack_keeps_well_formed_frames_and_clips_the_rest() {
+    use ccarena_transport::quic::sender::sanitize_ack;
+    let good = ack(&[(0, 3), (6, 9), (20, 20)]);
+    assert_eq!(sanitize_ack(&good), Some(good));
+    // Adjacent ranges keep every number they acknowledge.
+    assert_eq!(sanitize_ack(&ack(&[(0, 4), (5, 9)])).unwrap().ranges(), ack(&[(0, 4), (5, 9)]).ranges());
+    // Ascending and overlapping: each clipped below its predecessor, or dropped.
+    let bad = raw_ack(99, &[(5, 9), (7, 20), (0, 6), (3, 4)], 4);
+    let clean = sanitize_ack(&bad).unwrap();
+    assert_eq!(clean.ranges(), &[PnRange { smallest: 5, largest: 9 }, PnRange { smallest: 0, largest: 4 }]);
+    assert_eq!(clean.largest, 9);
+    assert_eq!(sanitize_ack(&raw_ack(1, &[(3, 2)], 1)), None);
+    assert_eq!(sanitize_ack(&raw_ack(1, &[(0, 1)], 0)), None);
+    assert_eq!(sanitize_ack(&raw_ack(1, &[(0, 1)], 255)).unwrap().range_count, 1);
+}

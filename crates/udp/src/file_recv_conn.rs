@@ -277,6 +277,8 @@ impl Conn {
         match &self.rx {
             Rx::Tcp(rx) => std::iter::once((0, rx.rcv_nxt())).chain(rx.out_of_order_ranges()).collect(),
             Rx::Udt(_) => self.udt_got.ranges().to_vec(),
+            // A file transfer never runs QUIC (`file_recv` builds TCP-like or UDT receivers).
+            Rx::Quic(_) => Vec::new(),
         }
     }
 
@@ -286,6 +288,7 @@ impl Conn {
         match &self.rx {
             Rx::Tcp(rx) => rx.rcv_nxt() >= total,
             Rx::Udt(_) => total == 0 || self.udt_got.ranges().first().is_some_and(|&(s, e)| s == 0 && e >= total),
+            Rx::Quic(_) => false,
         }
     }
 
@@ -471,7 +474,7 @@ impl Conn {
                 self.flush_acks(sock, t);
             }
             Rx::Udt(_) => self.answer_finished(sock),
-            Rx::Tcp(_) => counters.out_of_bounds += 1,
+            Rx::Tcp(_) | Rx::Quic(_) => counters.out_of_bounds += 1,
         }
     }
 

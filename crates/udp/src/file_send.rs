@@ -217,6 +217,8 @@ fn tx_setup(opts: &SendOptions) -> Result<TxSetup<'_>, TransferError> {
         pacing_burst: opts.pacing_burst,
         // A file transfer runs without ECN (its OFFER has no field to ask the receiver for it).
         ecn: None,
+        // Nor QUIC (its OFFER has no transport field; scenario streams run it).
+        quic: None,
     })
 }
 

@@ -2,7 +2,9 @@
 //!
 //! The same sans-IO [`ccarena_transport::Sender`] and [`ccarena_transport::Receiver`] the
 //! simulator runs, with every TCP flavor of the catalogue, driven over a UDP socket on the
-//! monotonic clock: scenario flows for the `udp` backend ([`send_stream`], [`Sink`]) and a file transfer ([`send_file`], [`Receiver`]) with a stateless-cookie
+//! monotonic clock: scenario flows for the `udp` backend ([`send_stream`], [`Sink`]; also with the
+//! QUIC transport's RFC 9002 sender and RFC 9000 receiver, in this crate's frames, not QUIC's wire
+//! format) and a file transfer ([`send_file`], [`Receiver`]) with a stateless-cookie
 //! handshake, SHA-256 verification and resume. The wire format is in `docs/udp-wire.md`.
 //!
 //! Modules, one thing each; the file transfer's are `file_*`, the `udp` backend's scenario flows'
@@ -19,8 +21,9 @@
 //! - [`limit`]: a user's bandwidth limit (`--limit-rate`): a token bucket sent from in batches.
 //! - [`udt`]: UDT4's settings, and UDT's ACK and NAK from their wire frames.
 //! - `session`: the connection as a sender sees it: connect, handshake, send, receive, close.
-//! - `tx`: the sending half either sender drives, TCP-like or UDT, set up from one `TxSetup`.
-//! - `rx`: the receiving half of a connection, TCP-like or UDT, and its feedback frames.
+//! - `tx`: the sending half either sender drives, TCP-like, UDT or QUIC (scenario flows), set up
+//!   from one `TxSetup`.
+//! - `rx`: the receiving half of a connection, TCP-like, UDT or QUIC, and its feedback frames.
 //! - [`service`]: what both receiving services share: the socket's stateless front door
 //!   (version replies, cookies, rate limit, refusals), the [`Counters`], the read loop.
 //! - [`file_send`]: the file transfer's sender (`ccarena send`).

@@ -1,16 +1,18 @@
-//! The receiving half of a connection, TCP-like ([`Receiver`]) or UDT's ([`UdtReceiver`]), and
-//! the feedback frames it answers with (ACK; UDT_ACK and UDT_NAK: docs/udp-wire.md), and the
-//! transport's view of an arriving data frame. Shared by the file receiver's connections
-//! (`file_recv_conn`) and the scenario sink (`scenario_sink`).
+//! The receiving half of a connection, TCP-like ([`Receiver`]), UDT's ([`UdtReceiver`]) or
+//! QUIC's ([`QuicReceiver`], scenario sinks only), and the feedback frames it answers with (ACK;
+//! UDT_ACK and UDT_NAK; QUIC_ACK: docs/udp-wire.md), and the transport's view of an arriving
+//! data frame. Shared by the file receiver's connections (`file_recv_conn`) and the scenario sink
+//! (`scenario_sink`).
 
 use std::time::Duration;
 
 use ccarena_cc::SimTime;
+use ccarena_transport::quic::{QuicPacket, QuicReceiver};
 use ccarena_transport::udt::{DataPacket, ToSender, UdtReceiver, UdtReceiverConfig};
 use ccarena_transport::{DataSegment, Ecn, Receiver};
 
 use crate::udt::{FLOW_WINDOW_PACKETS, INITIAL_RTT, SYN};
-use crate::wire::{self, AckFrame, Frame, UdtAckFrame, MAX_NAK_RANGES, MAX_SACK_RANGES};
+use crate::wire::{self, AckFrame, Frame, QuicAckFrame, UdtAckFrame, MAX_NAK_RANGES, MAX_QUIC_ACK_RANGES, MAX_SACK_RANGES};
 
 /// Most out-of-order ranges a TCP-like receiving half holds above a hole: DATA that would open
 /// another is dropped, so the transport's reassembly list stays small whatever a sender does.
@@ -23,6 +25,8 @@ pub(crate) enum Rx {
     Tcp(Box<Receiver>),
     /// UDT's receiver.
     Udt(Box<UdtReceiver>),
+    /// The QUIC transport's receiver.
+    Quic(Box<QuicReceiver>),
 }
 
 /// UDT's receiver settings: UDT4's defaults, as the sender's ([`crate::udt`]).
@@ -51,6 +55,13 @@ pub(crate) fn udt_data_packet(seq: u64, offset: u64, timestamp_ns: u64, flags: u
     DataPacket { seq, offset, len: len as u32, timestamp: SimTime(timestamp_ns), retransmit: flags & wire::FLAG_RETRANSMIT != 0 }
 }
 
+/// The QUIC transport's packet from a QUIC_DATA frame's fields (`len` payload bytes, the
+/// retransmit flag) and `ecn`, the IP header's ECN field as it arrived (RFC 9000 §13.4.1: the
+/// counts are of what the network delivered).
+pub(crate) fn quic_packet(pn: u64, offset: u64, len: u32, flags: u8, ecn: Ecn) -> QuicPacket {
+    QuicPacket { pn, offset, len, sent_at: SimTime::ZERO, ecn, retransmit: flags & wire::FLAG_RETRANSMIT != 0 }
+}
+
 impl Rx {
     /// A UDT receiver whose timers start at `now`.
     pub(crate) fn udt(now: SimTime) -> Rx {
@@ -62,6 +73,7 @@ impl Rx {
         match self {
             Rx::Tcp(r) => r.handle_timeout(t),
             Rx::Udt(r) => r.handle_timeout(t),
+            Rx::Quic(r) => r.handle_timeout(t),
         }
     }
 
@@ -72,6 +84,7 @@ impl Rx {
             Rx::Tcp(r) => r.handle_timeout(SimTime::NEVER),
             // UDT's ACK timer runs every SYN: one SYN on, it is due.
             Rx::Udt(r) => r.handle_timeout(t + ccarena_cc::Duration(SYN.as_nanos() as u64)),
+            Rx::Quic(r) => r.handle_timeout(SimTime::NEVER),
         }
     }
 
@@ -80,6 +93,7 @@ impl Rx {
         match self {
             Rx::Tcp(r) => r.poll_timeout(),
             Rx::Udt(r) => r.poll_timeout(),
+            Rx::Quic(r) => r.poll_timeout(),
         }
     }
 
@@ -88,6 +102,7 @@ impl Rx {
         match self {
             Rx::Tcp(r) => r.rcv_nxt(),
             Rx::Udt(r) => r.delivered_bytes(),
+            Rx::Quic(r) => r.delivered_bytes(),
         }
     }
 
@@ -96,6 +111,8 @@ impl Rx {
         match self {
             Rx::Tcp(r) => (r.stats().duplicate_bytes, r.stats().out_of_order_segments),
             Rx::Udt(r) => (r.stats().duplicate_bytes, r.stats().out_of_order_packets),
+            // The QUIC receiver does not count them; the sink does (`scenario_sink`).
+            Rx::Quic(r) => (r.stats().duplicate_bytes, 0),
         }
     }
 
@@ -135,6 +152,23 @@ impl Rx {
                     }
                     Frame::UdtNak { ranges, count: n.count }
                 }
+            }),
+            Rx::Quic(r) => r.poll_ack(t).map(|a| {
+                let mut ranges = [(0, 0); MAX_QUIC_ACK_RANGES];
+                for (x, p) in ranges.iter_mut().zip(a.ranges()) {
+                    *x = (p.smallest, p.largest);
+                }
+                Frame::QuicAck(Box::new(QuicAckFrame {
+                    largest: a.largest,
+                    ack_delay_ns: a.ack_delay.as_nanos(),
+                    largest_received_at_ns: a.largest_received_at.as_nanos(),
+                    max_data: a.max_data,
+                    max_stream_data: a.max_stream_data,
+                    credit_update: a.credit_update,
+                    ranges,
+                    range_count: a.range_count,
+                    ecn: a.ecn.map(|e| (e.ect0, e.ect1, e.ce)),
+                }))
             }),
         }
     }

@@ -19,6 +19,14 @@
 //! and asks for DCTCP's echo (RFC 8257 §3.2); any other sends ECT(0) with RFC 3168's feedback.
 //! The codepoint goes in each datagram's IP header ([`crate::batch`]), the request in the
 //! STREAM_OFFER (docs/udp-wire.md).
+//!
+//! QUIC ([`StreamOptions::quic`]): the flow runs the QUIC transport's sender
+//! ([`ccarena_transport::quic::QuicSender`], RFC 9002, the simulator's code) with the flavor's
+//! controller, its settings in the STREAM_OFFER so the sink runs the matching receiver; the
+//! connection's flow-control window is the sink's receive window (ACCEPT). Its samples and totals
+//! fill the same fields: RTT from its RFC 9002 estimator, `rto_s` the PTO, `total_rto` probe
+//! timeouts, `fast_recoveries` loss-started congestion events; with ECN the sink reports ECN
+//! counts (RFC 9000 §13.4), and `ecn_reductions` counts the congestion events they started.
 
 use std::time::Duration;
 
@@ -28,7 +36,7 @@ use crate::clock::{mono_ns, Schedule, KEEPALIVE};
 use crate::error::TransferError;
 use crate::session::{connect, handshake, Session};
 use crate::tx::{Outgoing, Tx, TxSetup};
-use crate::wire::{self, EcnFeedback, Frame, UNBOUNDED_STREAM};
+use crate::wire::{self, EcnFeedback, Frame, QuicOffer, UNBOUNDED_STREAM};
 
 /// How often the driver asks its caller whether to go on (a Python signal check), at most.
 const CHECK_EVERY_NS: u64 = 100_000_000;
@@ -82,6 +90,10 @@ pub struct StreamOptions {
     /// The flow uses ECN (the scenario flow's `ecn`): which codepoint and feedback follow from
     /// the flavor ([`stream_ecn_feedback`]).
     pub ecn: bool,
+    /// Run the flow as QUIC with these settings (the scenario flow's `quic`; the RTO, recovery
+    /// and dupthresh fields are then unused, `mss_bytes` is the stream bytes per packet, at most
+    /// [`wire::MAX_QUIC_PAYLOAD_BYTES`]); `None`: the TCP-like transport.
+    pub quic: Option<QuicOffer>,
 }
 
 /// The ECN feedback a stream of `flavor` with `params` asks its sink for: `None` without `ecn`;
@@ -122,6 +134,7 @@ impl Default for StreamOptions {
             drain: Duration::from_secs(2),
             pacing_burst: Duration::from_millis(1),
             ecn: false,
+            quic: None,
         }
     }
 }
@@ -148,6 +161,7 @@ impl StreamOptions {
             sndbuf_bytes: self.sndbuf_bytes,
             pacing_burst: self.pacing_burst,
             ecn,
+            quic: self.quic,
         })
     }
 }
@@ -210,7 +224,7 @@ pub struct StreamTotals {
     /// Window reductions in answer to ECN feedback (ECE, or AccECN's CE counts).
     pub ecn_reductions: u64,
     /// CE-marked packets the sink fed back by Accurate ECN (RFC 9768 §3.2.1's s.cep less its
-    /// initial value); 0 without it.
+    /// initial value) or, for QUIC, by its ACKs' ECN counts (RFC 9000 §13.4.1); 0 without.
     pub accecn_ce_packets: u64,
     /// CE-marked payload bytes the sink fed back by Accurate ECN; 0 without it.
     pub accecn_ce_bytes: u64,
@@ -269,6 +283,24 @@ fn sample(tx: &Tx, time_s: f64, offered_bytes: u64) -> SenderSample {
                 ca_state: ca_code(s.ca_state()),
             }
         }
+        Tx::Quic(s) => {
+            let cw = s.cwnd();
+            SenderSample {
+                time_s,
+                sent_bytes: s.stats().bytes_sent,
+                acked_bytes: s.stream_bytes_acked(),
+                offered_bytes,
+                cwnd_bytes: cw.cwnd_bytes,
+                ssthresh_bytes: (cw.ssthresh_bytes != u64::MAX).then_some(cw.ssthresh_bytes),
+                srtt_s: s.srtt().map(secs),
+                rttvar_s: s.rttvar().map(secs),
+                rto_s: secs(s.pto()),
+                inflight_bytes: s.in_flight_bytes(),
+                pacing_rate_bps: s.pacing_rate_bps(),
+                retransmits: s.stats().packets_retransmitted,
+                ca_state: ca_code(s.ca_state()),
+            }
+        }
         Tx::Udt(s) => {
             let cw = s.cwnd();
             SenderSample {
@@ -297,10 +329,13 @@ fn totals(tx: &Tx, offered_bytes: u64, reported_min_rtt: Option<Duration>) -> St
     let (spurious_rtos, min_rtt) = match tx {
         Tx::Tcp(s) => (s.stats().spurious_rtos, s.min_rtt().map(|d| Duration::from_nanos(d.as_nanos()))),
         Tx::Udt(_) => (0, reported_min_rtt),
+        Tx::Quic(s) => (0, s.min_rtt().map(|d| Duration::from_nanos(d.as_nanos()))),
     };
     let ecn = match tx {
         Tx::Tcp(s) => (s.stats().ecn_reductions, s.stats().accecn_ce_packets, s.stats().accecn_ce_bytes),
         Tx::Udt(_) => (0, 0, 0),
+        // QUIC's ECN counts are packets (RFC 9000 §13.4.1): the CE packets fed back, no bytes.
+        Tx::Quic(s) => (s.stats().ecn_congestion_events, s.stats().ce_packets_reported, 0),
     };
     StreamTotals {
         bytes_sent: t.bytes_sent,
@@ -345,7 +380,7 @@ pub fn send_stream(
     let mss = opts.mss_bytes;
     let acc = handshake(
         &mut session,
-        &|cookie| Frame::StreamOffer { cookie, stream_bytes, mss_bytes: mss as u16, flavor: &opts.flavor, ecn },
+        &|cookie| Frame::StreamOffer { cookie, stream_bytes, mss_bytes: mss as u16, flavor: &opts.flavor, ecn, quic: opts.quic },
         opts.handshake_timeout,
         keep_going,
     )?;

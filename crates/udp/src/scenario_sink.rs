@@ -16,6 +16,15 @@
 //! DATA's codepoint from its IP header as it arrived (`IP_RECVTOS`/`IPV6_RECVTCLASS`,
 //! [`crate::batch`]) and echoes the CE marks in its ACKs. Without it the receiver's ECN is off.
 //!
+//! A stream offered with QUIC settings (docs/udp-wire.md) runs the QUIC transport's
+//! [`QuicReceiver`] (RFC 9000 §13.2's ACKs, ECN counts and flow-control credit; the connection
+//! window is this sink's `rwnd_bytes`): QUIC_DATA in, QUIC_ACK out. The same bounds hold:
+//! QUIC_DATA beyond the stream, beyond the connection or stream credit (or [`MAX_WINDOW_BYTES`]
+//! past the delivered bytes when unlimited), or opening more than [`MAX_OOO_RANGES`] stream
+//! ranges is dropped unacknowledged (its sender sends it again); the packet numbers it tracks
+//! are at most 32 ranges (the receiver's own cap); settings out of range (a `max_ack_delay` of
+//! 2^14 ms or more, RFC 9000 §18.2) are refused.
+//!
 //! A stream offered with flavor `udt` ([`crate::udt`]) runs the UDT transport's
 //! [`UdtReceiver`](ccarena_transport::udt::UdtReceiver) instead: UDT_DATA and UDT_ACK2 in, UDT_ACK and UDT_NAK out; a UDT_DATA packet
 //! beyond the stream or more than the flow window ahead of the first missing packet is dropped.
@@ -24,21 +33,27 @@ use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 use ccarena_cc::SimTime;
+use ccarena_transport::quic::QuicReceiver;
 use ccarena_transport::udt::Ack2Packet;
 use ccarena_transport::{Ecn, EcnMode, Receiver, ReceiverConfig};
 
 use crate::clock::{mono_ns, Schedule, KEEPALIVE};
 use crate::error::TransferError;
 use crate::guard::ReplayWindow;
-use crate::rx::{data_segment, udt_data_packet, Rx, MAX_OOO_RANGES};
+use crate::rx::{data_segment, quic_packet, udt_data_packet, Rx, MAX_OOO_RANGES};
 use crate::service::{read_datagrams, Counters, Service, ServiceSocket};
+use crate::tx::quic_config;
 use crate::udt::{FLOW_WINDOW_PACKETS, UDT_FLAVOR};
-use crate::wire::{self, encode, kind_of, EcnFeedback, Frame, Header, RejectCode, UNBOUNDED_STREAM};
+use crate::wire::{self, encode, kind_of, EcnFeedback, Frame, Header, QuicOffer, RejectCode, UNBOUNDED_STREAM};
 
 /// Largest window above the cumulative ACK a sink accepts DATA in when the flow has no receive
 /// buffer (`rwnd_bytes` unset: the window is not advertised), bytes. Only the bound on what
 /// a hostile sender can make the sink track; no payload is kept.
 pub const MAX_WINDOW_BYTES: u64 = 1 << 32;
+
+/// A QUIC stream's max_ack_delay must stay below 2^14 ms (RFC 9000 §18.2: larger values are
+/// invalid), ns.
+pub const MAX_QUIC_ACK_DELAY_NS: u64 = (1 << 14) * 1_000_000;
 
 /// A sink's settings: the flow's receiver settings (as the simulator builds its receiver) and
 /// the run's times.
@@ -137,6 +152,8 @@ struct Stream {
     data_segs_in: u64,
     packets_by_ecn: [u64; 4],
     ecn: Option<EcnFeedback>,
+    /// QUIC_DATA that arrived above a hole (the QUIC receiver does not count them).
+    quic_out_of_order: u64,
     closed: bool,
 }
 
@@ -191,6 +208,7 @@ impl Sink {
         self.stream.as_ref().map_or(0, |s| match &s.rx {
             Rx::Tcp(r) => r.out_of_order_ranges().count(),
             Rx::Udt(_) => 0,
+            Rx::Quic(r) => r.out_of_order_ranges(),
         })
     }
 
@@ -269,10 +287,11 @@ impl Sink {
             ce_bytes: s.map_or(0, |s| match &s.rx {
                 Rx::Tcp(r) => r.stats().ce_bytes,
                 Rx::Udt(_) => 0,
+                Rx::Quic(r) => r.stats().ce_bytes,
             }),
             ecn_feedback: s.and_then(|s| s.ecn),
             duplicate_bytes: st.map_or(0, |st| st.0),
-            out_of_order_segments: st.map_or(0, |st| st.1),
+            out_of_order_segments: st.map_or(0, |st| st.1) + s.map_or(0, |s| s.quic_out_of_order),
             connected: s.is_some(),
             closed_by_sender: s.is_some_and(|s| s.closed && s.last_heard.elapsed() < idle),
             counters: self.port.counters,
@@ -301,7 +320,7 @@ impl Sink {
         let ours = self.stream.as_ref().is_some_and(|s| s.peer == from && s.conn_id == h.conn_id);
         match frame {
             Frame::Hello => self.port.hello(from, h.conn_id, now),
-            Frame::StreamOffer { cookie, stream_bytes, mss_bytes, flavor, ecn } => {
+            Frame::StreamOffer { cookie, stream_bytes, mss_bytes, flavor, ecn, quic } => {
                 if ours {
                     // Its ACCEPT was lost: say it again.
                     let s = self.stream.as_mut().expect("ours");
@@ -323,6 +342,10 @@ impl Sink {
                     Some((RejectCode::BadOffer, "MSS out of range"))
                 } else if flavor == UDT_FLAVOR && ecn.is_some() {
                     Some((RejectCode::BadOffer, "UDT runs without ECN"))
+                } else if flavor == UDT_FLAVOR && quic.is_some() {
+                    Some((RejectCode::BadOffer, "UDT is its own transport, not QUIC's"))
+                } else if quic.is_some_and(|q| !self.quic_settings_ok(&q, mss_bytes)) {
+                    Some((RejectCode::BadOffer, "QUIC settings out of range"))
                 } else {
                     None
                 };
@@ -340,6 +363,8 @@ impl Sink {
                     pn_out: 0,
                     rx: if flavor == UDT_FLAVOR {
                         Rx::udt(SimTime(0))
+                    } else if let Some(q) = quic {
+                        Rx::Quic(Box::new(QuicReceiver::new(self.quic_receiver_config(&q, mss_bytes, ecn))))
                     } else {
                         let mut cfg = receiver_config(&self.opts, mss_bytes as u32);
                         cfg.ecn = ecn.map_or(EcnMode::Off, EcnFeedback::receiver_mode);
@@ -351,6 +376,7 @@ impl Sink {
                     data_segs_in: 0,
                     packets_by_ecn: [0; 4],
                     ecn,
+                    quic_out_of_order: 0,
                     closed: false,
                 };
                 send(&mut s, &mut self.port, &accept_frame(stream_bytes, self.opts.rwnd_bytes));
@@ -382,6 +408,38 @@ impl Sink {
                 let seg = data_segment(offset, len as u32, ts_val_ns, flags, ecn);
                 let st = SimTime(now.saturating_duration_since(s.epoch).as_nanos() as u64);
                 let _ = rx.on_segment(st, &seg);
+                flush(s, &mut self.port, st);
+            }
+            Frame::QuicData { pn, offset, flags, payload } => {
+                let window = self.opts.rwnd_bytes.unwrap_or(MAX_WINDOW_BYTES);
+                let counters = &mut self.port.counters;
+                let Some(s) = heard(&mut self.stream, counters, ours, h.pn, now, false) else { return };
+                let Rx::Quic(rx) = &mut s.rx else {
+                    counters.out_of_bounds += 1; // QUIC packets on a TCP-like or UDT stream
+                    return;
+                };
+                let len = payload.len() as u64;
+                let end = offset + len; // decode checked it does not overflow
+                let delivered = rx.delivered_bytes();
+                // RFC 9000 §4.1: data beyond the credit advertised is a flow-control error; the
+                // credit is at most what was delivered plus the windows.
+                let stream_window = rx.config().max_stream_data_bytes.unwrap_or(u64::MAX);
+                let credit = delivered.saturating_add(window.min(stream_window));
+                let carries = len > 0;
+                let beyond_stream = carries && s.stream_bytes != UNBOUNDED_STREAM && end > s.stream_bytes;
+                let beyond_credit = carries && end > credit;
+                let above_hole = carries && offset > delivered;
+                let too_scattered = above_hole && rx.out_of_order_ranges() >= MAX_OOO_RANGES;
+                if beyond_stream || beyond_credit || too_scattered {
+                    counters.out_of_bounds += 1;
+                    return;
+                }
+                s.data_segs_in += 1;
+                s.quic_out_of_order += u64::from(above_hole);
+                let ecn = self.port.arrival_ecn;
+                s.packets_by_ecn[ecn.bits() as usize] += 1;
+                let st = SimTime(now.saturating_duration_since(s.epoch).as_nanos() as u64);
+                let _ = rx.on_packet(st, &quic_packet(pn, offset, len as u32, flags, ecn));
                 flush(s, &mut self.port, st);
             }
             Frame::UdtData { .. } | Frame::UdtAck2 { .. } => {
@@ -423,6 +481,23 @@ impl Sink {
             // Server-to-client packets sent to a server.
             _ => self.port.counters.malformed += 1,
         }
+    }
+}
+
+impl Sink {
+    /// The QUIC receiver's settings for an offer's: its ACK thresholds and delay, stream window
+    /// and payload size, this sink's receive window as the connection window (RFC 9000 §4.1),
+    /// ECN counts when the stream uses ECN (RFC 9000 §13.4).
+    fn quic_receiver_config(&self, q: &QuicOffer, mss_bytes: u16, ecn: Option<EcnFeedback>) -> ccarena_transport::quic::QuicConfig {
+        quic_config(mss_bytes as u32, 10, q, self.opts.rwnd_bytes, None, ecn)
+    }
+
+    /// An offer's QUIC settings are ones the receiver takes: [`QuicConfig::validate`]'s
+    /// ranges and a max_ack_delay below [`MAX_QUIC_ACK_DELAY_NS`].
+    ///
+    /// [`QuicConfig::validate`]: ccarena_transport::quic::QuicConfig::validate
+    fn quic_settings_ok(&self, q: &QuicOffer, mss_bytes: u16) -> bool {
+        q.max_ack_delay_ns < MAX_QUIC_ACK_DELAY_NS && self.quic_receiver_config(q, mss_bytes, None).validate().is_ok()
     }
 }
 

@@ -4,18 +4,24 @@
 //! draft-gg-udt-03), behind one interface so each driver's loop — handshake, timers, feedback,
 //! progress, record — is the same for both.
 //!
-//! What differs is what goes on the wire (DATA and ACK, or UDT_DATA, UDT_ACK, UDT_ACK2 and
-//! UDT_NAK: docs/udp-wire.md) and what the transport's counters are called.
+//! A scenario flow may also run the QUIC transport's [`QuicSender`] (RFC 9002's loss detection
+//! and congestion control with any TCP flavor's controller, `ccarena_transport::quic`), chosen by
+//! [`TxSetup::quic`]; the file transfer does not.
+//!
+//! What differs is what goes on the wire (DATA and ACK; UDT_DATA, UDT_ACK, UDT_ACK2 and
+//! UDT_NAK; or QUIC_DATA and QUIC_ACK: docs/udp-wire.md) and what the transport's counters are
+//! called.
 
 use std::time::Duration;
 
 use ccarena_cc::{catalogue, new_controller, Params, SimTime};
+use ccarena_transport::quic::{AckFrame as QuicAck, EcnCounts, PnRange, QuicConfig, QuicSender, MAX_ACK_RANGES};
 use ccarena_transport::udt::{Ack2Packet, DataPacket, ToReceiver, UdtSender};
 use ccarena_transport::{AckSegment, Ecn, RecoveryMode, SackBlock, Sender, SenderConfig, SenderEcn, MAX_SACK_BLOCKS};
 
 use crate::error::TransferError;
 use crate::udt::{ack_packet, nak_packet, udt_sender_setup, INITIAL_RTT, UDT_FLAVOR};
-use crate::wire::{self, EcnFeedback, Frame};
+use crate::wire::{self, EcnFeedback, Frame, QuicAckFrame, QuicOffer};
 
 /// What the sending half is made from, whichever driver asks (a file transfer or a scenario
 /// flow, each with its own options): the flavor, its parameters, and the TCP-like sender's
@@ -50,6 +56,56 @@ pub(crate) struct TxSetup<'a> {
     /// The ECN feedback the receiver gives (`None`: no ECN): the sender's ECN follows it
     /// ([`sender_ecn`]). UDT runs without.
     pub(crate) ecn: Option<EcnFeedback>,
+    /// Run the QUIC transport with these settings (a TCP flavor's controller; the RTO,
+    /// recovery and dupthresh fields unused); `None`: the TCP-like one, or UDT.
+    pub(crate) quic: Option<QuicOffer>,
+}
+
+/// The QUIC settings both ends of a stream use, from the flow's payload size, initial window
+/// (packets), the offer's QUIC settings, the connection window `rwnd_bytes` (the sink's receive
+/// window, `None`: unlimited), the send buffer and the ECN feedback
+/// (RFC 9000 §13.4: ECN counts are reported when the stream uses ECN).
+pub(crate) fn quic_config(
+    mss_bytes: u32,
+    initial_cwnd_packets: u32,
+    q: &QuicOffer,
+    rwnd_bytes: Option<u64>,
+    sndbuf_bytes: Option<u64>,
+    ecn: Option<EcnFeedback>,
+) -> QuicConfig {
+    QuicConfig {
+        max_payload_bytes: mss_bytes,
+        initial_cwnd_bytes: initial_cwnd_packets as u64 * mss_bytes as u64,
+        initial_rtt: ccarena_cc::Duration(q.initial_rtt_ns),
+        max_ack_delay: ccarena_cc::Duration(q.max_ack_delay_ns),
+        ack_eliciting_threshold: q.ack_eliciting_threshold,
+        reordering_threshold: q.reordering_threshold,
+        max_data_bytes: rwnd_bytes,
+        max_stream_data_bytes: (q.max_stream_data_bytes != u64::MAX).then_some(q.max_stream_data_bytes),
+        sndbuf_bytes,
+        ecn: sender_ecn(ecn),
+        pacing: q.pacing,
+    }
+}
+
+/// The QUIC transport's ACK frame from a QUIC_ACK frame (which `wire::decode` checked: 1 to
+/// [`MAX_ACK_RANGES`] descending ranges).
+pub(crate) fn quic_ack(a: &QuicAckFrame) -> QuicAck {
+    let mut ranges = [PnRange::default(); MAX_ACK_RANGES];
+    for (x, &(smallest, largest)) in ranges.iter_mut().zip(&a.ranges[..(a.range_count as usize).min(MAX_ACK_RANGES)]) {
+        *x = PnRange { smallest, largest };
+    }
+    QuicAck {
+        largest: a.largest,
+        ack_delay: ccarena_cc::Duration(a.ack_delay_ns),
+        ranges,
+        range_count: a.range_count,
+        ecn: a.ecn.map(|(ect0, ect1, ce)| EcnCounts { ect0, ect1, ce }),
+        largest_received_at: SimTime(a.largest_received_at_ns),
+        max_data: a.max_data,
+        max_stream_data: a.max_stream_data,
+        credit_update: a.credit_update,
+    }
 }
 
 /// How the TCP-like sender uses ECN with a receiver giving `feedback` (`None`: no ECN), as the
@@ -124,6 +180,8 @@ enum DataKind {
     Tcp { ts_val_ns: u64, flags: u8 },
     /// UDT_DATA: packet sequence number, time stamp (ns), flags.
     Udt { seq: u64, timestamp_ns: u64, flags: u8 },
+    /// QUIC_DATA: packet number, flags.
+    Quic { pn: u64, flags: u8 },
 }
 
 impl DataOut {
@@ -134,6 +192,7 @@ impl DataOut {
             DataKind::Udt { seq, timestamp_ns, flags } => {
                 Frame::UdtData { seq, offset: self.offset, timestamp_ns, flags, payload }
             }
+            DataKind::Quic { pn, flags } => Frame::QuicData { pn, offset: self.offset, flags, payload },
         }
     }
 }
@@ -165,6 +224,8 @@ pub(crate) enum Tx {
     Tcp(Box<Sender>),
     /// UDT's transport.
     Udt(Box<UdtSender>),
+    /// The QUIC transport.
+    Quic(Box<QuicSender>),
 }
 
 impl Tx {
@@ -181,10 +242,26 @@ impl Tx {
             if setup.ecn.is_some() {
                 return Err(TransferError::Config { message: "ecn: UDT runs without ECN".into() });
             }
+            if setup.quic.is_some() {
+                return Err(TransferError::Config { message: "--flavor: UDT is its own transport, not QUIC's".into() });
+            }
             let (cfg, cc) = udt_sender_setup(setup.mss_bytes, &setup.params)?;
             return Ok((Tx::Udt(Box::new(UdtSender::new(cfg, cc, now))), "nak".into()));
         }
         let (cc, recovery) = controller_setup(setup.flavor, &setup.params, setup.recovery, setup.mss_bytes)?;
+        if let Some(q) = &setup.quic {
+            if setup.mss_bytes as usize > wire::MAX_QUIC_PAYLOAD_BYTES {
+                return Err(TransferError::Config {
+                    message: format!("mss_bytes: a QUIC_DATA packet carries at most {}", wire::MAX_QUIC_PAYLOAD_BYTES),
+                });
+            }
+            let rwnd = (rwnd_bytes != u64::MAX).then_some(rwnd_bytes);
+            let cfg = quic_config(setup.mss_bytes, setup.initial_cwnd_packets, q, rwnd, setup.sndbuf_bytes, setup.ecn);
+            cfg.validate().map_err(|e| TransferError::Config { message: e.to_string() })?;
+            let mut sender = QuicSender::new(cfg, cc, now);
+            sender.set_pacing_burst(ccarena_cc::Duration(setup.pacing_burst.as_nanos() as u64));
+            return Ok((Tx::Quic(Box::new(sender)), "rfc9002".into()));
+        }
         let cfg = SenderConfig {
             mss_bytes: setup.mss_bytes,
             initial_cwnd_bytes: setup.initial_cwnd_packets as u64 * setup.mss_bytes as u64,
@@ -212,6 +289,7 @@ impl Tx {
         match self {
             Tx::Tcp(s) => s.app_write(bytes),
             Tx::Udt(s) => s.app_write(bytes),
+            Tx::Quic(s) => s.app_write(bytes),
         }
     }
 
@@ -220,6 +298,7 @@ impl Tx {
         match self {
             Tx::Tcp(s) => s.app_stop(),
             Tx::Udt(s) => s.app_stop(),
+            Tx::Quic(s) => s.app_stop(),
         }
     }
 
@@ -228,6 +307,7 @@ impl Tx {
         match self {
             Tx::Tcp(s) => s.bytes_offered(),
             Tx::Udt(s) => s.bytes_offered(),
+            Tx::Quic(s) => s.bytes_offered(),
         }
     }
 
@@ -236,6 +316,7 @@ impl Tx {
         match self {
             Tx::Tcp(s) => s.snd_nxt(),
             Tx::Udt(s) => s.stats().bytes_sent - s.stats().bytes_retransmitted,
+            Tx::Quic(s) => s.next_stream_offset(),
         }
     }
 
@@ -244,6 +325,7 @@ impl Tx {
         match self {
             Tx::Tcp(s) => s.handle_timeout(t),
             Tx::Udt(s) => s.handle_timeout(t),
+            Tx::Quic(s) => s.handle_timeout(t),
         }
     }
 
@@ -265,6 +347,10 @@ impl Tx {
                 }
                 ToReceiver::Ack2(Ack2Packet { ack_seq }) => Outgoing::Control(Frame::UdtAck2 { ack_seq }),
             }),
+            Tx::Quic(s) => s.poll_transmit(t).map(|p| {
+                let flags = (u8::from(p.retransmit) * wire::FLAG_RETRANSMIT) | (u8::from(p.ecn.is_ect()) * wire::FLAG_ECT);
+                Outgoing::Data(DataOut { offset: p.offset, len: p.len, ecn: p.ecn, kind: DataKind::Quic { pn: p.pn, flags } })
+            }),
         }
     }
 
@@ -273,6 +359,7 @@ impl Tx {
         match self {
             Tx::Tcp(s) => s.poll_timeout(),
             Tx::Udt(s) => s.poll_timeout(),
+            Tx::Quic(s) => s.poll_timeout(),
         }
     }
 
@@ -291,6 +378,7 @@ impl Tx {
                 s.on_nak(t, &nak_packet(&ranges[..*count as usize]));
                 None
             }
+            (Tx::Quic(s), Frame::QuicAck(a)) => s.on_ack(t, &quic_ack(a)).rtt.map(|r| Duration::from_nanos(r.as_nanos())),
             _ => None,
         }
     }
@@ -300,6 +388,7 @@ impl Tx {
         match self {
             Tx::Tcp(s) => s.is_complete(),
             Tx::Udt(s) => s.is_complete(),
+            Tx::Quic(s) => s.is_complete(),
         }
     }
 
@@ -308,6 +397,8 @@ impl Tx {
         match self {
             Tx::Tcp(s) => s.snd_una(),
             Tx::Udt(s) => s.snd_una_offset(),
+            // Every stream byte acknowledged (QUIC acknowledges packets, not a cumulative offset).
+            Tx::Quic(s) => s.stream_bytes_acked(),
         }
     }
 
@@ -316,6 +407,7 @@ impl Tx {
         match self {
             Tx::Tcp(s) => s.cwnd().cwnd_bytes,
             Tx::Udt(s) => s.cwnd().cwnd_bytes,
+            Tx::Quic(s) => s.cwnd().cwnd_bytes,
         }
     }
 
@@ -342,6 +434,19 @@ impl Tx {
                     retransmissions: st.packets_retransmitted,
                     rto_count: st.exp_timeouts,
                     fast_recoveries: 0,
+                }
+            }
+            // Probe timeouts count as timeouts and loss-started congestion events as fast
+            // recoveries, as the simulator's QUIC flow row counts them.
+            Tx::Quic(s) => {
+                let st = s.stats();
+                TxTotals {
+                    bytes_sent: st.bytes_sent,
+                    bytes_retransmitted: st.bytes_retransmitted,
+                    segments_sent: st.packets_sent,
+                    retransmissions: st.packets_retransmitted,
+                    rto_count: st.pto_count,
+                    fast_recoveries: st.loss_congestion_events,
                 }
             }
         }

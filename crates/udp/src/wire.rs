@@ -42,6 +42,26 @@ pub const MAX_UDT_PAYLOAD_BYTES: usize = MAX_DATAGRAM_BYTES - HEADER_BYTES - UDT
 /// Most loss ranges one UDT_NAK carries (the UDT transport's
 /// [`ccarena_transport::udt::packet::MAX_NAK_RANGES`]).
 pub const MAX_NAK_RANGES: usize = ccarena_transport::udt::packet::MAX_NAK_RANGES;
+/// Bytes a QUIC_DATA frame adds after the header: packet number (8), stream offset (8), flags (1).
+pub const QUIC_DATA_FRAME_BYTES: usize = 17;
+/// Largest stream payload a QUIC_DATA packet carries, bytes.
+pub const MAX_QUIC_PAYLOAD_BYTES: usize = MAX_DATAGRAM_BYTES - HEADER_BYTES - QUIC_DATA_FRAME_BYTES;
+/// Most ranges a QUIC_ACK carries (the QUIC transport's
+/// [`ccarena_transport::quic::MAX_ACK_RANGES`]).
+pub const MAX_QUIC_ACK_RANGES: usize = ccarena_transport::quic::MAX_ACK_RANGES;
+/// Packet numbers and stream offsets of QUIC stay below 2^62 (RFC 9000 §12.3, §19.8: the
+/// variable-length integer's range); QUIC_DATA and QUIC_ACK beyond it are refused.
+pub const QUIC_MAX_VALUE: u64 = (1 << 62) - 1;
+/// QUIC_ACK flag: ECN counts (ECT(0), ECT(1), CE, 8 bytes each) follow the ranges (an ACK_ECN
+/// frame, RFC 9000 §19.3.2).
+pub const FLAG_QUIC_ECN: u8 = 0x01;
+/// QUIC_ACK flag: the credit rose since the previous ACK (a MAX_DATA or MAX_STREAM_DATA frame
+/// would go with this ACK, RFC 9000 §19.9–§19.10; informational).
+pub const FLAG_QUIC_CREDIT_UPDATE: u8 = 0x02;
+/// STREAM_OFFER's transport byte for QUIC (RFC 9000 / RFC 9002 semantics in this wire's frames).
+pub const TRANSPORT_QUIC: u8 = 1;
+/// STREAM_OFFER's QUIC settings flag: pace when the controller sets no rate (RFC 9002 §7.7).
+pub const FLAG_QUIC_PACING: u8 = 0x01;
 /// STREAM_OFFER's stream length for a stream without a set length (it ends with CLOSE).
 pub const UNBOUNDED_STREAM: u64 = u64::MAX;
 /// Most SACK ranges an ACK carries (the transport's [`ccarena_transport::MAX_SACK_BLOCKS`]).
@@ -137,6 +157,11 @@ pub mod kind {
     pub const UDT_ACK2: u8 = 0x14;
     /// Server → client: a UDT NAK, packets reported lost (type 0x3).
     pub const UDT_NAK: u8 = 0x15;
+    /// Client → server: a QUIC packet with one STREAM frame (its packet number, stream offset,
+    /// the stream bytes).
+    pub const QUIC_DATA: u8 = 0x16;
+    /// Server → client: a QUIC ACK frame with ECN counts and the flow-control credit.
+    pub const QUIC_ACK: u8 = 0x17;
     /// Server → client: every byte arrived; the SHA-256 verdict.
     pub const DONE: u8 = 0x20;
     /// Either way: the connection ends (after DONE, or an abort).
@@ -281,6 +306,56 @@ pub struct UdtAckFrame {
     pub link_capacity_pps: u32,
 }
 
+/// A STREAM_OFFER's QUIC settings: the stream runs the QUIC transport
+/// ([`ccarena_transport::quic`]) with these, the connection's flow-control window being the
+/// sink's receive window (ACCEPT's `rwnd_bytes`). Each is the QUIC setting of the same name
+/// ([`ccarena_transport::quic::QuicConfig`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct QuicOffer {
+    /// Ack-eliciting packets received before an ACK is sent at once (RFC 9000 §13.2.2: 2).
+    pub ack_eliciting_threshold: u32,
+    /// Packet-number gap that makes the receiver ACK at once (RFC 9000 §13.2.1: 1; 0 never).
+    pub reordering_threshold: u32,
+    /// The receiver's max_ack_delay (RFC 9000 §18.2), ns.
+    pub max_ack_delay_ns: u64,
+    /// The sender's RTT before its first sample (RFC 9002 §6.2.2), ns.
+    pub initial_rtt_ns: u64,
+    /// The stream's flow-control window (MAX_STREAM_DATA, RFC 9000 §4.1), bytes; `u64::MAX`:
+    /// unlimited.
+    pub max_stream_data_bytes: u64,
+    /// The sender paces when its controller sets no rate (RFC 9002 §7.7).
+    pub pacing: bool,
+}
+
+/// Bytes a STREAM_OFFER's QUIC settings take after the transport byte.
+pub const QUIC_OFFER_BYTES: usize = 4 + 4 + 8 + 8 + 8 + 1;
+
+/// A QUIC_ACK: the QUIC transport's [`ccarena_transport::quic::AckFrame`] on the wire.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct QuicAckFrame {
+    /// Largest packet number acknowledged (`ranges[0].1`).
+    pub largest: u64,
+    /// ACK delay: from the largest acknowledged packet's arrival to this ACK, ns (RFC 9000
+    /// §19.3, unscaled).
+    pub ack_delay_ns: u64,
+    /// When the largest acknowledged packet arrived, ns of the receiver's clock.
+    pub largest_received_at_ns: u64,
+    /// MAX_DATA: the connection's credit, an absolute stream offset (`u64::MAX`: unlimited).
+    pub max_data: u64,
+    /// MAX_STREAM_DATA for the one stream (`u64::MAX`: unlimited).
+    pub max_stream_data: u64,
+    /// The credit rose since the previous ACK.
+    pub credit_update: bool,
+    /// Acknowledged packet numbers `(smallest, largest)`, both included, largest first,
+    /// disjoint and not adjacent; the first `range_count` are valid (1 to
+    /// [`MAX_QUIC_ACK_RANGES`]).
+    pub ranges: [(u64, u64); MAX_QUIC_ACK_RANGES],
+    /// Valid entries of `ranges`.
+    pub range_count: u8,
+    /// ECN counts `(ECT(0), ECT(1), CE)`, cumulative (RFC 9000 §19.3.2).
+    pub ecn: Option<(u64, u64, u64)>,
+}
+
 /// The frame a packet carries.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Frame<'a> {
@@ -305,9 +380,13 @@ pub enum Frame<'a> {
         mss_bytes: u16,
         /// The sender's congestion-control flavor (informational).
         flavor: &'a str,
-        /// The ECN feedback the sender asks for (an optional last byte; absent: none, the
+        /// The ECN feedback the sender asks for (an optional byte; absent: none, the
         /// stream is Not-ECT). A sink of before this field drops an offer that has it.
         ecn: Option<EcnFeedback>,
+        /// The stream runs QUIC with these settings (a transport byte and the settings after
+        /// the ECN byte, which is then 0 without ECN); `None`: the TCP-like transport, or UDT
+        /// with flavor `udt`.
+        quic: Option<QuicOffer>,
     },
     /// [`kind::ACCEPT`].
     Accept {
@@ -366,6 +445,19 @@ pub enum Frame<'a> {
         /// Valid entries of `ranges`.
         count: u8,
     },
+    /// [`kind::QUIC_DATA`]: a QUIC packet; `payload` empty for a PING probe.
+    QuicData {
+        /// Packet number (never reused, RFC 9000 §12.3), below 2^62.
+        pn: u64,
+        /// Stream offset of the first payload byte; offset + length at most 2^62 − 1.
+        offset: u64,
+        /// [`FLAG_RETRANSMIT`], [`FLAG_ECT`] (informational, as DATA's).
+        flags: u8,
+        /// The stream bytes (0 to [`MAX_QUIC_PAYLOAD_BYTES`]).
+        payload: &'a [u8],
+    },
+    /// [`kind::QUIC_ACK`] (boxed: its 32 ranges would make every frame large).
+    QuicAck(Box<QuicAckFrame>),
     /// [`kind::DONE`].
     Done {
         /// The verdict.
@@ -546,13 +638,23 @@ pub fn decode(buf: &[u8]) -> Result<(Header, Frame<'_>), DecodeError> {
             let stream_bytes = r.u64()?;
             let mss_bytes = r.u16()?;
             let flavor = r.text(false, MAX_TEXT_BYTES)?;
-            let ecn = match r.buf {
-                [] => None,
-                [v] => Some(EcnFeedback::from_u8(*v).ok_or(DecodeError::Invalid("unknown ECN feedback"))?),
-                _ => return Err(DecodeError::Invalid("bytes left over after the frame")),
+            let ecn_byte = |v: u8| EcnFeedback::from_u8(v).ok_or(DecodeError::Invalid("unknown ECN feedback"));
+            let (ecn, quic) = match r.buf.len() {
+                0 => (None, None),
+                1 => (Some(ecn_byte(r.u8()?)?), None),
+                _ => {
+                    // The ECN byte (0: none) and the transport with its settings.
+                    let ecn = match r.u8()? {
+                        0 => None,
+                        v => Some(ecn_byte(v)?),
+                    };
+                    if r.u8()? != TRANSPORT_QUIC {
+                        return Err(DecodeError::Invalid("unknown transport"));
+                    }
+                    (ecn, Some(quic_offer(&mut r)?))
+                }
             };
-            r.rest();
-            Frame::StreamOffer { cookie, stream_bytes, mss_bytes, flavor, ecn }
+            Frame::StreamOffer { cookie, stream_bytes, mss_bytes, flavor, ecn, quic }
         }
         kind::ACCEPT => {
             let stream_bytes = r.u64()?;
@@ -674,6 +776,20 @@ pub fn decode(buf: &[u8]) -> Result<(Header, Frame<'_>), DecodeError> {
             }
             Frame::UdtNak { ranges, count: n }
         }
+        kind::QUIC_DATA => {
+            let pn = r.u64()?;
+            let offset = r.u64()?;
+            let flags = r.u8()?;
+            if flags & !(FLAG_RETRANSMIT | FLAG_ECT) != 0 {
+                return Err(DecodeError::Invalid("unknown QUIC_DATA flags"));
+            }
+            let payload = r.rest();
+            if pn > QUIC_MAX_VALUE || offset.checked_add(payload.len() as u64).is_none_or(|e| e > QUIC_MAX_VALUE) {
+                return Err(DecodeError::Invalid("QUIC_DATA beyond 2^62"));
+            }
+            Frame::QuicData { pn, offset, flags, payload }
+        }
+        kind::QUIC_ACK => Frame::QuicAck(Box::new(quic_ack(&mut r)?)),
         kind::DONE => {
             let status = DoneStatus::from_u8(r.u8()?);
             Frame::Done { status, message: r.text(false, MAX_TEXT_BYTES)? }
@@ -687,6 +803,74 @@ pub fn decode(buf: &[u8]) -> Result<(Header, Frame<'_>), DecodeError> {
     };
     r.finish()?;
     Ok((header, frame))
+}
+
+/// A STREAM_OFFER's QUIC settings, after its transport byte.
+fn quic_offer(r: &mut Reader<'_>) -> Result<QuicOffer, DecodeError> {
+    let offer = QuicOffer {
+        ack_eliciting_threshold: r.u32()?,
+        reordering_threshold: r.u32()?,
+        max_ack_delay_ns: r.u64()?,
+        initial_rtt_ns: r.u64()?,
+        max_stream_data_bytes: r.u64()?,
+        pacing: match r.u8()? {
+            0 => false,
+            FLAG_QUIC_PACING => true,
+            _ => return Err(DecodeError::Invalid("unknown QUIC settings flags")),
+        },
+    };
+    Ok(offer)
+}
+
+/// A QUIC_ACK's body: at most [`MAX_QUIC_ACK_RANGES`] ranges, each `smallest ≤ largest`,
+/// descending with a gap between each and the next (RFC 9000 §19.3.1), the first ending at
+/// `largest`, all below 2^62.
+fn quic_ack(r: &mut Reader<'_>) -> Result<QuicAckFrame, DecodeError> {
+    let largest = r.u64()?;
+    let ack_delay_ns = r.u64()?;
+    let largest_received_at_ns = r.u64()?;
+    let max_data = r.u64()?;
+    let max_stream_data = r.u64()?;
+    let flags = r.u8()?;
+    if flags & !(FLAG_QUIC_ECN | FLAG_QUIC_CREDIT_UPDATE) != 0 {
+        return Err(DecodeError::Invalid("unknown QUIC_ACK flags"));
+    }
+    let n = r.u8()?;
+    if n == 0 || n as usize > MAX_QUIC_ACK_RANGES {
+        return Err(DecodeError::Invalid("QUIC_ACK range count out of range"));
+    }
+    if largest > QUIC_MAX_VALUE {
+        return Err(DecodeError::Invalid("QUIC_ACK beyond 2^62"));
+    }
+    let mut ranges = [(0, 0); MAX_QUIC_ACK_RANGES];
+    // The next range ends below this (exclusive), leaving a gap: the previous smallest − 1.
+    let mut below: Option<u64> = None;
+    for (i, x) in ranges.iter_mut().take(n as usize).enumerate() {
+        let (smallest, top) = (r.u64()?, r.u64()?);
+        if smallest > top {
+            return Err(DecodeError::Invalid("QUIC_ACK range ends before it starts"));
+        }
+        if i == 0 && top != largest {
+            return Err(DecodeError::Invalid("QUIC_ACK's first range does not end at its largest"));
+        }
+        if below.is_some_and(|b| top >= b) {
+            return Err(DecodeError::Invalid("QUIC_ACK ranges not descending with gaps"));
+        }
+        *x = (smallest, top);
+        below = Some(smallest.saturating_sub(1));
+    }
+    let ecn = if flags & FLAG_QUIC_ECN != 0 { Some((r.u64()?, r.u64()?, r.u64()?)) } else { None };
+    Ok(QuicAckFrame {
+        largest,
+        ack_delay_ns,
+        largest_received_at_ns,
+        max_data,
+        max_stream_data,
+        credit_update: flags & FLAG_QUIC_CREDIT_UPDATE != 0,
+        ranges,
+        range_count: n,
+        ecn,
+    })
 }
 
 /// `text` cut to at most `max` bytes at a character boundary.
@@ -726,14 +910,26 @@ pub fn encode(header: &Header, frame: &Frame<'_>, out: &mut Vec<u8>) {
             out.extend_from_slice(name.as_bytes());
             text8(out, o.flavor);
         }
-        Frame::StreamOffer { cookie, stream_bytes, mss_bytes, flavor, ecn } => {
+        Frame::StreamOffer { cookie, stream_bytes, mss_bytes, flavor, ecn, quic } => {
             out.extend_from_slice(cookie);
             out.extend_from_slice(&stream_bytes.to_be_bytes());
             out.extend_from_slice(&mss_bytes.to_be_bytes());
             text8(out, flavor);
-            // Absent without ECN: a Not-ECT stream's offer is what it was before the field.
-            if let Some(e) = ecn {
-                out.push(*e as u8);
+            // Absent without ECN or QUIC: a Not-ECT TCP-like stream's offer is what it was before
+            // the fields.
+            match (ecn, quic) {
+                (None, None) => {}
+                (Some(e), None) => out.push(*e as u8),
+                (e, Some(q)) => {
+                    out.push(e.map_or(0, |e| e as u8));
+                    out.push(TRANSPORT_QUIC);
+                    out.extend_from_slice(&q.ack_eliciting_threshold.to_be_bytes());
+                    out.extend_from_slice(&q.reordering_threshold.to_be_bytes());
+                    for v in [q.max_ack_delay_ns, q.initial_rtt_ns, q.max_stream_data_bytes] {
+                        out.extend_from_slice(&v.to_be_bytes());
+                    }
+                    out.push(u8::from(q.pacing) * FLAG_QUIC_PACING);
+                }
             }
         }
         Frame::Accept { stream_bytes, rwnd_bytes, held } => {
@@ -804,6 +1000,30 @@ pub fn encode(header: &Header, frame: &Frame<'_>, out: &mut Vec<u8>) {
                 out.extend_from_slice(&e.to_be_bytes());
             }
         }
+        Frame::QuicData { pn, offset, flags, payload } => {
+            out.extend_from_slice(&pn.to_be_bytes());
+            out.extend_from_slice(&offset.to_be_bytes());
+            out.push(*flags);
+            out.extend_from_slice(payload);
+        }
+        Frame::QuicAck(a) => {
+            for v in [a.largest, a.ack_delay_ns, a.largest_received_at_ns, a.max_data, a.max_stream_data] {
+                out.extend_from_slice(&v.to_be_bytes());
+            }
+            let flags = (u8::from(a.ecn.is_some()) * FLAG_QUIC_ECN) | (u8::from(a.credit_update) * FLAG_QUIC_CREDIT_UPDATE);
+            out.push(flags);
+            let n = (a.range_count as usize).min(MAX_QUIC_ACK_RANGES);
+            out.push(n as u8);
+            for (s, e) in &a.ranges[..n] {
+                out.extend_from_slice(&s.to_be_bytes());
+                out.extend_from_slice(&e.to_be_bytes());
+            }
+            if let Some((ect0, ect1, ce)) = a.ecn {
+                for v in [ect0, ect1, ce] {
+                    out.extend_from_slice(&v.to_be_bytes());
+                }
+            }
+        }
         Frame::Done { status, message } => {
             out.push(*status as u8);
             text8(out, message);
@@ -836,6 +1056,8 @@ pub fn kind_of(frame: &Frame<'_>) -> u8 {
         Frame::UdtAck(_) => kind::UDT_ACK,
         Frame::UdtAck2 { .. } => kind::UDT_ACK2,
         Frame::UdtNak { .. } => kind::UDT_NAK,
+        Frame::QuicData { .. } => kind::QUIC_DATA,
+        Frame::QuicAck(_) => kind::QUIC_ACK,
         Frame::Done { .. } => kind::DONE,
         Frame::Close { .. } => kind::CLOSE,
         Frame::Ping => kind::PING,
@@ -857,19 +1079,130 @@ mod tests {
         // Every strict prefix is rejected, never a panic. DATA's (and UDT_DATA's) payload runs to the end of the
         // datagram, so only the prefixes that cut its fixed part can be told apart; a STREAM_OFFER's
         // ECN byte is optional, so the offer without it is the same offer without ECN.
+        // A QUIC_DATA's payload may be empty (a PING probe); a STREAM_OFFER's QUIC settings
+        // come after the ECN byte and a transport byte.
+        let quic_tail = QUIC_OFFER_BYTES + 2;
         let checked = match frame {
             Frame::Data { .. } => HEADER_BYTES + DATA_FRAME_BYTES + 1,
             Frame::UdtData { .. } => HEADER_BYTES + UDT_DATA_FRAME_BYTES + 1,
+            Frame::QuicData { .. } => HEADER_BYTES + QUIC_DATA_FRAME_BYTES,
+            Frame::StreamOffer { quic: Some(_), .. } => buf.len() - quic_tail,
             Frame::StreamOffer { ecn: Some(_), .. } => buf.len() - 1,
             _ => buf.len(),
         };
         for n in 0..checked {
             assert!(decode(&buf[..n]).is_err(), "prefix of {n} bytes of {frame:?} accepted");
         }
-        if let Frame::StreamOffer { cookie, stream_bytes, mss_bytes, flavor, ecn: Some(_) } = frame {
-            let without = Frame::StreamOffer { cookie, stream_bytes, mss_bytes, flavor, ecn: None };
-            assert_eq!(decode(&buf[..buf.len() - 1]).map(|(_, f)| f), Ok(without));
+        if let Frame::StreamOffer { cookie, stream_bytes, mss_bytes, flavor, ecn, quic } = frame {
+            let without = Frame::StreamOffer { cookie, stream_bytes, mss_bytes, flavor, ecn: None, quic: None };
+            if quic.is_some() {
+                // Cut after the flavor: the same offer, TCP-like, without ECN; after the ECN
+                // byte: that ECN (0 alone is refused); inside the settings: refused.
+                assert_eq!(decode(&buf[..checked]).map(|(_, f)| f), Ok(without));
+                let ecn_only = Frame::StreamOffer { cookie, stream_bytes, mss_bytes, flavor, ecn, quic: None };
+                assert_eq!(decode(&buf[..checked + 1]).map(|(_, f)| f).ok(), ecn.map(|_| ecn_only));
+                for n in checked + 2..buf.len() {
+                    assert!(decode(&buf[..n]).is_err(), "prefix of {n} bytes of {frame:?} accepted");
+                }
+            } else if ecn.is_some() {
+                assert_eq!(decode(&buf[..buf.len() - 1]).map(|(_, f)| f), Ok(without));
+            }
         }
+    }
+
+    fn quic_offer() -> QuicOffer {
+        QuicOffer {
+            ack_eliciting_threshold: 2,
+            reordering_threshold: 1,
+            max_ack_delay_ns: 25_000_000,
+            initial_rtt_ns: 333_000_000,
+            max_stream_data_bytes: u64::MAX,
+            pacing: true,
+        }
+    }
+
+    fn quic_ack(ranges: &[(u64, u64)], ecn: Option<(u64, u64, u64)>) -> QuicAckFrame {
+        let mut a = QuicAckFrame {
+            largest: ranges[0].1,
+            ack_delay_ns: 1_000_000,
+            largest_received_at_ns: 123,
+            max_data: 1 << 30,
+            max_stream_data: u64::MAX,
+            credit_update: true,
+            ranges: [(0, 0); MAX_QUIC_ACK_RANGES],
+            range_count: ranges.len() as u8,
+            ecn,
+        };
+        a.ranges[..ranges.len()].copy_from_slice(ranges);
+        a
+    }
+
+    #[test]
+    fn quic_frames_round_trip_and_bad_ranges_are_refused() {
+        roundtrip(Frame::QuicData { pn: 7, offset: 7 * 1435, flags: FLAG_RETRANSMIT | FLAG_ECT, payload: &[4, 5] });
+        roundtrip(Frame::QuicData { pn: QUIC_MAX_VALUE, offset: 0, flags: 0, payload: &[] });
+        roundtrip(Frame::QuicAck(Box::new(quic_ack(&[(10, 12)], None))));
+        roundtrip(Frame::QuicAck(Box::new(quic_ack(&[(30, 40), (20, 28), (0, 0)], Some((5, 0, 2))))));
+        let full: Vec<(u64, u64)> = (0..MAX_QUIC_ACK_RANGES as u64).rev().map(|i| (3 * i, 3 * i + 1)).collect();
+        roundtrip(Frame::QuicAck(Box::new(quic_ack(&full, Some((u64::MAX, 1, u64::MAX))))));
+        for e in [None, Some(EcnFeedback::Classic), Some(EcnFeedback::AccEcn)] {
+            roundtrip(Frame::StreamOffer { cookie: [4; 16], stream_bytes: 9, mss_bytes: 1435, flavor: "cubic", ecn: e, quic: Some(quic_offer()) });
+        }
+        let q = QuicOffer { pacing: false, max_stream_data_bytes: 1 << 20, reordering_threshold: 0, ..quic_offer() };
+        roundtrip(Frame::StreamOffer { cookie: [4; 16], stream_bytes: UNBOUNDED_STREAM, mss_bytes: 1000, flavor: "bbr", ecn: None, quic: Some(q) });
+
+        let h = Header { version: VERSION, kind: kind::QUIC_ACK, conn_id: 1, pn: 2 };
+        let enc = |a: QuicAckFrame| {
+            let mut buf = Vec::new();
+            encode(&h, &Frame::QuicAck(Box::new(a)), &mut buf);
+            decode(&buf).map(|_| ())
+        };
+        let invalid = |why| Err(DecodeError::Invalid(why));
+        // Ascending, overlapping, adjacent (no gap) and backwards ranges are refused.
+        let order = "QUIC_ACK ranges not descending with gaps";
+        assert_eq!(enc(quic_ack(&[(10, 12), (20, 30)], None)), invalid(order));
+        assert_eq!(enc(quic_ack(&[(10, 12), (5, 10)], None)), invalid(order));
+        assert_eq!(enc(quic_ack(&[(10, 12), (5, 9)], None)), invalid(order));
+        assert!(enc(quic_ack(&[(10, 12), (5, 8)], None)).is_ok());
+        assert_eq!(enc(quic_ack(&[(12, 10)], None)), invalid("QUIC_ACK range ends before it starts"));
+        let mut a = quic_ack(&[(10, 12)], None);
+        a.largest = 13;
+        assert_eq!(enc(a), invalid("QUIC_ACK's first range does not end at its largest"));
+        let over = 1u64 << 62;
+        assert_eq!(enc(quic_ack(&[(over, over)], None)), invalid("QUIC_ACK beyond 2^62"));
+        // Range counts 0 and 33 are refused (written by hand: the encoder caps the count).
+        let mut buf = Vec::new();
+        encode(&h, &Frame::QuicAck(Box::new(quic_ack(&[(10, 12)], None))), &mut buf);
+        let count_at = HEADER_BYTES + 41;
+        for bad in [0u8, MAX_QUIC_ACK_RANGES as u8 + 1, 255] {
+            let mut b = buf.clone();
+            b[count_at] = bad;
+            assert_eq!(decode(&b).map(|_| ()), invalid("QUIC_ACK range count out of range"));
+        }
+        let mut b = buf.clone();
+        b[count_at - 1] = 0x04;
+        assert_eq!(decode(&b).map(|_| ()), invalid("unknown QUIC_ACK flags"));
+        // QUIC_DATA beyond 2^62, or with unknown flags.
+        let data = |pn, offset, flags, payload: &[u8]| {
+            let mut buf = Vec::new();
+            let h = Header { version: VERSION, kind: kind::QUIC_DATA, conn_id: 1, pn: 2 };
+            encode(&h, &Frame::QuicData { pn, offset, flags, payload }, &mut buf);
+            decode(&buf).map(|_| ())
+        };
+        assert_eq!(data(over, 0, 0, &[1]), invalid("QUIC_DATA beyond 2^62"));
+        assert_eq!(data(0, over - 1, 0, &[1]), invalid("QUIC_DATA beyond 2^62"));
+        assert!(data(0, over - 2, 0, &[1]).is_ok());
+        assert_eq!(data(0, 0, FLAG_CWR, &[1]), invalid("unknown QUIC_DATA flags"));
+        // An offer's unknown transport or QUIC settings flags.
+        let offer = Frame::StreamOffer { cookie: [0; 16], stream_bytes: 1, mss_bytes: 1000, flavor: "cubic", ecn: None, quic: Some(quic_offer()) };
+        encode(&Header { version: VERSION, kind: kind::STREAM_OFFER, conn_id: 0, pn: 0 }, &offer, &mut buf);
+        let transport_at = buf.len() - QUIC_OFFER_BYTES - 1;
+        let mut b = buf.clone();
+        b[transport_at] = 2;
+        assert_eq!(decode(&b).map(|_| ()), invalid("unknown transport"));
+        let mut b = buf.clone();
+        *b.last_mut().unwrap() = 2;
+        assert_eq!(decode(&b).map(|_| ()), invalid("unknown QUIC settings flags"));
     }
 
     #[test]
@@ -884,9 +1217,9 @@ mod tests {
             name: "data.bin",
             flavor: "cubic",
         }));
-        roundtrip(Frame::StreamOffer { cookie: [4; 16], stream_bytes: UNBOUNDED_STREAM, mss_bytes: 1435, flavor: "vegas", ecn: None });
+        roundtrip(Frame::StreamOffer { cookie: [4; 16], stream_bytes: UNBOUNDED_STREAM, mss_bytes: 1435, flavor: "vegas", ecn: None, quic: None });
         for ecn in [EcnFeedback::Classic, EcnFeedback::Dctcp, EcnFeedback::AccEcn] {
-            roundtrip(Frame::StreamOffer { cookie: [4; 16], stream_bytes: 9, mss_bytes: 1435, flavor: "prague", ecn: Some(ecn) });
+            roundtrip(Frame::StreamOffer { cookie: [4; 16], stream_bytes: 9, mss_bytes: 1435, flavor: "prague", ecn: Some(ecn), quic: None });
         }
         roundtrip(Frame::Accept { stream_bytes: 10, rwnd_bytes: u64::MAX, held: vec![(0, 5), (8, 9)] });
         roundtrip(Frame::Reject { code: RejectCode::Exists, message: "exists" });
@@ -961,7 +1294,7 @@ mod tests {
         bad.truncate(flags_at + 3);
         assert!(matches!(decode(&bad), Ok((_, Frame::Ack(AckFrame { accecn: Some(AccEcnFeedback { ace: 6, option: None }), .. })))));
         // A STREAM_OFFER's ECN byte: 1 to 3; anything else, or two bytes, is refused.
-        let offer = Frame::StreamOffer { cookie: [0; 16], stream_bytes: 1, mss_bytes: 1000, flavor: "prague", ecn: Some(EcnFeedback::AccEcn) };
+        let offer = Frame::StreamOffer { cookie: [0; 16], stream_bytes: 1, mss_bytes: 1000, flavor: "prague", ecn: Some(EcnFeedback::AccEcn), quic: None };
         encode(&Header { version: VERSION, kind: kind::STREAM_OFFER, conn_id: 0, pn: 0 }, &offer, &mut buf);
         assert_eq!(buf.last(), Some(&3));
         for v in [0u8, 4, 255] {
@@ -1009,6 +1342,9 @@ mod tests {
                 sack_count: 3,
                 accecn: Some(AccEcnFeedback { ace: 3, option: Some(AccEcnOption { e0b: 1, ceb: 2, e1b: 3 }) }),
             }),
+            Frame::QuicData { pn: 3, offset: 9, flags: FLAG_ECT, payload: &[9; 40] },
+            Frame::QuicAck(Box::new(quic_ack(&[(30, 40), (20, 28), (5, 9)], Some((1, 2, 3))))),
+            Frame::StreamOffer { cookie: [1; 16], stream_bytes: 5, mss_bytes: 1000, flavor: "cubic", ecn: None, quic: Some(quic_offer()) },
         ] {
             let mut buf = Vec::new();
             encode(&Header { version: VERSION, kind: kind_of(&f), conn_id: 0, pn: 0 }, &f, &mut buf);
@@ -1016,7 +1352,7 @@ mod tests {
         }
         let mut accepted = 0;
         for i in 0..200_000u64 {
-            let mut buf = seeds[(i % 3) as usize].clone();
+            let mut buf = seeds[(i % seeds.len() as u64) as usize].clone();
             let flips = 1 + next() % 4;
             for _ in 0..flips {
                 let at = (next() % buf.len() as u64) as usize;

@@ -119,7 +119,7 @@ fn ce_in_the_ip_header_comes_back_as_accecn_counters() {
     let hello = c.packet(&Frame::Hello);
     c.sock.send(&hello).unwrap();
     let Some(Frame::Retry { cookie }) = c.recv() else { panic!("no RETRY") };
-    let offer = Frame::StreamOffer { cookie, stream_bytes: wire::UNBOUNDED_STREAM, mss_bytes: 1000, flavor: "prague", ecn: Some(EcnFeedback::AccEcn) };
+    let offer = Frame::StreamOffer { cookie, stream_bytes: wire::UNBOUNDED_STREAM, mss_bytes: 1000, flavor: "prague", ecn: Some(EcnFeedback::AccEcn), quic: None };
     let offer = c.packet(&offer);
     c.sock.send(&offer).unwrap();
     assert!(matches!(c.recv(), Some(Frame::Accept { .. })), "no ACCEPT");

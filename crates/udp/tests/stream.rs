@@ -129,7 +129,7 @@ fn a_sink_drops_hostile_input_and_its_state_stays_bounded() {
         let bytes: Vec<u8> = (0..len).map(|i| (x >> (i % 56)) as u8).collect();
         sink.on_datagram(&bytes, peer);
     }
-    let offer = |cookie| Frame::StreamOffer { cookie, stream_bytes: 1 << 30, mss_bytes: 1000, flavor: "cubic", ecn: None };
+    let offer = |cookie| Frame::StreamOffer { cookie, stream_bytes: 1 << 30, mss_bytes: 1000, flavor: "cubic", ecn: None, quic: None };
     sink.on_datagram(&packet(5, 0, &offer([0; 16])), peer);
     assert!(!sink.connected());
     assert!(sink.counters().malformed > 0 && sink.counters().bad_cookie == 1);
@@ -153,4 +153,105 @@ fn a_sink_drops_hostile_input_and_its_state_stays_bounded() {
     }
     assert_eq!(sink.out_of_order_ranges(), ccarena_udp::MAX_OOO_RANGES);
     assert!(sink.counters().out_of_bounds >= 3000 - 1024);
+}
+
+fn quic_settings() -> ccarena_udp::wire::QuicOffer {
+    ccarena_udp::wire::QuicOffer {
+        ack_eliciting_threshold: 2,
+        reordering_threshold: 1,
+        max_ack_delay_ns: 25 * MS,
+        initial_rtt_ns: 333 * MS,
+        max_stream_data_bytes: u64::MAX,
+        pacing: true,
+    }
+}
+
+#[test]
+fn a_quic_flow_delivers_its_bytes_within_the_sinks_connection_window() {
+    let t0 = mono_ns() + 100 * MS;
+    let bytes = 3_000_000;
+    let opts = StreamOptions {
+        flavor: "cubic".into(),
+        bytes: Some(bytes),
+        t0_mono_ns: t0,
+        start_ns: 200 * MS,
+        duration_ns: 1000 * MS,
+        quic: Some(quic_settings()),
+        ..StreamOptions::default()
+    };
+    // A 256 KiB receive window: the connection's MAX_DATA credit (RFC 9000 §4.1).
+    let sopts = SinkOptions { rwnd_bytes: Some(256 * 1024), ..sink_opts(opts.t0_mono_ns, opts.duration_ns) };
+    let mut sink = Sink::bind("127.0.0.1:0", sopts).unwrap();
+    let addr = sink.local_addr().to_string();
+    let h = thread::spawn(move || sink.run(&mut || true).unwrap());
+    let rec = send_stream(Some("127.0.0.1"), &addr, &opts, &mut || true).unwrap();
+    let sink = h.join().unwrap();
+    assert_eq!(rec.recovery, "rfc9002");
+    assert_eq!(sink.received_bytes, bytes);
+    assert!(sink.closed_by_sender);
+    assert_eq!(sink.counters.out_of_bounds, 0, "the sender kept within the credit");
+    let done = rec.completion_time_s.expect("a finite flow completes");
+    assert!(done > 0.0 && done < 0.8, "completion {done}");
+    assert_eq!(rec.at_end.bytes_acked, bytes);
+    assert!(sink.data_segs_in >= bytes.div_ceil(rec.mss_bytes as u64));
+    assert!(rec.at_end.min_rtt_us.is_some());
+    assert!(rec.samples.iter().any(|s| s.srtt_s.is_some() && s.cwnd_bytes > 0));
+}
+
+#[test]
+fn a_quic_sink_stays_bounded_against_a_hostile_sender() {
+    use ccarena_udp::wire::{encode, kind_of, Frame, Header, VERSION};
+    use ccarena_udp::MAX_OOO_RANGES;
+    let opts = SinkOptions { t0_mono_ns: mono_ns(), duration_ns: 1000 * MS, interval_ns: 100 * MS, rwnd_bytes: Some(1 << 30), ..SinkOptions::default() };
+    let mut sink = Sink::bind("127.0.0.1:0", opts).unwrap();
+    let peer: std::net::SocketAddr = "127.0.0.1:9".parse().unwrap();
+    let packet = |pn: u64, frame: &Frame<'_>| {
+        let mut buf = Vec::new();
+        encode(&Header { version: VERSION, kind: kind_of(frame), conn_id: 5, pn }, frame, &mut buf);
+        buf
+    };
+    // Settings the receiver refuses: max_ack_delay of 2^14 ms (RFC 9000 §18.2), threshold 0.
+    for bad in [
+        ccarena_udp::wire::QuicOffer { max_ack_delay_ns: (1 << 14) * MS, ..quic_settings() },
+        ccarena_udp::wire::QuicOffer { ack_eliciting_threshold: 0, ..quic_settings() },
+    ] {
+        let offer = Frame::StreamOffer { cookie: sink.cookie_for(peer, 4), stream_bytes: u64::MAX, mss_bytes: 1000, flavor: "cubic", ecn: None, quic: Some(bad) };
+        sink.on_datagram(&encode_with(4, &offer), peer);
+        assert!(!sink.connected());
+    }
+    fn encode_with(conn_id: u64, frame: &Frame<'_>) -> Vec<u8> {
+        let mut buf = Vec::new();
+        encode(&Header { version: VERSION, kind: kind_of(frame), conn_id, pn: 0 }, frame, &mut buf);
+        buf
+    }
+    let offer = Frame::StreamOffer { cookie: sink.cookie_for(peer, 5), stream_bytes: u64::MAX, mss_bytes: 1000, flavor: "cubic", ecn: None, quic: Some(quic_settings()) };
+    sink.on_datagram(&packet(0, &offer), peer);
+    assert!(sink.connected());
+    let data = |pn: u64, offset: u64| Frame::QuicData { pn, offset, flags: 0, payload: &[0u8; 100] };
+    sink.on_datagram(&packet(1, &data(0, 0)), peer);
+    assert_eq!(sink.delivered_bytes(), 100);
+    // Beyond the credit (1 GiB past the delivered bytes), and TCP-like DATA on a QUIC stream:
+    // dropped and counted.
+    sink.on_datagram(&packet(2, &data(1, 1 << 31)), peer);
+    sink.on_datagram(&packet(3, &Frame::Data { offset: 100, ts_val_ns: 1, flags: 0, payload: &[0u8; 100] }), peer);
+    assert_eq!(sink.counters().out_of_bounds, 2);
+    // Thousands of disjoint stream ranges, at scattered packet numbers: the stream ranges held
+    // stay within MAX_OOO_RANGES (the rest dropped), whatever the packet numbers do.
+    let mut pn_out = 4;
+    for i in 0..3 * MAX_OOO_RANGES as u64 {
+        sink.on_datagram(&packet(pn_out, &data(7 * i + 2, 1000 + 300 * i)), peer);
+        pn_out += 1;
+        assert!(sink.out_of_order_ranges() <= MAX_OOO_RANGES);
+    }
+    assert_eq!(sink.out_of_order_ranges(), MAX_OOO_RANGES);
+    assert!(sink.counters().out_of_bounds >= 2 + 2 * MAX_OOO_RANGES as u64);
+    // The hole filled in order: delivery resumes.
+    for (k, pn) in (1..10u64).zip(1u64 << 40..) {
+        sink.on_datagram(&packet(pn_out, &data(pn, k * 100)), peer);
+        pn_out += 1;
+    }
+    assert_eq!(sink.delivered_bytes(), 1000 + 100);
+    // A PING probe (no stream bytes) at any offset is taken.
+    sink.on_datagram(&packet(pn_out, &Frame::QuicData { pn: 1 << 50, offset: (1 << 62) - 1, flags: 0, payload: &[] }), peer);
+    assert_eq!(sink.delivered_bytes(), 1100);
 }

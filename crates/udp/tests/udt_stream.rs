@@ -110,7 +110,7 @@ fn a_udt_sink_drops_what_does_not_belong_to_its_stream() {
         buf
     };
     let stream_bytes = 10 * 1000;
-    let offer = Frame::StreamOffer { cookie: sink.cookie_for(peer, 5), stream_bytes, mss_bytes: 1000, flavor: "udt", ecn: None };
+    let offer = Frame::StreamOffer { cookie: sink.cookie_for(peer, 5), stream_bytes, mss_bytes: 1000, flavor: "udt", ecn: None, quic: None };
     sink.on_datagram(&packet(0, &offer), peer);
     assert!(sink.connected());
     let udt = |seq: u64| Frame::UdtData { seq, offset: seq * 1000, timestamp_ns: 1, flags: 0, payload: &[0u8; 1000] };

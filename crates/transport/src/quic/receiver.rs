@@ -269,6 +269,14 @@ impl QuicReceiver {
         self.delivered_bytes
     }
 
+    /// Stream ranges held above a hole (received out of order, not yet deliverable). A driver
+    /// facing untrusted peers bounds its memory by refusing, before [`QuicReceiver::on_packet`],
+    /// a packet that would open another range beyond its cap (the udp backend's sink does, as for
+    /// TCP); a refused packet is not acknowledged, so its sender sends the data again.
+    pub fn out_of_order_ranges(&self) -> usize {
+        self.stream_ooo.range_count()
+    }
+
     /// The cumulative ECN counts of the packets received (RFC 9000 §13.4.1), whether or not ECN
     /// is reported.
     pub fn ecn_counts(&self) -> EcnCounts {

@@ -429,11 +429,17 @@ impl QuicSender {
 
     /// Process an ACK frame arriving at `now` (RFC 9002 §A.7 `OnAckReceived`; see the module
     /// documentation for the order of things). A frame acknowledging a packet number never sent
-    /// is ignored (RFC 9000 §13.1 makes it a connection error).
+    /// is ignored (RFC 9000 §13.1 makes it a connection error), and so is one with no range.
+    /// A malformed frame from a hostile or broken peer (RFC 9000 §19.3.1 wants the ranges
+    /// descending and separated by gaps) never panics: [`sanitize_ack`] keeps its first
+    /// [`super::MAX_ACK_RANGES`] ranges clipped to descend without overlap, and its largest
+    /// acknowledged is then the first kept range's.
     #[must_use]
     pub fn on_ack(&mut self, now: SimTime, ack: &AckFrame) -> QuicAckOutcome {
         self.stats.acks_received += 1;
-        if ack.largest >= self.next_pn || ack.range_count == 0 {
+        let Some(ack) = sanitize_ack(ack) else { return QuicAckOutcome::default() };
+        let ack = &ack;
+        if ack.largest >= self.next_pn {
             return QuicAckOutcome::default();
         }
         // RFC 9000 §4.1: credit only grows (a reordered older frame must not take it back).
@@ -979,6 +985,13 @@ impl QuicSender {
         }
     }
 
+    /// Let the pacer make up to `burst` of late polling back-to-back
+    /// ([`Pacer::with_burst`]); for drivers on a real clock (the udp backend). The simulator
+    /// leaves it at zero.
+    pub fn set_pacing_burst(&mut self, burst: Duration) {
+        self.pacer.set_burst(burst);
+    }
+
     /// The window state (cwnd, ssthresh, MSS = max_payload_bytes, pacing rate).
     pub fn cwnd(&self) -> &CwndState {
         &self.st
@@ -1104,4 +1117,39 @@ impl QuicSender {
     pub fn cc_owns_cwnd(&self) -> bool {
         self.cc_owns_cwnd
     }
+}
+
+/// `ack` made safe to process, whatever arrived: at most [`super::MAX_ACK_RANGES`] ranges (a
+/// larger `range_count` is cut), each `smallest ≤ largest`, each wholly below the one before it
+/// (a range that overlaps or lies above its predecessor is clipped to below it, or dropped when
+/// nothing is left: RFC 9000 §19.3.1 sends them descending and disjoint), and `largest` the first
+/// kept range's largest. Adjacent ranges are kept as they are (nothing they acknowledge is lost).
+/// `None` when no range is left. A well-formed frame keeps its ranges and largest.
+pub fn sanitize_ack(ack: &AckFrame) -> Option<AckFrame> {
+    let mut out = *ack;
+    let mut n = 0usize;
+    // Exclusive bound on the next range's largest: the previous range's smallest (the loop ends
+    // when that is 0, so the bound is at least 1).
+    let mut ceiling: Option<u64> = None;
+    for r in ack.ranges.iter().take((ack.range_count as usize).min(super::MAX_ACK_RANGES)) {
+        let largest = ceiling.map_or(r.largest, |c| r.largest.min(c - 1));
+        if r.smallest > largest {
+            continue;
+        }
+        out.ranges[n] = super::PnRange { smallest: r.smallest, largest };
+        n += 1;
+        if r.smallest == 0 {
+            break;
+        }
+        ceiling = Some(r.smallest);
+    }
+    if n == 0 {
+        return None;
+    }
+    for slot in &mut out.ranges[n..] {
+        *slot = super::PnRange::default();
+    }
+    out.range_count = n as u8;
+    out.largest = out.ranges[0].largest;
+    Some(out)
 }

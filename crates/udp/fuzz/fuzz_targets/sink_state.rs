@@ -1,8 +1,8 @@
 //! The scenario sink's state machine (`ccarena_udp::Sink`, the receiving end of every flow on
 //! the udp backend), structure-aware: the input is a script of packets from a few peers —
-//! HELLOs, STREAM_OFFERs with valid cookies (so a stream is accepted; TCP-like or UDT; bounded
+//! HELLOs, STREAM_OFFERs with valid cookies (so a stream is accepted; TCP-like, UDT or QUIC; bounded
 //! or not; asking for classic, DCTCP or Accurate ECN feedback or none), file OFFERs (a sink
-//! refuses them), DATA and UDT_DATA at chosen sequence numbers, offsets and lengths (DATA with
+//! refuses them), DATA, QUIC_DATA and UDT_DATA at chosen sequence numbers, offsets and lengths (DATA with
 //! any IP ECN codepoint, CE included, so the AccECN counters run and wrap), UDT_ACK2s, PINGs,
 //! CLOSEs, raw bytes (`ccarena_udp_fuzz::next_datagram`) — fed to `Sink::on_datagram_with_ecn`. Nothing may panic, the stream's out-of-order ranges stay within
 //! `MAX_OOO_RANGES`, and the bytes delivered in order never go back.

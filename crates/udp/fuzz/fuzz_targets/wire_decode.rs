@@ -11,10 +11,10 @@ use ccarena_udp::wire::{self, decode, encode, kind, Frame};
 use libfuzzer_sys::fuzz_target;
 
 /// Every frame kind of the wire format (docs/udp-wire.md).
-const KINDS: [u8; 16] = [
+const KINDS: [u8; 18] = [
     kind::HELLO, kind::RETRY, kind::OFFER, kind::ACCEPT, kind::REJECT, kind::STREAM_OFFER,
     kind::DATA, kind::ACK, kind::UDT_DATA, kind::UDT_ACK, kind::UDT_ACK2, kind::UDT_NAK,
-    kind::DONE, kind::CLOSE, kind::PING, kind::VERSION_MISMATCH,
+    kind::QUIC_DATA, kind::QUIC_ACK, kind::DONE, kind::CLOSE, kind::PING, kind::VERSION_MISMATCH,
 ];
 
 fn check(data: &[u8]) {

@@ -6,7 +6,7 @@
 use std::net::SocketAddr;
 
 use ccarena_transport::Ecn;
-use ccarena_udp::wire::{self, encode, kind_of, EcnFeedback, Frame, Header, Offer, UNBOUNDED_STREAM, COOKIE_BYTES};
+use ccarena_udp::wire::{self, encode, kind_of, EcnFeedback, Frame, Header, Offer, QuicOffer, UNBOUNDED_STREAM, COOKIE_BYTES};
 
 /// The fuzz input, consumed from the front.
 pub struct Script<'a>(pub &'a [u8]);
@@ -60,9 +60,11 @@ pub fn peers() -> [SocketAddr; 3] {
 /// The next datagram of the script into `buf`, the peer that sends it and the IP ECN field it
 /// arrives with; `None` when the script ends. One op byte: its high nibble picks the peer, bit 3
 /// replays the peer's previous packet number, the low three bits the frame (HELLO, an offer with
-/// a valid cookie from `cookie` — a stream offer asking for any ECN feedback or none —, DATA with
-/// its ECT/CWR flags and any codepoint, CE included, UDT_DATA, PING, CLOSE, UDT_ACK2, or raw
-/// bytes); the frame's fields follow in the script. `pns` holds each peer's next packet number.
+/// a valid cookie from `cookie` — a stream offer asking for any ECN feedback or none, TCP-like,
+/// UDT or QUIC (with any ACK thresholds, a stream window, and an ACK delay sometimes out of
+/// range) —, DATA or QUIC_DATA (any packet number, PING probes included) with its ECT/CWR flags
+/// and any codepoint, CE included, UDT_DATA, PING, CLOSE, UDT_ACK2, or raw bytes); the frame's
+/// fields follow in the script. `pns` holds each peer's next packet number.
 /// Only DATA arrives with a codepoint other than Not-ECT.
 pub fn next_datagram(
     s: &mut Script,
@@ -91,12 +93,25 @@ pub fn next_datagram(
             let cookie = cookie(peer, conn_id);
             let flavor = if n & 0x80 != 0 { "udt" } else { "cubic" };
             let ecn = [None, Some(EcnFeedback::Classic), Some(EcnFeedback::Dctcp), Some(EcnFeedback::AccEcn)][(n >> 2) as usize & 3];
+            let quic = if n & 0x40 != 0 {
+                let q = s.u64(3)?;
+                Some(QuicOffer {
+                    ack_eliciting_threshold: (q & 0x7) as u32,
+                    reordering_threshold: ((q >> 3) & 0x7) as u32,
+                    max_ack_delay_ns: ((q >> 6) & 0xff) << 26, // up to about 17 s: some refused
+                    initial_rtt_ns: 1 + ((q >> 14) & 0xff) * 1_000_000,
+                    max_stream_data_bytes: if q & (1 << 22) != 0 { 64 * 1024 } else { u64::MAX },
+                    pacing: q & (1 << 23) != 0,
+                })
+            } else {
+                None
+            };
             let file = |name| Frame::Offer(Offer { cookie, file_bytes: size, sha256: [0; 32], mss_bytes: mss, name, flavor });
             let f = match (service, n & 0x03) {
                 (Service::FileReceiver, _) => file(FILE_NAMES[n as usize % FILE_NAMES.len()]),
                 (Service::Sink, 0) => file("a.bin"),
-                (Service::Sink, 1) => Frame::StreamOffer { cookie, stream_bytes: UNBOUNDED_STREAM, mss_bytes: mss, flavor, ecn },
-                (Service::Sink, _) => Frame::StreamOffer { cookie, stream_bytes: size, mss_bytes: mss, flavor, ecn },
+                (Service::Sink, 1) => Frame::StreamOffer { cookie, stream_bytes: UNBOUNDED_STREAM, mss_bytes: mss, flavor, ecn, quic },
+                (Service::Sink, _) => Frame::StreamOffer { cookie, stream_bytes: size, mss_bytes: mss, flavor, ecn, quic },
             };
             encode(&h(&f), &f, buf);
         }
@@ -106,6 +121,14 @@ pub fn next_datagram(
             let payload = vec![op; len];
             let marks = s.byte()?;
             let flags = marks & (wire::FLAG_ECT | wire::FLAG_CWR);
+            if marks & 0x01 != 0 {
+                // QUIC_DATA: a packet number from the script; a zero-length PING probe now and then.
+                let pn = s.u64(3)?;
+                let payload = if marks & 0x08 != 0 { &payload[..0] } else { &payload[..] };
+                let f = Frame::QuicData { pn, offset, flags: flags & wire::FLAG_ECT, payload };
+                encode(&h(&f), &f, buf);
+                return Some((peer, Ecn::from_bits(marks >> 4)));
+            }
             let f = Frame::Data { offset, ts_val_ns: 0, flags, payload: &payload };
             encode(&h(&f), &f, buf);
             return Some((peer, Ecn::from_bits(marks >> 4)));

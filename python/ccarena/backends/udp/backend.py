@@ -44,11 +44,9 @@ class UdpBackend(kernel.KernelBackend):
 
     def check(self, spec: RunSpec) -> None:
         """Raise UserError naming what this machine or the transport lacks for ``spec`` (root, a
-        program, a flavor, a field the wire fixes, a queue discipline, a mechanism); a QUIC flow
-        is refused first, before anything is probed (:data:`.endpoint_flows.NO_UDP_QUIC`)."""
-        for i, flow in enumerate(spec.flows):
-            if getattr(flow, "quic", None) is not None:
-                raise UserError(f"flows[{i}].transport: {endpoint_flows.NO_UDP_QUIC}")
+        program, a flavor, a field the wire fixes, a queue discipline, a mechanism). QUIC flows
+        (``transport = "quic"``) run the simulator's QUIC transport in ccarena's frames
+        (:mod:`.endpoint_flows`)."""
         engine = _engine()
         if not hasattr(engine, "udp_stream_send"):
             raise UserError("the udp backend needs an engine built with the udp stream mode "
@@ -71,10 +69,12 @@ class UdpBackend(kernel.KernelBackend):
         return {"generator": generator, "tcp_check": self._check_flow}
 
     def run_record(self, spec: RunSpec) -> dict[str, Any]:
-        """Per flow, the payload bytes a packet carries on the wire and who ran it: ``"ccarena"``
-        (TCP flows), ``udt_impl`` (UDT flows) or None (UDP CBR)."""
+        """Per flow, the payload bytes a packet carries on the wire (a QUIC flow's stream bytes)
+        and who ran it: ``"ccarena"`` (TCP and QUIC flows), ``udt_impl`` (UDT flows) or None (UDP
+        CBR)."""
         libudt = self.udt_impl == "libudt"
-        mss = [endpoint_flows.mss_on_the_wire(f) if f.kind == "tcp" else
+        mss = [endpoint_flows.quic_mss_on_the_wire(f) if getattr(f, "quic", None) is not None else
+               endpoint_flows.mss_on_the_wire(f) if f.kind == "tcp" else
                (int(f.mss_bytes) if libudt else endpoint_flows.udt_mss_on_the_wire(f)) if f.kind == "udt"
                else None for f in spec.flows]
         impl = [self.udt_impl if f.kind == "udt" else "ccarena" if f.kind == "tcp" else None

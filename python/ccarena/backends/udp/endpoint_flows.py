@@ -26,6 +26,13 @@ What differs from the simulator's flow, and why (docs/udp-backend.md):
   (``ce_packets``, ``ce_bytes``, as the simulator's receiver counts them); UDT is Not-ECT.
 - **UDT** (ccarena's): a UDT_DATA packet carries at most 1427 payload bytes (the simulator's 1456
   runs as 1427); SYN, initial RTT, EXP floor and flow window are UDT4's defaults (others refused).
+- **QUIC** (``transport = "quic"``): the simulator's QUIC transport (RFC 9002's recovery, RFC 9000's
+  ACKs, ECN counts and flow control) in ccarena's QUIC_DATA and QUIC_ACK frames — not QUIC's wire
+  format (no TLS, no interoperability; docs/udp-wire.md). A QUIC_DATA packet carries at most 1435
+  stream bytes (the simulator's 1437 for the default MSS runs as 1435); the flow's QUIC settings
+  travel in the offer, its ``rwnd`` is the sink's connection window (MAX_DATA). The row's ``kind``
+  is ``"quic"``, ``recovery`` ``"rfc9002"``, ``rto_count`` the probe timeouts and
+  ``fast_recoveries`` the loss-started congestion events, as the simulator's.
 """
 
 from __future__ import annotations
@@ -41,7 +48,7 @@ from ccarena.backends.kernel.flow_processes import Endpoint, port_for
 from ccarena.backends.kernel.netns import NetworkPlan
 from ccarena.backends.udp import libudt
 from ccarena.errors import UserError
-from ccarena.runspec import TCP_DEFAULTS, RunSpec
+from ccarena.runspec import TCP_DEFAULTS, RunSpec, quic_payload_bytes
 
 ENDPOINT = Path(__file__).with_name("endpoint.py")
 MAX_PAYLOAD_BYTES = 1435
@@ -96,8 +103,42 @@ def udt_mss_on_the_wire(flow: Any) -> int:
     return min(int(flow.mss_bytes), MAX_UDT_PAYLOAD_BYTES)
 
 
-NO_UDP_QUIC = "the udp backend's QUIC (quinn) is not built yet; run it on the simulator (--backend sim)"
-"""Why the udp backend refuses a QUIC flow (``transport = "quic"``) for now."""
+MAX_QUIC_PAYLOAD_BYTES = 1435
+"""The largest QUIC_DATA stream payload of ccarena's wire format (docs/udp-wire.md): 1500 − 20 IP −
+8 UDP − 20 ccarena header − 17 QUIC_DATA frame."""
+MAX_QUIC_ACK_DELAY_NS = 2**14 * 1_000_000
+"""A QUIC flow's ``max_ack_delay`` must stay below 2^14 ms (RFC 9000 §18.2); the sink refuses more."""
+DEFAULT_QUIC_PAYLOAD_BYTES = quic_payload_bytes(DEFAULT_MSS_BYTES, int(TCP_DEFAULTS["header_bytes"]))
+
+
+def quic_mss_on_the_wire(flow: Any) -> int:
+    """Stream bytes per packet of a QUIC flow on the udp backend: the simulator's
+    (:func:`ccarena.runspec.quic_payload_bytes`) cut to :data:`MAX_QUIC_PAYLOAD_BYTES`."""
+    return min(quic_payload_bytes(int(flow.mss_bytes), int(flow.header_bytes)), MAX_QUIC_PAYLOAD_BYTES)
+
+
+def quic_settings(flow: Any) -> dict[str, Any]:
+    """A QUIC flow's settings as the engine's stream sender takes them (``udp_stream_send``'s
+    ``config["quic"]``, crates/py/src/udp.rs)."""
+    q = flow.quic
+    return {"max_ack_delay_ns": int(q.max_ack_delay_ns), "ack_eliciting_threshold": int(q.ack_eliciting_threshold),
+            "reordering_threshold": int(q.reordering_threshold), "initial_rtt_ns": int(q.initial_rtt_ns),
+            "max_stream_data_bytes": None if q.max_stream_data_bytes is None else int(q.max_stream_data_bytes),
+            "pacing": bool(q.pacing)}
+
+
+def _check_quic_flow(where: str, flow: Any) -> None:
+    """A QUIC flow's payload and ACK delay fit the udp backend (the rest as a TCP flow's)."""
+    payload = quic_payload_bytes(int(flow.mss_bytes), int(flow.header_bytes))
+    if payload > MAX_QUIC_PAYLOAD_BYTES and int(flow.mss_bytes) != DEFAULT_MSS_BYTES:
+        raise UserError(f"{where}.mss: a QUIC packet of {payload} stream bytes does not fit one UDP "
+                        f"datagram of ccarena's wire (at most {MAX_QUIC_PAYLOAD_BYTES}); lower mss or "
+                        "use --backend sim")
+    if payload < 64:
+        raise UserError(f"{where}.mss: the udp backend's QUIC packets carry at least 64 stream bytes; raise mss")
+    if int(flow.quic.max_ack_delay_ns) >= MAX_QUIC_ACK_DELAY_NS:
+        raise UserError(f"{where}.quic.max_ack_delay: RFC 9000 §18.2 allows less than 16384 ms; lower it "
+                        "or use --backend sim")
 
 
 def check_tcp_flow(where: str, flow: Any) -> None:
@@ -111,11 +152,16 @@ def check_tcp_flow(where: str, flow: Any) -> None:
     if flow.flavor not in tcp_flavors():
         raise UserError(f"{where}.flavor: '{flow.flavor}' is not a TCP flavor of ccarena's transport; "
                         "use --backend sim")
-    if getattr(flow, "quic", None) is not None:
-        raise UserError(f"{where}.transport: {NO_UDP_QUIC}")
     if getattr(flow, "mptcp", None) is not None:
         raise UserError(f"{where}.subflows: the udp backend runs single-path connections; run "
                         "Multipath TCP with --backend sim or kernel")
+    if getattr(flow, "quic", None) is not None:
+        _check_quic_flow(where, flow)
+        for key, field in FIXED_BY_THE_WIRE.items():
+            if getattr(flow, key) != TCP_DEFAULTS.get(key):
+                raise UserError(f"{where}.{field}: the udp backend's packets carry the wire's own "
+                                f"headers; remove {field} or use --backend sim")
+        return
     mss = int(flow.mss_bytes)
     if mss > MAX_PAYLOAD_BYTES and mss != DEFAULT_MSS_BYTES:
         raise UserError(f"{where}.mss: {mss} bytes do not fit one UDP datagram of ccarena's wire "
@@ -165,11 +211,13 @@ def receiver_config(spec: RunSpec, i: int, t0_ns: int, workdir: Path, bind: str)
 
 def sender_config(spec: RunSpec, i: int, t0_ns: int, workdir: Path, bind: str, peer: str) -> dict[str, Any]:
     """The stream sender's configuration of TCP flow ``i`` (its transport settings, as the
-    simulator builds its sender)."""
+    simulator builds its sender; a QUIC flow's QUIC settings, :func:`quic_settings`)."""
     flow = spec.flows[i]
     cfg = _config(spec, i, t0_ns, workdir, "stream-send")
+    quic = getattr(flow, "quic", None) is not None
     cfg.update(bind=bind, peer=peer, flavor=flow.flavor, params=dict(flow.params),
-               recovery=flow.recovery, mss_bytes=mss_on_the_wire(flow),
+               recovery=flow.recovery, mss_bytes=quic_mss_on_the_wire(flow) if quic else mss_on_the_wire(flow),
+               quic=quic_settings(flow) if quic else None,
                initial_cwnd_packets=int(flow.initial_cwnd_packets), min_rto_ns=int(flow.min_rto_ns),
                initial_rto_ns=int(flow.initial_rto_ns), max_rto_ns=int(flow.max_rto_ns),
                clock_granularity_ns=int(flow.clock_granularity_ns), dupthresh=int(flow.dupthresh),
@@ -263,7 +311,8 @@ def flow_rows(spec: RunSpec, results: dict[tuple[int, str], dict[str, Any]]
     # UDT rows (ccarena's or libudt's: both ends write the same keys) come from :func:`_udt_rows`.
     """(flows rows, samples rows) as the kernel backend builds them, with the transport's own
     counts where Linux has none: ``fast_recoveries``, ``spurious_rtos`` (the sender's, after
-    draining), ``duplicate_bytes_received``, ``ce_packets`` and ``ce_bytes`` (the sink's)."""
+    draining), ``duplicate_bytes_received``, ``ce_packets`` and ``ce_bytes`` (the sink's); a QUIC
+    flow's row has ``kind`` ``"quic"`` and ``recovery`` ``"rfc9002"``."""
     keep = [i for i, flow in enumerate(spec.flows) if flow.kind != "udt"]
     sub = spec.model_copy(update={"flows": [spec.flows[i] for i in keep]})
     flows, samples = kernel_tables.flow_rows(
@@ -278,6 +327,9 @@ def flow_rows(spec: RunSpec, results: dict[tuple[int, str], dict[str, Any]]
         if spec.flows[i].kind != "tcp":
             continue
         drained = results[(i, "send")].get("drained") or {}
+        if getattr(spec.flows[i], "quic", None) is not None:
+            # As the simulator's QUIC row (crates/sim/src/results.rs): probe timeouts in rto_count.
+            row["kind"], row["recovery"] = "quic", "rfc9002"
         row["fast_recoveries"] = drained.get("fast_recoveries")
         row["spurious_rtos"] = drained.get("spurious_rtos")
         row["duplicate_bytes_received"] = results[(i, "recv")].get("duplicate_bytes")
