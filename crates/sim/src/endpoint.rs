@@ -6,6 +6,7 @@
 //! arrival path (`engine.rs`), so the two transports cannot drift apart in how they are driven.
 
 use ccarena_cc::{Duration, SimTime};
+use ccarena_transport::quic::AckFrame;
 use ccarena_transport::udt::{ToReceiver, ToSender};
 
 use crate::flow::{MptcpFlow, QuicFlow, TcpFlow, Transfer, UdtFlow};
@@ -372,10 +373,15 @@ impl Endpoint for QuicFlow {
                 Some((Payload::QuicData(reuse_box(&mut self.data_boxes, p)), size_bytes))
             }
             Side::Receiver => {
-                let a = self.receiver.poll_ack(now)?;
+                // Written straight into a reused box: a frame is about 600 bytes.
+                let mut boxed = self.ack_boxes.pop().unwrap_or_else(|| Box::new(AckFrame::EMPTY));
+                if !self.receiver.poll_ack_into(now, &mut boxed) {
+                    self.ack_boxes.push(boxed);
+                    return None;
+                }
                 self.acks_sent += 1;
-                let size_bytes = a.wire_bytes();
-                Some((Payload::QuicAck(reuse_box(&mut self.ack_boxes, a)), size_bytes))
+                let size_bytes = boxed.wire_bytes();
+                Some((Payload::QuicAck(boxed), size_bytes))
             }
         }
     }

@@ -121,6 +121,20 @@ pub struct AckFrame {
 }
 
 impl AckFrame {
+    /// A frame acknowledging nothing (no valid range), to be filled in
+    /// ([`crate::quic::QuicReceiver::poll_ack_into`]).
+    pub const EMPTY: AckFrame = AckFrame {
+        largest: 0,
+        ack_delay: Duration::ZERO,
+        ranges: [PnRange { smallest: 0, largest: 0 }; MAX_ACK_RANGES],
+        range_count: 0,
+        ecn: None,
+        largest_received_at: SimTime::ZERO,
+        max_data: u64::MAX,
+        max_stream_data: u64::MAX,
+        credit_update: false,
+    };
+
     /// The valid ranges, largest first.
     pub fn ranges(&self) -> &[PnRange] {
         &self.ranges[..self.range_count as usize]

@@ -204,16 +204,23 @@ impl QuicReceiver {
     /// and then nothing until a new packet arrives. `now` gives the ACK delay (RFC 9000 §13.2.5:
     /// from the largest acknowledged packet's arrival).
     pub fn poll_ack(&mut self, now: SimTime) -> Option<AckFrame> {
+        let mut ack = AckFrame::EMPTY;
+        self.poll_ack_into(now, &mut ack).then_some(ack)
+    }
+
+    /// [`QuicReceiver::poll_ack`] written into `out` (a frame is about 600 bytes: a caller that
+    /// reuses one, as the simulator reuses its packets' boxes, copies none); returns whether an
+    /// ACK was due. Only `out.ranges[..out.range_count]` is written.
+    pub fn poll_ack_into(&mut self, now: SimTime, out: &mut AckFrame) -> bool {
         if self.unacked_packets == 0 {
-            return None;
+            return false;
         }
         if !self.ack_due && self.poll_timeout().is_none_or(|t| now < t) {
-            return None;
+            return false;
         }
-        let (largest, largest_at) = self.largest?;
-        let mut ranges = [PnRange::default(); MAX_ACK_RANGES];
+        let Some((largest, largest_at)) = self.largest else { return false };
         let mut range_count = 0;
-        for (slot, (s, e)) in ranges.iter_mut().zip(self.pns.iter_rev()) {
+        for (slot, (s, e)) in out.ranges.iter_mut().zip(self.pns.iter_rev()) {
             *slot = PnRange { smallest: s, largest: e - 1 };
             range_count += 1;
         }
@@ -227,17 +234,15 @@ impl QuicReceiver {
         self.first_unacked_at = None;
         self.ack_due = false;
         self.stats.acks_sent += 1;
-        Some(AckFrame {
-            largest,
-            ack_delay: now.saturating_since(largest_at),
-            ranges,
-            range_count,
-            ecn: self.cfg.ecn.is_on().then_some(self.ecn),
-            largest_received_at: largest_at,
-            max_data,
-            max_stream_data,
-            credit_update,
-        })
+        out.largest = largest;
+        out.ack_delay = now.saturating_since(largest_at);
+        out.range_count = range_count;
+        out.ecn = self.cfg.ecn.is_on().then_some(self.ecn);
+        out.largest_received_at = largest_at;
+        out.max_data = max_data;
+        out.max_stream_data = max_stream_data;
+        out.credit_update = credit_update;
+        true
     }
 
     /// When the delayed ACK falls due: `max_ack_delay` after the first packet not yet

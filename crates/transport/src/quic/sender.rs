@@ -437,8 +437,16 @@ impl QuicSender {
     #[must_use]
     pub fn on_ack(&mut self, now: SimTime, ack: &AckFrame) -> QuicAckOutcome {
         self.stats.acks_received += 1;
-        let Some(ack) = sanitize_ack(ack) else { return QuicAckOutcome::default() };
-        let ack = &ack;
+        // A well-formed frame (every frame a conforming receiver sends) is read in place; only a
+        // malformed one is copied and repaired.
+        let repaired;
+        let ack = if is_well_formed(ack) {
+            ack
+        } else {
+            let Some(a) = sanitize_ack(ack) else { return QuicAckOutcome::default() };
+            repaired = a;
+            &repaired
+        };
         if ack.largest >= self.next_pn {
             return QuicAckOutcome::default();
         }
@@ -1117,6 +1125,18 @@ impl QuicSender {
     pub fn cc_owns_cwnd(&self) -> bool {
         self.cc_owns_cwnd
     }
+}
+
+/// True when `ack` is what [`sanitize_ack`] would return unchanged: 1 to
+/// [`super::MAX_ACK_RANGES`] ranges, each `smallest ≤ largest` and wholly below the one before,
+/// the first's largest the frame's largest.
+fn is_well_formed(ack: &AckFrame) -> bool {
+    let n = ack.range_count as usize;
+    if n == 0 || n > super::MAX_ACK_RANGES || ack.ranges[0].largest != ack.largest {
+        return false;
+    }
+    let ranges = &ack.ranges[..n];
+    ranges.iter().all(|r| r.smallest <= r.largest) && ranges.windows(2).all(|w| w[1].largest < w[0].smallest)
 }
 
 /// `ack` made safe to process, whatever arrived: at most [`super::MAX_ACK_RANGES`] ranges (a
