@@ -1,7 +1,8 @@
 """Benchmark: loopback throughput and sender CPU per Gbit for kernel TCP (iperf3, CUBIC),
-ccarena's transport on UDP (``ccarena send``, CUBIC and UDT) and the reference UDT4 library
-(libudt 4.11 through ``tools/udt-peer``) — the issue 14 / seed 001 "CPU per megabit" comparison
-on one machine, unshaped::
+ccarena's transport on UDP (``ccarena send``, CUBIC and UDT), the reference UDT4 library
+(libudt 4.11 through ``tools/udt-peer``) and a production QUIC stack, quinn (``ccarena-quinn``:
+ccarena's CUBIC inside quinn, and quinn's own CUBIC) — the issue 14 / seed 001 "CPU per megabit"
+comparison on one machine, unshaped::
 
     python3 benches/cpu_per_gbit.py                 # 3 runs each, 5 s tests, a 400 MB file
     python3 benches/cpu_per_gbit.py --repeats 5 --seconds 10 --file-mb 1000
@@ -14,7 +15,9 @@ and the CPU clock from cpufreq or /proc/cpuinfo. On loopback the kernel runs the
 the receiver's own process is not counted. iperf3's number is its
 ``cpu_utilization_percent.host_total`` (getrusage of the client process) times the test's length;
 the libudt peer's is its process's getrusage (UDT4's sending and receiving threads included) over
-a test as long as iperf3's. Printed per sender: goodput (Gbit/s), sender CPU (% of one core), CPU
+a test as long as iperf3's. quinn's sender and sink run in two threads of this process
+(``_engine.quinn_send``/``quinn_sink``, the GIL released) and move ``--file-mb`` of zeros; the
+sender's figure is its thread's getrusage, like ``ccarena send``'s (TLS 1.3 encryption included). Printed per sender: goodput (Gbit/s), sender CPU (% of one core), CPU
 seconds per Gbit delivered, and MHz/Mbps (seed 001's CPU cycles per bit). Needs g++ and
 libudt-dev for the libudt row (``scripts/test.sh`` installs both). Not a test: numbers depend on
 the machine and on what else it runs.
@@ -48,6 +51,8 @@ SENDERS = {
     "cubic": "ccarena send (UDP, cubic)",
     "udt": "ccarena send (UDP, UDT)",
     "libudt": "libudt (UDT4 4.11)",
+    "quinn": "quinn (QUIC, ccarena cubic in quinn)",
+    "quinn-native": "quinn (QUIC, quinn's cubic)",
 }
 """``--only`` names → the table's row names."""
 
@@ -148,6 +153,44 @@ def libudt_run(seconds: float) -> dict:
             "mhz": (mhz0 + mhz1) / 2 if mhz0 and mhz1 else None}
 
 
+def quinn_run(size_bytes: int, impl: str) -> dict:
+    """One quinn transfer of ``size_bytes`` on loopback, CUBIC (ccarena's inside quinn with
+    ``impl="quinn"``, quinn's own with ``"quinn-native"``): the sink in a thread, the sender in
+    this one; goodput and sender CPU from the sender's record."""
+    import queue
+    import threading
+
+    from ccarena import _engine
+
+    cert = _engine.quinn_certificate()
+    bound: queue.Queue[str] = queue.Queue()
+    out: dict = {}
+
+    def serve() -> None:
+        try:
+            out["sink"] = _engine.quinn_sink({"bind": "127.0.0.1:0", "cert_der": cert["cert_der"],
+                                              "key_der": cert["key_der"], "on_bound": bound.put})
+        except Exception as e:  # reported below
+            out["error"] = e
+            bound.put("")
+
+    sink = threading.Thread(target=serve)
+    sink.start()
+    addr = bound.get(timeout=10)
+    if not addr:
+        raise SystemExit(f"the quinn sink did not start: {out.get('error')}")
+    mhz0 = cpu_mhz_now()
+    r = _engine.quinn_send({"peer": addr, "cert_der": cert["cert_der"], "flavor": "cubic",
+                            "impl": impl, "bytes": size_bytes})
+    mhz1 = cpu_mhz_now()
+    sink.join(timeout=60)
+    if out.get("sink", {}).get("delivered_bytes") != size_bytes:
+        raise SystemExit(f"quinn ({impl}) delivered {out.get('sink', {}).get('delivered_bytes')} "
+                         f"of {size_bytes} bytes: {out.get('error')}")
+    return {"goodput_bps": r["goodput_bps"], "cpu_s": r["sender_cpu_s"],
+            "wall_s": r["completion_time_s"], "mhz": (mhz0 + mhz1) / 2 if mhz0 and mhz1 else None}
+
+
 def row(name: str, runs: list[dict]) -> list[str]:
     def med(key):
         return statistics.median(r[key] for r in runs)
@@ -168,7 +211,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--seconds", type=float, default=5.0, help="iperf3's and libudt's test length")
-    ap.add_argument("--file-mb", type=int, default=400, help="ccarena send's file size, MB")
+    ap.add_argument("--file-mb", type=int, default=400,
+                    help="ccarena send's file size and quinn's stream size, MB")
     ap.add_argument("--only", default=",".join(SENDERS),
                     help=f"comma-separated senders among {', '.join(SENDERS)}")
     args = ap.parse_args()
@@ -188,6 +232,8 @@ def main() -> None:
             "cubic": lambda: ccarena_run(src, incoming, "cubic"),
             "udt": lambda: ccarena_run(src, incoming, "udt"),
             "libudt": lambda: libudt_run(args.seconds),
+            "quinn": lambda: quinn_run(args.file_mb * 1_000_000, "quinn"),
+            "quinn-native": lambda: quinn_run(args.file_mb * 1_000_000, "quinn-native"),
         }
         results: dict[str, list[dict]] = {SENDERS[name]: [] for name in only}
         for i in range(args.repeats):

@@ -132,6 +132,7 @@ fn spec(nodes: Vec<NodeSpec>, links: Vec<LinkSpec>, flows: Vec<FlowSpec>) -> Spe
         flows,
         events: Vec::new(),
         link_jitter: None,
+        pcap: None,
     }
 }
 

@@ -5,10 +5,12 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # The kernel backend's tests drive the real Linux stack: iproute2 (ip, tc, ss), ethtool, nftables,
-# iperf3 and ping come from Debian; the report tests look at pages in headless Chromium. Install only what is missing, so a prepared machine starts at once.
+# iperf3 and ping come from Debian; the report tests look at pages in headless Chromium; the pcap
+# tests read the simulator's captures with tshark. Install only what is missing, so a prepared
+# machine starts at once.
 need=()
 for pair in ip:iproute2 tc:iproute2 ss:iproute2 ethtool:ethtool nft:nftables iptables:iptables \
-            iperf3:iperf3 ping:iputils-ping chromium:chromium; do
+            iperf3:iperf3 ping:iputils-ping chromium:chromium tshark:tshark; do
     command -v "${pair%%:*}" >/dev/null 2>&1 || need+=("${pair##*:}")
 done
 # The udp backend's UDT flows run the reference UDT4 (tools/udt-peer, built with g++ against libudt).
@@ -16,6 +18,8 @@ command -v g++ >/dev/null 2>&1 || need+=(g++)
 test -f /usr/include/udt/udt.h || need+=(libudt-dev)
 if ((${#need[@]})); then
     export DEBIAN_FRONTEND=noninteractive
+    # tshark's package asks whether non-root users may capture: no (and no question asked).
+    echo "wireshark-common wireshark-common/install-setuid boolean false" | debconf-set-selections
     apt-get update -qq >/dev/null
     apt-get install -y -qq --no-install-recommends $(printf '%s\n' "${need[@]}" | sort -u) >/dev/null
 fi

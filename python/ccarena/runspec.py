@@ -432,6 +432,16 @@ FlowSpec = Annotated[Union[TcpFlowSpec, CbrFlowSpec, UdtFlowSpec], Field(discrim
 """A flow, by transport kind (``tcp``, ``udp_cbr``, ``udt``)."""
 
 
+class PcapSpec(SpecModel):
+    """Packet capture (docs/engine-spec.md, "Packet capture"): the links (indices into
+    :attr:`RunSpec.links`, each one direction) whose packets the simulator writes to pcap files,
+    one file per link, and the size limit of each file in bytes (its header included): past it
+    the file stops growing and the packets left out are counted."""
+
+    links: tuple[int, ...] = Field(min_length=1)
+    max_bytes: int = Field(ge=1024)
+
+
 class RunSpec(SpecModel):
     """A whole run, every value explicit: what a backend's ``check`` and ``run`` take.
 
@@ -456,6 +466,9 @@ class RunSpec(SpecModel):
     delays each packet by U[0, fraction × serialization) after its propagation delay, keeping
     order; Floyd & Jacobson 1992's remedy for traffic phase effects). ``None``: none — the front end
     does not set it yet (docs/engine-spec.md)."""
+    pcap: PcapSpec | None = optional()
+    """Packet capture of some links (``[output] pcap``); ``None``: none. The simulator writes the
+    files where its caller says (:mod:`ccarena.backends.sim`), outside the spec."""
 
     def to_dict(self) -> dict[str, Any]:
         """The spec as JSON-ready data (``from`` for :attr:`LinkSpec.from_`); a new copy each call."""

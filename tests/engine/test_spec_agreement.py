@@ -41,6 +41,7 @@ EVERY_OPTION = {
                {"at": "3s", "link": "r0-r1", "up": False},
                {"at": "3.5s", "link": "r0->r1", "up": True, "set": {"rate": "10Mbps"}}],
     "routing": {"mode": "spray", "static": [{"node": "r0", "dst": "right0", "via": "r1"}]},
+    "output": {"pcap": ["r0->r1", "left0"], "pcap_max_bytes": "10MB"},
 }
 
 

@@ -117,6 +117,13 @@ CORPUS = [
     ("unknown-mptcp-scheduler", edit('flavor = "reno"', 'flavor = "reno"\nsubflows = 2\nscheduler = "blest"'),
      "flows[1].scheduler"),
     # Issue 33: QUIC (transport = "quic") and its fields.
+    # Issue 34, item 1: [output] pcap names links or hosts of the topology.
+    ("pcap-unknown-link", edit('sample_interval = "100ms"', 'sample_interval = "100ms"\npcap = ["r0->r1", "r7->*"]'),
+     "output.pcap[1]: 'r7->*' names no link or host of this topology"),
+    ("pcap-not-a-list", edit('sample_interval = "100ms"', 'sample_interval = "100ms"\npcap = "r0->r1"'),
+     "output.pcap"),
+    ("pcap-limit-too-small", edit('sample_interval = "100ms"', 'sample_interval = "100ms"\npcap = ["left0"]\npcap_max_bytes = "100B"'),
+     "output.pcap_max_bytes: must be at least 1KB"),
     ("unknown-transport", edit('flavor = "reno"', 'flavor = "reno"\ntransport = "sctp"'),
      "flows[1].transport: Input should be 'tcp' or 'quic'"),
     ("quic-on-udp", edit('flavor = "reno"', 'flavor = "udp-cbr"\nrate = "1Mbps"\ntransport = "quic"'),

@@ -10,6 +10,7 @@
 //! crash of the interpreter.
 
 mod errors;
+mod quinn;
 mod relay;
 mod udp;
 
@@ -21,7 +22,7 @@ use std::time::Instant;
 use ccarena_cc::{catalogue, SimTime};
 use ccarena_sim::{Column, Simulation, Table};
 use errors::{panic_message, BudgetExceeded, EngineError};
-use pyo3::exceptions::PyValueError;
+use pyo3::exceptions::{PyOSError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList};
 
@@ -85,14 +86,20 @@ impl PySimulation {
 #[pymethods]
 impl PySimulation {
     /// Build from a resolved spec in JSON. Raises ValueError("path: message") for a bad spec.
+    /// With `pcap_dir`, the links of the spec's `pcap` are captured into pcap files there (the
+    /// directory is created; OSError if a file cannot be); `finish_capture()` closes them.
     #[new]
-    fn new(spec_json: &str) -> PyResult<PySimulation> {
+    #[pyo3(signature = (spec_json, pcap_dir=None))]
+    fn new(spec_json: &str, pcap_dir: Option<std::path::PathBuf>) -> PyResult<PySimulation> {
         let built = catch_unwind(|| Simulation::from_json(spec_json));
-        let sim = match built {
+        let mut sim = match built {
             Ok(Ok(sim)) => sim,
             Ok(Err(e)) => return Err(PyValueError::new_err(e.to_string())),
             Err(p) => return Err(EngineError::new_err(format!("engine fault while building the run: {}", panic_message(&*p)))),
         };
+        if let Some(dir) = pcap_dir {
+            sim.start_capture(&dir).map_err(|e| PyOSError::new_err(format!("pcap capture in {}: {e}", dir.display())))?;
+        }
         let seed = sim.spec().seed;
         Ok(PySimulation {
             inner: Mutex::new(State { sim, seed, fault: None }),
@@ -203,6 +210,29 @@ impl PySimulation {
     #[getter]
     fn events_processed(&self) -> PyResult<u64> {
         Ok(self.state()?.sim.events_processed())
+    }
+
+    /// Close the capture files (after recording every packet that started serialization by
+    /// now) and say what each holds: a list, in the spec's `pcap.links` order, of dicts with
+    /// `link` (index), `file` (name in the capture directory), `packets_written`,
+    /// `packets_over_limit` (left out at the size limit), `bytes` (the file's size) and `error`
+    /// (a write error that stopped the file, or None). Empty without a capture, and on a second
+    /// call.
+    fn finish_capture<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        let mut st = self.state()?;
+        let captures = st.sim.finish_capture();
+        let out = PyList::empty(py);
+        for (link, file, stats) in captures {
+            let d = PyDict::new(py);
+            d.set_item("link", link)?;
+            d.set_item("file", file)?;
+            d.set_item("packets_written", stats.packets_written)?;
+            d.set_item("packets_over_limit", stats.packets_over_limit)?;
+            d.set_item("bytes", stats.bytes_written)?;
+            d.set_item("error", stats.error)?;
+            out.append(d)?;
+        }
+        Ok(out)
     }
 
     /// The result tables as of now: {"flows", "samples", "queues", "links", "subflows"} → {column → bytes | list[str]}.
@@ -336,6 +366,7 @@ fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(relay::relay_run, m)?)?;
     m.add_function(wrap_pyfunction!(relay::relay_set_start, m)?)?;
     udp::register(m)?;
+    quinn::register(m)?;
     m.add("EngineError", m.py().get_type::<EngineError>())?;
     m.add("BudgetExceeded", m.py().get_type::<BudgetExceeded>())?;
     m.add("SPEC_FORMAT", ccarena_sim::spec::SPEC_FORMAT)?;

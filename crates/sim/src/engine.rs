@@ -11,6 +11,8 @@ use crate::event::{Event, EventQueue};
 use crate::flow::Flow;
 use crate::link::Link;
 use crate::packet::{Packet, Payload};
+use crate::pcap::frame::FlowAddress;
+use crate::pcap::{CaptureStats, LinkCapture};
 use crate::results::{flow_row, flow_sample, flow_table, link_row, link_table};
 use ccarena_link::LinkStreams;
 use ccarena_rng::{SplitMix64, StreamKind};
@@ -583,6 +585,44 @@ impl Simulation {
         if next <= self.end {
             self.events.push(next, Event::Sample);
         }
+    }
+
+    // ---- packet capture --------------------------------------------------------------------
+
+    /// Start capturing the spec's `pcap` links into `dir` (created if missing), one file per
+    /// link named by [`crate::pcap::file_names`]; nothing when the spec captures nothing. Call
+    /// before running: packets that started serialization earlier are not recorded.
+    ///
+    /// # Errors
+    /// A file cannot be created or written.
+    pub fn start_capture(&mut self, dir: &std::path::Path) -> std::io::Result<()> {
+        let Some(pcap) = self.spec.pcap.clone() else { return Ok(()) };
+        std::fs::create_dir_all(dir)?;
+        let flows: std::sync::Arc<[FlowAddress]> = FlowAddress::of_flows(&self.spec.flows).into();
+        let names: Vec<&str> = self.spec.links.iter().map(|l| l.name.as_str()).collect();
+        for (&l, file) in pcap.links.iter().zip(crate::pcap::file_names(&names, &pcap.links)) {
+            let capture = LinkCapture::create(&dir.join(&file), flows.clone(), pcap.max_bytes)?;
+            self.links[l].start_capture(capture);
+        }
+        Ok(())
+    }
+
+    /// Finish every capture: advance the captured links to now (recording the packets that
+    /// started by then), flush the files and return, per captured link in the spec's order,
+    /// (link index, file name, what it holds). Empty without a capture; a second call returns
+    /// nothing.
+    pub fn finish_capture(&mut self) -> Vec<(usize, String, CaptureStats)> {
+        let Some(pcap) = self.spec.pcap.as_ref() else { return Vec::new() };
+        let names: Vec<&str> = self.spec.links.iter().map(|l| l.name.as_str()).collect();
+        let files = crate::pcap::file_names(&names, &pcap.links);
+        let mut out = Vec::new();
+        for (&l, file) in pcap.links.iter().zip(files) {
+            self.links[l].advance(self.now);
+            if let Some(stats) = self.links[l].finish_capture() {
+                out.push((l, file, stats));
+            }
+        }
+        out
     }
 
     // ---- results ---------------------------------------------------------------------------

@@ -6,7 +6,7 @@
 //! down and up), routes (a static table, or shortest paths computed with ECMP or per-packet
 //! spraying: [`routing`]), and applications (bulk TCP through the
 //! `ccarena-transport` sans-IO sender and receiver, UDP CBR, bulk UDT through the transport's
-//! `udt` endpoints). Time is integer nanoseconds and
+//! `udt` endpoints), and writes pcap files of chosen links ([`pcap`]). Time is integer nanoseconds and
 //! events are ordered by (time, insertion sequence); every random process has its own stream, so a
 //! spec and seed give bit-identical results. [`Simulation::results`] returns columnar tables.
 
@@ -16,6 +16,7 @@ pub mod event;
 pub mod flow;
 pub mod link;
 pub mod packet;
+pub mod pcap;
 pub mod queue;
 pub mod results;
 pub mod routing;

@@ -20,6 +20,7 @@ use ccarena_link::wire::{transmission_ns, WireLoss};
 use ccarena_link::{Aqm, AqmMut, Impairment, Qdisc, SplitMix64, TraceTransmitter, WireImpairments};
 
 use crate::packet::Packet;
+use crate::pcap::{CaptureStats, LinkCapture};
 use crate::queue::Verdict;
 use crate::spec::LinkChangeSpec;
 
@@ -104,10 +105,15 @@ pub struct Link {
     held: VecDeque<(SimTime, Packet)>,
     /// The latest arrival of a held-back packet (the held FIFO's back).
     held_last: SimTime,
-    /// The wire only delays: no rate trace, no jitter, no random loss, no duplication or
-    /// reordering (none draws anything then), so [`Link::transmit`] takes its short path. Kept
-    /// by [`Link::update_plain_wire`] whenever one of them changes.
+    /// The wire only delays and nothing is captured: no rate trace, no capture, no jitter, no
+    /// random loss, no duplication or reordering (none draws anything then), so
+    /// [`Link::transmit`] takes its short path. Kept by [`Link::update_plain_wire`] whenever one
+    /// of them changes.
     plain_wire: bool,
+    /// Packet capture ([`Link::start_capture`]): every packet that starts serialization is
+    /// recorded. A captured link never takes the plain-wire path, so `None` (the usual case)
+    /// costs a plain wire nothing and any other one test per packet.
+    capture: Option<Box<LinkCapture>>,
 }
 
 /// A link's forwarding jitter: its stream, the next draw (kept one ahead so
@@ -146,15 +152,17 @@ impl Link {
             held: VecDeque::new(),
             held_last: SimTime::ZERO,
             plain_wire: false,
+            capture: None,
         };
         link.update_plain_wire();
         link
     }
 
-    /// Recompute `plain_wire` after the trace, jitter, loss or impairments changed. The loss
-    /// test mirrors [`WireLoss::lose`], which draws only for a probability above 0.
+    /// Recompute `plain_wire` after the trace, capture, jitter, loss or impairments changed. The
+    /// loss test mirrors [`WireLoss::lose`], which draws only for a probability above 0.
     fn update_plain_wire(&mut self) {
         self.plain_wire = self.trace.is_none()
+            && self.capture.is_none()
             && self.jitter.is_none()
             && !(self.loss.probability() > 0.0)
             && !self.impair.active();
@@ -205,6 +213,21 @@ impl Link {
         self.trace = Some(trace);
         self.update_plain_wire();
         self
+    }
+
+    /// Record every packet that starts serialization from now on in `capture` (crate::pcap: the
+    /// capture point is the start of serialization, after the queue).
+    pub fn start_capture(&mut self, capture: LinkCapture) {
+        self.capture = Some(Box::new(capture));
+        self.update_plain_wire();
+    }
+
+    /// Stop capturing: flush the file and return what it holds (`None` if this link was not
+    /// captured). Call after [`Link::advance`] to the end, so every packet started is recorded.
+    pub fn finish_capture(&mut self) -> Option<CaptureStats> {
+        let stats = self.capture.take().map(|mut c| c.finish());
+        self.update_plain_wire();
+        stats
     }
 
     /// Offer `pkt` to the queue at `now`. Returns false when the discipline drops it. A packet
@@ -309,6 +332,9 @@ impl Link {
     /// [`Link::transmit`] on a wire that may follow a trace, lose, jitter, duplicate or reorder.
     #[inline(never)]
     fn transmit_wire(&mut self, start: SimTime, pkt: Packet, enqueued_at: SimTime, size: u64, serialization: Duration) {
+        if let Some(capture) = self.capture.as_deref_mut() {
+            capture.record(start, &pkt, self.from, self.to);
+        }
         let end = match self.trace.as_mut() {
             Some(trace) => SimTime(trace.depart(start.as_nanos(), size)),
             None => start + serialization,

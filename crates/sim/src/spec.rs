@@ -67,6 +67,24 @@ pub struct Spec {
     /// Packet-Switched Gateways", 1992; docs/engine-spec.md).
     #[serde(default)]
     pub link_jitter: Option<f64>,
+    /// Packet capture: links whose packets are written to pcap files (docs/engine-spec.md,
+    /// "Packet capture"). Null/absent: none. The files go to the directory the caller gives
+    /// [`Simulation::start_capture`](crate::Simulation::start_capture); without one, nothing is
+    /// captured.
+    #[serde(default)]
+    pub pcap: Option<PcapSpec>,
+}
+
+/// The links a run captures, and the size limit of each file.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct PcapSpec {
+    /// Indices of the links (directions) to capture, each to a file of its own; unique, at
+    /// least one.
+    pub links: Vec<usize>,
+    /// Size limit of each file, bytes (its 24-byte header included; at least 1024): past it the
+    /// file stops growing and the packets not written are counted.
+    pub max_bytes: u64,
 }
 
 /// Routing computed by the engine: for each destination host, a breadth-first search by hop
@@ -776,6 +794,29 @@ impl Spec {
         }
         if self.sample_interval_ns == 0 {
             return Err(err("sample_interval_ns", "must be positive"));
+        }
+        if let Some(p) = &self.pcap {
+            self.validate_pcap(p).map_err(|e| e.under("pcap"))?;
+        }
+        Ok(())
+    }
+
+    /// The captured links exist, each once, and the size limit holds a file header and records.
+    fn validate_pcap(&self, p: &PcapSpec) -> Result<(), SpecError> {
+        if p.links.is_empty() {
+            return Err(err("links", "name at least one link to capture, or leave pcap null"));
+        }
+        let mut seen = std::collections::HashSet::new();
+        for (i, &l) in p.links.iter().enumerate() {
+            if l >= self.links.len() {
+                return Err(err(format!("links[{i}]"), format!("link {l} does not exist (the run has {} links)", self.links.len())));
+            }
+            if !seen.insert(l) {
+                return Err(err(format!("links[{i}]"), format!("link {l} is listed twice")));
+            }
+        }
+        if p.max_bytes < 1024 {
+            return Err(err("max_bytes", format!("{} is below the smallest file, 1024 bytes", p.max_bytes)));
         }
         Ok(())
     }

@@ -327,7 +327,7 @@ impl Dumbbell {
             routes.push(RouteSpec { node: r0, dst: r, link: 0 });
             routes.push(RouteSpec { node: r1, dst: l, link: 1 });
         }
-        Spec { format: SPEC_FORMAT, seed, duration_ns, sample_interval_ns, nodes, links, routes, routing: None, flows, events: Vec::new(), link_jitter: None }
+        Spec { format: SPEC_FORMAT, seed, duration_ns, sample_interval_ns, nodes, links, routes, routing: None, flows, events: Vec::new(), link_jitter: None, pcap: None }
     }
 }
 
@@ -439,6 +439,7 @@ impl FatTree {
             flows,
             events: Vec::new(),
             link_jitter: None,
+            pcap: None,
         }
     }
 }

@@ -43,6 +43,8 @@ from ccarena.errors import UserError
 from ccarena.runspec import RunSpec
 
 if TYPE_CHECKING:  # pandas loads with the tables, not with the backend registry
+    from pathlib import Path
+
     import pandas as pd
 
 ProgressCallback = Callable[[int, int], None]
@@ -116,11 +118,18 @@ class RunResult:
         tables: ``{"flows", "samples", "queues", "links"}`` → DataFrame, the same columns on every
             backend (docs/engine-spec.md, "results").
         record: how the backend ran it, stored in ``run.json`` (the kernel backend: its link
-            emulation and that emulation's own timing error); empty for the simulator.
+            emulation and that emulation's own timing error; the simulator: its packet
+            captures, ``pcap``, when the spec asks for some).
+        files: files the run wrote for its run directory: relative name there
+            (``pcap/r0_to_r1.pcap``) → where the backend left it; the executor moves them in.
+        scratch: a directory of the backend's own holding ``files``, deleted by the executor
+            once it has taken them (or given up the run); None when there is none.
     """
 
     tables: dict[str, pd.DataFrame]
     record: dict[str, Any] = field(default_factory=dict)
+    files: dict[str, Path] = field(default_factory=dict)
+    scratch: Path | None = None
 
 
 class PendingRun(Protocol):

@@ -12,8 +12,11 @@ caller that starts a run first loads them while the engine works.
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 import threading
 import time
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ccarena.backends import (
@@ -141,12 +144,15 @@ def run_spec(spec: RunSpec, *, progress: ProgressCallback | None = None,
 
 def simulate(spec: RunSpec, *, progress: ProgressCallback | None = None,
              cancel: CancelCheck | None = None,
-             chunk_wall_s: float = CHUNK_WALL_S) -> dict[str, dict[str, Any]]:
+             chunk_wall_s: float = CHUNK_WALL_S,
+             pcap_dir: Path | None = None) -> dict[str, Any]:
     """:func:`run_spec`'s simulation alone: the engine's result columns
     (``{"flows", "samples", "queues", "links"}`` → column → ``bytes`` of ``<f8`` or
-    ``list[str]``), without numpy or pandas. Same arguments and errors as :func:`run_spec`."""
+    ``list[str]``), without numpy or pandas. Same arguments and errors as :func:`run_spec`; with
+    ``pcap_dir``, the spec's ``pcap`` links are captured there and the result also holds
+    :data:`CAPTURES` (the engine's ``finish_capture()``)."""
     engine = engine_module()
-    sim = engine.Simulation(spec.to_json())
+    sim = engine.Simulation(spec.to_json(), None if pcap_dir is None else str(pcap_dir))
     sim.set_budget(max_memory_bytes=memory_budget_bytes())
     duration_ns = int(sim.duration_ns)
     step_ns = max(1, min(duration_ns // 1000, 1_000_000))
@@ -169,7 +175,50 @@ def simulate(spec: RunSpec, *, progress: ProgressCallback | None = None,
         if target >= duration_ns and not sim.finished:
             sim.run_until(duration_ns)
             break
-    return sim.results()
+    return _results(sim, pcap_dir)
+
+
+CAPTURES = "pcap"
+"""Key of the engine's capture summaries in :func:`simulate`'s result (a list, not a table)."""
+
+PCAP_DIR = "pcap"
+"""Where a run's capture files go in its run directory."""
+
+
+def _results(sim: Any, pcap_dir: Path | None) -> dict[str, Any]:
+    """The engine's result tables, and its captures closed and summed up when it had some."""
+    raw = dict(sim.results())
+    if pcap_dir is not None:
+        raw[CAPTURES] = list(sim.finish_capture())
+    return raw
+
+
+def capture_dir(spec: RunSpec) -> Path | None:
+    """A new scratch directory for the run's packet captures, or None when it captures none."""
+    if spec.pcap is None:
+        return None
+    return Path(tempfile.mkdtemp(prefix="ccarena-pcap-"))
+
+
+def capture_result(spec: RunSpec, raw: dict[str, Any], pcap_dir: Path | None) -> RunResult:
+    """:class:`RunResult` of a finished simulation: its tables, and its capture files with what
+    each holds (``run.json``'s ``pcap``: link name, file, packets written and left out at the
+    size limit, bytes; docs/engine-spec.md, "Packet capture")."""
+    tables = frames(raw)
+    captures = raw.get(CAPTURES)
+    if pcap_dir is None or not captures:
+        return RunResult(tables=tables, scratch=pcap_dir)
+    files: dict[str, Path] = {}
+    entries = []
+    for c in captures:
+        name = f"{PCAP_DIR}/{c['file']}"
+        files[name] = pcap_dir / c["file"]
+        entries.append({"link": spec.links[c["link"]].name, "file": name,
+                        "packets_written": c["packets_written"],
+                        "packets_over_limit": c["packets_over_limit"], "bytes": c["bytes"],
+                        "max_bytes": spec.pcap.max_bytes if spec.pcap else None,
+                        "error": c["error"]})
+    return RunResult(tables=tables, record={"pcap": entries}, files=files, scratch=pcap_dir)
 
 
 def too_large(spec: RunSpec, why: str) -> str:
@@ -179,7 +228,7 @@ def too_large(spec: RunSpec, why: str) -> str:
             "shorten it, sample less often, or raise --max-memory")
 
 
-def frames(raw: dict[str, dict[str, Any]]) -> dict[str, pd.DataFrame]:
+def frames(raw: dict[str, Any]) -> dict[str, pd.DataFrame]:
     """The engine's result columns (:func:`simulate`) as :func:`run_spec`'s DataFrames, with the
     CPU-cost columns a simulation has no value for (NaN).
 
@@ -188,7 +237,7 @@ def frames(raw: dict[str, dict[str, Any]]) -> dict[str, pd.DataFrame]:
     """
     import numpy as np
 
-    out = {name: columns_to_frame(raw[name]) for name in TABLES}
+    out: dict[str, pd.DataFrame] = {name: columns_to_frame(raw[name]) for name in TABLES}
     if SUBFLOW_TABLE in raw:
         out[SUBFLOW_TABLE] = columns_to_frame(raw[SUBFLOW_TABLE])
     for column in CPU_FLOW_COLUMNS:  # a simulation has no CPU cost: NaN, never invented
@@ -217,15 +266,17 @@ class SimRun:
         self._stop = threading.Event()
         self._done = threading.Event()
         self._sim: Any = None
-        self._raw: dict[str, dict[str, Any]] | None = None
+        self._raw: dict[str, Any] | None = None
         self._error: BaseException | None = None
+        self._pcap_dir = capture_dir(spec)
         self.started = time.perf_counter()
         """``time.perf_counter()`` when the run started."""
 
         def work() -> None:
             try:
                 engine = engine_module()
-                sim = engine.Simulation(spec.to_json())
+                pcap_dir = self._pcap_dir
+                sim = engine.Simulation(spec.to_json(), None if pcap_dir is None else str(pcap_dir))
                 sim.set_budget(max_memory_bytes=self._budget)
                 self._sim = sim
                 if self._stop.is_set():  # cancelled before the engine existed (cancel() saw None)
@@ -235,7 +286,7 @@ class SimRun:
                 except engine.BudgetExceeded as err:
                     raise RunTooLarge(too_large(spec, str(err))) from None
                 if reached:
-                    self._raw = sim.results()
+                    self._raw = _results(sim, pcap_dir)
             except BaseException as err:  # handed to the waiting thread by result()
                 self._error = err
             finally:
@@ -273,6 +324,7 @@ class SimRun:
         while True:
             try:
                 self._wait()
+                remove_scratch(self._pcap_dir)  # a cancelled run keeps none of its captures
                 return
             except KeyboardInterrupt:  # a second Ctrl-C: the run stops all the same
                 continue
@@ -285,22 +337,32 @@ class SimRun:
             :meth:`cancel`) once the run has stopped.
         """
         try:
-            self._wait()
+            try:
+                self._wait()
+            except BaseException:
+                self.cancel()
+                raise
+            if self._error is not None:
+                error, self._error = self._error, None
+                raise error
+            if self._raw is None:
+                raise KeyboardInterrupt("cancelled")
+            raw, self._raw = self._raw, None  # the columns are freed once they are tables
+            # The engine checked the process's memory while it ran; what the caller loaded
+            # meanwhile counts too (run_spec's caller had loaded it before): checked once more now.
+            over = over_memory_budget(self._budget)
+            if over is not None:
+                raise RunTooLarge(too_large(self._spec, f"at its end: {over}"))
+            return capture_result(self._spec, raw, self._pcap_dir)
         except BaseException:
-            self.cancel()
+            remove_scratch(self._pcap_dir)
             raise
-        if self._error is not None:
-            error, self._error = self._error, None
-            raise error
-        if self._raw is None:
-            raise KeyboardInterrupt("cancelled")
-        raw, self._raw = self._raw, None  # the columns are freed once they are tables
-        # The engine checked the process's memory while it ran; what the caller loaded meanwhile
-        # counts too (run_spec's caller had loaded it before): checked once more now.
-        over = over_memory_budget(self._budget)
-        if over is not None:
-            raise RunTooLarge(too_large(self._spec, f"at its end: {over}"))
-        return RunResult(tables=frames(raw))
+
+
+def remove_scratch(path: Path | None) -> None:
+    """Delete a run's scratch directory (:func:`capture_dir`), if it has one."""
+    if path is not None:
+        shutil.rmtree(path, ignore_errors=True)
 
 
 def spec_name(spec: RunSpec) -> str:
@@ -320,8 +382,14 @@ class SimBackend:
 
     def run(self, spec: RunSpec, progress: ProgressCallback | None = None,
             cancel: CancelCheck | None = None) -> RunResult:
-        """Simulate ``spec`` (:func:`run_spec`)."""
-        return RunResult(tables=run_spec(spec, progress=progress, cancel=cancel))
+        """Simulate ``spec`` (:func:`run_spec`), capturing its ``pcap`` links if it has any."""
+        pcap_dir = capture_dir(spec)
+        try:
+            raw = simulate(spec, progress=progress, cancel=cancel, pcap_dir=pcap_dir)
+            return capture_result(spec, raw, pcap_dir)
+        except BaseException:
+            remove_scratch(pcap_dir)
+            raise
 
     def start(self, spec: RunSpec, progress: ProgressCallback | None = None,
               cancel: CancelCheck | None = None) -> SimRun:

@@ -7,11 +7,20 @@ fails on is written to ``failed/<run_id>.json`` with its spec and seed for repla
 
 from __future__ import annotations
 
+import shutil
 import time
 import traceback
 from typing import Any, Callable
 
-from ccarena.backends import SUBFLOW_TABLE, PendingRun, get_backend, options_models, options_table, reference_backend
+from ccarena.backends import (
+    SUBFLOW_TABLE,
+    PendingRun,
+    RunResult,
+    get_backend,
+    options_models,
+    options_table,
+    reference_backend,
+)
 from ccarena.errors import RunTooLarge, UserError
 from ccarena.experiment import RunPlan
 from ccarena.runspec import RunSpec
@@ -111,6 +120,7 @@ def execute_run(root: str, record: dict[str, Any],
     """
     store = ExperimentStore(root)
     started, t0 = now_utc(), getattr(pending, "started", None) or time.perf_counter()
+    result: RunResult | None = None
     try:
         backend = get_backend(_backend_of(record), backend_options(record))
     except BaseException:
@@ -139,6 +149,11 @@ def execute_run(root: str, record: dict[str, Any],
         except OSError as err:
             raise StoreError.from_os_error(store.root, err) from None
         try:
+            for name, source in result.files.items():  # packet captures (pcap/<link>.pcap)
+                try:
+                    writer.add_file(name, source)
+                except OSError as err:
+                    raise StoreError.from_os_error(store.root, err) from None
             # The samples (the largest table) are written on a thread of their own while the
             # metrics are computed here.
             names = dict(zip(tables["flows"]["flow"], tables["flows"]["name"]))
@@ -194,6 +209,8 @@ def execute_run(root: str, record: dict[str, Any],
     finally:
         if pending is not None:  # left before waiting for it (a failed import): stop it
             pending.cancel()
+        if result is not None and result.scratch is not None:
+            shutil.rmtree(result.scratch, ignore_errors=True)
 
 
 def _add_table(writer: Any, name: str, df: Any, background: bool = False) -> Any:

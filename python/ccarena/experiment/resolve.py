@@ -23,6 +23,7 @@ from ccarena.runspec import (
     LinkSpec,
     MptcpSpec,
     NodeSpec,
+    PcapSpec,
     QuicSpec,
     RouteSpec,
     RoutingSpec,
@@ -34,6 +35,7 @@ from ccarena.runspec import (
     quic_payload_bytes,
 )
 from ccarena.scenario import Flow, Scenario
+from ccarena.scenario.capture import select_capture_links
 from ccarena.scenario.events import resolve_events
 from ccarena.topology.network import Network
 
@@ -252,6 +254,8 @@ def resolve_run(scenario: Scenario, seed: int) -> ResolvedRun:
         routing=RoutingSpec(mode=scenario.routing.mode),
         flows=tuple(flows_spec),
         events=tuple(resolve_events(scenario.events, net, scenario.duration_ns)),
+        pcap=PcapSpec(links=tuple(select_capture_links(net, scenario.output.pcap)),
+                      max_bytes=scenario.output.pcap_max_bytes) if scenario.output.pcap else None,
     )
     flows_derived: list[dict[str, Any]] = []
     for flow_spec, name, (forward, back) in zip(flows_spec, names, _flow_paths(spec, net, names)):

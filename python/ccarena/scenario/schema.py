@@ -39,6 +39,7 @@ from ccarena.runspec import (
     TRANSPORTS,
     quic_payload_bytes,
 )
+from ccarena.scenario.capture import select_capture_links
 from ccarena.scenario.events import Event, resolve_events
 from ccarena.scenario.executor_options import ExecutorOptions
 from ccarena.scenario.traffic import TrafficPattern, expand_traffic, flow_template
@@ -308,10 +309,16 @@ class Output(StrictModel):
     """``[output]``: ``sample_interval`` (default ``"100ms"``) between time-series samples;
     ``queues``: which links' queues are sampled over time — ``"auto"`` (default: every link but
     the hosts' access links of a dumbbell, chain or parking lot, role ``access``, whose queues
-    rarely hold anything and which are 4 per flow pair) or ``"all"``."""
+    rarely hold anything and which are 4 per flow pair) or ``"all"``; ``pcap``: links whose
+    packets the simulator writes to pcap files in the run's ``pcap/`` directory (link
+    directions ``"r0->r1"``, pairs ``"r0-r1"`` or hosts ``"left0"``, globs allowed:
+    :mod:`ccarena.scenario.capture`), each file at most ``pcap_max_bytes`` (default
+    ``"100MB"``)."""
 
     sample_interval_ns: TimeNs = Field("100ms", alias="sample_interval")
     queues: Literal["auto", "all"] = "auto"
+    pcap: list[str] = Field(default_factory=list)
+    pcap_max_bytes: SizeBytes = Field("100MB")
 
     @field_validator("sample_interval_ns")
     @classmethod
@@ -663,6 +670,16 @@ class Scenario(ScenarioWithBackendOptions):  # type: ignore[misc,valid-type]
             except UserError as err:
                 field, _, message = str(err).partition(": ")
                 problems.append(FieldError(field, message))
+        if self.output.pcap:
+            try:
+                select_capture_links(self.network(), self.output.pcap)
+            except FieldErrors as err:
+                problems += err.errors
+            except FieldError as err:
+                problems.append(err)
+            if self.output.pcap_max_bytes < 1024:
+                problems.append(FieldError("output.pcap_max_bytes", "must be at least 1KB (a pcap file's "
+                                           "header and a few records)"))
         if len(problems) == 1:
             raise problems[0]
         if problems:

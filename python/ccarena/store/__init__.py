@@ -5,6 +5,7 @@
       experiment.json          the scenario as given and as resolved, software versions
       runs/<run_id>/run.json   the run's parameters, seed, backend, status, timings, resolved spec
       runs/<run_id>/flows.parquet, samples.parquet, queues.parquet, links.parquet, regions.parquet
+      runs/<run_id>/pcap/*.pcap ``[output] pcap`` only: one packet capture per link direction
       summary.parquet          one row per run and flow, sweep parameters as columns
       calibration.parquet      ``ccarena calibrate`` only: one row per cell, sim vs kernel
       failed/<run_id>.json     runs the engine failed on (spec and seed for replay)

@@ -307,6 +307,20 @@ class RunWriter:
             os.fsync(f.fileno())
         return table
 
+    def add_file(self, name: str, source: Path) -> Path:
+        """Move ``source`` (a file a backend wrote, e.g. a packet capture) into the run as
+        ``name`` (a relative path such as ``pcap/r0_to_r1.pcap``), flushed to disk.
+
+        Raises:
+            OSError: it cannot be moved or flushed.
+        """
+        dest = self.tmp / name
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        shutil.move(str(source), dest)
+        with open(dest, "rb") as f:
+            os.fsync(f.fileno())
+        return dest
+
     def add_table(self, name: str, df: pd.DataFrame, background: bool = False) -> pa.Table | None:
         """Write ``df`` as ``<name>.parquet`` and return it as the Arrow table written (what
         reading the file gives); with ``background``, on a thread of its own and return None

@@ -126,12 +126,14 @@ def check(spec: RunSpec, caps: capabilities.Capabilities | None = None,
     (:func:`ccarena.backends.kernel.preflight.check_spec`).
 
     Raises:
-        UserError: one line naming what is missing (root, a program, a flavor, a mechanism), or
-            a QUIC flow on Linux's TCP (:func:`ccarena.backends.kernel.preflight.refuse_quic`).
+        UserError: one line naming what is missing (root, a program, a flavor, a mechanism), a
+            QUIC flow on Linux's TCP (:func:`ccarena.backends.kernel.preflight.refuse_quic`), or
+            packet capture (:func:`ccarena.backends.kernel.preflight.refuse_pcap`).
     """
     # Probing forks pyroute2 helpers, which pyroute2 stops with SIGTERM: under the guard such a
     # helper exits instead of running the caller's handler (the CLI's would unwind a copy of the
     # whole command in the helper, printing "interrupted" and running its cleanups).
+    preflight.refuse_pcap(spec)  # the kernel and udp backends alike, before any probe
     if tcp_check is None:  # Linux's own TCP: no QUIC (refused before anything is probed)
         preflight.refuse_quic(spec)
     with sigterm_interrupts():

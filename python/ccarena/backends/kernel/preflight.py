@@ -58,6 +58,21 @@ def refuse_quic(spec: RunSpec, why: str = NO_KERNEL_QUIC) -> None:
             raise UserError(f"flows[{i}].transport: {why}; use --backend sim")
 
 
+NO_RELAY_PCAP = "pcap capture runs on the simulator; the relay's capture is not built yet"
+"""Why the kernel and udp backends refuse ``[output] pcap`` (the spec's ``pcap``)."""
+
+
+def refuse_pcap(spec: RunSpec) -> None:
+    """Refuse a spec that asks for packet capture (``pcap``): only the simulator writes pcap
+    files so far. Needs no probe of the machine.
+
+    Raises:
+        UserError: ``output.pcap: <why>; use --backend sim``.
+    """
+    if spec.pcap is not None:
+        raise UserError(f"output.pcap: {NO_RELAY_PCAP}; use --backend sim")
+
+
 def check_privileges(caps: Capabilities) -> None:
     """Raises: UserError: not root and without CAP_NET_ADMIN/CAP_SYS_ADMIN."""
     if not caps.privileged:
