@@ -71,7 +71,7 @@ class KernelBackend:
     Args:
         emulation: how links are emulated, the scenario's ``[kernel] emulation``: ``"auto"``,
             ``"relay"`` or ``"tc"`` (:mod:`ccarena.backends.kernel.emulation_choice`).
-        udt_impl: the udp backend's option in the same ``[kernel]`` table; ignored here.
+        udt_impl, quic_impl: the udp backend's options in the same ``[kernel]`` table; ignored here.
         ecn: the ECN feedback hosts negotiate for flows with ``ecn = true``, the scenario's
             ``[kernel] ecn``: ``"classic"`` (RFC 3168), ``"accecn"`` (RFC 9768) or ``"off"``
             (:func:`ccarena.backends.kernel.ecn_modes.host_tcp_ecn`).
@@ -80,9 +80,11 @@ class KernelBackend:
     name = "kernel"
     realtime = True
 
-    def __init__(self, emulation: str = "auto", udt_impl: str = "ccarena", ecn: str = "classic") -> None:
-        # udt_impl is the udp backend's option of the shared [kernel] table: Linux has no UDT.
-        del udt_impl
+    def __init__(self, emulation: str = "auto", udt_impl: str = "ccarena", ecn: str = "classic",
+                 quic_impl: str = "ccarena") -> None:
+        # The udp backend's options of the shared [kernel] table: Linux has no UDT, and its QUIC
+        # flows are refused (preflight) whoever would run them.
+        del udt_impl, quic_impl
         self.emulation = emulation
         self.ecn = ecn
         self._caps: capabilities.Capabilities | None = None  # detected once, on first check

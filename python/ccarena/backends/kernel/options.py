@@ -21,7 +21,11 @@ class KernelOptions(BaseModel):
     or ``"tc"`` (htb + pfifo/bfifo, netem or the relay for the delay, nftables for the loss).
     The udp backend runs on the same testbed and takes these options too; ``udt_impl`` is its
     own: who runs UDT flows on it — ``"ccarena"`` (default: ccarena's UDT, the simulator's code,
-    over UDP sockets) or ``"libudt"`` (the reference UDT4 library, docs/udp-backend.md).
+    over UDP sockets) or ``"libudt"`` (the reference UDT4 library, docs/udp-backend.md); so is
+    ``quic_impl``: who runs QUIC flows (``transport = "quic"``) on it — ``"ccarena"`` (default:
+    the simulator's sans-IO QUIC in ccarena's frames), ``"quinn"`` (the quinn QUIC stack with
+    TLS 1.3, the flow's flavor being ccarena's controller inside quinn) or ``"quinn-native"``
+    (quinn with its own NewReno, CUBIC or BBR: flavors ``reno``, ``cubic``, ``bbr``).
 
     ``ecn``: the ECN feedback the kernel's TCP negotiates for the flows with ``ecn = true``
     (``net.ipv4.tcp_ecn`` per host, :func:`ccarena.backends.kernel.ecn_modes.host_tcp_ecn`) —
@@ -39,6 +43,7 @@ class KernelOptions(BaseModel):
 
     emulation: Literal["auto", "relay", "tc"] = "auto"
     udt_impl: Literal["ccarena", "libudt"] = "ccarena"
+    quic_impl: Literal["ccarena", "quinn", "quinn-native"] = "ccarena"
     ecn: Literal["off", "classic", "accecn"] = "classic"
 
     @model_serializer(mode="wrap")
@@ -48,4 +53,6 @@ class KernelOptions(BaseModel):
         out = dump(self)
         if out.get("ecn") == "classic":
             del out["ecn"]
+        if out.get("quic_impl") == "ccarena":
+            del out["quic_impl"]
         return out

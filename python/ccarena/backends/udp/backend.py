@@ -9,7 +9,7 @@ from typing import Any, Callable
 
 from ccarena.backends import ProgressCallback, RunResult
 from ccarena.backends.kernel import backend as kernel
-from ccarena.backends.udp import endpoint_flows
+from ccarena.backends.udp import endpoint_flows, quinn_flows
 from ccarena.errors import UserError
 from ccarena.runspec import RunSpec
 
@@ -25,22 +25,28 @@ class UdpBackend(kernel.KernelBackend):
             code, on crates/udp) or ``"libudt"`` (the reference UDT4, :mod:`.libudt`).
         ecn: the kernel backend's ``[kernel] ecn`` (which ECN feedback Linux TCP negotiates);
             ignored: this backend's flows run ccarena's transport, not the kernel's TCP.
+        quic_impl: who runs QUIC flows (``transport = "quic"``): ``"ccarena"`` (the simulator's
+            sans-IO QUIC in ccarena's frames), ``"quinn"`` (ccarena's controller inside the quinn
+            QUIC stack) or ``"quinn-native"`` (quinn's own NewReno, CUBIC, BBR;
+            :mod:`.quinn_flows`).
 
     Raises:
-        UserError: an unknown ``udt_impl``.
+        UserError: an unknown ``udt_impl`` or ``quic_impl``.
     """
 
     name = "udp"
     realtime = True
 
-    def __init__(self, emulation: str = "auto", udt_impl: str = "ccarena", ecn: str = "classic") -> None:
+    def __init__(self, emulation: str = "auto", udt_impl: str = "ccarena", ecn: str = "classic",
+                 quic_impl: str = "ccarena") -> None:
         del ecn  # the kernel TCP's option of the shared [kernel] table
         super().__init__(emulation)
-        if udt_impl not in endpoint_flows.UDT_IMPLEMENTATIONS:
-            raise UserError(f"udt_impl: '{udt_impl}' is not one of "
-                            f"{', '.join(endpoint_flows.UDT_IMPLEMENTATIONS)}")
-        self.udt_impl = udt_impl
-        self._check_flow = partial(endpoint_flows.check_flow, udt_impl=udt_impl)
+        for field, value, allowed in (("udt_impl", udt_impl, endpoint_flows.UDT_IMPLEMENTATIONS),
+                                      ("quic_impl", quic_impl, endpoint_flows.QUIC_IMPLEMENTATIONS)):
+            if value not in allowed:
+                raise UserError(f"{field}: '{value}' is not one of {', '.join(allowed)}")
+        self.udt_impl, self.quic_impl = udt_impl, quic_impl
+        self._check_flow = partial(endpoint_flows.check_flow, udt_impl=udt_impl, quic_impl=quic_impl)
 
     def check(self, spec: RunSpec) -> None:
         """Raise UserError naming what this machine or the transport lacks for ``spec`` (root, a
@@ -64,21 +70,26 @@ class UdpBackend(kernel.KernelBackend):
     def run_options(self) -> dict[str, Any]:
         """ccarena's transport on UDP (or libudt, for UDT flows with ``udt_impl = "libudt"``)
         generates the TCP and UDT flows (:mod:`.endpoint_flows`)."""
-        generator = SimpleNamespace(start_flows=partial(endpoint_flows.start_flows, udt_impl=self.udt_impl),
+        generator = SimpleNamespace(start_flows=partial(endpoint_flows.start_flows, udt_impl=self.udt_impl,
+                                                        quic_impl=self.quic_impl),
                                     flow_rows=endpoint_flows.flow_rows)
         return {"generator": generator, "tcp_check": self._check_flow}
 
     def run_record(self, spec: RunSpec) -> dict[str, Any]:
-        """Per flow, the payload bytes a packet carries on the wire (a QUIC flow's stream bytes)
-        and who ran it: ``"ccarena"`` (TCP and QUIC flows), ``udt_impl`` (UDT flows) or None (UDP
-        CBR)."""
+        """Per flow, the payload bytes a packet carries on the wire (a QUIC flow's stream bytes;
+        None for a flow quinn runs, which sizes its packets by PLPMTUD) and who ran it:
+        ``"ccarena"`` (TCP flows), ``quic_impl`` (QUIC flows), ``udt_impl`` (UDT flows) or None
+        (UDP CBR)."""
         libudt = self.udt_impl == "libudt"
+        on_quinn = quinn_flows.quinn_flows(spec, self.quic_impl)
         mss = [endpoint_flows.quic_mss_on_the_wire(f) if getattr(f, "quic", None) is not None else
                endpoint_flows.mss_on_the_wire(f) if f.kind == "tcp" else
                (int(f.mss_bytes) if libudt else endpoint_flows.udt_mss_on_the_wire(f)) if f.kind == "udt"
                else None for f in spec.flows]
-        impl = [self.udt_impl if f.kind == "udt" else "ccarena" if f.kind == "tcp" else None
-                for f in spec.flows]
+        impl = [self.udt_impl if f.kind == "udt" else
+                self.quic_impl if getattr(f, "quic", None) is not None else
+                "ccarena" if f.kind == "tcp" else None for f in spec.flows]
+        mss = [None if i in on_quinn else m for i, m in enumerate(mss)]
         return {"transport": {"mss_bytes": mss, "implementation": impl}}
 
 

@@ -3,7 +3,9 @@
 
 Roles (``config["role"]``): ``stream-recv`` binds a sink (``ccarena._engine.UdpSink``), prints
 ``ready`` and counts what arrives; ``stream-send`` runs the flow's sender
-(``ccarena._engine.udp_stream_send``). Both sample at ``t0 + k·interval`` on ``CLOCK_MONOTONIC``
+(``ccarena._engine.udp_stream_send``); ``quinn-recv`` and ``quinn-send`` are a QUIC flow's ends
+on quinn (``quinn_sink``, ``quinn_send``; :mod:`.quinn_flows`), the sender waiting for the
+flow's start. Both sample at ``t0 + k·interval`` on ``CLOCK_MONOTONIC``
 and write one JSON object to ``config["out"]`` at their end, in the format of the kernel backend's
 generator (:mod:`ccarena.backends.kernel.trafficgen`): ``{"ok": true, "samples": [...], ...}`` or
 ``{"ok": false, "error": "<one line>"}``.
@@ -69,7 +71,46 @@ def stream_send(engine: ModuleType, cfg: dict, gen: ModuleType) -> dict:
     return result
 
 
-ROLES = {"stream-recv": stream_recv, "stream-send": stream_send}
+def quinn_recv(engine: ModuleType, cfg: dict, gen: ModuleType) -> dict:
+    """quinn's sink: serves the run's certificate, prints ``ready`` once bound, returns its record
+    (``quinn_sink``'s) when the connection ends or at the run's end."""
+    options = {"bind": f"{cfg['bind']}:{cfg['port']}", "cert_der": Path(cfg["cert_file"]).read_bytes(),
+               "key_der": Path(cfg["key_file"]).read_bytes(), "interval_ns": cfg["interval_ns"],
+               "t0_mono_ns": cfg["t0_mono_ns"], "duration_ns": cfg["duration_ns"],
+               "handshake_timeout_s": cfg["handshake_timeout_s"],
+               "on_bound": lambda addr: print("ready", flush=True)}
+    try:
+        return engine.quinn_sink(options)
+    except (ValueError, ConnectionError, OSError) as err:
+        return {"ok": False, "error": str(err)}
+
+
+def quinn_send(engine: ModuleType, cfg: dict, gen: ModuleType) -> dict:
+    """quinn's sender: waits for the flow's start, sends until its stop (or the run's end, or its
+    ``bytes``), returns its record (``quinn_send``'s) with this process's CPU cost as
+    :func:`stream_send` measures it."""
+    gen.sleep_until(int(cfg["t0_mono_ns"]) + int(cfg["start_ns"]))
+    end_ns = cfg["stop_ns"] if cfg.get("stop_ns") is not None else cfg["duration_ns"]
+    options = {"peer": f"{cfg['peer']}:{cfg['port']}", "cert_der": Path(cfg["cert_file"]).read_bytes(),
+               "impl": cfg["impl"], "flavor": cfg["flavor"], "params": cfg["params"],
+               "bytes": cfg.get("bytes"), "duration_ns": int(end_ns), "interval_ns": cfg["interval_ns"],
+               "t0_mono_ns": cfg["t0_mono_ns"], "bind": f"{cfg['bind']}:0",
+               "initial_window_bytes": cfg["initial_window_bytes"], "initial_mtu": cfg["initial_mtu"]}
+    meter = gen.CpuMeter()
+    meter.begin()
+    try:
+        result = engine.quinn_send(options)
+    except (ValueError, ConnectionError, OSError) as err:
+        return {"ok": False, "error": str(err)}
+    meter.end()
+    if meter.result is not None:
+        active = result.get("completion_time_s") or (int(end_ns) - int(cfg["start_ns"])) / 1e9
+        result["cpu"] = {**meter.result, "wall_s": float(active)}
+    return result
+
+
+ROLES = {"stream-recv": stream_recv, "stream-send": stream_send,
+         "quinn-recv": quinn_recv, "quinn-send": quinn_send}
 
 
 def main(argv: list[str]) -> int:

@@ -32,7 +32,10 @@ What differs from the simulator's flow, and why (docs/udp-backend.md):
   stream bytes (the simulator's 1437 for the default MSS runs as 1435); the flow's QUIC settings
   travel in the offer, its ``rwnd`` is the sink's connection window (MAX_DATA). The row's ``kind``
   is ``"quic"``, ``recovery`` ``"rfc9002"``, ``rto_count`` the probe timeouts and
-  ``fast_recoveries`` the loss-started congestion events, as the simulator's.
+  ``fast_recoveries`` the loss-started congestion events, as the simulator's. With ``[kernel]
+  quic_impl = "quinn"`` or ``"quinn-native"`` a QUIC flow runs on the quinn QUIC stack instead
+  (:mod:`.quinn_flows`: real QUIC packets with TLS 1.3, ccarena's controller inside quinn or
+  quinn's own).
 """
 
 from __future__ import annotations
@@ -46,7 +49,7 @@ from ccarena.backends.kernel import flow_processes as kernel_flows
 from ccarena.backends.kernel import measured_tables as kernel_tables
 from ccarena.backends.kernel.flow_processes import Endpoint, port_for
 from ccarena.backends.kernel.netns import NetworkPlan
-from ccarena.backends.udp import libudt
+from ccarena.backends.udp import libudt, quinn_flows
 from ccarena.errors import UserError
 from ccarena.runspec import TCP_DEFAULTS, RunSpec, quic_payload_bytes
 
@@ -67,13 +70,21 @@ MAX_UDT_PAYLOAD_BYTES = 1427
 20 ccarena header − 25 UDT_DATA frame."""
 
 
-def check_flow(where: str, flow: Any, udt_impl: str = "ccarena") -> None:
-    """Check one TCP or UDT flow of the spec for the udp backend (UDT run by ``udt_impl``).
+QUIC_IMPLEMENTATIONS = ("ccarena", *quinn_flows.QUINN_IMPLEMENTATIONS)
+"""Who runs a QUIC flow on the udp backend: the simulator's sans-IO QUIC in ccarena's frames, or
+quinn (:mod:`.quinn_flows`) with ccarena's controller or its own."""
+
+
+def check_flow(where: str, flow: Any, udt_impl: str = "ccarena", quic_impl: str = "ccarena") -> None:
+    """Check one TCP, QUIC or UDT flow of the spec for the udp backend (UDT run by ``udt_impl``,
+    QUIC by ``quic_impl``).
 
     Raises:
         UserError: one line naming the field and the fix.
     """
-    if flow.kind != "udt":
+    if getattr(flow, "quic", None) is not None and quic_impl in quinn_flows.QUINN_IMPLEMENTATIONS:
+        quinn_flows.check_quinn_flow(where, flow, quic_impl)
+    elif flow.kind != "udt":
         check_tcp_flow(where, flow)
     elif udt_impl == "libudt":
         libudt.check_udt_flow(where, flow)
@@ -245,16 +256,21 @@ def udt_sender_config(spec: RunSpec, i: int, t0_ns: int, workdir: Path, bind: st
 
 
 def start_flows(spec: RunSpec, plan: NetworkPlan, workdir: Path, t0_ns: int,
-                endpoints: list[Endpoint], ready_by_ns: int, udt_impl: str = "ccarena") -> None:
+                endpoints: list[Endpoint], ready_by_ns: int, udt_impl: str = "ccarena",
+                quic_impl: str = "ccarena") -> None:
     """Start every flow's receiver (waiting for ``ready``), then every sender: TCP flows as
-    :mod:`.endpoint` processes, UDP CBR flows on the kernel's generator. Each started process is
+    :mod:`.endpoint` processes, QUIC flows too (on quinn with ``quic_impl`` ``"quinn"`` or
+    ``"quinn-native"``), UDP CBR flows on the kernel's generator. Each started process is
     appended to ``endpoints`` at once (the caller stops them all, even when this raises).
 
     Raises:
         UserError: a receiver failed to start (e.g. its port is in use): one line naming the flow.
     """
-    ours = [i for i, flow in enumerate(spec.flows)
-            if flow.kind == "tcp" or (flow.kind == "udt" and udt_impl == "ccarena")]
+    on_quinn = quinn_flows.quinn_flows(spec, quic_impl)
+    if on_quinn:
+        _start_quinn(spec, plan, workdir, t0_ns, endpoints, ready_by_ns, on_quinn, quic_impl)
+    ours = [i for i, flow in enumerate(spec.flows) if i not in on_quinn and
+            (flow.kind == "tcp" or (flow.kind == "udt" and udt_impl == "ccarena"))]
     for i in ours:
         flow = spec.flows[i]
         ns = plan.ns(int(flow.dst))
@@ -278,6 +294,33 @@ def start_flows(spec: RunSpec, plan: NetworkPlan, workdir: Path, t0_ns: int,
     cbr = [i for i, flow in enumerate(spec.flows) if flow.kind == "udp_cbr"]
     if cbr:
         kernel_flows.start_flows(spec, plan, workdir, t0_ns, endpoints, ready_by_ns, flows=cbr)
+
+
+def _start_quinn(spec: RunSpec, plan: NetworkPlan, workdir: Path, t0_ns: int,
+                 endpoints: list[Endpoint], ready_by_ns: int, flows: list[int], quic_impl: str) -> None:
+    """Start QUIC flows ``flows`` on quinn (:mod:`.quinn_flows`): the run's certificate, each
+    sink (waiting for ``ready``), then each sender, appended to ``endpoints`` at once."""
+    import ccarena._engine as engine
+
+    cert = quinn_flows.write_certificate(engine, workdir)
+    for i in flows:
+        flow = spec.flows[i]
+        ns = plan.ns(int(flow.dst))
+        cfg = quinn_flows.receiver_config(_config(spec, i, t0_ns, workdir, "quinn-recv"),
+                                          plan.host_addresses[int(flow.dst)][0], cert, int(flow.start_ns))
+        stderr = workdir / f"flow{i}-quinn-recv.stderr"
+        ep = Endpoint(i, "quinn-recv", ns, Path(cfg["out"]), _start(ns, cfg, stderr), stderr)
+        endpoints.append(ep)
+        kernel_flows._wait_ready(ep, flow.name, ready_by_ns)
+    for i in flows:
+        flow = spec.flows[i]
+        ns = plan.ns(int(flow.src))
+        cfg = quinn_flows.sender_config(_config(spec, i, t0_ns, workdir, "quinn-send"), flow,
+                                        plan.host_addresses[int(flow.src)][0],
+                                        plan.host_addresses[int(flow.dst)][0], cert, quic_impl,
+                                        quic_mss_on_the_wire(flow))
+        stderr = workdir / f"flow{i}-quinn-send.stderr"
+        endpoints.append(Endpoint(i, "quinn-send", ns, Path(cfg["out"]), _start(ns, cfg, stderr), stderr))
 
 
 def _start_udt(spec: RunSpec, plan: NetworkPlan, workdir: Path, t0_ns: int,
@@ -312,7 +355,14 @@ def flow_rows(spec: RunSpec, results: dict[tuple[int, str], dict[str, Any]]
     """(flows rows, samples rows) as the kernel backend builds them, with the transport's own
     counts where Linux has none: ``fast_recoveries``, ``spurious_rtos`` (the sender's, after
     draining), ``duplicate_bytes_received``, ``ce_packets`` and ``ce_bytes`` (the sink's); a QUIC
-    flow's row has ``kind`` ``"quic"`` and ``recovery`` ``"rfc9002"``."""
+    flow's row has ``kind`` ``"quic"`` and ``recovery`` ``"rfc9002"``. A flow quinn ran (its
+    sender's record says ``impl``) is read through :func:`.quinn_flows.as_generator_results`; its
+    ``fast_recoveries`` are quinn's loss-started congestion events."""
+    results = dict(results)
+    on_quinn = {i for i, _ in results if results[(i, "send")].get("impl") in quinn_flows.QUINN_IMPLEMENTATIONS}
+    for i in on_quinn:
+        results[(i, "send")], results[(i, "recv")] = quinn_flows.as_generator_results(
+            results[(i, "send")], results[(i, "recv")])
     keep = [i for i, flow in enumerate(spec.flows) if flow.kind != "udt"]
     sub = spec.model_copy(update={"flows": [spec.flows[i] for i in keep]})
     flows, samples = kernel_tables.flow_rows(
@@ -330,6 +380,9 @@ def flow_rows(spec: RunSpec, results: dict[tuple[int, str], dict[str, Any]]
         if getattr(spec.flows[i], "quic", None) is not None:
             # As the simulator's QUIC row (crates/sim/src/results.rs): probe timeouts in rto_count.
             row["kind"], row["recovery"] = "quic", "rfc9002"
+        if i in on_quinn:  # quinn keeps its own counts; the sink sees no CE (Not-ECT)
+            row["fast_recoveries"] = drained.get("fast_recoveries")
+            continue
         row["fast_recoveries"] = drained.get("fast_recoveries")
         row["spurious_rtos"] = drained.get("spurious_rtos")
         row["duplicate_bytes_received"] = results[(i, "recv")].get("duplicate_bytes")
