@@ -434,7 +434,8 @@ FlowSpec = Annotated[Union[TcpFlowSpec, CbrFlowSpec, UdtFlowSpec], Field(discrim
 
 class PcapSpec(SpecModel):
     """Packet capture (docs/engine-spec.md, "Packet capture"): the links (indices into
-    :attr:`RunSpec.links`, each one direction) whose packets the simulator writes to pcap files,
+    :attr:`RunSpec.links`, each one direction) whose packets the simulator (or the relay, on the
+    kernel and udp backends) writes to pcap files,
     one file per link, and the size limit of each file in bytes (its header included): past it
     the file stops growing and the packets left out are counted."""
 

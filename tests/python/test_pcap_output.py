@@ -3,8 +3,9 @@ writes pcap files into its run directory that Debian's tshark reads, and what ts
 with the run's own tables: one frame per packet that started serialization on the link, the CE
 marks the queue made (``packets_marked``), sequence numbers up to what each flow sent, the
 segments the wire lost seen again when retransmitted, SACK blocks that cover segments seen and lie
-above the cumulative ACK. The kernel and udp backends refuse ``pcap`` in one line, and a host or a
-glob selects links as the README says."""
+above the cumulative ACK. The kernel and udp backends capture with their relay
+(tests/kernel/test_relay_pcap.py) and refuse, in one line, a link the relay does not emulate; a
+host or a glob selects links as the README says."""
 
 from __future__ import annotations
 
@@ -18,7 +19,6 @@ import pandas as pd
 import pytest
 
 import ccarena
-from ccarena.backends.kernel import backend as kernel_backend
 from ccarena.errors import UserError
 from ccarena.experiment import expand
 from ccarena.scenario import load_scenario
@@ -169,11 +169,13 @@ def test_no_pcap_keeps_the_spec_unchanged() -> None:
     assert spec.pcap is None and "pcap" not in spec.to_dict()
 
 
-def test_the_kernel_and_udp_backends_refuse_pcap() -> None:
+def test_the_kernel_and_udp_backends_capture_only_links_on_the_relay() -> None:
+    from ccarena.backends.kernel import preflight
+    from ccarena.backends.kernel.emulation_choice import Emulation
+
     spec = expand(load_scenario(SCENARIO))[0].resolved.spec
     with pytest.raises(UserError) as caught:
-        kernel_backend.check(spec)  # refused before the machine is probed
-    assert str(caught.value) == ("output.pcap: pcap capture runs on the simulator; the relay's capture "
-                                 "is not built yet; use --backend sim")
-    with pytest.raises(UserError, match="output.pcap"):  # the udp backend's check (its tcp_check)
-        kernel_backend.check(spec, tcp_check=lambda where, flow: None)
+        preflight.refuse_pcap(spec, Emulation("tc", "htb", "netem", "nft"))
+    assert str(caught.value) == ("output.pcap: 'r0->r1' runs on tc, and only the relay captures; "
+                                 "fix: [kernel] emulation = \"relay\"")
+    preflight.refuse_pcap(spec, Emulation("relay", "relay", "relay", "relay"))  # the relay captures

@@ -51,6 +51,10 @@
 //! (each surviving frame held back that much longer with that probability, so later frames
 //! overtake it; null or absent = the direction's delay, at least 1 ms). Absent = 0, as before.
 //!
+//! A direction may capture the frames it forwards to a pcap file ([`crate::capture`]): `"pcap":
+//! {"path": "/tmp/run/r0_to_r1.pcap", "max_bytes": 100000000}` (the file is created when the
+//! relay opens; `max_bytes` at least 24, the file header). Absent: no capture.
+//!
 //! A direction may name the engine spec's link it emulates, `"stream_index": 3`: it then draws its
 //! loss, queue-discipline, duplication and reordering randomness from that link's streams in the
 //! simulator ([`LinkStreams::simulator`] of `seed` and the index), so a kernel run and its simulated
@@ -76,6 +80,7 @@ use serde_json::{Map, Value};
 use ccarena_link::qdisc::EcnSelector;
 use ccarena_link::{Discipline, LinkStreams, QdiscConfig, QueueSpec, RateTrace, TraceSpec};
 
+use crate::capture::{CaptureConfig, FILE_HEADER_BYTES};
 use crate::emulated_path::{LinkChange, LinkParams, QueueLimit};
 
 /// `max_queue_frames` when the config leaves it out.
@@ -127,6 +132,8 @@ pub struct DirectionConfig {
     pub reorder_delay_ns: u64,
     /// The engine spec's link whose simulator streams this direction draws from, if any.
     pub stream_index: Option<u64>,
+    /// Capture the frames this direction forwards to a pcap file ([`crate::capture`]), if set.
+    pub pcap: Option<CaptureConfig>,
 }
 
 impl DirectionConfig {
@@ -284,7 +291,7 @@ fn direction(v: &Value, path: &str) -> Result<DirectionConfig> {
     let known: Vec<&str> = ["delay_ns", "loss", "rate_bps", "limit_packets", "limit_bytes", "changes", "discipline", "ecn_threshold_packets", "ecn_threshold_bytes", "ecn_threshold_selector"]
         .into_iter()
         .chain(parameter_objects)
-        .chain(["trace", "duplicate", "reorder", "reorder_delay_ns", "stream_index"])
+        .chain(["trace", "duplicate", "reorder", "reorder_delay_ns", "stream_index", "pcap"])
         .collect();
     reject_unknown(map, path, &known)?;
     let delay_path = join(path, "delay_ns");
@@ -338,7 +345,24 @@ fn direction(v: &Value, path: &str) -> Result<DirectionConfig> {
         None => ccarena_link::impair::default_reorder_delay_ns(delay_ns),
     };
     let stream_index = optional(map, "stream_index").map(|v| non_negative_int(v, &join(path, "stream_index"), "a link index")).transpose()?;
-    Ok(DirectionConfig { delay_ns, loss, rate_bps, limit, queue, changes, trace, duplicate, reorder, reorder_delay_ns, stream_index })
+    let pcap = optional(map, "pcap").map(|v| capture(v, &join(path, "pcap"))).transpose()?;
+    Ok(DirectionConfig { delay_ns, loss, rate_bps, limit, queue, changes, trace, duplicate, reorder, reorder_delay_ns, stream_index, pcap })
+}
+
+/// A direction's `pcap` object: `{"path": "/tmp/x/r0_to_r1.pcap", "max_bytes": 100000000}`.
+fn capture(v: &Value, path: &str) -> Result<CaptureConfig> {
+    let map = object(v, path)?;
+    reject_unknown(map, path, &["path", "max_bytes"])?;
+    let file = string(required(map, path, "path")?, &join(path, "path"))?;
+    if file.is_empty() {
+        return Err(ConfigError::new(join(path, "path"), "expected a file path, got an empty string"));
+    }
+    let max_path = join(path, "max_bytes");
+    let max_bytes = positive_int(required(map, path, "max_bytes")?, &max_path, "bytes")?;
+    if max_bytes < FILE_HEADER_BYTES {
+        return Err(ConfigError::new(max_path, format!("must be at least {FILE_HEADER_BYTES} (the pcap file header)")));
+    }
+    Ok(CaptureConfig { path: file.into(), max_bytes })
 }
 
 /// A capacity trace in the engine spec's format (`ccarena_link::TraceSpec`, read by its serde
@@ -594,8 +618,8 @@ mod tests {
         assert_eq!(c.pipes.len(), 1);
         let p = &c.pipes[0];
         assert_eq!((p.name.as_str(), p.a.as_str(), p.b.as_str()), ("left0->r0", "r0l0", "r0l0b"));
-        assert_eq!(p.a_to_b, DirectionConfig { delay_ns: 20_000_000, loss: 0.0, rate_bps: Some(100_000_000), limit: QueueLimit::Packets(100), queue: DROPTAIL, changes: vec![], trace: None, duplicate: 0.0, reorder: 0.0, reorder_delay_ns: 20_000_000, stream_index: None });
-        assert_eq!(p.b_to_a, DirectionConfig { delay_ns: 5, loss: 0.01, rate_bps: None, limit: QueueLimit::Unlimited, queue: DROPTAIL, changes: vec![], trace: None, duplicate: 0.0, reorder: 0.0, reorder_delay_ns: 1_000_000, stream_index: None });
+        assert_eq!(p.a_to_b, DirectionConfig { delay_ns: 20_000_000, loss: 0.0, rate_bps: Some(100_000_000), limit: QueueLimit::Packets(100), queue: DROPTAIL, changes: vec![], trace: None, duplicate: 0.0, reorder: 0.0, reorder_delay_ns: 20_000_000, stream_index: None, pcap: None });
+        assert_eq!(p.b_to_a, DirectionConfig { delay_ns: 5, loss: 0.01, rate_bps: None, limit: QueueLimit::Unlimited, queue: DROPTAIL, changes: vec![], trace: None, duplicate: 0.0, reorder: 0.0, reorder_delay_ns: 1_000_000, stream_index: None, pcap: None });
         assert_eq!(c.sampling, Some((81_234_000_000, 100_000_000)));
     }
 
@@ -620,6 +644,17 @@ mod tests {
         assert_ne!(LinkStreams::simulator(7, 3), LinkStreams::relay(7, 0, 0));
         let one = |d: &str| format!(r#"{{"pipes": [{{"name": "x", "a": "p", "b": "q", "a_to_b": {d}, "b_to_a": {{"delay_ns": 1, "loss": 0}}}}]}}"#);
         assert_eq!(err(&one(r#"{"delay_ns": 1, "loss": 0, "stream_index": -1}"#)), "pipes[0].a_to_b.stream_index: expected a non-negative integer (a link index), got -1");
+    }
+
+    #[test]
+    fn a_direction_may_capture_to_a_pcap_file() {
+        let one = |d: &str| format!(r#"{{"pipes": [{{"name": "x", "a": "p", "b": "q", "a_to_b": {d}, "b_to_a": {{"delay_ns": 1, "loss": 0}}}}]}}"#);
+        let c = Config::from_json(&one(r#"{"delay_ns": 1, "loss": 0, "pcap": {"path": "/tmp/x.pcap", "max_bytes": 1000}}"#)).unwrap();
+        assert_eq!(c.pipes[0].a_to_b.pcap, Some(CaptureConfig { path: "/tmp/x.pcap".into(), max_bytes: 1000 }));
+        assert_eq!(c.pipes[0].b_to_a.pcap, None);
+        assert_eq!(err(&one(r#"{"delay_ns": 1, "loss": 0, "pcap": {"path": "/tmp/x.pcap", "max_bytes": 10}}"#)), "pipes[0].a_to_b.pcap.max_bytes: must be at least 24 (the pcap file header)");
+        assert_eq!(err(&one(r#"{"delay_ns": 1, "loss": 0, "pcap": {"max_bytes": 1000}}"#)), "pipes[0].a_to_b.pcap.path: missing");
+        assert_eq!(err(&one(r#"{"delay_ns": 1, "loss": 0, "pcap": {"path": "x", "max_bytes": 1000, "snap": 1}}"#)), "pipes[0].a_to_b.pcap.snap: unknown field (expected one of: path, max_bytes)");
     }
 
     #[test]
@@ -651,7 +686,7 @@ mod tests {
         );
         assert_eq!(
             err(&with(r#"{"name": "x", "a": "p", "b": "q", "a_to_b": {"delay_ns": 1, "lost": 0}, "b_to_a": {"delay_ns": 1, "loss": 0}}"#)),
-            "pipes[0].a_to_b.lost: unknown field (expected one of: delay_ns, loss, rate_bps, limit_packets, limit_bytes, changes, discipline, ecn_threshold_packets, ecn_threshold_bytes, ecn_threshold_selector, red, pie, codel, fq_codel, fq, dualpi2, trace, duplicate, reorder, reorder_delay_ns, stream_index)"
+            "pipes[0].a_to_b.lost: unknown field (expected one of: delay_ns, loss, rate_bps, limit_packets, limit_bytes, changes, discipline, ecn_threshold_packets, ecn_threshold_bytes, ecn_threshold_selector, red, pie, codel, fq_codel, fq, dualpi2, trace, duplicate, reorder, reorder_delay_ns, stream_index, pcap)"
         );
         assert_eq!(err(&with(&format!(r#"{{"name": "x", "a": "p", "b": "p", {dir}}}"#))), "pipes[0].b: 'p' is also this pipe's a: a pipe joins two different interfaces");
         assert_eq!(

@@ -25,11 +25,17 @@
 //!
 //! A frame the discipline marks has CE set in its IP header ([`crate::ecn::set_ce`]); the
 //! discipline sees a frame's ECN capability and flow hash from its header ([`crate::ecn::inspect`]).
+//!
+//! A captured direction ([`Direction::with_capture`]) records each frame when the link starts
+//! serializing it — as the link decides it (on arrival, or when a holding link hands it out),
+//! stamped with the model's start instant on the run's clock, not when it is sent — dropped
+//! frames never, wire-lost ones too, marked ones with CE ([`crate::capture`]).
 
 use std::io;
 use std::os::fd::{AsRawFd, RawFd};
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use crate::capture::LinkCapture;
 use crate::delay_line::DelayLine;
 use crate::ecn;
 use crate::frame::frame_size;
@@ -103,6 +109,8 @@ pub struct Direction {
     start_ns: u64,
     tuning: Tuning,
     stats: DirectionStats,
+    /// The pcap file of the frames it forwards, if captured.
+    capture: Option<LinkCapture>,
 }
 
 /// The delay line's starting size for `link`: room for everything the link can hold at once
@@ -167,7 +175,15 @@ impl Direction {
             start_ns: 0,
             tuning,
             stats: DirectionStats::default(),
+            capture: None,
         }
+    }
+
+    /// This direction, recording every frame its link starts serializing in `capture`.
+    #[must_use]
+    pub fn with_capture(mut self, capture: Option<LinkCapture>) -> Direction {
+        self.capture = capture;
+        self
     }
 
     /// The socket this direction reads, for its worker to wait on.
@@ -195,7 +211,7 @@ impl Direction {
     /// # Errors
     /// An unexpected OS error from receiving (sending errors are counted, not fatal).
     pub fn service(&mut self, batch: &mut RxBatch, start: &AtomicU64) -> io::Result<Next> {
-        if self.start_ns == 0 && (self.next_change < self.changes.len() || self.link.has_trace()) {
+        if self.start_ns == 0 && (self.next_change < self.changes.len() || self.link.has_trace() || self.capture.is_some()) {
             self.start_ns = start.load(Ordering::Relaxed);
             if self.start_ns != 0 {
                 self.link.set_trace_origin(self.start_ns); // the trace's time 0, as the simulator's
@@ -256,14 +272,15 @@ impl Direction {
     /// Move the frames the link started serializing to the delay line (marked if the discipline
     /// marked them), and their buffers back to the pool.
     fn collect_departures(&mut self) {
-        while let Some(Departure { fate, ce, impair, mut body }) = self.link.take_departure() {
+        while let Some((start_ns, Departure { fate, ce, impair, mut body })) = self.link.take_departure_started() {
+            if ce && fate != Fate::Dropped {
+                ecn::set_ce(&mut body);
+            }
+            if fate != Fate::Dropped {
+                record(&mut self.capture, self.start_ns, start_ns, &body);
+            }
             match fate {
-                Fate::Deliver { due_ns } => {
-                    if ce {
-                        ecn::set_ce(&mut body);
-                    }
-                    deliver(&mut self.line, &mut self.held, &mut self.stats, due_ns, &body, impair);
-                }
+                Fate::Deliver { due_ns } => deliver(&mut self.line, &mut self.held, &mut self.stats, due_ns, &body, impair),
                 Fate::LostOnWire => self.stats.dropped_loss += 1,
                 Fate::Dropped => self.stats.dropped_queue += 1,
             }
@@ -295,6 +312,7 @@ impl Direction {
         if let Some(s) = self.sampler.take() {
             (self.stats.samples, self.stats.samples_skipped) = s.into_rows();
         }
+        self.stats.capture = self.capture.take().map(LinkCapture::finish);
         Ok(self.stats)
     }
 
@@ -399,20 +417,22 @@ impl Direction {
                     continue;
                 }
                 let Offered { fate, ce, impair } = self.link.offer_frame(rx_mono, info);
+                if fate == Fate::Dropped {
+                    self.stats.dropped_queue += 1;
+                    continue;
+                }
+                let frame = if ce {
+                    self.scratch.clear();
+                    self.scratch.extend_from_slice(f.hdr_and_frame);
+                    ecn::set_ce(&mut self.scratch);
+                    &self.scratch[..]
+                } else {
+                    f.hdr_and_frame
+                };
+                record(&mut self.capture, self.start_ns, self.link.last_start_ns(), frame);
                 match fate {
-                    Fate::Dropped => self.stats.dropped_queue += 1,
-                    Fate::LostOnWire => self.stats.dropped_loss += 1,
-                    Fate::Deliver { due_ns } => {
-                        let frame = if ce {
-                            self.scratch.clear();
-                            self.scratch.extend_from_slice(f.hdr_and_frame);
-                            ecn::set_ce(&mut self.scratch);
-                            &self.scratch[..]
-                        } else {
-                            f.hdr_and_frame
-                        };
-                        deliver(&mut self.line, &mut self.held, &mut self.stats, due_ns, frame, impair);
-                    }
+                    Fate::Deliver { due_ns } => deliver(&mut self.line, &mut self.held, &mut self.stats, due_ns, frame, impair),
+                    _ => self.stats.dropped_loss += 1,
                 }
             }
             taken += n;
@@ -421,6 +441,17 @@ impl Direction {
             }
         }
         Ok(false)
+    }
+}
+
+/// Record `hdr_and_frame` in `capture` (if capturing) as starting serialization at `start_ns`
+/// (CLOCK_MONOTONIC), on the run's clock from `origin_ns` (0 = not known yet: stamped 0, as is a
+/// frame before the origin).
+#[inline]
+fn record(capture: &mut Option<LinkCapture>, origin_ns: u64, start_ns: u64, hdr_and_frame: &[u8]) {
+    if let Some(c) = capture.as_mut() {
+        let t_ns = if origin_ns == 0 { 0 } else { start_ns.saturating_sub(origin_ns) };
+        c.record(t_ns, hdr_and_frame.get(VNET_HDR_LEN..).unwrap_or_default());
     }
 }
 

@@ -244,8 +244,11 @@ pub struct EmulatedPath<B = ()> {
     on_wire: Option<Scheduled<B>>,
     /// The discipline decides at dequeue: frames are held until their serialization starts.
     holds: bool,
-    /// Held frames whose serialization has started, not yet taken by the caller, in order.
-    departed: VecDeque<Departure<B>>,
+    /// Held frames whose serialization has started, not yet taken by the caller, in order, each
+    /// with the instant its serialization started (ns).
+    departed: VecDeque<(u64, Departure<B>)>,
+    /// When the last frame [`EmulatedPath::offer_frame`] admitted starts serialization, ns.
+    last_start_ns: u64,
     /// The latest due time of a delivered frame before `on_wire`: no later frame may arrive
     /// earlier (the pipe is FIFO).
     settled_due_ns: u64,
@@ -297,6 +300,7 @@ impl<B: Default> EmulatedPath<B> {
             on_wire: None,
             holds,
             departed: VecDeque::new(),
+            last_start_ns: 0,
             settled_due_ns: 0,
             pipe_back_ns: 0,
             counters: LinkCounters::default(),
@@ -484,7 +488,7 @@ impl<B: Default> EmulatedPath<B> {
             self.count_impairment(w.impair, w.packets);
             Fate::Deliver { due_ns: w.due_ns }
         };
-        self.departed.push_back(Departure { fate, ce: w.ce, impair: w.impair, body: std::mem::take(&mut w.body) });
+        self.departed.push_back((start_ns, Departure { fate, ce: w.ce, impair: w.impair, body: std::mem::take(&mut w.body) }));
         self.put_on_wire(w);
     }
 
@@ -532,7 +536,20 @@ impl<B: Default> EmulatedPath<B> {
 
     /// The next held frame whose serialization has started, in start order.
     pub fn take_departure(&mut self) -> Option<Departure<B>> {
+        self.departed.pop_front().map(|(_, d)| d)
+    }
+
+    /// [`EmulatedPath::take_departure`] with the instant the frame's serialization started, ns
+    /// (the capture point of [`crate::capture`]).
+    pub fn take_departure_started(&mut self) -> Option<(u64, Departure<B>)> {
         self.departed.pop_front()
+    }
+
+    /// When the last frame [`EmulatedPath::offer_frame`] did not drop starts serialization, ns
+    /// (its arrival on a link without a rate); meaningless after a drop. A later change of rate
+    /// may still move it ([`EmulatedPath::apply_change`]); this is the instant as offered.
+    pub fn last_start_ns(&self) -> u64 {
+        self.last_start_ns
     }
 
     /// When the transmitter takes its next frame, if a frame is held waiting, ns: a frame due at
@@ -570,6 +587,7 @@ impl<B: Default> EmulatedPath<B> {
         self.advance(t);
         self.counters.arrivals += packets;
         let Some(rate_bps) = self.params.rate_bps else {
+            self.last_start_ns = t;
             self.counters.departures += packets;
             self.counters.departed_bytes += ip_bytes;
             if self.loss.lose() {
@@ -607,6 +625,7 @@ impl<B: Default> EmulatedPath<B> {
             tx.depart(start_ns, ip_bytes);
         }
         self.tx_free_at_ns = end_ns;
+        self.last_start_ns = start_ns;
         let lost_on_wire = self.loss.lose();
         let nominal_ns = end_ns.saturating_add(self.params.delay_ns);
         let (due_ns, impair) = if lost_on_wire { (nominal_ns, Impairment::default()) } else { self.deliver_at(nominal_ns) };
@@ -711,7 +730,7 @@ impl<B: Default> EmulatedPath<B> {
         w.due_ns = (w.end_ns + delay_ns).max(settled);
         self.pipe_back_ns = w.due_ns;
         match self.departed.back_mut() {
-            Some(d) => {
+            Some((_, d)) => {
                 d.fate = Fate::Deliver { due_ns: w.due_ns };
                 Vec::new()
             }

@@ -76,10 +76,17 @@
 //! being refused or arriving with a bad checksum; the model counts a GSO frame as the packets it
 //! stands for ([`frame`]). Frames up to 65535 bytes of IP packet pass.
 //!
+//! **Capture without I/O on the forwarding path.** A captured direction records each frame's
+//! headers where the simulator does — when the link starts serializing it, stamped with the
+//! model's instant on the run's clock — into a pcap file per direction ([`capture`]); records
+//! are copied into a 1 MiB chunk and a thread per file writes full chunks, so a worker never
+//! waits on the file system.
+//!
 //! The caller should disable IPv6 on the relay namespace's interfaces (they would otherwise send
 //! their own router solicitations into the emulated links) and spawn the relay from a long-lived
 //! thread: the parent-death signal ([`ProcessGuard`]) fires when the spawning *thread* exits.
 
+pub mod capture;
 pub mod config;
 pub mod delay_line;
 pub mod direction;
@@ -96,6 +103,7 @@ pub mod stats;
 pub mod sys;
 pub mod worker;
 
+pub use capture::{CaptureConfig, CaptureStats, LinkCapture};
 pub use config::{Config, ConfigError, DirectionConfig, PipeConfig};
 pub use delay_line::DelayLine;
 pub use histogram::{Histogram, Summary};

@@ -6,6 +6,7 @@ use std::io;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
+use crate::capture::LinkCapture;
 use crate::config::{Config, ConfigError, DirectionConfig};
 use crate::direction::Direction;
 use crate::worker;
@@ -120,10 +121,15 @@ impl Relay {
                 }
             };
             let sampler = || config.sampling.map(|(origin_ns, interval_ns)| QueueSampler::new(origin_ns, interval_ns));
+            let capture = |side: &str, d: &DirectionConfig| {
+                d.pcap.as_ref().map(|c| LinkCapture::create(&c.path, c.max_bytes).map_err(|e| OpenError::Os(format!("pipes[{i}].{side}.pcap: creating '{}'", c.path.display()), e))).transpose()
+            };
             pipes.push(OpenPipe {
                 name: p.name.clone(),
-                a_to_b: Direction::new(rx_a, tx_b, link(0, &p.a_to_b), p.a_to_b.changes.clone(), config.max_queue_frames, sampler(), tuning),
-                b_to_a: Direction::new(rx_b, tx_a, link(1, &p.b_to_a), p.b_to_a.changes.clone(), config.max_queue_frames, sampler(), tuning),
+                a_to_b: Direction::new(rx_a, tx_b, link(0, &p.a_to_b), p.a_to_b.changes.clone(), config.max_queue_frames, sampler(), tuning)
+                    .with_capture(capture("a_to_b", &p.a_to_b)?),
+                b_to_a: Direction::new(rx_b, tx_a, link(1, &p.b_to_a), p.b_to_a.changes.clone(), config.max_queue_frames, sampler(), tuning)
+                    .with_capture(capture("b_to_a", &p.b_to_a)?),
             });
         }
         let workers = worker::default_workers();

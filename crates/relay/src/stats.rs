@@ -20,6 +20,9 @@
 //!  "wall_s": 12.3, "cpu_latency_held": true}
 //! ```
 //!
+//! A captured direction ([`crate::capture`]) also has `"pcap": {"packets_written": 120,
+//! "packets_over_limit": 0, "bytes": 11000, "error": null}` (the simulator's capture summary).
+//!
 //! `frames`/`bytes` count what was sent on (Ethernet bytes); `dropped_*` are frames. `link` and
 //! `samples` are the emulated link's packet counters ([`crate::emulated_path::LinkCounters`]; a GSO batch
 //! counts as its segments): conservation holds as `arrivals = drops + departures +
@@ -29,6 +32,7 @@
 
 use serde_json::{json, Value};
 
+use crate::capture::CaptureStats;
 use crate::histogram::Histogram;
 use crate::emulated_path::{LinkCounters, QueueSample};
 
@@ -67,6 +71,8 @@ pub struct DirectionStats {
     pub samples: Vec<QueueSample>,
     /// Grid instants left out because the row limit was reached.
     pub samples_skipped: u64,
+    /// What its pcap capture wrote (None: not captured).
+    pub capture: Option<CaptureStats>,
 }
 
 /// Both directions of one pipe.
@@ -132,6 +138,10 @@ impl DirectionStats {
             });
             v["samples_skipped"] = self.samples_skipped.into();
         }
+        if let Some(c) = &self.capture {
+            v["pcap"] = json!({"packets_written": c.packets_written, "packets_over_limit": c.packets_over_limit,
+                               "bytes": c.bytes_written, "error": c.error});
+        }
         v
     }
 }
@@ -165,6 +175,13 @@ impl RelayStats {
                 }
                 if d.samples_skipped > 0 {
                     lines.push(format!("{} {dir}: {} queue samples left out (row limit)", p.name, d.samples_skipped));
+                }
+                if let Some(c) = &d.capture {
+                    if let Some(e) = &c.error {
+                        lines.push(format!("{} {dir}: pcap capture stopped: {e}", p.name));
+                    } else if c.packets_over_limit > 0 {
+                        lines.push(format!("{} {dir}: pcap file full, {} frames not captured", p.name, c.packets_over_limit));
+                    }
                 }
                 if d.realtime_denied {
                     lines.push(format!("{} {dir}: real-time scheduling refused, ran with normal priority", p.name));
@@ -224,5 +241,19 @@ mod tests {
             cpu_latency_held: false,
         };
         assert!(stats.anomalies().unwrap().contains("q a_to_b: real-time scheduling refused"));
+    }
+
+    #[test]
+    fn a_captured_direction_reports_its_file() {
+        let full = CaptureStats { packets_written: 7, packets_over_limit: 3, bytes_written: 1000, error: None };
+        let stats = RelayStats {
+            pipes: vec![PipeStats { name: "r0->r1".into(), a_to_b: DirectionStats { capture: Some(full), ..Default::default() }, b_to_a: DirectionStats::default() }],
+            wall_s: 0.0,
+            cpu_latency_held: true,
+        };
+        let v: Value = serde_json::from_str(&stats.to_json()).unwrap();
+        assert_eq!(v["pipes"][0]["a_to_b"]["pcap"], json!({"packets_written": 7, "packets_over_limit": 3, "bytes": 1000, "error": null}));
+        assert!(v["pipes"][0]["b_to_a"].get("pcap").is_none());
+        assert_eq!(stats.anomalies().unwrap(), "r0->r1 a_to_b: pcap file full, 3 frames not captured");
     }
 }

@@ -310,7 +310,8 @@ class Output(StrictModel):
     ``queues``: which links' queues are sampled over time — ``"auto"`` (default: every link but
     the hosts' access links of a dumbbell, chain or parking lot, role ``access``, whose queues
     rarely hold anything and which are 4 per flow pair) or ``"all"``; ``pcap``: links whose
-    packets the simulator writes to pcap files in the run's ``pcap/`` directory (link
+    packets the simulator (or the kernel and udp backends' relay) writes to pcap files in the
+    run's ``pcap/`` directory (link
     directions ``"r0->r1"``, pairs ``"r0-r1"`` or hosts ``"left0"``, globs allowed:
     :mod:`ccarena.scenario.capture`), each file at most ``pcap_max_bytes`` (default
     ``"100MB"``)."""

@@ -49,6 +49,7 @@ from ccarena.backends.kernel.netns import (
 from ccarena.backends.kernel.shaping import QueueReading
 from ccarena.backends.kernel.signals import sigterm_interrupts
 from ccarena.backends.kernel.testbed import cpu_times
+from ccarena.backends.sim import capture_dir, remove_scratch
 from ccarena.errors import UserError
 from ccarena.runspec import RunSpec
 
@@ -71,7 +72,8 @@ class KernelBackend:
     Args:
         emulation: how links are emulated, the scenario's ``[kernel] emulation``: ``"auto"``,
             ``"relay"`` or ``"tc"`` (:mod:`ccarena.backends.kernel.emulation_choice`).
-        udt_impl, quic_impl: the udp backend's options in the same ``[kernel]`` table; ignored here.
+        udt_impl, quic_impl, tcp_impl: the udp backend's options in the same ``[kernel]`` table;
+            ignored here.
         ecn: the ECN feedback hosts negotiate for flows with ``ecn = true``, the scenario's
             ``[kernel] ecn``: ``"classic"`` (RFC 3168), ``"accecn"`` (RFC 9768) or ``"off"``
             (:func:`ccarena.backends.kernel.ecn_modes.host_tcp_ecn`).
@@ -81,10 +83,10 @@ class KernelBackend:
     realtime = True
 
     def __init__(self, emulation: str = "auto", udt_impl: str = "ccarena", ecn: str = "classic",
-                 quic_impl: str = "ccarena") -> None:
-        # The udp backend's options of the shared [kernel] table: Linux has no UDT, and its QUIC
-        # flows are refused (preflight) whoever would run them.
-        del udt_impl, quic_impl
+                 quic_impl: str = "ccarena", tcp_impl: str = "ccarena") -> None:
+        # The udp backend's options of the shared [kernel] table: Linux has no UDT, its QUIC
+        # flows are refused (preflight) whoever would run them, and its TCP is Linux's.
+        del udt_impl, quic_impl, tcp_impl
         self.emulation = emulation
         self.ecn = ecn
         self._caps: capabilities.Capabilities | None = None  # detected once, on first check
@@ -105,9 +107,20 @@ class KernelBackend:
                 raise KeyboardInterrupt("cancelled")
 
         record: dict[str, Any] = {}
-        tables_ = run_kernel(spec, tick, mode=self.emulation, emulation=record, ecn=self.ecn,
-                             **self.run_options())
-        return RunResult(tables=tables_, record={"emulation": record, **self.run_record(spec)})
+        captures: list[dict[str, Any]] = []
+        pcap_dir = capture_dir(spec)
+        try:
+            tables_ = run_kernel(spec, tick, mode=self.emulation, emulation=record, ecn=self.ecn,
+                                 pcap_dir=pcap_dir, captures=captures, **self.run_options())
+        except BaseException:
+            remove_scratch(pcap_dir)  # a failed or cancelled run keeps none of its captures
+            raise
+        run_record = {"emulation": record, **self.run_record(spec)}
+        if pcap_dir is None:
+            return RunResult(tables=tables_, record=run_record)
+        files = {c["file"]: pcap_dir / Path(c["file"]).name for c in captures}
+        return RunResult(tables=tables_, record={**run_record, "pcap": captures}, files=files,
+                         scratch=pcap_dir)
 
     def run_options(self) -> dict[str, Any]:
         """Extra keyword arguments of :func:`run_kernel` (a backend on this testbed with its own
@@ -130,18 +143,20 @@ def check(spec: RunSpec, caps: capabilities.Capabilities | None = None,
     Raises:
         UserError: one line naming what is missing (root, a program, a flavor, a mechanism), a
             QUIC flow on Linux's TCP (:func:`ccarena.backends.kernel.preflight.refuse_quic`), or
-            packet capture (:func:`ccarena.backends.kernel.preflight.refuse_pcap`).
+            packet capture of a link the relay does not emulate
+            (:func:`ccarena.backends.kernel.preflight.refuse_pcap`).
     """
     # Probing forks pyroute2 helpers, which pyroute2 stops with SIGTERM: under the guard such a
     # helper exits instead of running the caller's handler (the CLI's would unwind a copy of the
     # whole command in the helper, printing "interrupted" and running its cleanups).
-    preflight.refuse_pcap(spec)  # the kernel and udp backends alike, before any probe
     if tcp_check is None:  # Linux's own TCP: no QUIC (refused before anything is probed)
         preflight.refuse_quic(spec)
     with sigterm_interrupts():
         caps = caps or capabilities.detect()
         preflight.check_privileges(caps)
-        preflight.check_spec(spec, caps, choose(spec, caps, mode), tcp_check, ecn=ecn)
+        emulation = choose(spec, caps, mode)
+        preflight.refuse_pcap(spec, emulation)  # the kernel and udp backends alike
+        preflight.check_spec(spec, caps, emulation, tcp_check, ecn=ecn)
     return caps
 
 
@@ -149,7 +164,8 @@ def run_kernel(spec: RunSpec, progress: ProgressCallback | None = None,
                workdir: str | Path | None = None, *, mode: str = "auto",
                emulation: dict[str, Any] | None = None, generator: Any = None,
                tcp_check: Callable[[str, Any], None] | None = None,
-               ecn: str = "classic") -> dict[str, pd.DataFrame]:
+               ecn: str = "classic", pcap_dir: Path | None = None,
+               captures: list[dict[str, Any]] | None = None) -> dict[str, pd.DataFrame]:
     """Run ``spec`` in network namespaces on this machine's TCP stack.
 
     Args:
@@ -169,6 +185,12 @@ def run_kernel(spec: RunSpec, progress: ProgressCallback | None = None,
             error: ``{"mechanisms", "relay": <relay stats without samples, and its timing
             settings> | None,
             "lateness_ns": {pipe direction: ...}, "kernel", "congestion_controls", "run_tag"}``.
+        pcap_dir: where the relay writes the spec's ``pcap`` links' capture files (one per link
+            direction, named as the simulator names them; :func:`.relay_driver.capture_files`);
+            None: no capture (the spec's ``pcap`` is then ignored).
+        captures: if given, filled with one entry per captured link, as the simulator's
+            ``run.json`` ``pcap`` entries (:func:`.relay_driver.capture_entries`); a link whose
+            file reached ``max_bytes`` is also warned about (RuntimeWarning).
 
     Returns:
         ``{"flows", "samples", "queues", "links"}`` → DataFrame, columns as the simulator's (see
@@ -204,7 +226,7 @@ def run_kernel(spec: RunSpec, progress: ProgressCallback | None = None,
             if emu.delay == "netem":
                 netem.install_netem(plan, spec)
             if any(phys.relayed for phys in plan.links):
-                relay = relay_driver.start_relay(plan, spec, emu, work)
+                relay = relay_driver.start_relay(plan, spec, emu, work, pcap_dir=pcap_dir)
             if emu.loss == "nft":
                 _install_loss(plan, spec)
             measured = _run_traffic(spec, plan, work, endpoints, progress,
@@ -215,6 +237,9 @@ def run_kernel(spec: RunSpec, progress: ProgressCallback | None = None,
                 if relay_stats is None:
                     raise UserError(f"the link relay stopped without writing its results: {relay.last_error()}")
                 _add_relay_readings(measured, relay_driver.queue_readings(relay_stats, plan), spec)
+            if pcap_dir is not None and spec.pcap is not None and captures is not None:
+                captures.extend(relay_driver.capture_entries(relay_stats or {}, plan, spec))
+                relay_driver.warn_incomplete_captures(captures)
             lost_wire = _wire_losses(plan, spec, emu, measured)
             flows_rows, sample_rows = (generator or measured_tables).flow_rows(spec, measured["results"])
             out = {

@@ -15,7 +15,8 @@ Two ways, chosen per run (scenario ``[kernel] emulation``):
   the loss. Closest to a hand-built Linux testbed; fine at the rates where timers are cheap.
 
 ``"auto"`` (the default) takes ``"tc"`` when the kernel has netem, else ``"relay"``; and
-``"relay"`` whenever a link's rate follows a trace, which tc cannot shape.
+``"relay"`` whenever a link's rate follows a trace, which tc cannot shape, or the run captures
+packets (``[output] pcap``), which only the relay writes.
 """
 
 from __future__ import annotations
@@ -81,8 +82,9 @@ def choose(spec: RunSpec, caps: Capabilities, requested: str = "auto") -> Emulat
     traced = any(link.trace is not None for link in spec.links)  # only the relay runs a trace
     # Only the relay duplicates and reorders as the simulator does (crates/link/src/impair.rs).
     impaired = any(link.duplicate > 0 or link.reorder > 0 for link in spec.links)
+    captured = getattr(spec, "pcap", None) is not None  # only the relay writes pcap
     mode = requested if requested != "auto" else (
-        "relay" if (traced or impaired) and caps.relay else ("tc" if caps.netem or not caps.relay else "relay"))
+        "relay" if (traced or impaired or captured) and caps.relay else ("tc" if caps.netem or not caps.relay else "relay"))
     if mode == "tc" and impaired:
         raise UserError("kernel.emulation: duplicate and reorder need ccarena's relay "
                         "(emulation = \"relay\"; rebuild with pip install -e . if it is missing)")

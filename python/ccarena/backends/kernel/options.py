@@ -25,7 +25,9 @@ class KernelOptions(BaseModel):
     ``quic_impl``: who runs QUIC flows (``transport = "quic"``) on it — ``"ccarena"`` (default:
     the simulator's sans-IO QUIC in ccarena's frames), ``"quinn"`` (the quinn QUIC stack with
     TLS 1.3, the flow's flavor being ccarena's controller inside quinn) or ``"quinn-native"``
-    (quinn with its own NewReno, CUBIC or BBR: flavors ``reno``, ``cubic``, ``bbr``).
+    (quinn with its own NewReno, CUBIC or BBR: flavors ``reno``, ``cubic``, ``bbr``); and
+    ``tcp_impl``: who runs its TCP flows — ``"ccarena"`` (default: ccarena's transport on UDP) or
+    ``"linux"`` (this kernel's TCP, as on the kernel backend: QUIC beside Linux TCP in one run).
 
     ``ecn``: the ECN feedback the kernel's TCP negotiates for the flows with ``ecn = true``
     (``net.ipv4.tcp_ecn`` per host, :func:`ccarena.backends.kernel.ecn_modes.host_tcp_ecn`) —
@@ -44,6 +46,7 @@ class KernelOptions(BaseModel):
     emulation: Literal["auto", "relay", "tc"] = "auto"
     udt_impl: Literal["ccarena", "libudt"] = "ccarena"
     quic_impl: Literal["ccarena", "quinn", "quinn-native"] = "ccarena"
+    tcp_impl: Literal["ccarena", "linux"] = "ccarena"
     ecn: Literal["off", "classic", "accecn"] = "classic"
 
     @model_serializer(mode="wrap")
@@ -53,6 +56,7 @@ class KernelOptions(BaseModel):
         out = dump(self)
         if out.get("ecn") == "classic":
             del out["ecn"]
-        if out.get("quic_impl") == "ccarena":
-            del out["quic_impl"]
+        for key in ("quic_impl", "tcp_impl"):
+            if out.get(key) == "ccarena":
+                del out[key]
         return out

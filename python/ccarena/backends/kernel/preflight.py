@@ -58,19 +58,26 @@ def refuse_quic(spec: RunSpec, why: str = NO_KERNEL_QUIC) -> None:
             raise UserError(f"flows[{i}].transport: {why}; use --backend sim")
 
 
-NO_RELAY_PCAP = "pcap capture runs on the simulator; the relay's capture is not built yet"
-"""Why the kernel and udp backends refuse ``[output] pcap`` (the spec's ``pcap``)."""
+NOT_RELAYED_PCAP = "{link} runs on tc, and only the relay captures"
+"""Why the kernel and udp backends refuse to capture a link (``[output] pcap``): only the relay,
+which emulates every link in relay mode, writes pcap files (:mod:`.relay_driver`)."""
 
 
-def refuse_pcap(spec: RunSpec) -> None:
-    """Refuse a spec that asks for packet capture (``pcap``): only the simulator writes pcap
-    files so far. Needs no probe of the machine.
+def refuse_pcap(spec: RunSpec, emulation: Emulation) -> None:
+    """Refuse packet capture (the spec's ``pcap``) of a link the relay does not emulate: the
+    relay records each frame where the simulator does (when its link starts serializing it),
+    which needs the relay to be the link's queue and transmitter — relay mode, where it is every
+    link's (``crates/relay/src/capture.rs``).
 
     Raises:
-        UserError: ``output.pcap: <why>; use --backend sim``.
+        UserError: ``output.pcap: '<link>' runs on tc, and only the relay captures; fix:
+            [kernel] emulation = "relay"``.
     """
-    if spec.pcap is not None:
-        raise UserError(f"output.pcap: {NO_RELAY_PCAP}; use --backend sim")
+    if spec.pcap is None or emulation.rate_and_queue == "relay" or not spec.pcap.links:
+        return
+    link = spec.links[int(spec.pcap.links[0])].name
+    raise UserError(f"output.pcap: {NOT_RELAYED_PCAP.format(link=repr(link))}; "
+                    "fix: [kernel] emulation = \"relay\"")
 
 
 def check_privileges(caps: Capabilities) -> None:
@@ -94,7 +101,8 @@ def check_spec(spec: RunSpec, caps: Capabilities, emulation: Emulation,
     and the chosen link ``emulation``, and the kernel TCP's ECN mode ``ecn`` (``[kernel] ecn``,
     :func:`check_ecn_mode`). ``tcp_check(where, flow)``, when given, checks each TCP flow instead
     of this kernel's TCP (the udp backend runs them on its own transport; ``ecn`` is then not
-    checked).
+    checked); when it returns ``False`` the flow is checked as this kernel's TCP flow (the udp
+    backend's ``tcp_impl = "linux"``).
 
     Raises:
         UserError: the first problem, as one line.
@@ -126,9 +134,8 @@ def check_spec(spec: RunSpec, caps: Capabilities, emulation: Emulation,
                             "backend (TCP flavors and udp-cbr are); use --backend sim")
         if flow.kind != "tcp":
             continue
-        if tcp_check is not None:
-            tcp_check(where, flow)
-            continue
+        if tcp_check is not None and tcp_check(where, flow) is not False:
+            continue  # False: the flow runs on this kernel's TCP after all (udp's tcp_impl = "linux")
         if flow.quic is not None:
             raise UserError(f"{where}.transport: {NO_KERNEL_QUIC}; use --backend sim")
         flavor = flow.flavor

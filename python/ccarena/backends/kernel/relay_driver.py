@@ -12,17 +12,25 @@ stats: per direction the link's counters and samples, and how late it sent each 
 model's due time — the emulation's own error, stored with the run. The scenario's ``[[events]]``
 become each direction's scheduled ``changes``, counted from ``t0``, which the backend tells the
 relay on its stdin once it is chosen (``start <t0>``; :meth:`Relay.announce_start`).
+
+Packet capture (``[output] pcap``, relay mode only): each captured link direction's config names
+a pcap file (:func:`capture_files`, the simulator's file names), which the relay writes with the
+simulator's capture point — a frame's headers when its link starts serializing it, stamped on
+the run's clock from ``t0`` (``crates/relay/src/capture.rs``); what each file holds comes back in
+the stats (:func:`capture_entries`).
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import select
 import signal
 import subprocess
 import sys
 import time
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -72,10 +80,79 @@ def changes_of(spec: RunSpec, link: int) -> list[dict[str, Any]]:
     return out
 
 
+PCAP_DIR = "pcap"
+"""Where a run's capture files go in its run directory (as the simulator's)."""
+
+
+def capture_file_name(link_name: str) -> str:
+    """A link's pcap file name as the simulator gives it (``crates/sim/src/pcap/mod.rs``,
+    ``file_name``): ``->`` spelled ``_to_``, every character outside ``[A-Za-z0-9._-]`` replaced
+    by ``_``, then ``.pcap`` (``r0->r1`` → ``r0_to_r1.pcap``)."""
+    return re.sub(r"[^A-Za-z0-9._-]", "_", link_name.replace("->", "_to_")) + ".pcap"
+
+
+def capture_files(spec: RunSpec) -> dict[int, str]:
+    """Spec link → its capture file name, for every link of the spec's ``pcap``
+    (:func:`capture_file_name`, made unique with ``-<link index>`` where two collide, as the
+    simulator's ``file_names``); empty without capture."""
+    if spec.pcap is None:
+        return {}
+    plain = {int(i): capture_file_name(spec.links[int(i)].name) for i in spec.pcap.links}
+    taken = list(plain.values())
+    return {i: (f"{n.removesuffix('.pcap')}-{i}.pcap" if taken.count(n) > 1 else n) for i, n in plain.items()}
+
+
+def capture_entries(stats: dict[str, Any], plan: NetworkPlan, spec: RunSpec) -> list[dict[str, Any]]:
+    """The run record's ``pcap`` entries, one per captured link in link order, as the
+    simulator's (``ccarena.backends.sim.capture_result``): ``link`` (name), ``file``
+    (``pcap/<name>.pcap``), ``packets_written``, ``packets_over_limit`` (left out at the size
+    limit), ``bytes``, ``max_bytes``, ``error``. A link the relay reported nothing for (it
+    stopped without stats) has counts of None and an ``error`` saying so."""
+    names = capture_files(spec)
+    pipes_stats = stats.get("pipes", [])
+    where = relayed_directions(plan)
+    out = []
+    for link in sorted(names):
+        index, direction = where.get(link, (len(pipes_stats), ""))
+        got = (pipes_stats[index].get(direction) or {}).get("pcap") if index < len(pipes_stats) else None
+        got = got or {"packets_written": None, "packets_over_limit": None, "bytes": None,
+                      "error": "the link relay reported no capture for this link"}
+        out.append({"link": spec.links[link].name, "file": f"{PCAP_DIR}/{names[link]}",
+                    "packets_written": got["packets_written"],
+                    "packets_over_limit": got["packets_over_limit"], "bytes": got["bytes"],
+                    "max_bytes": spec.pcap.max_bytes if spec.pcap else None, "error": got["error"]})
+    return out
+
+
+def warn_incomplete_captures(entries: list[dict[str, Any]]) -> None:
+    """Warn (RuntimeWarning) about every capture that is incomplete: its file reached
+    ``max_bytes`` (the fix: raise ``[output] pcap_max_bytes``) or a write failed."""
+    for e in entries:
+        if e["error"]:
+            warnings.warn(f"output.pcap: the capture of {e['link']} is incomplete: {e['error']}",
+                          RuntimeWarning, stacklevel=2)
+        elif e["packets_over_limit"]:
+            warnings.warn(f"output.pcap: {e['file']} reached pcap_max_bytes ({e['max_bytes']} B); "
+                          f"{e['packets_over_limit']} packets of {e['link']} not captured; "
+                          "fix: raise [output] pcap_max_bytes", RuntimeWarning, stacklevel=2)
+
+
 def direction_config(spec: RunSpec, link: int | None, emulation: Emulation,
-                     like: int) -> dict[str, Any]:
+                     like: int, pcap_dir: Path | None = None) -> dict[str, Any]:
     """One direction's relay config for spec link ``link`` (None: a one-way link's missing
-    direction, emulated like link ``like`` without delay or loss)."""
+    direction, emulated like link ``like`` without delay or loss); with ``pcap_dir``, a link of
+    the spec's ``pcap`` is captured to its file there (:func:`capture_files`)."""
+    out = _emulation_config(spec, link, emulation, like)
+    files = capture_files(spec) if pcap_dir is not None else {}
+    if link is not None and link in files:
+        assert spec.pcap is not None
+        out["pcap"] = {"path": str(pcap_dir / files[link]), "max_bytes": int(spec.pcap.max_bytes)}
+    return out
+
+
+def _emulation_config(spec: RunSpec, link: int | None, emulation: Emulation,
+                      like: int) -> dict[str, Any]:
+    """:func:`direction_config` without capture: the link the direction emulates."""
     spec_link = spec.links[like if link is None else link]
     delay_ns = 0 if link is None else int(spec_link.delay_ns)
     if emulation.rate_and_queue != "relay":
@@ -119,16 +196,18 @@ def direction_config(spec: RunSpec, link: int | None, emulation: Emulation,
     return out
 
 
-def pipes(plan: NetworkPlan, spec: RunSpec, emulation: Emulation) -> list[dict[str, Any]]:
-    """The relay's pipe list: one per relayed physical link (the relay config's ``pipes``)."""
+def pipes(plan: NetworkPlan, spec: RunSpec, emulation: Emulation,
+          pcap_dir: Path | None = None) -> list[dict[str, Any]]:
+    """The relay's pipe list: one per relayed physical link (the relay config's ``pipes``),
+    capturing the spec's ``pcap`` links into ``pcap_dir`` when given."""
     out = []
     for phys in plan.links:
         if not phys.relayed:
             continue
         out.append({"name": spec.links[phys.forward].name, "a": RunNames.wire_if(phys.k, "a"),
                     "b": RunNames.wire_if(phys.k, "b"),
-                    "a_to_b": direction_config(spec, phys.forward, emulation, phys.forward),
-                    "b_to_a": direction_config(spec, phys.reverse, emulation, phys.forward)})
+                    "a_to_b": direction_config(spec, phys.forward, emulation, phys.forward, pcap_dir),
+                    "b_to_a": direction_config(spec, phys.reverse, emulation, phys.forward, pcap_dir)})
     return out
 
 
@@ -147,10 +226,11 @@ def relayed_directions(plan: NetworkPlan) -> dict[int, tuple[int, str]]:
 
 
 def relay_config(plan: NetworkPlan, spec: RunSpec, emulation: Emulation,
-                 sample_origin_ns: int) -> dict[str, Any]:
+                 sample_origin_ns: int, pcap_dir: Path | None = None) -> dict[str, Any]:
     """The whole relay config (format: ``crates/relay/src/config.rs``); the queues are sampled
-    only where the relay is the queue (relay mode)."""
-    config = {"pipes": pipes(plan, spec, emulation), "seed": int(spec.seed), "duration_ns": None,
+    only where the relay is the queue (relay mode); the spec's ``pcap`` links are captured into
+    ``pcap_dir`` when given."""
+    config = {"pipes": pipes(plan, spec, emulation, pcap_dir), "seed": int(spec.seed), "duration_ns": None,
               "max_queue_frames": MAX_QUEUE_FRAMES, **TIMING}
     if emulation.rate_and_queue == "relay":
         config.update(sample_origin_ns=int(sample_origin_ns), sample_interval_ns=int(spec.sample_interval_ns))
@@ -255,14 +335,16 @@ class Relay:
                 pass
 
 
-def start_relay(plan: NetworkPlan, spec: RunSpec, emulation: Emulation, workdir: Path) -> Relay:
-    """Start one relay process for every relayed link of the run and wait for ``ready``.
+def start_relay(plan: NetworkPlan, spec: RunSpec, emulation: Emulation, workdir: Path,
+                pcap_dir: Path | None = None) -> Relay:
+    """Start one relay process for every relayed link of the run and wait for ``ready``;
+    with ``pcap_dir``, it captures the spec's ``pcap`` links there (its files exist once ready).
 
     Raises:
         UserError: the relay exited or did not become ready (its stderr's last line is shown).
     """
     origin_ns = time.monotonic_ns()
-    config = relay_config(plan, spec, emulation, origin_ns)
+    config = relay_config(plan, spec, emulation, origin_ns, pcap_dir)
     config_path = workdir / f"{plan.names.prefix}relay.json"
     stats_path = workdir / f"{plan.names.prefix}relay-stats.json"
     config_path.write_text(json.dumps(config))

@@ -6,8 +6,9 @@ are bound (traffic sent after that is relayed), and forwards frames until SIGTER
 config's ``duration_ns`` or the death of its parent. A line ``start <ns>`` on stdin sets the
 instant (CLOCK_MONOTONIC, ``time.monotonic_ns()``) the links' scheduled changes count from,
 when the config did not give it. It then writes the stats JSON (per pipe and
-direction: frames, bytes, drops, lateness percentiles; ``wall_s``) to STATS_JSON_PATH atomically
-(a temporary file renamed into place), so a reader never sees half a file.
+direction: frames, bytes, drops, lateness percentiles, and what its pcap capture wrote if the
+config asked for one; ``wall_s``) to STATS_JSON_PATH atomically (a temporary file renamed into
+place), so a reader never sees half a file. Capture files are complete once it has exited.
 
 ``$CCARENA_RELAY_WORKERS`` sets how many threads serve the links (default: one per CPU; the
 benchmark sets it to compare).

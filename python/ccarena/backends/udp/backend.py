@@ -29,24 +29,29 @@ class UdpBackend(kernel.KernelBackend):
             sans-IO QUIC in ccarena's frames), ``"quinn"`` (ccarena's controller inside the quinn
             QUIC stack) or ``"quinn-native"`` (quinn's own NewReno, CUBIC, BBR;
             :mod:`.quinn_flows`).
+        tcp_impl: who runs TCP flows: ``"ccarena"`` (ccarena's transport on UDP) or ``"linux"``
+            (this kernel's TCP on the kernel backend's generator, checked as there: QUIC beside
+            Linux TCP in one run).
 
     Raises:
-        UserError: an unknown ``udt_impl`` or ``quic_impl``.
+        UserError: an unknown ``udt_impl``, ``quic_impl`` or ``tcp_impl``.
     """
 
     name = "udp"
     realtime = True
 
     def __init__(self, emulation: str = "auto", udt_impl: str = "ccarena", ecn: str = "classic",
-                 quic_impl: str = "ccarena") -> None:
+                 quic_impl: str = "ccarena", tcp_impl: str = "ccarena") -> None:
         del ecn  # the kernel TCP's option of the shared [kernel] table
         super().__init__(emulation)
         for field, value, allowed in (("udt_impl", udt_impl, endpoint_flows.UDT_IMPLEMENTATIONS),
-                                      ("quic_impl", quic_impl, endpoint_flows.QUIC_IMPLEMENTATIONS)):
+                                      ("quic_impl", quic_impl, endpoint_flows.QUIC_IMPLEMENTATIONS),
+                                      ("tcp_impl", tcp_impl, endpoint_flows.TCP_IMPLEMENTATIONS)):
             if value not in allowed:
                 raise UserError(f"{field}: '{value}' is not one of {', '.join(allowed)}")
-        self.udt_impl, self.quic_impl = udt_impl, quic_impl
-        self._check_flow = partial(endpoint_flows.check_flow, udt_impl=udt_impl, quic_impl=quic_impl)
+        self.udt_impl, self.quic_impl, self.tcp_impl = udt_impl, quic_impl, tcp_impl
+        self._impls = {"udt_impl": udt_impl, "quic_impl": quic_impl, "tcp_impl": tcp_impl}
+        self._check_flow = partial(endpoint_flows.check_flow, **self._impls)
 
     def check(self, spec: RunSpec) -> None:
         """Raise UserError naming what this machine or the transport lacks for ``spec`` (root, a
@@ -70,25 +75,25 @@ class UdpBackend(kernel.KernelBackend):
     def run_options(self) -> dict[str, Any]:
         """ccarena's transport on UDP (or libudt, for UDT flows with ``udt_impl = "libudt"``)
         generates the TCP and UDT flows (:mod:`.endpoint_flows`)."""
-        generator = SimpleNamespace(start_flows=partial(endpoint_flows.start_flows, udt_impl=self.udt_impl,
-                                                        quic_impl=self.quic_impl),
-                                    flow_rows=endpoint_flows.flow_rows)
+        generator = SimpleNamespace(start_flows=partial(endpoint_flows.start_flows, **self._impls),
+                                    flow_rows=partial(endpoint_flows.flow_rows, tcp_impl=self.tcp_impl))
         return {"generator": generator, "tcp_check": self._check_flow}
 
     def run_record(self, spec: RunSpec) -> dict[str, Any]:
         """Per flow, the payload bytes a packet carries on the wire (a QUIC flow's stream bytes;
         None for a flow quinn runs, which sizes its packets by PLPMTUD) and who ran it:
-        ``"ccarena"`` (TCP flows), ``quic_impl`` (QUIC flows), ``udt_impl`` (UDT flows) or None
-        (UDP CBR)."""
+        ``tcp_impl`` (TCP flows: ``"ccarena"`` or ``"linux"``), ``quic_impl`` (QUIC flows),
+        ``udt_impl`` (UDT flows) or None (UDP CBR)."""
         libudt = self.udt_impl == "libudt"
         on_quinn = quinn_flows.quinn_flows(spec, self.quic_impl)
         mss = [endpoint_flows.quic_mss_on_the_wire(f) if getattr(f, "quic", None) is not None else
+               int(f.mss_bytes) if f.kind == "tcp" and self.tcp_impl == "linux" else
                endpoint_flows.mss_on_the_wire(f) if f.kind == "tcp" else
                (int(f.mss_bytes) if libudt else endpoint_flows.udt_mss_on_the_wire(f)) if f.kind == "udt"
                else None for f in spec.flows]
         impl = [self.udt_impl if f.kind == "udt" else
                 self.quic_impl if getattr(f, "quic", None) is not None else
-                "ccarena" if f.kind == "tcp" else None for f in spec.flows]
+                self.tcp_impl if f.kind == "tcp" else None for f in spec.flows]
         mss = [None if i in on_quinn else m for i, m in enumerate(mss)]
         return {"transport": {"mss_bytes": mss, "implementation": impl}}
 

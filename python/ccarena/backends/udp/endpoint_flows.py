@@ -70,19 +70,32 @@ MAX_UDT_PAYLOAD_BYTES = 1427
 20 ccarena header − 25 UDT_DATA frame."""
 
 
+TCP_IMPLEMENTATIONS = ("ccarena", "linux")
+"""Who runs a (non-QUIC) TCP flow on the udp backend: ccarena's transport on UDP, or this
+kernel's TCP on the kernel backend's generator (:mod:`ccarena.backends.kernel.flow_processes`)."""
 QUIC_IMPLEMENTATIONS = ("ccarena", *quinn_flows.QUINN_IMPLEMENTATIONS)
 """Who runs a QUIC flow on the udp backend: the simulator's sans-IO QUIC in ccarena's frames, or
 quinn (:mod:`.quinn_flows`) with ccarena's controller or its own."""
 
 
-def check_flow(where: str, flow: Any, udt_impl: str = "ccarena", quic_impl: str = "ccarena") -> None:
+def check_flow(where: str, flow: Any, udt_impl: str = "ccarena", quic_impl: str = "ccarena",
+               tcp_impl: str = "ccarena") -> bool | None:
     """Check one TCP, QUIC or UDT flow of the spec for the udp backend (UDT run by ``udt_impl``,
-    QUIC by ``quic_impl``).
+    QUIC by ``quic_impl``, TCP by ``tcp_impl``). Returns ``False`` for a TCP flow Linux runs
+    (``tcp_impl = "linux"``): the kernel backend's preflight checks it as its own
+    (:func:`ccarena.backends.kernel.preflight.check_spec`).
 
     Raises:
         UserError: one line naming the field and the fix.
     """
-    if getattr(flow, "quic", None) is not None and quic_impl in quinn_flows.QUINN_IMPLEMENTATIONS:
+    quic = getattr(flow, "quic", None) is not None
+    if flow.kind == "tcp" and not quic and tcp_impl == "linux":
+        if flow.ecn or getattr(flow, "mptcp", None) is not None:
+            field = "ecn" if flow.ecn else "subflows"
+            raise UserError(f"{where}.{field}: Linux TCP flows of the udp backend run without it; "
+                            f"remove {field} or use --backend kernel")
+        return False
+    if quic and quic_impl in quinn_flows.QUINN_IMPLEMENTATIONS:
         quinn_flows.check_quinn_flow(where, flow, quic_impl)
     elif flow.kind != "udt":
         check_tcp_flow(where, flow)
@@ -257,11 +270,12 @@ def udt_sender_config(spec: RunSpec, i: int, t0_ns: int, workdir: Path, bind: st
 
 def start_flows(spec: RunSpec, plan: NetworkPlan, workdir: Path, t0_ns: int,
                 endpoints: list[Endpoint], ready_by_ns: int, udt_impl: str = "ccarena",
-                quic_impl: str = "ccarena") -> None:
+                quic_impl: str = "ccarena", tcp_impl: str = "ccarena") -> None:
     """Start every flow's receiver (waiting for ``ready``), then every sender: TCP flows as
-    :mod:`.endpoint` processes, QUIC flows too (on quinn with ``quic_impl`` ``"quinn"`` or
-    ``"quinn-native"``), UDP CBR flows on the kernel's generator. Each started process is
-    appended to ``endpoints`` at once (the caller stops them all, even when this raises).
+    :mod:`.endpoint` processes (on the kernel's generator, Linux's TCP, with ``tcp_impl =
+    "linux"``), QUIC flows too (on quinn with ``quic_impl`` ``"quinn"`` or ``"quinn-native"``),
+    UDP CBR flows on the kernel's generator. Each started process is appended to ``endpoints`` at
+    once (the caller stops them all, even when this raises).
 
     Raises:
         UserError: a receiver failed to start (e.g. its port is in use): one line naming the flow.
@@ -269,7 +283,8 @@ def start_flows(spec: RunSpec, plan: NetworkPlan, workdir: Path, t0_ns: int,
     on_quinn = quinn_flows.quinn_flows(spec, quic_impl)
     if on_quinn:
         _start_quinn(spec, plan, workdir, t0_ns, endpoints, ready_by_ns, on_quinn, quic_impl)
-    ours = [i for i, flow in enumerate(spec.flows) if i not in on_quinn and
+    linux = linux_tcp_flows(spec, tcp_impl)
+    ours = [i for i, flow in enumerate(spec.flows) if i not in on_quinn and i not in linux and
             (flow.kind == "tcp" or (flow.kind == "udt" and udt_impl == "ccarena"))]
     for i in ours:
         flow = spec.flows[i]
@@ -291,9 +306,16 @@ def start_flows(spec: RunSpec, plan: NetworkPlan, workdir: Path, t0_ns: int,
     udt = [i for i, flow in enumerate(spec.flows) if flow.kind == "udt" and udt_impl == "libudt"]
     if udt:
         _start_udt(spec, plan, workdir, t0_ns, endpoints, ready_by_ns, udt)
-    cbr = [i for i, flow in enumerate(spec.flows) if flow.kind == "udp_cbr"]
-    if cbr:
-        kernel_flows.start_flows(spec, plan, workdir, t0_ns, endpoints, ready_by_ns, flows=cbr)
+    on_kernel = [i for i, flow in enumerate(spec.flows) if flow.kind == "udp_cbr" or i in linux]
+    if on_kernel:
+        kernel_flows.start_flows(spec, plan, workdir, t0_ns, endpoints, ready_by_ns, flows=on_kernel)
+
+
+def linux_tcp_flows(spec: RunSpec, tcp_impl: str) -> list[int]:
+    """Indices of the TCP flows (not QUIC) Linux runs: all of them with ``tcp_impl = "linux"``."""
+    if tcp_impl != "linux":
+        return []
+    return [i for i, f in enumerate(spec.flows) if f.kind == "tcp" and getattr(f, "quic", None) is None]
 
 
 def _start_quinn(spec: RunSpec, plan: NetworkPlan, workdir: Path, t0_ns: int,
@@ -349,7 +371,7 @@ def _start_udt(spec: RunSpec, plan: NetworkPlan, workdir: Path, t0_ns: int,
         endpoints.append(Endpoint(i, "udt-send", ns, out, kernel_flows.start_in_namespace(ns, command, stderr), stderr))
 
 
-def flow_rows(spec: RunSpec, results: dict[tuple[int, str], dict[str, Any]]
+def flow_rows(spec: RunSpec, results: dict[tuple[int, str], dict[str, Any]], tcp_impl: str = "ccarena"
               ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     # UDT rows (ccarena's or libudt's: both ends write the same keys) come from :func:`_udt_rows`.
     """(flows rows, samples rows) as the kernel backend builds them, with the transport's own
@@ -357,7 +379,8 @@ def flow_rows(spec: RunSpec, results: dict[tuple[int, str], dict[str, Any]]
     draining), ``duplicate_bytes_received``, ``ce_packets`` and ``ce_bytes`` (the sink's); a QUIC
     flow's row has ``kind`` ``"quic"`` and ``recovery`` ``"rfc9002"``. A flow quinn ran (its
     sender's record says ``impl``) is read through :func:`.quinn_flows.as_generator_results`; its
-    ``fast_recoveries`` are quinn's loss-started congestion events."""
+    ``fast_recoveries`` are quinn's loss-started congestion events. Linux's TCP flows
+    (``tcp_impl = "linux"``) keep the kernel backend's rows."""
     results = dict(results)
     on_quinn = {i for i, _ in results if results[(i, "send")].get("impl") in quinn_flows.QUINN_IMPLEMENTATIONS}
     for i in on_quinn:
@@ -372,9 +395,10 @@ def flow_rows(spec: RunSpec, results: dict[tuple[int, str], dict[str, Any]]
     udt_flows, udt_samples = _udt_rows(spec, results)
     flows = sorted(flows + udt_flows, key=lambda r: int(r["flow"]))
     samples = sorted(samples + udt_samples, key=lambda r: (int(r["flow"]), r["time_s"]))
+    linux = set(linux_tcp_flows(spec, tcp_impl))
     for row in flows:
         i = int(row["flow"])
-        if spec.flows[i].kind != "tcp":
+        if spec.flows[i].kind != "tcp" or i in linux:  # Linux's rows are the kernel backend's
             continue
         drained = results[(i, "send")].get("drained") or {}
         if getattr(spec.flows[i], "quic", None) is not None:
