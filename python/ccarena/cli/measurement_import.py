@@ -1,6 +1,6 @@
-"""``ccarena import iperf3 FILE.json…`` and ``ccarena import flent FILE.flent.gz…``: real
-measurements (:mod:`ccarena.importers`) written as an experiment directory. Heavy modules are
-loaded inside the commands."""
+"""``ccarena import iperf3 FILE.json…``, ``ccarena import flent FILE.flent.gz…`` and ``ccarena
+import pcap FILE.pcap…``: real measurements (:mod:`ccarena.importers`) written as an experiment
+directory. Heavy modules are loaded inside the commands."""
 
 from __future__ import annotations
 
@@ -17,7 +17,9 @@ from ccarena.importers.bounded_read import MEMORY_PER_FILE_BYTE
 
 def _run(tool: str, parse: Callable[[Path], Any], files: List[Path], name: Optional[str],
          out: Optional[Path], results: Path, about: Callable[[Any], str],
-         max_memory: Optional[str]) -> None:
+         max_memory: Optional[str], merged: bool = False) -> None:
+    """Import ``files`` (each one run; with ``merged``, all of them one run parsed by ``parse``
+    from the first file's name) into the experiment directory and say what was done."""
     from ccarena.errors import printable
     from ccarena.inputs import memory_budget, parse_max_memory
     from ccarena.importers.writer import import_files
@@ -30,10 +32,11 @@ def _run(tool: str, parse: Callable[[Path], Any], files: List[Path], name: Optio
         raise UserError(f"--name: '{name}' cannot name an experiment directory; give a plain name")
     root = out if out is not None else results / name
     with memory_budget(parse_max_memory(max_memory)):
-        outcome = import_files(tool, parse, files, root, name, about)
+        outcome = import_files(tool, parse, files[:1] if merged else files, root, name, about)
     if outcome.written:
-        print(f"imported {len(outcome.written)} of {len(files)} {tool} file(s) into {root} "
-              f"({outcome.total_runs} runs there)", flush=True)
+        what = (f"{len(files)} {tool} file(s) merged into one run" if merged else
+                f"{len(outcome.written)} of {len(files)} {tool} file(s)")
+        print(f"imported {what} into {root} ({outcome.total_runs} runs there)", flush=True)
         print(f"  ccarena report {root}", flush=True)
     sys.stdout.flush()
     for line in outcome.warnings:  # a metric left empty is said, never silent
@@ -97,3 +100,72 @@ flent = _import_command("flent", "Flent data files (.flent.gz; one run each).", 
       ccarena import flent rrul-2024-05-01T120000.flent.gz --name home-rrul
     """)
 """``ccarena import flent FILE.flent.gz…``: Flent data files as an experiment."""
+
+
+def _interval_s(text: str) -> float:
+    """``--interval`` in seconds.
+
+    Raises:
+        UserError: not a positive time.
+    """
+    from ccarena.units import UnitError, parse_time_ns
+
+    try:
+        interval_ns = parse_time_ns(text)
+    except UnitError as err:
+        raise UserError(f"--interval: {err}") from None
+    if interval_ns <= 0:
+        raise UserError(f"--interval: '{text}' is not positive; give a sample interval such as 100ms")
+    return interval_ns / 1e9
+
+
+def pcap(
+    files: List[Path] = typer.Argument(..., help="pcap or pcapng captures of TCP flows (one run "
+                                                 "each; with --merge, one run).", show_default=False),
+    merge: bool = typer.Option(False, "--merge", help="The files are one capture point split "
+                                                      "in several files (one per link direction, "
+                                                      "as [output] pcap writes them): merge them "
+                                                      "by timestamp into one run."),
+    interval: str = typer.Option("100ms", "--interval", help="Sample interval."),
+    flavor: Optional[str] = typer.Option(None, "--flavor", help="The flows' congestion "
+                                         "controller (a TCP header does not say): one name, or "
+                                         "one per flow with commas [default: unknown]."),
+    name: Optional[str] = typer.Option(None, "--name", help="Experiment name [default: the "
+                                                            "first file's name]."),
+    out: Optional[Path] = typer.Option(None, "--out", "-o",
+                                       help="Experiment directory [default: RESULTS/<name>]."),
+    results: Path = typer.Option(Path("results"), "--results",
+                                 help="Parent of the experiment directory."),
+    max_memory: Optional[str] = typer.Option(
+        None, "--max-memory", help="Memory an import may use, e.g. 8GB [default: half this "
+                                   "machine's memory]."),
+) -> None:
+    """\
+    Import packet captures (pcap, pcapng) of TCP flows as an experiment: one flow per TCP
+    connection, a sample per --interval with goodput (bytes ACKed), throughput, RTT, bytes in
+    flight (the cwnd estimate) and retransmissions. Capture at the sender, or at a bottleneck,
+    with both directions (the data and its ACKs); headers only (-s 128) is enough.
+
+    Examples:
+
+      tcpdump -i eth0 -s 128 -w cubic.pcap tcp port 5201
+
+      ccarena import pcap cubic.pcap --flavor cubic --name wan-cubic
+
+      ccarena import pcap --merge pcap/left0_to_r0.pcap pcap/r0_to_left0.pcap
+    """
+    parser = importlib.import_module("ccarena.importers.pcap")
+    interval_s = _interval_s(interval)
+    if name is None:
+        stem = files[0].name if files else ""
+        for suffix in (".pcapng", ".pcap", ".cap"):
+            if stem.lower().endswith(suffix):
+                stem = stem[: -len(suffix)]
+        name = stem or "pcap"
+    if merge:
+        def parse(_first: Path) -> Any:
+            return parser.parse_files(files, interval_s, flavor)
+    else:
+        def parse(path: Path) -> Any:
+            return parser.parse_files([path], interval_s, flavor)
+    _run("pcap", parse, files, name, out, results, parser.about, max_memory, merged=merge)

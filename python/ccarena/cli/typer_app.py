@@ -16,6 +16,7 @@ from typing import Any, Callable
 import typer
 
 from ccarena.cli import (
+    adversarial_search,
     file_transfer,
     flavor_catalogue,
     host_checks,
@@ -79,6 +80,7 @@ COMMANDS: tuple[Callable[..., Any], ...] = (
     stored_results.compare,
     host_checks.calibrate,
     sql_query.query,
+    adversarial_search.search,
     flavor_catalogue.flavors,
     scenario_runs.validate,
     network_drawing.topo,
@@ -89,8 +91,9 @@ COMMANDS: tuple[Callable[..., Any], ...] = (
 """The top-level commands, each named after its function, in the order the help lists them."""
 
 GROUPS: tuple[tuple[str, str, tuple[Callable[..., Any], ...]], ...] = (
-    ("import", "Import real measurements (iperf3 JSON, Flent data files) as an experiment directory.",
-     (measurement_import.iperf3, measurement_import.flent)),
+    ("import", "Import real measurements (iperf3 JSON, Flent data files, pcap captures) as an "
+               "experiment directory.",
+     (measurement_import.iperf3, measurement_import.flent, measurement_import.pcap)),
     ("trace", "Link capacity traces.", (trace_generation.gen,)),
 )
 """The command groups after them: (name, help, its commands, each named after its function)."""
