@@ -374,8 +374,8 @@ class TcpFlowSpec(_FlowBase):
     host's socket buffers do; unset, the flow is bounded by its congestion window alone.
     ``handshake_rtt`` (simulator): the connection was opened before the flow's start over the
     idle path, and that handshake's round trip is the sender's first RTT sample
-    (docs/engine-spec.md); the simulated twins of kernel runs set it
-    (:func:`ccarena.experiment.runids.with_linux_host`). ``quic`` (:class:`QuicSpec`): the flow
+    (docs/engine-spec.md); the ``linux`` host model sets it
+    (:mod:`ccarena.experiment.host_model`). ``quic`` (:class:`QuicSpec`): the flow
     runs as a QUIC connection with the same controller instead (not with ``mptcp``: the engine
     refuses both, and so does the scenario schema); None (the default, left out of the JSON) =
     TCP."""

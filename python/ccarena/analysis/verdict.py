@@ -625,11 +625,39 @@ def verdict(summary: pd.DataFrame, params: Sequence[str],
         points = [replace(p, metrics=tuple(replace(m, advice="") for m in p.metrics)) for p in points]
     if runs is not None:
         notes += differing_defaults(list(runs))
+        notes += host_model_note(list(runs))
     notes += list(ecn_notes)
     return Verdict(points, keys, repeats, identical, notes)
 
 
 # ----------------------------------------------------------------------------- notes
+
+HOST_MODEL_WORDS = {"linux": "Linux 6.x hosts: Linux's recovery and CUBIC/BBR module defaults, the "
+                             "handshake's RTT sample, links with the testbed's timing jitter",
+                    "rfc": "each flavor as its RFC or paper describes it"}
+"""What each host model means, in the note beside the verdict (:mod:`ccarena.experiment.host_model`)."""
+
+
+def host_model_note(runs: Sequence[dict[str, Any]]) -> list[str]:
+    """One sentence naming the host model the simulated runs used (``host``), read from their
+    resolved specs: a TCP flow with the handshake's RTT sample is a ``linux`` host's, one without
+    an ``rfc`` host's; runs on a backend (ids with ``@``) are left out. Empty with no TCP flow."""
+    models: dict[str, set[str]] = {}
+    for run in runs:
+        if "@" in str(run.get("run_id", "")):
+            continue
+        for flow in run.get("spec", {}).get("flows", []):
+            if flow.get("kind") == "tcp":
+                model = "linux" if flow.get("handshake_rtt") else "rfc"
+                models.setdefault(model, set()).add(str(flow.get("flavor")))
+    if len(models) == 1:
+        (model,) = models
+        return [f"Host model: {model} ({HOST_MODEL_WORDS[model]}); set host = "
+                f"\"{'rfc' if model == 'linux' else 'linux'}\" in the scenario for the other."]
+    if models:
+        parts = "; ".join(f"{m} for {', '.join(sorted(f))}" for m, f in sorted(models.items()))
+        return [f"Host models: {parts} (linux: {HOST_MODEL_WORDS['linux']}; rfc: {HOST_MODEL_WORDS['rfc']})."]
+    return []
 
 def _short_path(path: str) -> str:
     """A swept field's path as a note names it: its last two parts (``link.loss``)."""

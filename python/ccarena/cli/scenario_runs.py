@@ -189,7 +189,16 @@ def validate(
                      f"{_count(len(plans), 'run')}", soft_wrap=True)
     for line in s.topology.describe():
         stdout.print(f"  {line}", highlight=False)
+    stdout.print(f"  {host_model_line(s)}", highlight=False)
     print_plan_warnings(plans)
+
+
+def host_model_line(scenario: Any) -> str:
+    """``host model: …`` for ``validate``: the scenario's (or the default, ``rfc`` alone and
+    ``linux`` beside a real-TCP backend) and the flows that choose their own."""
+    own = [f"{flow.name or flow.flavor} {flow.host}" for flow in scenario.flows if flow.host is not None]
+    model = scenario.host or "rfc (linux beside --backend kernel)"
+    return f"host model: {model}" + (f"; flows: {', '.join(own)}" if own else "")
 
 
 def _count(n: int, noun: str) -> str:

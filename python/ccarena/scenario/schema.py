@@ -46,6 +46,11 @@ from ccarena.scenario.traffic import TrafficPattern, expand_traffic, flow_templa
 from ccarena.topology import Network, Topology
 from ccarena.units import format_time
 
+HOST_MODELS = ("linux", "rfc")
+"""The host models a scenario or a flow may choose (``host``): ``"linux"``, a Linux 6.x host
+(SACK + RACK-TLP + PRR recovery, Linux's CUBIC and BBR module defaults, the handshake's RTT
+sample, links with the testbed's timing jitter) or ``"rfc"``, the RFCs' and papers' models as
+FLAVORS.md names them (:mod:`ccarena.experiment.host_model`)."""
 RECOVERIES = ("tahoe", "reno", "newreno", "sack", "prr", "linux")
 """Loss recovery algorithms a TCP flow may use (README.md, "Flavors": RFC 5681 §3.2, RFC 6582, RFC 6675, RFC 6937)."""
 
@@ -114,6 +119,8 @@ class Flow(StrictModel):
     ``flavor`` may also be a table naming the flavor and its parameters:
     ``flavor = { name = "vegas", alpha = 1, beta = 3 }`` (the same as ``flavor = "vegas"`` with
     ``params = { alpha = 1, beta = 3 }``).
+    ``host``: the host model of the flow's ends, ``"linux"`` or ``"rfc"``; default: the
+    scenario's ``host`` (:data:`HOST_MODELS`, :mod:`ccarena.experiment.host_model`).
     """
 
     @model_validator(mode="before")
@@ -136,6 +143,7 @@ class Flow(StrictModel):
     stop_ns: TimeNs | None = Field(None, alias="stop")
     size_bytes: SizeBytes | None = Field(None, alias="bytes")
     recovery: Literal[RECOVERIES] | None = None  # type: ignore[valid-type]
+    host: Literal[HOST_MODELS] | None = None  # type: ignore[valid-type]
     params: dict[str, FiniteFloat] | None = None
     mss_bytes: SizeBytes | None = Field(None, alias="mss")
     initial_cwnd_packets: Packets | None = Field(None, alias="initial_cwnd")
@@ -575,6 +583,7 @@ class ScenarioHead(StrictModel):
     description: str = ""
     duration_ns: TimeNs = Field(alias="duration")
     seed: int = Field(1, ge=0, lt=2**63)
+    host: Literal[HOST_MODELS] | None = None  # type: ignore[valid-type]
     start_jitter_ns: TimeNs = Field("0s", alias="start_jitter")
     backend: Literal[BACKEND_NAMES] = reference_backend()  # type: ignore[valid-type]
     _network: Network | None = PrivateAttr(default=None)
@@ -600,7 +609,9 @@ class Scenario(ScenarioWithBackendOptions):  # type: ignore[misc,valid-type]
     """A whole scenario file (see the README's scenario reference).
 
     Fields: ``name`` (the experiment's directory name), ``description``, ``duration`` (> 0),
-    ``seed`` (default 1), ``backend`` (one of :data:`BACKEND_NAMES`; default the simulator),
+    ``seed`` (default 1), ``host`` (the host model, :data:`HOST_MODELS`; default ``"rfc"``, and
+    ``"linux"`` for the runs set beside a real-TCP backend: :mod:`ccarena.experiment.host_model`),
+    ``backend`` (one of :data:`BACKEND_NAMES`; default the simulator),
     ``topology``, ``flows`` and ``traffic`` (:class:`Traffic`, expanded into more flows; at least
     one flow in all), ``output``, ``sweep``, ``matrix`` (:class:`Matrix`; not with ``sweep``),
     ``events`` (:class:`ccarena.scenario.events.Event`), ``routing`` (:class:`Routing`),
