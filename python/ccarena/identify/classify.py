@@ -1,0 +1,181 @@
+"""Rank the library's flavors by how closely their replays match a trace
+(:func:`rank`), with a confidence and an ``unknown`` answer when none fits.
+
+Scores are a softmax over −distance/:data:`TAU` across flavors (each flavor's distance is its
+best variant's). The answer is ``unknown`` when the best distance exceeds
+:data:`UNKNOWN_DISTANCE`. Both constants were set on simulated traces only, never on the kernel
+traces of tests/data/identify/: ``scripts/identify_confusion.py --tune`` (every catalogue flavor
+on two tuning paths, with its flavor in the library and left out) gave best distances up to
+1.03 for the 32 of 52 traces it named right (median 0.25), so :data:`UNKNOWN_DISTANCE` is 1.5 (about
+1.5 × that); :data:`TAU` is set by hand so that a margin of 0.5 distance units between the first
+and the second flavor gives odds of about 4 : 1.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from ccarena.identify.features import distance
+from ccarena.identify.path import PathEstimate
+
+TAU = 0.35
+"""Softmax temperature, distance units (tuned on simulated traces)."""
+
+UNKNOWN_DISTANCE = 1.5
+"""Best distance above which the answer is ``unknown`` (tuned on simulated traces)."""
+
+TIE_SLACK = 0.1
+"""Flavors within TIE_SLACK + 0.3 × the best distance (at most 2.5 × TIE_SLACK, and never past
+:data:`UNKNOWN_DISTANCE`) of the best are indistinguishable on
+this path (e.g. HyBla is Reno below a 25 ms RTT, DCTCP is Reno without ECN marks): among them the
+catalogue's order (:func:`ccarena.flavors.tcp_flavors`, the widely deployed first) decides."""
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One flavor's place in the ranking: its catalogue name, the variant that matched best,
+    the distance of that variant's replay (feature-scale units) and its softmax score (0–1)."""
+
+    flavor: str
+    variant: str
+    distance: float
+    score: float
+
+
+@dataclass
+class Identification:
+    """What ``ccarena identify`` found.
+
+    Attributes:
+        best: the catalogue flavor, or ``unknown`` when no replay is within
+            :data:`UNKNOWN_DISTANCE`.
+        confidence: 0–1: the summed score of the best flavor and those tied with it, lowered as
+            the best distance nears :data:`UNKNOWN_DISTANCE` (:func:`rank`), or, for
+            ``unknown``, how far the best distance is past the threshold (:func:`rank`).
+        ranking: every flavor, best first (the tied ones first, in the catalogue's order).
+        equivalent: flavors indistinguishable from the best on this path.
+        features: the trace's own feature vector (:func:`ccarena.identify.features.features`).
+        path: the estimated path.
+        evidence: one line saying why.
+        source: the trace and flow; label: the flavor the trace itself names (never read).
+        wall_s: the identification's wall time, seconds.
+    """
+
+    best: str
+    confidence: float
+    ranking: list[Candidate]
+    features: dict[str, float]
+    path: PathEstimate
+    evidence: str
+    source: str = ""
+    label: str = "unknown"
+    wall_s: float = math.nan
+    equivalent: list[str] = field(default_factory=list)
+    replay_features: dict[str, dict[str, float]] = field(default_factory=dict)
+
+    def as_json(self) -> dict[str, Any]:
+        """The JSON object ``--json`` prints: ``best``, ``confidence``, ``ranking`` (list of
+        {flavor, variant, score, distance}), ``features``, ``path``, ``evidence``, ``source``,
+        ``wall_s``; NaN becomes null."""
+        def clean(v: float) -> float | None:
+            return None if v is None or (isinstance(v, float) and not math.isfinite(v)) else round(v, 4)
+
+        return {
+            "best": self.best,
+            "confidence": clean(self.confidence),
+            "ranking": [{"flavor": c.flavor, "variant": c.variant, "score": clean(c.score),
+                         "distance": clean(c.distance)} for c in self.ranking],
+            "features": {k: clean(v) for k, v in self.features.items()},
+            "path": {k: clean(v) for k, v in self.path.as_dict().items()},
+            "equivalent": list(self.equivalent),
+            "evidence": self.evidence,
+            "source": self.source,
+            "wall_s": clean(self.wall_s),
+        }
+
+
+def evidence(measured: dict[str, float]) -> str:
+    """The measured behaviour in words, e.g. ``decrease factor 0.70 ± 0.02, cubic growth with
+    K = 3.1 s, RTT +35 % over base``."""
+    parts = []
+    factor = measured.get("decrease_factor", math.nan)
+    if math.isfinite(factor):
+        parts.append(f"decrease factor {factor:.2f} ± {measured.get('decrease_spread', 0) / 2:.2f}")
+    else:
+        parts.append("no loss response seen")
+    share = measured.get("no_backoff_share", math.nan)
+    if math.isfinite(share) and share >= 0.3:
+        parts.append(f"no backoff at {share:.0%} of loss events")
+    fit, k = measured.get("cubic_fit", math.nan), measured.get("cubic_k_s", math.nan)
+    growth = measured.get("growth_mss_per_rtt", math.nan)
+    if math.isfinite(fit) and fit >= 0.5 and math.isfinite(k):
+        parts.append(f"cubic growth with K = {k:.1f} s")
+    elif math.isfinite(growth):
+        parts.append(f"linear growth {10 ** growth:.1f} MSS/RTT")
+    queue = measured.get("queue_delay", math.nan)
+    if math.isfinite(queue):
+        parts.append(f"RTT +{max(10 ** queue - 0.02, 0) * 100:.0f} % over base")
+    dips = measured.get("probe_dips_per_10s", 0.0)
+    if dips >= 0.3:
+        parts.append(f"{dips:.1f} ProbeRTT dips per 10 s")
+    return ", ".join(parts)
+
+
+def rank(measured: dict[str, float], replays: dict[str, tuple[str, dict[str, float]]],
+         path: PathEstimate, catalogue_order: list[str], *, tau: float = TAU,
+         unknown_distance: float = UNKNOWN_DISTANCE) -> Identification:
+    """Rank flavors by the distance of their replays' features to ``measured``.
+
+    Args:
+        measured: the trace's features.
+        replays: variant label → (catalogue flavor, the replay's features).
+        path: the estimated path (kept in the result).
+        catalogue_order: flavor names in the catalogue's order, the tie-break (:data:`TIE_SLACK`).
+        tau: softmax temperature; unknown_distance: the ``unknown`` threshold.
+
+    Returns:
+        An :class:`Identification` (``wall_s`` and ``source`` left for the caller). For
+        ``unknown`` the confidence is 1 − unknown_distance / best distance, at least 0.5 (the
+        threshold itself is an even call); otherwise it is the summed score of the flavors tied
+        with the best (they behave alike on this path; ``equivalent`` names them) times
+        1 − (best distance / unknown_distance)², so a far best match is never a confident one.
+
+    Raises:
+        ValueError: ``replays`` is empty.
+    """
+    if not replays:
+        raise ValueError("no replays to rank against")
+    best_of: dict[str, tuple[float, str]] = {}
+    for label, (flavor, feats) in replays.items():
+        d = distance(measured, feats)
+        if flavor not in best_of or d < best_of[flavor][0]:
+            best_of[flavor] = (d, label)
+    prior = {name: i for i, name in enumerate(catalogue_order)}
+    d0 = min(d for d, _ in best_of.values())
+    slack = min(TIE_SLACK + 0.3 * d0, 2.5 * TIE_SLACK)
+    tied = sorted((f for f in best_of if best_of[f][0] <= min(d0 + slack, max(d0, unknown_distance))),
+                  key=lambda f: (prior.get(f, len(prior)), best_of[f][0]))
+    rest = sorted((f for f in best_of if f not in tied), key=lambda f: best_of[f][0])
+    order = tied + rest
+    weights = {f: math.exp(-(best_of[f][0] - d0) / tau) for f in order}
+    total = sum(weights.values())
+    ranking = [Candidate(f, best_of[f][1], best_of[f][0], weights[f] / total) for f in order]
+    top = ranking[0]
+    group_share = sum(c.score for c in ranking[: len(tied)])
+    if d0 > unknown_distance:
+        best, confidence = "unknown", max(0.5, 1 - unknown_distance / d0)
+    else:
+        best, confidence = top.flavor, group_share * (1 - (d0 / unknown_distance) ** 2)
+    line = evidence(measured)
+    if best == "unknown":
+        verdict = (f"unknown (nearest {top.flavor}, distance {d0:.1f} > {unknown_distance:.1f})")
+    else:
+        same = f" (as {', '.join(tied[1:4])}{' …' if len(tied) > 4 else ''} here)" if len(tied) > 1 else ""
+        following = ranking[len(tied)] if len(ranking) > len(tied) else None
+        verdict = f"{best}{same}" + (f"; next: {following.flavor} at {following.score:.2f}"
+                                     if following else "")
+    return Identification(best=best, confidence=confidence, ranking=ranking, features=measured,
+                          path=path, evidence=f"{line}: {verdict}", equivalent=tied[1:],
+                          replay_features={k: v[1] for k, v in replays.items()})

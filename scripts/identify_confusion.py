@@ -1,0 +1,138 @@
+"""The confusion matrix of ``ccarena identify`` on simulated traces of every catalogue flavor,
+on held-out paths (none of them was used to set the features' scales, TAU or UNKNOWN_DISTANCE).
+
+Each trace is the flavor alone on a single link of the path, sampled every 10 ms for 15 s, with
+seed 7 (the replays use seed 1, so random losses differ); its samples go through the same
+:func:`ccarena.identify.identify_series` as a measured trace. Prints a markdown table (rows: the
+true flavor; columns: the answers), the overall accuracy, the accuracy counting a flavor tied
+with the truth on that path (``equivalent``) as right, and the wall time.
+
+    PYTHONPATH=python python3 scripts/identify_confusion.py [--paths N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from collections import Counter, defaultdict
+
+from ccarena.backends.sim import run_spec
+from ccarena.experiment.expand import expand
+from ccarena.flavors import tcp_flavors
+from ccarena.identify import identify_series
+from ccarena.identify.series import from_frame
+from ccarena.scenario import load_scenario
+
+# (rate Mbit/s, one-way delay ms, buffer in BDP, loss %): paths not used in tuning.
+HELD_OUT_PATHS = [(24, 15, 1.2, 0.0), (70, 35, 0.7, 0.05), (15, 8, 2.5, 0.2)]
+
+TUNING_PATHS = [(30, 12, 1.0, 0.0), (50, 25, 0.5, 0.1)]
+"""Paths of ``--tune``, which prints the best distances UNKNOWN_DISTANCE and TAU were set from."""
+
+
+def simulated_trace(flavor: str, rate: float, delay_ms: float, bdp: float, loss: float):
+    """The series of ``flavor`` alone on the path, as a measured trace would give it."""
+    limit = max(4, round(bdp * rate * 1e6 * 2 * delay_ms * 1e-3 / 8 / 1514))
+    raw = {"name": "confusion", "duration": "15s", "seed": 7,
+           "topology": {"kind": "single_link", "link": {
+               "rate": f"{rate}Mbps", "delay": f"{delay_ms}ms", "loss": f"{loss}%",
+               "queue": {"limit": f"{limit}pkt"}}},
+           "flows": [{"from": "a", "to": "b", "flavor": flavor}],
+           "output": {"sample_interval": "10ms"}}
+    samples = run_spec(expand(load_scenario(raw))[0].resolved.spec)["samples"]
+    return from_frame(samples[samples["flow"] == 0], label=flavor, source=f"sim {flavor}")
+
+
+def tune(flavors: list[str]) -> None:
+    """Best distances on :data:`TUNING_PATHS`: with the trace's flavor in the library (and
+    whether it was named) and with it left out; the quantiles set UNKNOWN_DISTANCE."""
+    import numpy as np
+
+    present, absent = [], []
+    for path in TUNING_PATHS:
+        for flavor in flavors:
+            series = simulated_trace(flavor, *path)
+            within = identify_series(series)
+            without = identify_series(series, exclude=[flavor])
+            present.append(within.ranking[0].distance)
+            absent.append(without.ranking[0].distance)
+            print(f"{flavor:10} {path}: named {within.best:9} best {within.ranking[0].distance:.2f}; "
+                  f"left out: {without.ranking[0].flavor:9} {without.ranking[0].distance:.2f}",
+                  flush=True)
+    for name, values in (("in the library", present), ("left out", absent)):
+        q = np.percentile(values, [50, 90, 95, 100])
+        print(f"best distance, flavor {name}: median {q[0]:.2f}, p90 {q[1]:.2f}, p95 {q[2]:.2f}, "
+              f"max {q[3]:.2f}")
+
+
+def leave_out(flavors: list[str], paths: list[tuple[float, float, float, float]]) -> None:
+    """Each flavor's trace identified with that flavor left out of the library: the share of
+    ``unknown`` answers, of answers tied with the truth on the path (an equivalent flavor), and
+    the confidence of the other (wrong) answers."""
+    import numpy as np
+
+    unknown = equivalent = 0
+    wrong: list[float] = []
+    started = time.perf_counter()
+    for path in paths:
+        for flavor in flavors:
+            series = simulated_trace(flavor, *path)
+            within = identify_series(series)
+            result = identify_series(series, exclude=[flavor])
+            if result.best == "unknown":
+                unknown += 1
+            elif result.best in within.equivalent or within.best == result.best:
+                equivalent += 1  # it behaves as the truth on this path: not a wrong answer
+            else:
+                wrong.append(result.confidence)
+    total = len(paths) * len(flavors)
+    print(f"flavor left out, {total} traces: unknown {unknown}, an equivalent flavor "
+          f"{equivalent}, another flavor {len(wrong)} (confidence median "
+          f"{np.median(wrong) if wrong else float('nan'):.2f}, max "
+          f"{max(wrong) if wrong else float('nan'):.2f}); "
+          f"{time.perf_counter() - started:.0f} s")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--paths", type=int, default=len(HELD_OUT_PATHS))
+    parser.add_argument("--leave-out", action="store_true", help="identify each held-out trace "
+                        "with its own flavor left out of the library: how often unknown, and how "
+                        "confident the wrong answers are")
+    parser.add_argument("--tune", action="store_true", help="on the tuning paths, print the best "
+                        "distance of each trace with its flavor in the library and left out")
+    args = parser.parse_args()
+    flavors = list(tcp_flavors())
+    if args.tune:
+        tune(flavors)
+        return
+    if args.leave_out:
+        leave_out(flavors, HELD_OUT_PATHS[: args.paths])
+        return
+    started = time.perf_counter()
+    answers: dict[str, Counter] = defaultdict(Counter)
+    right = equivalent_right = total = 0
+    for path in HELD_OUT_PATHS[: args.paths]:
+        for flavor in flavors:
+            result = identify_series(simulated_trace(flavor, *path))
+            answers[flavor][result.best] += 1
+            total += 1
+            right += result.best == flavor
+            equivalent_right += result.best == flavor or flavor in result.equivalent
+    wall = time.perf_counter() - started
+    columns = flavors + (["unknown"] if any(a["unknown"] for a in answers.values()) else [])
+    short = {f: f[:5] for f in columns}
+    print("| true \\ answer | " + " | ".join(short[c] for c in columns) + " |")
+    print("|---|" + "---|" * len(columns))
+    for flavor in flavors:
+        cells = [str(answers[flavor][c]) if answers[flavor][c] else "·" for c in columns]
+        print(f"| {flavor} | " + " | ".join(cells) + " |")
+    print()
+    print(f"paths: {HELD_OUT_PATHS[: args.paths]} (Mbit/s, one-way ms, BDP, loss %)")
+    print(f"accuracy: {right}/{total} = {right / total:.1%}; counting a flavor tied with the "
+          f"truth on its path as right: {equivalent_right}/{total} = {equivalent_right / total:.1%}")
+    print(f"wall time: {wall:.0f} s for {total} identifications ({wall / total:.1f} s each)")
+
+
+if __name__ == "__main__":
+    main()
