@@ -102,3 +102,29 @@ def test_with_its_flavor_left_out_a_trace_gets_no_confident_answer() -> None:
     result = identify(trace, exclude=["cubic"])
     assert result.best != "cubic" and "cubic" not in [c.flavor for c in result.ranking]
     assert result.best == "unknown" or result.confidence < 0.5, (result.best, result.confidence)
+
+
+def test_a_senders_pcap_names_its_flavor(tmp_path: Path) -> None:
+    # A capture at the sender's host (both directions of its access link, `[output] pcap =
+    # ["left0"]`), merged with mergecap into one file as a tcpdump on the host would write it:
+    # the pcap import's bytes in flight and RTT are the series. (A bottleneck capture misses
+    # the queueing delay of the ACK's return, so the sender's is the one to identify from.)
+    import shutil
+
+    import ccarena
+
+    mergecap = shutil.which("mergecap")
+    if mergecap is None:
+        pytest.skip("mergecap is not installed (Debian package wireshark-common, with tshark)")
+    raw = {"name": "identify-pcap", "duration": "20s",
+           "topology": {"kind": "dumbbell", "pairs": 1,
+                        "bottleneck": {"rate": "20Mbps", "delay": "15ms", "queue": {"limit": "60pkt"}},
+                        "access": {"rate": "1Gbps", "delay": "1ms"}},
+           "flows": [{"from": "left0", "to": "right0", "flavor": "cubic"}],
+           "output": {"pcap": ["left0"]}}
+    ccarena.run(raw, tmp_path / "out", jobs=1)
+    (run,) = (tmp_path / "out" / "runs").iterdir()
+    merged = tmp_path / "sender.pcap"
+    subprocess.run([mergecap, "-F", "pcap", "-w", str(merged), *map(str, sorted((run / "pcap").glob("*.pcap")))],
+                   check=True, timeout=60)
+    assert identify(merged, None).best == "cubic"
