@@ -558,6 +558,12 @@ impl QuicSender {
         let mut out = NewlyAcked::default();
         let Some(last_pn) = self.next_pn.checked_sub(1) else { return out };
         for r in ack.ranges() {
+            // Ranges descend (`on_ack` repaired any frame that did not): once one ends below
+            // the oldest packet remembered, so do the rest. A receiver keeps reporting old
+            // ranges (no ACK-of-ACK here), so most frames end with a run of them.
+            if r.largest < self.base_pn {
+                break;
+            }
             let lo = r.smallest.max(self.base_pn);
             let hi = r.largest.min(last_pn);
             if lo > hi {
@@ -602,8 +608,22 @@ impl QuicSender {
             return;
         }
         let (acked, to_retransmit, stats) = (&mut self.acked, &mut self.to_retransmit, &mut self.stats);
+        // One walk up the (descending) ranges from the lowest serves every lost packet, as
+        // `lost_recent` ascends in packet number (a packet is declared lost only along with
+        // every older outstanding one); a packet below the one before restarts the walk.
+        let ranges = ack.ranges();
+        let mut k = ranges.len();
+        let mut prev_pn = 0;
         self.lost_recent.retain(|l| {
-            let hit = ack.ranges().iter().any(|r| r.smallest <= l.pn && l.pn <= r.largest);
+            if l.pn < prev_pn {
+                k = ranges.len();
+            }
+            prev_pn = l.pn;
+            // ranges[k - 1] is the lowest range not wholly below the packet.
+            while k > 0 && ranges[k - 1].largest < l.pn {
+                k -= 1;
+            }
+            let hit = k > 0 && ranges[k - 1].smallest <= l.pn;
             if hit {
                 stats.spurious_losses += 1;
                 let end = l.offset + l.len as u64;
@@ -939,9 +959,14 @@ impl QuicSender {
         if !self.cfg.pacing || !self.rtt.has_sample() {
             return None;
         }
-        let srtt_ns = self.rtt.smoothed().0.max(1) as u128;
-        let bps = self.st.cwnd_bytes as u128 * 8 * PACING_GAIN_QUARTERS as u128 * NANOS_PER_SEC as u128
-            / (4 * srtt_ns);
+        let srtt_ns = self.rtt.smoothed().0.max(1);
+        // The same quotient in u64 when nothing overflows (every realistic window): a 128-bit
+        // division costs a library call, and this runs on every poll.
+        let scale = 8 * PACING_GAIN_QUARTERS * NANOS_PER_SEC;
+        if let (Some(num), Some(den)) = (self.st.cwnd_bytes.checked_mul(scale), srtt_ns.checked_mul(4)) {
+            return Some((num / den).max(1));
+        }
+        let bps = self.st.cwnd_bytes as u128 * scale as u128 / (4 * srtt_ns as u128);
         Some(bps.clamp(1, u64::MAX as u128) as u64)
     }
 
