@@ -61,8 +61,12 @@ def calibrate(
                                      "by default every run is done again."),
     report: bool = typer.Option(True, "--report/--no-report", help="Write report.html and figures."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bars."),
+    reference: Optional[str] = typer.Option(None, "--reference",
+                                            help="ns3: run the cells on ns-3 3.44 (pip install "
+                                                 "'ccarena[ns3]') beside the simulator with host = "
+                                                 "rfc, instead of the kernel (no root needed)."),
 ) -> None:
-    """Check the simulator against this machine's Linux TCP stack (needs root).
+    """Check the simulator against this machine's Linux TCP stack (needs root), or against ns-3.
 
     Runs a fixed suite of small dumbbell scenarios (20 Mbit/s, 40 ms RTT) on the simulator and on
     the kernel backend for every flavor the kernel offers: single-flow utilization and RTT floor,
@@ -81,7 +85,15 @@ def calibrate(
       sudo ccarena calibrate --out results/calibration -j 2
 
       sudo ccarena calibrate --repeats 3
+
+      ccarena calibrate --reference ns3 --quick
     """
+    if reference is not None:
+        from ccarena.references.ns3_suite import calibrate_against
+
+        calibrate_against(reference, quick=quick, out=out, results=results, jobs=jobs,
+                          resume=resume, quiet=quiet, repeats=repeats)
+        return
     from ccarena.analysis.calibration_cells import CALIBRATION_NAME, verdict_line
     from ccarena.executor.calibration_runs import run_calibration
     from ccarena.report import write_report
