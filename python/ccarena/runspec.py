@@ -375,7 +375,14 @@ class TcpFlowSpec(_FlowBase):
     ``handshake_rtt`` (simulator): the connection was opened before the flow's start over the
     idle path, and that handshake's round trip is the sender's first RTT sample
     (docs/engine-spec.md); the ``linux`` host model sets it
-    (:mod:`ccarena.experiment.host_model`). ``quic`` (:class:`QuicSpec`): the flow
+    (:mod:`ccarena.experiment.host_model`). ``rto_rule`` (simulator): ``rfc6298`` (the
+    default), RTO = max(min_rto, SRTT + 4·RTTVAR), or ``linux``, Linux's tcp_rtt_estimator:
+    SRTT + rttvar, rttvar floored at ``min_rto_ns`` and decaying once per RTT (about
+    SRTT + max(min_rto, 4·RTTVAR); net/ipv4/tcp_input.c). ``quickack_segments`` (simulator):
+    Linux's quick-ACK mode, the receiver ACKs each of the first N in-order segments at once (and
+    again after ``min_rto_ns`` without data), then delays ACKs as usual; 0 (the default) = off,
+    the RFC 5681 receiver; Linux grants min(16, rcv_wnd / (2·MSS)) (tcp_incr_quickack), 0..1000.
+    Both apply to single-path TCP only. ``quic`` (:class:`QuicSpec`): the flow
     runs as a QUIC connection with the same controller instead (not with ``mptcp``: the engine
     refuses both, and so does the scenario schema); None (the default, left out of the JSON) =
     TCP."""
@@ -400,6 +407,8 @@ class TcpFlowSpec(_FlowBase):
     rwnd_bytes: int | None = optional()  # receive buffer, advertised as the window; None = unlimited
     sndbuf_bytes: int | None = optional()  # send buffer: caps unacknowledged data; None = unlimited
     handshake_rtt: bool = optional(False)  # first RTT sample from an idle-path handshake (sim)
+    rto_rule: Literal["rfc6298", "linux"] = optional("rfc6298")  # linux: SRTT + max(min_rto, 4·RTTVAR)
+    quickack_segments: int = optional(0, ge=0, le=1000)  # Linux quick-ACK: first N ACKed at once
     mptcp: MptcpSpec | None = optional()  # None: single-path TCP
     quic: QuicSpec | None = optional()  # None: TCP; set: QUIC (RFC 9000/9002), not with mptcp
 
@@ -511,9 +520,11 @@ def _defaults(model: type[SpecModel], skip: tuple[str, ...]) -> dict[str, Any]:
             if name not in skip and not f.is_required() and f.default is not None}
 
 
-TCP_DEFAULTS: dict[str, Any] = _defaults(TcpFlowSpec, ("kind", "handshake_rtt", "mptcp", "quic"))
+TCP_DEFAULTS: dict[str, Any] = _defaults(TcpFlowSpec, ("kind", "handshake_rtt", "rto_rule", "quickack_segments",
+                                                       "mptcp", "quic"))
 """Every TCP host setting a flow does not give (read from :class:`TcpFlowSpec`; not
-``handshake_rtt``, which the front end sets on kernel twins, not a scenario)."""
+``handshake_rtt``, ``rto_rule`` or ``quickack_segments``, which the front end's host model sets,
+not a scenario's flow)."""
 UDP_DEFAULTS: dict[str, Any] = _defaults(CbrFlowSpec, ("kind",))
 """Defaults of UDP CBR flows (read from :class:`CbrFlowSpec`)."""
 UDT_DEFAULTS: dict[str, Any] = _defaults(UdtFlowSpec, ("kind",))

@@ -128,10 +128,19 @@ impl TcpFlow {
         let bad = |e: ccarena_transport::ConfigError| SpecError { path: path(e.field), message: e.reason.to_string() };
         cfg.validate().map_err(bad)?;
         rcfg.validate().map_err(bad)?;
+        let rto_rule = f.rto_rule().map_err(|e| SpecError { path: path("rto_rule"), message: e.message })?;
+        let mut sender = Sender::new(cfg, cc, SimTime(f.start_ns));
+        sender.set_rto_rule(rto_rule);
+        let mut receiver = Receiver::new(rcfg);
+        // Linux re-enters quick-ACK mode after a gap longer than the receiver's RTO, which is at
+        // least min_rto; the receiver keeps no RTT estimate here, so min_rto stands in for it.
+        receiver.set_quickack(f.quickack_segments, Some(Duration(f.min_rto_ns)));
+        // The Linux receiver's other immediate ACK, for a sub-MSS segment (spec.rs).
+        receiver.set_ack_short_segments(f.quickack_segments > 0);
         Ok(TcpFlow {
             transfer: Transfer::new(f.src, f.dst, f.header_bytes, f.ack_bytes, f.bytes),
-            sender: Sender::new(cfg, cc, SimTime(f.start_ns)),
-            receiver: Receiver::new(rcfg),
+            sender,
+            receiver,
             receiver_config: rcfg,
             acks_sent: 0,
             ack_boxes: Vec::new(),

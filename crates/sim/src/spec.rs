@@ -339,6 +339,19 @@ pub struct TcpFlowSpec {
     /// the first RTT sample is the first data ACK's.
     #[serde(default)]
     pub handshake_rtt: bool,
+    /// The sender's RTO rule: `rfc6298` (the default: `max(min_rto, SRTT + max(G, 4·RTTVAR))`)
+    /// or `linux` (Linux's `tcp_rtt_estimator`: `SRTT + rttvar`, rttvar floored at `min_rto_ns`
+    /// and decaying once per RTT; see `ccarena_transport::rtt`). Single-path TCP only: QUIC and
+    /// MPTCP flows ignore it, as they ignore `quickack_segments`.
+    #[serde(default = "default_rto_rule")]
+    pub rto_rule: String,
+    /// Linux's quick-ACK mode: the receiver acknowledges each of the first this many in-order
+    /// segments at once (again after data has been idle longer than `min_rto_ns`), then delays
+    /// ACKs as usual; 0 (the default) = off, the RFC 5681 receiver. Linux grants 16. At most
+    /// [`MAX_QUICKACK_SEGMENTS`]. Above 0 the receiver is Linux's in one more way: it ACKs a
+    /// sub-MSS in-order segment at once (`Receiver::set_ack_short_segments`).
+    #[serde(default)]
+    pub quickack_segments: u32,
     /// Run the flow as a Multipath TCP connection (RFC 8684); null = single-path TCP.
     #[serde(default)]
     pub mptcp: Option<MptcpSpec>,
@@ -348,6 +361,13 @@ pub struct TcpFlowSpec {
     #[serde(default)]
     pub quic: Option<QuicSpec>,
 }
+
+fn default_rto_rule() -> String {
+    "rfc6298".to_string()
+}
+
+/// Largest `quickack_segments` a flow takes (the run spec's bound).
+pub const MAX_QUICKACK_SEGMENTS: u32 = 1000;
 
 /// A flow's QUIC settings (docs/engine-spec.md, "flows"). Its packets have the wire size the
 /// flow's TCP segments would have (`mss_bytes + header_bytes`): the stream bytes per packet are
@@ -556,6 +576,18 @@ impl TcpFlowSpec {
         Params::from_pairs(self.params.iter().map(|(k, v)| (k.clone(), *v)).collect())
     }
 
+    /// The sender's RTO rule parsed from `rto_rule`.
+    ///
+    /// # Errors
+    /// A [`SpecError`] at `rto_rule` for a name other than `rfc6298` or `linux`.
+    pub fn rto_rule(&self) -> Result<ccarena_transport::rtt::RtoRule, SpecError> {
+        match self.rto_rule.as_str() {
+            "rfc6298" => Ok(ccarena_transport::rtt::RtoRule::Rfc6298),
+            "linux" => Ok(ccarena_transport::rtt::RtoRule::Linux),
+            other => Err(err("rto_rule", format!("unknown rule '{other}': use \"rfc6298\" or \"linux\""))),
+        }
+    }
+
     /// The transport's fields: a known TCP flavor with valid parameters, a known recovery mode,
     /// positive sizes and counts, RTO bounds in order, buffers of at least one segment. Paths
     /// are relative to the flow.
@@ -579,6 +611,10 @@ impl TcpFlowSpec {
         }
         if self.min_rto_ns == 0 || self.min_rto_ns > self.max_rto_ns {
             return Err(err("min_rto_ns", "must be positive and at most max_rto_ns"));
+        }
+        self.rto_rule()?;
+        if self.quickack_segments > MAX_QUICKACK_SEGMENTS {
+            return Err(err("quickack_segments", format!("must be 0..={MAX_QUICKACK_SEGMENTS} (0 = off)")));
         }
         if self.bytes == Some(0) {
             return Err(err("bytes", "must be positive (or null for unlimited)"));
@@ -1035,6 +1071,31 @@ mod tests {
         assert_eq!(droptail.get("limit_bytes"), Some(&serde_json::Value::Null));
         assert_eq!(v["flows"][2].get("stop_ns"), Some(&serde_json::Value::Null));
         assert_eq!(v["events"][0]["set"].get("rate_bps"), Some(&serde_json::Value::Null));
+    }
+
+    #[test]
+    fn linux_host_fields_default_when_absent_and_are_checked() {
+        let spec = full_spec();
+        // A spec written before `rto_rule` and `quickack_segments` existed still loads.
+        let mut v: serde_json::Value = serde_json::from_str(&spec.to_json()).unwrap();
+        let flow = v["flows"][0].as_object_mut().unwrap();
+        flow.remove("rto_rule").expect("written");
+        flow.remove("quickack_segments").expect("written");
+        let old = Spec::from_json(&v.to_string()).expect("an old spec loads");
+        let FlowSpec::Tcp(f) = &old.flows[0] else { panic!("tcp flow") };
+        assert_eq!((f.rto_rule.as_str(), f.quickack_segments), ("rfc6298", 0));
+        assert_eq!(f.rto_rule().unwrap(), ccarena_transport::rtt::RtoRule::Rfc6298);
+        let with = |edit: &dyn Fn(&mut TcpFlowSpec)| {
+            let mut s = full_spec();
+            let FlowSpec::Tcp(f) = &mut s.flows[0] else { panic!("tcp flow") };
+            edit(f);
+            s.validate()
+        };
+        assert!(with(&|f| { f.rto_rule = "linux".into(); f.quickack_segments = 16; }).is_ok());
+        let e = with(&|f| f.rto_rule = "bsd".into()).unwrap_err();
+        assert!(e.path.ends_with("rto_rule") && e.message.contains("linux"), "{e}");
+        let e = with(&|f| f.quickack_segments = MAX_QUICKACK_SEGMENTS + 1).unwrap_err();
+        assert!(e.path.ends_with("quickack_segments"), "{e}");
     }
 
     #[test]

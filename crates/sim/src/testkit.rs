@@ -62,6 +62,8 @@ pub fn tcp_flow(name: &str, src: usize, dst: usize, flavor: &str) -> TcpFlowSpec
         rwnd_bytes: None,
         sndbuf_bytes: None,
         handshake_rtt: false,
+        rto_rule: "rfc6298".to_string(),
+        quickack_segments: 0,
         mptcp: None,
         quic: None,
     }

@@ -16,6 +16,27 @@
 //! first. An ACK is sent at once for a segment above a hole (out of order), a segment that fills
 //! all or part of a hole, a duplicate segment, and (with ECN) a CE-marked segment.
 //!
+//! # Quick-ACK mode (Linux; [`Receiver::set_quickack`])
+//!
+//! Off by default. When on, the receiver acknowledges every in-order segment at once for its
+//! first `N` ACKs — at the first data segment, and again after data has been idle longer than a
+//! given time — and then falls back to the delayed-ACK policy above. This is Linux's quick-ACK
+//! mode (net/ipv4/tcp_input.c: `tcp_event_data_recv` calls `tcp_incr_quickack` on the first
+//! data and when the gap since the last data exceeds the receiver's RTO; `tcp_incr_quickack`
+//! grants `min(16, rcv_wnd / (2·rcv_mss))` quick ACKs, at least 2; net/ipv4/tcp_output.c:
+//! `tcp_dec_quickack_mode` spends one per ACK sent). With a receive buffer the grant is bounded
+//! by `rcvbuf_bytes / (2·MSS)` as Linux bounds it by the window. Not modelled: quick-ACK
+//! entered for CE marks, duplicate or out-of-window data, and Linux's interactive ("pingpong")
+//! mode that suspends it.
+//!
+//! With [`Receiver::set_ack_short_segments`] (Linux; off by default), an in-order segment
+//! shorter than the MSS is acknowledged at once: Linux's `tcp_measure_rcv_mss` marks the ACK
+//! "pushed" for a sub-MSS segment and `tcp_cleanup_rbuf` (net/ipv4/tcp.c) sends it as soon as
+//! the application's read empties the receive queue — at once here, where the application reads
+//! in-order data as it arrives. So the short last segment of a transfer does not wait for the
+//! delayed-ACK timer (measured here: a 102,400-byte transfer on a 40 ms path completes in 166 ms
+//! on Linux, 204 ms without this rule).
+//!
 //! # SACK (RFC 2018 §4)
 //!
 //! Up to [`MAX_SACK_BLOCKS`] blocks: the first is the received range containing the segment that
@@ -272,6 +293,14 @@ pub struct Receiver {
     dsack: Option<SackBlock>,
     /// AccECN's counters (RFC 9768 §3.2.1), in the AccECN modes only.
     accecn: Option<AccEcnCounters>,
+    /// Quick-ACK mode: the ACKs granted on entry (0: off), the idle gap that re-enters it, the
+    /// quick ACKs left, and when in-order data last arrived.
+    quickack_grant: u32,
+    quickack_idle: Option<Duration>,
+    quickack_left: u32,
+    last_data_at: Option<SimTime>,
+    /// ACK a sub-MSS in-order segment at once (Linux's pushed ACK).
+    ack_short_segments: bool,
     stats: ReceiverStats,
 }
 
@@ -302,8 +331,55 @@ impl Receiver {
             state_change_ack: None,
             dsack: None,
             accecn: cfg.ecn.is_accecn().then(AccEcnCounters::new),
+            quickack_grant: 0,
+            quickack_idle: None,
+            quickack_left: 0,
+            last_data_at: None,
+            ack_short_segments: false,
             stats: ReceiverStats::default(),
         }
+    }
+
+    /// Turn on Linux's quick-ACK mode (see the module documentation): the first `segments`
+    /// in-order segments are each acknowledged at once (`0` turns the mode off — the RFC 5681
+    /// receiver), bounded by `rcvbuf_bytes / (2·MSS)` (at least 2) when there is a receive
+    /// buffer; and when `idle_restart` is given, in-order data arriving more than that after the
+    /// previous in-order data grants them again (Linux compares with the receiver's RTO).
+    pub fn set_quickack(&mut self, segments: u32, idle_restart: Option<Duration>) {
+        let by_window = self
+            .cfg
+            .rcvbuf_bytes
+            .map_or(u64::MAX, |b| (b / (2 * self.cfg.mss_bytes as u64)).max(2));
+        self.quickack_grant = (segments as u64).min(by_window) as u32;
+        self.quickack_idle = idle_restart;
+    }
+
+    /// Acknowledge an in-order segment shorter than the MSS at once (Linux; see the module
+    /// documentation). Off by default (RFC 5681 §4.2 counts its bytes towards the next ACK).
+    pub fn set_ack_short_segments(&mut self, on: bool) {
+        self.ack_short_segments = on;
+    }
+
+    /// Quick ACKs left before the delayed-ACK policy resumes.
+    pub fn quickacks_left(&self) -> u32 {
+        self.quickack_left
+    }
+
+    /// In-order data arrived at `now`: enter quick-ACK mode at the first data or after an idle
+    /// gap (Linux's `tcp_event_data_recv`); true while quick ACKs are left.
+    fn quickack_on_data(&mut self, now: SimTime) -> bool {
+        if self.quickack_grant == 0 {
+            return false;
+        }
+        let enter = match self.last_data_at {
+            None => true,
+            Some(t) => self.quickack_idle.is_some_and(|idle| now.saturating_since(t) > idle),
+        };
+        if enter {
+            self.quickack_left = self.quickack_left.max(self.quickack_grant);
+        }
+        self.last_data_at = Some(now);
+        self.quickack_left > 0
     }
 
     /// A data segment arrived at `now`. Returns the bytes newly delivered in order to the
@@ -365,6 +441,9 @@ impl Receiver {
         self.stats.duplicate_bytes += self.rcv_nxt.saturating_sub(seg.seq);
         let start = seg.seq.max(self.rcv_nxt);
         if start == self.rcv_nxt {
+            if self.quickack_on_data(now) || (self.ack_short_segments && len < self.cfg.mss_bytes as u64) {
+                self.ack_now = true;
+            }
             let filled_hole = !self.ooo.is_empty();
             let mut nxt = end;
             while let Some(&(a, b)) = self.ooo.front() {
@@ -483,6 +562,8 @@ impl Receiver {
         self.ack_now = false;
         self.ack_deadline = None;
         self.unacked_bytes = 0;
+        // Linux's tcp_dec_quickack_mode: every ACK sent spends one quick ACK.
+        self.quickack_left = self.quickack_left.saturating_sub(1);
         self.last_ack_sent = self.rcv_nxt;
         self.stats.acks_sent += 1;
         let mut sack = [SackBlock::default(); MAX_SACK_BLOCKS];

@@ -13,6 +13,29 @@
 //!   new sample is taken (§5.7 and Karn's algorithm, §3).
 //!
 //! All arithmetic is integer nanoseconds; the divisions by 2, 4 and 8 round down.
+//!
+//! # Linux's rule ([`RtoRule::Linux`])
+//!
+//! Linux's `tcp_rtt_estimator` and `tcp_set_rto` (net/ipv4/tcp_input.c) compute the RTO
+//! differently, and [`RtoRule::Linux`] models them (the smoothing in ns where Linux uses µs, and
+//! no rounding to jiffies). Writing `mdev` for four times the mean deviation (RFC 6298's
+//! `4·RTTVAR`, Linux's `mdev_us`):
+//!
+//! - first sample R: `SRTT = R`, `mdev = 2R`, `rttvar = max(mdev, min_rto)`, `mdev_max = rttvar`;
+//!   the round ends when snd.una passes snd.nxt of this moment;
+//! - later samples R': `SRTT += (R' − SRTT)/8` as RFC 6298; `mdev` moves by a quarter of
+//!   `|R' − SRTT| − mdev/4`, except when the RTT *fell* and that difference is positive, when it
+//!   moves by only 1/32 of it (Linux's "finer gain" for falling RTTs, an Eifel-like guard that
+//!   keeps a drop in RTT from inflating the RTO);
+//! - `mdev_max` is the largest `mdev` seen in the current round, and `rttvar` rises at once to
+//!   it; when snd.una passes the round's end (once per RTT) `rttvar` decays by a quarter of its
+//!   excess over `mdev_max`, `mdev_max` restarts at `min_rto`, and a new round begins;
+//! - `RTO = SRTT + rttvar`, at most `max_rto`. Since `rttvar ≥ min_rto`, this is about
+//!   `SRTT + max(min_rto, 4·RTTVAR)` — not RFC 6298's `max(min_rto, SRTT + 4·RTTVAR)`: a
+//!   steady 40 ms path has an RTO of 240 ms in Linux, 200 ms by RFC 6298;
+//! - backoff and its reset on a new sample are as RFC 6298 (Linux's `icsk_backoff`).
+//!
+//! The clock granularity G plays no part in Linux's rule.
 
 use ccarena_cc::Duration;
 
@@ -29,11 +52,36 @@ pub const RTTVAR_GAIN_DENOM: u64 = 4;
 /// `max_rto`, so counting further would only risk overflow without changing the result.
 const MAX_BACKOFF_EXP: u32 = 32;
 
-/// RFC 6298 RTT estimator and retransmission-timeout calculator.
+/// Which RTO rule an [`RttEstimator`] follows (see the module documentation).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum RtoRule {
+    /// RFC 6298: `RTO = max(min_rto, SRTT + max(G, 4·RTTVAR))`.
+    #[default]
+    Rfc6298,
+    /// Linux's `tcp_rtt_estimator`/`tcp_set_rto`: `RTO = SRTT + rttvar`, with `rttvar` floored
+    /// at `min_rto` and decaying once per RTT towards the round's largest deviation.
+    Linux,
+}
+
+/// Linux's extra RTO state ([`RtoRule::Linux`]): `rttvar` and the round's `mdev_max`, and
+/// the sequence number that ends the round (Linux's `rtt_seq`).
+#[derive(Clone, Copy, Debug, Default)]
+struct LinuxRto {
+    /// Four times the mean deviation (Linux's `mdev_us`).
+    mdev: Duration,
+    rttvar: Duration,
+    mdev_max: Duration,
+    round_end_seq: u64,
+}
+
+/// RFC 6298 (or Linux) RTT estimator and retransmission-timeout calculator.
 #[derive(Clone, Debug)]
 pub struct RttEstimator {
     srtt: Option<Duration>,
+    /// RFC 6298's RTTVAR (both rules; Linux's `mdev_us / 4`).
     rttvar: Duration,
+    rule: RtoRule,
+    linux: LinuxRto,
     min_rtt: Option<Duration>,
     latest: Option<Duration>,
     backoff_exp: u32,
@@ -58,6 +106,8 @@ impl RttEstimator {
         RttEstimator {
             srtt: None,
             rttvar: Duration::ZERO,
+            rule: RtoRule::Rfc6298,
+            linux: LinuxRto::default(),
             min_rtt: None,
             latest: None,
             backoff_exp: 0,
@@ -68,10 +118,85 @@ impl RttEstimator {
         }
     }
 
+    /// The same estimator following `rule` (set before the first sample).
+    #[must_use]
+    pub fn with_rule(mut self, rule: RtoRule) -> RttEstimator {
+        self.rule = rule;
+        self
+    }
+
+    /// The RTO rule in use.
+    pub fn rule(&self) -> RtoRule {
+        self.rule
+    }
+
     /// Feed one RTT measurement (RFC 6298 §2.2/§2.3) and clear the backoff (§5.7: a new sample
     /// replaces the backed-off RTO). The caller applies Karn's rule: never pass a sample taken
-    /// from a retransmitted segment.
+    /// from a retransmitted segment. Under [`RtoRule::Linux`] every call without sequence
+    /// numbers ends a round; a sender uses [`RttEstimator::on_sample_at`].
     pub fn on_sample(&mut self, r: Duration) {
+        // Sequence numbers past the current round's end: this sample ends it.
+        let past = self.linux.round_end_seq.saturating_add(1);
+        self.on_sample_at(r, past, past);
+    }
+
+    /// [`RttEstimator::on_sample`] from a sender whose snd.una (after this ACK) and snd.nxt are
+    /// given, bytes: under [`RtoRule::Linux`] they delimit the once-per-RTT rounds in which
+    /// `rttvar` decays (Linux's `rtt_seq`: a round ends when snd.una passes the snd.nxt recorded
+    /// at its start). RFC 6298 ignores them.
+    pub fn on_sample_at(&mut self, r: Duration, snd_una: u64, snd_nxt: u64) {
+        match self.rule {
+            RtoRule::Rfc6298 => self.rfc6298_sample(r),
+            RtoRule::Linux => self.linux_sample(r, snd_una, snd_nxt),
+        }
+    }
+
+    /// Linux's `tcp_rtt_estimator` (net/ipv4/tcp_input.c), in RFC 6298 terms: see the module
+    /// documentation.
+    fn linux_sample(&mut self, r: Duration, snd_una: u64, snd_nxt: u64) {
+        self.latest = Some(r);
+        self.min_rtt = Some(self.min_rtt.map_or(r, |m| m.min(r)));
+        let l = &mut self.linux;
+        match self.srtt {
+            None => {
+                self.srtt = Some(r);
+                // mdev = 2R (RTTVAR = R/2 as RFC 6298 §2.2), so a first RTO is 3R or R + min_rto.
+                self.rttvar = Duration(r.0 / 2);
+                l.mdev = Duration(r.0.saturating_mul(2));
+                l.rttvar = l.mdev.max(self.min_rto);
+                l.mdev_max = l.rttvar;
+                l.round_end_seq = snd_nxt;
+            }
+            Some(srtt) => {
+                let err = r.0 as i128 - srtt.0 as i128;
+                let mut step = err.abs() - (l.mdev.0 / RTO_K) as i128;
+                if err < 0 && step > 0 {
+                    // RTT fell: Linux's finer gain (1/8 of the usual quarter).
+                    step /= SRTT_GAIN_DENOM as i128;
+                }
+                // `mdev` is 4·RTTVAR, so adding `step` is RFC 6298's RTTVAR += step/4 (β = 1/4).
+                l.mdev = Duration((l.mdev.0 as i128 + step).max(0) as u64);
+                self.rttvar = Duration(l.mdev.0 / RTO_K);
+                let srtt_new = srtt.0 as i128 + err / SRTT_GAIN_DENOM as i128;
+                self.srtt = Some(Duration(srtt_new.max(1) as u64));
+                if l.mdev > l.mdev_max {
+                    l.mdev_max = l.mdev;
+                    l.rttvar = l.rttvar.max(l.mdev);
+                }
+                if snd_una > l.round_end_seq {
+                    if l.mdev_max < l.rttvar {
+                        l.rttvar = l.rttvar - Duration((l.rttvar.0 - l.mdev_max.0) / 4);
+                    }
+                    l.round_end_seq = snd_nxt;
+                    l.mdev_max = self.min_rto;
+                }
+            }
+        }
+        self.backoff_exp = 0;
+    }
+
+    /// RFC 6298 §2.2/§2.3.
+    fn rfc6298_sample(&mut self, r: Duration) {
         self.latest = Some(r);
         self.min_rtt = Some(self.min_rtt.map_or(r, |m| m.min(r)));
         match self.srtt {
@@ -102,12 +227,16 @@ impl RttEstimator {
         self.backoff_exp
     }
 
-    /// The RTO before backoff: `max(min_rto, SRTT + max(G, K·RTTVAR))`, or `initial_rto` before
-    /// any sample; at most `max_rto`.
+    /// The RTO before backoff: `max(min_rto, SRTT + max(G, K·RTTVAR))` (RFC 6298) or
+    /// `SRTT + rttvar` (Linux, see the module documentation), or `initial_rto` before any
+    /// sample; at most `max_rto`.
     pub fn base_rto(&self) -> Duration {
-        let rto = match self.srtt {
-            None => self.initial_rto,
-            Some(srtt) => srtt + self.granularity.max(self.rttvar.saturating_mul(RTO_K)),
+        let rto = match (self.srtt, self.rule) {
+            (None, _) => self.initial_rto,
+            (Some(srtt), RtoRule::Rfc6298) => {
+                srtt + self.granularity.max(self.rttvar.saturating_mul(RTO_K))
+            }
+            (Some(srtt), RtoRule::Linux) => srtt + self.linux.rttvar,
         };
         rto.max(self.min_rto).min(self.max_rto)
     }

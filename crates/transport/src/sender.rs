@@ -77,7 +77,7 @@ use crate::pacing::Pacer;
 use crate::rack::Rack;
 use crate::rate::RateEstimator;
 use crate::recovery::{newreno_full_ack_cwnd, newreno_partial_ack_cwnd, Prr, RecoveryMode};
-use crate::rtt::RttEstimator;
+use crate::rtt::{RtoRule, RttEstimator};
 use crate::scoreboard::{Scoreboard, SegRecord};
 use crate::segment::{AckSegment, DataSegment, Ecn};
 use crate::window::FlowControl;
@@ -462,8 +462,18 @@ impl Sender {
         if rtt == Duration::ZERO {
             return;
         }
-        self.rtt.on_sample(rtt);
+        self.rtt.on_sample_at(rtt, self.snd_una, self.snd_nxt);
         self.cc.on_handshake_rtt(&mut self.cwnd, rtt, now);
+    }
+
+    /// Compute the RTO by `rule` ([`RtoRule::Linux`]: Linux's `tcp_rtt_estimator`, see
+    /// [`crate::rtt`]). The timer is armed as before in both: from the time of the ACK that
+    /// advances snd.una (RFC 6298 §5.3, Linux's `tcp_rearm_rto`). Call before the first RTT
+    /// sample (before [`Sender::on_handshake_rtt`]); later calls are ignored.
+    pub fn set_rto_rule(&mut self, rule: RtoRule) {
+        if self.rtt.srtt().is_none() {
+            self.rtt = self.rtt.clone().with_rule(rule);
+        }
     }
 
     /// The application offers `bytes` more bytes (saturating). Bulk flows pass `u64::MAX / 4`.
@@ -631,7 +641,7 @@ impl Sender {
     fn take_rtt_sample(&mut self, now: SimTime, newest_clean_send: Option<SimTime>) -> Option<Duration> {
         let rtt_sample = newest_clean_send.map(|t| now.saturating_since(t));
         if let Some(r) = rtt_sample {
-            self.rtt.on_sample(r);
+            self.rtt.on_sample_at(r, self.snd_una, self.snd_nxt);
             self.stats.rtt_samples += 1;
         }
         rtt_sample
