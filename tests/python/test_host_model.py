@@ -9,7 +9,8 @@ facts, printed by ``validate`` and stated beside the verdict.
   explicit ``host = "rfc"`` keeps the twin on the RFC models while the kernel run recovers as
   Linux does.
 - A flow's own ``host`` overrides the scenario's; a parameter or recovery the flow names stays.
-- The models differ where they should: a lossy CUBIC run's goodput moves with the model.
+- The models differ where they should: a lossy CUBIC run's goodput moves with the model, and a
+  one-segment transfer completes in one RTT with Linux's quick-ACK.
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ def test_linux_on_a_plain_run_is_the_kernel_twins_model() -> None:
     assert spec.link_jitter == LINUX_LINK_JITTER
     assert cubic.recovery == reno.recovery == "linux" and cubic.handshake_rtt and reno.handshake_rtt
     assert all(cubic.params[k] == v for k, v in LINUX_HOST_PARAMS["cubic"].items())
+    assert cubic.rto_rule == reno.rto_rule == "linux" and cubic.quickack_segments == 16
     assert plain.resolved.derived["host"] == "linux"
     assert [f["host"] for f in plain.resolved.derived["flows"]] == ["linux", "linux"]
 
@@ -85,6 +87,22 @@ def test_the_models_differ_on_a_lossy_cubic_run(tmp_path) -> None:
         goodput[host] = float(result.summary["goodput_mean_bps"].iloc[0])
     print(goodput)
     assert goodput["linux"] < 0.9 * goodput["rfc"]
+
+
+def test_a_one_segment_transfer_completes_in_one_rtt_on_a_linux_host(tmp_path) -> None:
+    # Quick-ACK at connection start: Linux's receiver ACKs the first segments at once, so a
+    # 1448-byte transfer over a 40 ms path completes in about one RTT (the kernel here: 41.8–42.4
+    # ms); the RFC receiver delays that ACK by 40 ms (80.6 ms).
+    import ccarena
+
+    raw = {"name": "fct", "duration": "2s",
+           "topology": {"kind": "single_link", "link": {"rate": "20Mbps", "delay": "20ms"}},
+           "flows": [{"from": "a", "to": "b", "flavor": "cubic", "bytes": "1448B"}]}
+    fct = {}
+    for host in ("linux", "rfc"):
+        result = ccarena.run({**raw, "host": host}, tmp_path / host, jobs=1)
+        fct[host] = float(result.flows["completion_time_s"].iloc[0])
+    assert 0.040 <= fct["linux"] < 0.045 and fct["rfc"] > 0.075, fct
 
 
 def test_validate_prints_the_model_and_a_bad_one_is_one_line(tmp_path) -> None:
