@@ -14,10 +14,12 @@
 //! - [`streams`]: a link direction's seeded random streams (loss, queue, jitter, duplication,
 //!   reordering), drawn from `ccarena_rng`'s SplitMix64, the workspace's one generator.
 //! - [`histogram`]: the log-linear histogram of nanosecond values (RTTs, the relay's lateness).
+//! - [`capture`]: a link direction's pcap file, bounded in size, written into the caller's sink.
 //!
 //! Time is plain `u64` nanoseconds (the simulator's `SimTime`, the relay's CLOCK_MONOTONIC);
-//! rates are bits per second. Nothing here reads a clock or does I/O.
+//! rates are bits per second. Nothing here reads a clock or opens a file.
 
+pub mod capture;
 pub mod field_error;
 pub mod histogram;
 pub mod impair;

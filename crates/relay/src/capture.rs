@@ -22,9 +22,9 @@
 //! forging each segment's sequence number, IP ID and checksums. The kernel backend turns
 //! offloads off on its interfaces, so batches do not normally occur.
 //!
-//! **Bounded, as the simulator's.** A file stops growing at `max_bytes` (the 24-byte file
-//! header included): the first record that would take it past, and every later one, is counted in
-//! [`CaptureStats::packets_over_limit`] and not written.
+//! **Bounded, as the simulator's** (`ccarena_link::capture`, the file both write): a file stops
+//! growing at `max_bytes` (the 24-byte file header included): the first record that would take it
+//! past, and every later one, is counted in [`CaptureStats::packets_over_limit`] and not written.
 //!
 //! **No file I/O on the forwarding path.** Records are appended to an in-memory chunk
 //! ([`CHUNK_BYTES`]); a full chunk is handed to the file's writer thread, which writes it and
@@ -37,19 +37,12 @@ use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::sync::mpsc::{self, Receiver, Sender};
 use std::thread::JoinHandle;
-use std::time::Duration;
 
-use pcap_file::pcap::{PcapHeader, PcapPacket, PcapWriter};
-use pcap_file::{DataLink, Endianness, TsResolution};
+pub use ccarena_link::capture::{CaptureStats, FILE_HEADER_BYTES, RECORD_HEADER_BYTES, SNAPLEN_BYTES};
+use ccarena_link::capture::{BoundedCapture, CaptureSink};
 
 use crate::frame::{network_offset, ETH_P_IPV4, ETH_P_IPV6, IPPROTO_TCP, IPPROTO_UDP};
 
-/// Bytes of pcap's file header.
-pub const FILE_HEADER_BYTES: u64 = 24;
-/// Bytes of pcap's per-record header.
-pub const RECORD_HEADER_BYTES: u64 = 16;
-/// The snap length the file header declares: the longest frame a record may say it cut.
-pub const SNAPLEN_BYTES: u32 = 65_535;
 /// UDP payload bytes kept after the UDP header: ccarena's udp wire header and its largest frame
 /// header (20 + 25 bytes, crates/udp/src/wire.rs), or a QUIC short header.
 pub const UDP_PAYLOAD_SNAP_BYTES: usize = 48;
@@ -65,19 +58,6 @@ pub struct CaptureConfig {
     pub path: PathBuf,
     /// The file's size limit, bytes (its header included).
     pub max_bytes: u64,
-}
-
-/// What one direction's capture wrote (the simulator's `CaptureStats`).
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct CaptureStats {
-    /// Frames recorded in the file.
-    pub packets_written: u64,
-    /// Frames not recorded because the file reached its size limit.
-    pub packets_over_limit: u64,
-    /// The file's size, bytes (header included).
-    pub bytes_written: u64,
-    /// The write error that stopped the file, if one did.
-    pub error: Option<String>,
 }
 
 /// Bytes of `frame` (an Ethernet frame) a record keeps: its headers (see the module docs), never
@@ -126,8 +106,11 @@ impl ChunkWriter {
         }
     }
 
+}
+
+impl CaptureSink for ChunkWriter {
     /// Hand over what is left, wait for the writer thread, and return its error if it had one.
-    fn close(mut self) -> io::Result<()> {
+    fn finish(mut self) -> io::Result<()> {
         if !self.chunk.is_empty() {
             self.hand_over();
         }
@@ -164,17 +147,10 @@ fn write_chunks(mut file: File, full: &Receiver<Vec<u8>>, empty: &Sender<Vec<u8>
     file.flush()
 }
 
-/// The capture of one link direction: a pcap writer and its counters.
+/// The capture of one link direction: its bounded pcap file, written by a writer thread.
+#[derive(Debug)]
 pub struct LinkCapture {
-    writer: Option<PcapWriter<ChunkWriter>>,
-    max_bytes: u64,
-    stats: CaptureStats,
-}
-
-impl std::fmt::Debug for LinkCapture {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("LinkCapture").field("max_bytes", &self.max_bytes).field("stats", &self.stats).finish()
-    }
+    file: BoundedCapture<ChunkWriter>,
 }
 
 impl LinkCapture {
@@ -185,68 +161,18 @@ impl LinkCapture {
     /// # Errors
     /// The file cannot be created, or the thread not started.
     pub fn create(path: &Path, max_bytes: u64) -> io::Result<LinkCapture> {
-        let header = PcapHeader {
-            version_major: 2,
-            version_minor: 4,
-            ts_correction: 0,
-            ts_accuracy: 0,
-            snaplen: SNAPLEN_BYTES,
-            datalink: DataLink::ETHERNET,
-            ts_resolution: TsResolution::NanoSecond,
-            endianness: Endianness::Little,
-        };
-        let writer = PcapWriter::with_header(ChunkWriter::new(File::create(path)?)?, header).map_err(io::Error::other)?;
-        Ok(LinkCapture { writer: Some(writer), max_bytes, stats: CaptureStats { bytes_written: FILE_HEADER_BYTES, ..CaptureStats::default() } })
+        Ok(LinkCapture { file: BoundedCapture::new(ChunkWriter::new(File::create(path)?)?, max_bytes)? })
     }
 
     /// Record `frame` (an Ethernet frame, no virtio header) starting serialization `t_ns` after
     /// the run's start: its headers ([`snap_bytes`]) with its full length as original length.
     pub fn record(&mut self, t_ns: u64, frame: &[u8]) {
-        let Some(writer) = self.writer.as_mut() else {
-            self.stats.packets_over_limit += 1;
-            return;
-        };
-        let kept = &frame[..snap_bytes(frame)];
-        let record_bytes = RECORD_HEADER_BYTES + kept.len() as u64;
-        if self.stats.bytes_written + record_bytes > self.max_bytes {
-            // Full: this record and every later one are left out.
-            self.stats.packets_over_limit += 1;
-            self.close();
-            return;
-        }
         let orig_len = u32::try_from(frame.len()).unwrap_or(u32::MAX);
-        match writer.write_packet(&PcapPacket::new(Duration::from_nanos(t_ns), orig_len, kept)) {
-            Ok(_) => {
-                self.stats.packets_written += 1;
-                self.stats.bytes_written += record_bytes;
-            }
-            Err(e) => {
-                self.stats.packets_over_limit += 1;
-                self.stats.error.get_or_insert(e.to_string());
-                self.close();
-            }
-        }
-    }
-
-    /// Write out what is buffered and stop the writer thread; later records are counted, not
-    /// written.
-    fn close(&mut self) {
-        if let Some(writer) = self.writer.take() {
-            if let Err(e) = writer.into_writer().close() {
-                self.stats.error.get_or_insert(e.to_string());
-            }
-        }
+        self.file.record(t_ns, orig_len, &frame[..snap_bytes(frame)]);
     }
 
     /// Write out what is buffered, close the file and return what was written.
     pub fn finish(mut self) -> CaptureStats {
-        self.close();
-        std::mem::take(&mut self.stats)
-    }
-}
-
-impl Drop for LinkCapture {
-    fn drop(&mut self) {
-        self.close();
+        self.file.finish()
     }
 }
