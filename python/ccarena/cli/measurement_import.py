@@ -141,10 +141,11 @@ def pcap(
                                    "machine's memory]."),
 ) -> None:
     """\
-    Import packet captures (pcap, pcapng) of TCP flows as an experiment: one flow per TCP
-    connection, a sample per --interval with goodput (bytes ACKed), throughput, RTT, bytes in
-    flight (the cwnd estimate) and retransmissions. Capture at the sender, or at a bottleneck,
-    with both directions (the data and its ACKs); headers only (-s 128) is enough.
+    Import packet captures (pcap, pcapng) of TCP flows as an experiment: one flow per direction
+    of a TCP connection that carried data, a sample per --interval with goodput (bytes ACKed),
+    throughput, RTT, bytes in flight (the cwnd estimate) and retransmissions; from SACK blocks,
+    losses, spurious retransmissions (D-SACK) and recoveries. Capture at the sender, or at a
+    bottleneck, with both directions (the data and its ACKs); headers only (-s 128) is enough.
 
     Examples:
 
@@ -156,12 +157,6 @@ def pcap(
     """
     parser = importlib.import_module("ccarena.importers.pcap")
     interval_s = _interval_s(interval)
-    if name is None:
-        stem = files[0].name if files else ""
-        for suffix in (".pcapng", ".pcap", ".cap"):
-            if stem.lower().endswith(suffix):
-                stem = stem[: -len(suffix)]
-        name = stem or "pcap"
     if merge:
         def parse(_first: Path) -> Any:
             return parser.parse_files(files, interval_s, flavor)

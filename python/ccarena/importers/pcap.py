@@ -9,18 +9,25 @@ headers are read, and sizes come from the IP header, so a capture cut at a snap 
 -s 128``, ccarena's own) imports the same as a full one. The file is streamed: memory grows with
 connections × intervals, not with packets.
 
-Each TCP connection that carried data is one flow: the direction with more payload is the flow,
-the reverse its ACKs (:mod:`ccarena.importers.tcp_trace` for what is measured and how). Samples,
-one per ``interval_s`` from the capture's start: ``goodput_bps`` (bytes newly acknowledged),
-``throughput_bps`` (payload sent, retransmissions included), ``delivered_bytes`` and
-``sent_bytes`` (cumulative), ``inflight_bytes`` and ``cwnd_bytes`` (both the bytes in flight,
-highest sequence sent − cumulative ACK: ``cwnd_bytes`` is an estimate of the congestion window),
-``srtt_s``/``rttvar_s`` (RFC 6298 §2 over the RTT samples so far), ``retransmits``
+Each direction of a TCP connection that carried data is one flow, its ACKs the reverse
+direction's ACK field: the direction with more payload, and the other too when it carried more
+than ten of the connection's largest segments (data both ways;
+:meth:`ccarena.importers.tcp_trace.Connection.flow_sides`); :mod:`ccarena.importers.tcp_trace`
+says what is measured and how. Samples, one per ``interval_s`` from the capture's start:
+``goodput_bps`` (bytes newly acknowledged), ``throughput_bps`` (payload sent, retransmissions
+included), ``delivered_bytes`` and ``sent_bytes`` (cumulative), ``inflight_bytes`` and
+``cwnd_bytes`` (both the bytes in flight, highest sequence sent − cumulative ACK: ``cwnd_bytes``
+is an estimate of the congestion window), ``srtt_s``/``rttvar_s`` (RFC 6298 §2 over the RTT samples so far), ``retransmits``
 (cumulative packets). Flow totals: ``bytes_sent``, ``bytes_retransmitted``, ``bytes_delivered``
 (acknowledged), ``packets_sent``, ``packets_retransmitted``, ``rtt_min_s``, ``rtt_mean_s``,
-``rtt_p50_s``/``p95``/``p99`` (within 1%), ``rtt_samples``, ``mss_bytes`` (the largest payload).
-CE-marked data segments and ECE ACKs go into run.json's ``source.flows``. The TCP header does not
-name the congestion controller: the flavor is ``unknown`` unless given (``--flavor``).
+``rtt_p50_s``/``p95``/``p99`` (within 1%), ``rtt_samples``, ``mss_bytes`` (the largest payload);
+when the ACKs carry SACK blocks (RFC 2018), ``packets_lost`` (retransmissions not found
+spurious, plus segments left in a reported hole), ``duplicate_bytes_received`` (the bytes
+D-SACK blocks report received twice, RFC 2883; 0 from a receiver that sends no D-SACK) and
+``fast_recoveries`` (recovery episodes, RFC 6675 §5). CE-marked data segments, ECE ACKs, the
+bytes SACKed and the retransmissions by class (for a reported hole, unreported, spurious) go
+into run.json's ``source.flows``. The TCP header does not name the congestion controller: the
+flavor is ``unknown`` unless given (``--flavor``).
 """
 
 from __future__ import annotations
@@ -41,6 +48,7 @@ DEFAULT_INTERVAL_S = 0.1
 _PCAP_MAGICS = {b"\xd4\xc3\xb2\xa1", b"\xa1\xb2\xc3\xd4", b"\x4d\x3c\xb2\xa1", b"\xa1\xb2\x3c\x4d"}
 _PCAPNG_MAGIC = b"\x0a\x0d\x0d\x0a"
 _TS_OPTION = 8
+_SACK_OPTION = 5
 _NOT_TCP = None
 
 
@@ -94,8 +102,9 @@ def _ip_decoder(linktype: int) -> Callable[[bytes], Any]:
 
 def _headers(ip: Any, dpkt: Any) -> Optional[tuple[Any, ...]]:
     """A TCP segment's fields from its dpkt IP/IP6 layer: (src, sport, dst, dport, seq, ack,
-    flags, payload bytes from the IP header's length, CE, TSval, TSecr); None for anything
-    else (not TCP, a later IPv4 fragment, headers cut short)."""
+    flags, payload bytes from the IP header's length, CE, TSval, TSecr, SACK blocks as raw
+    (left, right) edges in the option's order, RFC 2018 §3); None for anything else (not TCP, a
+    later IPv4 fragment, headers cut short)."""
     tcp = ip.data
     if not isinstance(tcp, dpkt.tcp.TCP):
         return _NOT_TCP
@@ -111,6 +120,7 @@ def _headers(ip: Any, dpkt: Any) -> Optional[tuple[Any, ...]]:
         ecn = ip.fc & 3
         src, dst = socket.inet_ntop(socket.AF_INET6, ip.src), socket.inet_ntop(socket.AF_INET6, ip.dst)
     tsval = tsecr = None
+    sack: tuple[tuple[int, int], ...] = ()
     opts = tcp.opts
     if opts:
         i, n = 0, len(opts)
@@ -125,9 +135,12 @@ def _headers(ip: Any, dpkt: Any) -> Optional[tuple[Any, ...]]:
                 break
             if kind == _TS_OPTION and opts[i + 1] == 10 and i + 10 <= n:
                 tsval, tsecr = struct.unpack_from(">II", opts, i + 2)
+            elif kind == _SACK_OPTION and (opts[i + 1] - 2) % 8 == 0 and i + opts[i + 1] <= n:
+                edges = struct.unpack_from(f">{(opts[i + 1] - 2) // 4}I", opts, i + 2)
+                sack = tuple(zip(edges[::2], edges[1::2]))
             i += opts[i + 1]
     return (src, tcp.sport, dst, tcp.dport, tcp.seq, tcp.ack, tcp.flags, max(0, length), ecn == 3,
-            tsval, tsecr)
+            tsval, tsecr, sack)
 
 
 def _segments(path: Path, source: int, hashes: list[Any], counts: list[int]
@@ -205,12 +218,13 @@ def analyse(paths: Sequence[Path], interval_s: float) -> tuple[Any, list[str], i
     for t, source, f in heapq.merge(*streams, key=lambda item: item[0]):
         trace.add(t, *f, source=source)
     for conn in trace.connections.values():
-        sources = conn.directions[conn.data_side()].sources
-        if len(sources) > 1:
-            a, b = sorted(sources)[:2]
-            raise ImportProblem(f"the data of the connection {_label(conn)} is in both "
-                                f"{paths[a]} and {paths[b]}: give the files of one capture point "
-                                "(e.g. both directions of one link)")
+        for side in conn.flow_sides():
+            sources = conn.directions[side].sources
+            if len(sources) > 1:
+                a, b = sorted(sources)[:2]
+                raise ImportProblem(f"the data of the connection {_label(conn)} is in both "
+                                    f"{paths[a]} and {paths[b]}: give the files of one capture "
+                                    "point (e.g. both directions of one link)")
     return trace, [h.hexdigest() for h in hashes], trace.packets, counts
 
 
@@ -274,8 +288,9 @@ def parse_files(paths: Sequence[Path], interval_s: float = DEFAULT_INTERVAL_S,
                 flavor: Optional[str] = None) -> ImportedRun:
     """Capture files of one capture point (one, or one per link direction) merged by timestamp
     into one :class:`ImportedRun` (``tool`` = ``pcap``, ``path`` = the first file), one flow per
-    TCP connection that carried data, named ``<flavor or tcp>-<sender's port>``, in the order of
-    their first packet (see the module doc for the columns).
+    direction of a TCP connection that carried data (both directions of a transfer both ways),
+    named ``<flavor or tcp>-<sender's port>``, in the order of their connection's first packet,
+    then of their first data segment (see the module doc for the columns).
 
     Args:
         paths: the files (pcap or pcapng), at least one.
@@ -288,16 +303,20 @@ def parse_files(paths: Sequence[Path], interval_s: float = DEFAULT_INTERVAL_S,
             type; holds no TCP connection with data; or ``flavor`` lists the wrong number.
     """
     trace, shas, packets, other = analyse(paths, interval_s)
-    conns = sorted((c for c in trace.connections.values()
-                    if c.directions[c.data_side()].payload_bytes > 0), key=lambda c: c.first_t)
-    if not conns:
+    # One flow per direction that carried data (both of a transfer both ways), in the order of
+    # the connection's first packet, then of the direction's first data segment.
+    # Ties between connections keep the capture's order (a relay stamps every frame before the
+    # run's start 0, so handshakes tie); only a connection's own two directions go by first data.
+    directions = sorted(((i, c, side) for i, c in enumerate(trace.connections.values())
+                         for side in c.flow_sides()),
+                        key=lambda ics: (ics[1].first_t, ics[0], ics[1].directions[ics[2]].first_t))
+    if not directions:
         where = f"{len(paths)} files" if len(paths) > 1 else "the file"
         raise ImportProblem(f"has no TCP segment carrying data ({packets} TCP and {sum(other)} "
                             f"other packets in {where}); give a capture of TCP flows")
-    names = _flavors(flavor, len(conns))
+    names = _flavors(flavor, len(directions))
     flows, info_flows, used = [], [], set()
-    for conn, fl in zip(conns, names):
-        side = conn.data_side()
+    for (_, conn, side), fl in zip(directions, names):
         d = conn.directions[side]
         (src, sport), (dst, dport) = conn.endpoints[side], conn.endpoints[1 - side]
         name = f"{'tcp' if fl == 'unknown' else fl}-{sport}"
@@ -313,6 +332,11 @@ def parse_files(paths: Sequence[Path], interval_s: float = DEFAULT_INTERVAL_S,
         }
         if d.has_acks:
             totals["bytes_delivered"] = d.acked_bytes
+        if d.sack_acks:
+            # What the SACK blocks tell (tcp_trace's module doc, **SACK**); without them a
+            # capture cannot tell a lost segment from a spurious retransmission: left empty.
+            totals.update(packets_lost=d.packets_lost, duplicate_bytes_received=d.dsack_bytes,
+                          fast_recoveries=d.recoveries)
         if d.rtt_count:
             totals.update(rtt_min_s=d.rtt_min_s, rtt_mean_s=d.rtt_sum_s / d.rtt_count,
                           rtt_p50_s=d.rtt_quantile(0.5), rtt_p95_s=d.rtt_quantile(0.95),
@@ -332,12 +356,20 @@ def parse_files(paths: Sequence[Path], interval_s: float = DEFAULT_INTERVAL_S,
             "rtt_from": ("data/ACK matching, TCP timestamps where Karn's rule excludes it"
                          if d.timestamps else "data/ACK matching (Karn's rule)"),
             "ce_packets": d.ce_packets, "ece_acks": d.ece_acks, "acks": d.acks_seen,
+            "sack_acks": d.sack_acks, "sacked_bytes": d.sacked_bytes,
+            "dsack_blocks": d.dsack_blocks, "dsack_bytes": d.dsack_bytes,
+            "retransmitted_for_reported_holes": d.retx_hole_packets,
+            "retransmitted_unreported": d.retx_unreported_packets,
+            "retransmitted_spurious": d.retx_spurious_packets,
+            "retransmitted_spurious_bytes": d.retx_spurious_bytes,
+            "holes_unrepaired": d.holes_unrepaired(),
         })
     sha = shas[0] if len(shas) == 1 else hashlib.sha256("".join(shas).encode()).hexdigest()
     info = {"tool": "pcap", "files": [str(p) for p in paths], "file_sha256": shas,
             "tcp_packets": packets, "other_packets": sum(other), "interval_s": interval_s,
             "time_zero_s": trace.t0, "flows": info_flows,
-            "connections_without_data": len(trace.connections) - len(conns)}
+            "connections_without_data": (len(trace.connections)
+                                         - len({i for i, _, _ in directions}))}
     return ImportedRun(tool="pcap", path=Path(paths[0]), sha256=sha, flows=flows,
                        duration_s=max(f.end_s for f in flows), interval_s=interval_s, info=info)
 

@@ -30,7 +30,7 @@ from ccarena.store.run_record import experiment_record, now_utc, run_record, wit
 SUMMARY_EXTRA_COLUMNS = ("direction", "jitter_s")
 """Per-flow columns of an import's flows.parquet added to its summary.parquet."""
 
-_SUFFIXES = (".flent.gz", ".json.gz", ".json", ".gz", ".pcapng", ".pcap")
+_SUFFIXES = (".flent.gz", ".json.gz", ".json", ".gz", ".pcapng", ".pcap", ".cap")
 
 
 @dataclass
