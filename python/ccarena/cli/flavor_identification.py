@@ -28,8 +28,9 @@ def identify(
     Estimates the path the flow saw (base RTT, bottleneck rate, buffer, random loss), replays it
     on the simulator with every catalogue flavor, and ranks the flavors by the distance between
     the trace's features and each replay's (decrease factor at loss, growth between losses,
-    RTT inflation, cwnd variation, ProbeRTT dips, start-up ramp). The answer is `unknown` when
-    no replay comes close. Flavors that behave alike on the path (HyBla and Reno at a short
+    RTT inflation, cwnd variation, ProbeRTT dips, start-up ramp, response to ECN marks). The
+    answer is `unknown` when no replay comes close, and "unknown, closest: FLAVOR" when the
+    best is farther from the trace than that flavor's replays are from each other. Flavors that behave alike on the path (HyBla and Reno at a short
     RTT) are tied; the catalogue's order decides between them.
 
     Examples:
@@ -41,6 +42,7 @@ def identify(
       ccarena identify capture.pcap --flow 0 --exclude cubic
     """
     from ccarena.identify import identify as run_identification
+    from ccarena.identify.classify import LOW_CONFIDENCE
 
     result = run_identification(trace, flow, exclude=exclude or ())
     if json_out:
@@ -71,5 +73,10 @@ def identify(
         # Text, not markup: a variant's name has brackets ("cubic[linux]").
         table.add_row(str(i), c.flavor, Text(c.variant), f"{c.distance:.2f}", f"{c.score:.2f}")
     stdout.print(table, highlight=False)
-    say(f"answer: {result.best} (confidence {result.confidence:.2f}, {result.wall_s:.1f} s)")
+    if result.best != "unknown" and not result.confident:
+        # A guess: a flavor not in the library, or one this trace cannot tell from another.
+        say(f"answer: unknown, closest: {result.best} (confidence {result.confidence:.2f} < "
+            f"{LOW_CONFIDENCE}, {result.wall_s:.1f} s)")
+    else:
+        say(f"answer: {result.best} (confidence {result.confidence:.2f}, {result.wall_s:.1f} s)")
     say(f"evidence: {result.evidence}")

@@ -30,7 +30,7 @@ from ccarena.identify.replay import Variant, library, replay_library
 from ccarena.identify.series import FlowSeries, load_series
 
 __all__ = ["FlowSeries", "Identification", "PathEstimate", "Variant", "identify",
-           "identify_series", "library", "load_series"]
+           "identify_series", "library", "load_series", "own_spread"]
 
 
 def loss_alternatives(path: PathEstimate) -> list[tuple[str, PathEstimate]]:
@@ -43,6 +43,24 @@ def loss_alternatives(path: PathEstimate) -> list[tuple[str, PathEstimate]]:
     if path.loss <= 0:
         return [("", path)]
     return [("", path), (" loss/4", replace(path, loss=path.loss / 4))]
+
+
+def own_spread(replayed: FlowSeries, variant: Variant, quarter_loss: bool, seed: int) -> float:
+    """How far a flavor's replay is from itself after one more trip through the pipeline: the
+    path estimated from ``replayed`` (``variant``'s replay of the trace's path), replayed again
+    with ``variant`` at ``seed`` + 1, and the distance between the two series' features on that
+    estimate. A parametric bootstrap (Efron and Tibshirani, "An Introduction to the Bootstrap",
+    1993, ch. 6) of the distance a trace of this very flavor would have from its match: the
+    path estimate's error plus the run-to-run variation. ``quarter_loss``: the variant was
+    matched on the path with a quarter of its random loss (:func:`loss_alternatives`)."""
+    from dataclasses import replace
+
+    from ccarena.identify.features import distance
+    from ccarena.identify.replay import replay
+
+    estimate = estimate_path(replayed)
+    again = replace(estimate, loss=estimate.loss / 4) if quarter_loss else estimate
+    return distance(features(replayed, estimate), features(replay(again, variant, seed + 1), estimate))
 
 
 def identify_series(series: FlowSeries, *, exclude: Iterable[str] = (),
@@ -63,14 +81,19 @@ def identify_series(series: FlowSeries, *, exclude: Iterable[str] = (),
     path = estimate_path(series)
     measured = features(series, path)
     variants = library(exclude)
-    table = {}
+    table, series_of = {}, {}
     for loss_label, replayed_path in loss_alternatives(path):
         replays = replay_library(replayed_path, variants, seed, threads)
         for v in variants:
             table[v.label + loss_label] = (v.flavor, features(replays[v.label], path))
+            series_of[v.label + loss_label] = (v, replays[v.label], bool(loss_label))
     from ccarena.flavors import tcp_flavors
 
-    result = rank(measured, table, path, list(tcp_flavors()))
+    order = list(tcp_flavors())
+    first = rank(measured, table, path, order)
+    variant, replayed, quarter = series_of[first.ranking[0].variant]
+    result = rank(measured, table, path, order,
+                  own_spread=own_spread(replayed, variant, quarter, seed))
     result.source, result.label = series.source, series.label
     result.wall_s = time.perf_counter() - started
     return result

@@ -29,7 +29,14 @@ al., SIGCOMM 2024: BBR's probing and the delay response):
 - ``probe_dips_per_10s``: cwnd dips below 20 % of its median with no retransmission near them
   (BBR's ProbeRTT every 10 s);
 - ``ramp_rtts``: base RTTs until the goodput first reaches 80 % of the bottleneck rate, log scale
-  (slow start doubles per RTT; a constant-rate sender is at its rate at once).
+  (slow start doubles per RTT; a constant-rate sender is at its rate at once);
+- ``mark_decrease_factor`` (on a path that marks ECN only): cwnd's trough over its crest after
+  the start-up (5th over 95th percentile). With marks instead of drops this is the response to
+  CE: RFC 3168 §6.1.2's classic response halves once per window (Reno ≈ 0.5, CUBIC ≈ 0.7),
+  DCTCP cuts by α/2 with α the marked share (RFC 8257 §3.3: ≈ 0.95), TCP Prague likewise;
+- ``ce_per_100_packets`` (when the trace counts CE marks): log10(0.1 + CE-marked packets per
+  100 sent): DCTCP and Prague keep the queue at the threshold and are marked often, a classic
+  ECN flow backs off after the first marks of a window.
 """
 
 from __future__ import annotations
@@ -65,6 +72,8 @@ FEATURES: tuple[Feature, ...] = (
     Feature("cwnd_variation", 0.3, 1.0, "log10 cwnd coefficient of variation"),
     Feature("probe_dips_per_10s", 0.4, 1.0, "ProbeRTT-like dips per 10 s"),
     Feature("ramp_rtts", 0.5, 0.5, "log10(1 + RTTs to 80 % of the rate)"),
+    Feature("mark_decrease_factor", 0.08, 2.0, "cwnd trough over crest under ECN marks"),
+    Feature("ce_per_100_packets", 0.25, 1.0, "log10(0.1 + CE marks per 100 packets)"),
 )
 """Every feature, in the order of the feature vector."""
 
@@ -244,6 +253,16 @@ def features(series: FlowSeries, path: PathEstimate) -> dict[str, float]:
     reached = np.flatnonzero(np.nan_to_num(rate, nan=0.0) >= 0.8 * path.rate_bps)
     ramp = (t[reached[0]] / base) if len(reached) else series.duration_s / base
     out["ramp_rtts"] = math.log10(1 + ramp)
+
+    # ECN response: measured only where the trace's path marks (both sides then have it).
+    if path.marks and len(steady_cwnd):
+        trough, crest = np.percentile(steady_cwnd, [5, 95])
+        out["mark_decrease_factor"] = float(trough / max(crest, 1.0))
+    else:
+        out["mark_decrease_factor"] = math.nan
+    share = series.ce_packets / series.packets_sent if series.packets_sent > 0 else math.nan
+    out["ce_per_100_packets"] = (math.log10(0.1 + 100 * share)
+                                 if math.isfinite(path.ce_fraction) and math.isfinite(share) else math.nan)
     return out
 
 

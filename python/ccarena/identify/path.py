@@ -12,7 +12,13 @@ response, ccarena instead measures the path the trace saw and replays it on the 
 - buffer = (99.5th percentile RTT − base RTT) × rate, at least 2 MSS (a drop-tail buffer is full
   when the RTT peaks);
 - random loss = retransmissions that came while the queue was under a third of its peak
-  (overflow cannot explain them) per packet delivered, at most 5 %.
+  (overflow cannot explain them) per packet delivered, at most 5 %;
+- ECN marking: when the trace shows CE marks (or, from a capture at the sender, ECN-Echo ACKs),
+  the bottleneck marks rather than drops: the peak queue measured as above is its marking
+  threshold K (RFC 8257 §3.1's step marking; an ECN flow's queue turns at K, whether it cuts by
+  half or by DCTCP's α/2), the drop limit it never reached is taken as
+  :data:`MARKING_LIMIT_FACTOR` × (K + BDP), and the share of data packets marked CE is kept for the
+  features.
 """
 
 from __future__ import annotations
@@ -24,6 +30,11 @@ import numpy as np
 
 from ccarena.errors import UserError
 from ccarena.identify.series import FlowSeries
+
+MARKING_LIMIT_FACTOR = 2
+"""On a marking path, the drop limit taken, in multiples of the marking threshold K plus the BDP
+(an ECN flow that responds to marks never reaches it, so the trace does not show it; a slow
+start overshoots K by up to a window in the RTT before its first cut)."""
 
 WIRE_OVERHEAD_BYTES = 66
 """Ethernet, IP and TCP headers (with timestamps) on top of the MSS, bytes."""
@@ -40,6 +51,10 @@ class PathEstimate:
         loss: random loss probability per packet (0–0.05).
         duration_s: the trace's length, seconds; interval_s: its sample spacing, seconds.
         mss_bytes: the flow's MSS, bytes.
+        ecn_threshold_bytes: the bottleneck's ECN marking threshold K, bytes (NaN: it drops
+            and does not mark).
+        ce_fraction: the share of the flow's data packets that arrived CE-marked (NaN when the
+            trace does not count CE marks, e.g. a capture at the sender).
     """
 
     base_rtt_s: float
@@ -49,6 +64,20 @@ class PathEstimate:
     duration_s: float
     interval_s: float
     mss_bytes: float
+    ecn_threshold_bytes: float = math.nan
+    ce_fraction: float = math.nan
+
+    @property
+    def marks(self) -> bool:
+        """True when the bottleneck marks ECN-capable packets (a marking threshold is known)."""
+        return math.isfinite(self.ecn_threshold_bytes)
+
+    @property
+    def threshold_packets(self) -> int:
+        """The marking threshold K in full-size packets (at least 1; 0 when not marking)."""
+        if not self.marks:
+            return 0
+        return max(1, round(self.ecn_threshold_bytes / (self.mss_bytes + WIRE_OVERHEAD_BYTES)))
 
     @property
     def bdp_bytes(self) -> float:
@@ -67,10 +96,13 @@ class PathEstimate:
         return out
 
     def describe(self) -> str:
-        """One line: ``48.7 Mbit/s, base RTT 40.1 ms, buffer 0.98 BDP, loss 0.10 %, 18.0 s``."""
-        return (f"{self.rate_bps / 1e6:.1f} Mbit/s, base RTT {self.base_rtt_s * 1e3:.1f} ms, buffer "
-                f"{self.buffer_bytes / max(self.bdp_bytes, 1.0):.2f} BDP, loss {self.loss * 100:.2f} %, "
-                f"{self.duration_s:.1f} s")
+        """One line: ``48.7 Mbit/s, base RTT 40.1 ms, buffer 0.98 BDP, loss 0.10 %, 18.0 s``
+        (on a marking path ``ECN marks at 0.31 BDP`` in place of the buffer)."""
+        bdp = max(self.bdp_bytes, 1.0)
+        queue = (f"ECN marks at {self.ecn_threshold_bytes / bdp:.2f} BDP" if self.marks
+                 else f"buffer {self.buffer_bytes / bdp:.2f} BDP")
+        return (f"{self.rate_bps / 1e6:.1f} Mbit/s, base RTT {self.base_rtt_s * 1e3:.1f} ms, "
+                f"{queue}, loss {self.loss * 100:.2f} %, {self.duration_s:.1f} s")
 
 
 def smoothed_rate_bps(series: FlowSeries, window_s: float) -> np.ndarray:
@@ -116,9 +148,15 @@ def estimate_path(series: FlowSeries) -> PathEstimate:
         packets = float(np.nansum(series.goodput_bps * np.gradient(series.time_s))) / 8 / series.mss_bytes
         if packets > 0:
             loss = min(random_losses / packets, 0.05)
+    threshold = ce_fraction = math.nan
+    if series.ce_packets > 0 or series.ecn_echo_acks > 0:  # NaN compares False: no ECN info
+        threshold, buffer = buffer, MARKING_LIMIT_FACTOR * (buffer + rate * base / 8)
+        if series.ce_packets > 0 and series.packets_sent > 0:
+            ce_fraction = min(float(series.ce_packets / series.packets_sent), 1.0)
     return PathEstimate(base_rtt_s=base, rate_bps=rate, buffer_bytes=buffer, loss=loss,
                         duration_s=series.duration_s, interval_s=series.interval_s,
-                        mss_bytes=series.mss_bytes)
+                        mss_bytes=series.mss_bytes, ecn_threshold_bytes=threshold,
+                        ce_fraction=ce_fraction)
 
 
 def is_sensible(path: PathEstimate) -> bool:

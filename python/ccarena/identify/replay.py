@@ -1,6 +1,7 @@
 """Replay an estimated path with every flavor of the library on the simulator
 (:func:`replay_library`): one flow alone on a single link with the path's rate, base RTT,
-drop-tail buffer and random loss, sampled at the trace's own interval, for the trace's length
+drop-tail buffer (with the path's ECN marking threshold and ECN negotiated, when the trace was
+marked) and random loss, sampled at the trace's own interval, for the trace's length
 (at most :data:`MAX_REPLAY_S`). Each replay runs in this process (the engine takes some tens of
 milliseconds for 30 simulated seconds at 50 Mbit/s), so the whole library takes about a second.
 """
@@ -83,6 +84,10 @@ def scenario(path: PathEstimate, variant: Variant, seed: int = 1) -> dict[str, A
         flow["recovery"] = variant.recovery
     if path.mss_bytes and abs(path.mss_bytes - 1448) > 1:
         flow["mss"] = f"{int(path.mss_bytes)}B"
+    queue: dict[str, Any] = {"limit": f"{path.buffer_packets}pkt"}
+    if path.marks:  # the trace's flow negotiated ECN and was marked: so is every replay's
+        flow["ecn"] = True
+        queue["ecn_threshold"] = f"{min(path.threshold_packets, path.buffer_packets)}pkt"
     return {
         "name": f"identify-{variant.label.replace('[', '-').replace(']', '')}",
         "duration": f"{duration:.3f}s",
@@ -91,7 +96,7 @@ def scenario(path: PathEstimate, variant: Variant, seed: int = 1) -> dict[str, A
             "rate": f"{path.rate_bps:.0f}bps",
             "delay": f"{path.base_rtt_s / 2 * 1e6:.0f}us",
             "loss": f"{path.loss * 100:.4f}%",
-            "queue": {"limit": f"{path.buffer_packets}pkt"},
+            "queue": queue,
         }},
         "flows": [flow],
         "output": {"sample_interval": f"{interval * 1e3:.1f}ms"},
@@ -110,9 +115,10 @@ def replay(path: PathEstimate, variant: Variant, seed: int = 1) -> FlowSeries:
 
     plan = expand(load_scenario(scenario(path, variant, seed)))[0]
     tables = run_spec(plan.resolved.spec)
-    samples = tables["samples"]
+    samples, flow = tables["samples"], tables["flows"].iloc[0]
     return from_frame(samples[samples["flow"] == 0], mss_bytes=path.mss_bytes,
-                      label=variant.label, source=f"replay of {variant.label}")
+                      label=variant.label, source=f"replay of {variant.label}",
+                      ce_packets=flow.get("ce_packets"), packets_sent=flow.get("packets_sent"))
 
 
 def replay_library(path: PathEstimate, variants: list[Variant], seed: int = 1,

@@ -41,6 +41,12 @@ class FlowSeries:
         label: the flavor the trace itself names (``unknown`` when none), for display only:
             identification never reads it.
         source: what the series came from, one phrase.
+        ce_packets: data packets that arrived CE-marked over the whole flow (RFC 3168 §5; the
+            run's ``ce_packets`` flow column, a capture's CE codepoints), NaN when the trace
+            does not say (iperf3, a samples table).
+        packets_sent: data packets sent over the whole flow, NaN when unknown.
+        ecn_echo_acks: ACKs carrying ECN-Echo (RFC 3168 §6.1.3) over the whole flow, NaN when
+            unknown (a capture at the sender sees these, not the CE marks made past it).
     """
 
     time_s: np.ndarray
@@ -52,6 +58,9 @@ class FlowSeries:
     mss_bytes: float = 1448.0
     label: str = "unknown"
     source: str = ""
+    ce_packets: float = math.nan
+    packets_sent: float = math.nan
+    ecn_echo_acks: float = math.nan
 
     @property
     def duration_s(self) -> float:
@@ -65,10 +74,12 @@ class FlowSeries:
 
 
 def from_frame(samples: Any, *, mss_bytes: float = 1448.0, label: str = "unknown",
-               source: str = "") -> FlowSeries:
+               source: str = "", ce_packets: float = math.nan,
+               packets_sent: float = math.nan, ecn_echo_acks: float = math.nan) -> FlowSeries:
     """A :class:`FlowSeries` from one flow's samples (a pandas DataFrame or a list of dicts with
     the store's sample columns, :data:`SERIES_COLUMNS`; ``goodput_bps`` may be replaced by
-    ``throughput_bps`` or derived from ``delivered_bytes``).
+    ``throughput_bps`` or derived from ``delivered_bytes``), with the flow's CE-marked and sent
+    packet and ECN-Echo ACK totals when the trace has them (NaN: unknown).
 
     Raises:
         UserError: fewer than 20 samples with a cwnd, or no ``time_s``/``cwnd_bytes`` column.
@@ -101,7 +112,17 @@ def from_frame(samples: Any, *, mss_bytes: float = 1448.0, label: str = "unknown
     return FlowSeries(time_s=time_s - time_s[0], cwnd_bytes=column("cwnd_bytes"),
                       srtt_s=column("srtt_s"), goodput_bps=goodput,
                       retransmits=column("retransmits"), pacing_rate_bps=column("pacing_rate_bps"),
-                      mss_bytes=float(mss_bytes), label=label, source=source)
+                      mss_bytes=float(mss_bytes), label=label, source=source,
+                      ce_packets=_number(ce_packets), packets_sent=_number(packets_sent),
+                      ecn_echo_acks=_number(ecn_echo_acks))
+
+
+def _number(value: Any) -> float:
+    """``value`` as a float, NaN for None, NA or anything not a number."""
+    try:
+        return float(value) if value is not None else math.nan
+    except (TypeError, ValueError):
+        return math.nan
 
 
 def _pick(names: list[str], ids: list[str], flow: str | None, where: str) -> int:
@@ -164,7 +185,8 @@ def _from_store(path: Path, flow: str | None) -> FlowSeries:
     own = samples[samples["flow"] == row["flow"]]
     if "start_s" in flows.columns and pd.notna(row["start_s"]):
         own = own[own["time_s"] > float(row["start_s"])]
-    return from_frame(own, mss_bytes=mss, label=label, source=f"{run.name}, flow {row['flow']}")
+    return from_frame(own, mss_bytes=mss, label=label, source=f"{run.name}, flow {row['flow']}",
+                      ce_packets=row.get("ce_packets"), packets_sent=row.get("packets_sent"))
 
 
 def _from_import(path: Path, flow: str | None, module: str) -> FlowSeries:
@@ -192,8 +214,12 @@ def _from_import(path: Path, flow: str | None, module: str) -> FlowSeries:
                         "identify needs the sender's window: give a capture of both directions "
                         "(data and ACKs) or an iperf3 JSON written by the sender")
     samples = [s for s in chosen.samples if s.get("time_s", 0.0) > chosen.start_s]
+    # A capture's CE codepoints are counted per flow in the import's info (pcap only).
+    ecn = next((f for f in (run.info or {}).get("flows", []) if f.get("name") == chosen.name), {})
     return from_frame(samples, mss_bytes=float(mss or 1448.0), label=chosen.flavor,
-                      source=f"{path.name}, flow {chosen.name}")
+                      source=f"{path.name}, flow {chosen.name}", ce_packets=ecn.get("ce_packets"),
+                      packets_sent=chosen.totals.get("packets_sent"),
+                      ecn_echo_acks=ecn.get("ece_acks"))
 
 
 def load_series(trace: str | Path, flow: str | int | None = None) -> FlowSeries:
