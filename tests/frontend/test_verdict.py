@@ -165,6 +165,22 @@ def test_a_sweep_gives_a_verdict_per_point_and_a_summary():
     assert any(line.startswith("At loss = 1%: Goodput (over 4 repeats): bbr highest") for line in lines)
 
 
+def test_twins_on_several_backends_are_judged_apart_not_pooled_as_repeats():
+    # One run of a point on the simulator and its twin on a real backend (--backend sim,udp):
+    # two repeats of nothing; each backend gets its own verdict.
+    sim = _summary({"cubic": [[50.0]], "bbr": [[20.0]]}, extra={"backend": "sim"})
+    real = _summary({"cubic": [[30.0]], "bbr": [[35.0]]}, extra={"backend": "udp"})
+    real["run_id"] = real["run_id"] + "@udp"
+    v = V.verdict(pd.concat([sim, real], ignore_index=True), PARAMS)
+    assert [p.point for p in v.points] == [(("backend", "sim"),), (("backend", "udp"),)]
+    assert all(p.repeats == 1 for p in v.points)
+    lines = v.lines()
+    assert any(line.startswith("At backend = sim: Goodput: cubic 50 Mbps, bbr 20 Mbps") for line in lines)
+    assert any(line.startswith("At backend = udp: Goodput: bbr 35 Mbps, cubic 30 Mbps") for line in lines)
+    # One backend: no backend key.
+    assert V.point_keys(sim, PARAMS) == []
+
+
 def test_jain_is_compared_only_when_each_run_holds_one_flavor():
     sweep = _summary({"a": [[1.0, 2.0]] * 3, "b": [[1.0, 2.0]] * 3})
     assert V.JAIN in V.scenario_metrics(sweep)

@@ -460,9 +460,14 @@ def _tiers(v: MetricVerdict) -> tuple[tuple[str, ...], ...]:
 
 def point_keys(summary: pd.DataFrame, params: Sequence[str]) -> list[str]:
     """The swept parameters that are not the flavor itself (a flavor sweep is the flavor
-    column): the columns that tell sweep points apart."""
+    column), and ``backend`` when the runs are on several: the columns that tell points apart."""
     flavors = summary["flavor"].astype(str)
-    return [p for p in params if p in summary.columns and not (summary[p].astype(str) == flavors).all()]
+    keys = [p for p in params if p in summary.columns and not (summary[p].astype(str) == flavors).all()]
+    # Runs of one point on several backends (--backend sim,kernel) are twins, not repeats: each
+    # backend gets its own verdict.
+    if "backend" in summary.columns and summary["backend"].nunique(dropna=True) > 1:
+        keys.append("backend")
+    return keys
 
 
 def scenario_metrics(summary: pd.DataFrame) -> list[MetricSpec]:

@@ -23,8 +23,10 @@ class UdpBackend(kernel.KernelBackend):
             ``"auto"``, ``"relay"`` or ``"tc"``.
         udt_impl: who runs UDT flows: ``"ccarena"`` (ccarena's UDT transport, the simulator's
             code, on crates/udp) or ``"libudt"`` (the reference UDT4, :mod:`.libudt`).
-        ecn: the kernel backend's ``[kernel] ecn`` (which ECN feedback Linux TCP negotiates);
-            ignored: this backend's flows run ccarena's transport, not the kernel's TCP.
+        ecn: the kernel backend's ``[kernel] ecn`` (which ECN feedback Linux TCP negotiates):
+            applied to the TCP flows Linux runs (``tcp_impl = "linux"``); ccarena's own flows
+            choose their ECN by flavor (``ccarena_transport::ecn_choice``), so without Linux TCP
+            flows it is ignored.
         quic_impl: who runs QUIC flows (``transport = "quic"``): ``"ccarena"`` (the simulator's
             sans-IO QUIC in ccarena's frames), ``"quinn"`` (ccarena's controller inside the quinn
             QUIC stack) or ``"quinn-native"`` (quinn's own NewReno, CUBIC, BBR;
@@ -42,8 +44,8 @@ class UdpBackend(kernel.KernelBackend):
 
     def __init__(self, emulation: str = "auto", udt_impl: str = "ccarena", ecn: str = "classic",
                  quic_impl: str = "ccarena", tcp_impl: str = "ccarena") -> None:
-        del ecn  # the kernel TCP's option of the shared [kernel] table
-        super().__init__(emulation)
+        # The kernel TCP's option of the shared [kernel] table: only Linux's TCP flows read it.
+        super().__init__(emulation, ecn=ecn if tcp_impl == "linux" else "classic")
         for field, value, allowed in (("udt_impl", udt_impl, endpoint_flows.UDT_IMPLEMENTATIONS),
                                       ("quic_impl", quic_impl, endpoint_flows.QUIC_IMPLEMENTATIONS),
                                       ("tcp_impl", tcp_impl, endpoint_flows.TCP_IMPLEMENTATIONS)):

@@ -90,10 +90,9 @@ def check_flow(where: str, flow: Any, udt_impl: str = "ccarena", quic_impl: str 
     """
     quic = getattr(flow, "quic", None) is not None
     if flow.kind == "tcp" and not quic and tcp_impl == "linux":
-        if flow.ecn or getattr(flow, "mptcp", None) is not None:
-            field = "ecn" if flow.ecn else "subflows"
-            raise UserError(f"{where}.{field}: Linux TCP flows of the udp backend run without it; "
-                            f"remove {field} or use --backend kernel")
+        if getattr(flow, "mptcp", None) is not None:
+            raise UserError(f"{where}.subflows: Linux TCP flows of the udp backend run without "
+                            "it; remove subflows or use --backend kernel")
         return False
     if quic and quic_impl in quinn_flows.QUINN_IMPLEMENTATIONS:
         quinn_flows.check_quinn_flow(where, flow, quic_impl)
