@@ -343,21 +343,68 @@ class _Later:
     def __init__(self, fn: Any, args: tuple[Any, ...]) -> None:
         self.fn, self.args = fn, args
 
+    def steal(self) -> None:
+        """Nothing to take back: the task runs here anyway."""
+
     def result(self) -> Any:
         """Run the task now and return what it returns (its exception propagates)."""
         return self.fn(*self.args)
 
 
-class FigureWork:
-    """Figures drawn from the stored tables: by spawned worker processes when there are at least
-    :data:`PARALLEL_TASKS_MIN` tasks and more than one core (they draw while this process draws
-    the sweep figures), else here, in order, when their results are asked for."""
+def _drawn_in_worker(fn: Any, args: tuple[Any, ...], slots: dict[str, int], formats: list[str]) -> Any:
+    """``fn(*args, slots)`` in a worker process, with the report's extra figure formats
+    (:data:`ccarena.report.plots.EXTRA_FORMATS`, ``--formats``) set as in the report's process."""
+    plots.EXTRA_FORMATS[:] = formats
+    try:
+        return fn(*args, slots)
+    finally:
+        plots.EXTRA_FORMATS.clear()
 
-    def __init__(self, tasks: int) -> None:
+
+class _Stealable:
+    """A task submitted to a worker pool that this process takes back and runs itself when it
+    asks before a worker has started it: the workers may be busy (another part of the report)
+    or still starting (a spawned interpreter costs ~1.5 s), and this process is free then."""
+
+    def __init__(self, future: Any, fn: Any, args: tuple[Any, ...]) -> None:
+        self.future, self.fn, self.args = future, fn, args
+        self.value: Any = None
+        self.taken = False
+
+    def steal(self) -> None:
+        """Run the task here now if no worker has started it (else leave it to the worker)."""
+        if not self.taken and self.future.cancel():
+            self.taken = True
+            self.value = self.fn(*self.args, None)
+
+    def result(self) -> Any:
+        """The task's result: the worker's (waiting for it) or the one drawn here."""
+        return self.value if self.taken else self.future.result()
+
+
+def gather(tasks: list[Any]) -> list[Any]:
+    """The results of ``tasks`` (:meth:`FigureWork.submit`'s) in order: first the tasks no worker
+    has started are drawn here, the last first (workers take them from the front), then the
+    workers' results are waited for."""
+    for task in reversed(tasks):
+        task.steal()
+    return [task.result() for task in tasks]
+
+
+class FigureWork:
+    """Figures drawn from the stored tables: by worker processes when there are at least
+    :data:`PARALLEL_TASKS_MIN` tasks and more than one core (they draw while this process draws
+    the sweep figures), or by the report's shared ``pool`` (:func:`ccarena.report.html._sections`:
+    its workers build the other parts first), else here, in order, when their results are asked
+    for. Whatever no worker has started when the results are asked for is drawn here
+    (:func:`gather`)."""
+
+    def __init__(self, tasks: int, pool: Any = None) -> None:
         cores = os.cpu_count() or 1
-        self.pool: Any = None
+        self.pool: Any = pool
+        self.own_pool = False
         self.slots = plots.flavor_slots()
-        if tasks >= PARALLEL_TASKS_MIN and cores > 1:
+        if pool is None and tasks >= PARALLEL_TASKS_MIN and cores > 1:
             from concurrent.futures import ProcessPoolExecutor
 
             from ccarena.workers import WORKER_CONTEXT
@@ -367,16 +414,20 @@ class FigureWork:
             # without the __main__ guard would run again in each (ccarena.workers).
             self.pool = ProcessPoolExecutor(max_workers=min(cores, tasks),
                                             mp_context=WORKER_CONTEXT)
+            self.own_pool = True
 
     def submit(self, fn: Any, *args: Any) -> Any:
-        """``fn(*args, slots)`` in a worker (a future), or later here (:class:`_Later`)."""
+        """``fn(*args, slots)`` in a worker, or here if no worker has started it when its result
+        is asked for (:class:`_Stealable`); without workers, here then (:class:`_Later`)."""
         if self.pool is not None:
-            return self.pool.submit(fn, *args, self.slots)
+            future = self.pool.submit(_drawn_in_worker, fn, args, self.slots, list(plots.EXTRA_FORMATS))
+            return _Stealable(future, fn, args)
         return _Later(fn, (*args, None))
 
     def close(self) -> None:
-        """Stop the workers (tasks not started are cancelled)."""
-        if self.pool is not None:
+        """Stop the workers this started (tasks not started are cancelled); a shared pool is
+        left to its owner."""
+        if self.own_pool:
             self.pool.shutdown(wait=True, cancel_futures=True)
 
 
@@ -404,7 +455,8 @@ MAX_TRACE_RUNS = 64
 """Most runs whose samples the throughput-vs-delay figure pools (the first repeats first)."""
 
 
-def draw_figures(result: Any, figures_dir: Path, max_runs: int = 4, prefix: str = "") -> list[Figure]:
+def draw_figures(result: Any, figures_dir: Path, max_runs: int = 4, prefix: str = "",
+                 pool: Any = None) -> list[Figure]:
     """Draw the figures chosen for the experiment into ``figures_dir``, those that answer the
     question first (``overview``), then the details:
 
@@ -421,7 +473,9 @@ def draw_figures(result: Any, figures_dir: Path, max_runs: int = 4, prefix: str 
       (with the time series, or for the first run when there are many flows).
 
     ``prefix`` starts the file names of figures that are not per run (a part's name). The time
-    series and pages are drawn by worker processes when there are many (:class:`FigureWork`).
+    series and pages are drawn by worker processes when there are many, or by ``pool``'s (a
+    :class:`concurrent.futures.ProcessPoolExecutor` the report shares between its parts) when
+    given (:class:`FigureWork`).
     """
     summary = result.summary
     first_repeats = summary[summary["repeat"] == 0].drop_duplicates("point")
@@ -434,7 +488,7 @@ def draw_figures(result: Any, figures_dir: Path, max_runs: int = 4, prefix: str 
     root, where = str(result.root), str(figures_dir)
     params = [p for p in result.parameters if p in summary.columns]
     labels = value_labels(result)
-    work = FigureWork(len(shown) + len(pages))
+    work = FigureWork(len(shown) + len(pages), pool)
     try:
         runs = []
         for run_id in shown:
@@ -450,7 +504,8 @@ def draw_figures(result: Any, figures_dir: Path, max_runs: int = 4, prefix: str 
         if (many or traced is not None) and 1 <= len(every_point) <= MAX_GROUPS \
                 and (many or len(every_point) > 1):
             overview += _band_figure(result, first_repeats, figures_dir, prefix, traced)
-        details = [f for r in runs for f in r.result()] + [p.result() for p in drawn_pages]
+        done = gather(runs + drawn_pages)
+        details = [f for figs in done[:len(runs)] for f in figs] + done[len(runs):]
         if many and every_point:
             record = first_repeats[first_repeats["run_id"] == every_point[0]].iloc[0].to_dict()
             details += draw_queue_figure(root, every_point[0], words(params, record, labels), where,

@@ -54,16 +54,20 @@ class Section:
     answer_title: str = "Per flavor"
 
 
-def build_section(part: Any, figures_dir: Path, scenario_description: str = "") -> Section:
+def build_section(part: Any, figures_dir: Path, scenario_description: str = "",
+                  pool: Any = None) -> Section:
     """Tables and figures of one part (a :class:`ccarena.results.PartResult`); the per-run tables
-    are also written as CSV files beside ``figures_dir`` (linked from the page)."""
+    are also written as CSV files beside ``figures_dir`` (linked from the page). ``pool``: worker
+    processes to share the per-run figures with (:func:`ccarena.report.figures.draw_figures`)."""
     params = part.parameters
     summary = part.summary
     prefix = f"{part.part}__" if part.part else ""
     drawing = topology_figure.report_figure(part, figures_dir, prefix)  # the report opens with the network
-    figures = draw_figures(part, figures_dir, prefix=prefix)
+    # The study figures before the others: a shared pool's workers build the other parts first,
+    # and take this part's per-run figures only when they are done (draw_figures submits them).
     studies, study_figures = study_content(part, figures_dir, prefix)
     dc_table, dc_figures = datacenter_content(part, figures_dir, prefix)
+    figures = draw_figures(part, figures_dir, prefix=prefix, pool=pool)
     agg = None
     if params or (len(summary) and int(summary["repeat"].max()) > 0):
         agg = aggregate_rows(part.aggregate(), params)
@@ -163,7 +167,8 @@ def _sections(result: Any, figures_dir: Path, description: str) -> list[Section]
     more than one core, the parts are built side by side: the part of most runs here, each other
     in a worker process (spawned: matplotlib is not thread-safe; :data:`ccarena.workers.WORKER_CONTEXT`,
     which does not import the caller's ``__main__``) that reads the stored results itself and
-    draws with this page's flavor colours and formats."""
+    draws with this page's flavor colours and formats. Those workers then draw the largest part's
+    per-run figures with it."""
     import os
 
     parts = [part for part in result.parts() if part.run_ids]
@@ -182,7 +187,9 @@ def _sections(result: Any, figures_dir: Path, description: str) -> list[Section]
         futures = {i: pool.submit(build_part_section, type(result), str(result.root), parts[i].part,
                                   str(figures_dir), description, plots.flavor_slots(),
                                   list(plots.EXTRA_FORMATS)) for i in others}
-        sections[here] = build_section(parts[here], figures_dir, description)
+        # The same workers take the per-run figures of this part once the other parts are
+        # built; those none has started by then are drawn here (ccarena.report.figures.gather).
+        sections[here] = build_section(parts[here], figures_dir, description, pool=pool)
         for i, future in futures.items():
             sections[i] = future.result()
     return [sections[i] for i in range(len(parts))]
