@@ -26,6 +26,7 @@ use std::time::Instant;
 use ccarena_sim::spec::{FlowSpec, LinkSpec, NodeKind, NodeSpec, RoutingMode, RoutingSpec, Spec, SPEC_FORMAT};
 use ccarena_sim::testkit::{droptail_queue, fingerprint, mbps, ms, mptcp_flow, proc_status_kib, secs, tcp_flow};
 use ccarena_sim::Simulation;
+use ccarena_link::WireSpec;
 
 /// The scenarios: dumbbells by flow count, fat-trees by k.
 #[derive(Clone, Copy)]
@@ -83,13 +84,10 @@ fn link(nodes: &[NodeSpec], from: usize, to: usize, rate_bps: u64, delay_ns: u64
         to,
         rate_bps,
         delay_ns,
-        loss: 0.0,
+        wire: WireSpec::with_loss(0.0),
         queue: droptail_queue(queue_packets),
         sample: None,
         trace: None,
-        duplicate: 0.0,
-        reorder: 0.0,
-        reorder_delay_ns: None,
     }
 }
 

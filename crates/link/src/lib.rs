@@ -9,6 +9,8 @@
 //! - [`wire`]: the transmitter's serialization time and random loss on the wire.
 //! - [`impair`]: duplication and reordering on the wire (netem's `duplicate`, reordering by
 //!   holding a packet back).
+//! - [`wire_spec`]: the serde format of the wire's impairments ([`WireSpec`]: loss, duplication,
+//!   reordering) with their validation, flat keys of the simulator's link and the relay's direction.
 //! - [`trace`]: a transmitter whose capacity follows a trace (Mahimahi delivery opportunities or
 //!   rate steps) instead of a constant rate, and the trace's serde format ([`TraceSpec`]).
 //! - [`streams`]: a link direction's seeded random streams (loss, queue, jitter, duplication,
@@ -28,6 +30,7 @@ pub mod required;
 pub mod streams;
 pub mod trace;
 pub mod wire;
+pub mod wire_spec;
 
 pub use histogram::{Histogram, Summary};
 pub use impair::{Impairment, WireImpairments};
@@ -37,3 +40,4 @@ pub use qdisc::{Aqm, AqmMut, Discipline, Qdisc, QdiscConfig, QdiscCounters, Queu
 pub use ccarena_rng::{SplitMix64, StreamKind};
 pub use streams::LinkStreams;
 pub use trace::{RateTrace, TraceError, TraceSpec, TraceTransmitter};
+pub use wire_spec::WireSpec;

@@ -69,7 +69,10 @@
 //! `min_wake_interval_ns` ([`DEFAULT_MIN_WAKE_INTERVAL_NS`]), `rt_priority`
 //! ([`DEFAULT_RT_PRIORITY`]) and `keep_cpus_awake` (true); see
 //! [`crate::schedule`] and [`crate::relay`]. Unknown keys are errors, so a typo cannot silently
-//! fall back to a default. Whether the interfaces exist is checked when the relay opens them
+//! fall back to a default. A direction's object is read by serde derive into the link crate's
+//! types (the wire's keys are [`WireSpec`]'s, the queue's [`QueueSpec`]'s, the trace
+//! [`TraceSpec`]), so its format errors are serde's words under the key at fault
+//! (`pipes[0].a_to_b.delay_ns: invalid type: floating point `1.5`, expected u64`). Whether the interfaces exist is checked when the relay opens them
 //! ([`crate::Relay::open`]), since that depends on the namespace the check runs in.
 
 use std::collections::HashMap;
@@ -77,8 +80,13 @@ use std::collections::HashMap;
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
+use ccarena_link::qdisc::codel::CodelConfig;
+use ccarena_link::qdisc::dualpi2::DualPi2Config;
+use ccarena_link::qdisc::fq::{FqCodelSpec, FqConfig};
+use ccarena_link::qdisc::pie::PieConfig;
+use ccarena_link::qdisc::red::RedSpec;
 use ccarena_link::qdisc::EcnSelector;
-use ccarena_link::{Discipline, LinkStreams, QdiscConfig, QueueSpec, RateTrace, TraceSpec};
+use ccarena_link::{Discipline, LinkStreams, QdiscConfig, QueueSpec, RateTrace, TraceSpec, WireSpec};
 
 use crate::capture::{CaptureConfig, FILE_HEADER_BYTES};
 use crate::emulated_path::{LinkChange, LinkParams, QueueLimit};
@@ -284,185 +292,247 @@ fn boolean(map: &Map<String, Value>, key: &str, default: bool) -> Result<bool> {
     }
 }
 
-fn direction(v: &Value, path: &str) -> Result<DirectionConfig> {
-    let map = object(v, path)?;
-    // The queue's keys: the discipline, the ECN step threshold and each discipline's object.
-    let parameter_objects = Discipline::ALL.into_iter().filter(|&d| d != Discipline::Droptail).map(Discipline::name);
-    let known: Vec<&str> = ["delay_ns", "loss", "rate_bps", "limit_packets", "limit_bytes", "changes", "discipline", "ecn_threshold_packets", "ecn_threshold_bytes", "ecn_threshold_selector"]
-        .into_iter()
-        .chain(parameter_objects)
-        .chain(["trace", "duplicate", "reorder", "reorder_delay_ns", "stream_index", "pcap"])
-        .collect();
-    reject_unknown(map, path, &known)?;
-    let delay_path = join(path, "delay_ns");
-    let delay_ns = non_negative_int(required(map, path, "delay_ns")?, &delay_path, "ns")?;
-    let loss_path = join(path, "loss");
-    let loss = probability(required(map, path, "loss")?, &loss_path)?;
-    let rate_bps = optional(map, "rate_bps").map(|v| positive_int(v, &join(path, "rate_bps"), "bits per second")).transpose()?;
-    let packets = optional(map, "limit_packets").map(|v| positive_int(v, &join(path, "limit_packets"), "packets")).transpose()?;
-    let bytes = optional(map, "limit_bytes").map(|v| positive_int(v, &join(path, "limit_bytes"), "bytes")).transpose()?;
-    let limit = match (packets, bytes) {
-        (Some(_), Some(_)) => return Err(ConfigError::new(join(path, "limit_bytes"), "give limit_packets or limit_bytes, not both")),
-        (Some(p), None) => QueueLimit::Packets(p),
-        (None, Some(b)) => QueueLimit::Bytes(b),
-        (None, None) => QueueLimit::Unlimited,
-    };
-    if rate_bps.is_none() && limit != QueueLimit::Unlimited {
-        let key = if packets.is_some() { "limit_packets" } else { "limit_bytes" };
-        return Err(ConfigError::new(join(path, key), "a queue limit needs rate_bps (without a rate nothing ever waits)"));
-    }
-    let changes = match optional(map, "changes") {
-        None => Vec::new(),
-        Some(v) => {
-            let list_path = join(path, "changes");
-            let list = v.as_array().ok_or_else(|| ConfigError::new(&list_path, format!("expected a list, got {}", kind(v))))?;
-            let mut out = Vec::with_capacity(list.len());
-            for (i, c) in list.iter().enumerate() {
-                out.push(change(c, &format!("{list_path}[{i}]"), rate_bps.is_some(), limit)?);
-            }
-            // Time order, ties in list order (a stable sort).
-            out.sort_by_key(|(at, _)| *at);
-            out
-        }
-    };
-    let queue = discipline(map, path, limit)?;
-    if rate_bps.is_none() && queue != DROPTAIL {
-        return Err(ConfigError::new(join(path, "discipline"), "a queue discipline needs rate_bps (without a rate nothing ever waits)"));
-    }
-    let trace = optional(map, "trace").map(|v| trace(v, &join(path, "trace"))).transpose()?;
-    if trace.is_some() && rate_bps.is_none() {
-        return Err(ConfigError::new(join(path, "trace"), "a trace needs rate_bps (the rate quoted for the link: the trace's mean)"));
-    }
-    if trace.is_some() {
-        if let Some(i) = changes.iter().position(|(_, c)| c.rate_bps.is_some()) {
-            return Err(ConfigError::new(format!("{}[{i}].rate_bps", join(path, "changes")), "the direction's rate follows a trace; a rate change cannot apply to it"));
-        }
-    }
-    let duplicate = optional(map, "duplicate").map(|v| probability(v, &join(path, "duplicate"))).transpose()?.unwrap_or(0.0);
-    let reorder = optional(map, "reorder").map(|v| probability(v, &join(path, "reorder"))).transpose()?.unwrap_or(0.0);
-    let reorder_delay_ns = match optional(map, "reorder_delay_ns") {
-        Some(v) => non_negative_int(v, &join(path, "reorder_delay_ns"), "ns")?,
-        None => ccarena_link::impair::default_reorder_delay_ns(delay_ns),
-    };
-    let stream_index = optional(map, "stream_index").map(|v| non_negative_int(v, &join(path, "stream_index"), "a link index")).transpose()?;
-    let pcap = optional(map, "pcap").map(|v| capture(v, &join(path, "pcap"))).transpose()?;
-    Ok(DirectionConfig { delay_ns, loss, rate_bps, limit, queue, changes, trace, duplicate, reorder, reorder_delay_ns, stream_index, pcap })
+/// A direction's object as the config writes it (see the module docs), read by serde derive: the
+/// link crate's wire keys ([`WireSpec`], flat), its queue's types under the relay's flat keys
+/// (assembled into a [`QueueSpec`] by [`DirectionFormat::queue_spec`]) and its trace format
+/// ([`TraceSpec`]), and the relay's own keys. Null is the same as absent for every optional key.
+/// [`DirectionFormat::check`] then applies the relay's rules.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct DirectionFormat {
+    /// Propagation delay, ns.
+    delay_ns: u64,
+    /// `loss` (required), `duplicate`, `reorder`, `reorder_delay_ns`.
+    #[serde(flatten)]
+    wire: WireSpec,
+    /// Serialization rate, bits per second; absent = delay (and loss) only.
+    #[serde(default)]
+    rate_bps: Option<u64>,
+    /// The queue's limit in waiting frames (at most one of the two limits; neither = unlimited).
+    #[serde(default)]
+    limit_packets: Option<u64>,
+    /// The queue's limit in waiting IP bytes.
+    #[serde(default)]
+    limit_bytes: Option<u64>,
+    /// Scheduled changes, in any order.
+    #[serde(default)]
+    changes: Option<Vec<ChangeFormat>>,
+    /// The queue discipline; absent = DropTail. The keys from here to `dualpi2` are
+    /// [`QueueSpec`]'s, with its types.
+    #[serde(default)]
+    discipline: Option<Discipline>,
+    #[serde(default)]
+    ecn_threshold_packets: Option<u64>,
+    #[serde(default)]
+    ecn_threshold_bytes: Option<u64>,
+    #[serde(default)]
+    ecn_threshold_selector: Option<EcnSelector>,
+    #[serde(default)]
+    red: Option<RedSpec>,
+    #[serde(default)]
+    codel: Option<CodelConfig>,
+    #[serde(default)]
+    fq_codel: Option<FqCodelSpec>,
+    #[serde(default)]
+    pie: Option<PieConfig>,
+    #[serde(default)]
+    fq: Option<FqConfig>,
+    #[serde(default)]
+    dualpi2: Option<DualPi2Config>,
+    /// A capacity trace instead of the constant `rate_bps`.
+    #[serde(default)]
+    trace: Option<TraceSpec>,
+    /// The engine spec's link whose simulator streams the direction draws from.
+    #[serde(default)]
+    stream_index: Option<u64>,
+    /// Capture to a pcap file.
+    #[serde(default)]
+    pcap: Option<PcapFormat>,
+}
+
+/// One entry of a direction's `changes`: `at_ns` after the start instant, and the values it sets
+/// (null or absent keeps a value).
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ChangeFormat {
+    at_ns: u64,
+    #[serde(default)]
+    rate_bps: Option<u64>,
+    #[serde(default)]
+    delay_ns: Option<u64>,
+    #[serde(default)]
+    loss: Option<f64>,
+    #[serde(default)]
+    limit_packets: Option<u64>,
+    #[serde(default)]
+    limit_bytes: Option<u64>,
 }
 
 /// A direction's `pcap` object: `{"path": "/tmp/x/r0_to_r1.pcap", "max_bytes": 100000000}`.
-fn capture(v: &Value, path: &str) -> Result<CaptureConfig> {
-    let map = object(v, path)?;
-    reject_unknown(map, path, &["path", "max_bytes"])?;
-    let file = string(required(map, path, "path")?, &join(path, "path"))?;
-    if file.is_empty() {
-        return Err(ConfigError::new(join(path, "path"), "expected a file path, got an empty string"));
-    }
-    let max_path = join(path, "max_bytes");
-    let max_bytes = positive_int(required(map, path, "max_bytes")?, &max_path, "bytes")?;
-    if max_bytes < FILE_HEADER_BYTES {
-        return Err(ConfigError::new(max_path, format!("must be at least {FILE_HEADER_BYTES} (the pcap file header)")));
-    }
-    Ok(CaptureConfig { path: file.into(), max_bytes })
-}
-
-/// A capacity trace in the engine spec's format (`ccarena_link::TraceSpec`, read by its serde
-/// derive and checked by `TraceSpec::rate_trace`, as the simulator reads it), errors named under
-/// `path`.
-fn trace(v: &Value, path: &str) -> Result<RateTrace> {
-    let spec = TraceSpec::deserialize(v).map_err(|e| ConfigError::new(path, e.to_string()))?;
-    Ok(spec.rate_trace().map_err(|e| e.under(path))?)
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PcapFormat {
+    path: String,
+    max_bytes: u64,
 }
 
 /// Plain DropTail: the discipline when the config names none.
 const DROPTAIL: QdiscConfig = QdiscConfig::DropTail { ecn_threshold_packets: None, ecn_threshold_bytes: None, ecn_threshold_selector: EcnSelector::All };
 
-/// A direction's queue discipline (see the module docs), read as the link crate's
-/// [`QueueSpec`] and checked by it: the config names the discipline (default DropTail) and
-/// gives only its own parameter object, or none; a direction limited by `limit`. Every error
-/// names its field.
-fn discipline(map: &Map<String, Value>, path: &str, limit: QueueLimit) -> Result<QdiscConfig> {
-    let discipline = match optional(map, "discipline") {
-        None => Discipline::Droptail,
-        Some(v) => {
-            let name = string(v, &join(path, "discipline"))?;
-            Discipline::from_name(&name).ok_or_else(|| {
-                let names: Vec<&str> = Discipline::ALL.iter().map(|d| d.name()).collect();
-                let (last, rest) = names.split_last().expect("disciplines");
-                ConfigError::new(join(path, "discipline"), format!("unknown discipline \"{name}\" ({} or {last})", rest.join(", ")))
-            })?
-        }
-    };
-    // The relay's format leaves other disciplines' objects out (the engine spec writes null).
-    for other in Discipline::ALL.into_iter().filter(|&d| d != discipline && d != Discipline::Droptail) {
-        let key = other.name();
-        if optional(map, key).is_some() {
-            return Err(ConfigError::new(join(path, key), format!("only discipline \"{key}\" takes these parameters")));
-        }
-    }
-    // The engine spec's queue object from the direction's keys; only the discipline's own
-    // parameter object can be present by now, so a type error in the object is named by its key.
-    let mut queue = Map::new();
-    queue.insert("discipline".into(), discipline.name().into());
-    let (limit_packets, limit_bytes) = match limit {
-        QueueLimit::Packets(p) => (Some(p), None),
-        QueueLimit::Bytes(b) => (None, Some(b)),
-        QueueLimit::Unlimited => (None, None),
-    };
-    queue.insert("limit_packets".into(), limit_packets.into());
-    queue.insert("limit_bytes".into(), limit_bytes.into());
-    for (key, unit) in [("ecn_threshold_packets", "packets"), ("ecn_threshold_bytes", "bytes")] {
-        if let Some(v) = optional(map, key) {
-            queue.insert(key.into(), non_negative_int(v, &join(path, key), unit)?.into());
-        }
-    }
-    if let Some(v) = optional(map, "ecn_threshold_selector") {
-        let key_path = join(path, "ecn_threshold_selector");
-        let selector = EcnSelector::deserialize(v).map_err(|_| ConfigError::new(&key_path, format!("expected \"all\" or \"l4s\", got {v}")))?;
-        queue.insert("ecn_threshold_selector".into(), selector.name().into());
-    }
-    if let Some(v) = optional(map, discipline.name()) {
-        queue.insert(discipline.name().into(), v.clone());
-    }
-    let spec = QueueSpec::deserialize(Value::Object(queue)).map_err(|e| ConfigError::new(join(path, discipline.name()), e.to_string()))?;
-    spec.validate().map_err(|e| e.under(path))?;
-    Ok(spec.qdisc_config())
+/// Read a direction's object at `path` by serde derive ([`DirectionFormat`]) and check it.
+fn direction(v: &Value, path: &str) -> Result<DirectionConfig> {
+    let format = DirectionFormat::deserialize(v).map_err(|e| format_error(v, path, e))?;
+    format.check().map_err(|e| e.under(path))
 }
 
-fn probability(v: &Value, path: &str) -> Result<f64> {
-    let p = v.as_f64().ok_or_else(|| ConfigError::new(path, format!("expected a probability in [0, 1], got {}", kind(v))))?;
-    if !(0.0..=1.0).contains(&p) {
-        return Err(ConfigError::new(path, format!("expected a probability in [0, 1], got {p}")));
+/// `e`, a serde error in the direction object `v`, under the path of the key at fault. serde
+/// reports no path, so the key is found by reading each key alone beside the required ones: the
+/// first that fails alone is the one at fault (an unknown key, a wrong type, a bad nested object).
+/// With no single culprit (a missing required key), the error is the direction's.
+fn format_error(v: &Value, path: &str, e: serde_json::Error) -> ConfigError {
+    let Some(map) = v.as_object() else {
+        return ConfigError::new(path, e.to_string());
+    };
+    for (key, value) in map {
+        let mut alone = Map::new();
+        alone.insert("delay_ns".into(), 0.into());
+        alone.insert("loss".into(), 0.into());
+        alone.insert(key.clone(), value.clone());
+        if let Err(e) = DirectionFormat::deserialize(&Value::Object(alone)) {
+            return ConfigError::new(join(path, key), e.to_string());
+        }
     }
-    Ok(p)
+    ConfigError::new(path, e.to_string())
 }
 
-/// One scheduled change of a direction whose rate is `has_rate` and whose limit is `limit`.
-fn change(v: &Value, path: &str, has_rate: bool, limit: QueueLimit) -> Result<(u64, LinkChange)> {
-    let map = object(v, path)?;
-    reject_unknown(map, path, &["at_ns", "rate_bps", "delay_ns", "loss", "limit_packets", "limit_bytes"])?;
-    let at_ns = non_negative_int(required(map, path, "at_ns")?, &join(path, "at_ns"), "ns after the start")?;
-    let mut c = LinkChange {
-        rate_bps: optional(map, "rate_bps").map(|v| positive_int(v, &join(path, "rate_bps"), "bits per second")).transpose()?,
-        delay_ns: optional(map, "delay_ns").map(|v| non_negative_int(v, &join(path, "delay_ns"), "ns")).transpose()?,
-        loss: optional(map, "loss").map(|v| probability(v, &join(path, "loss"))).transpose()?,
-        limit: None,
-    };
-    for (key, packets) in [("limit_packets", true), ("limit_bytes", false)] {
-        let Some(v) = optional(map, key) else { continue };
-        let n = positive_int(v, &join(path, key), if packets { "packets" } else { "bytes" })?;
-        let same_unit = matches!((limit, packets), (QueueLimit::Packets(_), true) | (QueueLimit::Bytes(_), false));
-        if !same_unit {
-            return Err(ConfigError::new(join(path, key), "the direction's queue is not limited in this unit"));
+impl DirectionFormat {
+    /// The relay's rules on the typed direction: the wire's probabilities, positive rate and
+    /// limits, at most one limit, a limit, a discipline or a trace only with a rate (without one
+    /// nothing ever waits), the queue's own checks ([`QueueSpec::validate`]), changes that fit the
+    /// direction, and a usable pcap file. Errors name the field relative to the direction.
+    fn check(self) -> Result<DirectionConfig> {
+        self.wire.validate()?;
+        let positive = |key: &str, value: Option<u64>, unit: &str| match value {
+            Some(0) => Err(ConfigError::new(key, format!("must be positive ({unit})"))),
+            _ => Ok(value),
+        };
+        let rate_bps = positive("rate_bps", self.rate_bps, "bits per second")?;
+        let packets = positive("limit_packets", self.limit_packets, "packets")?;
+        let bytes = positive("limit_bytes", self.limit_bytes, "bytes")?;
+        let limit = match (packets, bytes) {
+            (Some(_), Some(_)) => return Err(ConfigError::new("limit_bytes", "give limit_packets or limit_bytes, not both")),
+            (Some(p), None) => QueueLimit::Packets(p),
+            (None, Some(b)) => QueueLimit::Bytes(b),
+            (None, None) => QueueLimit::Unlimited,
+        };
+        if rate_bps.is_none() && limit != QueueLimit::Unlimited {
+            let key = if packets.is_some() { "limit_packets" } else { "limit_bytes" };
+            return Err(ConfigError::new(key, "a queue limit needs rate_bps (without a rate nothing ever waits)"));
         }
-        c.limit = Some(if packets { QueueLimit::Packets(n) } else { QueueLimit::Bytes(n) });
+        let mut changes = Vec::new();
+        for (i, c) in self.changes.iter().flatten().enumerate() {
+            changes.push(c.check(rate_bps.is_some(), limit).map_err(|e| e.under(&format!("changes[{i}]")))?);
+        }
+        // Time order, ties in list order (a stable sort).
+        changes.sort_by_key(|(at, _)| *at);
+        let spec = self.queue_spec();
+        spec.validate()?;
+        let queue = spec.qdisc_config();
+        if rate_bps.is_none() && queue != DROPTAIL {
+            return Err(ConfigError::new("discipline", "a queue discipline needs rate_bps (without a rate nothing ever waits)"));
+        }
+        let trace = self.trace.as_ref().map(|t| t.rate_trace().map_err(|e| e.under("trace"))).transpose()?;
+        if trace.is_some() && rate_bps.is_none() {
+            return Err(ConfigError::new("trace", "a trace needs rate_bps (the rate quoted for the link: the trace's mean)"));
+        }
+        if trace.is_some() {
+            if let Some(i) = changes.iter().position(|(_, c)| c.rate_bps.is_some()) {
+                return Err(ConfigError::new(format!("changes[{i}].rate_bps"), "the direction's rate follows a trace; a rate change cannot apply to it"));
+            }
+        }
+        let pcap = self.pcap.map(|p| p.check().map_err(|e| e.under("pcap"))).transpose()?;
+        Ok(DirectionConfig {
+            delay_ns: self.delay_ns,
+            loss: self.wire.loss,
+            rate_bps,
+            limit,
+            queue,
+            changes,
+            trace,
+            duplicate: self.wire.duplicate,
+            reorder: self.wire.reorder,
+            reorder_delay_ns: self.wire.held_ns(self.delay_ns),
+            stream_index: self.stream_index,
+            pcap,
+        })
     }
-    if c.rate_bps.is_some() && !has_rate {
-        return Err(ConfigError::new(join(path, "rate_bps"), "a rate change needs a direction with rate_bps"));
+
+    /// The engine spec's queue object the direction's queue keys describe (DropTail when it names
+    /// no discipline; the limits as given).
+    fn queue_spec(&self) -> QueueSpec {
+        QueueSpec {
+            discipline: self.discipline.unwrap_or(Discipline::Droptail),
+            limit_packets: self.limit_packets,
+            limit_bytes: self.limit_bytes,
+            ecn_threshold_packets: self.ecn_threshold_packets,
+            ecn_threshold_bytes: self.ecn_threshold_bytes,
+            ecn_threshold_selector: self.ecn_threshold_selector,
+            red: self.red.clone(),
+            codel: self.codel,
+            fq_codel: self.fq_codel.clone(),
+            pie: self.pie,
+            fq: self.fq,
+            dualpi2: self.dualpi2,
+        }
     }
-    if c == LinkChange::default() {
-        return Err(ConfigError::new(path, "changes nothing: set rate_bps, delay_ns, loss, limit_packets or limit_bytes"));
+}
+
+impl ChangeFormat {
+    /// The change for a direction whose rate is `has_rate` and whose limit is `limit`: positive
+    /// rate and limit, a probability, a limit in the direction's unit, at least one value set.
+    /// Errors name the field relative to the change.
+    fn check(&self, has_rate: bool, limit: QueueLimit) -> Result<(u64, LinkChange)> {
+        for (key, value, unit) in [("rate_bps", self.rate_bps, "bits per second"), ("limit_packets", self.limit_packets, "packets"), ("limit_bytes", self.limit_bytes, "bytes")] {
+            if value == Some(0) {
+                return Err(ConfigError::new(key, format!("must be positive ({unit})")));
+            }
+        }
+        if let Some(loss) = self.loss {
+            ccarena_link::wire_spec::probability("loss", loss)?;
+        }
+        let new_limit = match (self.limit_packets, self.limit_bytes, limit) {
+            (Some(_), _, QueueLimit::Bytes(_) | QueueLimit::Unlimited) => {
+                return Err(ConfigError::new("limit_packets", "the direction's queue is not limited in this unit"))
+            }
+            (_, Some(_), QueueLimit::Packets(_) | QueueLimit::Unlimited) => {
+                return Err(ConfigError::new("limit_bytes", "the direction's queue is not limited in this unit"))
+            }
+            (Some(p), _, _) => Some(QueueLimit::Packets(p)),
+            (_, Some(b), _) => Some(QueueLimit::Bytes(b)),
+            (None, None, _) => None,
+        };
+        let c = LinkChange { rate_bps: self.rate_bps, delay_ns: self.delay_ns, loss: self.loss, limit: new_limit };
+        if c.rate_bps.is_some() && !has_rate {
+            return Err(ConfigError::new("rate_bps", "a rate change needs a direction with rate_bps"));
+        }
+        if c == LinkChange::default() {
+            return Err(ConfigError::new("", "changes nothing: set rate_bps, delay_ns, loss, limit_packets or limit_bytes"));
+        }
+        Ok((self.at_ns, c))
     }
-    Ok((at_ns, c))
+}
+
+impl PcapFormat {
+    /// A file path and a size limit that holds at least the file header.
+    fn check(self) -> Result<CaptureConfig> {
+        if self.path.is_empty() {
+            return Err(ConfigError::new("path", "expected a file path, got an empty string"));
+        }
+        if self.max_bytes < FILE_HEADER_BYTES {
+            return Err(ConfigError::new("max_bytes", format!("must be at least {FILE_HEADER_BYTES} (the pcap file header)")));
+        }
+        Ok(CaptureConfig { path: self.path.into(), max_bytes: self.max_bytes })
+    }
 }
 
 fn pipe(v: &Value, path: &str) -> Result<PipeConfig> {
@@ -629,8 +699,8 @@ mod tests {
         let c = Config::from_json(&one(r#"{"delay_ns": 1, "loss": 0, "duplicate": 0.01, "reorder": 0.05, "reorder_delay_ns": 3000000}"#)).unwrap();
         let d = &c.pipes[0].a_to_b;
         assert_eq!((d.duplicate, d.reorder, d.reorder_delay_ns), (0.01, 0.05, 3_000_000));
-        assert_eq!(err(&one(r#"{"delay_ns": 1, "loss": 0, "reorder": 2}"#)), "pipes[0].a_to_b.reorder: expected a probability in [0, 1], got 2");
-        assert_eq!(err(&one(r#"{"delay_ns": 1, "loss": 0, "duplicate": -0.1}"#)), "pipes[0].a_to_b.duplicate: expected a probability in [0, 1], got -0.1");
+        assert_eq!(err(&one(r#"{"delay_ns": 1, "loss": 0, "reorder": 2}"#)), "pipes[0].a_to_b.reorder: 2 is not a probability in [0, 1]");
+        assert_eq!(err(&one(r#"{"delay_ns": 1, "loss": 0, "duplicate": -0.1}"#)), "pipes[0].a_to_b.duplicate: -0.1 is not a probability in [0, 1]");
     }
 
     #[test]
@@ -643,7 +713,7 @@ mod tests {
         assert_eq!(rev.streams(c.seed, 0, 1), LinkStreams::relay(7, 0, 1));
         assert_ne!(LinkStreams::simulator(7, 3), LinkStreams::relay(7, 0, 0));
         let one = |d: &str| format!(r#"{{"pipes": [{{"name": "x", "a": "p", "b": "q", "a_to_b": {d}, "b_to_a": {{"delay_ns": 1, "loss": 0}}}}]}}"#);
-        assert_eq!(err(&one(r#"{"delay_ns": 1, "loss": 0, "stream_index": -1}"#)), "pipes[0].a_to_b.stream_index: expected a non-negative integer (a link index), got -1");
+        assert_eq!(err(&one(r#"{"delay_ns": 1, "loss": 0, "stream_index": -1}"#)), "pipes[0].a_to_b.stream_index: invalid value: integer `-1`, expected u64");
     }
 
     #[test]
@@ -653,8 +723,8 @@ mod tests {
         assert_eq!(c.pipes[0].a_to_b.pcap, Some(CaptureConfig { path: "/tmp/x.pcap".into(), max_bytes: 1000 }));
         assert_eq!(c.pipes[0].b_to_a.pcap, None);
         assert_eq!(err(&one(r#"{"delay_ns": 1, "loss": 0, "pcap": {"path": "/tmp/x.pcap", "max_bytes": 10}}"#)), "pipes[0].a_to_b.pcap.max_bytes: must be at least 24 (the pcap file header)");
-        assert_eq!(err(&one(r#"{"delay_ns": 1, "loss": 0, "pcap": {"max_bytes": 1000}}"#)), "pipes[0].a_to_b.pcap.path: missing");
-        assert_eq!(err(&one(r#"{"delay_ns": 1, "loss": 0, "pcap": {"path": "x", "max_bytes": 1000, "snap": 1}}"#)), "pipes[0].a_to_b.pcap.snap: unknown field (expected one of: path, max_bytes)");
+        assert_eq!(err(&one(r#"{"delay_ns": 1, "loss": 0, "pcap": {"max_bytes": 1000}}"#)), "pipes[0].a_to_b.pcap: missing field `path`");
+        assert_eq!(err(&one(r#"{"delay_ns": 1, "loss": 0, "pcap": {"path": "x", "max_bytes": 1000, "snap": 1}}"#)), "pipes[0].a_to_b.pcap: unknown field `snap`, expected `path` or `max_bytes`");
     }
 
     #[test]
@@ -678,16 +748,23 @@ mod tests {
         assert_eq!(err(&with(&format!(r#"{{"name": "x", "b": "q", {dir}}}"#))), "pipes[0].a: missing");
         assert_eq!(
             err(&with(r#"{"name": "x", "a": "p", "b": "q", "a_to_b": {"delay_ns": 1.5, "loss": 0}, "b_to_a": {"delay_ns": 1, "loss": 0}}"#)),
-            "pipes[0].a_to_b.delay_ns: expected a non-negative integer (ns), got 1.5"
+            "pipes[0].a_to_b.delay_ns: invalid type: floating point `1.5`, expected u64"
         );
         assert_eq!(
             err(&with(r#"{"name": "x", "a": "p", "b": "q", "a_to_b": {"delay_ns": 1, "loss": 0}, "b_to_a": {"delay_ns": 1, "loss": 1.5}}"#)),
-            "pipes[0].b_to_a.loss: expected a probability in [0, 1], got 1.5"
+            "pipes[0].b_to_a.loss: 1.5 is not a probability in [0, 1]"
         );
         assert_eq!(
             err(&with(r#"{"name": "x", "a": "p", "b": "q", "a_to_b": {"delay_ns": 1, "lost": 0}, "b_to_a": {"delay_ns": 1, "loss": 0}}"#)),
-            "pipes[0].a_to_b.lost: unknown field (expected one of: delay_ns, loss, rate_bps, limit_packets, limit_bytes, changes, discipline, ecn_threshold_packets, ecn_threshold_bytes, ecn_threshold_selector, red, pie, codel, fq_codel, fq, dualpi2, trace, duplicate, reorder, reorder_delay_ns, stream_index, pcap)"
+            "pipes[0].a_to_b.lost: unknown field `lost`"
         );
+        // A direction's format errors: serde's words under the key at fault, or the direction's
+        // path when no one key is (a required key missing).
+        let in_a_to_b = |d: &str| err(&with(&format!(r#"{{"name": "x", "a": "p", "b": "q", "a_to_b": {d}, "b_to_a": {{"delay_ns": 1, "loss": 0}}}}"#)));
+        assert_eq!(in_a_to_b(r#"{"loss": 0}"#), "pipes[0].a_to_b: missing field `delay_ns`");
+        assert_eq!(in_a_to_b(r#"{"delay_ns": 1, "loss": "none"}"#), "pipes[0].a_to_b.loss: invalid type: string \"none\", expected f64");
+        assert_eq!(in_a_to_b(r#"{"delay_ns": 1, "loss": 0, "rate_bps": 10, "discipline": "codel", "codel": {"target_ns": "5ms", "interval_ns": 1, "ecn": true}}"#), "pipes[0].a_to_b.codel: invalid type: string \"5ms\", expected u64");
+        assert_eq!(in_a_to_b(r#"{"delay_ns": 1, "loss": 0, "reorder_delay_ns": -1}"#), "pipes[0].a_to_b.reorder_delay_ns: invalid value: integer `-1`, expected u64");
         assert_eq!(err(&with(&format!(r#"{{"name": "x", "a": "p", "b": "p", {dir}}}"#))), "pipes[0].b: 'p' is also this pipe's a: a pipe joins two different interfaces");
         assert_eq!(
             err(&with(&format!(r#"{{"name": "x", "a": "this-name-is-too-long", "b": "q", {dir}}}"#))),
@@ -734,8 +811,8 @@ mod tests {
         let msg = |q: &str| queue(q).unwrap_err().to_string();
         assert_eq!(msg(r#""discipline": "codel", "codel": {"target_ns": 5, "interval_ns": 5, "ecn": false}"#), "pipes[0].a_to_b.codel.target_ns: must be shorter than the interval (0.000005 ms)");
         assert_eq!(msg(r#""discipline": "fq", "fq": {"flows": 70000, "quantum_bytes": 1}"#), "pipes[0].a_to_b.fq.flows: 70000 is not in [1, 65536]");
-        assert_eq!(msg(r#""discipline": "fq", "codel": {}"#), "pipes[0].a_to_b.codel: only discipline \"codel\" takes these parameters");
-        assert_eq!(msg(r#""discipline": "sfq""#), "pipes[0].a_to_b.discipline: unknown discipline \"sfq\" (droptail, red, pie, codel, fq_codel, fq or dualpi2)");
+        assert_eq!(msg(r#""discipline": "fq", "fq": {"flows": 16, "quantum_bytes": 3000}, "codel": {"target_ns": 5, "interval_ns": 50, "ecn": false}"#), "pipes[0].a_to_b.codel: only a queue with discipline \"codel\" takes CODEL parameters; set it to null");
+        assert_eq!(msg(r#""discipline": "sfq""#), "pipes[0].a_to_b.discipline: unknown variant `sfq`, expected one of `droptail`, `red`, `codel`, `fq_codel`, `pie`, `fq`, `dualpi2`");
         let dualpi2 = r#""discipline": "dualpi2", "dualpi2": {"target_ns": 15000000, "tupdate_ns": 16000000, "alpha": 0.16, "beta": 3.2, "coupling": 2, "l4s_threshold_ns": 1000000, "l4s_ramp_ns": 0, "l4s_min_qlen_packets": 1, "tshift_ns": 30000000}"#;
         assert_eq!(queue(dualpi2).unwrap(), QdiscConfig::DualPi2(DualPi2Config::default()));
         assert_eq!(msg(&dualpi2.replace("\"coupling\": 2", "\"coupling\": 0")), "pipes[0].a_to_b.dualpi2.coupling: 0 is not a positive number");
@@ -759,7 +836,7 @@ mod tests {
             QdiscConfig::DropTail { ecn_threshold_packets: Some(10), ecn_threshold_bytes: None, ecn_threshold_selector: EcnSelector::L4s }
         );
         assert_eq!(msg(r#""ecn_threshold_selector": "l4s""#), "pipes[0].a_to_b.ecn_threshold_selector: needs ecn_threshold (the step it selects for)");
-        assert_eq!(msg(r#""ecn_threshold_packets": 10, "ecn_threshold_selector": "ect1""#), "pipes[0].a_to_b.ecn_threshold_selector: expected \"all\" or \"l4s\", got \"ect1\"");
+        assert_eq!(msg(r#""ecn_threshold_packets": 10, "ecn_threshold_selector": "ect1""#), "pipes[0].a_to_b.ecn_threshold_selector: unknown variant `ect1`, expected `all` or `l4s`");
     }
 
     #[test]
@@ -786,8 +863,8 @@ mod tests {
             err(&one(r#"{"delay_ns": 1, "loss": 0, "changes": [{"at_ns": 1, "delay_ns": null}]}"#)),
             "pipes[0].a_to_b.changes[0]: changes nothing: set rate_bps, delay_ns, loss, limit_packets or limit_bytes"
         );
-        assert_eq!(err(&one(r#"{"delay_ns": 1, "loss": 0, "changes": [{"delay_ns": 4}]}"#)), "pipes[0].a_to_b.changes[0].at_ns: missing");
-        assert_eq!(err(&one(r#"{"delay_ns": 1, "loss": 0, "changes": [{"at_ns": 1, "loss": 2}]}"#)), "pipes[0].a_to_b.changes[0].loss: expected a probability in [0, 1], got 2");
+        assert_eq!(err(&one(r#"{"delay_ns": 1, "loss": 0, "changes": [{"delay_ns": 4}]}"#)), "pipes[0].a_to_b.changes: missing field `at_ns`");
+        assert_eq!(err(&one(r#"{"delay_ns": 1, "loss": 0, "changes": [{"at_ns": 1, "loss": 2}]}"#)), "pipes[0].a_to_b.changes[0].loss: 2 is not a probability in [0, 1]");
     }
     #[test]
     fn a_trace_is_parsed_and_checked() {

@@ -116,7 +116,7 @@ impl Simulation {
                     l.to as u32,
                     l.rate_bps,
                     Duration(l.delay_ns),
-                    l.loss,
+                    l.wire.loss,
                     crate::queue::qdisc(&l.queue, streams.queue),
                     streams.loss,
                 );

@@ -215,7 +215,8 @@ impl Routes {
                 set.clear();
                 for &l in &graph.out_links[v] {
                     let u = graph.to[l as usize] as usize;
-                    if up[l as usize] && dist[u] + 1 == dist[v] && (u == t || !graph.is_host[u]) {
+                    // An unreachable neighbour (u32::MAX) is no next hop (checked add: no wrap in release).
+                    if up[l as usize] && dist[u].checked_add(1) == Some(dist[v]) && (u == t || !graph.is_host[u]) {
                         set.push(l);
                     }
                 }

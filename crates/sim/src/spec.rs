@@ -1,8 +1,8 @@
 //! The resolved run spec the engine executes: every value explicit, no defaults.
 //!
 //! The format is documented in `docs/engine-spec.md`; this module is its Rust mirror, except the
-//! queue and trace objects, which are the link crate's (`ccarena_link::QueueSpec` and
-//! `TraceSpec`, shared with the relay) and checked there. [`Spec::validate`] checks each section with its own validator. The Python
+//! queue and trace objects and a link's wire keys, which are the link crate's
+//! (`ccarena_link::QueueSpec`, `TraceSpec` and `WireSpec`, shared with the relay) and checked there. [`Spec::validate`] checks each section with its own validator. The Python
 //! front end resolves every default and sends a spec that names all fields, so the engine rejects
 //! both unknown and missing fields ([`Spec::from_json`]); [`Spec::validate`] then checks the values
 //! (called once, by `Simulation::new`), reporting the first problem as `path: message`.
@@ -17,13 +17,13 @@ use ccarena_transport::mptcp::{Scheduler, DSS_DATA_OPTION_BYTES, MAX_SUBFLOWS};
 use ccarena_transport::RecoveryMode;
 use serde::{Deserialize, Serialize};
 
-// The queue and trace formats are the link crate's (`ccarena_link::{QueueSpec, TraceSpec}`), re-exported so a
+// The queue, trace and wire formats are the link crate's (`ccarena_link::{QueueSpec, TraceSpec, WireSpec}`), re-exported so a
 // spec user finds every type of the spec here.
 pub use ccarena_link::qdisc::codel::CodelConfig;
 pub use ccarena_link::qdisc::fq::{FqCodelSpec, FqConfig};
 pub use ccarena_link::qdisc::pie::PieConfig;
 pub use ccarena_link::qdisc::red::RedSpec;
-pub use ccarena_link::{Discipline, QueueSpec, TraceSpec};
+pub use ccarena_link::{Discipline, QueueSpec, TraceSpec, WireSpec};
 
 /// The spec format version this engine reads.
 pub const SPEC_FORMAT: u32 = 1;
@@ -144,8 +144,10 @@ pub struct LinkSpec {
     pub rate_bps: u64,
     /// Propagation delay, ns.
     pub delay_ns: u64,
-    /// Probability that a packet is lost on the wire after serialization.
-    pub loss: f64,
+    /// The wire's impairments: the flat keys `loss` (required), `duplicate`, `reorder` and
+    /// `reorder_delay_ns` (optional), the link crate's format ([`WireSpec`]) and checks.
+    #[serde(flatten)]
+    pub wire: WireSpec,
     /// The egress queue.
     pub queue: QueueSpec,
     /// Record this link's queue in the `queues` samples. Optional: absent or null = true (every
@@ -158,19 +160,6 @@ pub struct LinkSpec {
     /// = a constant rate.
     #[serde(default)]
     pub trace: Option<TraceSpec>,
-    /// Probability in [0, 1] that a packet surviving the wire is delivered twice, the copy right
-    /// behind it (netem's `duplicate`; `ccarena_link::impair`). Optional: absent = 0 (never).
-    #[serde(default)]
-    pub duplicate: f64,
-    /// Probability in [0, 1] that a packet surviving the wire is held back by
-    /// `reorder_delay_ns` after its propagation delay, so later packets overtake it
-    /// (`ccarena_link::impair`). Optional: absent = 0 (the link keeps order).
-    #[serde(default)]
-    pub reorder: f64,
-    /// How long a reordered packet is held back, ns. Optional: absent or null = the link's
-    /// delay, at least 1 ms (`ccarena_link::impair::default_reorder_delay_ns`).
-    #[serde(default)]
-    pub reorder_delay_ns: Option<u64>,
 }
 
 impl LinkSpec {
@@ -178,8 +167,7 @@ impl LinkSpec {
     /// (the run's streams for this link, `ccarena_link::LinkStreams::simulator`; none drawn while
     /// both probabilities are 0).
     pub fn impairments(&self, duplicate: ccarena_link::SplitMix64, reorder: ccarena_link::SplitMix64) -> ccarena_link::WireImpairments {
-        let held_ns = self.reorder_delay_ns.unwrap_or_else(|| ccarena_link::impair::default_reorder_delay_ns(self.delay_ns));
-        ccarena_link::WireImpairments::new(self.duplicate, self.reorder, held_ns, duplicate, reorder)
+        self.wire.impairments(self.delay_ns, duplicate, reorder)
     }
 
     /// True when the link's queue is sampled ([`LinkSpec::sample`], default true).
@@ -887,14 +875,7 @@ impl Spec {
         if let Some(trace) = &l.trace {
             trace.rate_trace().map_err(|e| SpecError::from(e).under("trace"))?;
         }
-        if !(0.0..=1.0).contains(&l.loss) {
-            return Err(err("loss", format!("{} is not a probability in [0, 1]", l.loss)));
-        }
-        for (key, v) in [("duplicate", l.duplicate), ("reorder", l.reorder)] {
-            if !(0.0..=1.0).contains(&v) {
-                return Err(err(key, format!("{v} is not a probability in [0, 1]")));
-            }
-        }
+        l.wire.validate()?;
         validate_queue(&l.queue).map_err(|e| e.under("queue"))
     }
 
@@ -977,9 +958,7 @@ impl Spec {
             return Err(err("set.rate_bps", "the link's rate follows a trace; a rate change cannot apply to it"));
         }
         if let Some(loss) = c.loss {
-            if !(0.0..=1.0).contains(&loss) {
-                return Err(err("set.loss", format!("{loss} is not a probability in [0, 1]")));
-            }
+            ccarena_link::wire_spec::probability("loss", loss).map_err(|e| SpecError::from(e).under("set"))?;
         }
         let in_packets = link.queue.limit_packets.is_some();
         if c.limit_packets.is_some() && !in_packets {
@@ -1045,10 +1024,10 @@ mod tests {
         let mut s = d.spec(42, 5_000_000_000, 100_000_000, vec![FlowSpec::Tcp(tcp), FlowSpec::UdpCbr(cbr), FlowSpec::Udt(udt)]);
         make_red(&mut s.links[0].queue, red_bytes(15_000, 45_000));
         s.links[1].queue.ecn_threshold_packets = Some(20);
-        s.links[1].loss = 0.0125;
-        s.links[1].duplicate = 0.01;
-        s.links[1].reorder = 0.05;
-        s.links[1].reorder_delay_ns = Some(2_000_000);
+        s.links[1].wire.loss = 0.0125;
+        s.links[1].wire.duplicate = 0.01;
+        s.links[1].wire.reorder = 0.05;
+        s.links[1].wire.reorder_delay_ns = Some(2_000_000);
         s.events.push(link_event(1_000_000_000, 0, |c| c.loss = Some(0.3)));
         s.events.push(link_event(2_000_000_000, 0, |c| c.up = Some(false)));
         // The dumbbell's table, now as static overrides of computed routes.
@@ -1096,6 +1075,44 @@ mod tests {
         assert!(e.path.ends_with("rto_rule") && e.message.contains("linux"), "{e}");
         let e = with(&|f| f.quickack_segments = MAX_QUICKACK_SEGMENTS + 1).unwrap_err();
         assert!(e.path.ends_with("quickack_segments"), "{e}");
+    }
+
+    /// A link's wire keys stay flat on the link (the engine spec's shape, which the front end
+    /// writes and fingerprints), written with every key, and an unknown key on a link is still
+    /// refused by name although the wire is a flattened struct.
+    #[test]
+    fn a_links_wire_keys_are_flat_and_unknown_keys_are_refused() {
+        let spec = full_spec();
+        let v: serde_json::Value = serde_json::from_str(&spec.to_json()).unwrap();
+        let link = v["links"][1].as_object().unwrap();
+        let keys: Vec<&str> = link.keys().map(String::as_str).collect();
+        let mut sorted = keys.clone();
+        sorted.sort_unstable();
+        let mut expected = ["name", "from", "to", "rate_bps", "delay_ns", "loss", "duplicate", "reorder", "reorder_delay_ns", "queue", "sample", "trace"];
+        expected.sort_unstable();
+        assert_eq!(sorted, expected, "{keys:?}");
+        assert_eq!((&link["loss"], &link["duplicate"], &link["reorder"], &link["reorder_delay_ns"]), (&0.0125.into(), &0.01.into(), &0.05.into(), &2_000_000.into()));
+        assert_eq!(v["links"][0]["reorder_delay_ns"], serde_json::Value::Null, "absent is written as null");
+        // The optional wire keys may be left out; `loss` may not.
+        let mut old = v.clone();
+        for key in ["duplicate", "reorder", "reorder_delay_ns"] {
+            old["links"][0].as_object_mut().unwrap().remove(key);
+        }
+        assert_eq!(Spec::from_json(&old.to_string()).unwrap().links[0].wire, WireSpec::with_loss(0.0));
+        old["links"][0].as_object_mut().unwrap().remove("loss");
+        let e = Spec::from_json(&old.to_string()).unwrap_err();
+        assert!(e.message.contains("missing field `loss`"), "{e}");
+        let mut typo = v.clone();
+        typo["links"][2].as_object_mut().unwrap().insert("los".into(), 0.1.into());
+        let e = Spec::from_json(&typo.to_string()).unwrap_err();
+        assert!(e.message.contains("unknown field `los`"), "{e}");
+        // Each probability is checked once, by the link crate, under the link's path.
+        for (key, value) in [("loss", 1.5), ("duplicate", -0.5), ("reorder", 2.0)] {
+            let mut bad = v.clone();
+            bad["links"][1][key] = value.into();
+            let e = Spec::from_json(&bad.to_string()).unwrap().validate().unwrap_err();
+            assert_eq!(e.to_string(), format!("links[1].{key}: {value} is not a probability in [0, 1]"));
+        }
     }
 
     #[test]

@@ -12,7 +12,7 @@ use ccarena_link::qdisc::dualpi2::DualPi2Config;
 use ccarena_link::MTU_BYTES;
 use crate::table::{Column, Results};
 use crate::spec::{
-    CbrFlowSpec, CodelConfig, Discipline, FqCodelSpec, FqConfig, PieConfig, EventSpec, FlowSpec, LinkChangeSpec, LinkSpec, NodeKind, NodeSpec, QueueSpec, RedSpec,
+    CbrFlowSpec, CodelConfig, Discipline, FqCodelSpec, FqConfig, PieConfig, EventSpec, FlowSpec, LinkChangeSpec, LinkSpec, NodeKind, NodeSpec, QueueSpec, RedSpec, WireSpec,
     RouteSpec, RoutingMode, RoutingSpec, Spec, TcpFlowSpec, UdtFlowSpec, SPEC_FORMAT,
 };
 
@@ -294,13 +294,10 @@ impl Dumbbell {
             to,
             rate_bps: rate,
             delay_ns: delay,
-            loss,
+            wire: WireSpec::with_loss(loss),
             queue: droptail_queue(limit),
             sample: None,
             trace: None,
-            duplicate: 0.0,
-            reorder: 0.0,
-            reorder_delay_ns: None,
         };
         let mut links = vec![
             link("r0->r1".into(), r0, r1, self.bottleneck_rate_bps, self.bottleneck_delay_ns, self.bottleneck_loss, self.bottleneck_queue_packets),
@@ -404,13 +401,10 @@ impl FatTree {
                     to,
                     rate_bps: self.rate_bps,
                     delay_ns: self.delay_ns,
-                    loss: 0.0,
+                    wire: WireSpec::with_loss(0.0),
                     queue: droptail_queue(self.queue_packets),
                     sample: None,
                     trace: None,
-                    duplicate: 0.0,
-                    reorder: 0.0,
-                    reorder_delay_ns: None,
                 });
             }
         };

@@ -39,7 +39,7 @@ fn a_flow_on_other_links_does_not_change_a_links_loss_pattern() {
     d.bottleneck_loss = 0.02;
     let mut spec_a = d.spec(3, secs(10), ms(100), vec![tcp(tcp_flow("a", d.left(0), d.right(0), "reno"))]);
     for l in &mut spec_a.links {
-        l.loss = 0.01;
+        l.wire.loss = 0.01;
     }
     let mut spec_ab = spec_a.clone();
     spec_ab.flows.push(tcp(tcp_flow("b", d.left(1), d.left(2), "reno")));

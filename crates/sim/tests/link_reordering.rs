@@ -25,9 +25,9 @@ fn spec(flavor: &str, reorder: f64, duplicate: f64) -> Spec {
         .collect();
     let mut s = d.spec(3, secs(20), ms(100), flows);
     let b = d.bottleneck_link();
-    s.links[b].reorder = reorder;
-    s.links[b].reorder_delay_ns = Some(ms(4));
-    s.links[b].duplicate = duplicate;
+    s.links[b].wire.reorder = reorder;
+    s.links[b].wire.reorder_delay_ns = Some(ms(4));
+    s.links[b].wire.duplicate = duplicate;
     s
 }
 

@@ -67,8 +67,8 @@ fn reordering(flavor: &str, quic: bool, reorder: f64) -> Spec {
     let flows = (0..2).map(|i| tcp(flow(&d, i, flavor, quic))).collect();
     let mut s = d.spec(7, secs(30), ms(100), flows);
     let b = d.bottleneck_link();
-    s.links[b].reorder = reorder;
-    s.links[b].reorder_delay_ns = Some(ms(4));
+    s.links[b].wire.reorder = reorder;
+    s.links[b].wire.reorder_delay_ns = Some(ms(4));
     s
 }
 
@@ -223,10 +223,10 @@ fn every_byte_arrives_once_over_a_lossy_duplicating_reordering_link() {
         .collect();
     let mut s = d.spec(9, secs(60), ms(100), flows);
     let b = d.bottleneck_link();
-    s.links[b].loss = 0.02;
-    s.links[b].duplicate = 0.01;
-    s.links[b].reorder = 0.02;
-    s.links[b].reorder_delay_ns = Some(ms(3));
+    s.links[b].wire.loss = 0.02;
+    s.links[b].wire.duplicate = 0.01;
+    s.links[b].wire.reorder = 0.02;
+    s.links[b].wire.reorder_delay_ns = Some(ms(3));
     let res = run(s);
     assert_conservation(&res);
     let f = &res.flows;
