@@ -51,6 +51,7 @@ pub mod bbr;
 pub mod bbr3;
 mod bbr_common;
 pub mod bic;
+pub mod classic_ecn_detection;
 pub mod cdg;
 pub mod compound;
 pub mod coupled;

@@ -55,12 +55,26 @@
 //!   climbs back to 2 MSS. Its floor, `min_cwnd_segments` (default 1/16 MSS), is ours: the
 //!   reference implementation has none beyond its fixed-point arithmetic;
 //!   `min_cwnd_segments = 2` turns fractional windows off.
+//! - **Fall-back on detection of a classic ECN AQM** (optional, off by default:
+//!   `classic_ecn_detection = 1`; the draft's optional classic ECN AQM detection, whose design is
+//!   Briscoe and Ahmed, "TCP Prague Fall-back on Detection of a Classic ECN AQM",
+//!   arXiv:1911.00710; RFC 9331 §4.3 asks for the fall-back): a classic AQM's queue is deep and
+//!   varies, an L4S AQM's shallow and steady, so from the first CE feedback on, once per round
+//!   trip of congestion avoidance, a score moves by the logarithms of the RTT's slow mean
+//!   deviation and of the queue depth against their references (750 µs, 2 ms), between two
+//!   sticky margins ([`crate::classic_ecn_detection`]). The ECN reduction then uses
+//!   `α_eff = max(α, c)`, `c` the score clamped to [0, 1]: `α/2` on an L4S path, Reno's halving
+//!   on a classic one. Packets stay ECT(1) (the detection changes the response, not the
+//!   identifier).
 //!
 //! # Not implemented
 //!
-//! The draft's optional detection of a classic ECN AQM at the bottleneck (and the switch to a
-//! classic response it allows) is not modelled.
+//! Of the classic ECN AQM detection, only the paper's version-2 algorithm is modelled: not the
+//! improvements and alternative detection ideas it outlines, nor the reference
+//! implementation's per-ACK averaging gain that scales with the window (a fixed gain per round
+//! trip here; see [`crate::classic_ecn_detection`]).
 
+use crate::classic_ecn_detection::ClassicEcnDetector;
 use crate::growth::PerRttIncrease;
 use crate::marked_fraction::MarkedFraction;
 use crate::reno::{halve_flight, slow_start_first};
@@ -91,6 +105,10 @@ pub const DEFAULT_PACING_SS_GAIN: f64 = 2.0;
 
 /// Default pacing gain otherwise (the reference implementation's 100%).
 pub const DEFAULT_PACING_CA_GAIN: f64 = 1.0;
+
+/// Default of the classic ECN AQM detection: off (0), so Prague's response is the scalable one
+/// whatever the bottleneck unless the scenario asks for the fall-back.
+pub const DEFAULT_CLASSIC_ECN_DETECTION: f64 = 0.0;
 
 /// The smallest cwnd itself, in MSS: below it the window is fractional and only the pacing rate
 /// shrinks further.
@@ -137,6 +155,13 @@ pub const PARAMS: &[ParamInfo] = &[
         default: DEFAULT_PACING_CA_GAIN,
         doc: "pacing rate as a multiple of cwnd/srtt otherwise; 0 < pacing_ca_gain ≤ 10",
     },
+    ParamInfo {
+        name: "classic_ecn_detection",
+        default: DEFAULT_CLASSIC_ECN_DETECTION,
+        doc: "1 turns on the fall-back on detection of a classic ECN AQM (Briscoe & Ahmed, \
+              arXiv:1911.00710; RFC 9331 §4.3): a deep, varying queue with CE marks moves the \
+              ECN response from α/2 to Reno's halving; 0 (default) or 1",
+    },
 ];
 
 /// The parameter names [`Prague::new`] accepts.
@@ -148,6 +173,7 @@ const PARAM_NAMES: &[&str] = &[
     "min_cwnd_segments",
     "pacing_ss_gain",
     "pacing_ca_gain",
+    "classic_ecn_detection",
 ];
 
 /// The TCP Prague controller. See the module documentation.
@@ -188,6 +214,8 @@ pub struct Prague {
     pacing_ss_gain: f64,
     /// Pacing gain otherwise.
     pacing_ca_gain: f64,
+    /// The classic ECN AQM detector; `None` when the detection is off.
+    classic_ecn: Option<ClassicEcnDetector>,
 }
 
 impl Prague {
@@ -226,6 +254,10 @@ impl Prague {
         if !(pacing_ca_gain > 0.0 && pacing_ca_gain <= 10.0) {
             return Err(bad("pacing_ca_gain", pacing_ca_gain, "must be in (0, 10]"));
         }
+        let detection = params.get_or("classic_ecn_detection", DEFAULT_CLASSIC_ECN_DETECTION);
+        if detection != 0.0 && detection != 1.0 {
+            return Err(bad("classic_ecn_detection", detection, "must be 0 (off) or 1 (on)"));
+        }
         Ok(Prague {
             estimate: MarkedFraction::new(g, alpha_init),
             window_opened_at: None,
@@ -244,12 +276,27 @@ impl Prague {
             min_cwnd_segments,
             pacing_ss_gain,
             pacing_ca_gain,
+            classic_ecn: (detection == 1.0).then(ClassicEcnDetector::new),
         })
     }
 
     /// The current estimate α of the fraction of CE-marked bytes, in [0, 1].
     pub fn alpha(&self) -> f64 {
         self.estimate.alpha()
+    }
+
+    /// The classic ECN AQM detector, when `classic_ecn_detection = 1`.
+    pub fn classic_ecn(&self) -> Option<&ClassicEcnDetector> {
+        self.classic_ecn.as_ref()
+    }
+
+    /// The α an ECN reduction uses: α itself, or with the classic ECN AQM detection on
+    /// `max(α, c)`, `c` how classic the bottleneck looks (see the module documentation).
+    pub fn reduction_alpha(&self) -> f64 {
+        match &self.classic_ecn {
+            Some(d) => self.alpha().max(d.classic_fraction()),
+            None => self.alpha(),
+        }
     }
 
     /// The window Prague is running at, bytes: the fractional window when below the 2-MSS cwnd
@@ -352,10 +399,18 @@ impl CongestionControl for Prague {
         let marked = marked_bytes(ack);
         self.saw_ce |= marked > 0;
 
+        let window = self.window_bytes(st);
+        if let Some(d) = self.classic_ecn.as_mut() {
+            d.on_ack(ack, window);
+        }
         match self.round_end {
             Some(end) if ack.snd_una > end => {
                 if !st.in_slow_start() {
                     self.ca_rounds += 1;
+                    // One round trip of evidence, once CE shows there is an ECN AQM at all.
+                    if let (Some(d), true, Some(min_rtt)) = (self.classic_ecn.as_mut(), self.saw_ce, ack.min_rtt) {
+                        d.end_round(min_rtt);
+                    }
                 }
                 self.round_end = Some(ack.snd_nxt);
             }
@@ -399,14 +454,15 @@ impl CongestionControl for Prague {
     fn ssthresh(&mut self, st: &CwndState, ev: &LossEvent) -> u64 {
         self.growth.reset();
         match ev.kind {
-            // §2.4.2: cwnd · (1 − α/2), at most once per round trip.
+            // §2.4.2: cwnd · (1 − α/2), at most once per round trip; α at least the classic
+            // fraction when the classic ECN AQM detection is on.
             LossKind::Ecn => {
                 if !self.may_reduce(st, ev.now) {
                     return st.cwnd_bytes.max(WHOLE_CWND_FLOOR_SEGMENTS * st.mss_bytes);
                 }
                 self.reduction_end = Some(self.snd_nxt);
                 self.reduced_at = Some(ev.now);
-                let reduced = self.window_bytes(st) * (1.0 - self.alpha() / 2.0);
+                let reduced = self.window_bytes(st) * (1.0 - self.reduction_alpha() / 2.0);
                 self.set_window(st, reduced)
             }
             // Reno's halving; a fractional window halves too.
@@ -447,6 +503,7 @@ fn bad(param: &'static str, value: f64, reason: &'static str) -> CcError {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::classic_ecn_detection::STICKY_WIDTH;
     use crate::growth::testing::{self, MSS};
     use crate::reno::Reno;
     use crate::CaState;
@@ -463,6 +520,8 @@ mod tests {
         nxt: u64,
         now: SimTime,
         rtt: Duration,
+        /// The path's minimum RTT (the ACKs' min_rtt); `rtt` at the start.
+        base_rtt: Duration,
         /// ECN reductions that took effect (the window shrank).
         reductions: u32,
     }
@@ -470,7 +529,7 @@ mod tests {
     impl Flow {
         fn new(cwnd_segments: u64, rtt: Duration) -> Flow {
             let st = CwndState::new(cwnd_segments * MSS, MSS);
-            Flow { st, una: 0, nxt: cwnd_segments * MSS, now: SimTime::ZERO, rtt, reductions: 0 }
+            Flow { st, una: 0, nxt: cwnd_segments * MSS, now: SimTime::ZERO, rtt, base_rtt: rtt, reductions: 0 }
         }
 
         /// One ACK of one MSS, `ce_bytes` of it reported CE by AccECN (`classic`: reported by ECE
@@ -492,7 +551,7 @@ mod tests {
                 now: self.now,
                 bytes_acked: acked,
                 rtt: Some(self.rtt),
-                min_rtt: Some(self.rtt),
+                min_rtt: Some(self.base_rtt),
                 srtt: Some(self.rtt),
                 one_way_delay: None,
                 prior_in_flight_bytes: prior_in_flight,
@@ -793,6 +852,86 @@ mod tests {
         assert_eq!(p.frac_cwnd_bytes, None);
     }
 
+    /// `rounds` round trips of a path with base RTT 20 ms whose RTT samples alternate between
+    /// `20 + lo_ms` and `20 + hi_ms` (the queue), one ACK in `mark_every` CE-marked (AccECN; 0:
+    /// none).
+    /// Returns the window just before and just after the last reduction, MSS.
+    fn run_path(p: &mut Prague, f: &mut Flow, rounds: usize, lo_ms: f64, hi_ms: f64, mark_every: u64) -> (f64, f64) {
+        let mut last = (0.0, 0.0);
+        let mut i = 0u64;
+        for _ in 0..rounds {
+            let n = (p.window_bytes(&f.st) / MSS as f64).ceil().max(1.0) as u64;
+            for _ in 0..n {
+                let q = if i.is_multiple_of(2) { lo_ms } else { hi_ms };
+                f.rtt = Duration::from_secs_f64((20.0 + q) / 1e3);
+                let before = p.window_bytes(&f.st);
+                let reductions = f.reductions;
+                f.ack(p, if mark_every > 0 && i.is_multiple_of(mark_every) { MSS } else { 0 }, false);
+                if f.reductions > reductions {
+                    last = (before / MSS as f64, p.window_bytes(&f.st) / MSS as f64);
+                }
+                i += 1;
+            }
+        }
+        last
+    }
+
+    fn flow_at_20ms(cwnd_segments: u64) -> Flow {
+        let mut f = Flow::new(cwnd_segments, Duration::from_millis(20));
+        f.st.ssthresh_bytes = f.st.cwnd_bytes;
+        f
+    }
+
+    #[test]
+    fn a_deep_varying_queue_with_marks_moves_the_score_to_classic_and_the_response_to_halving() {
+        // A classic AQM's queue: 4 to 16 ms (σ = 6 ms = 8·V0, τ ≈ 10 ms = 5·D0), one ACK in 50
+        // marked (α settles near 2%).
+        let mut p = prague(&[("classic_ecn_detection", 1.0), ("alpha_init", 0.0)]);
+        let mut f = flow_at_20ms(100);
+        let d = p.classic_ecn().unwrap();
+        assert_eq!(d.score(), -STICKY_WIDTH, "a connection starts fully L4S");
+        // The first rounds: the score climbs through the L4S sticky margin.
+        run_path(&mut p, &mut f, 3, 4.0, 16.0, 50);
+        let early = p.classic_ecn().unwrap().score();
+        assert!(early > -STICKY_WIDTH && early < 0.0, "score after 3 rounds {early}");
+        let (before, after) = run_path(&mut p, &mut f, 40, 4.0, 16.0, 50);
+        let d = p.classic_ecn().unwrap();
+        assert_eq!(d.score(), 1.0 + STICKY_WIDTH, "fully classic: σ {} s", d.variation_s());
+        assert!(p.alpha() < 0.1, "α itself stays small: {}", p.alpha());
+        assert_eq!(p.reduction_alpha(), 1.0);
+        assert!((after / before - 0.5).abs() < 0.01, "a halving: {before:.1} → {after:.1} MSS");
+
+        // The same path without the detection: α/2, a reduction of a few percent.
+        let mut q = prague(&[("alpha_init", 0.0)]);
+        let mut g = flow_at_20ms(100);
+        let (before, after) = run_path(&mut q, &mut g, 43, 4.0, 16.0, 50);
+        assert!(q.classic_ecn().is_none());
+        assert!(after / before > 0.9, "scalable: {before:.1} → {after:.1} MSS, α {}", q.alpha());
+    }
+
+    #[test]
+    fn a_shallow_steady_l4s_queue_keeps_the_response_scalable() {
+        // An L4S AQM's queue: 0.2 to 0.8 ms (σ = 0.3 ms, τ ≈ 0.5 ms < D0), one ACK in 5 marked.
+        let mut p = prague(&[("classic_ecn_detection", 1.0), ("alpha_init", 0.0)]);
+        let mut f = flow_at_20ms(100);
+        let (before, after) = run_path(&mut p, &mut f, 60, 0.2, 0.8, 5);
+        let d = p.classic_ecn().unwrap();
+        assert_eq!(d.score(), -STICKY_WIDTH, "stays L4S");
+        assert_eq!(d.classic_fraction(), 0.0);
+        assert_eq!(p.reduction_alpha(), p.alpha());
+        let expect = 1.0 - p.alpha() / 2.0;
+        assert!((after / before - expect).abs() < 0.02, "α/2 = {}: {before:.1} → {after:.1} MSS", p.alpha() / 2.0);
+    }
+
+    #[test]
+    fn no_ce_feedback_no_evidence() {
+        // A deep varying queue without any CE mark (a drop-tail FIFO): the score does not move.
+        let mut p = prague(&[("classic_ecn_detection", 1.0)]);
+        let mut f = flow_at_20ms(50);
+        run_path(&mut p, &mut f, 30, 4.0, 16.0, 0);
+        assert_eq!(p.classic_ecn().unwrap().score(), -STICKY_WIDTH);
+    }
+
     #[test]
     fn parameters_are_validated() {
         for (name, v) in [
@@ -808,6 +947,8 @@ mod tests {
             ("min_cwnd_segments", 3.0),
             ("pacing_ss_gain", 0.0),
             ("pacing_ca_gain", 11.0),
+            ("classic_ecn_detection", 0.5),
+            ("classic_ecn_detection", 2.0),
         ] {
             let p = Params::from_pairs(vec![(name.to_string(), v)]);
             match Prague::new(&p) {

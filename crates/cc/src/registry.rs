@@ -125,8 +125,10 @@ const FLAVORS: &[FlavorInfo] = &[
         family: "ecn",
         summary: "L4S scalable control: ECT(1) + AccECN; alpha <- (1-g)alpha + g*F (g = 1/16), \
                   cwnd <- cwnd(1 - alpha/2) at most once per RTT; Reno on loss; always paced; \
-                  RTT-independent below a 25 ms reference RTT; fractional windows below 2 MSS",
-        source: "draft-briscoe-iccrg-prague-congestion-control-04; RFC 9331; RFC 9768",
+                  RTT-independent below a 25 ms reference RTT; fractional windows below 2 MSS; \
+                  optional fall-back to a Reno halving on detecting a classic ECN AQM",
+        source: "draft-briscoe-iccrg-prague-congestion-control-04; RFC 9331; RFC 9768; \
+                 arXiv:1911.00710 (classic ECN AQM detection)",
         default_recovery: "linux",
         transport: "tcp",
         needs_ecn: true,
