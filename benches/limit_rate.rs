@@ -13,6 +13,15 @@
 //! transfer, `getrusage(RUSAGE_THREAD)`, times the clock, over the goodput — seed 001's figure).
 //! The transfer duration runs from the first DATA to the last ACK, so the goodput is what the
 //! receiver got over that time.
+//!
+//! An unlimited transfer's figure on loopback is measured at 1–2 Gbit/s, where the costs a
+//! sender pays per wake-up rather than per packet vanish. For the figure of an unlimited sender
+//! that something else holds to a rate, `LIMIT_BENCH_UNCAPPED=1` sends each file (still sized for
+//! its listed rate) without `--limit-rate`, and `LIMIT_BENCH_RWND_BYTES` sets the receiver's
+//! window; run it where loopback itself is held to the rate, e.g. in a network namespace of its
+//! own: `unshare -n sh -c 'ip link set lo up; tc qdisc add dev lo root tbf rate 52mbit burst 64kb
+//! latency 400ms; LIMIT_BENCH_UNCAPPED=1 LIMIT_BENCH_RATES=50 LIMIT_BENCH_RWND_BYTES=262144
+//! LIMIT_BENCH_BUSY=0 limit_rate-…'` (the cap column then shows the listed rate for reference).
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -39,10 +48,15 @@ fn make_file(dir: &Path, mb: usize) -> PathBuf {
     path
 }
 
-/// One transfer of `file` with `max_rate_bps` to a fresh receiver in another thread.
-fn transfer(file: &Path, dst: &Path, max_rate_bps: Option<u64>) -> TransferRecord {
+/// One transfer of `file` with `max_rate_bps` to a fresh receiver in another thread advertising
+/// `rwnd_bytes` (`None`: the receiver's default).
+fn transfer(file: &Path, dst: &Path, max_rate_bps: Option<u64>, rwnd_bytes: Option<u64>) -> TransferRecord {
     std::fs::create_dir_all(dst).unwrap();
-    let mut rx = Receiver::bind("127.0.0.1:0", dst, ReceiverOptions::default()).unwrap();
+    let mut ropts = ReceiverOptions::default();
+    if let Some(r) = rwnd_bytes {
+        ropts.rcvbuf_bytes = r;
+    }
+    let mut rx = Receiver::bind("127.0.0.1:0", dst, ropts).unwrap();
     let addr = rx.local_addr().to_string();
     let stop = Arc::new(AtomicBool::new(false));
     let s = stop.clone();
@@ -79,6 +93,8 @@ fn main() {
     let repeats: usize = env("LIMIT_BENCH_REPEATS", 3).max(1);
     let seconds: f64 = env("LIMIT_BENCH_SECONDS", 4.0);
     let busy_mode = std::env::var("LIMIT_BENCH_BUSY").unwrap_or_else(|_| "1".into());
+    let uncapped = std::env::var("LIMIT_BENCH_UNCAPPED").is_ok_and(|v| v == "1");
+    let rwnd_bytes: Option<u64> = std::env::var("LIMIT_BENCH_RWND_BYTES").ok().and_then(|v| v.parse().ok());
     let base = std::env::temp_dir().join(format!("ccarena-limit-bench-{}", std::process::id()));
     std::fs::create_dir_all(&base).unwrap();
     let modes: &[bool] = match busy_mode.as_str() {
@@ -94,7 +110,8 @@ fn main() {
             let file = make_file(&base, mb);
             let (mut goodput, mut mhz) = (Vec::new(), Vec::new());
             for i in 0..repeats {
-                let rec = transfer(&file, &base.join(format!("dst-{i}")), (mbps > 0).then_some(mbps * 1_000_000));
+                let cap = (mbps > 0 && !uncapped).then_some(mbps * 1_000_000);
+                let rec = transfer(&file, &base.join(format!("dst-{i}")), cap, rwnd_bytes);
                 goodput.push(rec.goodput_bps / 1e6);
                 mhz.push(rec.mhz_per_mbps);
             }
@@ -106,7 +123,11 @@ fn main() {
             let (g_range, m_range) = (range(&goodput, 1), range(&mhz, 2));
             let g = median(&mut goodput);
             let of_cap = if mbps == 0 { "—".to_string() } else { format!("{:.1} %", g / mbps as f64 * 100.0) };
-            let cap = if mbps == 0 { "none".to_string() } else { mbps.to_string() };
+            let cap = match (mbps, uncapped) {
+                (0, _) => "none".to_string(),
+                (_, true) => format!("({mbps})"),
+                _ => mbps.to_string(),
+            };
             println!(
                 "{cap:>10} | {:<7} | {g:8.1} ({g_range}) | {of_cap:>8} | {:.2} ({m_range})",
                 if loaded { "busy" } else { "quiet" },

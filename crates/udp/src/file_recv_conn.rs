@@ -400,7 +400,8 @@ impl Conn {
     fn write_stream(&mut self, offset: u64, payload: &[u8]) -> io::Result<()> {
         self.wrote_any = true;
         let mut at = 0usize;
-        for (off, n) in self.map.file_pieces(offset, payload.len() as u64) {
+        let pieces: Vec<(u64, u64)> = self.map.file_pieces(offset, payload.len() as u64).collect();
+        for (off, n) in pieces {
             self.write_behind(&payload[at..at + n as usize], off)?;
             at += n as usize;
         }

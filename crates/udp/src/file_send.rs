@@ -113,16 +113,28 @@ struct ReadAhead {
     buf: Vec<u8>,
     /// File offset of `buf[0]`.
     start: u64,
+    /// A read outside the window lands here.
+    aside: Vec<u8>,
 }
 
 impl ReadAhead {
     /// Fill `dst` from `file` at `off`.
+    #[cfg(test)]
     fn read_exact_at(&mut self, file: &File, dst: &mut [u8], off: u64) -> std::io::Result<()> {
-        let end = off + dst.len() as u64;
+        dst.copy_from_slice(self.bytes_at(file, off, dst.len())?);
+        Ok(())
+    }
+
+    /// The `len` bytes of `file` at `off`, from the window where it holds them (new data: no
+    /// copy on the way to the packet).
+    fn bytes_at(&mut self, file: &File, off: u64, len: usize) -> std::io::Result<&[u8]> {
+        let end = off + len as u64;
         let held = self.start..self.start + self.buf.len() as u64;
         if !(held.contains(&off) && end <= held.end) {
-            if off < self.start || dst.len() > READ_AHEAD_BYTES {
-                return file.read_exact_at(dst, off);
+            if off < self.start || len > READ_AHEAD_BYTES {
+                self.aside.resize(len, 0);
+                file.read_exact_at(&mut self.aside, off)?;
+                return Ok(&self.aside);
             }
             // Forward of the window: refill from here (up to the end of the file).
             self.buf.resize(READ_AHEAD_BYTES, 0);
@@ -137,13 +149,12 @@ impl ReadAhead {
             }
             self.buf.truncate(n);
             self.start = off;
-            if (n as u64) < dst.len() as u64 {
+            if n < len {
                 return Err(std::io::Error::new(ErrorKind::UnexpectedEof, "the file is shorter than offered"));
             }
         }
         let at = (off - self.start) as usize;
-        dst.copy_from_slice(&self.buf[at..at + dst.len()]);
-        Ok(())
+        Ok(&self.buf[at..at + len])
     }
 }
 
@@ -374,7 +385,7 @@ impl<'o, 'p> FileTransfer<'o, 'p> {
             let t = since(self.epoch, now).max(self.sender_clock);
             self.sender_clock = t;
             self.sender.handle_timeout(t);
-            let rate_limited = self.transmit(t)?;
+            let rate_limited = self.transmit(t, now)?;
             if self.sender.is_complete() && self.completed_at.is_none() {
                 self.completed_at = Some(now);
                 self.cpu_at_completion = self.cpu_meter.finish();
@@ -392,10 +403,10 @@ impl<'o, 'p> FileTransfer<'o, 'p> {
         }
     }
 
-    /// Send what the sender releases at `t`, while the rate limit (if any) holds credit.
-    /// Returns whether the limit stopped it (out of credit for a segment: the transport was not
-    /// asked, whatever it holds).
-    fn transmit(&mut self, t: SimTime) -> Result<bool, TransferError> {
+    /// Send what the sender releases at `t` (`now` on the wall clock), while the rate limit (if
+    /// any) holds credit. Returns whether the limit stopped it (out of credit for a segment: the
+    /// transport was not asked, whatever it holds).
+    fn transmit(&mut self, t: SimTime, now: Instant) -> Result<bool, TransferError> {
         loop {
             if let Some(l) = self.limit.as_mut() {
                 if !l.allows_segment(t) {
@@ -410,14 +421,24 @@ impl<'o, 'p> FileTransfer<'o, 'p> {
                     continue;
                 }
             };
-            let mut at = 0usize;
-            for (off, len) in self.map.file_pieces(data.offset, data.len as u64) {
-                let dst = &mut self.payload[at..at + len as usize];
-                self.reader.read_exact_at(&self.file.file, dst, off).map_err(|e| self.file.missing(e.to_string()))?;
-                at += len as usize;
-            }
-            debug_assert_eq!(at, data.len as usize);
-            self.session.send(&data.frame(&self.payload[..at]))?;
+            let missing = |e: std::io::Error| self.file.missing(e.to_string());
+            let mut pieces = self.map.file_pieces(data.offset, data.len as u64);
+            let payload = match (pieces.next(), pieces.next()) {
+                // One piece of the file (always, but across a resume's hole): straight from the
+                // read-ahead window into the send queue.
+                (Some((off, len)), None) => self.reader.bytes_at(&self.file.file, off, len as usize).map_err(missing)?,
+                (first, second) => {
+                    let mut at = 0usize;
+                    for (off, len) in first.into_iter().chain(second).chain(pieces) {
+                        let bytes = self.reader.bytes_at(&self.file.file, off, len as usize).map_err(missing)?;
+                        self.payload[at..at + len as usize].copy_from_slice(bytes);
+                        at += len as usize;
+                    }
+                    &self.payload[..at]
+                }
+            };
+            debug_assert_eq!(payload.len(), data.len as usize);
+            self.session.send_at(&data.frame(payload), data.ecn, now)?;
             if let Some(l) = self.limit.as_mut() {
                 l.bucket.take(t, u64::from(data.len));
             }
@@ -498,7 +519,7 @@ impl<'o, 'p> FileTransfer<'o, 'p> {
         self.session.receive(wait, |s, frame| {
             match frame {
                 Frame::Ack(_) | Frame::UdtAck(_) | Frame::UdtNak { .. } => {
-                    let arrived = SimTime(since(epoch, Instant::now()).as_nanos().saturating_sub(s.arrival_age_ns));
+                    let arrived = SimTime(since(epoch, s.read_at).as_nanos().saturating_sub(s.arrival_age_ns));
                     *sender_clock = (*sender_clock).max(arrived);
                     if let Some(rtt) = sender.on_frame(*sender_clock, &frame) {
                         rec.rtt(rtt);

@@ -58,6 +58,24 @@ pub trait Datagrams: Send {
     /// As [`Datagrams::send_to`].
     fn flush(&mut self) -> io::Result<()>;
 
+    /// Encode `frame` under `header` and send (or queue) it to `to` with `ecn`, as
+    /// [`Datagrams::send_to_with_ecn`]; `scratch` is the caller's buffer to encode into (a socket
+    /// that queues may encode straight into its queue instead).
+    ///
+    /// # Errors
+    /// As [`Datagrams::send_to`].
+    fn send_frame(
+        &mut self,
+        header: &wire::Header,
+        frame: &wire::Frame<'_>,
+        to: SocketAddr,
+        ecn: Ecn,
+        scratch: &mut Vec<u8>,
+    ) -> io::Result<()> {
+        wire::encode(header, frame, scratch);
+        self.send_to_with_ecn(scratch, to, ecn)
+    }
+
     /// Flush, then read what is waiting into `batch` (cleared first); returns the messages
     /// read (0: nothing waiting). Iterate with [`RecvBatch::iter`].
     ///
@@ -101,6 +119,9 @@ pub struct Socket {
     gso: bool,
     /// GRO is on (the kernel took `UDP_GRO`).
     gro: bool,
+    /// The peer the socket is connected to: datagrams to it are sent on the socket's cached
+    /// route ([`batch::send_queue_connected`]).
+    connected: Option<SocketAddr>,
     /// Datagrams dropped because the send buffer was full.
     pub send_drops: u64,
     /// `sendmmsg` calls made and datagrams they sent (how well sends batch).
@@ -159,7 +180,9 @@ impl Socket {
         // Refused only by a kernel without it: every datagram then reads Not-ECT.
         batch::enable_ecn_receipt(fd, sock.local_addr().is_ok_and(|a| a.is_ipv6()));
         let gro = gro && batch::set_int_option(fd, libc::SOL_UDP, libc::UDP_GRO, 1);
-        Ok(Socket { sock, queue: SendQueue::default(), gso, gro, send_drops: 0, send_calls: 0, sent_datagrams: 0 })
+        // Connected before it was wrapped (session::connect), or never (a service's socket).
+        let connected = sock.peer_addr().ok();
+        Ok(Socket { sock, queue: SendQueue::default(), gso, gro, connected, send_drops: 0, send_calls: 0, sent_datagrams: 0 })
     }
 
     /// GSO is in use (the kernel has not refused it yet).
@@ -186,11 +209,27 @@ impl Datagrams for Socket {
         Ok(())
     }
 
+    fn send_frame(
+        &mut self,
+        header: &wire::Header,
+        frame: &wire::Frame<'_>,
+        to: SocketAddr,
+        ecn: Ecn,
+        _scratch: &mut Vec<u8>,
+    ) -> io::Result<()> {
+        // Encoded where sendmmsg will read it: one copy of the payload fewer per packet.
+        self.queue.push_written(to, ecn, |buf| wire::encode_append(header, frame, buf));
+        if self.queue.len() >= MAX_QUEUED_DATAGRAMS {
+            self.flush()?;
+        }
+        Ok(())
+    }
+
     fn flush(&mut self) -> io::Result<()> {
         if self.queue.is_empty() {
             return Ok(());
         }
-        let r = batch::send_queue(self.sock.as_raw_fd(), &self.queue, &mut self.gso);
+        let r = batch::send_queue_connected(self.sock.as_raw_fd(), &self.queue, &mut self.gso, self.connected);
         self.queue.clear();
         let r = r?;
         self.send_drops += r.dropped as u64;

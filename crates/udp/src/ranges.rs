@@ -112,23 +112,27 @@ impl StreamMap {
     }
 
     /// The file pieces `(file offset, length)` that stream bytes `[offset, offset + len)` map to,
-    /// in order; empty if the span leaves the stream.
-    pub fn file_pieces(&self, offset: u64, len: u64) -> Vec<(u64, u64)> {
-        let mut out = Vec::new();
-        let Some(end) = offset.checked_add(len) else { return out };
-        if end > self.stream_bytes || len == 0 {
-            return out;
-        }
-        let mut i = self.pieces.partition_point(|&(s, e, at)| at + (e - s) <= offset);
+    /// in order; none if the span leaves the stream. An iterator, not a list: the sender and the
+    /// receiver ask once per packet.
+    pub fn file_pieces(&self, offset: u64, len: u64) -> impl Iterator<Item = (u64, u64)> + '_ {
+        let end = offset.checked_add(len).filter(|&e| e <= self.stream_bytes && len > 0);
+        let mut i = match end {
+            Some(_) => self.pieces.partition_point(|&(s, e, at)| at + (e - s) <= offset),
+            None => self.pieces.len(),
+        };
+        let end = end.unwrap_or(offset);
         let mut pos = offset;
-        while pos < end && i < self.pieces.len() {
+        std::iter::from_fn(move || {
+            if pos >= end || i >= self.pieces.len() {
+                return None;
+            }
             let (s, e, at) = self.pieces[i];
             let take = (e - s - (pos - at)).min(end - pos);
-            out.push((s + (pos - at), take));
+            let piece = (s + (pos - at), take);
             pos += take;
             i += 1;
-        }
-        out
+            Some(piece)
+        })
     }
 }
 
@@ -155,10 +159,11 @@ mod tests {
     fn stream_offsets_map_onto_the_missing_file_ranges() {
         let m = StreamMap::new(&RangeSet::from_ranges([(0, 5), (6, 10), (40, 50)]));
         assert_eq!(m.stream_bytes(), 19);
-        assert_eq!(m.file_pieces(0, 5), vec![(0, 5)]);
-        assert_eq!(m.file_pieces(3, 5), vec![(3, 2), (6, 3)]);
-        assert_eq!(m.file_pieces(8, 11), vec![(9, 1), (40, 10)]);
-        assert!(m.file_pieces(18, 2).is_empty());
-        assert!(m.file_pieces(u64::MAX, 2).is_empty());
+        let pieces = |offset, len| m.file_pieces(offset, len).collect::<Vec<_>>();
+        assert_eq!(pieces(0, 5), vec![(0, 5)]);
+        assert_eq!(pieces(3, 5), vec![(3, 2), (6, 3)]);
+        assert_eq!(pieces(8, 11), vec![(9, 1), (40, 10)]);
+        assert!(pieces(18, 2).is_empty());
+        assert!(pieces(u64::MAX, 2).is_empty());
     }
 }

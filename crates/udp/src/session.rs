@@ -15,7 +15,7 @@ use crate::batch::RecvBatch;
 use crate::error::TransferError;
 use crate::guard::ReplayWindow;
 use crate::net::{Datagrams, Socket, MAX_READ_PER_WAKE};
-use crate::wire::{self, decode, encode, kind_of, DecodeError, Frame, Header};
+use crate::wire::{self, decode, kind_of, DecodeError, Frame, Header};
 
 /// Copies of a CLOSE a sender sends. Nothing acknowledges a CLOSE, and a lost one leaves the
 /// peer holding the connection until its idle timeout — meanwhile it refuses to resume the same
@@ -37,6 +37,10 @@ pub(crate) struct Session {
     /// How long before it was read the frame being handed to [`Session::receive`]'s callback
     /// arrived (the kernel's receive stamp), ns; 0 when unknown.
     pub(crate) arrival_age_ns: u64,
+    /// When the datagrams being handed to [`Session::receive`]'s callback were read (one clock
+    /// read a batch: the reference of `arrival_age_ns`, so a frame's arrival is
+    /// `read_at − arrival_age_ns` however long the frames before it took).
+    pub(crate) read_at: Instant,
     rbatch: RecvBatch,
 }
 
@@ -53,6 +57,7 @@ impl Session {
             last_sent: now,
             last_heard: now,
             arrival_age_ns: 0,
+            read_at: now,
             rbatch: sock.new_recv_batch(),
             sock,
         }
@@ -71,11 +76,19 @@ impl Session {
     /// # Errors
     /// As [`Session::send`].
     pub(crate) fn send_with_ecn(&mut self, frame: &Frame<'_>, ecn: Ecn) -> Result<(), TransferError> {
+        self.send_at(frame, ecn, Instant::now())
+    }
+
+    /// As [`Session::send_with_ecn`] at `now`, a clock reading the caller took (a driver sending
+    /// a batch reads the clock once for all of it).
+    ///
+    /// # Errors
+    /// As [`Session::send`].
+    pub(crate) fn send_at(&mut self, frame: &Frame<'_>, ecn: Ecn, now: Instant) -> Result<(), TransferError> {
         let h = Header { version: wire::VERSION, kind: kind_of(frame), conn_id: self.conn_id, pn: self.pn_out };
         self.pn_out += 1;
-        encode(&h, frame, &mut self.buf);
-        self.last_sent = Instant::now();
-        self.sock.send_to_with_ecn(&self.buf, self.peer, ecn).map_err(|e| self.io_error(e, "send"))
+        self.last_sent = now;
+        self.sock.send_frame(&h, frame, self.peer, ecn, &mut self.buf).map_err(|e| self.io_error(e, "send"))
     }
 
     /// Tell the peer the connection ends (CLOSE with `code`: 0 a normal end, else an abort, and
@@ -131,6 +144,7 @@ impl Session {
             if messages == 0 {
                 break;
             }
+            self.read_at = Instant::now();
             for d in batch.iter() {
                 read += 1;
                 if d.from != self.peer {
@@ -156,7 +170,7 @@ impl Session {
                 if h.conn_id != self.conn_id || (!stateless && !self.replay.accept(h.pn)) {
                     continue;
                 }
-                self.last_heard = Instant::now();
+                self.last_heard = self.read_at;
                 self.arrival_age_ns = d.arrival_age_ns.unwrap_or(0);
                 on(self, frame)?;
             }

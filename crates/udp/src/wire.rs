@@ -887,6 +887,13 @@ fn clip(text: &str, max: usize) -> &str {
 /// written. The caller keeps DATA payloads within [`MAX_PAYLOAD_BYTES`].
 pub fn encode(header: &Header, frame: &Frame<'_>, out: &mut Vec<u8>) {
     out.clear();
+    encode_append(header, frame, out);
+}
+
+/// As [`encode`], appending the datagram to what `out` holds (a send queue's buffer: the
+/// datagram is written where it will be sent from, not copied there).
+pub fn encode_append(header: &Header, frame: &Frame<'_>, out: &mut Vec<u8>) {
+    let start = out.len();
     out.extend_from_slice(&MAGIC);
     out.push(header.version);
     out.push(header.kind);
@@ -898,7 +905,7 @@ pub fn encode(header: &Header, frame: &Frame<'_>, out: &mut Vec<u8>) {
         out.extend_from_slice(t.as_bytes());
     };
     match frame {
-        Frame::Hello => out.resize(MIN_HELLO_BYTES, 0),
+        Frame::Hello => out.resize(start + MIN_HELLO_BYTES, 0),
         Frame::Retry { cookie } => out.extend_from_slice(cookie),
         Frame::Offer(o) => {
             out.extend_from_slice(&o.cookie);
@@ -1076,6 +1083,11 @@ mod tests {
         let (h2, f2) = decode(&buf).expect("decodes");
         assert_eq!(h2, h);
         assert_eq!(f2, frame);
+        // Appended behind other datagrams (a send queue's buffer): the same bytes, the ones
+        // before untouched.
+        let mut queued = vec![0xAA; 5];
+        encode_append(&h, &frame, &mut queued);
+        assert_eq!((&queued[..5], &queued[5..]), (&[0xAA; 5][..], &buf[..]));
         // Every strict prefix is rejected, never a panic. DATA's (and UDT_DATA's) payload runs to the end of the
         // datagram, so only the prefixes that cut its fixed part can be told apart; a STREAM_OFFER's
         // ECN byte is optional, so the offer without it is the same offer without ECN.
