@@ -69,10 +69,11 @@
 //! `min_wake_interval_ns` ([`DEFAULT_MIN_WAKE_INTERVAL_NS`]), `rt_priority`
 //! ([`DEFAULT_RT_PRIORITY`]) and `keep_cpus_awake` (true); see
 //! [`crate::schedule`] and [`crate::relay`]. Unknown keys are errors, so a typo cannot silently
-//! fall back to a default. A direction's object is read by serde derive into the link crate's
-//! types (the wire's keys are [`WireSpec`]'s, the queue's [`QueueSpec`]'s, the trace
-//! [`TraceSpec`]), so its format errors are serde's words under the key at fault
-//! (`pipes[0].a_to_b.delay_ns: invalid type: floating point `1.5`, expected u64`). Whether the interfaces exist is checked when the relay opens them
+//! fall back to a default. The whole config is read by serde derive, each direction into the link
+//! crate's types (the wire's keys are [`WireSpec`]'s, the queue's [`QueueSpec`]'s, the trace
+//! [`TraceSpec`]), so its format errors are serde's words under the path of the key at fault
+//! (`pipes[0].a_to_b.delay_ns: invalid type: floating point `1.5`, expected u64`); the relay's
+//! own rules then run on the typed values. Whether the interfaces exist is checked when the relay opens them
 //! ([`crate::Relay::open`]), since that depends on the namespace the check runs in.
 
 use std::collections::HashMap;
@@ -219,10 +220,6 @@ pub use ccarena_link::FieldError as ConfigError;
 
 type Result<T> = std::result::Result<T, ConfigError>;
 
-fn object<'v>(v: &'v Value, path: &str) -> Result<&'v Map<String, Value>> {
-    v.as_object().ok_or_else(|| ConfigError::new(path, format!("expected an object, got {}", kind(v))))
-}
-
 fn kind(v: &Value) -> &'static str {
     match v {
         Value::Null => "null",
@@ -242,54 +239,54 @@ fn join(path: &str, key: &str) -> String {
     }
 }
 
-fn reject_unknown(map: &Map<String, Value>, path: &str, known: &[&str]) -> Result<()> {
-    for key in map.keys() {
-        if !known.contains(&key.as_str()) {
-            return Err(ConfigError::new(join(path, key), format!("unknown field (expected one of: {})", known.join(", "))));
-        }
-    }
-    Ok(())
-}
-
-fn required<'v>(map: &'v Map<String, Value>, path: &str, key: &str) -> Result<&'v Value> {
-    map.get(key).ok_or_else(|| ConfigError::new(join(path, key), "missing"))
-}
-
-fn non_negative_int(v: &Value, path: &str, unit: &str) -> Result<u64> {
-    v.as_u64().ok_or_else(|| ConfigError::new(path, format!("expected a non-negative integer ({unit}), got {v}")))
-}
-
-fn string(v: &Value, path: &str) -> Result<String> {
-    v.as_str().map(str::to_string).ok_or_else(|| ConfigError::new(path, format!("expected a string, got {}", kind(v))))
-}
-
-fn interface_name(v: &Value, path: &str) -> Result<String> {
-    let name = string(v, path)?;
+/// `name` when it is an interface name Linux accepts, else an error under `field`.
+fn interface_name(name: String, field: &str) -> Result<String> {
     if name.is_empty() || name.len() > MAX_IFNAME_BYTES {
-        return Err(ConfigError::new(path, format!("'{name}' is not an interface name (1 to {MAX_IFNAME_BYTES} bytes)")));
+        return Err(ConfigError::new(field, format!("'{name}' is not an interface name (1 to {MAX_IFNAME_BYTES} bytes)")));
     }
     if name.bytes().any(|c| c == b'/' || c == 0 || c.is_ascii_whitespace()) || name == "." || name == ".." {
-        return Err(ConfigError::new(path, format!("'{name}' is not an interface name")));
+        return Err(ConfigError::new(field, format!("'{name}' is not an interface name")));
     }
     Ok(name)
 }
 
-fn positive_int(v: &Value, path: &str, unit: &str) -> Result<u64> {
-    match non_negative_int(v, path, unit)? {
-        0 => Err(ConfigError::new(path, format!("must be positive ({unit})"))),
-        n => Ok(n),
-    }
+/// The whole config as written (see the module docs), read by serde derive; [`ConfigFormat::check`]
+/// applies the relay's rules and the defaults. Null is the same as absent for every optional key.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ConfigFormat {
+    pipes: Vec<PipeFormat>,
+    #[serde(default)]
+    seed: Option<u64>,
+    #[serde(default)]
+    duration_ns: Option<u64>,
+    #[serde(default)]
+    max_queue_frames: Option<u64>,
+    #[serde(default)]
+    spin_ns: Option<u64>,
+    #[serde(default)]
+    rt_priority: Option<u64>,
+    #[serde(default)]
+    min_wake_interval_ns: Option<u64>,
+    #[serde(default)]
+    sample_interval_ns: Option<u64>,
+    #[serde(default)]
+    sample_origin_ns: Option<u64>,
+    #[serde(default)]
+    keep_cpus_awake: Option<bool>,
+    #[serde(default)]
+    start_ns: Option<u64>,
 }
 
-fn optional<'v>(map: &'v Map<String, Value>, key: &str) -> Option<&'v Value> {
-    map.get(key).filter(|v| !v.is_null())
-}
-
-fn boolean(map: &Map<String, Value>, key: &str, default: bool) -> Result<bool> {
-    match optional(map, key) {
-        None => Ok(default),
-        Some(v) => v.as_bool().ok_or_else(|| ConfigError::new(key, format!("expected true or false, got {}", kind(v)))),
-    }
+/// One pipe as written: two interfaces and a direction each way.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PipeFormat {
+    name: String,
+    a: String,
+    b: String,
+    a_to_b: DirectionFormat,
+    b_to_a: DirectionFormat,
 }
 
 /// A direction's object as the config writes it (see the module docs), read by serde derive: the
@@ -379,17 +376,12 @@ struct PcapFormat {
 /// Plain DropTail: the discipline when the config names none.
 const DROPTAIL: QdiscConfig = QdiscConfig::DropTail { ecn_threshold_packets: None, ecn_threshold_bytes: None, ecn_threshold_selector: EcnSelector::All };
 
-/// Read a direction's object at `path` by serde derive ([`DirectionFormat`]) and check it.
-fn direction(v: &Value, path: &str) -> Result<DirectionConfig> {
-    let format = DirectionFormat::deserialize(v).map_err(|e| format_error(v, path, e))?;
-    format.check().map_err(|e| e.under(path))
-}
-
-/// `e`, a serde error in the direction object `v`, under the path of the key at fault. serde
-/// reports no path, so the key is found by reading each key alone beside the required ones: the
-/// first that fails alone is the one at fault (an unknown key, a wrong type, a bad nested object).
-/// With no single culprit (a missing required key), the error is the direction's.
-fn format_error(v: &Value, path: &str, e: serde_json::Error) -> ConfigError {
+/// `e`, a serde error in the direction object `v` at `path`, under the path of the key at fault.
+/// A direction flattens the wire's keys, so serde's reader loses the key inside it; the key is
+/// found by reading each key alone beside the required ones: the first that fails alone is the one
+/// at fault (an unknown key, a wrong type, a bad nested object). With no single culprit (a missing
+/// required key), the error is the direction's.
+fn format_error(v: &Value, path: &str, e: &serde_json::Error) -> ConfigError {
     let Some(map) = v.as_object() else {
         return ConfigError::new(path, e.to_string());
     };
@@ -535,57 +527,61 @@ impl PcapFormat {
     }
 }
 
-fn pipe(v: &Value, path: &str) -> Result<PipeConfig> {
-    let map = object(v, path)?;
-    reject_unknown(map, path, &["name", "a", "b", "a_to_b", "b_to_a"])?;
-    let name = string(required(map, path, "name")?, &join(path, "name"))?;
-    let a = interface_name(required(map, path, "a")?, &join(path, "a"))?;
-    let b = interface_name(required(map, path, "b")?, &join(path, "b"))?;
-    if a == b {
-        return Err(ConfigError::new(join(path, "b"), format!("'{b}' is also this pipe's a: a pipe joins two different interfaces")));
+/// `e`, a serde error while reading `doc` ([`ConfigFormat`]), under its field's path:
+/// `serde_path_to_error`'s path (`pipes[0].a`, an unknown key's own name included), refined
+/// inside a direction ([`format_error`]), whose flattened wire keys hide the key at fault.
+fn located(doc: &Value, e: serde_path_to_error::Error<serde_json::Error>) -> ConfigError {
+    let mut path = String::new();
+    let mut at = doc;
+    for segment in e.path().iter() {
+        match segment {
+            serde_path_to_error::Segment::Seq { index } => {
+                path.push_str(&format!("[{index}]"));
+                at = at.get(*index).unwrap_or(&Value::Null);
+            }
+            serde_path_to_error::Segment::Map { key } => {
+                path = join(&path, key);
+                at = at.get(key.as_str()).unwrap_or(&Value::Null);
+            }
+            _ => {}
+        }
     }
-    let a_to_b = direction(required(map, path, "a_to_b")?, &join(path, "a_to_b"))?;
-    let b_to_a = direction(required(map, path, "b_to_a")?, &join(path, "b_to_a"))?;
-    Ok(PipeConfig { name, a, b, a_to_b, b_to_a })
+    let inner = e.inner();
+    let is_direction = path.ends_with(".a_to_b") || path.ends_with(".b_to_a");
+    if is_direction && path.starts_with("pipes[") {
+        return format_error(at, &path, inner);
+    }
+    ConfigError::new(path, inner.to_string())
 }
 
-/// The top-level keys a config may have.
-const KNOWN_KEYS: &[&str] = &[
-    "pipes",
-    "seed",
-    "duration_ns",
-    "max_queue_frames",
-    "spin_ns",
-    "rt_priority",
-    "min_wake_interval_ns",
-    "sample_interval_ns",
-    "sample_origin_ns",
-    "keep_cpus_awake",
-    "start_ns",
-];
+impl PipeFormat {
+    /// The pipe at `path`: interface names Linux accepts, two different ones, each direction
+    /// checked ([`DirectionFormat::check`]).
+    fn check(self, path: &str) -> Result<PipeConfig> {
+        let a = interface_name(self.a, &join(path, "a"))?;
+        let b = interface_name(self.b, &join(path, "b"))?;
+        if a == b {
+            return Err(ConfigError::new(join(path, "b"), format!("'{b}' is also this pipe's a: a pipe joins two different interfaces")));
+        }
+        let a_to_b = self.a_to_b.check().map_err(|e| e.under(&join(path, "a_to_b")))?;
+        let b_to_a = self.b_to_a.check().map_err(|e| e.under(&join(path, "b_to_a")))?;
+        Ok(PipeConfig { name: self.name, a, b, a_to_b, b_to_a })
+    }
+}
 
-impl Config {
-    /// Parse and check a config.
-    ///
-    /// # Errors
-    /// The first problem found, naming its field: malformed JSON, a missing or unknown field, a
-    /// wrong type or range, or an interface used by two pipes (each would receive every frame, so
-    /// frames would be duplicated).
-    pub fn from_json(json: &str) -> Result<Config> {
-        let doc: Value = serde_json::from_str(json).map_err(|e| ConfigError::new("", format!("invalid JSON: {e}")))?;
-        let map = object(&doc, "")?;
-        reject_unknown(map, "", KNOWN_KEYS)?;
-
-        let pipes_v = required(map, "", "pipes")?;
-        let list = pipes_v.as_array().ok_or_else(|| ConfigError::new("pipes", format!("expected a list, got {}", kind(pipes_v))))?;
-        if list.is_empty() {
+impl ConfigFormat {
+    /// The relay's rules on the typed config: at least one pipe, no interface in two pipes (each
+    /// would receive every frame, so frames would be duplicated), the timing knobs within their
+    /// bounds, sampling with both its keys, and the defaults of the module docs.
+    fn check(self) -> Result<Config> {
+        if self.pipes.is_empty() {
             return Err(ConfigError::new("pipes", "expected at least one pipe"));
         }
-        let mut pipes = Vec::with_capacity(list.len());
+        let mut pipes = Vec::with_capacity(self.pipes.len());
         let mut users: HashMap<String, String> = HashMap::new();
-        for (i, p) in list.iter().enumerate() {
+        for (i, p) in self.pipes.into_iter().enumerate() {
             let path = format!("pipes[{i}]");
-            let parsed = pipe(p, &path)?;
+            let parsed = p.check(&path)?;
             for (side, ifname) in [("a", &parsed.a), ("b", &parsed.b)] {
                 let field = format!("{path}.{side}");
                 if let Some(first) = users.insert(ifname.clone(), field.clone()) {
@@ -594,67 +590,67 @@ impl Config {
             }
             pipes.push(parsed);
         }
-
-        let seed = match map.get("seed") {
-            None | Some(Value::Null) => 0,
-            Some(v) => non_negative_int(v, "seed", "a 64-bit seed")?,
+        if self.duration_ns == Some(0) {
+            return Err(ConfigError::new("duration_ns", "must be positive, or null to run until signalled"));
+        }
+        let max_queue_frames = match self.max_queue_frames {
+            None => DEFAULT_MAX_QUEUE_FRAMES,
+            Some(0) => return Err(ConfigError::new("max_queue_frames", "must be at least 1")),
+            Some(n) => usize::try_from(n).map_err(|_| ConfigError::new("max_queue_frames", "too large"))?,
         };
-        let duration_ns = match map.get("duration_ns") {
-            None | Some(Value::Null) => None,
-            Some(v) => {
-                let d = non_negative_int(v, "duration_ns", "ns")?;
-                if d == 0 {
-                    return Err(ConfigError::new("duration_ns", "must be positive, or null to run until signalled"));
-                }
-                Some(d)
-            }
+        let spin_ns = self.spin_ns.unwrap_or(DEFAULT_SPIN_NS);
+        if spin_ns > 1_000_000 {
+            return Err(ConfigError::new("spin_ns", format!("{spin_ns} ns of busy-waiting per frame would burn a core; at most 1000000")));
+        }
+        let rt_priority = match self.rt_priority {
+            None => DEFAULT_RT_PRIORITY,
+            Some(p @ 0..=99) => p as u8,
+            Some(p) => return Err(ConfigError::new("rt_priority", format!("{p} is not a SCHED_FIFO priority (0 for normal scheduling, 1 to 99)"))),
         };
-        let max_queue_frames = match map.get("max_queue_frames") {
-            None | Some(Value::Null) => DEFAULT_MAX_QUEUE_FRAMES,
-            Some(v) => {
-                let n = non_negative_int(v, "max_queue_frames", "frames")?;
-                if n == 0 {
-                    return Err(ConfigError::new("max_queue_frames", "must be at least 1"));
-                }
-                usize::try_from(n).map_err(|_| ConfigError::new("max_queue_frames", "too large"))?
-            }
-        };
-        let spin_ns = match map.get("spin_ns") {
-            None | Some(Value::Null) => DEFAULT_SPIN_NS,
-            Some(v) => {
-                let s = non_negative_int(v, "spin_ns", "ns")?;
-                if s > 1_000_000 {
-                    return Err(ConfigError::new("spin_ns", format!("{s} ns of busy-waiting per frame would burn a core; at most 1000000")));
-                }
-                s
-            }
-        };
-        let rt_priority = match map.get("rt_priority") {
-            None | Some(Value::Null) => DEFAULT_RT_PRIORITY,
-            Some(v) => match non_negative_int(v, "rt_priority", "0 for normal scheduling, 1 to 99 for SCHED_FIFO")? {
-                p @ 0..=99 => p as u8,
-                p => return Err(ConfigError::new("rt_priority", format!("{p} is not a SCHED_FIFO priority (0 for normal scheduling, 1 to 99)"))),
-            },
-        };
-        let min_wake_interval_ns = match optional(map, "min_wake_interval_ns") {
-            None => DEFAULT_MIN_WAKE_INTERVAL_NS,
-            Some(v) => {
-                let w = non_negative_int(v, "min_wake_interval_ns", "ns")?;
-                if w > 10_000_000 {
-                    return Err(ConfigError::new("min_wake_interval_ns", format!("{w} ns would hold frames up to that long; at most 10000000")));
-                }
-                w
-            }
-        };
-        let sampling = match (optional(map, "sample_origin_ns"), optional(map, "sample_interval_ns")) {
+        let min_wake_interval_ns = self.min_wake_interval_ns.unwrap_or(DEFAULT_MIN_WAKE_INTERVAL_NS);
+        if min_wake_interval_ns > 10_000_000 {
+            return Err(ConfigError::new("min_wake_interval_ns", format!("{min_wake_interval_ns} ns would hold frames up to that long; at most 10000000")));
+        }
+        let sampling = match (self.sample_origin_ns, self.sample_interval_ns) {
             (None, None) => None,
-            (Some(o), Some(i)) => Some((non_negative_int(o, "sample_origin_ns", "CLOCK_MONOTONIC ns")?, positive_int(i, "sample_interval_ns", "ns")?)),
+            (Some(_), Some(0)) => return Err(ConfigError::new("sample_interval_ns", "must be positive (ns)")),
+            (Some(o), Some(i)) => Some((o, i)),
             (None, Some(_)) => return Err(ConfigError::new("sample_origin_ns", "missing (sampling needs both sample_origin_ns and sample_interval_ns)")),
             (Some(_), None) => return Err(ConfigError::new("sample_interval_ns", "missing (sampling needs both sample_origin_ns and sample_interval_ns)")),
         };
-        let keep_cpus_awake = boolean(map, "keep_cpus_awake", true)?;
-        let start_ns = optional(map, "start_ns").map(|v| positive_int(v, "start_ns", "CLOCK_MONOTONIC ns")).transpose()?;
-        Ok(Config { pipes, seed, duration_ns, max_queue_frames, spin_ns, rt_priority, min_wake_interval_ns, sampling, start_ns, keep_cpus_awake })
+        if self.start_ns == Some(0) {
+            return Err(ConfigError::new("start_ns", "must be positive (CLOCK_MONOTONIC ns)"));
+        }
+        Ok(Config {
+            pipes,
+            seed: self.seed.unwrap_or(0),
+            duration_ns: self.duration_ns,
+            max_queue_frames,
+            spin_ns,
+            rt_priority,
+            min_wake_interval_ns,
+            sampling,
+            start_ns: self.start_ns,
+            keep_cpus_awake: self.keep_cpus_awake.unwrap_or(true),
+        })
+    }
+}
+
+impl Config {
+    /// Parse and check a config: read by serde derive ([`ConfigFormat`], the link crate's types
+    /// for each direction), then the relay's rules.
+    ///
+    /// # Errors
+    /// The first problem found, naming its field: malformed JSON, a missing or unknown field, a
+    /// wrong type or range, or an interface used by two pipes (each would receive every frame, so
+    /// frames would be duplicated).
+    pub fn from_json(json: &str) -> Result<Config> {
+        let doc: Value = serde_json::from_str(json).map_err(|e| ConfigError::new("", format!("invalid JSON: {e}")))?;
+        if !doc.is_object() {
+            return Err(ConfigError::new("", format!("expected an object, got {}", kind(&doc))));
+        }
+        let format: ConfigFormat = serde_path_to_error::deserialize(&doc).map_err(|e| located(&doc, e))?;
+        format.check()
     }
 }
 
@@ -724,7 +720,7 @@ mod tests {
         assert_eq!(c.pipes[0].b_to_a.pcap, None);
         assert_eq!(err(&one(r#"{"delay_ns": 1, "loss": 0, "pcap": {"path": "/tmp/x.pcap", "max_bytes": 10}}"#)), "pipes[0].a_to_b.pcap.max_bytes: must be at least 24 (the pcap file header)");
         assert_eq!(err(&one(r#"{"delay_ns": 1, "loss": 0, "pcap": {"max_bytes": 1000}}"#)), "pipes[0].a_to_b.pcap: missing field `path`");
-        assert_eq!(err(&one(r#"{"delay_ns": 1, "loss": 0, "pcap": {"path": "x", "max_bytes": 1000, "snap": 1}}"#)), "pipes[0].a_to_b.pcap: unknown field `snap`, expected `path` or `max_bytes`");
+        assert_eq!(err(&one(r#"{"delay_ns": 1, "loss": 0, "pcap": {"path": "x", "max_bytes": 1000, "snap": 1}}"#)), "pipes[0].a_to_b.pcap.snap: unknown field `snap`, expected `path` or `max_bytes`");
     }
 
     #[test]
@@ -743,9 +739,9 @@ mod tests {
         let dir = r#""a_to_b": {"delay_ns": 1, "loss": 0}, "b_to_a": {"delay_ns": 1, "loss": 0}"#;
         assert_eq!(err("[1]"), "expected an object, got a list");
         assert!(err("{").starts_with("invalid JSON"));
-        assert_eq!(err(r#"{"seed": 1}"#), "pipes: missing");
+        assert_eq!(err(r#"{"seed": 1}"#), "missing field `pipes`");
         assert_eq!(err(r#"{"pipes": []}"#), "pipes: expected at least one pipe");
-        assert_eq!(err(&with(&format!(r#"{{"name": "x", "b": "q", {dir}}}"#))), "pipes[0].a: missing");
+        assert_eq!(err(&with(&format!(r#"{{"name": "x", "b": "q", {dir}}}"#))), "pipes[0]: missing field `a`");
         assert_eq!(
             err(&with(r#"{"name": "x", "a": "p", "b": "q", "a_to_b": {"delay_ns": 1.5, "loss": 0}, "b_to_a": {"delay_ns": 1, "loss": 0}}"#)),
             "pipes[0].a_to_b.delay_ns: invalid type: floating point `1.5`, expected u64"
@@ -763,7 +759,7 @@ mod tests {
         let in_a_to_b = |d: &str| err(&with(&format!(r#"{{"name": "x", "a": "p", "b": "q", "a_to_b": {d}, "b_to_a": {{"delay_ns": 1, "loss": 0}}}}"#)));
         assert_eq!(in_a_to_b(r#"{"loss": 0}"#), "pipes[0].a_to_b: missing field `delay_ns`");
         assert_eq!(in_a_to_b(r#"{"delay_ns": 1, "loss": "none"}"#), "pipes[0].a_to_b.loss: invalid type: string \"none\", expected f64");
-        assert_eq!(in_a_to_b(r#"{"delay_ns": 1, "loss": 0, "rate_bps": 10, "discipline": "codel", "codel": {"target_ns": "5ms", "interval_ns": 1, "ecn": true}}"#), "pipes[0].a_to_b.codel: invalid type: string \"5ms\", expected u64");
+        assert_eq!(in_a_to_b(r#"{"delay_ns": 1, "loss": 0, "rate_bps": 10, "discipline": "codel", "codel": {"target_ns": "5ms", "interval_ns": 1, "ecn": true}}"#), "pipes[0].a_to_b.codel.target_ns: invalid type: string \"5ms\", expected u64");
         assert_eq!(in_a_to_b(r#"{"delay_ns": 1, "loss": 0, "reorder_delay_ns": -1}"#), "pipes[0].a_to_b.reorder_delay_ns: invalid value: integer `-1`, expected u64");
         assert_eq!(err(&with(&format!(r#"{{"name": "x", "a": "p", "b": "p", {dir}}}"#))), "pipes[0].b: 'p' is also this pipe's a: a pipe joins two different interfaces");
         assert_eq!(
@@ -775,8 +771,8 @@ mod tests {
             "pipes[1].b: interface 'p' is already used by pipes[0].a"
         );
         assert_eq!(err(&format!(r#"{{"pipes": [{{"name": "x", "a": "p", "b": "q", {dir}}}], "duration_ns": 0}}"#)), "duration_ns: must be positive, or null to run until signalled");
-        assert_eq!(err(&format!(r#"{{"pipes": [{{"name": "x", "a": "p", "b": "q", {dir}}}], "max_queue_frames": -3}}"#)), "max_queue_frames: expected a non-negative integer (frames), got -3");
-        assert_eq!(err(&format!(r#"{{"pipes": [{{"name": "x", "a": "p", "b": "q", {dir}}}], "sede": 1}}"#)), "sede: unknown field (expected one of: pipes, seed, duration_ns, max_queue_frames, spin_ns, rt_priority, min_wake_interval_ns, sample_interval_ns, sample_origin_ns, keep_cpus_awake, start_ns)");
+        assert_eq!(err(&format!(r#"{{"pipes": [{{"name": "x", "a": "p", "b": "q", {dir}}}], "max_queue_frames": -3}}"#)), "max_queue_frames: invalid value: integer `-3`, expected u64");
+        assert_eq!(err(&format!(r#"{{"pipes": [{{"name": "x", "a": "p", "b": "q", {dir}}}], "sede": 1}}"#)), "sede: unknown field `sede`, expected one of `pipes`, `seed`, `duration_ns`, `max_queue_frames`, `spin_ns`, `rt_priority`, `min_wake_interval_ns`, `sample_interval_ns`, `sample_origin_ns`, `keep_cpus_awake`, `start_ns`");
         assert_eq!(err(&format!(r#"{{"pipes": [{{"name": "x", "a": "p", "b": "q", {dir}}}], "rt_priority": 100}}"#)), "rt_priority: 100 is not a SCHED_FIFO priority (0 for normal scheduling, 1 to 99)");
     }
 
@@ -791,7 +787,7 @@ mod tests {
         let top = |extra: &str| format!(r#"{{"pipes": [{{"name": "x", "a": "p", "b": "q", "a_to_b": {{"delay_ns": 1, "loss": 0}}, "b_to_a": {{"delay_ns": 1, "loss": 0}}}}], {extra}}}"#);
         assert_eq!(err(&top(r#""sample_interval_ns": 5"#)), "sample_origin_ns: missing (sampling needs both sample_origin_ns and sample_interval_ns)");
         assert_eq!(err(&top(r#""sample_interval_ns": 0, "sample_origin_ns": 5"#)), "sample_interval_ns: must be positive (ns)");
-        assert_eq!(err(&top(r#""keep_cpus_awake": 1"#)), "keep_cpus_awake: expected true or false, got a number");
+        assert_eq!(err(&top(r#""keep_cpus_awake": 1"#)), "keep_cpus_awake: invalid type: integer `1`, expected a boolean");
         assert_eq!(err(&top(r#""min_wake_interval_ns": 20000000"#)), "min_wake_interval_ns: 20000000 ns would hold frames up to that long; at most 10000000");
         let c = Config::from_json(&top(r#""keep_cpus_awake": false, "min_wake_interval_ns": 0"#)).unwrap();
         assert_eq!((c.keep_cpus_awake, c.min_wake_interval_ns), (false, 0));
@@ -863,7 +859,7 @@ mod tests {
             err(&one(r#"{"delay_ns": 1, "loss": 0, "changes": [{"at_ns": 1, "delay_ns": null}]}"#)),
             "pipes[0].a_to_b.changes[0]: changes nothing: set rate_bps, delay_ns, loss, limit_packets or limit_bytes"
         );
-        assert_eq!(err(&one(r#"{"delay_ns": 1, "loss": 0, "changes": [{"delay_ns": 4}]}"#)), "pipes[0].a_to_b.changes: missing field `at_ns`");
+        assert_eq!(err(&one(r#"{"delay_ns": 1, "loss": 0, "changes": [{"delay_ns": 4}]}"#)), "pipes[0].a_to_b.changes[0]: missing field `at_ns`");
         assert_eq!(err(&one(r#"{"delay_ns": 1, "loss": 0, "changes": [{"at_ns": 1, "loss": 2}]}"#)), "pipes[0].a_to_b.changes[0].loss: 2 is not a probability in [0, 1]");
     }
     #[test]
@@ -876,7 +872,7 @@ mod tests {
         assert_eq!(err(&one(r#"{"delay_ns": 1, "loss": 0, "trace": {"opportunities_ms": [1], "steps": null, "loop": true}}"#)), "pipes[0].a_to_b.trace: a trace needs rate_bps (the rate quoted for the link: the trace's mean)");
         assert_eq!(err(&one(r#"{"delay_ns": 1, "loss": 0, "rate_bps": 5, "trace": {"opportunities_ms": [3, 2], "steps": null, "loop": true}}"#)), "pipes[0].a_to_b.trace.opportunities_ms: timestamps must not decrease: entry 1 (2 ms) follows 3 ms");
         assert_eq!(err(&one(r#"{"delay_ns": 1, "loss": 0, "rate_bps": 5, "trace": {"opportunities_ms": null, "steps": null, "loop": true}}"#)), "pipes[0].a_to_b.trace: set exactly one of opportunities_ms and steps");
-        assert_eq!(err(&one(r#"{"delay_ns": 1, "loss": 0, "rate_bps": 5, "trace": {"opportunities_ms": null, "steps": [[0]], "loop": true}}"#)), "pipes[0].a_to_b.trace: invalid length 1, expected a tuple of size 2");
+        assert_eq!(err(&one(r#"{"delay_ns": 1, "loss": 0, "rate_bps": 5, "trace": {"opportunities_ms": null, "steps": [[0]], "loop": true}}"#)), "pipes[0].a_to_b.trace.steps[0]: invalid length 1, expected a tuple of size 2");
         assert_eq!(
             err(&one(r#"{"delay_ns": 1, "loss": 0, "rate_bps": 5, "trace": {"opportunities_ms": [1], "steps": null, "loop": false}, "changes": [{"at_ns": 1, "rate_bps": 9}]}"#)),
             "pipes[0].a_to_b.changes[0].rate_bps: the direction's rate follows a trace; a rate change cannot apply to it"
