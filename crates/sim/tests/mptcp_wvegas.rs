@@ -55,6 +55,8 @@ fn at_a_shared_bottleneck_wvegas_takes_about_one_vegas_flows_share() {
     };
     let (wvegas, uncoupled) = (ratio("wvegas"), ratio("uncoupled"));
     eprintln!("MPTCP/Vegas goodput: wvegas {wvegas:.2}, uncoupled Vegas subflows {uncoupled:.2}");
+    // Measured (seed 1): wVegas 0.74, uncoupled 3.43 (a subflow that starts behind the other's
+    // queue takes it for BaseRTT and never sees its own queue: Vegas's known weakness).
     assert!((0.6..1.5).contains(&wvegas), "wVegas ≈ one Vegas share: {wvegas:.2}");
     assert!(uncoupled > wvegas * 1.3, "uncoupled takes more: {uncoupled:.2} vs {wvegas:.2}");
 }
@@ -143,7 +145,8 @@ fn wvegas_moves_its_traffic_off_the_path_with_a_deep_standing_queue() {
     let (wvegas, wvegas_clean_bps) = clean_share("vegas", "wvegas");
     let (lia, _) = clean_share("reno", "lia");
     eprintln!("share of the traffic on the clean path: wVegas {wvegas:.3}, LIA {lia:.3}");
-    // Measured: wVegas 0.954 (7.44 Mbit/s of the clean path's 10), LIA 0.??.
+    // Measured: wVegas 0.954 (7.44 Mbit/s on the clean path's 10, 0.36 on the congested one),
+    // LIA 0.855 (9.47 and 1.60); the cross Reno flow 9.29 and 8.02.
     assert!(wvegas > 0.9, "wVegas keeps its traffic on the clean path: {wvegas:.3}");
     assert!(wvegas > lia, "more so than LIA: {wvegas:.3} vs {lia:.3}");
     assert!(wvegas_clean_bps > 6e6, "and uses it: {:.2} Mbit/s", wvegas_clean_bps / 1e6);
@@ -162,6 +165,7 @@ fn wvegas_keeps_the_bottleneck_queue_far_shorter_than_lia() {
     let (wvegas_ms, wvegas_mbps) = measure("vegas", "wvegas");
     let (lia_ms, lia_mbps) = measure("reno", "lia");
     eprintln!("mean queueing delay: wVegas {wvegas_ms:.2} ms ({wvegas_mbps:.2} Mbit/s), LIA {lia_ms:.2} ms ({lia_mbps:.2} Mbit/s)");
+    // Measured: wVegas 2.44 ms, LIA 44.10 ms, both 18.93 Mbit/s.
     assert!(wvegas_ms * 5.0 < lia_ms, "wVegas {wvegas_ms:.2} ms vs LIA {lia_ms:.2} ms");
     assert!(wvegas_mbps > 18.0, "while it fills the link: {wvegas_mbps:.2} Mbit/s");
 }
