@@ -174,8 +174,8 @@ def describe(name: str, width: int = 80) -> list[str]:
 
 def mptcp_label(flavor: str, coupling: str) -> str:
     """The name a Multipath TCP connection is compared under in the results (its ``flavor``
-    column, its colour, its verdict): ``mptcp-<coupling>`` for a coupled one (LIA, OLIA, BALIA:
-    their subflows grow like Reno whatever the flow's flavor says), ``mptcp-<flavor>`` for an
+    column, its colour, its verdict): ``mptcp-<coupling>`` for a coupled one (LIA, OLIA, BALIA,
+    wVegas: their subflows run the coupling's controller), ``mptcp-<flavor>`` for an
     uncoupled one (every subflow runs ``flavor``, as Linux does), so an MPTCP connection and a
     single-path flow of the same flavor are told apart. ``coupling`` empty: not MPTCP,
     ``flavor`` itself."""

@@ -286,18 +286,19 @@ class _FlowBase(SpecModel):
     stop_ns: int | None
 
 
-COUPLINGS = ("lia", "olia", "balia", "uncoupled")
+COUPLINGS = ("lia", "olia", "balia", "wvegas", "uncoupled")
 """How an MPTCP connection couples its subflows' windows (crates/cc/src/coupled.rs): LIA (RFC 6356),
-OLIA (Khalili et al., CoNEXT 2012), BALIA (Peng et al., IEEE/ACM ToN 2016), or none (each subflow
-its own flavor, as Linux runs MPTCP)."""
+OLIA (Khalili et al., CoNEXT 2012), BALIA (Peng et al., IEEE/ACM ToN 2016), wVegas (Cao, Xu, Fu,
+"Delay-based Congestion Control for Multipath TCP", IEEE ICNP 2012; crates/cc/src/wvegas.rs), or
+none (each subflow its own flavor, as Linux runs MPTCP)."""
 
 MPTCP_SCHEDULERS = ("minrtt", "roundrobin")
 """Which subflow an MPTCP connection gives its next data: lowest smoothed RTT first among those with
 room in their window (Linux's default), or each in turn."""
 
-COUPLED_FLAVORS = ("reno",)
-"""The flavor a coupled (LIA, OLIA, BALIA) connection's subflows name: their sources couple Reno's
-increase."""
+COUPLED_FLAVOR = {"lia": "reno", "olia": "reno", "balia": "reno", "wvegas": "vegas"}
+"""The flavor a coupled connection's subflows name, by coupling: LIA, OLIA and BALIA couple Reno's
+increase, wVegas couples Vegas's windows (the engine's ``Coupling::subflow_flavor``)."""
 
 
 class MptcpSpec(SpecModel):

@@ -16,7 +16,7 @@ from ccarena import _engine
 from ccarena.backends.udp.endpoint_flows import check_tcp_flow
 from ccarena.errors import UserError
 from ccarena.experiment import expand
-from ccarena.runspec import COUPLINGS, MPTCP_SCHEDULERS
+from ccarena.runspec import COUPLED_FLAVOR, COUPLINGS, MPTCP_SCHEDULERS
 from ccarena.scenario import load_scenario
 
 
@@ -52,6 +52,7 @@ def test_the_engine_takes_every_coupling_and_scheduler_the_scenario_offers_and_n
     for coupling in COUPLINGS:
         for scheduler in MPTCP_SCHEDULERS:
             base["flows"][0]["mptcp"].update(coupling=coupling, scheduler=scheduler)
+            base["flows"][0]["flavor"] = COUPLED_FLAVOR.get(coupling, "reno")
             _engine.Simulation(json.dumps(base))
     base["flows"][0]["mptcp"]["coupling"] = "wvegas2"
     with pytest.raises(ValueError, match=r"flows\[0\]\.mptcp\.coupling"):
@@ -59,6 +60,10 @@ def test_the_engine_takes_every_coupling_and_scheduler_the_scenario_offers_and_n
     base["flows"][0]["mptcp"].update(coupling="olia", scheduler="minrtt")
     base["flows"][0]["flavor"] = "cubic"
     with pytest.raises(ValueError, match=r"flows\[0\]\.mptcp\.coupling: olia couples Reno"):
+        _engine.Simulation(json.dumps(base))
+    base["flows"][0]["mptcp"]["coupling"] = "wvegas"
+    base["flows"][0]["flavor"] = "reno"
+    with pytest.raises(ValueError, match=r"flows\[0\]\.mptcp\.coupling: wvegas couples Vegas"):
         _engine.Simulation(json.dumps(base))
 
 

@@ -11,6 +11,10 @@
 //! controllers ignore the view (`uncoupled`: every subflow its own flavor, as Linux runs MPTCP).
 //! The cc crate stays free of the transport: the view is plain numbers.
 //!
+//! The fourth coupling, wVegas ([`Coupling::Wvegas`]), is delay-based: each subflow runs Vegas
+//! against a share of one connection-wide α; its controller is [`crate::wvegas::Wvegas`],
+//! which [`new_coupled_controller`] builds and which reads the same view.
+//!
 //! # The three couplings
 //!
 //! All three keep Reno's slow start ([`crate::reno::cwnd_limited_slow_start_first`]) and add, per
@@ -62,11 +66,16 @@ pub enum Coupling {
     /// Balanced LIA (Peng, Walid, Hwang, Low, "Multipath TCP: Analysis, Design, and
     /// Implementation", IEEE/ACM ToN 24(1), 2016, §VI).
     Balia,
+    /// Weighted Vegas (Cao, Xu, Fu, "Delay-based Congestion Control for Multipath TCP", IEEE
+    /// ICNP 2012): each subflow runs Vegas against its rate's share of one connection-wide α
+    /// ([`crate::wvegas`]).
+    Wvegas,
 }
 
 impl Coupling {
     /// Every coupling, in the order the scenario reference lists them.
-    pub const ALL: [Coupling; 4] = [Coupling::Lia, Coupling::Olia, Coupling::Balia, Coupling::Uncoupled];
+    pub const ALL: [Coupling; 5] =
+        [Coupling::Lia, Coupling::Olia, Coupling::Balia, Coupling::Wvegas, Coupling::Uncoupled];
 
     /// The name a scenario spells (`"lia"`).
     pub fn name(self) -> &'static str {
@@ -75,6 +84,17 @@ impl Coupling {
             Coupling::Lia => "lia",
             Coupling::Olia => "olia",
             Coupling::Balia => "balia",
+            Coupling::Wvegas => "wvegas",
+        }
+    }
+
+    /// The flavor a coupled connection's subflows name, the controller its source couples:
+    /// `"reno"` for LIA, OLIA and BALIA, `"vegas"` for wVegas; `None` for `Uncoupled` (any).
+    pub fn subflow_flavor(self) -> Option<&'static str> {
+        match self {
+            Coupling::Uncoupled => None,
+            Coupling::Lia | Coupling::Olia | Coupling::Balia => Some("reno"),
+            Coupling::Wvegas => Some("vegas"),
         }
     }
 }
@@ -86,21 +106,25 @@ impl FromStr for Coupling {
         Coupling::ALL
             .into_iter()
             .find(|c| c.name() == s)
-            .ok_or_else(|| format!("unknown coupling '{s}': use lia, olia, balia or uncoupled"))
+            .ok_or_else(|| format!("unknown coupling '{s}': use lia, olia, balia, wvegas or uncoupled"))
     }
 }
 
 pub use crate::SubflowView;
 
 /// The controller of one subflow of a coupled connection (`coupling` one of LIA, OLIA, BALIA;
-/// see the module documentation for each one's increase and decrease), with `params` its
-/// parameters (it has none).
+/// see the module documentation for each one's increase and decrease; or wVegas, see
+/// [`crate::wvegas`]), with `params` its parameters (LIA, OLIA, BALIA have none; wVegas's are
+/// [`crate::wvegas::PARAM_NAMES`]).
 ///
 /// # Errors
 /// [`CcError::BadParam`] for [`Coupling::Uncoupled`], which has no controller of its own (the
 /// caller builds each subflow's flavor with [`crate::new_controller`]);
 /// [`CcError::UnknownParam`] for any parameter.
 pub fn new_coupled_controller(coupling: Coupling, params: &Params) -> Result<Box<dyn CongestionControl>, CcError> {
+    if coupling == Coupling::Wvegas {
+        return Ok(Box::new(crate::wvegas::Wvegas::new(params)?));
+    }
     Ok(Box::new(CoupledController::new(coupling, params)?))
 }
 
@@ -168,6 +192,14 @@ impl CoupledController {
                          (build it with new_controller)",
             });
         }
+        if coupling == Coupling::Wvegas {
+            return Err(CcError::BadParam {
+                flavor: "wvegas",
+                param: "coupling",
+                value: f64::NAN,
+                reason: "wVegas couples Vegas, not Reno's increase: build it with new_coupled_controller",
+            });
+        }
         params.expect_only(coupling.name(), &[])?;
         Ok(CoupledController {
             coupling,
@@ -219,7 +251,9 @@ impl CoupledController {
             Coupling::Lia => lia_increase(p, r),
             Coupling::Olia => olia_increase(p, me),
             Coupling::Balia => balia_increase(p, r),
-            Coupling::Uncoupled => unreachable!("no coupled controller is built for 'uncoupled'"),
+            Coupling::Uncoupled | Coupling::Wvegas => {
+                unreachable!("CoupledController::new builds neither 'uncoupled' nor 'wvegas'")
+            }
         };
         Some(c)
     }

@@ -78,6 +78,7 @@ pub mod scalable;
 pub mod time;
 pub mod udt;
 pub mod vegas;
+pub mod wvegas;
 pub mod veno;
 pub mod westwood;
 pub mod yeah;

@@ -369,6 +369,16 @@ fn names_and_construction_errors() {
         }
         other => panic!("expected BadParam, got {other:?}"),
     }
+    // wVegas: its own controller (crates/cc/src/wvegas.rs), named and parsed like the others,
+    // coupling Vegas where the others couple Reno.
+    let wvegas = new_coupled_controller(Coupling::Wvegas, &Params::default()).unwrap();
+    assert_eq!(wvegas.name(), "wvegas");
+    assert_eq!("wvegas".parse::<Coupling>(), Ok(Coupling::Wvegas));
+    assert_eq!(Coupling::Wvegas.subflow_flavor(), Some("vegas"));
+    assert_eq!(Coupling::Lia.subflow_flavor(), Some("reno"));
+    assert!(Coupling::ALL.iter().all(|c| c.name().parse::<Coupling>() == Ok(*c)));
+    let params = Params::from_pairs(vec![("alpha".to_string(), 1.0)]);
+    assert!(matches!(new_coupled_controller(Coupling::Wvegas, &params), Err(CcError::UnknownParam { flavor: "wvegas", .. })));
 }
 
 // --- RFC 6356 §2's goals in a deterministic round-based AIMD model -----------------------------

@@ -455,8 +455,9 @@ impl MptcpSpec {
         }
         let coupling = self.coupling().map_err(|e| err("mptcp.coupling", e))?;
         self.scheduler().map_err(|e| err("mptcp.scheduler", e))?;
-        if coupling != Coupling::Uncoupled && flavor != "reno" {
-            return Err(err("mptcp.coupling", format!("{} couples Reno's increase: the flow's flavor must be reno, not {flavor}", coupling.name())));
+        if let Some(want) = coupling.subflow_flavor().filter(|&w| w != flavor) {
+            let what = if want == "reno" { "Reno's increase" } else { "Vegas's windows" };
+            return Err(err("mptcp.coupling", format!("{} couples {what}: the flow's flavor must be {want}, not {flavor}", coupling.name())));
         }
         Ok(())
     }

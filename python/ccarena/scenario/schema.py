@@ -31,7 +31,7 @@ from ccarena.backends import backend_names, options_models, reference_backend
 from ccarena.errors import FieldError, FieldErrors, UserError
 from ccarena.quantities import Packets, RateBps, SizeBytes, StrictModel, TimeNs
 from ccarena.runspec import (
-    COUPLED_FLAVORS,
+    COUPLED_FLAVOR,
     COUPLINGS,
     MPTCP_SCHEDULERS,
     QUIC_DATA_OVERHEAD_BYTES,
@@ -103,8 +103,10 @@ class Flow(StrictModel):
     UDT's settings are the defaults in :mod:`ccarena.runspec`.
     Multipath TCP (TCP flows; any of these makes the flow an MPTCP connection, RFC 8684):
     ``subflows`` (default 1; each its own 5-tuple, so ECMP spreads them), ``coupling``
-    (``"lia"``, ``"olia"``, ``"balia"`` — whose subflows grow like Reno, so ``flavor = "reno"`` —
-    or ``"uncoupled"``, the default: every subflow runs ``flavor`` on its own, as Linux does),
+    (``"lia"``, ``"olia"``, ``"balia"`` — whose subflows grow like Reno, so ``flavor = "reno"`` —,
+    ``"wvegas"`` — delay-based, each subflow a Vegas against its share of one α, so
+    ``flavor = "vegas"`` — or ``"uncoupled"``, the default: every subflow runs ``flavor`` on its
+    own, as Linux does),
     ``scheduler`` (``"minrtt"``, the default, or ``"roundrobin"``), ``join_delay`` (subflows
     after the first start this much later; default ``"0s"``).
     QUIC (TCP flavors): ``transport = "quic"`` (default ``"tcp"``) runs the flow as a QUIC
@@ -251,9 +253,11 @@ class Flow(StrictModel):
                    for name in ("subflows", "coupling", "scheduler", "join_delay_ns"))
 
     def _check_mptcp(self) -> None:
-        if self.coupling not in (None, "uncoupled") and self.flavor not in COUPLED_FLAVORS:
-            raise FieldError("coupling", f"{self.coupling} couples Reno's increase across the "
-                                         f'subflows: give flavor = "reno", or coupling = '
+        want = COUPLED_FLAVOR.get(self.coupling or "uncoupled")
+        if want is not None and self.flavor != want:
+            what = "Reno's increase" if want == "reno" else "Vegas's windows"
+            raise FieldError("coupling", f"{self.coupling} couples {what} across the "
+                                         f'subflows: give flavor = "{want}", or coupling = '
                                          f'"uncoupled" to run {self.flavor} on each subflow')
 
     def _check_no_transport(self, given: set[str], why: str) -> None:
