@@ -5,6 +5,7 @@ it costs, at 10, 100 and 1000 Mbit/s (needs root, iperf3)::
     python3 benches/relay.py --emulation tc          # htb rate + queue, the relay only delays
     python3 benches/relay.py --rates 1000 --repeats 5 --seconds 20
     python3 benches/relay.py --rates 1000 --discipline fq_codel   # the relay holds frames (dequeue path)
+    python3 benches/relay.py --rates 1000 --discipline dualpi2    # DualPI2 (RFC 9332) on the relay
 
 Each run: two namespaces joined by the relay (:class:`ccarena.backends.kernel.testbed.RelayTestbed`), a
 link of the given rate with 50 ms of delay each way and a one-BDP queue, and one CUBIC iperf3
@@ -51,8 +52,13 @@ DISCIPLINES = {
     "codel": {"discipline": "codel", "codel": {"target_ns": 5_000_000, "interval_ns": 100_000_000, "ecn": False}},
     "fq_codel": {"discipline": "fq_codel", "fq_codel": {"target_ns": 5_000_000, "interval_ns": 100_000_000,
                                                         "flows": 1024, "quantum_bytes": 1514, "ecn": False}},
+    "dualpi2": {"discipline": "dualpi2", "dualpi2": {"target_ns": 15_000_000, "tupdate_ns": 16_000_000,
+                                                      "alpha": 0.16, "beta": 3.2, "coupling": 2,
+                                                      "l4s_threshold_ns": 1_000_000, "l4s_ramp_ns": 0,
+                                                      "l4s_min_qlen_packets": 1, "tshift_ns": 30_000_000}},
 }
-"""The relay's queue per ``--discipline`` (RFC 8289 / RFC 8290 defaults)."""
+"""The relay's queue per ``--discipline`` (RFC 8289 / RFC 8290 / RFC 9332 defaults; iperf3's CUBIC
+is Not-ECT, so under DualPI2 it is the Classic queue's, dropped at PI2's squared probability)."""
 
 
 def one_run(bed: RelayTestbed, work: Path, rate_bps: int, seconds: int, emulation: str, port: int,
