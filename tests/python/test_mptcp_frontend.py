@@ -109,3 +109,14 @@ def test_the_udp_backend_refuses_mptcp_in_one_line() -> None:
     flow = _spec(_dumbbell([MPTCP, TCP])).spec.flows[0]
     with pytest.raises(UserError, match=r"^flows\[0\]\.subflows: the udp backend runs single-path"):
         check_tcp_flow("flows[0]", flow)
+
+
+def test_a_coupled_connection_refuses_flavor_parameters_it_would_not_use() -> None:
+    # The engine builds a coupled subflow's controller from the coupling alone: parameters of the
+    # flavor would be silently dropped, so the scenario refuses them; uncoupled subflows take them.
+    vegas = {**MPTCP, "flavor": {"name": "vegas", "alpha": 1, "beta": 3}, "coupling": "wvegas"}
+    with pytest.raises(UserError, match=r"params: wvegas runs its own controller .* remove params"):
+        load_scenario(_dumbbell([vegas, TCP]))
+    uncoupled = {**vegas, "coupling": "uncoupled"}
+    params = _spec(_dumbbell([uncoupled, TCP])).spec.flows[0].params
+    assert (params["alpha"], params["beta"]) == (1.0, 3.0)

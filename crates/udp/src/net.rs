@@ -185,6 +185,14 @@ impl Socket {
         Ok(Socket { sock, queue: SendQueue::default(), gso, gro, connected, send_drops: 0, send_calls: 0, sent_datagrams: 0 })
     }
 
+    /// Send what is queued once the queue holds [`MAX_QUEUED_DATAGRAMS`].
+    fn flush_if_full(&mut self) -> io::Result<()> {
+        if self.queue.len() >= MAX_QUEUED_DATAGRAMS {
+            self.flush()?;
+        }
+        Ok(())
+    }
+
     /// GSO is in use (the kernel has not refused it yet).
     pub fn gso(&self) -> bool {
         self.gso
@@ -203,10 +211,7 @@ impl Datagrams for Socket {
 
     fn send_to_with_ecn(&mut self, buf: &[u8], to: SocketAddr, ecn: Ecn) -> io::Result<()> {
         self.queue.push_with_ecn(buf, to, ecn);
-        if self.queue.len() >= MAX_QUEUED_DATAGRAMS {
-            self.flush()?;
-        }
-        Ok(())
+        self.flush_if_full()
     }
 
     fn send_frame(
@@ -219,10 +224,7 @@ impl Datagrams for Socket {
     ) -> io::Result<()> {
         // Encoded where sendmmsg will read it: one copy of the payload fewer per packet.
         self.queue.push_written(to, ecn, |buf| wire::encode_append(header, frame, buf));
-        if self.queue.len() >= MAX_QUEUED_DATAGRAMS {
-            self.flush()?;
-        }
-        Ok(())
+        self.flush_if_full()
     }
 
     fn flush(&mut self) -> io::Result<()> {

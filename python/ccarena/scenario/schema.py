@@ -259,6 +259,11 @@ class Flow(StrictModel):
             raise FieldError("coupling", f"{self.coupling} couples {what} across the "
                                          f'subflows: give flavor = "{want}", or coupling = '
                                          f'"uncoupled" to run {self.flavor} on each subflow')
+        if want is not None and self.params:
+            # The engine builds a coupled subflow's controller from the coupling alone.
+            raise FieldError("params", f"{self.coupling} runs its own controller on each subflow "
+                                       f"and takes no {self.flavor} parameters; remove params, or "
+                                       f'use coupling = "uncoupled" to tune {self.flavor}')
 
     def _check_no_transport(self, given: set[str], why: str) -> None:
         """Refuse ``transport`` and the QUIC fields on a flow that is not a TCP flavor."""
