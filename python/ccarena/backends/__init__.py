@@ -124,12 +124,42 @@ class RunResult:
             (``pcap/r0_to_r1.pcap``) → where the backend left it; the executor moves them in.
         scratch: a directory of the backend's own holding ``files``, deleted by the executor
             once it has taken them (or given up the run); None when there is none.
+        engine: the engine's own time (:class:`EngineTime`), for a backend whose run is a
+            computation (the simulator); None where the run takes real time (kernel, udp).
     """
 
     tables: dict[str, pd.DataFrame]
     record: dict[str, Any] = field(default_factory=dict)
     files: dict[str, Path] = field(default_factory=dict)
     scratch: Path | None = None
+    engine: EngineTime | None = None
+
+
+@dataclass(frozen=True)
+class EngineTime:
+    """What a run cost the engine alone, measured on the thread that ran it: building the
+    simulation from its spec and running it to its end, not reading its tables out nor anything
+    the front end did meanwhile (issue 35: a run's wall time also holds front-end work, which
+    must not be read as engine speed).
+
+    Attributes:
+        build_s: wall seconds to build the simulation from the spec (parse, check, routes).
+        run_s: wall seconds of the simulation's run.
+        cpu_s: CPU seconds of the engine's thread over both (``time.thread_time``); below the
+            wall seconds when the thread waited for a CPU.
+    """
+
+    build_s: float
+    run_s: float
+    cpu_s: float
+
+    def timing(self, simulated_s: float) -> dict[str, float | None]:
+        """``run.json``'s ``timing`` entries of the engine: ``engine_s`` (build + run, wall s),
+        ``engine_build_s``, ``engine_cpu_s`` and ``simulated_per_engine_s`` (simulated seconds
+        per engine second; None for a zero-length run)."""
+        engine_s = self.build_s + self.run_s
+        return {"engine_s": engine_s, "engine_build_s": self.build_s, "engine_cpu_s": self.cpu_s,
+                "simulated_per_engine_s": simulated_s / engine_s if engine_s > 0 else None}
 
 
 class PendingRun(Protocol):

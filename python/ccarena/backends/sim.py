@@ -27,6 +27,7 @@ from ccarena.backends import (
     TABLES,
     CancelCheck,
     ProgressCallback,
+    EngineTime,
     RunResult,
 )
 from ccarena.backends.declaration import BackendDeclaration
@@ -148,23 +149,29 @@ def simulate(spec: RunSpec, *, progress: ProgressCallback | None = None,
              pcap_dir: Path | None = None) -> dict[str, Any]:
     """:func:`run_spec`'s simulation alone: the engine's result columns
     (``{"flows", "samples", "queues", "links"}`` → column → ``bytes`` of ``<f8`` or
-    ``list[str]``), without numpy or pandas. Same arguments and errors as :func:`run_spec`; with
-    ``pcap_dir``, the spec's ``pcap`` links are captured there and the result also holds
-    :data:`CAPTURES` (the engine's ``finish_capture()``)."""
+    ``list[str]``), without numpy or pandas, and :data:`ENGINE_TIME` (an :class:`EngineTime`:
+    the engine's calls alone, not the Python between chunks). Same arguments and errors as
+    :func:`run_spec`; with ``pcap_dir``, the spec's ``pcap`` links are captured there and the
+    result also holds :data:`CAPTURES` (the engine's ``finish_capture()``)."""
     engine = engine_module()
+    wall0, cpu0 = time.perf_counter(), time.thread_time()
     sim = engine.Simulation(spec.to_json(), None if pcap_dir is None else str(pcap_dir))
+    build_s, cpu_s = time.perf_counter() - wall0, time.thread_time() - cpu0
+    run_s = 0.0
     sim.set_budget(max_memory_bytes=memory_budget_bytes())
     duration_ns = int(sim.duration_ns)
     step_ns = max(1, min(duration_ns // 1000, 1_000_000))
     target = 0
     while not sim.finished:
         target = min(target + step_ns, duration_ns)
-        started = time.perf_counter()
+        started, cpu0 = time.perf_counter(), time.thread_time()
         try:
             sim.run_until(target)
         except engine.BudgetExceeded as err:
             raise RunTooLarge(too_large(spec, str(err))) from None
         elapsed = time.perf_counter() - started
+        run_s += elapsed
+        cpu_s += time.thread_time() - cpu0
         # Grow (at most 4× a chunk) or shrink the step toward chunk_wall_s of wall time.
         scale = 4.0 if elapsed <= 0 else min(4.0, chunk_wall_s / elapsed)
         step_ns = max(1, int(step_ns * scale))
@@ -173,13 +180,21 @@ def simulate(spec: RunSpec, *, progress: ProgressCallback | None = None,
         if cancel is not None and cancel():
             raise KeyboardInterrupt("cancelled")
         if target >= duration_ns and not sim.finished:
+            started, cpu0 = time.perf_counter(), time.thread_time()
             sim.run_until(duration_ns)
+            run_s += time.perf_counter() - started
+            cpu_s += time.thread_time() - cpu0
             break
-    return _results(sim, pcap_dir)
+    timing = EngineTime(build_s=build_s, run_s=run_s, cpu_s=cpu_s)
+    return {**_results(sim, pcap_dir), ENGINE_TIME: timing}
 
 
 CAPTURES = "pcap"
 """Key of the engine's capture summaries in :func:`simulate`'s result (a list, not a table)."""
+
+ENGINE_TIME = "engine_time"
+"""Key of the engine's own time (:class:`~ccarena.backends.EngineTime`) in :func:`simulate`'s
+result."""
 
 PCAP_DIR = "pcap"
 """Where a run's capture files go in its run directory."""
@@ -205,9 +220,10 @@ def capture_result(spec: RunSpec, raw: dict[str, Any], pcap_dir: Path | None) ->
     each holds (``run.json``'s ``pcap``: link name, file, packets written and left out at the
     size limit, bytes; docs/engine-spec.md, "Packet capture")."""
     tables = frames(raw)
+    engine = raw.get(ENGINE_TIME)
     captures = raw.get(CAPTURES)
     if pcap_dir is None or not captures:
-        return RunResult(tables=tables, scratch=pcap_dir)
+        return RunResult(tables=tables, scratch=pcap_dir, engine=engine)
     files: dict[str, Path] = {}
     entries = []
     for c in captures:
@@ -218,7 +234,8 @@ def capture_result(spec: RunSpec, raw: dict[str, Any], pcap_dir: Path | None) ->
                         "packets_over_limit": c["packets_over_limit"], "bytes": c["bytes"],
                         "max_bytes": spec.pcap.max_bytes if spec.pcap else None,
                         "error": c["error"]})
-    return RunResult(tables=tables, record={"pcap": entries}, files=files, scratch=pcap_dir)
+    return RunResult(tables=tables, record={"pcap": entries}, files=files, scratch=pcap_dir,
+                     engine=engine)
 
 
 def too_large(spec: RunSpec, why: str) -> str:
@@ -276,7 +293,9 @@ class SimRun:
             try:
                 engine = engine_module()
                 pcap_dir = self._pcap_dir
+                wall0, cpu0 = time.perf_counter(), time.thread_time()
                 sim = engine.Simulation(spec.to_json(), None if pcap_dir is None else str(pcap_dir))
+                built = time.perf_counter()
                 sim.set_budget(max_memory_bytes=self._budget)
                 self._sim = sim
                 if self._stop.is_set():  # cancelled before the engine existed (cancel() saw None)
@@ -285,8 +304,10 @@ class SimRun:
                     reached = sim.run_until_stoppable(int(sim.duration_ns))
                 except engine.BudgetExceeded as err:
                     raise RunTooLarge(too_large(spec, str(err))) from None
+                timing = EngineTime(build_s=built - wall0, run_s=time.perf_counter() - built,
+                                    cpu_s=time.thread_time() - cpu0)
                 if reached:
-                    self._raw = _results(sim, pcap_dir)
+                    self._raw = {**_results(sim, pcap_dir), ENGINE_TIME: timing}
             except BaseException as err:  # handed to the waiting thread by result()
                 self._error = err
             finally:

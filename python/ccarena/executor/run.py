@@ -183,7 +183,8 @@ def execute_run(root: str, record: dict[str, Any],
                                             duration_s=duration_s),
                 timing={"started": started, "finished": now_utc(), "wall_s": wall_s,
                         "simulated_s": duration_s,
-                        "simulated_per_wall": duration_s / wall_s if wall_s > 0 else None})
+                        "simulated_per_wall": duration_s / wall_s if wall_s > 0 else None,
+                        **(result.engine.timing(duration_s) if result.engine else {})})
             full.update(result.record)  # how the backend ran it (the kernel's link emulation)
         except BaseException:
             writer.abort()
