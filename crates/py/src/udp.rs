@@ -13,6 +13,7 @@ use std::path::PathBuf;
 use std::sync::Mutex;
 use std::time::Duration;
 
+use ccarena_transport::rtt::RtoRule;
 use ccarena_udp::scenario_send::{SenderSample, StreamTotals};
 use ccarena_udp::wire::{EcnFeedback, QuicOffer};
 use ccarena_udp::{
@@ -304,6 +305,15 @@ fn quic_offer(config: &Bound<'_, PyDict>) -> PyResult<Option<QuicOffer>> {
     }))
 }
 
+/// The RTO rule named `name` (`"rfc6298"`, the default, or `"linux"`: `ccarena_transport::rtt`).
+fn rto_rule(name: Option<String>) -> PyResult<RtoRule> {
+    match name.as_deref() {
+        None | Some("rfc6298") => Ok(RtoRule::Rfc6298),
+        Some("linux") => Ok(RtoRule::Linux),
+        Some(other) => Err(TransferError::new_err(format!("rto_rule: unknown rule '{other}': use \"rfc6298\" or \"linux\""))),
+    }
+}
+
 /// Send one scenario flow from `bind` (an address of this host) to the sink at `peer`
 /// (`HOST:PORT`) and return what the kernel backend's generator returns for a TCP sender:
 /// `{"ok": True, "samples": [...], "at_end": {...}, "drained": {...}, "offered_bytes",
@@ -314,7 +324,8 @@ fn quic_offer(config: &Bound<'_, PyDict>) -> PyResult<Option<QuicOffer>> {
 /// `min_rto_ns`, `initial_rto_ns`, `max_rto_ns`, `clock_granularity_ns`, `dupthresh`,
 /// `sndbuf_bytes`, `bytes`, `ecn`: the flow's ECN, whose codepoint and feedback follow from
 /// the flavor, `ccarena_udp::scenario_send::stream_ecn_feedback`; `quic`: run it as QUIC with
-/// these settings, [`quic_offer`]) and the run's times (`t0_mono_ns`, `start_ns`, `stop_ns`,
+/// these settings, [`quic_offer`]; `rto_rule`: `"rfc6298"` or `"linux"`; `handshake_rtt`: the
+/// handshake's round trip as the first RTT sample) and the run's times (`t0_mono_ns`, `start_ns`, `stop_ns`,
 /// `duration_ns`, `interval_ns`); missing optional keys take Linux's values. Raises
 /// TransferError (one line) for a bad flavor or setting, no sink, a refusal or a silent sink; a
 /// KeyboardInterrupt (or other exception from a signal handler) stops the flow and is re-raised.
@@ -348,6 +359,8 @@ pub fn udp_stream_send<'py>(py: Python<'py>, bind: Option<String>, peer: &str, c
         pacing_burst: d.pacing_burst,
         ecn: opt(config, "ecn")?.unwrap_or(false),
         quic: quic_offer(config)?,
+        rto_rule: rto_rule(opt(config, "rto_rule")?)?,
+        handshake_rtt: opt(config, "handshake_rtt")?.unwrap_or(false),
     };
     let mut err: Option<PyErr> = None;
     let outcome = py.detach(|| send_stream(bind.as_deref(), peer, &opts, &mut || with_python(&mut err, |_| Ok(()))));
@@ -378,7 +391,9 @@ pub fn udp_stream_send<'py>(py: Python<'py>, bind: Option<String>, peer: &str, c
 /// "ce_bytes"}}`.
 ///
 /// `config`: `t0_mono_ns`, `start_ns`, `duration_ns`, `interval_ns`, and the flow's receiver
-/// settings `rwnd_bytes`, `delayed_ack_ns`, `ack_every_segments`, `dsack` (missing: Linux's).
+/// settings `rwnd_bytes`, `delayed_ack_ns`, `ack_every_segments`, `dsack`, `quickack_segments`
+/// and `quickack_idle_ns` (Linux's quick-ACK mode: `ccarena_udp::scenario_sink::SinkOptions`;
+/// missing: Linux's, without quick-ACK).
 #[pyclass(name = "UdpSink", module = "ccarena._engine")]
 pub struct PyUdpSink {
     inner: Mutex<Sink>,
@@ -395,6 +410,8 @@ impl PyUdpSink {
             delayed_ack_ns: opt(config, "delayed_ack_ns")?.unwrap_or(d.delayed_ack_ns),
             ack_every_segments: opt(config, "ack_every_segments")?.unwrap_or(d.ack_every_segments),
             dsack: opt(config, "dsack")?.unwrap_or(d.dsack),
+            quickack_segments: opt(config, "quickack_segments")?.unwrap_or(d.quickack_segments),
+            quickack_idle_ns: opt(config, "quickack_idle_ns")?.unwrap_or(d.quickack_idle_ns),
             t0_mono_ns: req(config, "t0_mono_ns")?,
             start_ns: opt(config, "start_ns")?.unwrap_or(0),
             duration_ns: req(config, "duration_ns")?,

@@ -19,6 +19,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use ccarena_cc::{Params, SimTime};
+use ccarena_transport::rtt::RtoRule;
 
 use crate::clock::KEEPALIVE;
 use crate::error::TransferError;
@@ -226,6 +227,7 @@ fn tx_setup(opts: &SendOptions) -> Result<TxSetup<'_>, TransferError> {
         dupthresh: 3,
         sndbuf_bytes: None,
         pacing_burst: opts.pacing_burst,
+        rto_rule: RtoRule::Rfc6298,
         // A file transfer runs without ECN (its OFFER has no field to ask the receiver for it).
         ecn: None,
         // Nor QUIC (its OFFER has no transport field; scenario streams run it).

@@ -31,6 +31,7 @@
 use std::time::Duration;
 
 use ccarena_cc::{CaState, Params, SimTime};
+use ccarena_transport::rtt::RtoRule;
 
 use crate::clock::{mono_ns, Schedule, KEEPALIVE};
 use crate::error::TransferError;
@@ -94,6 +95,12 @@ pub struct StreamOptions {
     /// and dupthresh fields are then unused, `mss_bytes` is the stream bytes per packet, at most
     /// [`wire::MAX_QUIC_PAYLOAD_BYTES`]); `None`: the TCP-like transport.
     pub quic: Option<QuicOffer>,
+    /// The RTO rule (the scenario flow's `rto_rule`: RFC 6298's, or Linux's for `host = "linux"`).
+    pub rto_rule: RtoRule,
+    /// Take the handshake's round trip (STREAM_OFFER → ACCEPT, when the offer went out once) as
+    /// the first RTT sample, as Linux takes the SYN → SYN-ACK one (the scenario flow's
+    /// `handshake_rtt`).
+    pub handshake_rtt: bool,
 }
 
 /// The ECN feedback a stream of `flavor` with `params` asks its sink for: `None` without `ecn`;
@@ -135,6 +142,8 @@ impl Default for StreamOptions {
             pacing_burst: Duration::from_millis(1),
             ecn: false,
             quic: None,
+            rto_rule: RtoRule::Rfc6298,
+            handshake_rtt: false,
         }
     }
 }
@@ -160,6 +169,7 @@ impl StreamOptions {
             dupthresh: self.dupthresh,
             sndbuf_bytes: self.sndbuf_bytes,
             pacing_burst: self.pacing_burst,
+            rto_rule: self.rto_rule,
             ecn,
             quic: self.quic,
         })
@@ -391,6 +401,9 @@ pub fn send_stream(
     let epoch = mono_ns();
     let sim = |t: u64| SimTime(t.saturating_sub(epoch));
     let (mut tx, recovery) = Tx::new(&setup, acc.rwnd_bytes, sim(epoch))?;
+    if let Some(rtt) = acc.rtt.filter(|_| opts.handshake_rtt) {
+        tx.on_handshake_rtt(ccarena_cc::Duration(rtt.as_nanos() as u64), sim(epoch));
+    }
     let mut sched = Schedule::new(opts.t0_mono_ns, opts.interval_ns, opts.duration_ns, opts.start_ns);
     let start_at = opts.t0_mono_ns + opts.start_ns;
     let stop_at = opts.t0_mono_ns + opts.stop_ns.unwrap_or(opts.duration_ns);

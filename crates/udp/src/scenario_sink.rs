@@ -80,6 +80,13 @@ pub struct SinkOptions {
     pub grace: Duration,
     /// A connection silent this long ends.
     pub idle_timeout: Duration,
+    /// Linux's quick-ACK mode: the first this many in-order segments each ACKed at once, again
+    /// after `quickack_idle_ns` without in-order data, and a sub-MSS segment ACKed at once
+    /// (`Receiver::set_quickack`, the simulator's `quickack_segments`); 0: the RFC 5681 receiver.
+    pub quickack_segments: u32,
+    /// The gap that restarts quick-ACK mode, ns (Linux compares with the receiver's RTO; the
+    /// simulator uses the flow's `min_rto_ns`, and so does the udp backend).
+    pub quickack_idle_ns: u64,
     /// Handshake packets answered per second.
     pub handshakes_per_s: f64,
     /// Burst of handshake packets answered at once.
@@ -101,6 +108,8 @@ impl Default for SinkOptions {
             interval_ns: 100_000_000,
             grace: Duration::from_secs(3),
             idle_timeout: Duration::from_secs(10),
+            quickack_segments: 0,
+            quickack_idle_ns: 200_000_000,
             handshakes_per_s: 200.0,
             handshake_burst: 50.0,
         }
@@ -368,7 +377,11 @@ impl Sink {
                     } else {
                         let mut cfg = receiver_config(&self.opts, mss_bytes as u32);
                         cfg.ecn = ecn.map_or(EcnMode::Off, EcnFeedback::receiver_mode);
-                        Rx::Tcp(Box::new(Receiver::new(cfg)))
+                        let mut receiver = Receiver::new(cfg);
+                        let o = &self.opts;
+                        receiver.set_quickack(o.quickack_segments, Some(ccarena_cc::Duration(o.quickack_idle_ns)));
+                        receiver.set_ack_short_segments(o.quickack_segments > 0);
+                        Rx::Tcp(Box::new(receiver))
                     },
                     epoch: now,
                     last_heard: now,

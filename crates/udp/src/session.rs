@@ -214,6 +214,9 @@ pub(crate) struct Accepted {
     pub(crate) stream_bytes: u64,
     pub(crate) rwnd_bytes: u64,
     pub(crate) held: Vec<(u64, u64)>,
+    /// The offer's round trip (sent → ACCEPT received), when the offer went out once: an
+    /// answer to a resent offer cannot say which copy it answers (Karn's rule, RFC 6298 §3).
+    pub(crate) rtt: Option<Duration>,
 }
 
 /// HELLO until RETRY, then OFFER until ACCEPT; resent with backoff until `handshake_timeout`.
@@ -231,12 +234,18 @@ pub(crate) fn handshake<'o>(
     let mut accepted: Option<Accepted> = None;
     let mut gap = Duration::from_millis(200);
     let mut next_send = start;
+    // When the offer was first sent and how often: its round trip is the handshake's RTT sample.
+    let (mut offered_at, mut offers) = (start, 0u32);
     loop {
         let now = Instant::now();
         if now >= next_send {
             match cookie {
                 None => session.send(&Frame::Hello)?,
-                Some(c) => session.send(&offer(c))?,
+                Some(c) => {
+                    session.send(&offer(c))?;
+                    offered_at = now;
+                    offers += 1;
+                }
             }
             next_send = now + gap;
             gap = (gap * 2).min(Duration::from_secs(1));
@@ -256,7 +265,8 @@ pub(crate) fn handshake<'o>(
                     got_cookie = true;
                 }
                 Frame::Accept { stream_bytes, rwnd_bytes, held } => {
-                    accepted = Some(Accepted { stream_bytes, rwnd_bytes, held })
+                    let rtt = (offers == 1).then(|| offered_at.elapsed());
+                    accepted = Some(Accepted { stream_bytes, rwnd_bytes, held, rtt })
                 }
                 Frame::Reject { code, message } => {
                     return Err(TransferError::Rejected { code, message: message.to_string() })

@@ -17,6 +17,7 @@ use std::time::Duration;
 use ccarena_cc::{catalogue, new_controller, Params, SimTime};
 use ccarena_transport::quic::{AckFrame as QuicAck, EcnCounts, PnRange, QuicConfig, QuicSender, MAX_ACK_RANGES};
 use ccarena_transport::udt::{Ack2Packet, DataPacket, ToReceiver, UdtSender};
+use ccarena_transport::rtt::RtoRule;
 use ccarena_transport::{AckSegment, Ecn, RecoveryMode, SackBlock, Sender, SenderConfig, SenderEcn, MAX_SACK_BLOCKS};
 
 use crate::error::TransferError;
@@ -53,6 +54,8 @@ pub(crate) struct TxSetup<'a> {
     pub(crate) sndbuf_bytes: Option<u64>,
     /// How much late wake-up time the pacer may make up back-to-back (`ccarena_transport::pacing`).
     pub(crate) pacing_burst: Duration,
+    /// The TCP-like sender's RTO rule (RFC 6298's, or Linux's: `ccarena_transport::rtt`).
+    pub(crate) rto_rule: RtoRule,
     /// The ECN feedback the receiver gives (`None`: no ECN): the sender's ECN follows it
     /// ([`sender_ecn`]). UDT runs without.
     pub(crate) ecn: Option<EcnFeedback>,
@@ -277,11 +280,22 @@ impl Tx {
         };
         cfg.validate().map_err(|e| TransferError::Config { message: e.to_string() })?;
         let mut sender = Sender::new(cfg, cc, now);
+        sender.set_rto_rule(setup.rto_rule);
         // A user's rate limit is not the transport's pacing cap: the file sender's loop keeps it
         // with a token bucket (crate::limit), which sends in batches where a pacer would wake
         // the loop once per packet.
         sender.set_pacing_burst(ccarena_cc::Duration(setup.pacing_burst.as_nanos() as u64));
         Ok((Tx::Tcp(Box::new(sender)), recovery.to_string()))
+    }
+
+    /// The handshake measured `rtt` before any data: the TCP-like sender's first RTT sample
+    /// (`Sender::on_handshake_rtt`, as Linux takes the SYN-ACK's, and the simulator's flows with
+    /// `handshake_rtt`). QUIC and UDT keep their own start (no sample: the simulator gives them
+    /// none either).
+    pub(crate) fn on_handshake_rtt(&mut self, rtt: ccarena_cc::Duration, now: SimTime) {
+        if let Tx::Tcp(s) = self {
+            s.on_handshake_rtt(rtt, now);
+        }
     }
 
     /// The application offers `bytes` more stream bytes.

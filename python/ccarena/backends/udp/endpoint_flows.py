@@ -228,7 +228,10 @@ def receiver_config(spec: RunSpec, i: int, t0_ns: int, workdir: Path, bind: str)
                ack_every_segments=int(flow.ack_every_segments),
                # Linux's receiver sends D-SACK, which only the `linux` recovery uses (as in the
                # simulator, crates/sim/src/flow.rs).
-               dsack=flow.recovery == "linux")
+               dsack=flow.recovery == "linux",
+               # Linux's quick-ACK mode (host = "linux"), restarted after min_rto of silence, as
+               # the simulator's receiver does.
+               quickack_segments=int(flow.quickack_segments), quickack_idle_ns=int(flow.min_rto_ns))
     return cfg
 
 
@@ -244,7 +247,8 @@ def sender_config(spec: RunSpec, i: int, t0_ns: int, workdir: Path, bind: str, p
                initial_cwnd_packets=int(flow.initial_cwnd_packets), min_rto_ns=int(flow.min_rto_ns),
                initial_rto_ns=int(flow.initial_rto_ns), max_rto_ns=int(flow.max_rto_ns),
                clock_granularity_ns=int(flow.clock_granularity_ns), dupthresh=int(flow.dupthresh),
-               sndbuf_bytes=flow.sndbuf_bytes, bytes=flow.bytes, ecn=bool(flow.ecn))
+               sndbuf_bytes=flow.sndbuf_bytes, bytes=flow.bytes, ecn=bool(flow.ecn),
+               rto_rule=flow.rto_rule, handshake_rtt=bool(flow.handshake_rtt))
     return cfg
 
 
