@@ -10,12 +10,20 @@
 //!   bottleneck queue of that discipline for 20 simulated s: wall ns per bottleneck packet
 //!   (TCP, events and routing included) and the mean sojourn time it kept.
 //!
+//! The L4S variants (issue 31) change the traffic as well as the queue: `dualpi2+l4s` is
+//! DualPI2 with three quarters of the link trace's packets ECT(1) (the rest Not-ECT) and, in the
+//! run, 4 Prague flows beside 4 CUBIC flows with ECN; `codel+ce` is CoDel with ECN and a 1 ms CE
+//! threshold on every ECT packet (Linux's `ce_threshold`) under 8 DCTCP flows; `fq_codel+ce` is
+//! FQ-CoDel with a 1 ms threshold on ECT(1) only (`ce_threshold_selector`) under the Prague and
+//! CUBIC mix. The link trace of the `+ce` variants is the L4S one too.
+//!
 //! Release build only; no assertions: the figures are for people.
 
 use std::time::Instant;
 
 use ccarena_cc::{Duration, SimTime};
-use ccarena_link::qdisc::Limit;
+use ccarena_link::qdisc::codel::CeThreshold;
+use ccarena_link::qdisc::{EcnSelector, Limit};
 use ccarena_link::SplitMix64;
 use ccarena_sim::link::Link;
 use ccarena_sim::packet::{Packet, Payload};
@@ -43,24 +51,51 @@ fn queue(name: &str) -> QueueSpec {
         "fq_codel" => make_discipline(q, Discipline::FqCodel, true),
         "pie" => make_discipline(q, Discipline::Pie, true),
         "fq" => make_discipline(q, Discipline::Fq, false),
-        "dualpi2" => make_discipline(q, Discipline::DualPi2, false),
+        "dualpi2" | "dualpi2+l4s" => make_discipline(q, Discipline::DualPi2, false),
+        "codel+ce" => {
+            make_discipline(q, Discipline::Codel, true);
+            q.codel.as_mut().expect("codel").ce_threshold = Some(CeThreshold { sojourn_ns: ms(1), selector: EcnSelector::All });
+        }
+        "fq_codel+ce" => {
+            make_discipline(q, Discipline::FqCodel, true);
+            let f = q.fq_codel.as_mut().expect("fq_codel");
+            (f.ce_threshold_ns, f.ce_threshold_selector) = (Some(ms(1)), Some(EcnSelector::L4s));
+        }
         _ => unreachable!(),
     }
     q.clone()
 }
 
+/// True for the L4S variants (their traffic mix differs, see the module's doc).
+fn l4s_variant(name: &str) -> bool {
+    name.ends_with("+l4s") || name.ends_with("+ce")
+}
+
 /// The codepoint of `flow`'s packets: even flows ECN-capable, a quarter ECT(0) and a quarter
-/// ECT(1) (DualPI2's L4S queue; every other discipline reads only "ECN-capable").
-fn ecn_of(flow: u32) -> ccarena_transport::Ecn {
-    match flow & 3 {
-        0 => ccarena_transport::Ecn::Ect0,
-        2 => ccarena_transport::Ecn::Ect1,
+/// ECT(1) (DualPI2's L4S queue; every other discipline reads only "ECN-capable"); with `l4s`,
+/// three quarters ECT(1) and a quarter Not-ECT.
+fn ecn_of(flow: u32, l4s: bool) -> ccarena_transport::Ecn {
+    match (flow & 3, l4s) {
+        (1, true) => ccarena_transport::Ecn::NotEct,
+        (_, true) => ccarena_transport::Ecn::Ect1,
+        (0, false) => ccarena_transport::Ecn::Ect0,
+        (2, false) => ccarena_transport::Ecn::Ect1,
         _ => ccarena_transport::Ecn::NotEct,
     }
 }
 
+/// The flavors of the run's 8 flows: CUBIC without ECN, or for the L4S variants 4 Prague and 4
+/// CUBIC with ECN (`codel+ce`: 8 DCTCP).
+fn flavors(name: &str) -> (Vec<&'static str>, bool) {
+    match name {
+        "codel+ce" => (vec!["dctcp"; 8], true),
+        n if l4s_variant(n) => (["prague", "cubic"].repeat(4), true),
+        _ => (vec!["cubic"; 8], false),
+    }
+}
+
 /// Wall ns per packet through one link.
-fn link_ns_per_packet(q: &QueueSpec) -> (f64, u64, u64) {
+fn link_ns_per_packet(q: &QueueSpec, l4s: bool) -> (f64, u64, u64) {
     let cfg = q.qdisc_config();
     let qdisc = ccarena_link::Qdisc::new(&cfg, Limit::Packets(q.limit_packets.unwrap_or(1000)), SplitMix64::new(2));
     let mut link = Link::new(0, 1, mbps(10), Duration(ms(5)), 0.0, qdisc, SplitMix64::new(1));
@@ -74,7 +109,7 @@ fn link_ns_per_packet(q: &QueueSpec) -> (f64, u64, u64) {
         t += r.next_u64() % gap;
         let flow = (r.next_u64() % 64) as u32;
         let size = if r.next_u64() & 3 == 0 { 64 } else { 1500 };
-        let seg = DataSegment { seq: i as u64, len: 0, ts_val: SimTime::ZERO, ecn: ecn_of(flow), cwr: false, retransmit: false };
+        let seg = DataSegment { seq: i as u64, len: 0, ts_val: SimTime::ZERO, ecn: ecn_of(flow, l4s), cwr: false, retransmit: false };
         link.enqueue(SimTime(t), Packet { flow, dst: 1, size_bytes: size, payload: Payload::Data(seg) });
         if let Some(a) = link.next_arrival().filter(|a| a.as_nanos() <= t) {
             out.clear();
@@ -87,9 +122,18 @@ fn link_ns_per_packet(q: &QueueSpec) -> (f64, u64, u64) {
 }
 
 /// Wall ns per bottleneck packet and the mean sojourn (ms) of a whole dumbbell run.
-fn sim_ns_per_packet(q: &QueueSpec) -> (f64, f64) {
+fn sim_ns_per_packet(q: &QueueSpec, name: &str) -> (f64, f64) {
     let d = Dumbbell::new(8, mbps(100), ms(20), 1000);
-    let flows = (0..8).map(|i| FlowSpec::Tcp(tcp_flow(&format!("cubic{i}"), d.left(i), d.right(i), "cubic"))).collect();
+    let (flavors, ecn) = flavors(name);
+    let flows = flavors
+        .iter()
+        .enumerate()
+        .map(|(i, flavor)| {
+            let mut f = tcp_flow(&format!("{flavor}{i}"), d.left(i), d.right(i), flavor);
+            f.ecn |= ecn;
+            FlowSpec::Tcp(f)
+        })
+        .collect();
     let mut spec = d.spec(1, secs(20), ms(100), flows);
     spec.links[d.bottleneck_link()].queue = q.clone();
     let mut sim = Simulation::new(spec).expect("valid spec");
@@ -102,11 +146,14 @@ fn sim_ns_per_packet(q: &QueueSpec) -> (f64, f64) {
 
 fn main() {
     println!("per-packet cost of each queue discipline (release; wall time)");
-    println!("{:<11} {:>14} {:>9} {:>9}   {:>18} {:>13}", "discipline", "link ns/pkt", "drops", "marks", "sim ns/bottl. pkt", "sojourn ms");
-    for name in ["droptail", "droptail+K", "red", "ared", "codel", "fq_codel", "pie", "fq", "dualpi2"] {
+    println!("{:<12} {:>13} {:>9} {:>9}   {:>18} {:>13}", "discipline", "link ns/pkt", "drops", "marks", "sim ns/bottl. pkt", "sojourn ms");
+    let names = ["droptail", "droptail+K", "red", "ared", "codel", "fq_codel", "pie", "fq", "dualpi2", "dualpi2+l4s", "codel+ce", "fq_codel+ce"];
+    // `cargo bench ... -- codel` runs the disciplines whose name contains an argument.
+    let only: Vec<String> = std::env::args().skip(1).filter(|a| !a.starts_with('-')).collect();
+    for name in names.into_iter().filter(|n| only.is_empty() || only.iter().any(|o| n.contains(o.as_str()))) {
         let q = queue(name);
-        let (link_ns, drops, marks) = link_ns_per_packet(&q);
-        let (sim_ns, sojourn) = sim_ns_per_packet(&q);
-        println!("{name:<11} {link_ns:>14.1} {drops:>9} {marks:>9}   {sim_ns:>18.1} {sojourn:>13.2}");
+        let (link_ns, drops, marks) = link_ns_per_packet(&q, l4s_variant(name));
+        let (sim_ns, sojourn) = sim_ns_per_packet(&q, name);
+        println!("{name:<12} {link_ns:>13.1} {drops:>9} {marks:>9}   {sim_ns:>18.1} {sojourn:>13.2}");
     }
 }

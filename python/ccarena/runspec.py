@@ -85,11 +85,16 @@ class RedSpec(SpecModel):
 
 class CodelSpec(SpecModel):
     """CoDel's parameters (RFC 8289 §4.3–4.4): target and interval in ns (target < interval),
-    ``ecn`` marks ECT packets CE instead of dropping them."""
+    ``ecn`` marks ECT packets CE instead of dropping them. ``ce_threshold_ns`` (Linux's
+    ``ce_threshold``, tc-codel(8)): ECN-capable packets whose sojourn exceeds it are marked CE
+    besides CoDel's law, those ``ce_threshold_selector`` picks (None = ``"all"``, which the
+    engine writes as None); both left out of the JSON when unset."""
 
     target_ns: int
     interval_ns: int
     ecn: bool
+    ce_threshold_ns: int | None = optional()
+    ce_threshold_selector: Literal["l4s"] | None = optional()
 
 
 EcnSelector = Literal["all", "l4s"]
@@ -373,13 +378,13 @@ class TcpFlowSpec(_FlowBase):
     (RFC 5681 §4.2). ``rwnd_bytes`` (the receiver advertises its free space, RFC 9293 §3.8.6; the
     sender sends at most min(cwnd, rwnd), RFC 5681 §3) and ``sndbuf_bytes`` bound a flow as a
     host's socket buffers do; unset, the flow is bounded by its congestion window alone.
-    ``handshake_rtt`` (simulator): the connection was opened before the flow's start over the
+    ``handshake_rtt`` (simulator, udp backend): the connection was opened before the flow's start over the
     idle path, and that handshake's round trip is the sender's first RTT sample
     (docs/engine-spec.md); the ``linux`` host model sets it
-    (:mod:`ccarena.experiment.host_model`). ``rto_rule`` (simulator): ``rfc6298`` (the
+    (:mod:`ccarena.experiment.host_model`). ``rto_rule`` (simulator, udp backend): ``rfc6298`` (the
     default), RTO = max(min_rto, SRTT + 4·RTTVAR), or ``linux``, Linux's tcp_rtt_estimator:
     SRTT + rttvar, rttvar floored at ``min_rto_ns`` and decaying once per RTT (about
-    SRTT + max(min_rto, 4·RTTVAR); net/ipv4/tcp_input.c). ``quickack_segments`` (simulator):
+    SRTT + max(min_rto, 4·RTTVAR); net/ipv4/tcp_input.c). ``quickack_segments`` (simulator, udp backend):
     Linux's quick-ACK mode, the receiver ACKs each of the first N in-order segments at once (and
     again after ``min_rto_ns`` without data), then delays ACKs as usual; 0 (the default) = off,
     the RFC 5681 receiver; Linux grants min(16, rcv_wnd / (2·MSS)) (tcp_incr_quickack), 0..1000.

@@ -1,5 +1,5 @@
-"""The L4S modes of the single-queue AQMs (crates/link/src/qdisc/selector.rs): FQ-CoDel's
-``ce_threshold`` / ``ce_threshold_selector`` (Linux's, tc-fq_codel(8)) and DropTail's
+"""The L4S modes of the single-queue AQMs (crates/link/src/qdisc/selector.rs): CoDel's and
+FQ-CoDel's ``ce_threshold`` / ``ce_threshold_selector`` (Linux's, tc-codel(8), tc-fq_codel(8)) and DropTail's
 ``ecn_threshold_selector``. Their scenario settings reach the engine spec, are left out of its JSON
 when unset (every existing spec serializes, and hashes, as before), belong to their discipline,
 come back from the engine's rules named by the scenario's field, reach the relay's config, and
@@ -45,6 +45,12 @@ def test_the_settings_reach_the_spec_and_its_json() -> None:
     # A threshold alone: every ECN-capable packet (Linux's default), the selector left out.
     alone = Queue(discipline="fq_codel", ce_threshold="500us").spec_fields().fq_codel
     assert alone is not None and (alone.ce_threshold_ns, alone.ce_threshold_selector) == (500_000, None)
+    # CoDel's (tc-codel(8)): "all", the engine's default, is written as absent.
+    c = Queue(discipline="codel", ecn=True, ce_threshold="1ms", ce_threshold_selector="l4s")
+    assert '"ce_threshold_ns":1000000,"ce_threshold_selector":"l4s"' in _json(c)
+    c_all = Queue(discipline="codel", ce_threshold="1ms", ce_threshold_selector="all").spec_fields()
+    assert c_all.codel is not None and (c_all.codel.ce_threshold_ns, c_all.codel.ce_threshold_selector) == (1_000_000, None)
+    assert "ce_threshold" not in _json(Queue(discipline="codel", ecn=True))
     d = Queue(limit="200pkt", ecn_threshold="20pkt", ecn_threshold_selector="l4s").spec_fields()
     assert (d.ecn_threshold_packets, d.ecn_threshold_selector) == (20, "l4s")
     assert '"ecn_threshold_selector":"l4s"' in _json(Queue(ecn_threshold="30KB", limit="150KB",
@@ -55,8 +61,12 @@ def test_the_settings_reach_the_spec_and_its_json() -> None:
     ({"discipline": "fq_codel", "ce_threshold_selector": "l4s"}, "ce_threshold_selector",
      "needs ce_threshold"),
     ({"ecn_threshold_selector": "l4s"}, "ecn_threshold_selector", "needs ecn_threshold"),
-    ({"ce_threshold": "1ms"}, "ce_threshold", 'is a FQ-CoDel setting; add discipline = "fq_codel"'),
-    ({"discipline": "codel", "ce_threshold": "1ms"}, "ce_threshold", "is a FQ-CoDel setting"),
+    ({"ce_threshold": "1ms"}, "ce_threshold", "is a setting of CoDel, FQ-CoDel, not of DropTail"),
+    ({"discipline": "pie", "ce_threshold": "1ms"}, "ce_threshold", "is a setting of CoDel, FQ-CoDel"),
+    ({"discipline": "codel", "ce_threshold_selector": "all"}, "ce_threshold_selector",
+     "needs ce_threshold"),
+    ({"discipline": "codel", "ecn_threshold_selector": "l4s"}, "ecn_threshold_selector",
+     "CoDel selects the packets its ce_threshold marks with ce_threshold_selector"),
     ({"discipline": "pie", "ecn_threshold_selector": "all"}, "ecn_threshold_selector",
      'is a DropTail setting; add discipline = "droptail"'),
     ({"discipline": "fq_codel", "ecn_threshold_selector": "l4s"}, "ecn_threshold_selector",

@@ -1,7 +1,7 @@
 """The udp backend's side of ECN, without root: a flow with ``ecn = true`` (Prague, CUBIC) passes
 the backend's check, its sender is configured with ECN, and the flows table carries the sink's
-CE counts in the simulator's ``ce_packets``/``ce_bytes`` columns (NaN for kernel TCP flows, which
-cannot count them; 0 for Not-ECT datagrams)."""
+CE counts in the simulator's ``ce_packets``/``ce_bytes`` columns (0 for Not-ECT datagrams; a
+kernel TCP flow's are its receiver's ``tcpi_received_ce``, on Linux 6.18 and later, NaN before)."""
 
 from __future__ import annotations
 

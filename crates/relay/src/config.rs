@@ -26,7 +26,8 @@
 //! (`min_th_packets` and `max_th_packets`, or `min_th_bytes` and `max_th_bytes`, `max_p`, `w_q`,
 //! `gentle`, `ecn`, `idle_packet_bytes`, optional `wait` and `adaptive`); `"pie"` with a `pie`
 //! object (`target_ns`, `tupdate_ns`, `alpha`, `beta`, `max_burst_ns`, `ecn`); `"codel"` with a
-//! `codel` object (`target_ns`, `interval_ns`, `ecn`); `"fq_codel"` with an `fq_codel` object
+//! `codel` object (`target_ns`, `interval_ns`, `ecn`, optional `ce_threshold_ns` and
+//! `ce_threshold_selector`); `"fq_codel"` with an `fq_codel` object
 //! (`target_ns`, `interval_ns`, `flows`, `quantum_bytes`, `ecn`, optional `ce_threshold_ns` and
 //! `ce_threshold_selector`); `"fq"` with an `fq` object
 //! (`flows`, `quantum_bytes`); `"dualpi2"` with a `dualpi2` object (`target_ns`, `tupdate_ns`,

@@ -29,7 +29,7 @@ RED_FIELDS = ("min_th", "max_th", "max_p", "w_q", "gentle", "wait", "adaptive")
 DISCIPLINE_FIELDS = {
     "droptail": ("ecn_threshold", "ecn_threshold_selector"),
     "red": (*RED_FIELDS, "ecn"),
-    "codel": ("target", "interval", "ecn"),
+    "codel": ("target", "interval", "ecn", "ce_threshold", "ce_threshold_selector"),
     "fq_codel": ("target", "interval", "flows", "quantum", "ecn", "ce_threshold", "ce_threshold_selector"),
     "pie": ("target", "tupdate", "alpha", "beta", "max_burst", "ecn"),
     "fq": ("flows", "quantum"),
@@ -104,9 +104,10 @@ class Queue(StrictModel):
     flow queue plus ``flows`` = 1024 and ``quantum`` = 1514 B), ``"pie"`` (RFC 8033; ``target`` and
     ``tupdate`` 15 ms, ``alpha`` 0.125, ``beta`` 1.25, ``max_burst`` 150 ms, ``ecn``) and ``"fq"``
     (per-flow deficit round robin, ``flows``, ``quantum``). ``ecn = true`` marks ECN-capable
-    packets CE where the discipline would drop them. FQ-CoDel's L4S mode (Linux's, tc-fq_codel(8)):
-    ``ce_threshold = "1ms"`` marks CE each ECN-capable packet whose sojourn exceeds it, besides
-    CoDel's law, and ``ce_threshold_selector = "l4s"`` only ECT(1) ones (default ``"all"``).
+    packets CE where the discipline would drop them. CoDel's and FQ-CoDel's L4S mode (Linux's,
+    tc-codel(8), tc-fq_codel(8)): ``ce_threshold = "1ms"`` marks CE each ECN-capable packet whose
+    sojourn exceeds it, besides CoDel's law, and ``ce_threshold_selector = "l4s"`` only ECT(1) ones
+    (default ``"all"``).
 
     DualPI2 (RFC 9332, the DualQ Coupled AQM for L4S): ``discipline = "dualpi2"`` queues ECT(1)
     and CE packets apart from the rest, both under ``limit``; PI2 on the Classic queue
@@ -166,8 +167,9 @@ class Queue(StrictModel):
         if self.ecn_threshold is not None and self.discipline == "dualpi2":
             raise FieldError("ecn_threshold", "is a DropTail setting; DualPI2 marks L4S packets at "
                                               "l4s_threshold (a sojourn time)")
-        if self.ecn_threshold_selector is not None and self.discipline == "fq_codel":
-            raise FieldError("ecn_threshold_selector", "is a DropTail setting; FQ-CoDel selects the "
+        if self.ecn_threshold_selector is not None and self.discipline in ("codel", "fq_codel"):
+            raise FieldError("ecn_threshold_selector", "is a DropTail setting; "
+                                                       f"{DISCIPLINE_NAMES[self.discipline]} selects the "
                                                        "packets its ce_threshold marks with ce_threshold_selector")
         if self.ecn_threshold is not None and self.discipline != "droptail":
             # An AQM marks by its own law: point at its switch, not at DropTail.
@@ -182,6 +184,10 @@ class Queue(StrictModel):
                 raise FieldError(name, f"is a setting of {', '.join(DISCIPLINE_NAMES[t] for t in takers)}, "
                                        f"not of {DISCIPLINE_NAMES[self.discipline]}; remove it or set "
                                        "discipline to one of them")
+        if self.ce_threshold_selector is not None and self.ce_threshold is None:
+            # Said here too: CoDel's spec leaves out "all", which the engine could not refuse.
+            raise FieldError("ce_threshold_selector", "needs ce_threshold (the sojourn time above "
+                                                      "which it marks)")
         if self.discipline == "red":
             self._red_thresholds_fit_the_limit()
         problem = self.spec_fields().engine_problem()
@@ -247,7 +253,10 @@ class Queue(StrictModel):
             ecn_threshold_packets=k.packets if k else None,
             ecn_threshold_bytes=k.bytes if k else None,
             ecn_threshold_selector=self.ecn_threshold_selector, red=red,
-            codel=CodelSpec(target_ns=a("target"), interval_ns=a("interval"), ecn=ecn)
+            codel=CodelSpec(target_ns=a("target"), interval_ns=a("interval"), ecn=ecn,
+                            ce_threshold_ns=self.ce_threshold,
+                            # "all" is the engine's default, which it writes as absent.
+                            ce_threshold_selector="l4s" if self.ce_threshold_selector == "l4s" else None)
             if d == "codel" else None,
             fq_codel=FqCodelSpec(target_ns=a("target"), interval_ns=a("interval"), flows=a("flows"),
                                  quantum_bytes=a("quantum"), ecn=ecn, ce_threshold_ns=self.ce_threshold,

@@ -12,10 +12,10 @@
 //! advances as for a drop (§5: "packets may be ECN-marked instead of dropped").
 //! Defaults: target 5 ms, interval 100 ms (§4.2–§4.3).
 //!
-//! An optional CE threshold ([`CeThreshold`], Linux's `ce_threshold`, FQ-CoDel's L4S mode) marks
-//! the packet leaving when its sojourn time exceeds a shallow threshold, on top of the control
-//! law: the immediate, unsmoothed signal scalable congestion controls respond to (RFC 9331
-//! §5.1's identifier selects them, [`EcnSelector`]).
+//! An optional CE threshold ([`CeThreshold`], Linux's `ce_threshold` on sch_codel and
+//! sch_fq_codel, their L4S mode) marks the packet leaving when its sojourn time exceeds a shallow
+//! threshold, on top of the control law: the immediate, unsmoothed signal scalable congestion
+//! controls respond to (RFC 9331 §5.1's identifier selects them, [`EcnSelector`]).
 
 use serde::{Deserialize, Serialize};
 
@@ -24,11 +24,13 @@ use super::interface::{Entry, QdiscCounters, QueuedPacket, MTU_BYTES};
 use super::selector::EcnSelector;
 use crate::field_error::{positive, FieldError};
 
-/// CoDel's parameters (RFC 8289 §4), and the engine spec's `queue.codel` object (every key
-/// required; the front end writes 5 ms and 100 ms by default). `mtu_bytes` is not in the format:
-/// it is [`MTU_BYTES`].
+/// CoDel's parameters (RFC 8289 §4), and the engine spec's `queue.codel` object
+/// ([`CodelFormat`]: `target_ns`, `interval_ns` and `ecn` required, the front end writing 5 ms and
+/// 100 ms by default; the CE threshold's `ce_threshold_ns` and `ce_threshold_selector` optional,
+/// Linux's `ce_threshold` on sch_codel as on sch_fq_codel). `mtu_bytes` is not in the format: it
+/// is [`MTU_BYTES`].
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(try_from = "CodelFormat", into = "CodelFormat")]
 pub struct CodelConfig {
     /// Acceptable standing sojourn time (§4.3: 5 ms), ns.
     pub target_ns: u64,
@@ -39,13 +41,67 @@ pub struct CodelConfig {
     pub ecn: bool,
     /// The largest packet (`maxpacket`, §4.2 / §5.5): CoDel never drops while the queue holds at
     /// most this many bytes, bytes.
-    #[serde(skip, default = "super::interface::mtu_bytes")]
     pub mtu_bytes: u64,
     /// Mark CE the ECT packets whose sojourn exceeds this threshold, besides the control law
-    /// ([`CeThreshold`]); `None` = no threshold. Not in the `queue.codel` object: FQ-CoDel's
-    /// object sets it ([`super::fq::FqCodelSpec`]).
-    #[serde(skip)]
+    /// ([`CeThreshold`]); `None` = no threshold. In the `queue.codel` object as
+    /// `ce_threshold_ns` and `ce_threshold_selector`; FQ-CoDel's object sets it for each flow
+    /// queue ([`super::fq::FqCodelSpec`]).
     pub ce_threshold: Option<CeThreshold>,
+}
+
+/// The engine spec's `queue.codel` object as written: [`CodelConfig`]'s fields in the format's
+/// units, the CE threshold as two optional keys (absent, or null, when unused: a spec without them
+/// reads, and is written, as before they existed).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CodelFormat {
+    /// [`CodelConfig::target_ns`].
+    pub target_ns: u64,
+    /// [`CodelConfig::interval_ns`].
+    pub interval_ns: u64,
+    /// [`CodelConfig::ecn`].
+    pub ecn: bool,
+    /// Mark CE every selected ECT packet whose sojourn exceeds this, besides the control law
+    /// (Linux's `ce_threshold`, tc-codel(8)), ns; null (or absent) = no threshold.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ce_threshold_ns: Option<u64>,
+    /// The packets `ce_threshold_ns` applies to: `"all"` ECT packets (null or absent) or `"l4s"`,
+    /// only ECT(1) ones (RFC 9331 §5.1); set only with `ce_threshold_ns`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ce_threshold_selector: Option<EcnSelector>,
+}
+
+impl TryFrom<CodelFormat> for CodelConfig {
+    type Error = FieldError;
+
+    /// The parameters a `queue.codel` object gives.
+    ///
+    /// # Errors
+    /// `ce_threshold_selector` without `ce_threshold_ns`.
+    fn try_from(f: CodelFormat) -> Result<CodelConfig, FieldError> {
+        let ce_threshold = match (f.ce_threshold_ns, f.ce_threshold_selector) {
+            (None, Some(_)) => {
+                return Err(FieldError::new("ce_threshold_selector", "needs ce_threshold (the sojourn time above which it marks)"));
+            }
+            (None, None) => None,
+            (Some(sojourn_ns), selector) => Some(CeThreshold { sojourn_ns, selector: selector.unwrap_or_default() }),
+        };
+        Ok(CodelConfig { target_ns: f.target_ns, interval_ns: f.interval_ns, ecn: f.ecn, mtu_bytes: MTU_BYTES, ce_threshold })
+    }
+}
+
+impl From<CodelConfig> for CodelFormat {
+    /// The object the engine spec writes (`mtu_bytes` is not in it; the selector only when it
+    /// is not the default `"all"`, so a spec that gave none reads back as it was).
+    fn from(c: CodelConfig) -> CodelFormat {
+        CodelFormat {
+            target_ns: c.target_ns,
+            interval_ns: c.interval_ns,
+            ecn: c.ecn,
+            ce_threshold_ns: c.ce_threshold.map(|t| t.sojourn_ns),
+            ce_threshold_selector: c.ce_threshold.map(|t| t.selector).filter(|s| *s != EcnSelector::All),
+        }
+    }
 }
 
 /// A CE-marking threshold on the sojourn time, applied at dequeue independently of CoDel's

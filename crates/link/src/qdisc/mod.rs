@@ -22,8 +22,8 @@
 //! Disciplines, each from its primary source (see the module of each):
 //! DropTail with DCTCP step marking ([`fifo`]), RED with gentle and Adaptive RED ([`red`]),
 //! CoDel ([`codel`], RFC 8289), FQ-CoDel and FQ ([`fq`], RFC 8290; Shreedhar & Varghese 1995),
-//! PIE ([`pie`], RFC 8033), DualPI2 ([`dualpi2`], RFC 9332). DropTail's step and FQ-CoDel's CE
-//! threshold have L4S modes that apply only to ECT(1) packets ([`selector`]).
+//! PIE ([`pie`], RFC 8033), DualPI2 ([`dualpi2`], RFC 9332). DropTail's step and the CE
+//! threshold of CoDel and FQ-CoDel have L4S modes that apply only to ECT(1) packets ([`selector`]).
 
 pub mod codel;
 pub mod dualpi2;
@@ -184,8 +184,9 @@ impl QueueSpec {
                     return Err(FieldError::new(FIELD, "needs ecn_threshold (the step it selects for)"));
                 }
                 Discipline::Droptail => {}
-                Discipline::FqCodel => {
-                    return Err(FieldError::new(FIELD, "must be null with discipline \"fq_codel\" (it selects with fq_codel.ce_threshold_selector)"));
+                d @ (Discipline::FqCodel | Discipline::Codel) => {
+                    let name = d.name();
+                    return Err(FieldError::new(FIELD, format!("must be null with discipline \"{name}\" (it selects with {name}.ce_threshold_selector)")));
                 }
                 d => return Err(FieldError::new(FIELD, format!("must be null with discipline \"{}\" (a setting of DropTail's step marking)", d.name()))),
             }
@@ -690,6 +691,7 @@ fn admit_aqm<P: QueuedPacket>(aqm: &mut FifoAqm, limit: Limit, q: &Fifo<P>, pkt:
 mod tests {
     use super::*;
     use crate::qdisc::test_packets::Ecn;
+    use codel::CeThreshold;
 
     fn codel_queue(target_ns: u64, interval_ns: u64) -> QueueSpec {
         QueueSpec {
@@ -820,7 +822,10 @@ mod tests {
         );
         let mut codel = codel_queue(5, 100);
         codel.ecn_threshold_selector = Some(EcnSelector::All);
-        assert_eq!(codel.validate().unwrap_err().to_string(), "ecn_threshold_selector: must be null with discipline \"codel\" (a setting of DropTail's step marking)");
+        assert_eq!(codel.validate().unwrap_err().to_string(), "ecn_threshold_selector: must be null with discipline \"codel\" (it selects with codel.ce_threshold_selector)");
+        let mut pie = droptail_queue(None, Some(EcnSelector::All));
+        (pie.discipline, pie.pie) = (Discipline::Pie, Some(PieConfig::default()));
+        assert_eq!(pie.validate().unwrap_err().to_string(), "ecn_threshold_selector: must be null with discipline \"pie\" (a setting of DropTail's step marking)");
 
         let all = [Ecn::NotEct, Ecn::Ect0, Ecn::Ect1, Ecn::Ce];
         for (selector, want) in [(None, [Ecn::NotEct, Ecn::Ce, Ecn::Ce, Ecn::Ce]), (Some(EcnSelector::L4s), [Ecn::NotEct, Ecn::Ect0, Ecn::Ce, Ecn::Ce])] {
@@ -850,6 +855,34 @@ mod tests {
             assert_eq!(passed, want, "{selector:?}");
             assert_eq!(qdisc.counters().marked, marks);
         }
+    }
+
+    /// CoDel's CE threshold in the `queue.codel` object (Linux's `ce_threshold` on sch_codel):
+    /// both keys optional (a spec without them reads and writes as before), the selector refused
+    /// without a threshold under `codel.`, `"all"` written as absent, and the discipline it builds
+    /// marks an ECT(1) packet that waited beyond it, not an ECT(0) one, with the L4S selector.
+    #[test]
+    fn codel_ce_threshold_registers_and_marks() {
+        let plain = codel_queue(5_000_000, 100_000_000);
+        let json = serde_json::to_string(&plain).unwrap();
+        assert!(json.contains(r#""codel":{"target_ns":5000000,"interval_ns":100000000,"ecn":false}"#), "{json}");
+        let parse = |codel: &str| serde_json::from_str::<QueueSpec>(&json.replace(r#""ecn":false}"#, &format!(r#""ecn":false{codel}}}"#)));
+        assert_eq!(parse(r#","ce_threshold_ns":null,"ce_threshold_selector":null"#).unwrap(), plain);
+        let e = parse(r#","ce_threshold_selector":"l4s""#).unwrap_err().to_string();
+        assert!(e.starts_with("ce_threshold_selector: needs ce_threshold (the sojourn time above which it marks)"), "{e}");
+        assert!(parse(r#","ce_threshold":1"#).unwrap_err().to_string().contains("unknown field `ce_threshold`"));
+        let all = parse(r#","ce_threshold_ns":1000000,"ce_threshold_selector":"all""#).unwrap();
+        assert_eq!(all.codel.unwrap().ce_threshold, Some(CeThreshold { sojourn_ns: 1_000_000, selector: EcnSelector::All }));
+        assert!(serde_json::to_string(&all).unwrap().contains(r#""ecn":false,"ce_threshold_ns":1000000}"#));
+        let q = parse(r#","ce_threshold_ns":1000000,"ce_threshold_selector":"l4s""#).unwrap();
+        assert_eq!(q.validate(), Ok(()));
+        assert_eq!(serde_json::from_str::<QueueSpec>(&serde_json::to_string(&q).unwrap()).unwrap(), q);
+        let mut qdisc: Qdisc<Ecn> = Qdisc::new(&q.qdisc_config(), q.limit(), SplitMix64::new(1));
+        qdisc.enqueue(Ecn::Ect1, 0, 0, 1_000_000);
+        qdisc.enqueue(Ecn::Ect0, 0, 0, 1_000_000);
+        let sent: Vec<Ecn> = std::iter::from_fn(|| qdisc.dequeue(2_000_000).map(|e| e.pkt)).collect();
+        assert_eq!(sent, [Ecn::Ce, Ecn::Ect0]);
+        assert_eq!(*qdisc.counters(), QdiscCounters { marked: 1, ..QdiscCounters::default() });
     }
 
     /// FQ-CoDel's CE threshold registered in the queue: its errors under `fq_codel.`, the

@@ -1,5 +1,5 @@
 //! Which ECN-capable packets a marking threshold applies to: the L4S modes of the single-queue
-//! disciplines (DropTail's step marking, FQ-CoDel's `ce_threshold`).
+//! disciplines (DropTail's step marking, CoDel's and FQ-CoDel's `ce_threshold`).
 //!
 //! A shallow marking threshold suits scalable congestion controls (DCTCP, Prague) and hurts
 //! Classic ones, which halve on every mark (RFC 8257 §3.1 vs RFC 3168 §6.1.2). RFC 9331 §5.1

@@ -56,8 +56,10 @@ import time
 
 PR_SET_PDEATHSIG = 1
 SIOCOUTQ = 0x5411  # TIOCOUTQ: bytes in the send queue, not yet acknowledged (unsent + unacked)
-TCP_INFO_FORMAT = "=8B24I4Q6I4Q2I2Q6I2HI"
-"""struct tcp_info (include/uapi/linux/tcp.h) up to tcpi_total_rto_time (Linux 6.7)."""
+TCP_INFO_FORMAT = "=8B24I4Q6I4Q2I2Q6I2HI7I2H"
+"""struct tcp_info (include/uapi/linux/tcp.h) up to tcpi_accecn_opt_seen (Linux 6.18: the
+Accurate ECN counters after tcpi_total_rto_time, Linux 6.7); an older kernel returns fewer bytes
+and :func:`_parse_tcp_info` leaves its missing fields out."""
 TCP_INFO_FIELDS = (
     "state", "ca_state", "retransmits", "probes", "backoff", "options", "wscale", "flags",
     "rto", "ato", "snd_mss", "rcv_mss", "unacked", "sacked", "lost", "retrans", "fackets",
@@ -70,6 +72,9 @@ TCP_INFO_FIELDS = (
     "delivered", "delivered_ce", "bytes_sent", "bytes_retrans",
     "dsack_dups", "reord_seen", "rcv_ooopack", "snd_wnd", "rcv_wnd", "rehash",
     "total_rto", "total_rto_recoveries", "total_rto_time",
+    "received_ce", "delivered_e1_bytes", "delivered_e0_bytes", "delivered_ce_bytes",
+    "received_e1_bytes", "received_e0_bytes", "received_ce_bytes",
+    "accecn_fail_mode", "accecn_opt_seen",
 )
 TCP_INFO_SIZE = struct.calcsize(TCP_INFO_FORMAT)
 INFINITE_SSTHRESH = 0x7FFFFFFF
@@ -175,7 +180,7 @@ def sender_sample(info: dict) -> dict:
 def totals_from(info: dict) -> dict:
     keep = ("bytes_sent", "bytes_retrans", "bytes_acked", "bytes_received", "data_segs_out",
             "data_segs_in", "total_retrans", "total_rto", "min_rtt", "snd_mss", "rcv_mss",
-            "dsack_dups")
+            "dsack_dups", "received_ce", "received_ce_bytes")
     return {k: info[k] for k in keep if k in info}
 
 
