@@ -1,6 +1,6 @@
 """The confusion matrix of ``ccarena identify`` on simulated traces of every catalogue flavor,
-on held-out paths (none of them was used to set the features' scales, TAU, UNKNOWN_DISTANCE or
-SPREAD_RATIO).
+on held-out paths (none of them was used to set the features' scales, TAU, UNKNOWN_DISTANCE,
+SPREAD_RATIO or FAMILY_SLACK).
 
 Each trace is the flavor alone on a single link of the path, sampled every 10 ms for 15 s, with
 seed 7 (the replays use seed 1, so random losses differ); its samples go through the same
@@ -8,7 +8,8 @@ seed 7 (the replays use seed 1, so random losses differ); its samples go through
 true flavor; columns: the answers), the overall accuracy, the accuracy counting a flavor tied
 with the truth on that path (``equivalent``) as right, and the wall time.
 
-    PYTHONPATH=python python3 scripts/identify_confusion.py [--paths N]
+    PYTHONPATH=python python3 scripts/identify_confusion.py [--paths N] [--leave-out]
+    PYTHONPATH=python python3 scripts/identify_confusion.py --tune | --select
 """
 
 from __future__ import annotations
@@ -85,11 +86,65 @@ def tune(flavors: list[str]) -> None:
             + f"; past a gate: {int(past.sum())}")
 
 
+def select(flavors: list[str]) -> None:
+    """The grid SPREAD_RATIO and FAMILY_SLACK were chosen on: every flavor on
+    :data:`TUNING_PATHS`, identified with its flavor in the library and left out, for each pair
+    of values; printed best first by (right answers with a confidence >= LOW_CONFIDENCE) − 3 ×
+    (wrong names with a confidence >= it). Each trace is replayed once; only the ranking is redone
+    per pair. A right answer names the truth or a flavor of its family (``equivalent``); with its
+    flavor left out, one of the family the full library gave."""
+    import itertools
+
+    from ccarena.identify import classify, own_spread, replay_table
+    from ccarena.identify.features import features
+    from ccarena.identify.path import estimate_path
+    from ccarena.identify.replay import library
+
+    traces = []
+    for path in TUNING_PATHS:
+        for flavor in flavors:
+            series = simulated_trace(flavor, *path)
+            estimate = estimate_path(series)
+            table, series_of = replay_table(estimate, library(), threads=1)
+            traces.append((flavor, estimate, features(series, estimate), table, series_of, {}))
+            print(f"replayed {flavor} on {path}", flush=True)
+
+    def identified(trace, exclude):
+        flavor, estimate, measured, table, series_of, spreads = trace
+        kept = {k: v for k, v in table.items() if v[0] not in exclude}
+        order = [f for f in flavors if f not in exclude]
+        label = classify.rank(measured, kept, estimate, order).ranking[0].variant
+        if label not in spreads:
+            spreads[label] = own_spread(series_of[label][1], series_of[label][0],
+                                        series_of[label][2], 1)
+        return classify.rank(measured, kept, estimate, order, own_spread=spreads[label])
+
+    rows = []
+    for ratio, slack in itertools.product((1.25, 1.5, 1.75, 2.0, 2.5, 3.0, 4.0),
+                                          (0.25, 0.3, 0.35, 0.4)):
+        classify.SPREAD_RATIO, classify.FAMILY_SLACK = ratio, slack
+        right = wrong = 0
+        for trace in traces:
+            flavor = trace[0]
+            within = identified(trace, ())
+            family = [within.best, *within.equivalent]
+            right += within.confident and flavor in family
+            wrong += within.confident and flavor not in family
+            without = identified(trace, (flavor,))
+            wrong += without.confident and without.best not in family
+        rows.append((right - 3 * wrong, ratio, slack, right, wrong))
+    print("score  SPREAD_RATIO  FAMILY_SLACK  right confident  wrong confident")
+    for score, ratio, slack, right, wrong in sorted(rows, reverse=True):
+        print(f"{score:5}  {ratio:12}  {slack:12}  {right:15}  {wrong:15}")
+
+
 def leave_out(flavors: list[str], paths: list[tuple[float, float, float, float]]) -> None:
     """Each flavor's trace identified with that flavor left out of the library: the share of
     ``unknown`` answers, of answers tied with the truth on the path (an equivalent flavor), and
     the confidence of the other (wrong) answers."""
     import numpy as np
+
+    from ccarena.identify.classify import LOW_CONFIDENCE
 
     unknown = equivalent = 0
     wrong: list[float] = []
@@ -108,10 +163,11 @@ def leave_out(flavors: list[str], paths: list[tuple[float, float, float, float]]
                 wrong.append(result.confidence)
                 named.append(f"{flavor}→{result.best} {result.confidence:.2f}")
     total = len(paths) * len(flavors)
+    shown = [c for c in wrong if c >= LOW_CONFIDENCE]  # named as an answer, not "unknown, closest"
     print(f"flavor left out, {total} traces: unknown {unknown}, an equivalent flavor "
-          f"{equivalent}, another flavor {len(wrong)} (confidence median "
-          f"{np.median(wrong) if wrong else float('nan'):.2f}, max "
-          f"{max(wrong) if wrong else float('nan'):.2f}); "
+          f"{equivalent}, another flavor {len(wrong)}, of them {len(shown)} with a confidence "
+          f">= {LOW_CONFIDENCE} (median {np.median(shown) if shown else float('nan'):.2f}, max "
+          f"{max(shown) if shown else float('nan'):.2f}); "
           f"{time.perf_counter() - started:.0f} s")
     print("named wrongly: " + ", ".join(named))
 
@@ -124,8 +180,13 @@ def main() -> None:
                         "confident the wrong answers are")
     parser.add_argument("--tune", action="store_true", help="on the tuning paths, print the best "
                         "distance of each trace with its flavor in the library and left out")
+    parser.add_argument("--select", action="store_true", help="on the tuning paths, score each "
+                        "pair of SPREAD_RATIO and FAMILY_SLACK (how they were chosen)")
     args = parser.parse_args()
     flavors = list(tcp_flavors())
+    if args.select:
+        select(flavors)
+        return
     if args.tune:
         tune(flavors)
         return
@@ -134,14 +195,19 @@ def main() -> None:
         return
     started = time.perf_counter()
     answers: dict[str, Counter] = defaultdict(Counter)
-    right = equivalent_right = total = 0
+    right = equivalent_right = confident_right = total = 0
+    wrong_shown: list[str] = []
     for path in HELD_OUT_PATHS[: args.paths]:
         for flavor in flavors:
             result = identify_series(simulated_trace(flavor, *path), threads=1)
             answers[flavor][result.best] += 1
             total += 1
             right += result.best == flavor
-            equivalent_right += result.best == flavor or flavor in result.equivalent
+            good = result.best == flavor or flavor in result.equivalent
+            equivalent_right += good
+            confident_right += good and result.confident
+            if result.confident and not good:
+                wrong_shown.append(f"{flavor}→{result.best} {result.confidence:.2f}")
     wall = time.perf_counter() - started
     columns = flavors + (["unknown"] if any(a["unknown"] for a in answers.values()) else [])
     short = {f: f[:5] for f in columns}
@@ -154,6 +220,8 @@ def main() -> None:
     print(f"paths: {HELD_OUT_PATHS[: args.paths]} (Mbit/s, one-way ms, BDP, loss %)")
     print(f"accuracy: {right}/{total} = {right / total:.1%}; counting a flavor tied with the "
           f"truth on its path as right: {equivalent_right}/{total} = {equivalent_right / total:.1%}")
+    print(f"confident (>= LOW_CONFIDENCE) and right or tied: {confident_right}; confident and "
+          f"wrong: {len(wrong_shown)} ({', '.join(wrong_shown)})")
     print(f"wall time: {wall:.0f} s for {total} identifications ({wall / total:.1f} s each)")
 
 

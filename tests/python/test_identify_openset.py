@@ -1,7 +1,7 @@
 """``ccarena.identify.classify.rank``'s open-set gate: a best match farther from the trace than
 SPREAD_RATIO × that flavor's own round-trip spread gets no confidence (the CLI's "unknown,
-closest: …"), the same match within its spread keeps it, and a best match past UNKNOWN_DISTANCE
-is ``unknown``."""
+closest: …"), the same match within its spread keeps it, a best match past UNKNOWN_DISTANCE
+is ``unknown``, and a near-twin within FAMILY_SLACK is in the answer's family."""
 
 from __future__ import annotations
 
@@ -43,3 +43,26 @@ def test_a_match_past_its_own_spread_gets_no_confidence() -> None:
 def test_past_the_distance_gate_it_is_unknown() -> None:
     result = _ranked(own_spread=math.nan, decrease_factor=0.1, queue_delay=0.5)
     assert result.best == "unknown" and not result.confident
+
+
+
+def test_a_near_twin_is_in_the_answers_family_and_shares_its_confidence() -> None:
+    # The trace is Reno's replay; a HyBla-like twin is 0.4 scales off in the decrease factor
+    # (distance ≈ 0.24: past the tie margin at distance 0, 0.1, within FAMILY_SLACK); a
+    # CUBIC-like flavor is far.
+    from ccarena.identify.classify import FAMILY_SLACK, TIE_SLACK
+
+    common = {"growth_mss_per_rtt": 0.0, "cwnd_variation": -0.7, "queue_delay": -0.5}
+    replays = {"reno": ("reno", {**common, "decrease_factor": 0.5}),
+               "hybla": ("hybla", {**common, "decrease_factor": 0.468}),
+               "cubic": ("cubic", {**common, "decrease_factor": 0.9})}
+    trace = {**common, "decrease_factor": 0.5}
+    result = rank(trace, replays, PATH, ["reno", "hybla", "cubic"], own_spread=0.5)
+    d = {c.flavor: c.distance for c in result.ranking}
+    assert d["reno"] + TIE_SLACK < d["hybla"] <= d["reno"] + FAMILY_SLACK < d["cubic"], d
+    assert result.best == "reno" and result.equivalent == ["hybla"], result.equivalent
+    # The family shares the answer: its summed score is the confidence (no limit near here),
+    # where Reno's own score alone would be about two thirds.
+    family_score = sum(c.score for c in result.ranking if c.flavor in ("reno", "hybla"))
+    assert result.ranking[0].score < 0.7 < family_score
+    assert math.isclose(result.confidence, family_score, rel_tol=1e-6)

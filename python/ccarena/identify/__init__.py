@@ -30,7 +30,7 @@ from ccarena.identify.replay import Variant, library, replay_library
 from ccarena.identify.series import FlowSeries, load_series
 
 __all__ = ["FlowSeries", "Identification", "PathEstimate", "Variant", "identify",
-           "identify_series", "library", "load_series", "own_spread"]
+           "identify_series", "library", "load_series", "own_spread", "replay_table"]
 
 
 def loss_alternatives(path: PathEstimate) -> list[tuple[str, PathEstimate]]:
@@ -63,6 +63,22 @@ def own_spread(replayed: FlowSeries, variant: Variant, quarter_loss: bool, seed:
     return distance(features(replayed, estimate), features(replay(again, variant, seed + 1), estimate))
 
 
+def replay_table(path: PathEstimate, variants: list[Variant], seed: int = 1,
+                 threads: int | None = None) -> tuple[dict[str, tuple[str, dict[str, float]]],
+                                                      dict[str, tuple[Variant, FlowSeries, bool]]]:
+    """Every variant replayed on ``path`` (and on its :func:`loss_alternatives`): (label →
+    (catalogue flavor, the replay's features on ``path``), what :func:`ccarena.identify.classify.rank`
+    takes; label → (variant, the replayed series, whether it is the quarter-loss replay), what
+    :func:`own_spread` takes). Labels are the variant's, with `` loss/4`` for the second path."""
+    table, series_of = {}, {}
+    for loss_label, replayed_path in loss_alternatives(path):
+        replays = replay_library(replayed_path, variants, seed, threads)
+        for v in variants:
+            table[v.label + loss_label] = (v.flavor, features(replays[v.label], path))
+            series_of[v.label + loss_label] = (v, replays[v.label], bool(loss_label))
+    return table, series_of
+
+
 def identify_series(series: FlowSeries, *, exclude: Iterable[str] = (),
                     seed: int = 1, threads: int | None = None) -> Identification:
     """Identify the controller of one flow's series (see the package docstring).
@@ -80,13 +96,7 @@ def identify_series(series: FlowSeries, *, exclude: Iterable[str] = (),
     started = time.perf_counter()
     path = estimate_path(series)
     measured = features(series, path)
-    variants = library(exclude)
-    table, series_of = {}, {}
-    for loss_label, replayed_path in loss_alternatives(path):
-        replays = replay_library(replayed_path, variants, seed, threads)
-        for v in variants:
-            table[v.label + loss_label] = (v.flavor, features(replays[v.label], path))
-            series_of[v.label + loss_label] = (v, replays[v.label], bool(loss_label))
+    table, series_of = replay_table(path, library(exclude), seed, threads)
     from ccarena.flavors import tcp_flavors
 
     order = list(tcp_flavors())

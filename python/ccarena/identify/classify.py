@@ -13,7 +13,9 @@ and the second flavor gives odds of about 4 : 1.
 Open-set recognition (a flavor not in the library): the best match is also compared with its
 own round-trip spread (:func:`ccarena.identify.own_spread`); past :data:`SPREAD_RATIO` × that
 spread the confidence is 0, and any answer under :data:`LOW_CONFIDENCE` is shown by the CLI as
-"unknown, closest: FLAVOR" (``confident`` false in the JSON).
+"unknown, closest: FLAVOR" (``confident`` false in the JSON). Flavors within
+:data:`FAMILY_SLACK` of the best are its family: a near-twin of a flavor missing from the
+library shares the confidence with it instead of taking it alone.
 """
 
 from __future__ import annotations
@@ -31,15 +33,17 @@ TAU = 0.35
 UNKNOWN_DISTANCE = 1.5
 """Best distance above which the answer is ``unknown`` (tuned on simulated traces)."""
 
-SPREAD_RATIO = 4.0
+SPREAD_RATIO = 2.0
 """The confidence is 0 when the best distance exceeds SPREAD_RATIO × the best flavor's own
-round-trip spread (:func:`ccarena.identify.own_spread`, at least :data:`SPREAD_FLOOR`): a trace
-farther from its best match than that flavor's replays are from each other after the same path
-estimate is not that flavor (open-set recognition by a per-class residual gate, as in Bendale and
-Boult, "Towards Open Set Deep Networks", CVPR 2016, with a parametric bootstrap for the class's
-spread). Set on simulated traces (``scripts/identify_confusion.py --tune``: the 70 answers right
-or tied with the truth had a ratio of 2.75 at the 95th percentile, the 29 naming another flavor a
-median of 2.59; 4 rather than 3 because 3 cost right answers on the held-out simulated paths)."""
+round-trip spread (:func:`ccarena.identify.own_spread`, at least :data:`SPREAD_FLOOR`), and it
+falls as (distance / (SPREAD_RATIO × spread))² before that: a trace farther from its best match
+than that flavor's replays are from each other after the same path estimate is not that flavor
+(open-set recognition by a per-class residual gate, as in Bendale and Boult, "Towards Open Set
+Deep Networks", CVPR 2016, with a parametric bootstrap for the class's spread). Set with
+:data:`FAMILY_SLACK` on simulated traces of the tuning paths only
+(``scripts/identify_confusion.py --select``), as the pair maximising (right answers with a
+confidence ≥ :data:`LOW_CONFIDENCE`) − 3 × (wrong names with a confidence ≥ it), with the trace's
+flavor in the library and left out, over ratios 1.25–4 and slacks 0.25–0.4 (docs/identify.md)."""
 
 LOW_CONFIDENCE = 0.2
 """Below this confidence an answer is a guess: the CLI prints "unknown, closest: FLAVOR" and
@@ -52,10 +56,20 @@ reproduce itself exactly)."""
 
 TIE_SLACK = 0.1
 """Flavors within TIE_SLACK + 0.3 × the best distance (at most 2.5 × TIE_SLACK, and never past
-:data:`UNKNOWN_DISTANCE`) of the best are indistinguishable on
-this path (e.g. HyBla is Reno below a 25 ms RTT, DCTCP is Reno without ECN marks): among them the
-widely deployed come first (:data:`DEPLOYED_FIRST`), then the catalogue's order
-(:func:`ccarena.flavors.tcp_flavors`)."""
+:data:`UNKNOWN_DISTANCE`) of the best are indistinguishable on this path (e.g. HyBla is Reno
+below a 25 ms RTT, DCTCP is Reno without ECN marks): among them the widely deployed come first
+(:data:`DEPLOYED_FIRST`), then the catalogue's order (:func:`ccarena.flavors.tcp_flavors`); the
+first is the answer's name."""
+
+FAMILY_SLACK = 0.4
+"""Flavors within FAMILY_SLACK of the best distance (and not past :data:`UNKNOWN_DISTANCE`) are
+the answer's family: a trace of a flavor lies a median 0.31 (upper quartile 0.44) from that
+flavor's nearest replay on the simulated tuning paths, so a trace of any of them could land that
+near. They are listed as ``equivalent`` after the tied ones (:data:`TIE_SLACK`, which still
+picks the name), their scores count in the confidence, and the runner-up margin is taken to the
+first flavor outside the family. So a near-twin of the trace's flavor (HyBla for Reno at a 30 ms
+RTT) is a family member, not a confident single answer. Set with :data:`SPREAD_RATIO` on the
+tuning paths (``scripts/identify_confusion.py --select``)."""
 
 DEPLOYED_FIRST = ("cubic", "bbr", "reno", "newreno", "bbr3", "dctcp", "prague")
 """The tie-break's first names: the default controllers of Linux, Windows and macOS (CUBIC), of
@@ -87,11 +101,13 @@ class Identification:
     Attributes:
         best: the catalogue flavor, or ``unknown`` when no replay is within
             :data:`UNKNOWN_DISTANCE`.
-        confidence: 0–1: the summed score of the best flavor and those tied with it, lowered as
-            the best distance nears :data:`UNKNOWN_DISTANCE` (:func:`rank`), or, for
-            ``unknown``, how far the best distance is past the threshold (:func:`rank`).
-        ranking: every flavor, best first (the tied ones first, in the catalogue's order).
-        equivalent: flavors indistinguishable from the best on this path.
+        confidence: 0–1: the summed score of the best flavor and its family
+            (:data:`FAMILY_SLACK`), lowered as the best distance nears a limit (:func:`rank`),
+            or, for ``unknown``, how far the best distance is past the threshold.
+        ranking: every flavor, best first (the tied ones first, in the catalogue's order, then
+            the rest of the family, then the others, nearest first).
+        equivalent: flavors indistinguishable from the best on this path: the tied ones
+            (:data:`TIE_SLACK`), then the rest of the family (:data:`FAMILY_SLACK`).
         features: the trace's own feature vector (:func:`ccarena.identify.features.features`).
         path: the estimated path.
         evidence: one line saying why.
@@ -196,13 +212,13 @@ def rank(measured: dict[str, float], replays: dict[str, tuple[str, dict[str, flo
     Returns:
         An :class:`Identification` (``wall_s`` and ``source`` left for the caller). For
         ``unknown`` the confidence is 1 − 1/e (below), at least 0.5 (a gate itself is an even
-        call); otherwise it is the summed score of the flavors tied
-        with the best (they behave alike on this path; ``equivalent`` names them) times
-        max(0, 1 − e²), e the largest of best distance / unknown_distance (past 1: ``unknown``,
-        with confidence 1 − 1/e, at least 0.5), best distance / (own spread ×
-        :data:`SPREAD_RATIO`) and best distance / the distance of the first flavor not tied with
-        it, so a best match near a limit or with an unlike runner-up almost as near is never a
-        confident one.
+        call); otherwise it is the summed score of the best flavor's family (the flavors
+        tied with it, :data:`TIE_SLACK`, and those within :data:`FAMILY_SLACK`; ``equivalent``
+        names them) times max(0, 1 − e²), e the largest of best distance / unknown_distance
+        (past 1: ``unknown``, with confidence 1 − 1/e, at least 0.5), best distance / (own
+        spread × :data:`SPREAD_RATIO`) and best distance / the distance of the first flavor
+        outside the family, so a best match near a limit or with an unlike runner-up almost as
+        near is never a confident one.
 
     Raises:
         ValueError: ``replays`` is empty.
@@ -219,6 +235,11 @@ def rank(measured: dict[str, float], replays: dict[str, tuple[str, dict[str, flo
     slack = min(TIE_SLACK + 0.3 * d0, 2.5 * TIE_SLACK)
     tied = sorted((f for f in best_of if best_of[f][0] <= min(d0 + slack, max(d0, unknown_distance))),
                   key=lambda f: (prior.get(f, len(prior)), best_of[f][0]))
+    # The family: flavors a trace of the named one could be as near as (FAMILY_SLACK), after
+    # the tied ones, nearest first.
+    family = [f for f in best_of if f not in tied
+              and best_of[f][0] <= min(d0 + FAMILY_SLACK, max(d0, unknown_distance))]
+    tied = tied + sorted(family, key=lambda f: best_of[f][0])
     rest = sorted((f for f in best_of if f not in tied), key=lambda f: best_of[f][0])
     order = tied + rest
     weights = {f: math.exp(-(best_of[f][0] - d0) / tau) for f in order}
