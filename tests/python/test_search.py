@@ -15,6 +15,7 @@ import pytest
 from typer.testing import CliRunner
 
 from ccarena.cli.typer_app import app
+from ccarena.errors import UserError
 from ccarena.scenario import ExecutorOptions, load_scenario
 from ccarena.search import search
 from ccarena.search.objectives import parse_objective
@@ -134,3 +135,26 @@ def test_bad_over_is_one_line_exit_2(tmp_path: Path, over: str, named: str) -> N
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and named in lines[0], lines
     assert not (tmp_path / "o").exists()
+
+
+def test_a_step_trace_of_n_steps_is_the_genome(tmp_path: Path) -> None:
+    loaded = load_scenario(dict(SCENARIO))
+    outcome = search(loaded, objective="max-stall", over=["trace:bottleneck=steps:40"],
+                     out=tmp_path / "s", trials=4, sampler="ga", seed=1, jobs=1, keep=1)
+    trials = outcome.result.trials
+    assert [t.state for t in trials] == ["complete"] * 4
+    assert all(sorted(t.params) == sorted(f"trace:bottleneck.level{i}" for i in range(40))
+               for t in trials)
+    # The worst case's trace: one row per step (100 ms of the 4 s run) at the trial's levels,
+    # and the end of the loop.
+    worst = outcome.worst[0]
+    rows = pd.read_csv(next((tmp_path / "s" / "traces").glob(f"t{worst.trial.number:04d}-*.csv")))
+    assert len(rows) == 41 and math.isclose(rows["time_s"].iloc[1], 0.1)
+    levels = [worst.trial.params[f"trace:bottleneck.level{i}"] for i in range(40)]
+    assert rows["rate_bps"].iloc[:40].tolist() == [round(10e6 * v) for v in levels]
+
+
+@pytest.mark.parametrize("generator", ["steps:1", "steps:1001", "steps:x", "square:4"])
+def test_a_bad_step_count_is_refused_naming_it(generator: str) -> None:
+    with pytest.raises(UserError, match=r"--over trace:bottleneck: .*(steps:N|steps from 2 to 1000)"):
+        parse_space([f"trace:bottleneck={generator}"], dict(SCENARIO), 4.0)

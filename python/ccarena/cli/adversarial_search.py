@@ -21,7 +21,7 @@ def search(
                                        "max:EXPR / min:EXPR over metrics (docs/search.md)."),
     over: list[str] = typer.Option(..., "--over",
                                    help="FIELD=LO:HI (log:LO:HI), FIELD=a|b|c, or "
-                                        "trace:LINK=square|on-off|random-walk|steps[,P=LO:HI]; "
+                                        "trace:LINK=square|on-off|random-walk|steps[:N][,P=LO:HI]; "
                                         "repeat for several."),
     trials: int = typer.Option(40, "--trials", "-n", min=1, help="Points to try."),
     sampler: str = typer.Option("tpe", "--sampler",

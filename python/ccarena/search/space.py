@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 from ccarena.errors import UserError
 from ccarena.scenario import validate_scenario
 from ccarena.scenario.paths import parse_path, render_path, set_path
-from ccarena.search.trace_shapes import GENERATORS, TraceParam, write_trace
+from ccarena.search.trace_shapes import GENERATORS, TraceParam, generator_params, write_trace
 from ccarena.search.value_ranges import Choice, NumberRange
 
 if TYPE_CHECKING:
@@ -195,15 +195,15 @@ def parse_trace(option: str, base: dict[str, Any], duration_s: float) -> TraceRa
     except (UserError, ValueError, TypeError):
         raise UserError(f"{where}: its rate is not a fixed rate (a trace already?); give the "
                         "link a rate such as \"20Mbps\"") from None
-    kind, *overrides = [p.strip() for p in spec.split(",")]
-    if kind not in GENERATORS:
-        raise UserError(f"{where}: unknown generator '{kind}'; one of {', '.join(GENERATORS)}")
-    params = {p.name: p for p in GENERATORS[kind]}
+    name, *overrides = [p.strip() for p in spec.split(",")]
+    kind, defaults = generator_params(name, where)
+    params = {p.name: p for p in defaults}
     for item in overrides:
         pname, _, prange = item.partition("=")
         if pname not in params:
-            raise UserError(f"{where}: {kind} has no parameter '{pname}'; its parameters: "
-                            f"{', '.join(params)}")
+            names = list(params)
+            listed = ", ".join(names) if len(names) <= 8 else f"{names[0]} … {names[-1]}"
+            raise UserError(f"{where}: {kind} has no parameter '{pname}'; its parameters: {listed}")
         params[pname] = params[pname].with_range(prange, f"{where}.{pname}")
     return TraceRange(path=path, link=link, generator=kind, params=tuple(params.values()),
                       rate_bps=rate_bps, duration_s=duration_s)

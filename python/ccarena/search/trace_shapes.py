@@ -10,11 +10,13 @@ generator turns a few searched numbers into a link capacity trace (a rate-steps 
   ``on`` and ``off``, outages while off), its ``seed`` searched too.
 - ``random-walk``: :func:`ccarena.traces.generate.random_walk` (a log-rate random walk of step
   ``sigma`` between ``floor`` × and 1 × the nominal rate; Winstein et al., NSDI 2013).
-- ``steps``: eight equal steps over the run, each at its own fraction ``level0`` … ``level7`` of
-  the nominal rate: the trace itself is the genome, so the genetic sampler (``--sampler ga``,
-  NSGA-II's crossover and mutation) mutates and recombines traces as CC-Fuzz does (Agarwal et
-  al., "CC-Fuzz: Genetic algorithm-based fuzzing for stress testing congestion control
-  algorithms", HotNets 2022), at the resolution of a step rather than of a packet.
+- ``steps`` (or ``steps:N``): eight (N, 2 to :data:`MAX_STEP_GENES`) equal steps over the run,
+  each at its own fraction ``level0`` … ``level7`` of the nominal rate: the trace itself is the
+  genome, so the genetic sampler (``--sampler ga``, NSGA-II's crossover and mutation) mutates and
+  recombines traces as CC-Fuzz does (Agarwal et al., "CC-Fuzz: Genetic algorithm-based fuzzing for
+  stress testing congestion control algorithms", HotNets 2022), at the resolution of a step: with
+  ``steps:1000`` over a 10 s run, 10 ms, a few packets' time at tens of Mbit/s, where CC-Fuzz's
+  genome is each packet's delivery time.
 """
 
 from __future__ import annotations
@@ -31,7 +33,11 @@ if TYPE_CHECKING:
     import optuna
 
 STEP_GENES = 8
-"""Steps of the ``steps`` generator."""
+"""Steps of the ``steps`` generator when its name gives no count."""
+
+MAX_STEP_GENES = 1000
+"""Most steps ``steps:N`` takes: each is a searched dimension, and NSGA-II's mutation touches
+each with probability 1/N, so a longer genome changes more slowly per generation."""
 
 
 @dataclass(frozen=True)
@@ -81,6 +87,26 @@ GENERATORS: dict[str, tuple[TraceParam, ...]] = {
 """Each generator's parameters and their default ranges (the module docs say what they mean)."""
 
 
+def generator_params(name: str, where: str) -> tuple[str, tuple[TraceParam, ...]]:
+    """The generator ``name`` names (``square``, ..., ``steps`` or ``steps:N``) and its
+    parameters at their default ranges.
+
+    Raises:
+        UserError: ``where: problem`` for an unknown generator or a step count outside
+        2..:data:`MAX_STEP_GENES`.
+    """
+    kind, _, count = name.partition(":")
+    if kind not in GENERATORS or (count and kind != "steps"):
+        raise UserError(f"{where}: unknown generator '{name}'; one of {', '.join(GENERATORS)} "
+                        "(or steps:N)")
+    if not count:
+        return kind, GENERATORS[kind]
+    if not count.isdigit() or not 2 <= int(count) <= MAX_STEP_GENES:
+        raise UserError(f"{where}: steps:{count}: give a whole number of steps from 2 to "
+                        f"{MAX_STEP_GENES}, e.g. steps:64")
+    return kind, tuple(TraceParam(f"level{i}", 0.0, 1.0) for i in range(int(count)))
+
+
 def rate_steps(generator: str, params: dict[str, Any], rate_bps: float,
                duration_s: float) -> list[tuple[float, float]]:
     """The trace as ``(time_s, rate_bps)`` rows: each rate holds until the next row's time; the
@@ -98,8 +124,9 @@ def rate_steps(generator: str, params: dict[str, Any], rate_bps: float,
         low_rate = rate_bps * (1.0 - float(params["depth"]))
         return [(0.0, rate_bps), (high_s, low_rate), (period, rate_bps)]
     if generator == "steps":
-        step_s = duration_ns / 1e9 / STEP_GENES
-        rows = [(i * step_s, rate_bps * float(params[f"level{i}"])) for i in range(STEP_GENES)]
+        count = sum(1 for name in params if name.startswith("level"))
+        step_s = duration_ns / 1e9 / count
+        rows = [(i * step_s, rate_bps * float(params[f"level{i}"])) for i in range(count)]
         return rows + [(duration_ns / 1e9, rows[0][1])]
     if generator == "on-off":
         step_ns = 10_000_000
