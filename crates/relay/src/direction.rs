@@ -26,6 +26,10 @@
 //! A frame the discipline marks has CE set in its IP header ([`crate::ecn::set_ce`]); the
 //! discipline sees a frame's ECN capability and flow hash from its header ([`crate::ecn::inspect`]).
 //!
+//! Each queue sample carries the AQM's probabilities and, for DualPI2, its per-class counters
+//! ([`crate::emulated_path::QueueSample`]); at the end the stats get DualPI2's per-class totals
+//! and sojourn histograms ([`crate::stats::ClassStats`]), read from the link's discipline.
+//!
 //! A captured direction ([`Direction::with_capture`]) records each frame when the link starts
 //! serializing it — as the link decides it (on arrival, or when a holding link hands it out),
 //! stamped with the model's start instant on the run's clock, not when it is sent — dropped
@@ -40,10 +44,11 @@ use crate::delay_line::DelayLine;
 use crate::ecn;
 use crate::frame::frame_size;
 use crate::emulated_path::{Departure, Fate, FrameInfo, LinkChange, EmulatedPath, Offered, QueueLimit};
-use ccarena_link::Impairment;
+use ccarena_link::qdisc::dualpi2::{Class, ClassCounters};
+use ccarena_link::{Aqm, Impairment};
 use crate::sampler::QueueSampler;
 use crate::schedule::{next_due, next_step, Due, Step, Tuning};
-use crate::stats::DirectionStats;
+use crate::stats::{ClassStats, DirectionStats};
 use crate::sys::{self, PacketSocket, RxBatch, VNET_HDR_LEN};
 
 /// Frames read per `recvmmsg` call.
@@ -308,6 +313,11 @@ impl Direction {
             self.stats.left_queued += self.link.backlog_packets();
         }
         self.stats.link = *self.link.counters();
+        if let Some(Aqm::DualPi2(d)) = self.link.aqm() {
+            let class = |counters: &ClassCounters, c| ClassStats { counters: *counters, sojourn: d.sojourn_histogram(c).clone() };
+            self.stats.l4s = Some(class(d.l4s_counters(), Class::L4s));
+            self.stats.classic = Some(class(d.classic_counters(), Class::Classic));
+        }
         self.stats.backlog_packets_end = self.link.backlog_packets();
         if let Some(s) = self.sampler.take() {
             (self.stats.samples, self.stats.samples_skipped) = s.into_rows();

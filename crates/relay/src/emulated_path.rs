@@ -46,9 +46,10 @@
 
 use std::collections::VecDeque;
 
+use ccarena_link::qdisc::dualpi2::ClassCounters;
 use ccarena_link::qdisc::QueuedPacket;
 use ccarena_link::wire::transmission_ns as shared_transmission_ns;
-use ccarena_link::{Impairment, Qdisc, QdiscConfig, QdiscCounters, RateTrace, SplitMix64, TraceTransmitter, Verdict, WireImpairments};
+use ccarena_link::{Aqm, Impairment, Qdisc, QdiscConfig, QdiscCounters, RateTrace, SplitMix64, TraceTransmitter, Verdict, WireImpairments};
 
 use crate::rng::Loss;
 
@@ -113,8 +114,9 @@ pub struct LinkCounters {
     pub reordered: u64,
 }
 
-/// The queue at one instant: what waits, and the counters so far.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+/// The queue at one instant: what waits, the counters so far, and the AQM's state — the
+/// simulator's `queues` row (docs/engine-spec.md, "Tables"; `crates/sim/src/sampler.rs`).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct QueueSample {
     /// The instant, CLOCK_MONOTONIC ns.
     pub t_ns: u64,
@@ -124,6 +126,20 @@ pub struct QueueSample {
     pub backlog_bytes: u64,
     /// Counters up to and including `t_ns`.
     pub counters: LinkCounters,
+    /// The probability, in [0, 1], the AQM drops or marks a Classic packet with: DualPI2's
+    /// p_C = p'² (RFC 9332 §2.1), PIE's drop probability (RFC 8033 §4.2); `None` for the other
+    /// disciplines. Like the simulator's, the value in force at the link's last packet event (PI2
+    /// and PIE update lazily).
+    pub aqm_prob_classic: Option<f64>,
+    /// DualPI2's coupled L4S marking probability p_CL = min(k·p', 1) (RFC 9332 §2.1), in [0, 1];
+    /// `None` for the other disciplines.
+    pub aqm_prob_l4s: Option<f64>,
+    /// DualPI2's L4S queue's cumulative counters (packets, ns); `None` for the other disciplines.
+    pub l4s: Option<ClassCounters>,
+    /// DualPI2's Classic queue's cumulative counters (packets, ns); `None` for the other
+    /// disciplines. The two classes' `marked` add up to `counters.marks`, their
+    /// `dropped_limit + dropped_aqm` to `counters.drops`, their `departed` to `counters.departures`.
+    pub classic: Option<ClassCounters>,
 }
 
 /// A change of the link's parameters at an instant ([`EmulatedPath::apply_change`]); `None` keeps
@@ -411,6 +427,13 @@ impl<B: Default> EmulatedPath<B> {
     /// AQM's own, and CE marks.
     pub fn qdisc_counters(&self) -> &QdiscCounters {
         self.qdisc.counters()
+    }
+
+    /// The discipline's active queue management, for its own state (RED's average, PIE's
+    /// probability, DualPI2's probabilities, per-class counters and sojourn histograms); `None`
+    /// for DropTail, FQ-CoDel and FQ ([`Qdisc::aqm`]).
+    pub fn aqm(&self) -> Option<Aqm<'_>> {
+        self.qdisc.aqm()
     }
 
     /// Start the serialization of every waiting frame whose start time is at or before `t_ns`.
@@ -747,7 +770,17 @@ impl<B: Default> EmulatedPath<B> {
             self.last_arrival_ns = t;
         }
         self.advance(t);
-        QueueSample { t_ns, backlog_packets: self.qdisc.backlog_packets(), backlog_bytes: self.qdisc.backlog_bytes(), counters: self.counters }
+        let mut s = QueueSample { t_ns, backlog_packets: self.qdisc.backlog_packets(), backlog_bytes: self.qdisc.backlog_bytes(), counters: self.counters, ..QueueSample::default() };
+        // The simulator's `aqm_probabilities` (crates/sim/src/sampler.rs), read the same way.
+        match self.qdisc.aqm() {
+            Some(Aqm::DualPi2(d)) => {
+                (s.aqm_prob_classic, s.aqm_prob_l4s) = (Some(d.p_classic()), Some(d.p_coupled()));
+                (s.l4s, s.classic) = (Some(*d.l4s_counters()), Some(*d.classic_counters()));
+            }
+            Some(Aqm::Pie(p)) => s.aqm_prob_classic = Some(p.drop_prob()),
+            _ => {}
+        }
+        s
     }
 }
 

@@ -20,6 +20,21 @@
 //!  "wall_s": 12.3, "cpu_latency_held": true}
 //! ```
 //!
+//! A direction whose discipline has a probability of its own also has, in `samples`,
+//! `"aqm_prob_classic"` (DualPI2's p_C = p'², RFC 9332 §2.1; PIE's drop probability, RFC 8033
+//! §4.2) and, for DualPI2, `"aqm_prob_l4s"` (p_CL = min(k·p', 1)): probabilities in [0, 1] at each
+//! instant, as the simulator's `queues` table has them. A DualPI2 direction also has, per class
+//! (`l4s_`, `classic_`; RFC 9332 §2.1: L4S = ECT(1) and CE), cumulative packet counts in `samples`
+//! (`l4s_departed`, `l4s_marked`, `l4s_dropped` — at the shared limit or by the AQM —,
+//! `l4s_sojourn_total_ns`, then the same for `classic_`; the two classes add up to `departures`,
+//! `marks` and `drops`), and in `link` the run's totals per class:
+//! `"l4s": {"enqueued", "dropped_limit", "dropped_aqm", "marked", "departed", "sojourn_total_ns",
+//! "sojourn_ns": {"mean", "min", "p5", "p10", "p25", "p50", "p75", "p90", "p95", "p99", "max"}}`
+//! and `"classic": {...}` — the sojourn (enqueue to start of serialization) of every packet that
+//! left the queue during the relay's whole run, ns, the percentiles to within one histogram bucket
+//! (≤ 1.6%), `null` when none left it (`ccarena_link::qdisc::dualpi2`; the simulator's
+//! `links` table's per-class columns are computed the same way).
+//!
 //! A captured direction ([`crate::capture`]) also has `"pcap": {"packets_written": 120,
 //! "packets_over_limit": 0, "bytes": 11000, "error": null}` (the simulator's capture summary).
 //!
@@ -32,9 +47,43 @@
 
 use serde_json::{json, Value};
 
+use ccarena_link::qdisc::dualpi2::ClassCounters;
+
 use crate::capture::CaptureStats;
 use crate::histogram::Histogram;
 use crate::emulated_path::{LinkCounters, QueueSample};
+
+/// The sojourn percentiles of a DualPI2 class the stats report (the simulator's `links` columns
+/// `sojourn_p5_s` … `sojourn_p99_s`): (JSON key, quantile).
+const SOJOURN_QUANTILES: [(&str, f64); 8] =
+    [("p5", 0.05), ("p10", 0.10), ("p25", 0.25), ("p50", 0.50), ("p75", 0.75), ("p90", 0.90), ("p95", 0.95), ("p99", 0.99)];
+
+/// One of DualPI2's two queues over a whole run (RFC 9332 §2.1): its cumulative counters and the
+/// sojourn (enqueue to the start of serialization, ns) of every packet that left it.
+#[derive(Clone, Debug, Default)]
+pub struct ClassStats {
+    /// The class's counters (`ccarena_link::qdisc::dualpi2::ClassCounters`), packets and ns.
+    pub counters: ClassCounters,
+    /// The sojourns, one value per departure, ns.
+    pub sojourn: Histogram,
+}
+
+impl ClassStats {
+    /// The class's JSON object (the shape in this module's docs); sojourn figures `null` when no
+    /// packet left the queue.
+    fn to_value(&self) -> Value {
+        let c = &self.counters;
+        let h = &self.sojourn;
+        let mut sojourn = json!({"mean": h.mean(), "min": h.min(),
+                                 "max": if h.count() == 0 { f64::NAN } else { h.max_ns() as f64 }});
+        for (key, q) in SOJOURN_QUANTILES {
+            sojourn[key] = Value::from(h.quantile(q));
+        }
+        json!({"enqueued": c.enqueued, "dropped_limit": c.dropped_limit, "dropped_aqm": c.dropped_aqm,
+               "marked": c.marked, "departed": c.departed, "sojourn_total_ns": c.sojourn_total_ns,
+               "sojourn_ns": sojourn})
+    }
+}
 
 /// One direction's counters.
 #[derive(Clone, Debug, Default)]
@@ -73,6 +122,10 @@ pub struct DirectionStats {
     pub samples_skipped: u64,
     /// What its pcap capture wrote (None: not captured).
     pub capture: Option<CaptureStats>,
+    /// DualPI2's L4S queue over the run (None: another discipline).
+    pub l4s: Option<ClassStats>,
+    /// DualPI2's Classic queue over the run (None: another discipline).
+    pub classic: Option<ClassStats>,
 }
 
 /// Both directions of one pipe.
@@ -136,7 +189,30 @@ impl DirectionStats {
                 "duplicated": col(|r| r.counters.duplicated),
                 "reordered": col(|r| r.counters.reordered),
             });
+            if self.samples.iter().any(|r| r.aqm_prob_classic.is_some() || r.aqm_prob_l4s.is_some()) {
+                let prob = |f: fn(&QueueSample) -> Option<f64>| Value::from(self.samples.iter().map(f).collect::<Vec<Option<f64>>>());
+                v["samples"]["aqm_prob_classic"] = prob(|r| r.aqm_prob_classic);
+                v["samples"]["aqm_prob_l4s"] = prob(|r| r.aqm_prob_l4s);
+            }
+            if self.samples.iter().any(|r| r.l4s.is_some()) {
+                type Of = fn(&QueueSample) -> Option<ClassCounters>;
+                for (prefix, of) in [("l4s", (|r| r.l4s) as Of), ("classic", (|r| r.classic) as Of)] {
+                    let class_col = |f: fn(&ClassCounters) -> u64| {
+                        Value::from(self.samples.iter().map(|r| of(r).as_ref().map(f)).collect::<Vec<Option<u64>>>())
+                    };
+                    v["samples"][format!("{prefix}_departed")] = class_col(|c| c.departed);
+                    v["samples"][format!("{prefix}_marked")] = class_col(|c| c.marked);
+                    v["samples"][format!("{prefix}_dropped")] = class_col(|c| c.dropped_limit + c.dropped_aqm);
+                    v["samples"][format!("{prefix}_sojourn_total_ns")] = class_col(|c| c.sojourn_total_ns);
+                }
+            }
             v["samples_skipped"] = self.samples_skipped.into();
+        }
+        if let Some(c) = &self.l4s {
+            v["link"]["l4s"] = c.to_value();
+        }
+        if let Some(c) = &self.classic {
+            v["link"]["classic"] = c.to_value();
         }
         if let Some(c) = &self.capture {
             v["pcap"] = json!({"packets_written": c.packets_written, "packets_over_limit": c.packets_over_limit,
@@ -203,7 +279,7 @@ mod tests {
             a.lateness.record(v);
         }
         a.link = LinkCounters { arrivals: 5, drops: 1, departures: 4, departed_bytes: 6000, lost_wire: 1, sojourn_total_ns: 7, busy_ns: 48, ..Default::default() };
-        a.samples = vec![QueueSample { t_ns: 10, backlog_packets: 2, backlog_bytes: 3000, counters: a.link }, QueueSample { t_ns: 20, ..Default::default() }];
+        a.samples = vec![QueueSample { t_ns: 10, backlog_packets: 2, backlog_bytes: 3000, counters: a.link, ..Default::default() }, QueueSample { t_ns: 20, ..Default::default() }];
         let stats = RelayStats { pipes: vec![PipeStats { name: "left0->r0".into(), a_to_b: a, b_to_a: DirectionStats::default() }], wall_s: 1.5, cpu_latency_held: true };
         let v: Value = serde_json::from_str(&stats.to_json()).unwrap();
         assert_eq!(v["wall_s"], 1.5);
@@ -221,6 +297,9 @@ mod tests {
         assert_eq!(ab["samples"]["backlog_bytes"], json!([3000, 0]));
         assert_eq!(ab["samples"]["drops"], json!([1, 0]));
         assert!(p["b_to_a"].get("samples").is_none());
+        // DropTail: no probability, no classes.
+        assert!(ab["samples"].get("aqm_prob_classic").is_none() && ab["samples"].get("l4s_departed").is_none());
+        assert!(ab["link"].get("l4s").is_none());
         let lkeys: Vec<&str> = l.as_object().unwrap().keys().map(String::as_str).collect();
         for k in ["mean", "p50", "p99", "p999", "max"] {
             assert!(lkeys.contains(&k));

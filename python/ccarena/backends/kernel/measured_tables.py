@@ -42,8 +42,10 @@ the interval, as in the simulator; in tc mode it is htb's root qdisc read over n
 ``sojourn_mean_s`` is NaN (pfifo does not time packets). ``marks`` (packets marked CE) and
 ``early_drops`` (of ``drops``, the AQM's own: RED's and PIE's early drops, CoDel's drops at
 dequeue) are the relay's counts, as the simulator's; 0 with htb, which neither marks nor drops
-early. ``red_avg`` and the AQM probabilities (``aqm_prob_classic``, ``aqm_prob_l4s``) are NaN
-(the relay does not report RED's average, PIE's or DualPI2's probabilities).
+early. The AQM probabilities are the relay's, sampled at the instant as the simulator samples
+them: ``aqm_prob_classic`` (DualPI2's p_C = p'², RFC 9332 §2.1; PIE's drop probability, RFC 8033
+§4.2) and ``aqm_prob_l4s`` (DualPI2's p_CL = min(k·p', 1)); NaN for other disciplines and in tc
+mode. ``red_avg`` is NaN (the relay does not report RED's average).
 
 ``links``: the same counters at the end; ``packets_lost_wire`` from the relay's (or the loss
 rule's) own count; ``packets_delivered`` = departures − lost on the wire + the wire's copies
@@ -51,8 +53,12 @@ rule's) own count; ``packets_delivered`` = departures − lost on the wire + the
 ``packets_reordered`` are the relay's counts of packets its wire sent twice or held back (0 in tc
 mode, which does neither); ``utilization`` is the relay's busy time over the
 run (right under rate changes) or, with htb, the bytes sent over rate × duration; ``bytes_in``,
-``packets_in_flight_end`` and DualPI2's per-class columns (``l4s_…``, ``classic_…``: the relay
-does not report them) are NaN.
+``packets_in_flight_end`` are NaN. DualPI2's per-class columns (``l4s_…``, ``classic_…``, relay
+mode): ``packets_departed``, ``packets_marked``, ``packets_dropped`` and ``sojourn_mean_s`` from
+the relay's per-class counters over the run (final minus baseline reading, as the other counts);
+``sojourn_min_s``, the percentiles and ``sojourn_max_s`` from its per-class sojourn histogram,
+which covers the relay's whole life (the few packets before ``t0`` and after the end too; the
+percentiles to within one bucket, ≤ 1.6%, as the simulator's); NaN on other links and in tc mode.
 """
 
 from __future__ import annotations
@@ -66,6 +72,7 @@ import pandas as pd
 from ccarena.backends import (
     AQM_PROBABILITY_COLUMNS,
     CPU_FLOW_COLUMNS,
+    DUALPI2_CLASSES,
     DUALPI2_LINK_COLUMNS,
     INTEGER_COLUMNS,
     MPTCP_FLOW_COLUMNS,
@@ -308,8 +315,41 @@ def queue_rows(readings: list[tuple[float, dict[int, Any]]], baseline: dict[int,
                          "marks": _since(q, b, "marks"),
                          "arrivals": departures + drops + q.backlog_packets,
                          "departures": departures, "sojourn_mean_s": sojourn,
-                         "red_avg": None, "early_drops": _since(q, b, "early_drops")})
+                         "red_avg": None, "early_drops": _since(q, b, "early_drops"),
+                         "aqm_prob_classic": getattr(q, "aqm_prob_classic", None),
+                         "aqm_prob_l4s": getattr(q, "aqm_prob_l4s", None)})
     return rows
+
+
+SOJOURN_PERCENTILES = ("p5", "p10", "p25", "p50", "p75", "p90", "p95", "p99")
+"""The relay's per-class sojourn percentiles, as the links table's ``sojourn_<p>_s`` columns."""
+
+
+def _class_columns(q: Any, b: Any) -> dict[str, Any]:
+    """DualPI2's per-class links columns (:data:`ccarena.backends.DUALPI2_LINK_COLUMNS`) from the
+    final reading ``q`` and the baseline ``b``; empty (NaN) when ``q`` has no classes (another
+    discipline, or htb)."""
+    classes = getattr(q, "classes", None)
+    if not classes:
+        return {}
+    before = getattr(b, "classes", None) or {}
+    sojourn = getattr(q, "class_sojourn_ns", None) or {}
+    out: dict[str, Any] = {}
+    for c in DUALPI2_CLASSES:
+        now, base = classes[c], before.get(c, {})
+        count = {k: now[k] - base.get(k, 0) for k in now}
+        s = sojourn.get(c) or {}
+        seconds = {k: None if s.get(k) is None else s[k] / 1e9
+                   for k in ("min", "max", *SOJOURN_PERCENTILES)}
+        out.update({
+            f"{c}_packets_departed": count["departed"], f"{c}_packets_marked": count["marked"],
+            f"{c}_packets_dropped": count["dropped"],
+            f"{c}_sojourn_mean_s": (count["sojourn_total_ns"] / count["departed"] / 1e9
+                                    if count["departed"] else None),
+            f"{c}_sojourn_min_s": seconds["min"], f"{c}_sojourn_max_s": seconds["max"],
+            **{f"{c}_sojourn_{p}_s": seconds[p] for p in SOJOURN_PERCENTILES},
+        })
+    return out
 
 
 def _since(q: Any, b: Any, key: str) -> int:
@@ -356,5 +396,6 @@ def link_rows(spec: RunSpec, final: dict[int, Any], baseline: dict[int, Any],
             "utilization": busy_s / duration_s,
             "packets_duplicated": _since(q, b, "duplicated"),
             "packets_reordered": _since(q, b, "reordered"),
+            **_class_columns(q, b),
         })
     return rows

@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ccarena.backends import DUALPI2_CLASSES
 from ccarena.backends.kernel.emulation_choice import Emulation
 from ccarena.backends.kernel.names import RunNames
 from ccarena.backends.kernel.netns import NetworkPlan
@@ -47,10 +48,23 @@ from ccarena.runspec import RunSpec
 class QueueReading(_HtbReading):
     """A queue reading from the relay: htb's counters plus the discipline's own decisions,
     ``early_drops`` (of ``drops``, the AQM's unforced ones: RED's and PIE's early drops, CoDel's
-    drops at dequeue) and ``marks`` (packets marked CE). None where a reading has no such count."""
+    drops at dequeue) and ``marks`` (packets marked CE). None where a reading has no such count.
+
+    The AQM's state at the instant, as the simulator samples it (docs/engine-spec.md, ``queues``):
+    ``aqm_prob_classic`` (DualPI2's p_C = p'², RFC 9332 §2.1; PIE's drop probability, RFC 8033
+    §4.2) and ``aqm_prob_l4s`` (DualPI2's p_CL = min(k·p', 1)), in [0, 1], None for a discipline
+    without one. For DualPI2, ``classes``: ``{"l4s": {...}, "classic": {...}}``, each class's
+    cumulative ``departed``, ``marked``, ``dropped`` (at the shared limit or by the AQM) packets
+    and ``sojourn_total_ns``; and ``class_sojourn_ns``: each class's sojourn summary over the
+    relay's whole run (``mean``, ``min``, ``p5`` … ``p99``, ``max``, ns; None where no packet
+    left the queue), the same in every reading of a link. None for other disciplines."""
 
     early_drops: int | None = None
     marks: int | None = None
+    aqm_prob_classic: float | None = None
+    aqm_prob_l4s: float | None = None
+    classes: dict[str, dict[str, int]] | None = None
+    class_sojourn_ns: dict[str, dict[str, float | None]] | None = None
 
 
 READY_TIMEOUT_S = 20.0
@@ -237,6 +251,24 @@ def relay_config(plan: NetworkPlan, spec: RunSpec, emulation: Emulation,
     return config
 
 
+CLASSES = DUALPI2_CLASSES
+CLASS_COUNTERS = ("departed", "marked", "dropped", "sojourn_total_ns")
+"""Each class's cumulative counters in the relay's samples (``l4s_departed``, ...)."""
+
+
+def _at(samples: dict[str, Any], key: str, i: int) -> Any:
+    """Sample ``i`` of column ``key`` (None where the column is absent or the value null)."""
+    column = samples.get(key)
+    return None if column is None else column[i]
+
+
+def _classes_at(samples: dict[str, Any], i: int) -> dict[str, dict[str, int]] | None:
+    """DualPI2's per-class counters of sample ``i`` (None for another discipline)."""
+    if f"{CLASSES[0]}_{CLASS_COUNTERS[0]}" not in samples:
+        return None
+    return {c: {k: int(samples[f"{c}_{k}"][i]) for k in CLASS_COUNTERS} for c in CLASSES}
+
+
 def on_grid(t_ns: int, origin_ns: int, interval_ns: int) -> int:
     """The first instant of the grid ``origin + k·interval`` at or after ``t_ns``."""
     if t_ns <= origin_ns:
@@ -254,9 +286,13 @@ def queue_readings(stats: dict[str, Any], plan: NetworkPlan
     for link, (index, direction) in relayed_directions(plan).items():
         if index >= len(pipes_stats):
             continue
-        samples = (pipes_stats[index].get(direction) or {}).get("samples")
+        direction_stats = pipes_stats[index].get(direction) or {}
+        samples = direction_stats.get("samples")
         if not samples:
             continue
+        totals = direction_stats.get("link") or {}
+        class_sojourn = ({c: totals[c]["sojourn_ns"] for c in CLASSES}
+                         if all(c in totals for c in CLASSES) else None)
         rows = {}
         for i, t in enumerate(samples["t_ns"]):
             rows[int(t)] = QueueReading(
@@ -268,7 +304,10 @@ def queue_readings(stats: dict[str, Any], plan: NetworkPlan
                 lost_wire=int(samples["lost_wire"][i]), busy_ns=int(samples["busy_ns"][i]),
                 early_drops=int(samples["early_drops"][i]), marks=int(samples["marks"][i]),
                 duplicated=int(samples["duplicated"][i]) if "duplicated" in samples else None,
-                reordered=int(samples["reordered"][i]) if "reordered" in samples else None)
+                reordered=int(samples["reordered"][i]) if "reordered" in samples else None,
+                aqm_prob_classic=_at(samples, "aqm_prob_classic", i),
+                aqm_prob_l4s=_at(samples, "aqm_prob_l4s", i),
+                classes=_classes_at(samples, i), class_sojourn_ns=class_sojourn)
         out[link] = rows
     return out
 
