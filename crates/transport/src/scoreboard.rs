@@ -627,6 +627,11 @@ impl Scoreboard {
                 self.lost_bytes -= r.len as u64;
                 if !r.is_retrans() {
                     self.pending_bytes -= r.len as u64;
+                    // A RACK walk drops the entry of a record marked lost and not resent; once
+                    // unmarked it is a RACK candidate again and needs its entry back, at its
+                    // place in send-time order (else only an RTO would repair it if it was lost).
+                    let at = self.tsorted.partition_point(|&(_, t)| t <= r.sent_time);
+                    self.tsorted.insert(at, (self.base + idx as u64, r.sent_time));
                 }
             }
         }
@@ -904,6 +909,26 @@ mod tests {
         sb.clear_lost_marks();
         sb.check_invariants();
         assert_eq!(sb.pipe(), 5 * MSS);
+    }
+
+    #[test]
+    fn a_record_unmarked_after_a_rack_walk_is_found_by_the_next_walk() {
+        // Records 0–3 sent at t = 0..3; record 3 delivered (newest): RACK marks 0–2 lost and
+        // drops their send-time entries; an undo unmarks them; a later walk, once they are
+        // overdue again, must see them.
+        let mut sb = board(4);
+        sack(&mut sb, 3, 4);
+        let newest = (SimTime(3), 4 * MSS);
+        assert_eq!(sb.rack_detect_loss(SimTime(10), newest, Duration(5)), None);
+        assert!((0..3).all(|i| sb.get(i).is_lost()));
+        // The next walk (an ACK before the retransmissions go out) drops their dead entries.
+        sb.rack_detect_loss(SimTime(11), newest, Duration(5));
+        sb.clear_lost_marks();
+        sb.check_invariants();
+        assert!((0..3).all(|i| !sb.get(i).is_lost()));
+        assert_eq!(sb.rack_detect_loss(SimTime(20), newest, Duration(5)), None);
+        assert!((0..3).all(|i| sb.get(i).is_lost()), "unmarked records are RACK candidates again");
+        sb.check_invariants();
     }
 
     #[test]
