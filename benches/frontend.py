@@ -5,6 +5,7 @@ costs beside the simulation it runs.
     python3 benches/frontend.py --case flows100 --repeats 3
     python3 benches/frontend.py --case flows1000
     python3 benches/frontend.py --case sweep400 --jobs 2
+    python3 benches/frontend.py --case run100 --repeats 3 --baseline /tmp/old/python
 
 Cases:
 - ``flows100``: one 60 s run of 100 CUBIC flows on a 100 Mbps dumbbell. Engine seconds are the
@@ -14,6 +15,9 @@ Cases:
   leaves it. Target: whole ≤ 1.3 × engine.
 - ``flows1000``: the same for one 20 s run of 1,000 CUBIC flows on a 1 Gbps dumbbell (issue 16).
   Target: whole ≤ 1.5 × engine.
+- ``run100``: the ``flows100`` scenario as a user runs it, report included: ``ccarena run -j 1``
+  (summary, verdict, report.html and its figures), beside the engine's own time in that command
+  (``timing.engine_s`` of its run.json). Target (issue 29): whole ≤ 3 × engine.
 - ``sweep400``: 400 runs (100 loss values × 4 repeats) of one 5 s Reno flow. Engine seconds are the
   sum over runs of the engine alone; the front end's time per run is (whole CPU of the command and
   its workers − engine CPU) / runs. Target: ≤ 0.05 s per run. Then ``ccarena report`` of the
@@ -168,11 +172,37 @@ def bench_flows(tmp: Path, repeats: int, case: str, text: str, target: float) ->
 
 
 def engine_in_command(out: Path) -> float:
-    """The wall seconds the command's own run took from the engine's start to its tables
-    (``timing.wall_s`` of the one run's run.json): the same machine moment as the whole command's
-    time, where the engine measured alone comes seconds earlier — this VM's speed drifts between."""
+    """The wall seconds of the engine in the command's own run (``timing.engine_s`` of the one
+    run's run.json: building and running the simulation, without the front end's work on the
+    other thread; ``timing.wall_s`` in records that predate it): the same machine moment as the
+    whole command's time, where the engine measured alone comes seconds earlier — this VM's speed
+    drifts between."""
     (record,) = [json.loads(p.read_text()) for p in out.glob("runs/*/run.json")]
-    return float(record["timing"]["wall_s"])
+    timing = record["timing"]
+    return float(timing.get("engine_s") or timing["wall_s"])
+
+
+def bench_run100(tmp: Path, repeats: int) -> None:
+    """``ccarena run -j 1`` of :data:`FLOWS100` with its report, ``repeats`` times (this tree and
+    the baseline's alternately): the whole command's wall and CPU seconds beside the engine's own
+    (:func:`engine_in_command`); then the medians and minima. Target: whole ≤ 3 × engine."""
+    scenario = tmp / "run100.toml"
+    scenario.write_text(FLOWS100)
+    seen: dict[str, list[tuple[float, float, float]]] = {}
+    for i in range(repeats):
+        for label, baseline in _trees():
+            out = tmp / f"run100-{label}-{i}"
+            wall, cpu = command(["run", str(scenario), "-o", str(out), "--force", "-q", "-j", "1"],
+                                baseline)
+            engine = engine_in_command(out)
+            seen.setdefault(label, []).append((wall, cpu, engine))
+            print(f"run100 {label}: whole command {wall:.2f} s wall / {cpu:.2f} s CPU, engine "
+                  f"{engine:.2f} s, ratio {wall / engine:.2f} (target ≤ 3)", flush=True)
+    for label, rows in seen.items():
+        walls, ratios = [w for w, _, _ in rows], [w / e for w, _, e in rows]
+        print(f"run100 {label}: whole command min {min(walls):.2f} / median "
+              f"{statistics.median(walls):.2f} s; ratio to the engine min {min(ratios):.2f} / "
+              f"median {statistics.median(ratios):.2f} (of {len(rows)}; target ≤ 3)", flush=True)
 
 
 def bench_sweep400(tmp: Path, repeats: int, jobs: int) -> None:
@@ -208,9 +238,10 @@ def seed004_text() -> str:
     return text.replace('duration = "50s"', 'duration = "15s"')
 
 
-def bench_report004(tmp: Path, jobs: int) -> Path:
+def bench_report004(tmp: Path, jobs: int, repeats: int = 1) -> Path:
     """Run the seed-004 file (15 s runs) without its report, then time ``ccarena report`` of it
-    (this tree, and the baseline's); returns the experiment directory."""
+    ``repeats`` times (this tree and the baseline's alternately; minimum and median when more
+    than one); returns the experiment directory."""
     scenario = tmp / "seed004.toml"
     scenario.write_text(seed004_text())
     out = tmp / "s004"
@@ -218,10 +249,17 @@ def bench_report004(tmp: Path, jobs: int) -> Path:
                          "-j", str(jobs)])
     print(f"report004: 95 runs of 15 s: {wall:.2f} s wall / {cpu:.2f} s CPU with -j {jobs}",
           flush=True)
-    for label, baseline in _trees():
-        report_wall, report_cpu = command(["report", str(out)], baseline)
-        print(f"report004 {label}: report {report_wall:.2f} s wall / {report_cpu:.2f} s CPU "
-              f"(report ÷ runs {report_wall / wall:.2f}; targets: ≤ 1 and ≤ 10 s)", flush=True)
+    seen: dict[str, list[float]] = {}
+    for _ in range(repeats):
+        for label, baseline in _trees():
+            report_wall, report_cpu = command(["report", str(out)], baseline)
+            seen.setdefault(label, []).append(report_wall)
+            print(f"report004 {label}: report {report_wall:.2f} s wall / {report_cpu:.2f} s CPU "
+                  f"(report ÷ runs {report_wall / wall:.2f}; targets: ≤ 1 and ≤ 10 s)", flush=True)
+    if repeats > 1:
+        for label, walls in seen.items():
+            print(f"report004 {label}: report min {min(walls):.2f} / median "
+                  f"{statistics.median(walls):.2f} s wall (of {len(walls)})", flush=True)
     return out
 
 
@@ -247,8 +285,8 @@ def bench_rerun(tmp: Path, repeats: int, seed004: Path | None) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--case", choices=["flows100", "flows1000", "sweep400", "report004", "rerun",
-                                           "all"], default="all")
+    parser.add_argument("--case", choices=["flows100", "flows1000", "run100", "sweep400", "report004",
+                                           "rerun", "all"], default="all")
     parser.add_argument("--repeats", type=int, default=1)
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--baseline", help="PYTHONPATH of a tree to compare with (\"before\")")
@@ -267,11 +305,13 @@ def main() -> None:
             bench_flows(Path(tmp), args.repeats, "flows100", FLOWS100, 1.3)
         if args.case in ("flows1000", "all"):
             bench_flows(Path(tmp), args.repeats, "flows1000", FLOWS1000, 1.5)
+        if args.case in ("run100", "all"):
+            bench_run100(Path(tmp), max(args.repeats, 1))
         if args.case in ("sweep400", "all"):
             bench_sweep400(Path(tmp), args.repeats, args.jobs)
         seed004 = None
         if args.case in ("report004", "all"):
-            seed004 = bench_report004(Path(tmp), args.jobs)
+            seed004 = bench_report004(Path(tmp), args.jobs, args.repeats)
         if args.case in ("rerun", "all"):
             bench_rerun(Path(tmp), max(args.repeats, 3), seed004)
 

@@ -37,6 +37,16 @@ def load_summary_modules() -> None:
     stderr.get()
 
 
+def load_report_modules() -> None:
+    """Load what printing the summary and its verdict (scipy.special) and writing the report
+    (matplotlib, jinja2) need: ``ccarena run`` calls it while the engine works on its thread, so
+    that ~1 s of imports overlaps the run instead of following it."""
+    load_summary_modules()
+    import scipy.special  # noqa: F401  (the verdict's intervals: ccarena.analysis.verdict)
+
+    import ccarena.report.html  # noqa: F401
+
+
 def working(what: str, quiet: bool) -> Any:
     """A spinner with ``what`` on stderr while the block runs (nothing when ``quiet`` or stderr is
     not a terminal)."""

@@ -12,6 +12,7 @@ import typer
 from ccarena.cli.console import stderr, stdout
 from ccarena.cli.exits import interrupted_status
 from ccarena.cli.output import (
+    load_report_modules,
     load_summary_modules,
     print_plan_warnings,
     print_store_warnings,
@@ -94,7 +95,8 @@ def run(
       ccarena run study.toml --executor dask --scheduler tcp://head:8786 --out file:///shared/study
     """
     # Only what starting the first run needs is loaded before it: the summary's modules (pandas,
-    # rich) load while the engine works (run_experiment's while_running).
+    # rich) and the report's (matplotlib) load while the engine works (run_experiment's
+    # while_running; the run's engine_s in run.json is the engine's own time all the same).
     from ccarena.backends import parse_backend_names
     from ccarena.executor import run_experiment
     from ccarena.inputs import memory_budget, parse_max_memory
@@ -114,7 +116,7 @@ def run(
                                  max_memory_bytes=memory,
                                  executor=_executor_option(loaded.scenario.executor, executor,
                                                            scheduler, workers),
-                                 while_running=load_summary_modules)
+                                 while_running=load_report_modules if report else load_summary_modules)
     total = len(outcome.plans)
     done = len(outcome.completed) + len(outcome.skipped)
     print_plan_warnings(outcome.plans)
@@ -124,32 +126,51 @@ def run(
         print(f"interrupted: {done} of {total} runs complete, kept in {root}; "
               "run the same command again to finish the rest", file=sys.stderr, flush=True)
         raise typer.Exit(interrupted_status())
-    from ccarena.results import Result
-    if outcome.skipped:
-        stderr.print(f"{len(outcome.skipped)} of {total} runs were already complete (skipped; "
-                     "--force redoes them)")
-    result = Result(root, outcome, deep=False)  # runs skipped now: framing checked only
+    path = root / "report.html"
+    reused, pool, workers = False, None, None
+    if done and report:
+        from ccarena.report.report_pool import spawn_for
+        from ccarena.report.reuse import is_current
+
+        # Nothing it is drawn from changed (runs, scenario, report code, formats): kept.
+        reused = not force and is_current(root, path, figure_formats)
+        if not reused:
+            # The report's workers start now: their imports run beside this process's.
+            pool = spawn_for(root)
+    try:
+        from ccarena.results import Result
+        if outcome.skipped:
+            stderr.print(f"{len(outcome.skipped)} of {total} runs were already complete (skipped; "
+                         "--force redoes them)")
+        result = Result(root, outcome, deep=False)  # runs skipped now: framing checked only
+        if done:
+            with working("aggregating the runs' summaries", quiet):
+                result.summary  # noqa: B018 (read once here, under the status line)
+            if report and not reused:
+                from ccarena.report.html import start_workers
+
+                # They get their work (and draw) while the summary is printed.
+                workers, pool = start_workers(result, path, figure_formats, pool=pool), None
+            print_store_warnings(result)  # runs found damaged among those already complete
+            print_summary(result, wide, as_json)
+    except BaseException:
+        from ccarena.report.report_pool import stop_now
+
+        stop_now(pool)
+        stop_now(workers and workers.pool)
+        raise
     # With --json, stdout carries only the JSON; the paths go to stderr.
     where = stderr if as_json else stdout
     if done:
-        with working("aggregating the runs' summaries", quiet):
-            result.summary  # noqa: B018 (read once here, under the status line)
-        print_store_warnings(result)  # runs found damaged among those already complete
-        print_summary(result, wide, as_json)
-        if report:
-            from ccarena.report.reuse import is_current
+        if reused:
+            where.print(f"report: {path} (reused: its inputs did not change; `ccarena "
+                        "report` redraws it)", soft_wrap=True)
+        elif report:
+            from ccarena.report import write_report
 
-            path = root / "report.html"
-            if not force and is_current(root, path, figure_formats):
-                # Nothing it is drawn from changed (runs, scenario, report code, formats).
-                where.print(f"report: {path} (reused: its inputs did not change; `ccarena "
-                            "report` redraws it)", soft_wrap=True)
-            else:
-                from ccarena.report import write_report
-
-                with working("writing the report and its figures", quiet):
-                    path = write_report(result, formats=figure_formats)
-                where.print(f"report: {path}", soft_wrap=True)
+            with working("writing the report and its figures", quiet):
+                path = write_report(result, formats=figure_formats, workers=workers)
+            where.print(f"report: {path}", soft_wrap=True)
     where.print(f"results: {root}", soft_wrap=True)
     outcome.raise_for_failures()
 

@@ -28,19 +28,36 @@ def report(
 
       ccarena report results/quickstart
     """
-    from ccarena.report import write_report
-    from ccarena.report.custom_plot import parse_formats
-    from ccarena.results import Result
+    from ccarena.report.formats import parse_formats
+    from ccarena.report.report_pool import spawn_for, stop_now
     from ccarena.store.file_formats import check_output_file
 
     figure_formats = parse_formats(formats)
-    result = Result(directory)
-    check_output_file(output if output is not None else result.root / "report.html",
-                      "--output" if output is not None else "report")
-    result.require_runs()
-    print_store_warnings(result)
-    print_summary(result, wide, as_json)
-    path = write_report(result, output, formats=figure_formats)
+    pool = workers = None
+    if (directory / "experiment.json").is_file():
+        # The output is checked before any worker starts (a mistake ends at once); then the
+        # workers the report draws with are spawned: their imports (matplotlib, pandas) run
+        # beside this process's, and they draw while the summary is printed.
+        check_output_file(output if output is not None else directory / "report.html",
+                          "--output" if output is not None else "report")
+        pool = spawn_for(directory)
+    try:
+        from ccarena.report import write_report
+        from ccarena.report.html import start_workers
+        from ccarena.results import Result
+
+        result = Result(directory)
+        check_output_file(output if output is not None else result.root / "report.html",
+                          "--output" if output is not None else "report")
+        result.require_runs()
+        workers, pool = start_workers(result, output, figure_formats, pool=pool), None
+        print_store_warnings(result)
+        print_summary(result, wide, as_json)
+    except BaseException:
+        stop_now(pool)
+        stop_now(workers and workers.pool)
+        raise
+    path = write_report(result, output, formats=figure_formats, workers=workers)
     print_store_warnings(result)
     (stderr if as_json else stdout).print(f"report: {path}", soft_wrap=True)
 

@@ -475,38 +475,100 @@ def draw_figures(result: Any, figures_dir: Path, max_runs: int = 4, prefix: str 
     ``prefix`` starts the file names of figures that are not per run (a part's name). The time
     series and pages are drawn by worker processes when there are many, or by ``pool``'s (a
     :class:`concurrent.futures.ProcessPoolExecutor` the report shares between its parts) when
-    given (:class:`FigureWork`).
+    given (:class:`FigureWork`). The same as :func:`start_figures` then
+    :meth:`StartedFigures.finish`.
     """
+    started = start_figures(result, figures_dir, max_runs, prefix, pool)
+    try:
+        return started.finish()
+    finally:
+        started.close()
+
+
+def _choice(result: Any, max_runs: int = 4) -> tuple[pd.DataFrame, list[str], bool, list[str]]:
+    """``(first repeats, every point's first run, many flows?, runs given time series)``: which
+    runs :func:`draw_figures` draws one by one (none when a run has many flows)."""
     summary = result.summary
     first_repeats = summary[summary["repeat"] == 0].drop_duplicates("point")
     every_point = first_repeats["run_id"].tolist()
     many = bool(len(summary)) and int(summary.groupby("run_id").size().max()) > MANY_FLOWS
-    traced = _first_trace_run(result, every_point)
     shown = [] if many else every_point[:max_runs]
+    return first_repeats, every_point, many, shown
+
+
+def figure_tasks(result: Any, max_runs: int = 4) -> int:
+    """How many figure tasks (runs' time series, small-multiples pages) :func:`draw_figures`
+    hands to workers for ``result`` (a part): from :data:`PARALLEL_TASKS_MIN` on, it draws
+    them in worker processes."""
+    _, every_point, many, shown = _choice(result, max_runs)
+    pages = 0 if many or len(every_point) <= len(shown) else \
+        math.ceil(len(every_point) / plots.SMALL_MULTIPLES_PER_FIGURE)
+    return len(shown) + pages
+
+
+def start_figures(result: Any, figures_dir: Path, max_runs: int = 4, prefix: str = "",
+                  pool: Any = None) -> "StartedFigures":
+    """Choose :func:`draw_figures`'s figures and hand the per-run time series and the
+    small-multiples pages to the workers at once (:class:`FigureWork`), so that they draw while
+    this process builds the rest of the section (network, study tables and figures); the
+    overview figures are drawn by :meth:`StartedFigures.finish`. Call
+    :meth:`StartedFigures.close` in every case (it stops workers this started)."""
+    first_repeats, every_point, many, shown = _choice(result, max_runs)
     pages = _page_specs(result, first_repeats, prefix) if not many and len(every_point) > len(shown) else []
     cwnd_rounds = report_options(result).get("cwnd_axis") == "rounds"
     root, where = str(result.root), str(figures_dir)
-    params = [p for p in result.parameters if p in summary.columns]
+    params = [p for p in result.parameters if p in result.summary.columns]
     labels = value_labels(result)
     work = FigureWork(len(shown) + len(pages), pool)
+    started = StartedFigures(result, Path(figures_dir), prefix, work, first_repeats, every_point, many)
     try:
-        runs = []
         for run_id in shown:
             record = first_repeats[first_repeats["run_id"] == run_id].iloc[0].to_dict()
-            runs.append(work.submit(draw_run_figures, root, run_id, words(params, record, labels),
-                                    cwnd_rounds, where))
-        drawn_pages = [work.submit(draw_small_multiples_page, root, title, panels, file, where)
-                       for title, panels, file in pages]
+            started.runs.append(work.submit(draw_run_figures, root, run_id,
+                                            words(params, record, labels), cwnd_rounds, where))
+        started.pages = [work.submit(draw_small_multiples_page, root, title, panels, file, where)
+                         for title, panels, file in pages]
+    except BaseException:
+        work.close()
+        raise
+    return started
+
+
+class StartedFigures:
+    """:func:`draw_figures` under way (:func:`start_figures`): the workers' tasks submitted,
+    the overview figures and the gathering left to :meth:`finish`."""
+
+    def __init__(self, result: Any, figures_dir: Path, prefix: str, work: "FigureWork",
+                 first_repeats: pd.DataFrame, every_point: list[str], many: bool) -> None:
+        self.result, self.figures_dir, self.prefix, self.work = result, figures_dir, prefix, work
+        self.first_repeats, self.every_point, self.many = first_repeats, every_point, many
+        self.runs: list[Any] = []
+        self.pages: list[Any] = []
+
+    def finish(self) -> list[Figure]:
+        """Draw the overview figures here, then gather the workers' (drawing here those none
+        has started): overview first, then the details (:func:`draw_figures`' order)."""
+        result, figures_dir, prefix = self.result, self.figures_dir, self.prefix
+        first_repeats, every_point, many = self.first_repeats, self.every_point, self.many
+        traced = _first_trace_run(result, every_point)
+        # The sweep figures are tasks too, after the runs' (workers take tasks from the front,
+        # this process takes back those none has started from the back: gather).
+        sweeps = _sweep_figures(result, figures_dir, prefix, self.work)
         overview = _distribution_figures(result, figures_dir, prefix, many)
-        overview += _sweep_figures(result, figures_dir, prefix)
+        late = []
         if traced is not None:
-            overview += _throughput_delay_figure(result, figures_dir, prefix)
+            late += _throughput_delay_figure(result, figures_dir, prefix)
         if (many or traced is not None) and 1 <= len(every_point) <= MAX_GROUPS \
                 and (many or len(every_point) > 1):
-            overview += _band_figure(result, first_repeats, figures_dir, prefix, traced)
-        done = gather(runs + drawn_pages)
-        details = [f for figs in done[:len(runs)] for f in figs] + done[len(runs):]
+            late += _band_figure(result, first_repeats, figures_dir, prefix, traced)
+        done = gather(self.runs + self.pages + sweeps)
+        runs, pages = len(self.runs), len(self.pages)
+        overview += [f for f in done[runs + pages:] if f is not None] + late
+        details = [f for figs in done[:runs] for f in figs] + done[runs:runs + pages]
         if many and every_point:
+            root, where = str(result.root), str(figures_dir)
+            params = [p for p in result.parameters if p in result.summary.columns]
+            labels = value_labels(result)
             record = first_repeats[first_repeats["run_id"] == every_point[0]].iloc[0].to_dict()
             details += draw_queue_figure(root, every_point[0], words(params, record, labels), where,
                                          f"{prefix}queue-backlog.png")
@@ -515,8 +577,10 @@ def draw_figures(result: Any, figures_dir: Path, max_runs: int = 4, prefix: str 
             details += draw_subflow_figures(root, every_point[0], words(params, record, labels), where,
                                             prefix)
         return overview + details
-    finally:
-        work.close()
+
+    def close(self) -> None:
+        """Stop the workers :func:`start_figures` started (a shared pool is left to its owner)."""
+        self.work.close()
 
 
 def _first_trace_run(result: Any, run_ids: list[str]) -> str | None:
@@ -630,10 +694,12 @@ METRIC_WORDS = {"goodput_mean_bps": "Goodput per flow", "jain_index": "Jain's fa
 """A sweep figure's metric in words, for its title."""
 
 
-def _sweep_figures(result: Any, figures_dir: Path, prefix: str) -> list[Figure]:
+def _sweep_figures(result: Any, figures_dir: Path, prefix: str, work: "FigureWork | None" = None) -> list[Any]:
     """The metric-vs-parameter figures of a sweep (none without one): goodput, RTT, loss (when
-    any flow lost a packet), FCT (finite flows) and Jain's index (several flows), in that order."""
-    out: list[Figure] = []
+    any flow lost a packet), FCT (finite flows) and Jain's index (several flows), in that order.
+    With ``work``, each figure is a task of its workers (:meth:`FigureWork.submit`; its result
+    a :class:`Figure` or None) and the tasks are returned; without, the figures drawn here."""
+    tasks = []
     summary = result.summary
     params = result.parameters
     if params:
@@ -652,42 +718,61 @@ def _sweep_figures(result: Any, figures_dir: Path, prefix: str) -> list[Figure]:
         names = short_names(list(params))
         repeated = bool(len(summary)) and int(summary["repeat"].max()) > 0
         for param in params:
-            others = [p for p in params if p != param]
-            categorical = param in labels or sweep_plots.param_axis(aggregated[param].tolist()) is None
-            is_flavor = param.split(".")[-1].endswith("flavor")
-            axis_name = "flavor" if is_flavor else names[param].replace(".", " ")
             for metric in per_metric:
-                data = aggregated if metric != "jain_index" else \
-                    aggregated.drop_duplicates(["point"]).assign(point_group="all flows", flow=0)
-                title = f"{METRIC_WORDS[metric]} {'per flavor' if is_flavor else 'vs ' + axis_name}"
-                if categorical:
-                    # A flavor sweep renames the flow with its flavor: group by flow index instead.
-                    group_by = ["flow", *others] if metric != "jain_index" else others or ["point_group"]
-                    fig = sweep_plots.metric_vs_category(data, param, metric, group_by, title,
-                                                   labels.get(param), labels)
-                else:
-                    group_by = ["flow", "name", *others] if metric != "jain_index" else others or ["point_group"]
-                    fig = sweep_plots.metric_vs_param(
-                        data, param, metric, group_by, title,
-                        theory_rows=summary if metric == "goodput_mean_bps" else None,
-                        labels=labels)
-                if fig is None:
-                    continue
-                unit = fig.axes[0].get_xlabel()[len(param):] if not categorical else ""
-                fig.axes[0].set_xlabel(axis_name + unit)
-                slug = "".join(ch if ch.isalnum() else "_" for ch in param)
-                name = f"{prefix}sweep-{metric}-vs-{slug}.png"
-                groups = data.groupby(list(group_by), dropna=False).ngroups
-                if categorical and groups > sweep_plots.MAX_BAR_GROUPS:
-                    # sweep_plots.metric_vs_category collapsed the flows into one bar per flavor.
-                    shown = f"{title} (mean over {groups} flows, min–max)"
-                    caption = (f"Each bar is the mean over the {groups} flows of their mean over the "
-                               "repeats; the whisker spans the lowest to the highest flow.")
-                elif repeated:
-                    shown = f"{title} (mean ± 95% CI)"
-                    caption = ("Mean over the repeats with its 95% confidence interval (Student's t)"
-                               + ("; Jain's index is one value per run." if metric == "jain_index" else "."))
-                else:
-                    shown, caption = title, "One run per point: no interval to draw."
-                out.append(Figure.draw(fig, shown, name, figures_dir, caption, overview=True))
-    return out
+                # The summary: what a numeric axis's goodput theory curves are drawn from.
+                args = (aggregated, summary if metric == "goodput_mean_bps" else None, list(params),
+                        param, metric, labels, names[param], repeated, prefix, str(figures_dir))
+                tasks.append(work.submit(draw_sweep_figure, *args) if work is not None
+                             else _Later(draw_sweep_figure, (*args, None)))
+    if work is not None:
+        return tasks
+    return [f for f in gather(tasks) if f is not None]
+
+
+def draw_sweep_figure(aggregated: pd.DataFrame, theory_rows: pd.DataFrame | None, params: list[str],
+                      param: str, metric: str, labels: dict[str, dict[str, str]], short_name: str,
+                      repeated: bool, prefix: str, figures_dir: str,
+                      slots: dict[str, int] | None = None) -> Figure | None:
+    """One figure of :func:`_sweep_figures`: ``metric`` (a summary column, aggregated over
+    repeats in ``aggregated``: :meth:`ccarena.results.Result.aggregate`) against the swept
+    ``param`` (one of ``params``), as categories (labelled values, flavors) or along a numeric
+    axis (with the theory curves of ``theory_rows``, the summary, for goodput), saved as
+    ``<prefix>sweep-<metric>-vs-<param>.png`` in ``figures_dir``; None when there is nothing to
+    draw. ``slots`` as for :func:`draw_small_multiples_page`."""
+    if slots is not None:
+        plots.restore_flavor_slots(slots)
+    others = [p for p in params if p != param]
+    categorical = param in labels or sweep_plots.param_axis(aggregated[param].tolist()) is None
+    is_flavor = param.split(".")[-1].endswith("flavor")
+    axis_name = "flavor" if is_flavor else short_name.replace(".", " ")
+    data = aggregated if metric != "jain_index" else \
+        aggregated.drop_duplicates(["point"]).assign(point_group="all flows", flow=0)
+    title = f"{METRIC_WORDS[metric]} {'per flavor' if is_flavor else 'vs ' + axis_name}"
+    if categorical:
+        # A flavor sweep renames the flow with its flavor: group by flow index instead.
+        group_by = ["flow", *others] if metric != "jain_index" else others or ["point_group"]
+        fig = sweep_plots.metric_vs_category(data, param, metric, group_by, title,
+                                             labels.get(param), labels)
+    else:
+        group_by = ["flow", "name", *others] if metric != "jain_index" else others or ["point_group"]
+        fig = sweep_plots.metric_vs_param(data, param, metric, group_by, title,
+                                          theory_rows=theory_rows, labels=labels)
+    if fig is None:
+        return None
+    unit = fig.axes[0].get_xlabel()[len(param):] if not categorical else ""
+    fig.axes[0].set_xlabel(axis_name + unit)
+    slug = "".join(ch if ch.isalnum() else "_" for ch in param)
+    name = f"{prefix}sweep-{metric}-vs-{slug}.png"
+    groups = data.groupby(list(group_by), dropna=False).ngroups
+    if categorical and groups > sweep_plots.MAX_BAR_GROUPS:
+        # sweep_plots.metric_vs_category collapsed the flows into one bar per flavor.
+        shown = f"{title} (mean over {groups} flows, min–max)"
+        caption = (f"Each bar is the mean over the {groups} flows of their mean over the "
+                   "repeats; the whisker spans the lowest to the highest flow.")
+    elif repeated:
+        shown = f"{title} (mean ± 95% CI)"
+        caption = ("Mean over the repeats with its 95% confidence interval (Student's t)"
+                   + ("; Jain's index is one value per run." if metric == "jain_index" else "."))
+    else:
+        shown, caption = title, "One run per point: no interval to draw."
+    return Figure.draw(fig, shown, name, Path(figures_dir), caption, overview=True)

@@ -18,7 +18,7 @@ from ccarena.analysis import verdict
 from ccarena.report import answer, calibration_section as calibration, plots, reuse, topology_figure
 from ccarena.report.compare import insert_section
 from ccarena.report.datacenter_section import datacenter_content
-from ccarena.report.figures import Figure, draw_figures
+from ccarena.report.figures import PARALLEL_TASKS_MIN, Figure, figure_tasks, start_figures
 from ccarena.report.study_sections import study_content
 from ccarena.report.html_tables import Cell, aggregate_rows, region_rows, summary_rows
 from ccarena.report.terminal import short_names
@@ -62,12 +62,16 @@ def build_section(part: Any, figures_dir: Path, scenario_description: str = "",
     params = part.parameters
     summary = part.summary
     prefix = f"{part.part}__" if part.part else ""
-    drawing = topology_figure.report_figure(part, figures_dir, prefix)  # the report opens with the network
-    # The study figures before the others: a shared pool's workers build the other parts first,
-    # and take this part's per-run figures only when they are done (draw_figures submits them).
-    studies, study_figures = study_content(part, figures_dir, prefix)
-    dc_table, dc_figures = datacenter_content(part, figures_dir, prefix)
-    figures = draw_figures(part, figures_dir, prefix=prefix, pool=pool)
+    # The per-run figures go to the workers first, to draw while this process draws the network
+    # and the study figures (a shared pool's workers take them once the other parts are built).
+    started = start_figures(part, figures_dir, prefix=prefix, pool=pool)
+    try:
+        drawing = topology_figure.report_figure(part, figures_dir, prefix)  # the report opens with the network
+        studies, study_figures = study_content(part, figures_dir, prefix)
+        dc_table, dc_figures = datacenter_content(part, figures_dir, prefix)
+        figures = started.finish()
+    finally:
+        started.close()
     agg = None
     if params or (len(summary) and int(summary["repeat"].max()) > 0):
         agg = aggregate_rows(part.aggregate(), params)
@@ -130,31 +134,42 @@ def render_html(result: Any, sections: list[Section]) -> str:
 
 
 def write_report(result: Any, path: str | Path | None = None,
-                 formats: Sequence[str] = ("png",)) -> Path:
+                 formats: Sequence[str] = ("png",), workers: "ReportWorkers | None" = None) -> Path:
     """Draw the figures into ``<experiment>/figures/`` (PNG, plus SVG and/or PDF files when
     ``formats`` names them) and write the report (default ``<experiment>/report.html``)
     atomically; returns its path.
+
+    ``workers``: the processes :func:`start_workers` started for this page (same ``result``,
+    ``path`` and ``formats``), already drawing; closed here. Without them, the page starts its
+    own where it has work for them.
 
     Beside the page goes the fingerprint of its inputs (:mod:`ccarena.report.reuse`), taken
     before drawing, so that a later ``ccarena run`` of the same finished experiment keeps the page
     instead of drawing it again (:func:`ccarena.report.reuse.is_current`)."""
     path = Path(path) if path is not None else result.root / "report.html"
-    inputs = reuse.fingerprint(result.root, path, formats)
-    reuse.forget(path)
-    plots.EXTRA_FORMATS[:] = [f for f in formats if f != "png"]
     try:
-        _write_report(result, path)
-    finally:
-        plots.EXTRA_FORMATS.clear()
+        inputs = reuse.fingerprint(result.root, path, formats)
+        reuse.forget(path)
+        plots.EXTRA_FORMATS[:] = [f for f in formats if f != "png"]
+        try:
+            _write_report(result, path, workers)
+        finally:
+            plots.EXTRA_FORMATS.clear()
+    except BaseException:
+        if workers is not None:
+            workers.stop()  # Ctrl-C or a failure: not waiting for a part being drawn
+        raise
+    if workers is not None:
+        workers.close()
     reuse.record(path, inputs)
     return path
 
 
-def _write_report(result: Any, path: Path) -> Path:
+def _write_report(result: Any, path: Path, workers: "ReportWorkers | None" = None) -> Path:
     # One colour per flavor across every figure of the page, in the order flavors appear.
-    plots.set_flavor_order(result.summary["flavor"].astype(str).tolist() if len(result.summary) else [])
-    description = str(result.experiment.get("scenario", {}).get("description", ""))
-    sections = _sections(result, path.parent / "figures", description)
+    _set_flavor_order(result)
+    description = _description(result)
+    sections = _sections(result, path.parent / "figures", description, workers)
     page = render_html(result, sections)
     page = calibration.insert_section(page, result, path.parent / "figures")
     page = insert_section(page, result, path.parent / "figures")
@@ -162,36 +177,143 @@ def _write_report(result: Any, path: Path) -> Path:
     return path
 
 
-def _sections(result: Any, figures_dir: Path, description: str) -> list[Section]:
+def _set_flavor_order(result: Any) -> None:
+    plots.set_flavor_order(result.summary["flavor"].astype(str).tolist() if len(result.summary) else [])
+
+
+def _description(result: Any) -> str:
+    return str(result.experiment.get("scenario", {}).get("description", ""))
+
+
+class ReportWorkers:
+    """Worker processes started for a report before it is drawn (:func:`start_workers`):
+    ``pool`` (a :class:`concurrent.futures.ProcessPoolExecutor`) and ``parts``, part name → the
+    future of its section, built there (:func:`build_part_section`)."""
+
+    def __init__(self, pool: Any, parts: dict[str, Any]) -> None:
+        self.pool, self.parts = pool, parts
+
+    def close(self) -> None:
+        """Stop the workers (tasks not started are cancelled; a started one is waited for)."""
+        self.pool.shutdown(wait=True, cancel_futures=True)
+
+    def stop(self) -> None:
+        """Stop the workers at once, whatever they are drawing (Ctrl-C, a failure): as
+        :func:`ccarena.report.report_pool.stop_now` does (not imported: that module loads this
+        one in the workers), through the pool's process table (no public way before Python 3.14)."""
+        processes = list((getattr(self.pool, "_processes", None) or {}).values())
+        self.pool.shutdown(wait=False, cancel_futures=True)
+        for process in processes:
+            process.terminate()
+
+
+def start_workers(result: Any, path: str | Path | None = None,
+                  formats: Sequence[str] = ("png",), pool: Any = None) -> ReportWorkers | None:
+    """Start the worker processes the page at ``path`` (default ``<experiment>/report.html``)
+    will draw with, and give them their work now: ``ccarena run`` and ``ccarena report`` call this
+    before printing the summary, so that the workers' start (a spawned interpreter importing
+    matplotlib and pandas: ~1.5 s of one core) and their first figures overlap the summary and
+    this process's own part. Hand the result to :func:`write_report` (same ``result``, ``path``,
+    ``formats``).
+
+    With several parts (and cores), the workers build every part but the one of most runs
+    (:func:`_sections`); with one part of at least
+    :data:`ccarena.report.figures.PARALLEL_TASKS_MIN` per-run figure tasks, they wait for those
+    (:func:`ccarena.report.figures.start_figures`). None when a page has no work for workers (one
+    core, or one part with few runs or runs of many flows): it is drawn here.
+
+    ``pool``: workers spawned earlier for this page (:func:`ccarena.report.report_pool.spawn_for`),
+    taken over (or shut down when the page wants none)."""
+    import os
+
+    cores = os.cpu_count() or 1
+    parts = [part for part in result.parts() if part.run_ids]
+    if len(parts) >= 2 and cores >= 2:
+        here = _largest(parts)
+        others = [p for i, p in enumerate(parts) if i != here]
+        workers = min(cores - 1, len(others))
+    elif len(parts) == 1 and cores >= 2 and figure_tasks(parts[0]) >= PARALLEL_TASKS_MIN:
+        others, workers = [], min(cores, figure_tasks(parts[0]))
+    else:
+        if pool is not None:
+            pool.shutdown(wait=False, cancel_futures=True)
+        return None
+    path = Path(path) if path is not None else result.root / "report.html"
+    figures_dir = path.parent / "figures"
+    _set_flavor_order(result)
+    if pool is None:
+        from concurrent.futures import ProcessPoolExecutor
+
+        from ccarena.workers import WORKER_CONTEXT
+
+        pool = ProcessPoolExecutor(max_workers=workers, mp_context=WORKER_CONTEXT)
+        # A worker is spawned per task submitted while none is idle: one to start each now.
+        for _ in range(workers - len(others)):
+            pool.submit(_loaded)
+    extra = [f for f in formats if f != "png"]
+    futures = {p.part: pool.submit(build_part_section, type(result), str(result.root), p.part,
+                                   str(figures_dir), _description(result), plots.flavor_slots(), extra)
+               for p in others}
+    return ReportWorkers(pool, futures)
+
+
+def _loaded() -> None:
+    """A worker's first task when it has no part to build: unpickling it loads this module (and
+    matplotlib, pandas) in the worker, ready when the figures come."""
+
+
+def _largest(parts: list[Any]) -> int:
+    """Index of the part of most runs (built in the report's own process)."""
+    return max(range(len(parts)), key=lambda i: len(parts[i].run_ids))
+
+
+def _sections(result: Any, figures_dir: Path, description: str,
+              workers: ReportWorkers | None = None) -> list[Section]:
     """One :class:`Section` per part with runs, in the parts' order. With several parts and
     more than one core, the parts are built side by side: the part of most runs here, each other
     in a worker process (spawned: matplotlib is not thread-safe; :data:`ccarena.workers.WORKER_CONTEXT`,
     which does not import the caller's ``__main__``) that reads the stored results itself and
     draws with this page's flavor colours and formats. Those workers then draw the largest part's
-    per-run figures with it."""
+    per-run figures with it. ``workers``: the processes :func:`start_workers` started (already
+    building the other parts); without them, started here when there are several parts."""
     import os
 
     parts = [part for part in result.parts() if part.run_ids]
     cores = os.cpu_count() or 1
-    if len(parts) < 2 or cores < 2:
+    if workers is not None and not workers.parts:
+        # One part: the workers started for its per-run figures.
+        return [build_section(part, figures_dir, description, pool=workers.pool) for part in parts]
+    if workers is None and (len(parts) < 2 or cores < 2):
         return [build_section(part, figures_dir, description) for part in parts]
-    from concurrent.futures import ProcessPoolExecutor
+    here = _largest(parts)
+    if workers is None:
+        from concurrent.futures import ProcessPoolExecutor
 
-    from ccarena.workers import WORKER_CONTEXT
+        from ccarena.workers import WORKER_CONTEXT
 
-    here = max(range(len(parts)), key=lambda i: len(parts[i].run_ids))
-    others = [i for i in range(len(parts)) if i != here]
-    sections: dict[int, Any] = {}
-    with ProcessPoolExecutor(max_workers=min(cores - 1, len(others)) or 1,
-                             mp_context=WORKER_CONTEXT) as pool:
-        futures = {i: pool.submit(build_part_section, type(result), str(result.root), parts[i].part,
-                                  str(figures_dir), description, plots.flavor_slots(),
-                                  list(plots.EXTRA_FORMATS)) for i in others}
+        others = [i for i in range(len(parts)) if i != here]
+        pool = ProcessPoolExecutor(max_workers=min(cores - 1, len(others)) or 1,
+                                   mp_context=WORKER_CONTEXT)
+        workers = ReportWorkers(pool, {
+            parts[i].part: pool.submit(build_part_section, type(result), str(result.root), parts[i].part,
+                                       str(figures_dir), description, plots.flavor_slots(),
+                                       list(plots.EXTRA_FORMATS)) for i in others})
+        own = True
+    else:
+        own = False
+    try:
         # The same workers take the per-run figures of this part once the other parts are
         # built; those none has started by then are drawn here (ccarena.report.figures.gather).
-        sections[here] = build_section(parts[here], figures_dir, description, pool=pool)
-        for i, future in futures.items():
-            sections[i] = future.result()
+        sections = {here: build_section(parts[here], figures_dir, description, pool=workers.pool)}
+        for i, part in enumerate(parts):
+            if i != here:
+                sections[i] = workers.parts[part.part].result()
+    except BaseException:
+        if own:
+            workers.stop()
+        raise
+    if own:
+        workers.close()
     return [sections[i] for i in range(len(parts))]
 
 

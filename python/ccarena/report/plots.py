@@ -487,7 +487,10 @@ def _laid_out_tight_box(fig: plt.Figure, dpi: float) -> Any:
         engine = fig.get_layout_engine()
         if engine is not None:
             engine.execute(fig)
-            fig.set_layout_engine("none")
+            # No engine at all: "none" (or a figure's own tight_layout() call) leaves a
+            # placeholder engine, and savefig draws a figure that has any engine twice.
+            # (None, not "none", under STYLE's figure.autolayout = False.)
+            fig.set_layout_engine(None)
         return fig.get_tightbbox(renderer).padded(float(matplotlib.rcParams["savefig.pad_inches"]))
     finally:
         fig.dpi = saved_dpi

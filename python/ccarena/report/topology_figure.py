@@ -23,7 +23,6 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
-import networkx as nx  # noqa: E402
 from matplotlib.collections import LineCollection  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
 from matplotlib.patches import Rectangle  # noqa: E402
@@ -105,6 +104,9 @@ def _line_positions(net: Network) -> dict[str, tuple[float, float]]:
 
 
 def _graph_positions(net: Network) -> dict[str, tuple[float, float]]:
+    # Imported here: networkx costs ~0.15 s to import, and only a ``graph`` topology needs it.
+    import networkx as nx
+
     g = nx.Graph()
     g.add_nodes_from(n.name for n in net.nodes)
     g.add_edges_from((link.src, link.dst) for link in net.links)
