@@ -27,22 +27,11 @@
 //!
 //! The first retransmission of every episode is sent whatever cwnd says (RFC 5681 §3.2 step 2,
 //! RFC 6675 step 4.3). A retransmission timeout (RFC 6298 §5) sets cwnd to one MSS, marks every
-//! unSACKed byte lost (in the `linux` mode only the first outstanding segment and those sent at
-//! least RACK.rtt + reo_wnd ago, RFC 8985 §6.3) and enters Loss, which lasts until everything outstanding at the timeout is
+//! unSACKed byte lost and enters Loss, which lasts until everything outstanding at the timeout is
 //! acknowledged; no fast retransmit starts during Loss (RFC 6675 §5.1, RFC 6582 §3.2 step 1), so a
 //! go-back-N burst's duplicate ACKs do not halve the window again. In the SACK modes a lost
 //! retransmission is detected when more than (DupThresh − 1)·MSS of data sent after it has been
 //! SACKed, and sent again; in the others only the timer repairs it.
-//!
-//! The retransmission timer (RFC 6298 §5) is restarted by each ACK that advances snd.una, except
-//! in the `linux` mode outside Recovery and Loss, where it runs from the oldest outstanding
-//! segment's last transmission (RFC 8985 §6.3; Linux's `tcp_rearm_rto` with the probe timer
-//! pending): there the RTO fires at `head_xmit_ts + RTO`, and the probe timeout (§7.2) is capped
-//! at that time. Retransmitting the head, and sending a tail loss probe, re-arm it from now.
-//!
-//! Tail loss probes (`linux` only; RFC 8985 §7): the episode a retransmitted probe opens ends
-//! with a window cut once an ACK goes beyond TLP.end_seq, and without one when a D-SACK shows
-//! the probe was a duplicate (§7.4.2).
 //!
 //! D-SACK (`linux` only; RFC 2883 §4, RFC 3708): an ACK whose first SACK block lies below the
 //! cumulative ACK or inside its second block reports a duplicate; that block SACKs nothing.
@@ -77,8 +66,6 @@
 //! (`ssthresh(Ecn)`, CWR state until the window sent before it is acknowledged, so at most one
 //! reduction per round trip), but no CWR flag is sent: AccECN feedback is cumulative and never
 //! latched (RFC 9768 §3.1.5, the CWR flag being part of ACE).
-
-use std::collections::VecDeque;
 
 use ccarena_cc::{
     AckSample, CaState, CongestionControl, CwndEvent, CwndState, Duration, LossEvent, LossKind,
@@ -325,20 +312,6 @@ struct AckLosses {
     reo_wnd_grew: bool,
 }
 
-/// An open tail-loss-probe episode (RFC 8985 §7.1).
-#[derive(Clone, Copy, Debug)]
-struct TlpEpisode {
-    /// TLP.end_seq: snd.nxt just after the probe was sent.
-    end_seq: u64,
-    /// TLP.is_retrans: the probe resent data (else it was new data).
-    is_retrans: bool,
-    /// The bytes the probe carried, `[start, end)`: a D-SACK inside them reports the probe
-    /// itself as the duplicate (§7.4.2 "a DSACK option matching TLP.end_seq"; the probe is the
-    /// last segment, so this is the same test unless that segment was SACKed and an earlier
-    /// one was resent).
-    probe: (u64, u64),
-}
-
 /// What poll_transmit would send next (RFC 6675 NextSeg).
 #[derive(Clone, Copy, Debug)]
 enum Candidate {
@@ -375,15 +348,9 @@ pub struct Sender {
     pto_deadline: Option<SimTime>,
     /// The PTO fired: the next poll sends one probe whatever cwnd says (§7.3).
     tlp_probe_due: bool,
-    /// The open tail-loss-probe episode (RFC 8985 §7.1 TLP.end_seq, TLP.is_retrans), if any.
-    tlp_end: Option<TlpEpisode>,
-    /// `linux` mode: the send time of new data, as (first byte, time) at each change of time,
-    /// in sequence order, from the run holding snd.una on; with the scoreboard's retransmission
-    /// times it gives the oldest outstanding segment's last transmission (`head_xmit_time`).
-    xmit_runs: VecDeque<(u64, SimTime)>,
-    /// `linux` mode: the head a timeout marked lost (absolute scoreboard index, and snd.una
-    /// then, which keeps it valid), to be retransmitted before anything else.
-    rto_head: Option<(u64, u64)>,
+    /// TLP.end_seq (snd.nxt after the probe) while a probe episode is open, and whether the
+    /// probe was a retransmission (TLP.is_retrans).
+    tlp_end: Option<(u64, bool)>,
     state: CaState,
     snd_una: u64,
     snd_nxt: u64,
@@ -458,8 +425,6 @@ impl Sender {
             pto_deadline: None,
             tlp_probe_due: false,
             tlp_end: None,
-            xmit_runs: VecDeque::new(),
-            rto_head: None,
             state: CaState::Open,
             snd_una: 0,
             snd_nxt: 0,
@@ -502,11 +467,9 @@ impl Sender {
     }
 
     /// Compute the RTO by `rule` ([`RtoRule::Linux`]: Linux's `tcp_rtt_estimator`, see
-    /// [`crate::rtt`]). The rule sets the RTO's length only; when the timer is armed depends on
-    /// the recovery mode (see the module documentation: from the ACK that advances snd.una,
-    /// RFC 6298 §5.3, or in the `linux` mode outside recovery from the oldest outstanding
-    /// segment's transmission, RFC 8985 §6.3). Call before the first RTT sample (before
-    /// [`Sender::on_handshake_rtt`]); later calls are ignored.
+    /// [`crate::rtt`]). The timer is armed as before in both: from the time of the ACK that
+    /// advances snd.una (RFC 6298 §5.3, Linux's `tcp_rearm_rto`). Call before the first RTT
+    /// sample (before [`Sender::on_handshake_rtt`]); later calls are ignored.
     pub fn set_rto_rule(&mut self, rule: RtoRule) {
         if self.rtt.srtt().is_none() {
             self.rtt = self.rtt.clone().with_rule(rule);
@@ -691,10 +654,6 @@ impl Sender {
     /// instead of lasting hundreds of RTTs.
     #[inline]
     fn update_rto_timer(&mut self, now: SimTime, prior: &AckPrior) {
-        if self.cfg.recovery.uses_rack_tlp() {
-            // Keep the send-time runs to the outstanding data (head_rto_deadline reads them).
-            self.prune_xmit_runs();
-        }
         let partial_newreno = self.cfg.recovery == RecoveryMode::NewReno
             && prior.state == CaState::Recovery
             && self.snd_una > prior.una
@@ -710,42 +669,6 @@ impl Sender {
         } else if restart {
             self.rto_deadline = Some(now + self.rtt.rto());
         }
-    }
-
-    /// `linux` mode, outside Recovery and Loss, where Linux's pending timer is the probe timer
-    /// (it has one timer, RFC 8985 §8): new data sent, a probe timeout that could not send a
-    /// probe, and RACK's reordering timer re-arm the RTO from the oldest outstanding segment's
-    /// last transmission, not from now (RFC 8985 §6.3: on expiry the first outstanding segment
-    /// "was sent an RTO ago"; Linux's `tcp_rearm_rto` with `tcp_rto_delta_us`). An ACK that
-    /// advances snd.una still restarts it from now (RFC 6298 §5.3; Linux caps the probe timer
-    /// it arms then at now + RTO), as in every other mode and state.
-    fn rto_armed_from_head(&self, state: CaState) -> bool {
-        self.cfg.recovery.uses_rack_tlp()
-            && matches!(state, CaState::Open | CaState::Disorder | CaState::Cwr)
-    }
-
-    /// When the RTO armed from the oldest outstanding segment expires: its last
-    /// (re)transmission plus the RTO (backoff included), never before `now`; `now + RTO` when
-    /// nothing is outstanding.
-    fn head_rto_deadline(&mut self, now: SimTime) -> SimTime {
-        let head_sent = self.sb.front_retransmitted_at().or_else(|| self.head_first_sent());
-        let rto = self.rtt.rto();
-        head_sent.map_or(now + rto, |t| now.max(t + rto))
-    }
-
-    /// Drop the runs of new data wholly below snd.una (the run holding it stays).
-    fn prune_xmit_runs(&mut self) {
-        while self.xmit_runs.get(1).is_some_and(|r| r.0 <= self.snd_una) {
-            self.xmit_runs.pop_front();
-        }
-    }
-
-    /// When the segment holding snd.una was first sent (`linux` mode's `xmit_runs`), dropping
-    /// the runs wholly acknowledged; `None` when nothing is outstanding.
-    fn head_first_sent(&mut self) -> Option<SimTime> {
-        self.prune_xmit_runs();
-        let front = self.xmit_runs.front()?;
-        (front.0 <= self.snd_una && self.snd_una < self.snd_nxt).then_some(front.1)
     }
 
     /// `on_ack`'s RACK phase (RFC 8985, `linux` mode only; nothing otherwise): the D-SACK block's
@@ -845,7 +768,7 @@ impl Sender {
             self.enter_cwr(now, LossKind::Ecn, w);
         }
         if rack_tlp {
-            self.tlp_on_ack(now, scored.dsack, cum_advanced, ack.sack_blocks().is_empty(), w);
+            self.tlp_on_ack(now, w);
         }
     }
 
@@ -1153,26 +1076,6 @@ impl Sender {
         self.set_state(CaState::Cwr, now);
     }
 
-    /// RACK_mark_losses_on_RTO (RFC 8985 §6.3): at a timeout the first outstanding segment is
-    /// lost (it was sent an RTO ago), and of the others only those sent at least RACK.rtt +
-    /// RACK.reo_wnd ago (`xmit_ts + RACK.rtt + reo_wnd ≤ now`); a segment sent more recently
-    /// may still be in flight, and RACK marks it on a later ACK if it is not delivered. The
-    /// reordering window is the one for recovery (zero until reordering has been seen: the
-    /// sender is entering RTO recovery). Linux's `tcp_timeout_mark_lost` skips the recent ones
-    /// the same way, with a zero window (`tcp_rack_skb_timeout(tp, skb, 0)`).
-    ///
-    /// The head is retransmitted first (RFC 6298 §5.4), before the retransmissions this pass
-    /// finds lost again, which the scoreboard would otherwise offer first (`rto_head`).
-    fn rack_mark_losses_on_rto(&mut self, now: SimTime) {
-        self.sb.mark_front_for_retransmit();
-        self.rto_head = self.sb.next_lost().map(|abs| (abs, self.snd_una));
-        let dupthresh_sacked = self.sb.sacked_segments() >= self.cfg.dupthresh as u64;
-        let reo_wnd = self.rack.reo_wnd(true, dupthresh_sacked, self.rtt.min_rtt(), self.rtt.srtt());
-        // Every outstanding segment was sent no later than now, so each is judged by its age
-        // alone (RACK.xmit_ts = now); the deadline of the younger ones is not a timer here.
-        let _ = self.sb.rack_detect_loss(now, (now, u64::MAX), self.rack.wait(reo_wnd));
-    }
-
     /// RACK loss detection (RFC 8985 §6.2 steps 4–5) and its reordering timer.
     fn rack_detect_loss(&mut self, now: SimTime) {
         self.rack_deadline = None;
@@ -1187,55 +1090,31 @@ impl Sender {
             .rack_detect_loss(now, newest, self.rack.wait(reo_wnd));
     }
 
-    /// TLP_process_ack (RFC 8985 §7.4.2), for an ACK whose cumulative point is now snd.una, with
-    /// its D-SACK block `dsack`; `cum_advanced`: it moved snd.una; `no_sack`: it carried no SACK
-    /// option at all. Once the ACK reaches TLP.end_seq the episode ends:
-    ///
-    /// - the probe was new data: no loss is implied;
-    /// - a D-SACK reports the probe's bytes received twice: the original arrived too, the probe
-    ///   repaired nothing, and no congestion response is taken (§7.4.2 case 1);
-    /// - the ACK goes *beyond* TLP.end_seq without such a D-SACK: the probe repaired a loss,
-    ///   and the window is cut once (CWR), unless recovery already did;
-    /// - a duplicate ACK without SACK (a receiver without SACK got the duplicate): case 2, no
-    ///   response;
-    ///
-    /// and an ACK exactly at TLP.end_seq leaves it open: it cannot tell the original's arrival
-    /// from the probe's, and the D-SACK that would tell comes on the next ACK. (Linux's
-    /// `tcp_process_tlp_ack` follows the same cases.)
-    fn tlp_on_ack(
-        &mut self,
-        now: SimTime,
-        dsack: Option<crate::segment::SackBlock>,
-        cum_advanced: bool,
-        no_sack: bool,
-        w: &mut u64,
-    ) {
-        let Some(tlp) = self.tlp_end else { return };
-        if self.snd_una < tlp.end_seq {
+    /// The end of a TLP episode (RFC 8985 §7.4): once the probe is acknowledged, a probe that
+    /// retransmitted data is taken to have repaired a loss, so the window is cut once, unless
+    /// recovery already did. (§7.4.2's exception, a D-SACK showing the probe itself was the
+    /// duplicate, is not implemented: that D-SACK usually arrives after the ACK ending the
+    /// episode.)
+    fn tlp_on_ack(&mut self, now: SimTime, w: &mut u64) {
+        let Some((end, is_retrans)) = self.tlp_end else { return };
+        if self.snd_una < end {
             return;
         }
-        let probe_dsacked = dsack.is_some_and(|d| d.start < tlp.probe.1 && d.end > tlp.probe.0);
-        if !tlp.is_retrans || probe_dsacked {
-            self.tlp_end = None;
-        } else if self.snd_una > tlp.end_seq {
-            self.tlp_end = None;
-            if matches!(self.state, CaState::Open | CaState::Disorder) {
-                self.enter_cwr(now, LossKind::FastRetransmit, w);
-            }
-        } else if !cum_advanced && no_sack {
-            self.tlp_end = None;
+        self.tlp_end = None;
+        if is_retrans && matches!(self.state, CaState::Open | CaState::Disorder) {
+            self.enter_cwr(now, LossKind::FastRetransmit, w);
         }
     }
 
     /// Arm (or disarm) the probe timeout (RFC 8985 §7.2): with data outstanding, outside
-    /// recovery: PTO = 2·SRTT, plus the worst-case delayed ACK when one segment is in flight
-    /// (1 s before any RTT sample), and never after the RTO. It is armed while a probe episode
-    /// is open too: at expiry §7.3 then sends no probe and re-arms the RTO instead (`on_pto`).
+    /// recovery, no probe episode open: PTO = 2·SRTT, plus the worst-case delayed ACK when one
+    /// segment is in flight (1 s before any RTT sample), and never after the RTO.
     fn arm_pto(&mut self, now: SimTime) {
         self.pto_deadline = None;
         let eligible = self.cfg.recovery.uses_rack_tlp()
             && matches!(self.state, CaState::Open | CaState::Disorder | CaState::Cwr)
             && self.snd_nxt > self.snd_una
+            && self.tlp_end.is_none()
             && !self.tlp_probe_due;
         if !eligible {
             return;
@@ -1254,37 +1133,19 @@ impl Sender {
         self.pto_deadline = Some(self.rto_deadline.map_or(at, |r| at.min(r)));
     }
 
-    /// The PTO fired (RFC 8985 §7.3): send a probe on the next poll; or, when a probe is
-    /// already in flight (an episode is open) or no RTT has been measured yet (§7.3's second
-    /// condition, which a connection's handshake sample meets), send none and re-arm the RTO,
-    /// from the oldest outstanding segment's transmission (see `rto_armed_from_head`).
-    fn on_pto(&mut self, now: SimTime) {
+    /// The PTO fired: send a probe on the next poll (RFC 8985 §7.3).
+    fn on_pto(&mut self) {
         self.pto_deadline = None;
-        if !matches!(self.state, CaState::Open | CaState::Disorder | CaState::Cwr)
-            || self.snd_nxt == self.snd_una
+        if matches!(self.state, CaState::Open | CaState::Disorder | CaState::Cwr)
+            && self.snd_nxt > self.snd_una
+            && self.tlp_end.is_none()
         {
-            return;
-        }
-        if self.tlp_end.is_none() && self.rtt.srtt().is_some() {
             self.tlp_probe_due = true;
-            // §7.3: the RTO is re-armed after the probe (from now; sending it does the same).
-            self.rto_deadline = Some(now + self.rtt.rto());
-        } else {
-            self.rto_deadline = Some(self.head_rto_deadline(now));
         }
     }
 
     /// RACK's reordering timer fired: detect again, and start recovery if something is lost.
-    /// In Linux the reordering timer stands in for the RTO timer while it is armed, and the RTO
-    /// is re-armed from the head's transmission after it (`tcp_rack_reo_timeout`); a head
-    /// overdue by then is one RACK has just marked lost, and its retransmission re-arms it.
     fn on_rack_timer(&mut self, now: SimTime) {
-        if self.snd_una < self.snd_nxt {
-            let head = self.head_rto_deadline(now);
-            if head > now {
-                self.rto_deadline = Some(head);
-            }
-        }
         self.rack_detect_loss(now);
         let newly_lost = self.sb.take_newly_lost();
         self.stats.bytes_marked_lost += newly_lost;
@@ -1370,11 +1231,7 @@ impl Sender {
         self.cc.cwnd_event(&mut self.cwnd, CwndEvent::Loss, now);
         // Loss window LW = 1 MSS (RFC 5681 §3.1).
         self.cwnd.cwnd_bytes = self.mss;
-        if self.cfg.recovery.uses_rack_tlp() {
-            self.rack_mark_losses_on_rto(now);
-        } else {
-            self.sb.mark_all_lost();
-        }
+        self.sb.mark_all_lost();
         let newly_lost = self.sb.take_newly_lost();
         self.stats.bytes_marked_lost += newly_lost;
         self.recover = self.snd_nxt;
@@ -1395,18 +1252,11 @@ impl Sender {
     /// caller may call early or late (lazy timers). A pacing release needs no call: the next
     /// [`Sender::poll_transmit`] at or after it sends.
     pub fn handle_timeout(&mut self, now: SimTime) {
-        // The PTO is capped at the RTO's expiry and stands in for it (RFC 8985 §7.2, §8: one
-        // timer): due together, the probe timeout is handled first, and re-arms the RTO.
-        if let Some(pto) = self.pto_deadline.filter(|&d| now >= d) {
-            if self.rto_deadline.is_none_or(|r| pto <= r) {
-                self.on_pto(now);
-            }
-        }
         if self.rto_deadline.is_some_and(|d| now >= d) {
             self.on_rto(now);
         }
         if self.pto_deadline.is_some_and(|d| now >= d) {
-            self.on_pto(now);
+            self.on_pto();
         }
         if self.rack_deadline.is_some_and(|d| now >= d) {
             self.on_rack_timer(now);
@@ -1455,12 +1305,6 @@ impl Sender {
 
     /// NextSeg (RFC 6675 §4): what to send next, ignoring the window and pacing.
     fn next_candidate(&mut self) -> Option<Candidate> {
-        if let Some((abs, una)) = self.rto_head {
-            if una == self.snd_una {
-                return Some(Candidate::Retransmit(abs));
-            }
-            self.rto_head = None;
-        }
         if let Some(abs) = self.sb.next_lost() {
             return Some(Candidate::Retransmit(abs));
         }
@@ -1532,9 +1376,6 @@ impl Sender {
                 if matches!(cand, Candidate::Rescue(_)) {
                     self.rescue_rxt = Some(self.recover);
                 }
-                if self.rto_head.is_some_and(|(a, _)| a == abs) {
-                    self.rto_head = None;
-                }
                 let (seq, len) = self.sb.mark_retransmitted(abs, now, stamp, self.snd_nxt);
                 self.force_rtx = false;
                 if let Some(u) = self.dsack_undo.as_mut() {
@@ -1556,9 +1397,6 @@ impl Sender {
                     self.cc.cwnd_event(&mut self.cwnd, CwndEvent::TxStart, now);
                 }
                 let seq = self.snd_nxt;
-                if self.cfg.recovery.uses_rack_tlp() && self.xmit_runs.back().is_none_or(|r| r.1 != now) {
-                    self.xmit_runs.push_back((seq, now));
-                }
                 self.sb.push(SegRecord::new(seq, len, now, stamp));
                 self.snd_nxt += len as u64;
                 let cwr = std::mem::take(&mut self.cwr_pending);
@@ -1578,27 +1416,10 @@ impl Sender {
         self.pacer.on_send(now, seg.len as u64, rate);
         if probe {
             // §7.3: the probe's episode ends when snd.nxt at this point is acknowledged; the RTO
-            // is re-armed behind it (from now, as Linux's tcp_send_loss_probe).
-            self.tlp_end = Some(TlpEpisode {
-                end_seq: self.snd_nxt,
-                is_retrans: seg.retransmit,
-                probe: (seg.seq, seg.end()),
-            });
+            // is re-armed behind it.
+            self.tlp_end = Some((self.snd_nxt, seg.retransmit));
             self.stats.tlp_probes += 1;
             self.rto_deadline = Some(now + self.rtt.rto());
-        } else if seg.retransmit && seg.seq <= self.snd_una && self.cfg.recovery.uses_rack_tlp() {
-            // The head itself went out again: its RTO runs from now (Linux re-arms the timer
-            // when it retransmits the head, tcp_xmit_retransmit_queue).
-            self.rto_deadline = Some(now + self.rtt.rto());
-        } else if !seg.retransmit && self.rto_armed_from_head(self.state) {
-            // New data with the probe timer pending (Linux's tcp_event_new_data_sent, then
-            // tcp_schedule_loss_probe): the RTO, which caps the PTO armed below, is re-armed
-            // from the head's transmission if that is still ahead; if not, the PTO goes
-            // uncapped and its expiry re-arms the RTO.
-            let head = self.head_rto_deadline(now);
-            if head > now || self.rto_deadline.is_none() {
-                self.rto_deadline = Some(head);
-            }
         } else if self.rto_deadline.is_none() {
             self.rto_deadline = Some(now + self.rtt.rto());
         }
