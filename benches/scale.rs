@@ -13,6 +13,9 @@
 //! minutes (k = 16); `SCALE_DURATION_MS=50` gives their per-hop figures in seconds. Each line
 //! also prints a hash of every result table (two builds with the same hash computed
 //! bit-identical results) and the largest event queue seen.
+//! A dumbbell's line also gives wall nanoseconds per bottleneck packet (link 0's departures, the
+//! issue 35 figure); `benches/cachegrind_scale.py` runs the dumbbells under valgrind's cache
+//! simulator for instructions, D1 and last-level misses per bottleneck packet, by phase.
 //! Release build only; no assertions: the figures are for people (and the issue's note).
 //!
 //! Build time is `Simulation::from_json` on the serialized spec (parse, validate, build), as the
@@ -239,11 +242,20 @@ fn run_one(name: &str) {
     let run = t1.elapsed().as_secs_f64();
     let res = sim.results();
     let hops: f64 = sim.links().iter().map(|l| l.counters().departures as f64).sum();
+    // Link 0 is a dumbbell's forward bottleneck: the issue's figure is wall time per packet
+    // that crosses it (a fat-tree has no one bottleneck, so its line leaves this out).
+    let bottleneck = match scenario {
+        Scenario::Dumbbell(_) => {
+            let pkts = sim.links()[0].counters().departures;
+            format!("  ns/bottleneck-pkt {:>6.0}  bottleneck {pkts} pkts", run * 1e9 / pkts as f64)
+        }
+        _ => String::new(),
+    };
     let dur_s = sim.end().as_secs_f64();
     let fingerprint = fingerprint(&res);
     let goodput: f64 = res.flows.f64("bytes_delivered").iter().sum::<f64>() * 8.0 / dur_s;
     println!(
-        "{name:<15} hops/s {:>10.0}  ns/hop {:>6.0}  events/hop {:>5.2}  build {build:6.2} s  run {run:7.2} s  spec {:>8.1} MB  peak RSS {:>8} KiB  ({hops:.0} hops, {} events, goodput {:.1} Mbps, results {fingerprint:016x}, heap ≤ {max_pending})",
+        "{name:<15} hops/s {:>10.0}  ns/hop {:>6.0}{bottleneck}  events/hop {:>5.2}  build {build:6.2} s  run {run:7.2} s  spec {:>8.1} MB  peak RSS {:>8} KiB  ({hops:.0} hops, {} events, goodput {:.1} Mbps, results {fingerprint:016x}, heap ≤ {max_pending})",
         hops / run,
         run * 1e9 / hops,
         sim.events_processed() as f64 / hops,

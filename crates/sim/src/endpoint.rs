@@ -62,7 +62,8 @@ pub trait Endpoint {
 
     /// The next packet `side` sends at `now`, as (headers, wire size in bytes); `None` when it
     /// has nothing more to send now.
-    fn poll_packet(&mut self, side: Side, now: SimTime) -> Option<(Payload, u32)>;
+    /// `acks` is the run's pool of TCP ACK boxes ([`AckBoxes`]).
+    fn poll_packet(&mut self, side: Side, now: SimTime, acks: &mut AckBoxes) -> Option<(Payload, u32)>;
 
     /// When `side` next needs [`Endpoint::handle_timeout`], if ever.
     fn poll_timeout(&self, side: Side) -> Option<SimTime>;
@@ -73,8 +74,8 @@ pub trait Endpoint {
     /// Hand `payload`, which reached its destination host at `now`, to the end it is for; returns
     /// that end (whose output the engine then sends). Panics on another transport's payload (a
     /// routing bug: packets carry their flow's index). Takes the payload so its box, if any,
-    /// can be reused.
-    fn receive(&mut self, now: SimTime, payload: Payload) -> Side;
+    /// can be reused (a TCP ACK's goes back to `acks`).
+    fn receive(&mut self, now: SimTime, payload: Payload, acks: &mut AckBoxes) -> Side;
 
     /// The application offers `bytes` more bytes.
     fn app_write(&mut self, bytes: u64);
@@ -117,9 +118,16 @@ pub(crate) use with_endpoint;
 /// next deadline. Returns the host the packets leave from and, if the heap needs a new timer
 /// entry for `side`, its time (see `timer_to_arm`).
 #[inline]
-pub fn drain<E: Endpoint>(ep: &mut E, side: Side, now: SimTime, flow: u32, out: &mut Vec<Packet>) -> (u32, Option<SimTime>) {
+pub fn drain<E: Endpoint>(
+    ep: &mut E,
+    side: Side,
+    now: SimTime,
+    flow: u32,
+    out: &mut Vec<Packet>,
+    acks: &mut AckBoxes,
+) -> (u32, Option<SimTime>) {
     let dst = side.peer_host(ep.transfer());
-    while let Some((payload, size_bytes)) = ep.poll_packet(side, now) {
+    while let Some((payload, size_bytes)) = ep.poll_packet(side, now, acks) {
         out.push(Packet { flow, dst, size_bytes, payload });
     }
     let want = ep.poll_timeout(side);
@@ -159,6 +167,14 @@ fn sack_option_bytes(sack_count: u8) -> u32 {
         0
     }
 }
+
+/// Boxes of TCP ACKs that reached their sender, reused by the next ACK any receiver sends: one
+/// pool for the run, last in first out, so the box an ACK arrived in, still in the cache, carries
+/// the next ACK of whatever flow sends one; a pool per flow would hand out a box untouched since
+/// that flow's previous ACK (at 10,000 flows, a cache miss or two per ACK). The boxes' contents
+/// are overwritten whole, so which box carries an ACK changes nothing else.
+#[derive(Debug, Default)]
+pub struct AckBoxes(Vec<Box<ccarena_transport::AckSegment>>);
 
 /// Take a box from `pool` (or allocate one) holding `value`: the boxes of packets that reached
 /// their end come back for the next ones.
@@ -216,7 +232,7 @@ impl Endpoint for TcpFlow {
     }
 
     #[inline]
-    fn poll_packet(&mut self, side: Side, now: SimTime) -> Option<(Payload, u32)> {
+    fn poll_packet(&mut self, side: Side, now: SimTime, acks: &mut AckBoxes) -> Option<(Payload, u32)> {
         match side {
             Side::Sender => {
                 let seg = self.sender.poll_transmit(now)?;
@@ -226,7 +242,7 @@ impl Endpoint for TcpFlow {
                 let ack = self.receiver.poll_ack(now)?;
                 let option_bytes = sack_option_bytes(ack.sack_count) + accecn_option_bytes(&ack);
                 self.acks_sent += 1;
-                let boxed = reuse_box(&mut self.ack_boxes, ack);
+                let boxed = reuse_box(&mut acks.0, ack);
                 Some((Payload::Ack(boxed), self.transfer.ack_bytes + option_bytes))
             }
         }
@@ -234,7 +250,7 @@ impl Endpoint for TcpFlow {
 
     delegate_to_ends!();
 
-    fn receive(&mut self, now: SimTime, payload: Payload) -> Side {
+    fn receive(&mut self, now: SimTime, payload: Payload, acks: &mut AckBoxes) -> Side {
         match payload {
             Payload::Data(seg) => {
                 self.transfer.delivered_bytes += self.receiver.on_segment(now, &seg);
@@ -242,7 +258,7 @@ impl Endpoint for TcpFlow {
             }
             Payload::Ack(ack) => {
                 let outcome = self.sender.on_ack(now, &ack);
-                self.ack_boxes.push(ack);
+                acks.0.push(ack);
                 if let Some(rtt) = outcome.rtt {
                     self.transfer.rtt.record(rtt.as_nanos());
                 }
@@ -260,7 +276,7 @@ impl Endpoint for UdtFlow {
     }
 
     #[inline]
-    fn poll_packet(&mut self, side: Side, now: SimTime) -> Option<(Payload, u32)> {
+    fn poll_packet(&mut self, side: Side, now: SimTime, _acks: &mut AckBoxes) -> Option<(Payload, u32)> {
         let t = &self.transfer;
         match side {
             Side::Sender => {
@@ -284,7 +300,7 @@ impl Endpoint for UdtFlow {
 
     delegate_to_ends!();
 
-    fn receive(&mut self, now: SimTime, payload: Payload) -> Side {
+    fn receive(&mut self, now: SimTime, payload: Payload, _acks: &mut AckBoxes) -> Side {
         match payload {
             Payload::UdtToReceiver(ToReceiver::Data(d)) => {
                 self.transfer.delivered_bytes += self.receiver.on_data(now, &d);
@@ -318,7 +334,7 @@ impl Endpoint for MptcpFlow {
     // per-packet functions past LLVM's inlining budget, and single-path TCP paid (+2.5%
     // instructions on a dumbbell of two CUBIC flows).
     #[inline(never)]
-    fn poll_packet(&mut self, side: Side, now: SimTime) -> Option<(Payload, u32)> {
+    fn poll_packet(&mut self, side: Side, now: SimTime, _acks: &mut AckBoxes) -> Option<(Payload, u32)> {
         match side {
             Side::Sender => {
                 let d = self.sender.poll_transmit(now)?;
@@ -337,7 +353,7 @@ impl Endpoint for MptcpFlow {
     delegate_to_ends!();
 
     #[inline(never)]
-    fn receive(&mut self, now: SimTime, payload: Payload) -> Side {
+    fn receive(&mut self, now: SimTime, payload: Payload, _acks: &mut AckBoxes) -> Side {
         match payload {
             Payload::MptcpData(d) => {
                 self.transfer.delivered_bytes += self.receiver.on_segment(now, &d);
@@ -365,7 +381,7 @@ impl Endpoint for QuicFlow {
 
     // Out of line, as MPTCP's: keeps the single-path TCP arms of the engine's dispatch small.
     #[inline(never)]
-    fn poll_packet(&mut self, side: Side, now: SimTime) -> Option<(Payload, u32)> {
+    fn poll_packet(&mut self, side: Side, now: SimTime, _acks: &mut AckBoxes) -> Option<(Payload, u32)> {
         match side {
             Side::Sender => {
                 let p = self.sender.poll_transmit(now)?;
@@ -389,7 +405,7 @@ impl Endpoint for QuicFlow {
     delegate_to_ends!();
 
     #[inline(never)]
-    fn receive(&mut self, now: SimTime, payload: Payload) -> Side {
+    fn receive(&mut self, now: SimTime, payload: Payload, _acks: &mut AckBoxes) -> Side {
         match payload {
             Payload::QuicData(p) => {
                 self.transfer.delivered_bytes += self.receiver.on_packet(now, &p);

@@ -6,7 +6,7 @@
 
 use ccarena_cc::{Duration, SimTime};
 
-use crate::endpoint::{drain, with_endpoint, Endpoint, Side};
+use crate::endpoint::{drain, with_endpoint, AckBoxes, Endpoint, Side};
 use crate::event::{Event, EventQueue};
 use crate::flow::Flow;
 use crate::link::Link;
@@ -94,6 +94,8 @@ pub struct Simulation {
     over_budget: Option<String>,
     /// Reused buffer so the per-packet path never allocates.
     outgoing: Vec<Packet>,
+    /// Boxes of TCP ACKs, shared by every flow ([`AckBoxes`]).
+    ack_boxes: AckBoxes,
 }
 
 impl Simulation {
@@ -162,6 +164,8 @@ impl Simulation {
         }
         let sample_interval = Duration(spec.sample_interval_ns);
         events.push(SimTime::ZERO + sample_interval, Event::Sample);
+        let mut sampler = Sampler::new(flows.len(), &spec.links, sample_interval.as_secs_f64());
+        sampler.reserve((spec.duration_ns / spec.sample_interval_ns.max(1)) as usize);
         Ok(Simulation {
             now: SimTime::ZERO,
             end: SimTime(spec.duration_ns),
@@ -173,7 +177,7 @@ impl Simulation {
             node_rng,
             flow_keys,
             no_route_drops: vec![0; spec.links.len()],
-            sampler: Sampler::new(flows.len(), &spec.links, sample_interval.as_secs_f64()),
+            sampler,
             subflow_sampler: SubflowSampler::new(flows.len(), sample_interval.as_secs_f64()),
             flows,
             changes,
@@ -183,6 +187,7 @@ impl Simulation {
             budget: Budget::default(),
             over_budget: None,
             outgoing: Vec::new(),
+            ack_boxes: AckBoxes::default(),
             spec,
         })
     }
@@ -472,7 +477,7 @@ impl Simulation {
             return;
         }
         let now = self.now;
-        let side = with_endpoint!(&mut self.flows[f], ep => ep.receive(now, pkt.payload));
+        let side = with_endpoint!(&mut self.flows[f], ep => ep.receive(now, pkt.payload, &mut self.ack_boxes));
         self.flush(f, side);
     }
 
@@ -485,9 +490,10 @@ impl Simulation {
         let mut out = std::mem::take(&mut self.outgoing);
         // One arm per side so each inlined drain sees its side as a constant.
         let flow = &mut self.flows[f];
+        let acks = &mut self.ack_boxes;
         let (host, arm_at) = match side {
-            Side::Sender => with_endpoint!(flow, ep => drain(ep, Side::Sender, now, f as u32, &mut out)),
-            Side::Receiver => with_endpoint!(flow, ep => drain(ep, Side::Receiver, now, f as u32, &mut out)),
+            Side::Sender => with_endpoint!(flow, ep => drain(ep, Side::Sender, now, f as u32, &mut out, acks)),
+            Side::Receiver => with_endpoint!(flow, ep => drain(ep, Side::Receiver, now, f as u32, &mut out, acks)),
         };
         if let Some(at) = arm_at {
             let event = match side {

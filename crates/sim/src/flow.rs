@@ -2,7 +2,7 @@
 //! constant-bit-rate sources, and bulk UDT transfers (UDT's own sender and receiver).
 
 use ccarena_cc::{new_controller, Duration, SimTime};
-use ccarena_transport::{AckSegment, EcnMode, Receiver, ReceiverConfig, RecoveryMode, Sender, SenderConfig, SenderEcn};
+use ccarena_transport::{EcnMode, Receiver, ReceiverConfig, RecoveryMode, Sender, SenderConfig, SenderEcn};
 
 use ccarena_cc::udt::Udt;
 use ccarena_transport::udt::{UdtReceiver, UdtReceiverConfig, UdtSender, UdtSenderConfig};
@@ -80,11 +80,9 @@ pub struct TcpFlow {
     pub receiver: Receiver,
     /// What the receiver was built with.
     pub receiver_config: ReceiverConfig,
-    /// ACK packets the receiver sent.
+    /// ACK packets the receiver sent (their boxes come from the engine's shared pool,
+    /// `endpoint::AckBoxes`, so a steady run allocates none).
     pub acks_sent: u64,
-    /// Boxes of ACKs the sender has read, reused by the receiver's next ACKs: an ACK's box goes
-    /// from one end of the flow to the other, so a steady flow allocates none.
-    pub ack_boxes: Vec<Box<AckSegment>>,
 }
 
 impl TcpFlow {
@@ -143,7 +141,6 @@ impl TcpFlow {
             receiver,
             receiver_config: rcfg,
             acks_sent: 0,
-            ack_boxes: Vec::new(),
         })
     }
 }
@@ -161,8 +158,8 @@ pub struct MptcpFlow {
     pub receiver: MptcpReceiver,
     /// ACK packets the receiver sent, all subflows.
     pub acks_sent: u64,
-    /// Boxes of data segments and of ACKs that reached their end, reused for the next ones (as
-    /// [`TcpFlow::ack_boxes`]).
+    /// Boxes of data segments and of ACKs that reached their end, reused for the next ones: a
+    /// steady flow allocates none.
     pub data_boxes: Vec<Box<DssData>>,
     /// See [`MptcpFlow::data_boxes`].
     pub ack_boxes: Vec<Box<DssAck>>,
@@ -231,8 +228,8 @@ pub struct QuicFlow {
     pub receiver: QuicReceiver,
     /// ACK packets the receiver sent.
     pub acks_sent: u64,
-    /// Boxes of packets and ACKs that reached their end, reused for the next ones (as
-    /// [`TcpFlow::ack_boxes`]).
+    /// Boxes of packets and ACKs that reached their end, reused for the next ones: a steady flow
+    /// allocates none.
     pub data_boxes: Vec<Box<QuicPacket>>,
     /// See [`QuicFlow::data_boxes`].
     pub ack_boxes: Vec<Box<AckFrame>>,

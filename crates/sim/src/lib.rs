@@ -13,6 +13,7 @@
 pub mod endpoint;
 pub mod engine;
 pub mod event;
+pub mod fifo;
 pub mod flow;
 pub mod link;
 pub mod packet;

@@ -50,41 +50,17 @@ pub fn ca_state_code(s: CaState) -> f64 {
     }
 }
 
-#[derive(Debug, Default)]
-struct FlowColumns {
-    time_s: Vec<f64>,
-    flow: Vec<f64>,
-    goodput_bps: Vec<f64>,
-    throughput_bps: Vec<f64>,
-    delivered_bytes: Vec<f64>,
-    sent_bytes: Vec<f64>,
-    cwnd_bytes: Vec<f64>,
-    ssthresh_bytes: Vec<f64>,
-    srtt_s: Vec<f64>,
-    rttvar_s: Vec<f64>,
-    rto_s: Vec<f64>,
-    inflight_bytes: Vec<f64>,
-    pacing_rate_bps: Vec<f64>,
-    retransmits: Vec<f64>,
-    ca_state: Vec<f64>,
-}
+/// Columns of the per-flow sample table, in order.
+const FLOW_COLUMNS: [&str; 15] = [
+    "time_s", "flow", "goodput_bps", "throughput_bps", "delivered_bytes", "sent_bytes", "cwnd_bytes",
+    "ssthresh_bytes", "srtt_s", "rttvar_s", "rto_s", "inflight_bytes", "pacing_rate_bps", "retransmits", "ca_state",
+];
 
-#[derive(Debug, Default)]
-struct QueueColumns {
-    time_s: Vec<f64>,
-    link: Vec<f64>,
-    backlog_bytes: Vec<f64>,
-    backlog_packets: Vec<f64>,
-    drops: Vec<f64>,
-    marks: Vec<f64>,
-    arrivals: Vec<f64>,
-    departures: Vec<f64>,
-    sojourn_mean_s: Vec<f64>,
-    red_avg: Vec<f64>,
-    early_drops: Vec<f64>,
-    aqm_prob_classic: Vec<f64>,
-    aqm_prob_l4s: Vec<f64>,
-}
+/// Columns of the per-queue sample table, in order.
+const QUEUE_COLUMNS: [&str; 13] = [
+    "time_s", "link", "backlog_bytes", "backlog_packets", "drops", "marks", "arrivals", "departures",
+    "sojourn_mean_s", "red_avg", "early_drops", "aqm_prob_classic", "aqm_prob_l4s",
+];
 
 /// One link's queue at a sample instant (cumulative counters as the link keeps them).
 #[derive(Clone, Copy, Debug, Default)]
@@ -129,12 +105,20 @@ fn aqm_probabilities(link: &Link) -> (f64, f64) {
     }
 }
 
+/// Bytes per table [`Sampler::reserve`] reserves at most.
+pub const MAX_RESERVED_BYTES: usize = 64 << 20;
+
 /// Accumulates sample rows; turns cumulative counters into per-interval rates.
 #[derive(Debug)]
 pub struct Sampler {
     interval_s: f64,
-    flows: FlowColumns,
-    queues: QueueColumns,
+    /// Rows as they are recorded, one array per row in [`FLOW_COLUMNS`] order: one sequential
+    /// stream of writes. (One vector per column was 15 streams whose large, identically
+    /// aligned buffers fall in the same cache sets and evict each other: at 10,000 flows, most
+    /// of the run's D1 misses.) Turned into columns when a table is asked for.
+    flows: Vec<[f64; 15]>,
+    /// Rows in [`QUEUE_COLUMNS`] order, as `flows`.
+    queues: Vec<[f64; 13]>,
     last_flow: Vec<(u64, u64)>,
     last_queue: Vec<(u64, u64)>,
     /// Indices of the links whose queues are sampled, ascending.
@@ -147,12 +131,24 @@ impl Sampler {
     pub fn new(n_flows: usize, links: &[LinkSpec], interval_s: f64) -> Sampler {
         Sampler {
             interval_s,
-            flows: FlowColumns::default(),
-            queues: QueueColumns::default(),
+            flows: Vec::new(),
+            queues: Vec::new(),
             last_flow: vec![(0, 0); n_flows],
             last_queue: vec![(0, 0); links.len()],
             sampled_links: (0..links.len() as u32).filter(|&i| links[i as usize].sampled()).collect(),
         }
+    }
+
+    /// Reserve room for `samples` sample instants (the run's duration over its interval): rows
+    /// are written at every sample for the whole run, and growing by doubling copies every row
+    /// written so far again and again (at 1,000 flows, a third of the run's last-level cache
+    /// misses). At most [`MAX_RESERVED_BYTES`] per table are reserved up front (address space
+    /// only: untouched pages cost no memory); past that the rows grow as usual.
+    pub fn reserve(&mut self, samples: usize) {
+        let queue_rows = samples.saturating_mul(self.sampled_links.len()).min(MAX_RESERVED_BYTES / size_of::<[f64; 13]>());
+        let flow_rows = samples.saturating_mul(self.last_flow.len()).min(MAX_RESERVED_BYTES / size_of::<[f64; 15]>());
+        self.queues.reserve_exact(queue_rows);
+        self.flows.reserve_exact(flow_rows);
     }
 
     /// Record a row for every sampled link at `now` (`time_s` in seconds), bringing each up to
@@ -186,22 +182,23 @@ impl Sampler {
     pub fn flow(&mut self, time_s: f64, s: &FlowSample) {
         let (last_delivered, last_sent) = self.last_flow[s.flow as usize];
         self.last_flow[s.flow as usize] = (s.delivered_bytes, s.sent_bytes);
-        let c = &mut self.flows;
-        c.time_s.push(time_s);
-        c.flow.push(s.flow as f64);
-        c.goodput_bps.push((s.delivered_bytes - last_delivered) as f64 * 8.0 / self.interval_s);
-        c.throughput_bps.push((s.sent_bytes - last_sent) as f64 * 8.0 / self.interval_s);
-        c.delivered_bytes.push(s.delivered_bytes as f64);
-        c.sent_bytes.push(s.sent_bytes as f64);
-        c.cwnd_bytes.push(s.cwnd_bytes);
-        c.ssthresh_bytes.push(s.ssthresh_bytes);
-        c.srtt_s.push(s.srtt_s);
-        c.rttvar_s.push(s.rttvar_s);
-        c.rto_s.push(s.rto_s);
-        c.inflight_bytes.push(s.inflight_bytes);
-        c.pacing_rate_bps.push(s.pacing_rate_bps);
-        c.retransmits.push(s.retransmits);
-        c.ca_state.push(s.ca_state);
+        self.flows.push([
+            time_s,
+            s.flow as f64,
+            (s.delivered_bytes - last_delivered) as f64 * 8.0 / self.interval_s,
+            (s.sent_bytes - last_sent) as f64 * 8.0 / self.interval_s,
+            s.delivered_bytes as f64,
+            s.sent_bytes as f64,
+            s.cwnd_bytes,
+            s.ssthresh_bytes,
+            s.srtt_s,
+            s.rttvar_s,
+            s.rto_s,
+            s.inflight_bytes,
+            s.pacing_rate_bps,
+            s.retransmits,
+            s.ca_state,
+        ]);
     }
 
     /// Record one queue's row at `time_s`.
@@ -209,71 +206,37 @@ impl Sampler {
         let (last_departures, last_sojourn) = self.last_queue[q.link as usize];
         self.last_queue[q.link as usize] = (q.departures, q.sojourn_total_ns);
         let departed = q.departures - last_departures;
-        let c = &mut self.queues;
-        c.time_s.push(time_s);
-        c.link.push(q.link as f64);
-        c.backlog_bytes.push(q.backlog_bytes as f64);
-        c.backlog_packets.push(q.backlog_packets as f64);
-        c.drops.push(q.drops as f64);
-        c.marks.push(q.marks as f64);
-        c.arrivals.push(q.arrivals as f64);
-        c.departures.push(q.departures as f64);
-        c.sojourn_mean_s.push(if departed == 0 {
-            f64::NAN
-        } else {
-            (q.sojourn_total_ns - last_sojourn) as f64 / departed as f64 / 1e9
-        });
-        c.red_avg.push(q.red_avg);
-        c.early_drops.push(q.early_drops as f64);
-        c.aqm_prob_classic.push(q.aqm_prob_classic);
-        c.aqm_prob_l4s.push(q.aqm_prob_l4s);
+        let sojourn_mean_s =
+            if departed == 0 { f64::NAN } else { (q.sojourn_total_ns - last_sojourn) as f64 / departed as f64 / 1e9 };
+        self.queues.push([
+            time_s,
+            q.link as f64,
+            q.backlog_bytes as f64,
+            q.backlog_packets as f64,
+            q.drops as f64,
+            q.marks as f64,
+            q.arrivals as f64,
+            q.departures as f64,
+            sojourn_mean_s,
+            q.red_avg,
+            q.early_drops as f64,
+            q.aqm_prob_classic,
+            q.aqm_prob_l4s,
+        ]);
     }
 
     /// The per-flow sample table.
     pub fn flow_table(&self) -> Table {
-        let c = &self.flows;
-        let col = |v: &Vec<f64>| Column::F64(v.clone());
-        Table {
-            columns: vec![
-                ("time_s", col(&c.time_s)),
-                ("flow", col(&c.flow)),
-                ("goodput_bps", col(&c.goodput_bps)),
-                ("throughput_bps", col(&c.throughput_bps)),
-                ("delivered_bytes", col(&c.delivered_bytes)),
-                ("sent_bytes", col(&c.sent_bytes)),
-                ("cwnd_bytes", col(&c.cwnd_bytes)),
-                ("ssthresh_bytes", col(&c.ssthresh_bytes)),
-                ("srtt_s", col(&c.srtt_s)),
-                ("rttvar_s", col(&c.rttvar_s)),
-                ("rto_s", col(&c.rto_s)),
-                ("inflight_bytes", col(&c.inflight_bytes)),
-                ("pacing_rate_bps", col(&c.pacing_rate_bps)),
-                ("retransmits", col(&c.retransmits)),
-                ("ca_state", col(&c.ca_state)),
-            ],
-        }
+        columns_of(&FLOW_COLUMNS, &self.flows)
     }
 
     /// The per-queue sample table.
     pub fn queue_table(&self) -> Table {
-        let c = &self.queues;
-        let col = |v: &Vec<f64>| Column::F64(v.clone());
-        Table {
-            columns: vec![
-                ("time_s", col(&c.time_s)),
-                ("link", col(&c.link)),
-                ("backlog_bytes", col(&c.backlog_bytes)),
-                ("backlog_packets", col(&c.backlog_packets)),
-                ("drops", col(&c.drops)),
-                ("marks", col(&c.marks)),
-                ("arrivals", col(&c.arrivals)),
-                ("departures", col(&c.departures)),
-                ("sojourn_mean_s", col(&c.sojourn_mean_s)),
-                ("red_avg", col(&c.red_avg)),
-                ("early_drops", col(&c.early_drops)),
-                ("aqm_prob_classic", col(&c.aqm_prob_classic)),
-                ("aqm_prob_l4s", col(&c.aqm_prob_l4s)),
-            ],
-        }
+        columns_of(&QUEUE_COLUMNS, &self.queues)
     }
+}
+
+/// The table with column `names[c]` holding every row's value `c`.
+fn columns_of<const N: usize>(names: &[&'static str; N], rows: &[[f64; N]]) -> Table {
+    Table { columns: names.iter().enumerate().map(|(c, &name)| (name, Column::F64(rows.iter().map(|r| r[c]).collect()))).collect() }
 }
