@@ -61,7 +61,7 @@ def spawn_for(root: str | Path) -> Any:
     ``experiment.json`` cannot be read (the command then reports that itself)."""
     try:
         experiment = json.loads((Path(root) / "experiment.json").read_bytes())
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):  # RecursionError: nested too deep
         return None
     workers = expected_workers(experiment) if isinstance(experiment, dict) else 0
     if not workers:
