@@ -99,20 +99,29 @@ def _rss_bytes(pids: list[int]) -> int:
     return total
 
 
+LASTING_S = 0.3
+
+
 def _watch(cmd: list[str], cwd: Path, timeout_s: float, env: dict[str, str] | None = None):
-    """Run ``cmd``; returns (process, stdout, stderr, seconds, most descendants at once, peak
-    resident memory of the whole tree in bytes)."""
+    """Run ``cmd``; returns (process, stdout, stderr, seconds, most descendants at once that had
+    lived ``LASTING_S`` or longer, peak resident memory of the whole tree in bytes).
+
+    A process counts once it has lasted: a worker's own short helper (Dask's worker runs
+    ``uname -p`` for its version report, ~15 ms) is not one of the processes the run started."""
     start = time.monotonic()
     proc = subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             env=env or _env(), start_new_session=True)
     most, peak = 0, 0
+    first_seen_s: dict[int, float] = {}
     out: dict[str, str] = {}
     reader = threading.Thread(target=lambda: out.update(zip(("out", "err"), proc.communicate())))
     reader.start()
     try:
         while proc.poll() is None:
             kids = _descendants(proc.pid)
-            most = max(most, len(kids))
+            now_s = time.monotonic()
+            lasting = [k for k in kids if now_s - first_seen_s.setdefault(k, now_s) >= LASTING_S]
+            most = max(most, len(lasting))
             peak = max(peak, _rss_bytes([proc.pid, *kids]))
             assert time.monotonic() - start < timeout_s, f"still running after {timeout_s} s"
             time.sleep(0.02)
