@@ -307,11 +307,7 @@ fn quic_offer(config: &Bound<'_, PyDict>) -> PyResult<Option<QuicOffer>> {
 
 /// The RTO rule named `name` (`"rfc6298"`, the default, or `"linux"`: `ccarena_transport::rtt`).
 fn rto_rule(name: Option<String>) -> PyResult<RtoRule> {
-    match name.as_deref() {
-        None | Some("rfc6298") => Ok(RtoRule::Rfc6298),
-        Some("linux") => Ok(RtoRule::Linux),
-        Some(other) => Err(TransferError::new_err(format!("rto_rule: unknown rule '{other}': use \"rfc6298\" or \"linux\""))),
-    }
+    name.map_or(Ok(RtoRule::default()), |n| n.parse().map_err(|m| TransferError::new_err(format!("rto_rule: {m}"))))
 }
 
 /// Send one scenario flow from `bind` (an address of this host) to the sink at `peer`

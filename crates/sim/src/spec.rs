@@ -570,11 +570,7 @@ impl TcpFlowSpec {
     /// # Errors
     /// A [`SpecError`] at `rto_rule` for a name other than `rfc6298` or `linux`.
     pub fn rto_rule(&self) -> Result<ccarena_transport::rtt::RtoRule, SpecError> {
-        match self.rto_rule.as_str() {
-            "rfc6298" => Ok(ccarena_transport::rtt::RtoRule::Rfc6298),
-            "linux" => Ok(ccarena_transport::rtt::RtoRule::Linux),
-            other => Err(err("rto_rule", format!("unknown rule '{other}': use \"rfc6298\" or \"linux\""))),
-        }
+        self.rto_rule.parse().map_err(|message| err("rto_rule", message))
     }
 
     /// The transport's fields: a known TCP flavor with valid parameters, a known recovery mode,

@@ -63,6 +63,22 @@ pub enum RtoRule {
     Linux,
 }
 
+impl std::str::FromStr for RtoRule {
+    type Err = String;
+
+    /// `"rfc6298"` or `"linux"`, as specs and the udp backend's options name the rules.
+    ///
+    /// # Errors
+    /// Any other name, with a message listing the two (the caller adds the field's name).
+    fn from_str(name: &str) -> Result<RtoRule, String> {
+        match name {
+            "rfc6298" => Ok(RtoRule::Rfc6298),
+            "linux" => Ok(RtoRule::Linux),
+            other => Err(format!("unknown rule '{other}': use \"rfc6298\" or \"linux\"")),
+        }
+    }
+}
+
 /// Linux's extra RTO state ([`RtoRule::Linux`]): `rttvar` and the round's `mdev_max`, and
 /// the sequence number that ends the round (Linux's `rtt_seq`).
 #[derive(Clone, Copy, Debug, Default)]
@@ -273,6 +289,14 @@ impl RttEstimator {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn rto_rules_parse_by_name() {
+        assert_eq!("rfc6298".parse(), Ok(RtoRule::Rfc6298));
+        assert_eq!("linux".parse(), Ok(RtoRule::Linux));
+        let e = "bsd".parse::<RtoRule>().unwrap_err();
+        assert!(e.contains("'bsd'") && e.contains("rfc6298") && e.contains("linux"), "{e}");
+    }
 
     fn ms(v: u64) -> Duration {
         Duration::from_millis(v)
