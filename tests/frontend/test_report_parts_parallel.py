@@ -6,23 +6,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from conftest import EXAMPLES, ccarena
+from conftest import EXAMPLES, TWO_PARTS, ccarena
 
 from ccarena.report import html, plots
 from ccarena.results import Result
-
-PARTS = """
-[[parts]]
-name = "pair"
-description = "CUBIC and Reno."
-
-[[parts]]
-name = "sweep"
-description = "Reno alone over loss."
-flows = [{ from = "left0", to = "right0", flavor = "reno" }]
-sweep = { "topology.bottleneck.loss" = ["0%", "1%"], repeats = 2 }
-"""
-
 
 def _describe(sections: list) -> list:
     return [(s.key, s.title, [(f.file, f.flavor_colors) for f in s.figures]) for s in sections]
@@ -31,7 +18,7 @@ def _describe(sections: list) -> list:
 def test_parts_built_in_workers_match_a_serial_build(tmp_path: Path, monkeypatch):
     text = (EXAMPLES / "quickstart.toml").read_text().replace('duration = "20s"', 'duration = "3s"')
     scenario = tmp_path / "parts.toml"
-    scenario.write_text(text + PARTS)
+    scenario.write_text(text + TWO_PARTS)
     done = ccarena("run", str(scenario), "--out", "out", "-q", "--no-report", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     result = Result(tmp_path / "out")

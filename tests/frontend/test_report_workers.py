@@ -9,7 +9,7 @@ import re
 from pathlib import Path
 
 import pytest
-from conftest import EXAMPLES, ccarena
+from conftest import EXAMPLES, TWO_PARTS, ccarena
 
 from ccarena.report import html, report_pool
 from ccarena.results import Result
@@ -39,19 +39,6 @@ def test_an_unreadable_experiment_spawns_nothing(tmp_path: Path):
     assert report_pool.spawn_for(tmp_path) is None
 
 
-PARTS = """
-[[parts]]
-name = "pair"
-description = "CUBIC and Reno."
-
-[[parts]]
-name = "sweep"
-description = "Reno alone over loss."
-flows = [{ from = "left0", to = "right0", flavor = "reno" }]
-sweep = { "topology.bottleneck.loss" = ["0%", "1%"], repeats = 2 }
-"""
-
-
 def _page(path: Path) -> str:
     """The page without its embedded PNG bytes."""
     return re.sub(r"data:image/png;base64,[A-Za-z0-9+/=]+", "PNG", path.read_text())
@@ -60,7 +47,7 @@ def _page(path: Path) -> str:
 def test_a_page_drawn_with_early_workers_is_the_serial_page(tmp_path: Path, monkeypatch):
     text = (EXAMPLES / "quickstart.toml").read_text().replace('duration = "20s"', 'duration = "3s"')
     scenario = tmp_path / "parts.toml"
-    scenario.write_text(text + PARTS)
+    scenario.write_text(text + TWO_PARTS)
     done = ccarena("run", str(scenario), "--out", "out", "-q", "--no-report", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     root = tmp_path / "out"
