@@ -193,6 +193,7 @@ impl MptcpFlow {
             rcvbuf_bytes: f.rwnd_bytes,
             sndbuf_bytes: f.sndbuf_bytes,
             stale_loss_count: MPTCP_STALE_LOSS_COUNT,
+            opportunistic: m.opportunistic,
         };
         let bad = |e: ccarena_transport::ConfigError| SpecError { path: path(e.field), message: e.reason.to_string() };
         cfg.validate().map_err(bad)?;

@@ -429,6 +429,11 @@ pub struct MptcpSpec {
     pub scheduler: String,
     /// Subflows after the first start this long after it, ns.
     pub join_delay_ns: u64,
+    /// Opportunistic retransmission and penalisation of slow subflows when the connection
+    /// window blocks new data (Raiciu et al., NSDI 2012, §4.2; out-of-tree Linux MPTCP v0.9x
+    /// only): [`ccarena_transport::mptcp::MptcpConfig::opportunistic`]. Default off.
+    #[serde(default)]
+    pub opportunistic: bool,
 }
 
 impl MptcpSpec {

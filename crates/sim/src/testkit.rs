@@ -95,6 +95,7 @@ pub fn mptcp_flow(name: &str, src: usize, dst: usize, flavor: &str, subflows: u8
             coupling: coupling.to_string(),
             scheduler: "minrtt".to_string(),
             join_delay_ns: 0,
+            opportunistic: false,
         }),
         ..tcp_flow(name, src, dst, flavor)
     }

@@ -1508,6 +1508,19 @@ impl Sender {
         self.cwnd_limited = true;
     }
 
+    /// Halve the congestion window (never below one MSS) and set ssthresh to the new window
+    /// (at least two MSS), without telling the controller: an MPTCP connection penalising this
+    /// subflow for holding up the connection's receive window (Raiciu et al., NSDI 2012, §4.2
+    /// "penalizing slow subflows"; the out-of-tree Linux MPTCP v0.9x's
+    /// `mptcp_rcv_buf_optimization` writes `snd_cwnd` and `snd_ssthresh` directly the same way).
+    /// Data already in flight stays in flight; the subflow sends again once its pipe falls below
+    /// the new window.
+    pub fn penalize(&mut self) {
+        let mss = self.mss;
+        self.cwnd.cwnd_bytes = (self.cwnd.cwnd_bytes / 2).max(mss);
+        self.cwnd.ssthresh_bytes = self.cwnd.cwnd_bytes.max(2 * mss);
+    }
+
     /// The controller's flavor name.
     pub fn cc_name(&self) -> &'static str {
         self.cc.name()

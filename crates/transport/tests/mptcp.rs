@@ -419,3 +419,74 @@ fn receiver_reassembles_counts_duplicates_once_and_records_waits() {
     assert_eq!(rx.on_segment(ms(31), &seg(0, 3 * M, 3 * M + M / 2)), M / 2);
     assert_eq!(rx.duplicate_data_bytes(), M + M / 2);
 }
+
+/// Opportunistic retransmission and penalisation (Raiciu et al., NSDI 2012, §4.2) in explicit
+/// time. Round-robin, IW = 4 MSS, a shared buffer of 8 MSS: at 0 the chunks alternate, DSN 0,
+/// 2, 4, 6 (× MSS) on subflow 0 and 1, 3, 5, 7 on subflow 1, and the window is full. Subflow 0
+/// is fast (its ACKs return at 10 ms); subflow 1's are held back (it has no RTT sample: its RTT
+/// counts as the initial RTO, 1 s). At 10 ms subflow 0 has room, the DATA_ACK is 1 MSS and the
+/// window blocks new data: with the option, subflow 0 resends DSN 1 MSS (subflow 1's) and
+/// subflow 1's cwnd is halved (4 → 2 MSS, ssthresh 2 MSS). At 20 ms the resent segment has
+/// moved the DATA_ACK to 3 MSS; one new chunk fits, then the window blocks again and subflow 0
+/// resends DSN 3 MSS, but subflow 1, penalised within its RTT, is not halved again. Without the
+/// option nothing is resent and subflow 1 keeps its window.
+#[test]
+fn opportunistic_retransmission_resends_the_head_and_penalises_the_slow_subflow_once_per_rtt() {
+    let run = |opportunistic: bool| {
+        let mut cfg = config(2, Scheduler::RoundRobin);
+        cfg.sender.initial_cwnd_bytes = 4 * M;
+        cfg.receiver.delayed_ack = Duration::ZERO;
+        cfg.receiver.ack_every_segments = 1;
+        cfg.rcvbuf_bytes = Some(8 * M);
+        cfg.opportunistic = opportunistic;
+        let mut tx = MptcpSender::new(cfg, renos(2), SimTime::ZERO);
+        let mut rx = MptcpReceiver::new(cfg);
+        tx.app_write(100 * M);
+        let first = drain(&mut tx, SimTime::ZERO);
+        let placed: Vec<(u8, u64)> = first.iter().map(|d| (d.subflow, d.dsn / M)).collect();
+        assert_eq!(placed, vec![(0, 0), (1, 1), (0, 2), (1, 3), (0, 4), (1, 5), (0, 6), (1, 7)]);
+        // Subflow 0's segments arrive at 5 ms; their ACKs return at 10 ms. Subflow 1's are lost
+        // from view (held back) for the whole test.
+        let deliver = |rx: &mut MptcpReceiver, tx: &mut MptcpSender, segs: &[DssData], at: u64| {
+            for d in segs.iter().filter(|d| d.subflow == 0) {
+                rx.on_segment(ms(at - 5), d);
+            }
+            while let Some(a) = rx.poll_ack(ms(at - 5)) {
+                if a.subflow == 0 {
+                    let _ = tx.on_ack(ms(at), &a);
+                }
+            }
+        };
+        deliver(&mut rx, &mut tx, &first, 10);
+        assert_eq!(tx.data_una(), M);
+        assert_eq!(tx.data_nxt(), 8 * M);
+        let at10 = drain(&mut tx, ms(10));
+        let cwnd1_at10 = tx.subflow(1).cwnd().cwnd_bytes;
+        let ssthresh1_at10 = tx.subflow(1).cwnd().ssthresh_bytes;
+        let stats10 = (tx.subflow_stats(0), tx.subflow_stats(1));
+        deliver(&mut rx, &mut tx, &at10, 20);
+        let at20 = drain(&mut tx, ms(20));
+        (at10, cwnd1_at10, ssthresh1_at10, stats10, at20, tx.subflow(1).cwnd().cwnd_bytes, tx, rx)
+    };
+
+    let (at10, cwnd1, ssthresh1, (s0, s1), at20, cwnd1_at20, tx, rx) = run(true);
+    let sent10: Vec<(u8, u64, u32)> = at10.iter().map(|d| (d.subflow, d.dsn / M, d.seg.len)).collect();
+    assert_eq!(sent10, vec![(0, 1, MSS)], "subflow 0 resends the segment at the DATA_ACK, once");
+    assert_eq!((cwnd1, ssthresh1), (2 * M, 2 * M), "subflow 1 halved, ssthresh set to the new cwnd");
+    assert_eq!((s0.opportunistic_retransmits, s0.opportunistic_bytes, s0.penalisations), (1, M, 0));
+    assert_eq!((s1.opportunistic_retransmits, s1.penalisations), (0, 1));
+    assert_eq!(s0.bytes_scheduled + s1.bytes_scheduled, 8 * M, "a resend is not new data");
+    assert_eq!(rx.data_rcv_nxt(), 3 * M, "the resent DSN 1 filled the gap up to subflow 1's DSN 3");
+    let sent20: Vec<(u8, u64)> = at20.iter().map(|d| (d.subflow, d.dsn / M)).collect();
+    assert_eq!(sent20, vec![(0, 8), (0, 3)], "one new chunk fits the window, then DSN 3 is resent");
+    assert_eq!(cwnd1_at20, 2 * M, "not penalised again within its RTT");
+    let (s0, s1) = (tx.subflow_stats(0), tx.subflow_stats(1));
+    assert_eq!((s0.opportunistic_retransmits, s1.penalisations), (2, 1));
+
+    let (at10, cwnd1, _, (s0, s1), at20, cwnd1_at20, _, rx) = run(false);
+    assert!(at10.is_empty(), "without the option the blocked window sends nothing: {at10:?}");
+    assert!(at20.is_empty(), "{at20:?}");
+    assert_eq!((cwnd1, cwnd1_at20), (4 * M, 4 * M));
+    assert_eq!((s0.opportunistic_retransmits, s1.penalisations), (0, 0));
+    assert_eq!(rx.data_rcv_nxt(), M);
+}

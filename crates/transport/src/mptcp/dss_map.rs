@@ -80,6 +80,13 @@ impl DssMap {
         }
     }
 
+    /// One past the last connection byte of the first mapping that carries connection byte
+    /// `dsn`, if one does. O(mappings): called only for opportunistic retransmission, when the
+    /// connection window blocks new data.
+    pub fn dsn_end_carrying(&self, dsn: u64) -> Option<u64> {
+        self.maps.iter().find(|m| m.dsn <= dsn && dsn < m.dsn_end()).map(|m| m.dsn_end())
+    }
+
     /// Mappings held.
     pub fn len(&self) -> usize {
         self.maps.len()
@@ -108,6 +115,9 @@ mod tests {
         got.clear();
         m.take_for_reinjection(0, |a, b| got.push((a, b)));
         assert!(got.is_empty(), "a mapping is queued for reinjection once");
+        assert_eq!(m.dsn_end_carrying(9999), Some(10000));
+        assert_eq!(m.dsn_end_carrying(6000), Some(6500));
+        assert_eq!(m.dsn_end_carrying(6500), None);
         m.trim(1500);
         assert_eq!(m.len(), 2);
         m.trim(2500);

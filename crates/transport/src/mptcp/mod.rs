@@ -87,6 +87,14 @@ pub struct MptcpConfig {
     /// Consecutive RTOs after which a subflow is considered failed (Linux's
     /// `net.mptcp.stale_loss_cnt`, 4): the scheduler skips it until an ACK revives it.
     pub stale_loss_count: u32,
+    /// Opportunistic retransmission and penalisation of slow subflows (Raiciu et al., "How Hard
+    /// Can It Be? Designing and Implementing a Deployable Multipath TCP", NSDI 2012, §4.2): when
+    /// a subflow has room in its window but the connection window (or send buffer) holds new
+    /// data back, it resends the segment at the DATA_ACK that another subflow carries, and that
+    /// slower subflow's cwnd is halved, at most once per its smoothed RTT. Off by default: Linux
+    /// has it only in the out-of-tree multipath-tcp.org kernel (v0.86–v0.96,
+    /// `mptcp_rcv_buf_optimization`), not in upstream `net/mptcp`. See the `sender` module.
+    pub opportunistic: bool,
 }
 
 impl MptcpConfig {
@@ -150,6 +158,15 @@ pub struct SubflowStats {
     pub stale: bool,
     /// The subflow has started (joined).
     pub joined: bool,
+    /// Opportunistic retransmissions sent on this subflow: segments of connection data at the
+    /// DATA_ACK that another subflow carried, resent here because the connection window held
+    /// new data back ([`MptcpConfig::opportunistic`]; NSDI 2012 §4.2). Segments, not bytes.
+    pub opportunistic_retransmits: u64,
+    /// Connection bytes in those retransmissions.
+    pub opportunistic_bytes: u64,
+    /// Times this subflow's cwnd was halved for holding up the connection window
+    /// ([`MptcpConfig::opportunistic`]; NSDI 2012 §4.2 "penalizing slow subflows").
+    pub penalisations: u64,
 }
 
 /// How long connection bytes waited for earlier bytes of another subflow (head-of-line

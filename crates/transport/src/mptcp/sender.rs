@@ -48,6 +48,25 @@
 //! ACK revives it. Once every offered byte is DATA_ACKed the connection is complete and sends
 //! nothing more, whatever its subflows still hold (Linux closes the subflows then).
 //!
+//! # Opportunistic retransmission and penalisation ([`MptcpConfig::opportunistic`], off by default)
+//!
+//! Raiciu et al., "How Hard Can It Be? Designing and Implementing a Deployable Multipath TCP",
+//! NSDI 2012, §4.2: with a receive buffer smaller than the subflows' bandwidth-delay products
+//! summed, a segment in flight on a slow subflow holds up the connection window's left edge
+//! while a fast subflow, with room in its window, sits idle. When new data is waiting and the
+//! connection window or send buffer holds it back, the scheduler's choice among the subflows
+//! with room (as for new data) resends the segment at the DATA_ACK (at most one MSS, up to the
+//! end of the mapping that carries it elsewhere) if another subflow carries it and this one does
+//! not: an *opportunistic retransmission*, each subflow at most once per DATA_ACK value. Before
+//! it, every other subflow carrying that segment is *penalised* ([`Sender::penalize`]: cwnd
+//! halved, ssthresh set to the new cwnd) if its smoothed RTT is higher than the retransmitting
+//! subflow's (a subflow without a sample counts as the initial RTO), it is in the Open state,
+//! and it was not penalised within its own smoothed RTT. The srtt and Open conditions are the
+//! out-of-tree Linux kernel's (multipath-tcp.org v0.9x, `mptcp_rcv_buf_optimization`); that
+//! kernel also added a heuristic (v0.95: retransmit only when the slow subflow's srtt is above
+//! four times the fast one's or its cwnd at most 4) not modelled here. Upstream Linux
+//! (`net/mptcp`) has neither mechanism (mptcp_net-next issues #332 and #345 are open).
+//!
 //! # Coupling (RFC 6356 §3; [`ccarena_cc::coupled`])
 //!
 //! Before each ACK and timeout of subflow `i`, a coupled connection lends `i`'s controller the
@@ -83,6 +102,12 @@ struct Subflow {
     events_seen: u64,
     acked_since_loss_bytes: u64,
     acked_between_losses_bytes: u64,
+    /// Opportunistic retransmissions sent on it: segments, bytes.
+    opp_retransmits: u64,
+    opp_bytes: u64,
+    /// Times its cwnd was halved, and the last time.
+    penalisations: u64,
+    last_penalised: Option<SimTime>,
 }
 
 /// A DSN range queued for reinjection, and the subflow it came from.
@@ -124,6 +149,10 @@ pub struct MptcpSender {
     dirty: Mask,
     /// Reused for the coupling view.
     views: Vec<SubflowView>,
+    /// The DATA_ACK whose segment opportunistic retransmission last looked at, and the
+    /// subflows already considered for it (each at most once per DATA_ACK value).
+    opp_head: u64,
+    opp_tried: Mask,
 }
 
 /// Bitmask of subflows (MAX_SUBFLOWS = 32 fits).
@@ -163,6 +192,10 @@ impl MptcpSender {
                     events_seen: 0,
                     acked_since_loss_bytes: 0,
                     acked_between_losses_bytes: 0,
+                    opp_retransmits: 0,
+                    opp_bytes: 0,
+                    penalisations: 0,
+                    last_penalised: None,
                 }
             })
             .collect();
@@ -184,6 +217,8 @@ impl MptcpSender {
             rr_next: 0,
             poll_start: 0,
             dirty: 0,
+            opp_head: 0,
+            opp_tried: 0,
         };
         s.join_due(now);
         for i in 0..s.subs.len() {
@@ -363,7 +398,7 @@ impl MptcpSender {
             self.dirty &= !(1 << i);
         }
         if !waiting {
-            return None;
+            return if self.cfg.opportunistic { self.opportunistic_retransmit(now) } else { None };
         }
         // 2. The scheduler hands out reinjections, then new data.
         let mut excluded: Mask = 0;
@@ -402,6 +437,65 @@ impl MptcpSender {
             }
         }
         None
+    }
+
+    /// Opportunistic retransmission with penalisation (see the module documentation): the
+    /// segment to send, if the connection window blocks new data and a subflow with room can
+    /// resend the one at the DATA_ACK.
+    fn opportunistic_retransmit(&mut self, now: SimTime) -> Option<DssData> {
+        let head = self.data_una;
+        let blocked = self.offered > self.data_nxt && self.new_chunk_len() == 0;
+        if self.subs.len() < 2 || !blocked || head >= self.data_nxt {
+            return None;
+        }
+        if self.opp_head != head {
+            self.opp_head = head;
+            self.opp_tried = 0;
+        }
+        // The subflows whose unacknowledged mappings carry the head, and where that mapping ends.
+        let mut holders: Mask = 0;
+        let mut end = head;
+        for (j, s) in self.subs.iter().enumerate() {
+            if let Some(e) = s.map.dsn_end_carrying(head) {
+                holders |= 1 << j;
+                end = end.max(e);
+            }
+        }
+        if holders == 0 {
+            return None;
+        }
+        // A subflow that carries the head already is not asked again for it.
+        self.opp_tried |= holders;
+        let i = self.select(self.opp_tried)?;
+        self.opp_tried |= 1 << i;
+        let initial_rto = self.cfg.sender.initial_rto;
+        let srtt_of = |s: &Subflow| s.sender.srtt().unwrap_or(initial_rto);
+        let my_rtt = srtt_of(&self.subs[i]);
+        for j in (0..self.subs.len()).filter(|j| holders & (1 << j) != 0) {
+            let s = &self.subs[j];
+            let rtt = srtt_of(s);
+            let rested = s.last_penalised.is_none_or(|t| now >= t + rtt);
+            if my_rtt < rtt && s.sender.ca_state() == ccarena_cc::CaState::Open && rested {
+                let s = &mut self.subs[j];
+                s.sender.penalize();
+                s.penalisations += 1;
+                s.last_penalised = Some(now);
+                self.refresh_view(j);
+            }
+        }
+        let len = (end - head).min(self.mss);
+        let s = &mut self.subs[i];
+        s.map.push(s.sender.bytes_offered(), head, len as u32);
+        s.sender.app_write(len);
+        s.opp_retransmits += 1;
+        s.opp_bytes += len;
+        self.dirty |= 1 << i;
+        if self.cfg.scheduler == Scheduler::RoundRobin {
+            self.rr_next = (i + 1) % self.subs.len();
+        }
+        // The pacer may hold it: the subflow then sends it at its release time.
+        let seg = self.subs[i].sender.poll_transmit(now)?;
+        Some(self.wrap(i, seg))
     }
 
     /// Lend subflow `i`'s controller the view of every subflow (coupled connections only).
@@ -550,6 +644,9 @@ impl MptcpSender {
             bytes_reinjected: s.bytes_reinjected,
             stale: s.stale,
             joined: s.joined,
+            opportunistic_retransmits: s.opp_retransmits,
+            opportunistic_bytes: s.opp_bytes,
+            penalisations: s.penalisations,
         }
     }
 

@@ -34,6 +34,7 @@ pub fn config(n: u8, scheduler: Scheduler) -> MptcpConfig {
         rcvbuf_bytes: None,
         sndbuf_bytes: None,
         stale_loss_count: 4,
+        opportunistic: false,
     }
 }
 
