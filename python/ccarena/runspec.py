@@ -310,12 +310,16 @@ class MptcpSpec(SpecModel):
     """A TCP flow run as a Multipath TCP connection (RFC 8684): ``subflows`` subflows, each with its
     own 5-tuple (so ECMP hashes each onto its own path), their windows coupled by ``coupling``,
     new data given to a subflow by ``scheduler``; subflows after the first join ``join_delay_ns``
-    after it (the MP_JOIN handshakes)."""
+    after it (the MP_JOIN handshakes). ``opportunistic``: opportunistic retransmission and
+    penalisation of slow subflows when the connection window blocks new data (Raiciu et al., NSDI
+    2012, §4.2; the engine's ``MptcpConfig::opportunistic``), off by default and then left out of
+    the JSON."""
 
     subflows: int = Field(ge=1, le=32)
     coupling: Literal[COUPLINGS]  # type: ignore[valid-type]
     scheduler: Literal[MPTCP_SCHEDULERS] = "minrtt"  # type: ignore[valid-type]
     join_delay_ns: int = Field(0, ge=0)
+    opportunistic: bool = optional(False)
 
 
 TRANSPORTS = ("tcp", "quic")

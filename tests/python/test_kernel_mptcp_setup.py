@@ -65,6 +65,14 @@ def test_what_linux_mptcp_lacks_is_refused_in_one_line_naming_the_field() -> Non
     mptcp.check_flows(spec_of(fat_tree()), False, [])
 
 
+def test_opportunistic_retransmission_is_refused_on_the_kernel_in_one_line() -> None:
+    with pytest.raises(UserError, match=r"^flows\[0\]\.opportunistic: upstream Linux MPTCP has no "
+                                        r"opportunistic retransmission or penalisation") as e:
+        mptcp.check_flows(spec_of(fat_tree(subflows=2, opportunistic=True)), True, ["default"])
+    assert "\n" not in str(e.value)
+    mptcp.check_flows(spec_of(fat_tree(subflows=2, opportunistic=False)), True, ["default"])
+
+
 def test_the_path_manager_gets_an_extra_routed_address_per_extra_subflow() -> None:
     spec = spec_of(fat_tree(subflows=4))
     names = RunNames("tmp1")

@@ -120,3 +120,26 @@ def test_a_coupled_connection_refuses_flavor_parameters_it_would_not_use() -> No
     uncoupled = {**vegas, "coupling": "uncoupled"}
     params = _spec(_dumbbell([uncoupled, TCP])).spec.flows[0].params
     assert (params["alpha"], params["beta"]) == (1.0, 3.0)
+
+
+def test_opportunistic_reaches_the_spec_and_stays_out_of_its_json_when_off() -> None:
+    on = _spec(_dumbbell([dict(MPTCP, coupling="uncoupled", opportunistic=True), TCP]))
+    assert on.spec.flows[0].mptcp.opportunistic is True
+    assert json.loads(on.spec.to_json())["flows"][0]["mptcp"]["opportunistic"] is True
+    _engine.Simulation(on.spec.to_json())
+    off = _spec(_dumbbell([MPTCP, TCP]))
+    assert off.spec.flows[0].mptcp.opportunistic is False
+    assert "opportunistic" not in json.loads(off.spec.to_json())["flows"][0]["mptcp"]
+    # Alone, like every MPTCP field, it makes the flow an MPTCP connection (one subflow).
+    alone = _spec(_dumbbell([dict(TCP, opportunistic=True)])).spec.flows[0].mptcp
+    assert (alone.subflows, alone.opportunistic) == (1, True)
+
+
+def test_a_bad_opportunistic_value_is_refused_in_one_line_naming_the_field() -> None:
+    with pytest.raises(UserError, match=r"opportunistic") as e:
+        load_scenario(_dumbbell([dict(MPTCP, opportunistic="sometimes"), TCP]))
+    assert "\n" not in str(e.value).strip()
+    udp = {"name": "u", "from": "left1", "to": "right1", "flavor": "udp-cbr", "rate": "1Mbps",
+           "opportunistic": True}
+    with pytest.raises(UserError, match=r"opportunistic"):
+        load_scenario(_dumbbell([MPTCP, udp]))

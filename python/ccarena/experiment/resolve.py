@@ -83,7 +83,8 @@ def _tcp_flow(flow: Flow, base: dict[str, Any]) -> TcpFlowSpec:
     if flow.is_mptcp:
         settings["mptcp"] = MptcpSpec(
             subflows=flow.subflows or 1, coupling=flow.coupling or "uncoupled",
-            scheduler=flow.scheduler or "minrtt", join_delay_ns=flow.join_delay_ns or 0)
+            scheduler=flow.scheduler or "minrtt", join_delay_ns=flow.join_delay_ns or 0,
+            opportunistic=bool(flow.opportunistic))
     if flow.is_quic:
         settings["quic"] = _quic(flow)
     return TcpFlowSpec(**base, bytes=flow.size_bytes, flavor=flow.flavor,

@@ -61,7 +61,7 @@ header (RFC 791 §3.1, RFC 9293 §3.7.1)."""
 TCP_ONLY_FIELDS = ("bytes", "recovery", "params", "mss", "initial_cwnd", "min_rto", "initial_rto",
                    "max_rto", "delayed_ack", "ack_every", "dupthresh", "ecn", "rwnd", "sndbuf")
 UDP_ONLY_FIELDS = ("rate", "packet_size")
-MPTCP_FIELDS = ("subflows", "coupling", "scheduler", "join_delay")
+MPTCP_FIELDS = ("subflows", "coupling", "scheduler", "join_delay", "opportunistic")
 """A flow's Multipath TCP fields: giving any of them makes the flow an MPTCP connection."""
 QUIC_FIELDS = ("max_ack_delay", "ack_eliciting_threshold", "reordering_threshold", "max_stream_data")
 """A QUIC flow's own settings (``transport = "quic"``; :class:`ccarena.runspec.QuicSpec`)."""
@@ -108,7 +108,11 @@ class Flow(StrictModel):
     ``flavor = "vegas"`` — or ``"uncoupled"``, the default: every subflow runs ``flavor`` on its
     own, as Linux does),
     ``scheduler`` (``"minrtt"``, the default, or ``"roundrobin"``), ``join_delay`` (subflows
-    after the first start this much later; default ``"0s"``).
+    after the first start this much later; default ``"0s"``), ``opportunistic`` (``true``:
+    when the connection's receive window blocks new data, a subflow with room resends the
+    segment at the DATA_ACK that a slower subflow holds, and halves that subflow's window at
+    most once per its RTT; Raiciu et al., NSDI 2012, §4.2, as the out-of-tree Linux MPTCP v0.9x
+    did; default ``false``; simulator only).
     QUIC (TCP flavors): ``transport = "quic"`` (default ``"tcp"``) runs the flow as a QUIC
     connection (RFC 9000, RFC 9002) with the same controller; it keeps ``bytes``, ``params``,
     ``mss`` (its packets have the TCP segment's wire size), ``initial_cwnd``, ``ecn``, ``rwnd``
@@ -164,6 +168,7 @@ class Flow(StrictModel):
     coupling: Literal[COUPLINGS] | None = None  # type: ignore[valid-type]
     scheduler: Literal[MPTCP_SCHEDULERS] | None = None  # type: ignore[valid-type]
     join_delay_ns: TimeNs | None = Field(None, alias="join_delay")
+    opportunistic: bool | None = None
     transport: Literal[TRANSPORTS] | None = None  # type: ignore[valid-type]
     max_ack_delay_ns: TimeNs | None = Field(None, alias="max_ack_delay")
     ack_eliciting_threshold: int | None = Field(None, ge=1, le=1000)
@@ -250,7 +255,7 @@ class Flow(StrictModel):
     def is_mptcp(self) -> bool:
         """True when the flow is a Multipath TCP connection (it gives an MPTCP field)."""
         return any(getattr(self, name) is not None
-                   for name in ("subflows", "coupling", "scheduler", "join_delay_ns"))
+                   for name in ("subflows", "coupling", "scheduler", "join_delay_ns", "opportunistic"))
 
     def _check_mptcp(self) -> None:
         want = COUPLED_FLAVOR.get(self.coupling or "uncoupled")

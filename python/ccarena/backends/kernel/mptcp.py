@@ -23,7 +23,8 @@ What Linux lacks is refused before the run (:func:`check_flows`, one line each):
 ``coupling = "uncoupled"``), ``scheduler = "roundrobin"`` unless ``net.mptcp.available_schedulers``
 lists it (``"minrtt"`` is Linux's ``default`` scheduler: lowest-RTT subflow with room in its
 window first), a nonzero ``join_delay`` (the path manager joins as soon as the connection is
-fully established), more subflows than the path manager allows (``MPTCP_PM_ADDR_MAX`` = 8 extra
+fully established), ``opportunistic = true`` (upstream Linux has no opportunistic
+retransmission or penalisation; only the out-of-tree multipath-tcp.org kernel had them), more subflows than the path manager allows (``MPTCP_PM_ADDR_MAX`` = 8 extra
 subflows: ``subflows`` ≤ 9), and one host sending MPTCP flows of different ``subflows`` (endpoints
 are per namespace, so every MPTCP connection from a host opens the same subflows).
 """
@@ -111,6 +112,10 @@ def check_flows(spec: RunSpec, mptcp_enabled: bool | None,
         if m.join_delay_ns:
             raise UserError(f"{where}.join_delay: Linux's path manager joins the subflows as soon "
                             "as the connection is established; remove join_delay or use --backend sim")
+        if getattr(m, "opportunistic", False):
+            raise UserError(f"{where}.opportunistic: upstream Linux MPTCP has no opportunistic "
+                            "retransmission or penalisation (only the out-of-tree multipath-tcp.org "
+                            "kernel had them); remove opportunistic or use --backend sim")
         src = int(flow.src)
         seen = senders.setdefault(src, (i, m.subflows))
         if seen[1] != m.subflows:
