@@ -402,7 +402,13 @@ impl Simulation {
     /// SYN-ACK) back across the ACK path, each link adding its serialization and propagation
     /// delay (spec field `handshake_rtt`).
     fn idle_handshake_rtt(&self, f: usize, size: u64) -> Duration {
-        let (data, ack) = self.flow_path_pair(f);
+        self.idle_subflow_handshake_rtt(f, 0, size)
+    }
+
+    /// [`Simulation::idle_handshake_rtt`] over the paths of MPTCP subflow `subflow` of flow
+    /// `f` (its MP_JOIN; subflow 0 is the flow's own).
+    fn idle_subflow_handshake_rtt(&self, f: usize, subflow: u8, size: u64) -> Duration {
+        let (data, ack) = self.subflow_path_pair(f, subflow);
         data.iter().chain(ack.iter()).fold(Duration::ZERO, |t, &l| t + self.links[l].idle_transit(size))
     }
 
@@ -533,9 +539,23 @@ impl Simulation {
         }
         if let FlowSpec::Tcp(t) = &self.spec.flows[f] {
             if t.handshake_rtt {
-                let rtt = self.idle_handshake_rtt(f, t.ack_bytes as u64);
-                if let Flow::Tcp(tcp) = &mut self.flows[f] {
-                    tcp.sender.on_handshake_rtt(rtt, self.now);
+                match &self.flows[f] {
+                    Flow::Tcp(_) => {
+                        let rtt = self.idle_handshake_rtt(f, t.ack_bytes as u64);
+                        if let Flow::Tcp(tcp) = &mut self.flows[f] {
+                            tcp.sender.on_handshake_rtt(rtt, self.now);
+                        }
+                    }
+                    // Every subflow's own handshake, over its own (ECMP-hashed) path.
+                    Flow::Mptcp(m) => {
+                        let rtts: Vec<Duration> = (0..m.sender.subflow_count() as u8)
+                            .map(|i| self.idle_subflow_handshake_rtt(f, i, t.ack_bytes as u64))
+                            .collect();
+                        if let Flow::Mptcp(m) = &mut self.flows[f] {
+                            m.sender.on_handshake_rtts(&rtts, self.now);
+                        }
+                    }
+                    _ => {}
                 }
             }
         }

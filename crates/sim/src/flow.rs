@@ -205,10 +205,16 @@ impl MptcpFlow {
             .map(|_| controller().map_err(|e| SpecError { path: path("mptcp.coupling"), message: e.to_string() }))
             .collect::<Result<Vec<_>, _>>()?;
         let start = SimTime(f.start_ns);
+        // The linux host's timer and ACK rules on every subflow, as on a single-path flow
+        // (TcpFlow::new; spec fields `rto_rule`, `quickack_segments`).
+        let mut sender = MptcpSender::new(cfg, ccs, start);
+        sender.set_rto_rule(f.rto_rule().map_err(|e| SpecError { path: path("rto_rule"), message: e.message })?);
+        let mut receiver = MptcpReceiver::new(cfg);
+        receiver.set_quickack(f.quickack_segments, Some(Duration(f.min_rto_ns)));
         Ok(MptcpFlow {
             transfer: Transfer::new(f.src, f.dst, f.header_bytes + DSS_DATA_OPTION_BYTES, f.ack_bytes + DSS_ACK_OPTION_BYTES, f.bytes),
-            sender: MptcpSender::new(cfg, ccs, start),
-            receiver: MptcpReceiver::new(cfg),
+            sender,
+            receiver,
             acks_sent: 0,
             data_boxes: Vec::new(),
             ack_boxes: Vec::new(),

@@ -490,3 +490,69 @@ fn opportunistic_retransmission_resends_the_head_and_penalises_the_slow_subflow_
     assert_eq!((s0.opportunistic_retransmits, s1.penalisations), (0, 0));
     assert_eq!(rx.data_rcv_nxt(), M);
 }
+
+/// The linux host's rules reach every subflow (each is a TCP connection of its own, RFC 8684
+/// §3.2, as on Linux): its handshake's round trip is its first RTT sample — at once for subflow
+/// 0, when it joins for subflow 1 — and its RTO follows Linux's rule, SRTT + an rttvar floored
+/// at min_rto (`tests/linux_host.rs` checks the rule itself on a single-path sender).
+#[test]
+fn linux_rto_rule_and_handshake_samples_reach_every_subflow() {
+    let mut cfg = config(2, Scheduler::MinRtt);
+    cfg.join_delay = Duration::from_millis(100);
+    let handshakes = [Duration::from_millis(40), Duration::from_millis(60)];
+    let mut linux = MptcpSender::new(cfg, renos(2), ms(0));
+    linux.set_rto_rule(ccarena_transport::rtt::RtoRule::Linux);
+    linux.on_handshake_rtts(&handshakes, ms(0));
+    let mut rfc = MptcpSender::new(cfg, renos(2), ms(0));
+    rfc.on_handshake_rtts(&handshakes, ms(0));
+    // Subflow 0: srtt 40 ms, rttvar 20 ms. Linux: 40 + max(20, 200) = 240 ms; RFC 6298:
+    // max(200, 40 + 4·20) = 200 ms.
+    assert_eq!(linux.subflow(0).srtt(), Some(Duration::from_millis(40)));
+    assert_eq!(linux.subflow(0).rto(), Duration::from_millis(240));
+    assert_eq!(rfc.subflow(0).rto(), Duration::from_millis(200));
+    // Subflow 1 has no sample before it joins, and its own handshake's once it has.
+    assert_eq!(linux.subflow(1).srtt(), None);
+    linux.app_write(100 * M);
+    drain(&mut linux, ms(99));
+    assert_eq!(linux.subflow(1).srtt(), None, "not joined at 99 ms");
+    drain(&mut linux, ms(100));
+    assert!(linux.subflow_stats(1).joined);
+    assert_eq!(linux.subflow(1).srtt(), Some(Duration::from_millis(60)));
+    assert_eq!(linux.subflow(1).rto(), Duration::from_millis(260));
+}
+
+/// Quick-ACK mode on every subflow's receiver: with it, each of the first in-order segments of
+/// a subflow is acknowledged at once; without it the first waits for a second segment or the
+/// 40 ms delayed-ACK timer (RFC 5681 §4.2).
+#[test]
+fn quick_ack_mode_reaches_every_subflow_receiver() {
+    let cfg = config(2, Scheduler::MinRtt);
+    let seg = |subflow: u8, seq: u64, dsn: u64| DssData {
+        subflow,
+        seg: ccarena_transport::DataSegment {
+            seq,
+            len: MSS,
+            ts_val: SimTime::ZERO,
+            ecn: ccarena_transport::Ecn::NotEct,
+            cwr: false,
+            retransmit: false,
+        },
+        dsn,
+    };
+    let acks_after_each = |quickack: u32| -> Vec<usize> {
+        let mut rx = MptcpReceiver::new(cfg);
+        rx.set_quickack(quickack, None);
+        [(0, 0, 0), (1, 0, M), (0, M, 2 * M), (1, M, 3 * M)]
+            .iter()
+            .enumerate()
+            .map(|(k, &(sub, seq, dsn))| {
+                let now = ms(1 + k as u64);
+                let _ = rx.on_segment(now, &seg(sub, seq, dsn));
+                std::iter::from_fn(|| rx.poll_ack(now)).count()
+            })
+            .collect()
+    };
+    assert_eq!(acks_after_each(16), vec![1, 1, 1, 1], "each segment acknowledged at once");
+    // Without: each subflow's first segment waits, its second completes the pair.
+    assert_eq!(acks_after_each(0), vec![0, 0, 1, 1]);
+}

@@ -28,7 +28,7 @@
 
 use std::collections::VecDeque;
 
-use ccarena_cc::SimTime;
+use ccarena_cc::{Duration, SimTime};
 
 use super::{DssAck, DssData, MptcpConfig, ReorderStats};
 use crate::receiver::{Receiver, ReceiverConfig};
@@ -195,6 +195,20 @@ impl MptcpReceiver {
                 rx.handle_timeout(now);
                 self.dirty |= 1 << i;
             }
+        }
+    }
+
+    /// Linux's quick-ACK mode on every subflow's receiver ([`Receiver::set_quickack`]: the
+    /// first `segments` in-order segments of each subflow acknowledged at once, again after
+    /// `idle_restart` without data), and its immediate ACK of a sub-MSS segment
+    /// ([`Receiver::set_ack_short_segments`]) when `segments > 0`. Each subflow is a TCP
+    /// connection with its own receive state (RFC 8684 §3.2), as on Linux. The subflows'
+    /// receivers have no buffer of their own (the connection's is shared), so the grant is
+    /// `segments`, unbounded by a window.
+    pub fn set_quickack(&mut self, segments: u32, idle_restart: Option<Duration>) {
+        for r in &mut self.subs {
+            r.set_quickack(segments, idle_restart);
+            r.set_ack_short_segments(segments > 0);
         }
     }
 

@@ -78,10 +78,11 @@
 use std::collections::VecDeque;
 
 use ccarena_cc::coupled::{Coupling, SubflowView};
-use ccarena_cc::{CongestionControl, SimTime};
+use ccarena_cc::{CongestionControl, Duration, SimTime};
 
 use super::dss_map::DssMap;
 use super::{DssAck, DssData, MptcpConfig, Scheduler, SubflowStats};
+use crate::rtt::RtoRule;
 use crate::sender::{AckOutcome, Sender};
 
 /// One subflow as the connection keeps it.
@@ -108,6 +109,8 @@ struct Subflow {
     /// Times its cwnd was halved, and the last time.
     penalisations: u64,
     last_penalised: Option<SimTime>,
+    /// Its handshake's round trip, given before it joined: the first RTT sample once it does.
+    pending_handshake_rtt: Option<Duration>,
 }
 
 /// A DSN range queued for reinjection, and the subflow it came from.
@@ -196,6 +199,7 @@ impl MptcpSender {
                     opp_bytes: 0,
                     penalisations: 0,
                     last_penalised: None,
+                    pending_handshake_rtt: None,
                 }
             })
             .collect();
@@ -246,6 +250,35 @@ impl MptcpSender {
         self.data_una >= self.offered && (self.offered > 0 || self.app_stopped)
     }
 
+    /// Every subflow's RTO follows `rule` ([`Sender::set_rto_rule`]): each subflow is a TCP
+    /// connection with its own RTT estimator (RFC 8684 §3.2), as Linux's are. Call before the
+    /// first RTT sample; later calls are ignored.
+    pub fn set_rto_rule(&mut self, rule: RtoRule) {
+        for s in &mut self.subs {
+            s.sender.set_rto_rule(rule);
+        }
+    }
+
+    /// The round trip of each subflow's handshake (MP_CAPABLE for subflow 0, MP_JOIN for the
+    /// others, RFC 8684 §3.1–3.2), one entry per subflow (`Duration::ZERO`: none), as its first
+    /// RTT sample ([`Sender::on_handshake_rtt`]): at once for a joined subflow, when it joins for
+    /// the others, as a Linux host takes its SYN/SYN-ACK round trip on every subflow.
+    ///
+    /// # Panics
+    /// If `rtts` does not have one entry per subflow.
+    pub fn on_handshake_rtts(&mut self, rtts: &[Duration], now: SimTime) {
+        assert_eq!(rtts.len(), self.subs.len(), "one handshake RTT per subflow");
+        for (i, &rtt) in rtts.iter().enumerate() {
+            let s = &mut self.subs[i];
+            if s.joined {
+                s.sender.on_handshake_rtt(rtt, now);
+                self.refresh_view(i);
+            } else if rtt > Duration::ZERO {
+                s.pending_handshake_rtt = Some(rtt);
+            }
+        }
+    }
+
     /// Mark the subflows whose join time has come as joined.
     fn join_due(&mut self, now: SimTime) {
         if self.all_joined {
@@ -255,6 +288,9 @@ impl MptcpSender {
         for (i, s) in self.subs.iter_mut().enumerate() {
             if !s.joined && now >= s.start {
                 s.joined = true;
+                if let Some(rtt) = s.pending_handshake_rtt.take() {
+                    s.sender.on_handshake_rtt(rtt, now);
+                }
                 self.dirty |= 1 << i;
                 self.views[i].active = !s.stale;
             }
