@@ -21,12 +21,15 @@ def search(
                                        "max:EXPR / min:EXPR over metrics (docs/search.md)."),
     over: list[str] = typer.Option(..., "--over",
                                    help="FIELD=LO:HI (log:LO:HI), FIELD=a|b|c, or "
-                                        "trace:LINK=square|on-off|random-walk|steps[:N][,P=LO:HI]; "
+                                        "trace:LINK=square|on-off|random-walk|steps[:N]|packets[:MS]"
+                                        "[,P=LO:HI]; "
                                         "repeat for several."),
     trials: int = typer.Option(40, "--trials", "-n", min=1, help="Points to try."),
-    sampler: str = typer.Option("tpe", "--sampler",
-                                help="tpe, cmaes (needs the cmaes package), ga (NSGA-II), "
-                                     "random, or grid (an equal-budget grid)."),
+    sampler: Optional[str] = typer.Option(None, "--sampler",
+                                          help="tpe, cmaes (needs the cmaes package), ga "
+                                               "(NSGA-II; with a packets trace ccarena's own GA), "
+                                               "random, or grid (an equal-budget grid) "
+                                               "[default: tpe; ga with a packets trace]."),
     seed: int = typer.Option(0, "--seed", help="Sampler seed: the same seed and --jobs give the "
                                                "same trials."),
     jobs: int = typer.Option(4, "--jobs", "-j", min=1,
@@ -61,6 +64,8 @@ def search(
       ccarena search s.toml --objective min-jain --over flows.1.start=0s:4s
 
       ccarena search s.toml --objective max-stall --over trace:bottleneck=square
+
+      ccarena search s.toml --objective min-jain --over trace:bottleneck=packets:5
 
       ccarena search s.toml --objective min-jain --sampler grid -j 8 --over
       topology.bottleneck.queue.limit=2pkt:200pkt --executor dask-local

@@ -6,7 +6,9 @@ executors ``ccarena run`` uses (:mod:`ccarena.search.runners`); each point is th
 the searched fields set (:mod:`ccarena.search.space`, traces from :mod:`ccarena.search.trace_shapes`),
 scored from its stored run (:mod:`ccarena.search.objectives`); the trials table, the worst cases
 as scenario files with their runs, a figure and a report are written at the end
-(:mod:`ccarena.search.outputs`). In the spirit of CC-Fuzz (Agarwal et al., HotNets 2022), which
+(:mod:`ccarena.search.outputs`). A ``packets`` trace (each delivery opportunity a gene,
+:mod:`ccarena.search.packet_traces`) is evolved by ccarena's own genetic algorithm
+(:mod:`ccarena.search.evolve`) in the same loop. In the spirit of CC-Fuzz (Agarwal et al., HotNets 2022), which
 searched link traces with a genetic algorithm for conditions that break a controller.
 
 Entry point: :func:`search`.
@@ -79,7 +81,7 @@ def prepare(loaded: LoadedScenario, objective: str,
 
 
 def search(loaded: LoadedScenario, *, objective: str, over: list[str], out: Path,
-           trials: int = 40, sampler: str = "tpe", seed: int = 0, jobs: int = 4,
+           trials: int = 40, sampler: str | None = None, seed: int = 0, jobs: int = 4,
            executor: ExecutorOptions | None = None, keep: int = 3, force: bool = False,
            max_memory_bytes: int | None = None, workers: int | None = None,
            on_trial: Callable[[TrialOutcome, TrialOutcome | None], None] | None = None,
@@ -94,7 +96,9 @@ def search(loaded: LoadedScenario, *, objective: str, over: list[str], out: Path
         over: the ``--over`` options (:mod:`ccarena.search.space`).
         out: the search's directory.
         trials: how many points to try (≥ 1).
-        sampler: :data:`SAMPLERS`.
+        sampler: :data:`SAMPLERS`; None: ``tpe``, or ``ga`` with a ``packets`` trace (evolved
+            by ccarena's own genetic algorithm, :mod:`ccarena.search.evolve`, the only sampler
+            such a trace takes).
         seed: the sampler's seed: the same seed and ``jobs`` give the same trials and result.
         jobs: trials per batch, run in parallel (the batch is part of the result: it does not
             depend on the machine; fewer processes run when the machine has fewer cores).
@@ -124,7 +128,10 @@ def search(loaded: LoadedScenario, *, objective: str, over: list[str], out: Path
 
     if trials < 1 or jobs < 1 or keep < 0:
         raise UserError("--trials and --jobs: give at least 1; --keep: at least 0")
+    from ccarena.search.evolve import check_sampler
+
     space, goal = prepare(loaded, objective, over)
+    sampler = check_sampler(space, sampler)
     make_sampler(sampler, seed, trials, jobs, space)  # an unknown or unusable one: said now
     base_plans = expand(loaded)
     check_budget(base_plans, max_memory_bytes)
@@ -159,7 +166,8 @@ def search(loaded: LoadedScenario, *, objective: str, over: list[str], out: Path
     worst = write_worst(result, goal, out, keep, name=loaded.scenario.name, seed=seed)
     ranking = importance(result)
     figure = draw_figure(result, goal, space, ranking, out / "objective.png")
-    settings = {"scenario": loaded.source or loaded.scenario.name, "sampler": sampler,
+    shown = "ccarena's genetic algorithm over packet traces" if space.packet_traces() else sampler
+    settings = {"scenario": loaded.source or loaded.scenario.name, "sampler": shown,
                 "seed": seed, "jobs": jobs}
     report = write_report(result, goal, space, ranking, worst, out, settings=settings)
     return SearchOutcome(result=result, table=table, worst=worst, ranking=ranking,

@@ -15,6 +15,11 @@ scenario field (or a link's capacity trace), turned into Optuna distributions th
 ``--over trace:LINK=GENERATOR[,PARAM=LO:HI...]`` replaces the rate of the link table
 ``topology.LINK`` by a capacity trace drawn from a parameterized generator (:mod:`ccarena.search.trace_shapes`),
 each parameter searched over its default range or the one given.
+
+``--over trace:LINK=packets[:MS][,mean=LO:HI]`` makes the trace itself the genome at the
+resolution of single delivery opportunities (:mod:`ccarena.search.packet_traces`), evolved by
+ccarena's own genetic algorithm (:mod:`ccarena.search.evolve`); its trials table shows features of
+each trace (mean rate, longest gap, spread) instead of searched parameters.
 """
 
 from __future__ import annotations
@@ -70,11 +75,19 @@ class TraceRange:
     params: tuple[TraceParam, ...]
     rate_bps: float
     duration_s: float
+    shape: Any = None
+    """For ``packets``: the genomes' :class:`ccarena.search.packet_traces.TraceShape` (its
+    ``params`` are then the features the trials table shows, not searched)."""
 
     @property
     def names(self) -> list[str]:
         """The Optuna parameter names (``trace:bottleneck.depth``)."""
         return [f"trace:{self.link}.{p.name}" for p in self.params]
+
+    @property
+    def packets(self) -> bool:
+        """Whether the trace is a packet-level genome (``packets[:MS]``)."""
+        return self.shape is not None
 
 
 @dataclass
@@ -93,6 +106,10 @@ class SearchSpace:
             out.update({n: p.unit for n, p in zip(t.names, t.params)})
         return out
 
+    def packet_traces(self) -> list[TraceRange]:
+        """The ``packets`` traces (searched by :mod:`ccarena.search.evolve`, not by Optuna)."""
+        return [t for t in self.traces if t.packets]
+
     def suggest(self, trial: optuna.trial.BaseTrial) -> dict[str, Any]:
         """Every parameter's value for ``trial`` (name → value in its base unit), asked in the
         order the ``--over`` options were given (so a seeded sampler draws the same values)."""
@@ -102,17 +119,27 @@ class SearchSpace:
                 values[name] = p.suggest(trial, name)
         return values
 
-    def scenario(self, values: dict[str, Any], trace_dir: Path, label: str) -> dict[str, Any]:
+    def scenario(self, values: dict[str, Any], trace_dir: Path, label: str,
+                 genomes: dict[str, Any] | None = None) -> dict[str, Any]:
         """The base scenario with ``values`` set (as :meth:`suggest` gives them), each trace
-        written to ``trace_dir/<label>-<link>.csv`` and named by its link's rate.
+        written to ``trace_dir/<label>-<link>.csv`` (a ``packets`` trace: ``genomes[link]`` to
+        ``<label>-<link>.mahi``, Mahimahi's format) and named by its link's rate.
 
         Raises:
             UserError: a value cannot be set at its path.
+            KeyError: a ``packets`` trace without its genome.
         """
+        from ccarena.search.packet_traces import write_mahimahi
+
         raw = self.base
         for f in self.fields:
             raw = set_path(raw, f.path, f.domain.written(values[f.name]))
         for t in self.traces:
+            if t.packets:
+                path = trace_dir / f"{label}-{t.link.replace('.', '-')}.mahi"
+                write_mahimahi(path, (genomes or {})[t.link], t.shape)
+                raw = set_path(raw, f"{t.path}.rate", {"trace": str(path)})
+                continue
             params = {p.name: values[n] for n, p in zip(t.names, t.params)}
             path = trace_dir / f"{label}-{t.link.replace('.', '-')}.csv"
             write_trace(path, t.generator, params, t.rate_bps, t.duration_s)
@@ -196,6 +223,8 @@ def parse_trace(option: str, base: dict[str, Any], duration_s: float) -> TraceRa
         raise UserError(f"{where}: its rate is not a fixed rate (a trace already?); give the "
                         "link a rate such as \"20Mbps\"") from None
     name, *overrides = [p.strip() for p in spec.split(",")]
+    if name.partition(":")[0] == "packets":
+        return _packet_trace(path, link, name, overrides, rate_bps, duration_s, where)
     kind, defaults = generator_params(name, where)
     params = {p.name: p for p in defaults}
     for item in overrides:
@@ -207,6 +236,54 @@ def parse_trace(option: str, base: dict[str, Any], duration_s: float) -> TraceRa
         params[pname] = params[pname].with_range(prange, f"{where}.{pname}")
     return TraceRange(path=path, link=link, generator=kind, params=tuple(params.values()),
                       rate_bps=rate_bps, duration_s=duration_s)
+
+
+def _packet_trace(path: str, link: str, name: str, overrides: list[str], rate_bps: float,
+                  duration_s: float, where: str) -> TraceRange:
+    """``packets[:MS][,mean=LO:HI]`` (:func:`parse_trace`): the granularity ``MS`` (1 to
+    :data:`~ccarena.search.packet_traces.MAX_SLOT_MS` ms, below the run's length) and the mean
+    rate's band (fractions of the link's rate, ``0 < LO ≤ HI``; default 0.9:1.1).
+
+    Raises:
+        UserError: ``where: problem`` naming the fix.
+    """
+    from ccarena.search import packet_traces as pt
+
+    _, _, count = name.partition(":")
+    duration_ms = int(round(duration_s * 1000))
+    slot_ms = 1
+    if count:
+        if not count.isdigit() or not 1 <= int(count) <= min(pt.MAX_SLOT_MS, duration_ms - 1):
+            raise UserError(f"{where}: packets:{count}: give the granularity as a whole number of "
+                            f"milliseconds from 1 to {min(pt.MAX_SLOT_MS, duration_ms - 1)}, "
+                            "e.g. packets:10")
+        slot_ms = int(count)
+    band = pt.DEFAULT_BAND
+    for item in overrides:
+        pname, _, prange = item.partition("=")
+        if pname != "mean":
+            raise UserError(f"{where}: packets has no parameter '{pname}'; its one parameter: "
+                            "mean (the band of its mean rate, e.g. mean=0.8:1.2)")
+        given = NumberRange.parse(prange, f"{where}.mean")
+        if given.unit != "" or not 0 < given.low <= given.high:
+            raise UserError(f"{where}.mean: '{prange}': give fractions of the link's rate "
+                            "0 < LO ≤ HI, e.g. mean=0.8:1.2")
+        band = (given.low, given.high)
+    nominal = pt.nominal_count(rate_bps, duration_s)
+    if nominal * band[1] > pt.MAX_PACKETS:
+        raise UserError(f"{where}: packets: {round(nominal * band[1]):,} delivery opportunities "
+                        f"(the link's rate × the run / 1500 B) is over {pt.MAX_PACKETS:,}; "
+                        "shorten the run or use steps:N")
+    shape = pt.TraceShape(duration_ms=duration_ms, slot_ms=slot_ms, nominal=nominal,
+                          band_low=band[0], band_high=band[1])
+    if shape.count_range[1] < 1:
+        raise UserError(f"{where}: packets: the band holds no delivery opportunity; raise mean's "
+                        "upper end")
+    features = (TraceParam("mean", 0.0, band[1] + 1.0), TraceParam("longest_gap", 0.0,
+                                                                   duration_s, "time_s"),
+                TraceParam("spread", 0.0, 1e6))
+    return TraceRange(path=path, link=link, generator=f"packets:{slot_ms}", params=features,
+                      rate_bps=rate_bps, duration_s=duration_s, shape=shape)
 
 
 def parse_space(options: list[str], base: dict[str, Any], duration_s: float) -> SearchSpace:
@@ -229,6 +306,15 @@ def parse_space(options: list[str], base: dict[str, Any], duration_s: float) -> 
     repeated = {n for n in names if names.count(n) > 1}
     if repeated:
         raise UserError(f"--over {sorted(repeated)[0]}: given twice; give each field once")
+    if space.packet_traces():
+        packets = space.packet_traces()[0]
+        others = [f.path for f in space.fields] + [f"trace:{t.link}" for t in space.traces
+                                                   if not t.packets]
+        if others:
+            raise UserError(f"--over {others[0]}: trace:{packets.link}=packets is evolved by "
+                            "ccarena's own genetic algorithm, which searches packet traces only; "
+                            "search it in a separate search, or use trace:"
+                            f"{packets.link}=steps:N beside it")
     for t in space.traces:
         clash = [f.path for f in space.fields if f.path.startswith(f"{t.path}.rate")]
         if clash:

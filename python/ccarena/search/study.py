@@ -144,8 +144,10 @@ class SearchResult:
 
 
 def _trial_plan(space: SearchSpace, values: dict[str, Any], trace_dir: Path, number: int,
-                max_memory_bytes: int | None) -> tuple[dict[str, Any], Any]:
-    """Trial ``number``'s scenario as written and its run plan (run id ``tNNNN``).
+                max_memory_bytes: int | None,
+                genomes: dict[str, Any] | None = None) -> tuple[dict[str, Any], Any]:
+    """Trial ``number``'s scenario as written and its run plan (run id ``tNNNN``); ``genomes``:
+    the packet-level traces by link (:meth:`SearchSpace.scenario`).
 
     Raises:
         UserError: the point is not a valid scenario, or over the memory budget.
@@ -156,7 +158,7 @@ def _trial_plan(space: SearchSpace, values: dict[str, Any], trace_dir: Path, num
     from ccarena.scenario import load_scenario
 
     label = f"t{number:04d}"
-    raw = space.scenario(values, trace_dir, label)
+    raw = space.scenario(values, trace_dir, label, genomes)
     plans = expand(load_scenario(raw))
     check_budget(plans, max_memory_bytes)
     return raw, replace(plans[0], run_id=label, point=number, params=dict(values))
@@ -175,7 +177,8 @@ def run_search(loaded: LoadedScenario, space: SearchSpace, objective: Objective,
         objective: what is sought (:func:`ccarena.search.objectives.parse_objective`).
         out: the search's directory (created).
         trials: how many trials.
-        sampler: :data:`SAMPLERS`.
+        sampler: :data:`SAMPLERS` (with a ``packets`` trace in ``space``, ccarena's own genetic
+            algorithm runs instead: :class:`ccarena.search.evolve.TraceEvolution`).
         seed: the sampler's seed.
         jobs: trials per batch (asked together, run in parallel).
         executor: where the runs execute.
@@ -198,10 +201,16 @@ def run_search(loaded: LoadedScenario, space: SearchSpace, objective: Objective,
     from ccarena.store.guard import check_tree, experiment_lock
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
-    study = optuna.create_study(direction=objective.direction,
-                                sampler=make_sampler(sampler, seed, trials, jobs, space))
-    if sampler == "grid":  # past its size the grid would repeat points
-        trials = min(trials, math.prod(len(v) for v in grid_values(space, trials).values()))
+    proposer: Any
+    if space.packet_traces():
+        from ccarena.search.evolve import TraceEvolution
+
+        proposer = TraceEvolution(space, objective, seed=seed, trials=trials, jobs=jobs)
+    else:
+        proposer = OptunaProposer(space, objective, make_sampler(sampler, seed, trials, jobs, space))
+        if sampler == "grid":  # past its size the grid would repeat points
+            trials = min(trials, math.prod(len(v) for v in grid_values(space, trials).values()))
+    study = proposer.study
     root = out / "trials"
     trace_dir = out / "traces"
     check_tree(root)
@@ -219,16 +228,16 @@ def run_search(loaded: LoadedScenario, space: SearchSpace, objective: Objective,
         store.write_experiment(experiment_meta(loaded, []))  # Dask workers look for it
         with open_runner(str(root), name, executor, workers, max_memory_bytes) as runner:
             while len(outcomes) < trials:
-                asked = [study.ask() for _ in range(min(jobs, trials - len(outcomes)))]
+                asked = [proposer.ask() for _ in range(min(jobs, trials - len(outcomes)))]
                 batch: dict[int, TrialOutcome] = {}
                 to_run = []
-                for trial in asked:
-                    values = space.suggest(trial)
-                    outcome = TrialOutcome(number=trial.number, params=values)
-                    batch[trial.number] = outcome
+                for proposal in asked:
+                    outcome = TrialOutcome(number=proposal.number, params=proposal.values)
+                    batch[proposal.number] = outcome
                     try:
-                        outcome.raw, plan = _trial_plan(space, values, trace_dir, trial.number,
-                                                        max_memory_bytes)
+                        outcome.raw, plan = _trial_plan(space, proposal.values, trace_dir,
+                                                        proposal.number, max_memory_bytes,
+                                                        proposal.genomes)
                     except (UserError, ValueError) as err:
                         outcome.error = str(err).split("\n")[0]
                         continue
@@ -236,8 +245,8 @@ def run_search(loaded: LoadedScenario, space: SearchSpace, objective: Objective,
                     to_run.append(plan)
                     plans.append(plan)
                 results = runner.run(to_run) if to_run else {}
-                for trial in asked:  # told in trial order: the same study whatever finished first
-                    outcome = batch[trial.number]
+                for proposal in asked:  # told in trial order: the same study whatever finished first
+                    outcome = batch[proposal.number]
                     result = results.get(outcome.run_id)
                     if result is not None and result["status"] == "complete":
                         outcome.wall_s = float(result.get("wall_s", math.nan))
@@ -248,19 +257,56 @@ def run_search(loaded: LoadedScenario, space: SearchSpace, objective: Objective,
                             outcome.error = f"{objective.name} is not defined for this run"
                     elif result is not None:
                         outcome.error = str(result.get("error", "the run failed")).split("\n")[0]
-                    if outcome.state == "complete":
-                        study.tell(trial, outcome.value)
-                        if best is None or objective.better(outcome.value, best.value):
-                            best = outcome
-                    else:
-                        trial.set_user_attr("error", outcome.error)
-                        study.tell(trial, state=optuna.trial.TrialState.FAIL)
+                    if outcome.state == "complete" and (
+                            best is None or objective.better(outcome.value, best.value)):
+                        best = outcome
+                    proposer.tell(proposal, outcome)
                     outcomes.append(outcome)
                     if on_trial is not None:
                         on_trial(outcome, best)
         _write_experiment(store, loaded, plans)
     return SearchResult(trials=outcomes, study=study, trials_root=root, where=runner.where,
                         wall_s=time.perf_counter() - t0, plans=plans)
+
+
+@dataclass
+class Proposal:
+    """One point to try: the trial ``number``, ``values`` (parameter name → value, the trials
+    table's columns), ``genomes`` (link → a packet-level trace, :mod:`ccarena.search.packet_traces`;
+    empty for Optuna's samplers) and the proposer's own ``handle``."""
+
+    number: int
+    values: dict[str, Any]
+    genomes: dict[str, Any] = field(default_factory=dict)
+    handle: Any = None
+
+
+class OptunaProposer:
+    """Points from an Optuna sampler (ask-and-tell): ``ask`` draws a trial's values
+    (:meth:`SearchSpace.suggest`), ``tell`` gives back its value or its failure."""
+
+    def __init__(self, space: SearchSpace, objective: Objective,
+                 sampler: optuna.samplers.BaseSampler) -> None:
+        import optuna
+
+        self.space = space
+        self.study = optuna.create_study(direction=objective.direction, sampler=sampler)
+
+    def ask(self) -> Proposal:
+        """The next trial and its values."""
+        trial = self.study.ask()
+        return Proposal(number=trial.number, values=self.space.suggest(trial), handle=trial)
+
+    def tell(self, proposal: Proposal, outcome: TrialOutcome) -> None:
+        """Tell the study the trial's value (or that it failed, with the reason)."""
+        import optuna
+
+        trial = proposal.handle
+        if outcome.state == "complete":
+            self.study.tell(trial, outcome.value)
+        else:
+            trial.set_user_attr("error", outcome.error)
+            self.study.tell(trial, state=optuna.trial.TrialState.FAIL)
 
 
 def _write_experiment(store: Any, loaded: LoadedScenario, plans: list[Any]) -> None:

@@ -98,7 +98,7 @@ def generator_params(name: str, where: str) -> tuple[str, tuple[TraceParam, ...]
     kind, _, count = name.partition(":")
     if kind not in GENERATORS or (count and kind != "steps"):
         raise UserError(f"{where}: unknown generator '{name}'; one of {', '.join(GENERATORS)} "
-                        "(or steps:N)")
+                        "(or steps:N, packets[:MS])")
     if not count:
         return kind, GENERATORS[kind]
     if not count.isdigit() or not 2 <= int(count) <= MAX_STEP_GENES:
