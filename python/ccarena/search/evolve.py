@@ -29,6 +29,7 @@ import numpy as np
 from ccarena.errors import UserError
 from ccarena.search import packet_traces as pt
 from ccarena.search.objectives import Objective
+from ccarena.search.proposals import Proposal
 from ccarena.search.space import SearchSpace
 
 CROSSOVER_RATE = 0.7
@@ -99,10 +100,8 @@ class TraceEvolution:
             ops += applied
         return child, f"{how} ({', '.join(ops)})"
 
-    def ask(self) -> Any:
+    def ask(self) -> Proposal:
         """The next trial: its genomes and their features (the trials table's columns)."""
-        from ccarena.search.study import Proposal
-
         number = self.asked
         rng = np.random.default_rng([self.seed, number])
         genomes, how = self._child(rng)
@@ -113,7 +112,7 @@ class TraceEvolution:
             values.update({name: found[p.name] for name, p in zip(t.names, t.params)})
         return Proposal(number=number, values=values, genomes=genomes, handle=how)
 
-    def tell(self, proposal: Any, outcome: Any) -> None:
+    def tell(self, proposal: Proposal, outcome: Any) -> None:
         """Add the trial to the study and, if complete, its genomes to the population (which
         keeps the best :attr:`size`)."""
         import optuna

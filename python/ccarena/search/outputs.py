@@ -208,6 +208,17 @@ def draw_figure(result: SearchResult, objective: Objective, space: SearchSpace,
     return path
 
 
+def searched_line(space: SearchSpace) -> str:
+    """The report's line naming what was searched: the parameters, or for ``packets`` traces the
+    links whose packet-level traces were evolved (their columns are features of each trace)."""
+    if space.packet_traces():
+        links = ", ".join(f"`{t.path}`" for t in space.packet_traces())
+        names = ", ".join(f"`{n}`" for n in space.units())
+        return (f"- searched: the packet-level capacity trace of {links} (one gene per delivery "
+                f"opportunity); the columns {names} are features of each trace")
+    return "- searched: " + ", ".join(f"`{n}`" for n in space.units())
+
+
 def write_report(result: SearchResult, objective: Objective, space: SearchSpace,
                  ranking: dict[str, float], worst: list[WorstCase], out: Path, *,
                  settings: dict[str, Any]) -> Path:
@@ -221,7 +232,7 @@ def write_report(result: SearchResult, objective: Objective, space: SearchSpace,
              f"{settings['jobs']} trials per batch, on {result.where}",
              f"- trials: {len(result.trials)} ({len(done)} complete, "
              f"{len(result.trials) - len(done)} failed), {result.wall_s:.1f} s",
-             f"- searched: " + ", ".join(f"`{n}`" for n in units), "",
+             searched_line(space), "",
              "![objective over trials](objective.png)", "", "## Worst cases", ""]
     names = list(units)
     lines.append("| rank | trial | value | rerun | " + " | ".join(f"`{n}`" for n in names)

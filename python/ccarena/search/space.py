@@ -24,6 +24,7 @@ each trace (mean rate, longest gap, spread) instead of searched parameters.
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -276,9 +277,9 @@ def _packet_trace(path: str, link: str, name: str, overrides: list[str], rate_bp
                         "shorten the run or use steps:N")
     shape = pt.TraceShape(duration_ms=duration_ms, slot_ms=slot_ms, nominal=nominal,
                           band_low=band[0], band_high=band[1])
-    if shape.count_range[1] < 1:
-        raise UserError(f"{where}: packets: the band holds no delivery opportunity; raise mean's "
-                        "upper end")
+    if math.ceil(band[0] * nominal) > math.floor(band[1] * nominal) or band[1] * nominal < 2:
+        raise UserError(f"{where}.mean: {band[0]:g}:{band[1]:g} of {nominal} opportunities holds "
+                        "no whole number of them (at least 2); widen the band")
     features = (TraceParam("mean", 0.0, band[1] + 1.0), TraceParam("longest_gap", 0.0,
                                                                    duration_s, "time_s"),
                 TraceParam("spread", 0.0, 1e6))

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, Callable
 from ccarena.errors import UserError
 from ccarena.scenario import ExecutorOptions, LoadedScenario
 from ccarena.search.objectives import Objective, measure_run
+from ccarena.search.proposals import Proposal
 from ccarena.search.space import SearchSpace
 
 if TYPE_CHECKING:
@@ -267,18 +268,6 @@ def run_search(loaded: LoadedScenario, space: SearchSpace, objective: Objective,
         _write_experiment(store, loaded, plans)
     return SearchResult(trials=outcomes, study=study, trials_root=root, where=runner.where,
                         wall_s=time.perf_counter() - t0, plans=plans)
-
-
-@dataclass
-class Proposal:
-    """One point to try: the trial ``number``, ``values`` (parameter name → value, the trials
-    table's columns), ``genomes`` (link → a packet-level trace, :mod:`ccarena.search.packet_traces`;
-    empty for Optuna's samplers) and the proposer's own ``handle``."""
-
-    number: int
-    values: dict[str, Any]
-    genomes: dict[str, Any] = field(default_factory=dict)
-    handle: Any = None
 
 
 class OptunaProposer:
