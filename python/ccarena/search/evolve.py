@@ -3,7 +3,7 @@ genome is each link's Mahimahi trace, thousands of delivery times
 (:mod:`ccarena.search.packet_traces`), which fits no fixed-dimension Optuna sampler; so this loop
 keeps the population, selects, recombines and mutates, in the spirit of CC-Fuzz (Agarwal et al.,
 "CC-Fuzz: Genetic algorithm-based fuzzing for stress testing congestion control algorithms",
-HotNets 2022, §3), and plugs into the search's trial loop (:func:`ccarena.search.study.run_search`)
+HotNets 2022), and plugs into the search's trial loop (:func:`ccarena.search.study.run_search`)
 as a proposer: the same runners, executors, seeds, outputs and report.
 
 The algorithm, elitist (μ + λ) with batches of ``jobs`` children:

@@ -2,9 +2,11 @@
 the Mahimahi trace itself — one delivery opportunity of one MTU (1500 bytes) per entry, at a
 millisecond timestamp (:mod:`ccarena.traces.trace_files`) — mutated and recombined as CC-Fuzz does
 (Agarwal et al., "CC-Fuzz: Genetic algorithm-based fuzzing for stress testing congestion control
-algorithms", HotNets 2022, §3: a link trace is a list of packet delivery times; the genetic
-algorithm moves, adds and drops deliveries, splices two traces at a time point, and keeps the
-trace's mean rate within bounds so that a worse score is not merely a slower link).
+algorithms", HotNets 2022, its link-trace fuzzing: a link trace is a list of packet delivery
+times; the genetic algorithm moves, adds and drops deliveries, splices two traces at a time point,
+and keeps the trace's mean rate within bounds so that a worse score is not merely a slower link).
+The operators here are ccarena's own, written from that description; their parameters (how many
+deliveries a mutation touches, the window sizes) are this module's choices, not the paper's.
 
 Shapes and units: a genome (:class:`PacketTrace`) is a sorted ``int64`` numpy array of
 timestamps in ms, each a multiple of the granularity ``slot_ms`` (``packets:MS``; 1 ms by default,
@@ -117,7 +119,7 @@ def _fit_count(genome: np.ndarray, rng: np.random.Generator, shape: TraceShape) 
 def random_trace(rng: np.random.Generator, shape: TraceShape) -> np.ndarray:
     """A first-generation genome: the run cut at 1–16 random points into segments, each with a
     random weight (an outage with probability 1/4, else log-uniform over 1/10 to 10), and a count
-    drawn uniformly within the band placed in proportion (CC-Fuzz §3 starts from random traces;
+    drawn uniformly within the band placed in proportion (CC-Fuzz starts from random traces;
     segments make some of them far from a constant rate)."""
     low, high = shape.count_range
     count = int(rng.integers(low, high + 1))
@@ -133,7 +135,7 @@ def random_trace(rng: np.random.Generator, shape: TraceShape) -> np.ndarray:
 
 def move(genome: np.ndarray, rng: np.random.Generator, shape: TraceShape) -> np.ndarray:
     """Move 1 to 1% of the opportunities (at least 1) each by a random offset of up to a tenth of
-    the run either way, clipped to the run (CC-Fuzz §3: moving deliveries). The count is kept."""
+    the run either way, clipped to the run (CC-Fuzz: moving deliveries). The count is kept."""
     g = genome.copy()
     if len(g) == 0:
         return g
@@ -147,7 +149,7 @@ def move(genome: np.ndarray, rng: np.random.Generator, shape: TraceShape) -> np.
 
 def add_drop(genome: np.ndarray, rng: np.random.Generator, shape: TraceShape) -> np.ndarray:
     """Add or drop (even odds) 1 to 2% of the opportunities at random, as far as the band allows
-    (CC-Fuzz §3: adding and removing deliveries; the mean rate stays within the band)."""
+    (CC-Fuzz: adding and removing deliveries; the mean rate stays within the band)."""
     low, high = shape.count_range
     k = int(rng.integers(1, max(2, len(genome) // 50 + 1)))
     if rng.random() < 0.5 and len(genome) > low:
@@ -182,7 +184,7 @@ MUTATIONS = {"move": move, "add-drop": add_drop, "outage": outage}
 
 def crossover(a: np.ndarray, b: np.ndarray, rng: np.random.Generator,
               shape: TraceShape) -> np.ndarray:
-    """``a`` before a random time point and ``b`` from it on (CC-Fuzz §3: splicing two traces at
+    """``a`` before a random time point and ``b`` from it on (CC-Fuzz: splicing two traces at
     a time point), then opportunities dropped or added at random until the count is in the band."""
     cut = int(rng.integers(1, max(2, shape.slots))) * shape.slot_ms
     child = np.concatenate([a[a < cut], b[b >= cut]])
