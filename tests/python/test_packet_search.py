@@ -121,6 +121,29 @@ def test_same_seed_same_traces_other_seed_others(tmp_path: Path) -> None:
     assert (ms[:-1] % 5 == 0).all() and ms[-1] == 4000
 
 
+def test_fields_are_genes_beside_the_trace(tmp_path: Path) -> None:
+    loaded = load_scenario(dict(RENO))
+    over = ["trace:bottleneck=packets:10", "topology.bottleneck.queue.limit=2pkt:100pkt",
+            "flows.0.flavor=reno|cubic"]
+    outcome = search(loaded, objective=OBJECTIVE, over=over, out=tmp_path / "s", trials=8,
+                     seed=3, jobs=2, keep=1, executor=ExecutorOptions(), workers=1)
+    trials = outcome.result.trials
+    assert [t.state for t in trials] == ["complete"] * 8
+    limits = [t.params["topology.bottleneck.queue.limit"] for t in trials]
+    assert all(isinstance(v, int) and 2 <= v <= 100 for v in limits)
+    assert len(set(limits)) > 3  # drawn, then inherited or nudged
+    assert {t.params["flows[0].flavor"] for t in trials} <= {"reno", "cubic"}
+    # Each trial ran what its row says: the queue limit and flavor are in its scenario.
+    for t in trials:
+        assert t.raw["topology"]["bottleneck"]["queue"]["limit"] == f"{t.params['topology.bottleneck.queue.limit']}pkt"
+        assert t.raw["flows"][0]["flavor"] == t.params["flows[0].flavor"]
+    table = outcome.table
+    assert list(table.columns[3:8]) == ["topology.bottleneck.queue.limit", "flows[0].flavor",
+                                        "trace:bottleneck.mean", "trace:bottleneck.longest_gap",
+                                        "trace:bottleneck.spread"]
+    assert outcome.worst[0].rerun_value == pytest.approx(outcome.worst[0].trial.value, abs=1e-12)
+
+
 def test_dask_executor_gives_the_same_traces(tmp_path: Path) -> None:
     pytest.importorskip("distributed")
     loaded = load_scenario(dict(RENO))
@@ -189,8 +212,8 @@ SCENARIO_TOML = ('name = "s"\nduration = "2s"\n[topology]\nkind = "dumbbell"\npa
     (["--over", "trace:bottleneck=packets,mean=0:1"], "--over trace:bottleneck.mean: '0:1'"),
     (["--over", "trace:bottleneck=packets", "--sampler", "tpe"],
      "--sampler tpe: trace:bottleneck=packets"),
-    (["--over", "trace:bottleneck=packets", "--over", "flows.0.start=0s:1s"],
-     "--over flows[0].start: trace:bottleneck=packets is evolved"),
+    (["--over", "trace:bottleneck=packets", "--over", "trace:bottleneck=square"],
+     "--over topology.bottleneck: given twice"),
 ])
 def test_bad_packet_options_are_one_line_exit_2(tmp_path: Path, args: list[str],
                                                 named: str) -> None:

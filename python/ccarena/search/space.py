@@ -18,8 +18,9 @@ each parameter searched over its default range or the one given.
 
 ``--over trace:LINK=packets[:MS][,mean=LO:HI]`` makes the trace itself the genome at the
 resolution of single delivery opportunities (:mod:`ccarena.search.packet_traces`), evolved by
-ccarena's own genetic algorithm (:mod:`ccarena.search.evolve`); its trials table shows features of
-each trace (mean rate, longest gap, spread) instead of searched parameters.
+ccarena's own genetic algorithm (:mod:`ccarena.search.evolve`), with the other ``--over`` options
+of the search as genes beside it; its trials table shows features of each such trace (mean rate,
+longest gap, spread) instead of searched parameters.
 """
 
 from __future__ import annotations
@@ -307,15 +308,6 @@ def parse_space(options: list[str], base: dict[str, Any], duration_s: float) -> 
     repeated = {n for n in names if names.count(n) > 1}
     if repeated:
         raise UserError(f"--over {sorted(repeated)[0]}: given twice; give each field once")
-    if space.packet_traces():
-        packets = space.packet_traces()[0]
-        others = [f.path for f in space.fields] + [f"trace:{t.link}" for t in space.traces
-                                                   if not t.packets]
-        if others:
-            raise UserError(f"--over {others[0]}: trace:{packets.link}=packets is evolved by "
-                            "ccarena's own genetic algorithm, which searches packet traces only; "
-                            "search it in a separate search, or use trace:"
-                            f"{packets.link}=steps:N beside it")
     for t in space.traces:
         clash = [f.path for f in space.fields if f.path.startswith(f"{t.path}.rate")]
         if clash:
