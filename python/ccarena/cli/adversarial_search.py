@@ -55,7 +55,8 @@ def search(
 ) -> None:
     """Search a scenario's fields and link traces for the worst case of an objective.
 
-    Each trial is the scenario with the --over fields set by an Optuna sampler, run on the
+    Each trial is the scenario with the --over fields set by an Optuna sampler (with a
+    trace:LINK=packets trace, by ccarena's genetic algorithm over its delivery times), run on the
     simulator; batches of --jobs trials run in parallel. Writes trials.csv, the worst cases as
     scenario files with their runs (worst/), objective.png and report.md.
 
