@@ -418,20 +418,29 @@ impl MptcpSender {
         let waiting = self.data_waiting();
         // 1. What the subflows already hold: retransmissions, probes, paced chunks.
         let mut skipped: Mask = 0;
-        for k in 0..n {
-            let i = (self.poll_start + k) % n;
-            if self.dirty & (1 << i) == 0 || !self.subs[i].joined {
-                continue;
+        // The dirty, joined subflows in turn from `poll_start` (wrapping), one bit at a time:
+        // no pass over the clean ones (this loop runs on every packet of the connection).
+        let joined = if self.all_joined {
+            Mask::MAX
+        } else {
+            self.subs.iter().enumerate().fold(0, |m, (i, s)| if s.joined { m | 1 << i } else { m })
+        };
+        let candidates = self.dirty & joined;
+        let from_start = candidates & (Mask::MAX << self.poll_start);
+        for mut turn in [from_start, candidates & !from_start] {
+            while turn != 0 {
+                let i = turn.trailing_zeros() as usize;
+                turn &= turn - 1;
+                if waiting && self.eligible(i) {
+                    skipped |= 1 << i;
+                    continue;
+                }
+                if let Some(seg) = self.subs[i].sender.poll_transmit(now) {
+                    self.poll_start = (i + 1) % n;
+                    return Some(self.wrap(i, seg));
+                }
+                self.dirty &= !(1 << i);
             }
-            if waiting && self.eligible(i) {
-                skipped |= 1 << i;
-                continue;
-            }
-            if let Some(seg) = self.subs[i].sender.poll_transmit(now) {
-                self.poll_start = (i + 1) % n;
-                return Some(self.wrap(i, seg));
-            }
-            self.dirty &= !(1 << i);
         }
         if !waiting {
             return if self.cfg.opportunistic { self.opportunistic_retransmit(now) } else { None };
