@@ -38,6 +38,22 @@ fn drain(tx: &mut MptcpSender, now: SimTime) -> Vec<DssData> {
     std::iter::from_fn(|| tx.poll_transmit(now)).collect()
 }
 
+/// A full-sized data segment of `subflow` at subflow sequence `seq` carrying DSN `dsn`.
+fn full_segment(subflow: u8, seq: u64, dsn: u64) -> DssData {
+    DssData {
+        subflow,
+        seg: ccarena_transport::DataSegment {
+            seq,
+            len: MSS,
+            ts_val: SimTime::ZERO,
+            ecn: ccarena_transport::Ecn::NotEct,
+            cwr: false,
+            retransmit: false,
+        },
+        dsn,
+    }
+}
+
 #[test]
 fn config_validation_names_the_field() {
     let ok = config(2, Scheduler::MinRtt);
@@ -371,18 +387,7 @@ fn receiver_reassembles_counts_duplicates_once_and_records_waits() {
     cfg.receiver.delayed_ack = Duration::ZERO;
     cfg.receiver.ack_every_segments = 1;
     let mut rx = MptcpReceiver::new(cfg);
-    let seg = |subflow: u8, seq: u64, dsn: u64| DssData {
-        subflow,
-        seg: ccarena_transport::DataSegment {
-            seq,
-            len: MSS,
-            ts_val: SimTime::ZERO,
-            ecn: ccarena_transport::Ecn::NotEct,
-            cwr: false,
-            retransmit: false,
-        },
-        dsn,
-    };
+    let seg = full_segment;
     // Subflow 1 brings DSN 2M and 3M; DSN 0 and M are on subflow 0, late.
     assert_eq!(rx.on_segment(ms(1), &seg(1, 0, 2 * M)), 0);
     assert_eq!(rx.on_segment(ms(2), &seg(1, M, 3 * M)), 0);
@@ -527,18 +532,7 @@ fn linux_rto_rule_and_handshake_samples_reach_every_subflow() {
 #[test]
 fn quick_ack_mode_reaches_every_subflow_receiver() {
     let cfg = config(2, Scheduler::MinRtt);
-    let seg = |subflow: u8, seq: u64, dsn: u64| DssData {
-        subflow,
-        seg: ccarena_transport::DataSegment {
-            seq,
-            len: MSS,
-            ts_val: SimTime::ZERO,
-            ecn: ccarena_transport::Ecn::NotEct,
-            cwr: false,
-            retransmit: false,
-        },
-        dsn,
-    };
+    let seg = full_segment;
     let acks_after_each = |quickack: u32| -> Vec<usize> {
         let mut rx = MptcpReceiver::new(cfg);
         rx.set_quickack(quickack, None);
