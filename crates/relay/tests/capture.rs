@@ -8,10 +8,32 @@ use ccarena_relay::capture::{snap_bytes, LinkCapture, FILE_HEADER_BYTES, RECORD_
 use pcap_file::pcap::PcapReader;
 use pcap_file::{DataLink, TsResolution};
 
-fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("ccarena-relay-capture-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir.join(name)
+/// A scratch file of this test process, removed when dropped (runs leave no
+/// `ccarena-relay-capture-*` files behind).
+struct Scratch(PathBuf);
+
+impl std::ops::Deref for Scratch {
+    type Target = PathBuf;
+    fn deref(&self) -> &PathBuf {
+        &self.0
+    }
+}
+
+impl AsRef<std::path::Path> for Scratch {
+    fn as_ref(&self) -> &std::path::Path {
+        &self.0
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+/// `ccarena-relay-capture-{pid}-{name}` in the system's temporary directory.
+fn scratch(name: &str) -> Scratch {
+    Scratch(std::env::temp_dir().join(format!("ccarena-relay-capture-{}-{name}", std::process::id())))
 }
 
 /// An Ethernet/IPv4 frame: `ip_options` bytes of IP options, then TCP with `tcp_options` bytes of

@@ -11,12 +11,8 @@ use std::time::Duration;
 use ccarena_udp::wire::{self, decode, encode, kind_of, Frame, Header, Offer};
 use ccarena_udp::{send_file, Receiver, ReceiverOptions, SendOptions};
 
-fn tempdir(tag: &str) -> std::path::PathBuf {
-    let d = std::env::temp_dir().join(format!("ccarena-udp-{tag}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
+mod common;
+use common::tempdir;
 
 fn packet(conn_id: u64, pn: u64, frame: &Frame<'_>) -> Vec<u8> {
     let mut buf = Vec::new();

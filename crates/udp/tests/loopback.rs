@@ -9,13 +9,8 @@ use std::thread;
 use ccarena_udp::sha256::{hex, sha256_of};
 use ccarena_udp::{send_file, Counters, Event, Impairment, Receiver, ReceiverOptions, SendOptions, TransferError, TransferRecord};
 
-/// A fresh directory under the target dir's tmp.
-fn tempdir(tag: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("ccarena-udp-{tag}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
+mod common;
+use common::tempdir;
 
 /// A file of `bytes` pseudo-random bytes (SplitMix64).
 fn make_file(dir: &Path, name: &str, bytes: usize) -> PathBuf {

@@ -11,40 +11,14 @@ use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
 
+mod common;
+use common::tempdir;
+
 use ccarena_udp::sha256::sha256_of;
 use ccarena_udp::store::PART_PREFIX;
 use ccarena_udp::wire::{self, decode, encode, kind_of, Frame, Header, Offer, RejectCode};
 use ccarena_udp::{send_file, Counters, Receiver, ReceiverOptions, SendOptions, TransferRecord};
 
-/// A scratch directory of this test process, removed when dropped (so repeated runs leave no
-/// `ccarena-svc-*` directories behind).
-struct TempDir(PathBuf);
-
-impl std::ops::Deref for TempDir {
-    type Target = Path;
-    fn deref(&self) -> &Path {
-        &self.0
-    }
-}
-
-impl AsRef<Path> for TempDir {
-    fn as_ref(&self) -> &Path {
-        &self.0
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
-fn tempdir(tag: &str) -> TempDir {
-    let d = std::env::temp_dir().join(format!("ccarena-svc-{tag}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    TempDir(d)
-}
 
 fn make_file(dir: &Path, name: &str, bytes: usize) -> PathBuf {
     let data: Vec<u8> = (0..bytes as u32).map(|i| (i.wrapping_mul(2_654_435_761) >> 11) as u8).collect();
@@ -151,8 +125,8 @@ fn send(path: &Path, addr: &str, opts: &SendOptions) -> TransferRecord {
 
 #[test]
 fn pinging_idle_peers_do_not_hold_slots_against_a_new_sender() {
-    let src = tempdir("idle-src");
-    let dst = tempdir("idle-dst");
+    let src = tempdir("svc-idle-src");
+    let dst = tempdir("svc-idle-dst");
     let file = make_file(&src, "good.bin", 500_000);
     let server = Server::start(&dst, ReceiverOptions { max_connections: 4, ..ReceiverOptions::default() });
     let mut idle: Vec<Peer> = (0..4).map(|i| Peer::new(&format!("127.0.0.{}", i + 2), &server.addr, 100 + i)).collect();
@@ -175,7 +149,7 @@ fn pinging_idle_peers_do_not_hold_slots_against_a_new_sender() {
 
 #[test]
 fn peers_that_offer_and_vanish_leave_no_partial_file() {
-    let dst = tempdir("vanish-dst");
+    let dst = tempdir("svc-vanish-dst");
     let opts = ReceiverOptions { idle_timeout: Duration::from_millis(500), ..ReceiverOptions::default() };
     let server = Server::start(&dst, opts);
     for i in 0..20u64 {
@@ -195,7 +169,7 @@ fn peers_that_offer_and_vanish_leave_no_partial_file() {
 
 #[test]
 fn one_address_is_held_to_its_connections_and_partial_files_to_their_bytes() {
-    let dst = tempdir("caps-dst");
+    let dst = tempdir("svc-caps-dst");
     let opts = ReceiverOptions {
         max_connections_per_source: 2,
         max_partials_per_source: 3,
@@ -226,8 +200,8 @@ fn one_address_is_held_to_its_connections_and_partial_files_to_their_bytes() {
 
 #[test]
 fn names_up_to_the_filesystem_limit_are_received() {
-    let src = tempdir("long-src");
-    let dst = tempdir("long-dst");
+    let src = tempdir("svc-long-src");
+    let dst = tempdir("svc-long-dst");
     let name = "n".repeat(255);
     let file = make_file(&src, "x.bin", 300_000);
     let server = Server::start(&dst, ReceiverOptions::default());
@@ -239,8 +213,8 @@ fn names_up_to_the_filesystem_limit_are_received() {
 
 #[test]
 fn a_resume_right_after_the_sender_died_takes_over_its_partial_file() {
-    let src = tempdir("takeover-src");
-    let dst = tempdir("takeover-dst");
+    let src = tempdir("svc-takeover-src");
+    let dst = tempdir("svc-takeover-dst");
     let file = make_file(&src, "t.bin", 400_000);
     let data = std::fs::read(&file).unwrap();
     let sha = sha256_of(std::fs::File::open(&file).unwrap()).unwrap();
@@ -287,8 +261,8 @@ struct Hostile {
 
 #[test]
 fn a_sender_completes_while_a_thousand_hostile_peers_hold_and_churn_connections() {
-    let src = tempdir("load-src");
-    let dst = tempdir("load-dst");
+    let src = tempdir("svc-load-src");
+    let dst = tempdir("svc-load-dst");
     let file = make_file(&src, "legit.bin", 2_000_000);
     // This test is of the connection table: the handshake rate limit is set above the hostiles'
     // pace (about 500 handshake packets a second) so that they reach the table.
@@ -391,7 +365,7 @@ fn a_sender_completes_while_a_thousand_hostile_peers_hold_and_churn_connections(
 
 #[test]
 fn a_connection_that_moves_no_new_data_is_evicted_by_age_though_it_pings() {
-    let dst = tempdir("stall-dst");
+    let dst = tempdir("svc-stall-dst");
     let opts = ReceiverOptions { stall_timeout: Duration::from_millis(800), ..ReceiverOptions::default() };
     let server = Server::start(&dst, opts);
     let mut p = Peer::new("127.0.5.1", &server.addr, 5);
@@ -421,7 +395,7 @@ fn a_connection_that_moves_no_new_data_is_evicted_by_age_though_it_pings() {
 
 #[test]
 fn an_offer_that_is_refused_evicts_nobody() {
-    let dst = tempdir("noevict-dst");
+    let dst = tempdir("svc-noevict-dst");
     let opts = ReceiverOptions { max_connections: 1, max_file_bytes: 1 << 20, ..ReceiverOptions::default() };
     let server = Server::start(&dst, opts);
     let mut held = Peer::new("127.0.8.1", &server.addr, 1);

@@ -5,6 +5,8 @@
 use std::thread;
 use std::time::Duration;
 
+mod common;
+
 use ccarena_udp::clock::mono_ns;
 use ccarena_udp::{send_file, send_stream, Receiver, ReceiverOptions, SendOptions, Sink, SinkOptions, StreamOptions, TransferError};
 
@@ -80,8 +82,7 @@ fn an_unbounded_flow_stops_writing_at_its_stop_time() {
 fn a_sink_takes_one_stream_and_no_file_and_a_file_receiver_takes_no_stream() {
     let t0 = mono_ns();
     // The file receiver refuses a stream.
-    let dir = std::env::temp_dir().join(format!("ccarena-udp-stream-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = common::tempdir("stream");
     let mut rx = Receiver::bind("127.0.0.1:0", &dir, ReceiverOptions::default()).unwrap();
     let raddr = rx.local_addr().to_string();
     let h = thread::spawn(move || {
