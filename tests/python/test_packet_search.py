@@ -233,3 +233,25 @@ def test_too_many_opportunities_is_refused() -> None:
     with pytest.raises(UserError, match=r"--over trace:bottleneck: packets: .* over 1,000,000"):
         parse_space(["trace:bottleneck=packets"], raw, 20.0)
     assert math.isfinite(pt.nominal_count(1e9, 20.0))
+
+
+def test_the_worst_case_list_shows_one_case_once_even_when_a_child_copied_its_parent(
+        tmp_path: Path) -> None:
+    """A GA child that copies its parent has its own trace file with the same deliveries: the
+    kept worst cases skip it (by the trace's bytes, not its path) and take the next distinct
+    trial instead."""
+    from ccarena.search.outputs import distinct_cases
+    from ccarena.search.study import TrialOutcome
+
+    def trial(number: int, trace: str, value: float) -> TrialOutcome:
+        raw = {"name": f"t{number}", "links": {"b": {"rate": {"trace": str(tmp_path / trace)}}}}
+        return TrialOutcome(number=number, params={}, state="complete", value=value, raw=raw)
+
+    (tmp_path / "parent.trace").write_text("1\n2\n3\n")
+    (tmp_path / "child.trace").write_text("1\n2\n3\n")  # the same deliveries
+    (tmp_path / "other.trace").write_text("1\n1\n3\n")
+    ranked = [trial(4, "parent.trace", 0.30), trial(9, "child.trace", 0.30),
+              trial(2, "other.trace", 0.35)]
+    assert [t.number for t in distinct_cases(ranked, 2)] == [4, 2]
+    assert [t.number for t in distinct_cases(ranked, 5)] == [4, 2]
+    assert [t.number for t in distinct_cases(ranked, 0)] == []

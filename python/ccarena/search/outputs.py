@@ -15,6 +15,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 import math
 import os
 import warnings
@@ -67,6 +69,43 @@ def ranked(result: SearchResult, objective: Objective) -> list[TrialOutcome]:
     return sorted(result.complete(), key=lambda t: (sign * t.value, t.number))
 
 
+def _case_key(raw: dict[str, Any]) -> str:
+    """What makes two trials' scenarios the same case: ``raw`` as canonical JSON with every trace
+    file (``{trace = "…"}``) replaced by the SHA-256 of its bytes — a GA child that copies its
+    parent gets a trace file of its own with the same deliveries."""
+    def resolve(node: Any) -> Any:
+        if isinstance(node, list):
+            return [resolve(v) for v in node]
+        if not isinstance(node, dict):
+            return node
+        if isinstance(node.get("trace"), str) and set(node) <= {"trace", "loop"}:
+            try:
+                digest = hashlib.sha256(Path(node["trace"]).read_bytes()).hexdigest()
+            except OSError:
+                digest = node["trace"]
+            return dict(node, trace=digest)
+        return {k: resolve(v) for k, v in node.items()}
+
+    return json.dumps(resolve(raw), sort_keys=True, default=str)
+
+
+def distinct_cases(trials: list[TrialOutcome], keep: int) -> list[TrialOutcome]:
+    """The first ``keep`` of ``trials`` (already ranked) whose scenarios differ: a trial whose
+    scenario equals an earlier one's (:func:`_case_key`; its ``name``/``description`` aside) is
+    skipped, so the worst-case list never shows one case twice."""
+    seen: set[str] = set()
+    out: list[TrialOutcome] = []
+    for trial in trials:
+        if len(out) == keep:
+            break
+        assert trial.raw is not None
+        key = _case_key({k: v for k, v in trial.raw.items() if k not in ("name", "description")})
+        if key not in seen:
+            seen.add(key)
+            out.append(trial)
+    return out
+
+
 def importance(result: SearchResult) -> dict[str, float]:
     """Each parameter's importance (summing to 1) by PED-ANOVA, most important first; empty when
     too few trials completed (fewer than 4) or the evaluator cannot tell."""
@@ -116,7 +155,7 @@ def _relative_traces(node: Any, base: Path) -> Any:
 
 def write_worst(result: SearchResult, objective: Objective, out: Path, keep: int, *,
                 name: str, seed: int) -> list[WorstCase]:
-    """Write the ``keep`` best trials as scenario files in ``out/worst`` and run each as an
+    """Write the ``keep`` best distinct trials (:func:`distinct_cases`) as scenario files in ``out/worst`` and run each as an
     ordinary experiment (:func:`ccarena.executor.run_experiment`, in this process) into
     ``out/worst/<file stem>/``.
 
@@ -133,8 +172,7 @@ def write_worst(result: SearchResult, objective: Objective, out: Path, keep: int
     folder = out / "worst"
     folder.mkdir(parents=True, exist_ok=True)
     kept: list[WorstCase] = []
-    for rank, trial in enumerate(ranked(result, objective)[:keep], start=1):
-        assert trial.raw is not None
+    for rank, trial in enumerate(distinct_cases(ranked(result, objective), keep), start=1):
         stem = f"{rank:02d}-t{trial.number:04d}"
         raw = {"name": f"{name}-worst{rank}",
                "description": f"ccarena search: {objective.name} = {trial.value:.6g} "
