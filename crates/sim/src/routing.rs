@@ -421,8 +421,10 @@ impl Routes {
 ///
 /// The simulator has no addresses or ports, so the tuple is (source node, destination node, IP
 /// protocol — 6 for TCP, 17 for UDP and UDT —, source port 49152 + flow index, destination port
-/// 5201); the ACK direction hashes the reversed tuple, as a switch sees it.
-#[derive(Clone, Copy, Debug)]
+/// 5201); the ACK direction hashes the reversed tuple, as a switch sees it. An MPTCP flow whose
+/// spec gives `source_ports` hashes each subflow on its own tuple with that source port instead
+/// ([`FlowKeys::for_subflow`]).
+#[derive(Clone, Debug)]
 pub struct FlowKeys {
     /// The data direction's destination host (to tell a packet's direction).
     pub data_dst: u32,
@@ -430,18 +432,30 @@ pub struct FlowKeys {
     pub data: u64,
     /// Hash of the ACK direction's tuple.
     pub ack: u64,
+    /// Per subflow, the (data, ACK) hashes of its tuple with its explicit source port
+    /// (`MptcpSpec::source_ports`); None when the flow gives no ports.
+    pub subflow_keys: Option<Box<[(u64, u64)]>>,
 }
+
+/// Destination port of every flow's tuple (as in the pcap frames: `pcap::frame::DESTINATION_PORT`).
+const DESTINATION_PORT: u64 = 5201;
 
 impl FlowKeys {
     /// Keys of flow `index` of a run with `seed`.
     pub fn new(seed: u64, index: usize, flow: &FlowSpec) -> FlowKeys {
         let (src, dst) = flow.endpoints();
         let proto = if matches!(flow, FlowSpec::Tcp(_)) { 6 } else { 17 };
-        let (sport, dport) = (49_152 + index as u64, 5201);
+        let (sport, dport) = (49_152 + index as u64, DESTINATION_PORT);
         let hash = |a: usize, b: usize, sp: u64, dp: u64| {
             [a as u64, b as u64, proto, sp, dp].iter().fold(mix64(seed ^ 0x5eed_ecb0), |h, &w| mix64(h ^ w))
         };
-        FlowKeys { data_dst: dst as u32, data: hash(src, dst, sport, dport), ack: hash(dst, src, dport, sport) }
+        let subflow_keys = match flow {
+            FlowSpec::Tcp(t) => t.mptcp.as_ref().and_then(|m| m.source_ports.as_ref()).map(|ports| {
+                ports.iter().map(|&p| (hash(src, dst, u64::from(p), dport), hash(dst, src, dport, u64::from(p)))).collect()
+            }),
+            _ => None,
+        };
+        FlowKeys { data_dst: dst as u32, data: hash(src, dst, sport, dport), ack: hash(dst, src, dport, sport), subflow_keys }
     }
 
     /// The key of a packet of this flow headed to `dst`.
@@ -454,12 +468,18 @@ impl FlowKeys {
         }
     }
 
-    /// The key of a packet of MPTCP subflow `subflow` of this flow headed to `dst`: subflow 0 is
-    /// the flow's own tuple; every other subflow has its own source port (RFC 8684 §3.2: an
-    /// MP_JOIN opens a new TCP connection), hence its own hash, so ECMP places each subflow
-    /// independently.
+    /// The key of a packet of MPTCP subflow `subflow` of this flow headed to `dst`. With the
+    /// spec's `source_ports`, the hash of the subflow's own tuple with its given source port.
+    /// Otherwise subflow 0 is the flow's own tuple and every other subflow has its own source
+    /// port (RFC 8684 §3.2: an MP_JOIN opens a new TCP connection), hence its own hash, so ECMP
+    /// places each subflow independently. Panics if `subflow` is not below the flow's given
+    /// ports (the spec's validation makes them one per subflow).
     #[inline]
     pub fn for_subflow(&self, dst: u32, subflow: u8) -> u64 {
+        if let Some(keys) = &self.subflow_keys {
+            let (data, ack) = keys[usize::from(subflow)];
+            return if dst == self.data_dst { data } else { ack };
+        }
         let key = self.for_dst(dst);
         if subflow == 0 {
             key

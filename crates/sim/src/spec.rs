@@ -434,6 +434,31 @@ pub struct MptcpSpec {
     /// only): [`ccarena_transport::mptcp::MptcpConfig::opportunistic`]. Default off.
     #[serde(default)]
     pub opportunistic: bool,
+    /// Each subflow's TCP source port, subflow 0 first, or null (the default) for the engine's
+    /// own: ECMP then hashes subflow `i` on (source host, destination host, TCP, `source_ports[i]`,
+    /// destination port 5201) and a capture shows that port, so a user steers each subflow's
+    /// path (docs/engine-spec.md, "flows"). When given: one port per subflow, distinct, each in
+    /// 1..=65535 ([`check_source_ports`]).
+    #[serde(default)]
+    pub source_ports: Option<Vec<u32>>,
+}
+
+/// The one rule for an MPTCP flow's explicit `source_ports` (`subflows` its subflow count):
+/// exactly one port per subflow, every port in 1..=65535, no port twice.
+///
+/// # Errors
+/// A one-line message saying what is wrong and the fix (the caller names the field).
+pub fn check_source_ports(ports: &[u32], subflows: u8) -> Result<(), String> {
+    if ports.len() != usize::from(subflows) {
+        return Err(format!("gives {} ports for {subflows} subflows: give one source port per subflow", ports.len()));
+    }
+    if let Some(p) = ports.iter().find(|&&p| !(1..=u32::from(u16::MAX)).contains(&p)) {
+        return Err(format!("{p} is not a TCP port: give ports in 1..=65535"));
+    }
+    if let Some((i, p)) = ports.iter().enumerate().find(|&(i, p)| ports[..i].contains(p)) {
+        return Err(format!("port {p} is given twice (subflow {i}): each subflow needs its own source port"));
+    }
+    Ok(())
 }
 
 impl MptcpSpec {
@@ -460,6 +485,9 @@ impl MptcpSpec {
         }
         let coupling = self.coupling().map_err(|e| err("mptcp.coupling", e))?;
         self.scheduler().map_err(|e| err("mptcp.scheduler", e))?;
+        if let Some(ports) = &self.source_ports {
+            check_source_ports(ports, self.subflows).map_err(|e| err("mptcp.source_ports", e))?;
+        }
         if let Some(want) = coupling.subflow_flavor().filter(|&w| w != flavor) {
             let what = if want == "reno" { "Reno's increase" } else { "Vegas's windows" };
             return Err(err("mptcp.coupling", format!("{} couples {what}: the flow's flavor must be {want}, not {flavor}", coupling.name())));

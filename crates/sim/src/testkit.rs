@@ -96,6 +96,7 @@ pub fn mptcp_flow(name: &str, src: usize, dst: usize, flavor: &str, subflows: u8
             scheduler: "minrtt".to_string(),
             join_delay_ns: 0,
             opportunistic: false,
+            source_ports: None,
         }),
         ..tcp_flow(name, src, dst, flavor)
     }

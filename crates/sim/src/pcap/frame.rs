@@ -5,7 +5,8 @@
 //! administered MAC 02:00:ii:ii:ii:ii ([`node_mac`]); a frame on a link goes from the link's
 //! sending node's MAC to its receiving node's. Ports: the tuple the engine hashes for ECMP
 //! (`crate::routing::FlowKeys`): source port 49152 + flow index, destination port 5201, the ACK
-//! direction reversed; an MPTCP subflow `s` > 0 has its own source port ([`flow_ports`]).
+//! direction reversed; an MPTCP subflow `s` > 0 has its own source port ([`flow_ports`]), and an
+//! MPTCP flow whose spec gives `source_ports` has those as its subflows' source ports.
 //!
 //! What each packet becomes:
 //! - TCP data segment: sequence number = the segment's byte offset mod 2^32 (ISN 0), ACK flag
@@ -104,7 +105,7 @@ pub fn flow_ports(index: usize, flow_count: usize, subflow: u8) -> (u16, u16) {
 }
 
 /// The addressing of one flow: its hosts and the data direction's ports (subflow 0).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct FlowAddress {
     /// Index of the flow in the spec.
     pub index: u32,
@@ -114,6 +115,9 @@ pub struct FlowAddress {
     pub dst_host: u32,
     /// Flows in the run: the stride between an MPTCP flow's subflow source ports.
     pub flow_count: u32,
+    /// An MPTCP flow's explicit source port per subflow (the spec's `mptcp.source_ports`, which
+    /// validation keeps in 1..=65535); None: [`flow_ports`].
+    pub source_ports: Option<Box<[u16]>>,
 }
 
 impl FlowAddress {
@@ -124,7 +128,11 @@ impl FlowAddress {
             .enumerate()
             .map(|(i, f)| {
                 let (src, dst) = f.endpoints();
-                FlowAddress { index: i as u32, src_host: src as u32, dst_host: dst as u32, flow_count: flows.len() as u32 }
+                let source_ports = match f {
+                    FlowSpec::Tcp(t) => t.mptcp.as_ref().and_then(|m| m.source_ports.as_ref()).map(|ports| ports.iter().map(|&p| p as u16).collect()),
+                    _ => None,
+                };
+                FlowAddress { index: i as u32, src_host: src as u32, dst_host: dst as u32, flow_count: flows.len() as u32, source_ports }
             })
             .collect()
     }
@@ -132,7 +140,10 @@ impl FlowAddress {
     /// (source node, destination node, source port, destination port) of a packet of this flow
     /// headed to `dst` on `subflow`.
     fn tuple(&self, dst: u32, subflow: u8) -> (u32, u32, u16, u16) {
-        let (sport, dport) = flow_ports(self.index as usize, self.flow_count as usize, subflow);
+        let (sport, dport) = match &self.source_ports {
+            Some(ports) => (ports[usize::from(subflow)], DESTINATION_PORT),
+            None => flow_ports(self.index as usize, self.flow_count as usize, subflow),
+        };
         if dst == self.dst_host {
             (self.src_host, self.dst_host, sport, dport)
         } else {
@@ -441,7 +452,7 @@ mod tests {
     use ccarena_transport::{AccEcnFeedback, AccEcnOption, SackBlock, MAX_SACK_BLOCKS};
 
     fn flow() -> FlowAddress {
-        FlowAddress { index: 1, src_host: 0, dst_host: 3, flow_count: 2 }
+        FlowAddress { index: 1, src_host: 0, dst_host: 3, flow_count: 2, source_ports: None }
     }
 
     fn data_packet(seq: u64, ecn: Ecn, cwr: bool) -> Packet {
