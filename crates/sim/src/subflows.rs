@@ -25,6 +25,9 @@ pub struct SubflowSampler {
     bytes_scheduled: Vec<f64>,
     bytes_reinjected: Vec<f64>,
     stale: Vec<f64>,
+    opportunistic_retransmits: Vec<f64>,
+    opportunistic_bytes: Vec<f64>,
+    penalisations: Vec<f64>,
 }
 
 impl SubflowSampler {
@@ -62,14 +65,21 @@ impl SubflowSampler {
             self.bytes_scheduled.push(stats.bytes_scheduled as f64);
             self.bytes_reinjected.push(stats.bytes_reinjected as f64);
             self.stale.push(if stats.stale { 1.0 } else { 0.0 });
+            self.opportunistic_retransmits.push(stats.opportunistic_retransmits as f64);
+            self.opportunistic_bytes.push(stats.opportunistic_bytes as f64);
+            self.penalisations.push(stats.penalisations as f64);
         }
     }
 
     /// The table: `time_s, flow, subflow, goodput_bps` (the subflow's in-order bytes per
     /// second over the last interval), `delivered_bytes, sent_bytes, cwnd_bytes, srtt_s,
     /// inflight_bytes, retransmits, rto_count` (cumulative counts), `bytes_scheduled,
-    /// bytes_reinjected` (connection bytes first sent on, and reinjected onto, the subflow) and
-    /// `stale` (1 while the connection considers it failed).
+    /// bytes_reinjected` (connection bytes first sent on, and reinjected onto, the subflow),
+    /// `stale` (1 while the connection considers it failed) and `opportunistic_retransmits,
+    /// opportunistic_bytes, penalisations` (cumulative: segments and connection bytes resent on
+    /// the subflow by opportunistic retransmission, times its cwnd was halved for holding up the
+    /// connection window; all 0 unless the flow's `mptcp.opportunistic` is on:
+    /// `ccarena_transport::mptcp::SubflowStats`).
     pub fn table(&self) -> Table {
         let col = |v: &Vec<f64>| Column::F64(v.clone());
         Table {
@@ -88,6 +98,9 @@ impl SubflowSampler {
                 ("bytes_scheduled", col(&self.bytes_scheduled)),
                 ("bytes_reinjected", col(&self.bytes_reinjected)),
                 ("stale", col(&self.stale)),
+                ("opportunistic_retransmits", col(&self.opportunistic_retransmits)),
+                ("opportunistic_bytes", col(&self.opportunistic_bytes)),
+                ("penalisations", col(&self.penalisations)),
             ],
         }
     }

@@ -105,4 +105,27 @@ fn opportunistic_retransmission_lifts_a_receive_window_limited_connection_over_p
     // 18.57 Mbit/s, done in 8.61 s (the fast path's 20 Mbit/s, less the slow path's share of
     // resends).
     assert!(g_on > 2.0 * g_off, "opportunistic retransmission lifts goodput: {g_on:.0} vs {g_off:.0} bit/s");
+    // The subflows table counts them, per subflow: the fast subflow (0) resends, the slow one (1)
+    // is penalised; none of it without the option.
+    for name in ["opportunistic_retransmits", "opportunistic_bytes", "penalisations"] {
+        assert_eq!(last_per_subflow(&off, name), [0.0, 0.0], "{name} without the option");
+    }
+    let [resent, _] = last_per_subflow(&on, "opportunistic_retransmits");
+    let [resent_bytes, _] = last_per_subflow(&on, "opportunistic_bytes");
+    let [_, penalised] = last_per_subflow(&on, "penalisations");
+    eprintln!("with the option: subflow 0 resent {resent} segments ({resent_bytes} B), subflow 1 penalised {penalised} times");
+    assert!(resent > 0.0 && resent_bytes >= resent, "the fast subflow's opportunistic retransmissions are counted");
+    assert!(penalised > 0.0, "the slow subflow's penalisations are counted");
+}
+
+/// The last value of the `subflows` table's cumulative column `name` for each of the two
+/// subflows (0 for a subflow without rows).
+fn last_per_subflow(res: &Results, name: &str) -> [f64; 2] {
+    let t = &res.subflows;
+    let (sub, val) = (t.f64("subflow"), t.f64(name));
+    let mut out = [0.0; 2];
+    for i in 0..t.rows() {
+        out[sub[i] as usize] = val[i];
+    }
+    out
 }
