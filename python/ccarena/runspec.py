@@ -306,6 +306,10 @@ COUPLED_FLAVOR = {"lia": "reno", "olia": "reno", "balia": "reno", "wvegas": "veg
 increase, wVegas couples Vegas's windows (the engine's ``Coupling::subflow_flavor``)."""
 
 
+MAX_SUBFLOWS = 32
+"""Most subflows an MPTCP connection has (the engine's ``ccarena_transport::mptcp::MAX_SUBFLOWS``)."""
+
+
 class MptcpSpec(SpecModel):
     """A TCP flow run as a Multipath TCP connection (RFC 8684): ``subflows`` subflows, each with its
     own 5-tuple (so ECMP hashes each onto its own path), their windows coupled by ``coupling``,
@@ -313,13 +317,17 @@ class MptcpSpec(SpecModel):
     after it (the MP_JOIN handshakes). ``opportunistic``: opportunistic retransmission and
     penalisation of slow subflows when the connection window blocks new data (Raiciu et al., NSDI
     2012, §4.2; the engine's ``MptcpConfig::opportunistic``), off by default and then left out of
-    the JSON."""
+    the JSON. ``source_ports``: each subflow's TCP source port, subflow 0 first (ECMP hashes each
+    subflow's 5-tuple with its port; the engine's ``MptcpSpec::source_ports``, which refuses a
+    list that is not one distinct port in 1..65535 per subflow), or None for the engine's own
+    ports, then left out of the JSON."""
 
-    subflows: int = Field(ge=1, le=32)
+    subflows: int = Field(ge=1, le=MAX_SUBFLOWS)
     coupling: Literal[COUPLINGS]  # type: ignore[valid-type]
     scheduler: Literal[MPTCP_SCHEDULERS] = "minrtt"  # type: ignore[valid-type]
     join_delay_ns: int = Field(0, ge=0)
     opportunistic: bool = optional(False)
+    source_ports: tuple[int, ...] | None = optional(None)
 
 
 TRANSPORTS = ("tcp", "quic")

@@ -34,7 +34,7 @@ EVERY_OPTION = {
               {"from": "left1", "to": "right1", "flavor": "udt"},
               {"from": "left2", "to": "right2", "flavor": "udp-cbr", "rate": "1Mbps"},
               {"from": "left3", "to": "right3", "flavor": "reno", "subflows": 3, "coupling": "olia",
-               "scheduler": "roundrobin", "join_delay": "5ms"}],
+               "scheduler": "roundrobin", "join_delay": "5ms", "source_ports": [40001, 40002, 40003]}],
     "events": [{"at": "1s", "link": "bottleneck", "increase": {"limit": "40pkt", "rate": "1Mbps",
                                                                  "delay": "1ms", "loss": "1%"}},
                {"at": "2s", "link": "access", "set": {"limit": "400KB"}},

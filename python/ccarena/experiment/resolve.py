@@ -81,10 +81,12 @@ def _tcp_flow(flow: Flow, base: dict[str, Any]) -> TcpFlowSpec:
     settings: dict[str, Any] = {"ecn": bool(entry.get("needs_ecn", False))}
     settings.update({key: getattr(flow, key) for key in _FLOW_FIELDS if getattr(flow, key) is not None})
     if flow.is_mptcp:
+        ports = tuple(flow.source_ports) if flow.source_ports is not None else None
         settings["mptcp"] = MptcpSpec(
-            subflows=flow.subflows or 1, coupling=flow.coupling or "uncoupled",
+            subflows=flow.subflows or (len(ports) if ports else 1),
+            coupling=flow.coupling or "uncoupled",
             scheduler=flow.scheduler or "minrtt", join_delay_ns=flow.join_delay_ns or 0,
-            opportunistic=bool(flow.opportunistic))
+            opportunistic=bool(flow.opportunistic), source_ports=ports)
     if flow.is_quic:
         settings["quic"] = _quic(flow)
     return TcpFlowSpec(**base, bytes=flow.size_bytes, flavor=flow.flavor,

@@ -33,6 +33,7 @@ from ccarena.quantities import Packets, RateBps, SizeBytes, StrictModel, TimeNs
 from ccarena.runspec import (
     COUPLED_FLAVOR,
     COUPLINGS,
+    MAX_SUBFLOWS,
     MPTCP_SCHEDULERS,
     QUIC_DATA_OVERHEAD_BYTES,
     TCP_DEFAULTS,
@@ -61,7 +62,7 @@ header (RFC 791 §3.1, RFC 9293 §3.7.1)."""
 TCP_ONLY_FIELDS = ("bytes", "recovery", "params", "mss", "initial_cwnd", "min_rto", "initial_rto",
                    "max_rto", "delayed_ack", "ack_every", "dupthresh", "ecn", "rwnd", "sndbuf")
 UDP_ONLY_FIELDS = ("rate", "packet_size")
-MPTCP_FIELDS = ("subflows", "coupling", "scheduler", "join_delay", "opportunistic")
+MPTCP_FIELDS = ("subflows", "coupling", "scheduler", "join_delay", "opportunistic", "source_ports")
 """A flow's Multipath TCP fields: giving any of them makes the flow an MPTCP connection."""
 QUIC_FIELDS = ("max_ack_delay", "ack_eliciting_threshold", "reordering_threshold", "max_stream_data")
 """A QUIC flow's own settings (``transport = "quic"``; :class:`ccarena.runspec.QuicSpec`)."""
@@ -112,7 +113,10 @@ class Flow(StrictModel):
     when the connection's receive window blocks new data, a subflow with room resends the
     segment at the DATA_ACK that a slower subflow holds, and halves that subflow's window at
     most once per its RTT; Raiciu et al., NSDI 2012, §4.2, as the out-of-tree Linux MPTCP v0.9x
-    did; default ``false``; simulator only).
+    did; default ``false``; simulator only), ``source_ports`` (each subflow's TCP source port,
+    subflow 0 first, e.g. ``[40001, 40002]``: ECMP hashes each subflow's 5-tuple with its port,
+    so the ports steer the subflows' paths; one per subflow, distinct, in 1..65535; ``subflows``
+    defaults to their number; default: the engine's own ports; simulator only).
     QUIC (TCP flavors): ``transport = "quic"`` (default ``"tcp"``) runs the flow as a QUIC
     connection (RFC 9000, RFC 9002) with the same controller; it keeps ``bytes``, ``params``,
     ``mss`` (its packets have the TCP segment's wire size), ``initial_cwnd``, ``ecn``, ``rwnd``
@@ -164,11 +168,12 @@ class Flow(StrictModel):
     sndbuf_bytes: SizeBytes | None = Field(None, alias="sndbuf")
     rate_bps: RateBps | None = Field(None, alias="rate")
     packet_bytes: SizeBytes | None = Field(None, alias="packet_size")
-    subflows: int | None = Field(None, ge=1, le=32)
+    subflows: int | None = Field(None, ge=1, le=MAX_SUBFLOWS)
     coupling: Literal[COUPLINGS] | None = None  # type: ignore[valid-type]
     scheduler: Literal[MPTCP_SCHEDULERS] | None = None  # type: ignore[valid-type]
     join_delay_ns: TimeNs | None = Field(None, alias="join_delay")
     opportunistic: bool | None = None
+    source_ports: list[int] | None = None
     transport: Literal[TRANSPORTS] | None = None  # type: ignore[valid-type]
     max_ack_delay_ns: TimeNs | None = Field(None, alias="max_ack_delay")
     ack_eliciting_threshold: int | None = Field(None, ge=1, le=1000)
@@ -255,9 +260,12 @@ class Flow(StrictModel):
     def is_mptcp(self) -> bool:
         """True when the flow is a Multipath TCP connection (it gives an MPTCP field)."""
         return any(getattr(self, name) is not None
-                   for name in ("subflows", "coupling", "scheduler", "join_delay_ns", "opportunistic"))
+                   for name in ("subflows", "coupling", "scheduler", "join_delay_ns", "opportunistic",
+                                "source_ports"))
 
     def _check_mptcp(self) -> None:
+        if self.source_ports is not None and self.engine_kind == "tcp" and not self.is_quic:
+            self._check_source_ports(self.source_ports)
         want = COUPLED_FLAVOR.get(self.coupling or "uncoupled")
         if want is not None and self.flavor != want:
             what = "Reno's increase" if want == "reno" else "Vegas's windows"
@@ -269,6 +277,32 @@ class Flow(StrictModel):
             raise FieldError("params", f"{self.coupling} runs its own controller on each subflow "
                                        f"and takes no {self.flavor} parameters; remove params, or "
                                        f'use coupling = "uncoupled" to tune {self.flavor}')
+
+    def _check_source_ports(self, ports: list[int]) -> None:
+        """``source_ports``: one port per subflow (``subflows`` defaults to their number), each in
+        1..65535, none twice (the engine's rule: ``check_source_ports``, crates/sim/src/spec.rs).
+
+        Raises:
+            FieldError: one line on ``source_ports`` saying what is wrong and the fix.
+        """
+        if not ports:
+            raise FieldError("source_ports", "gives no port: give one source port per subflow, "
+                                             "e.g. source_ports = [40001, 40002]")
+        if self.subflows is not None and len(ports) != self.subflows:
+            raise FieldError("source_ports", f"gives {len(ports)} ports for subflows = "
+                                             f"{self.subflows}: give one port per subflow, or leave "
+                                             "subflows out (it defaults to the number of ports)")
+        if len(ports) > MAX_SUBFLOWS:
+            raise FieldError("source_ports", f"gives {len(ports)} ports: an MPTCP connection has "
+                                             f"at most {MAX_SUBFLOWS} subflows, one port each")
+        for port in ports:
+            if not 1 <= port <= 65535:
+                raise FieldError("source_ports", f"{port} is not a TCP port: give ports in 1..65535")
+        for i, port in enumerate(ports):
+            if port in ports[:i]:
+                raise FieldError("source_ports", f"port {port} is given twice: each subflow needs "
+                                                 "its own source port (its own 5-tuple); give "
+                                                 "distinct ports")
 
     def _check_no_transport(self, given: set[str], why: str) -> None:
         """Refuse ``transport`` and the QUIC fields on a flow that is not a TCP flavor."""

@@ -104,7 +104,8 @@ def flow_template(value: Any) -> Any:
     generator's fields refused, placeholder endpoints filled (each generated flow gets its own).
 
     Raises:
-        FieldError: the table gives a field the generator sets.
+        FieldError: the table gives a field the generator sets, or ``source_ports`` (one
+            port list would give every generated flow the same subflow 5-tuples).
     """
     if not isinstance(value, dict):
         return value
@@ -114,6 +115,10 @@ def flow_template(value: Any) -> Any:
                      "start": "start", "stop": "stop", "bytes": "bytes/response/sizes"}[key]
             raise FieldError(key, f"the generator sets each flow's `{key}`; give {where} on "
                                   "the [[traffic]] entry instead")
+    if "source_ports" in value:
+        raise FieldError("source_ports", "every flow of the generator would get the same source "
+                                         "ports (the same 5-tuples between the same hosts); give "
+                                         "source_ports on a [[flows]] entry, or subflows alone here")
     return {**value, "from": "?", "to": "?"}
 
 
