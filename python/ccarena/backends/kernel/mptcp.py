@@ -24,7 +24,9 @@ What Linux lacks is refused before the run (:func:`check_flows`, one line each):
 lists it (``"minrtt"`` is Linux's ``default`` scheduler: lowest-RTT subflow with room in its
 window first), a nonzero ``join_delay`` (the path manager joins as soon as the connection is
 fully established), ``opportunistic = true`` (upstream Linux has no opportunistic
-retransmission or penalisation; only the out-of-tree multipath-tcp.org kernel had them), more subflows than the path manager allows (``MPTCP_PM_ADDR_MAX`` = 8 extra
+retransmission or penalisation; only the out-of-tree multipath-tcp.org kernel had them),
+``source_ports`` (the in-kernel path manager binds each subflow it opens to an ephemeral port;
+an endpoint takes a ``port`` only with the ``signal`` flag, to announce a listening port), more subflows than the path manager allows (``MPTCP_PM_ADDR_MAX`` = 8 extra
 subflows: ``subflows`` ≤ 9), and one host sending MPTCP flows of different ``subflows`` (endpoints
 are per namespace, so every MPTCP connection from a host opens the same subflows).
 """
@@ -112,10 +114,15 @@ def check_flows(spec: RunSpec, mptcp_enabled: bool | None,
         if m.join_delay_ns:
             raise UserError(f"{where}.join_delay: Linux's path manager joins the subflows as soon "
                             "as the connection is established; remove join_delay or use --backend sim")
-        if getattr(m, "opportunistic", False):
+        if m.opportunistic:
             raise UserError(f"{where}.opportunistic: upstream Linux MPTCP has no opportunistic "
                             "retransmission or penalisation (only the out-of-tree multipath-tcp.org "
                             "kernel had them); remove opportunistic or use --backend sim")
+        if m.source_ports is not None:
+            raise UserError(f"{where}.source_ports: Linux's in-kernel path manager binds each "
+                            "subflow to an ephemeral source port (an endpoint's port is for "
+                            "`signal` endpoints only; here each subflow gets its own source "
+                            "address instead); remove source_ports or use --backend sim")
         src = int(flow.src)
         seen = senders.setdefault(src, (i, m.subflows))
         if seen[1] != m.subflows:
