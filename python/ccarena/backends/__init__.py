@@ -67,6 +67,13 @@ SUBFLOW_TABLE = "subflows"
 """The table a backend returns beside :data:`TABLES` when a run has Multipath TCP flows: one row
 per subflow per sample instant (docs/engine-spec.md, "Tables"); absent, or empty, without MPTCP."""
 
+OPPORTUNISTIC_SUBFLOW_COLUMNS = ("opportunistic_retransmits", "opportunistic_bytes", "penalisations")
+"""The :data:`SUBFLOW_TABLE`'s opportunistic-retransmission columns, cumulative per subflow
+(Raiciu et al., NSDI 2012, §4.2; the spec's ``mptcp.opportunistic``): segments and connection
+bytes resent on the subflow because a slower subflow held up the connection window, and times the
+subflow's cwnd was halved for being that slower subflow. The simulator's are 0 without the option;
+a backend that cannot measure them (kernel) gives null (NaN), not 0."""
+
 CPU_FLOW_COLUMNS = ("sender_cpu_s", "sender_wall_s", "cpu_mhz")
 """The flows table's CPU-cost columns (seed 001, Table 1): the sender's CPU seconds over its
 sending interval, that interval's wall seconds, and the CPU clock in MHz. Measured by backends on
@@ -105,7 +112,7 @@ INTEGER_COLUMNS = {
     "down_drops_packets", "no_route_drops_packets", "packets_queued_end",
     "packets_in_flight_end", "bytes_transmitted", "packets_duplicated", "packets_reordered",
     "ce_packets", "ce_bytes", "subflows", "bytes_reinjected", "subflow", "bytes_scheduled",
-    "rto_count", "stale",
+    "rto_count", "stale", *OPPORTUNISTIC_SUBFLOW_COLUMNS,
 }
 """Columns that hold counts or ids: stored as int64 when every value is finite."""
 

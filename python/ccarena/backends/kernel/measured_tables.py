@@ -76,6 +76,7 @@ from ccarena.backends import (
     DUALPI2_LINK_COLUMNS,
     INTEGER_COLUMNS,
     MPTCP_FLOW_COLUMNS,
+    OPPORTUNISTIC_SUBFLOW_COLUMNS,
 )
 from ccarena.runspec import RunSpec
 
@@ -99,7 +100,7 @@ LINK_COLUMNS = ("link", "name", "rate_bps", "delay_ns", "packets_in", "bytes_in"
                 *DUALPI2_LINK_COLUMNS)
 SUBFLOW_COLUMNS = ("time_s", "flow", "subflow", "goodput_bps", "delivered_bytes", "sent_bytes",
                    "cwnd_bytes", "srtt_s", "inflight_bytes", "retransmits", "rto_count",
-                   "bytes_scheduled", "bytes_reinjected", "stale")
+                   "bytes_scheduled", "bytes_reinjected", "stale", *OPPORTUNISTIC_SUBFLOW_COLUMNS)
 """The ``subflows`` table (:data:`ccarena.backends.SUBFLOW_TABLE`), the simulator's columns."""
 STRING_COLUMNS = ("name", "kind", "flavor", "recovery", "coupling")
 
@@ -266,7 +267,10 @@ def subflow_rows(spec: RunSpec, results: dict[tuple[int, str], dict[str, Any]]) 
     ``retransmits`` and ``rto_count`` from the subflow's TCP_INFO as for a single-path flow.
     Linux does not tell which connection bytes it scheduled or reinjected on which subflow, nor
     whether it holds a subflow stale: ``bytes_scheduled``, ``bytes_reinjected`` and ``stale`` are
-    NaN. Empty without MPTCP flows."""
+    NaN; so are :data:`ccarena.backends.OPPORTUNISTIC_SUBFLOW_COLUMNS` — null for "not
+    measured", not 0: upstream Linux has no opportunistic retransmission, and the spec's
+    ``opportunistic`` is refused on this backend (:func:`ccarena.backends.kernel.mptcp.check_flows`).
+    Empty without MPTCP flows."""
     interval_s = spec.sample_interval_ns / 1e9
     rows: list[dict[str, Any]] = []
     for i, _ in enumerate(spec.flows):
@@ -285,7 +289,8 @@ def subflow_rows(spec: RunSpec, results: dict[tuple[int, str], dict[str, Any]]) 
                              "cwnd_bytes": sf.get("cwnd_bytes"), "srtt_s": sf.get("srtt_s"),
                              "inflight_bytes": sf.get("inflight_bytes"),
                              "retransmits": sf.get("retransmits"), "rto_count": sf.get("rto_count"),
-                             "bytes_scheduled": None, "bytes_reinjected": None, "stale": None})
+                             "bytes_scheduled": None, "bytes_reinjected": None, "stale": None,
+                             **dict.fromkeys(OPPORTUNISTIC_SUBFLOW_COLUMNS)})
                 if math.isfinite(delivered):
                     last[sf["subflow"]] = delivered
     return rows
