@@ -73,6 +73,16 @@ def test_opportunistic_retransmission_is_refused_on_the_kernel_in_one_line() -> 
     mptcp.check_flows(spec_of(fat_tree(subflows=2, opportunistic=False)), True, ["default"])
 
 
+def test_explicit_subflow_source_ports_are_refused_on_the_kernel_in_one_line() -> None:
+    # The in-kernel path manager binds each subflow it opens to an ephemeral port.
+    with pytest.raises(UserError, match=r"^flows\[0\]\.source_ports: Linux's in-kernel path manager "
+                                        r"binds each subflow to an ephemeral source port .* remove "
+                                        r"source_ports or use --backend sim$") as e:
+        mptcp.check_flows(spec_of(fat_tree(source_ports=[40001, 40002])), True, ["default"])
+    assert "\n" not in str(e.value)
+    mptcp.check_flows(spec_of(fat_tree(subflows=2)), True, ["default"])
+
+
 def test_the_path_manager_gets_an_extra_routed_address_per_extra_subflow() -> None:
     spec = spec_of(fat_tree(subflows=4))
     names = RunNames("tmp1")
@@ -155,6 +165,9 @@ def test_subflow_rows_give_each_subflows_goodput_over_the_interval() -> None:
     df = measured_tables.frame(rows, measured_tables.SUBFLOW_COLUMNS)
     assert list(df.columns) == list(measured_tables.SUBFLOW_COLUMNS)
     assert df["bytes_scheduled"].isna().all()
+    # Not measured on Linux (no opportunistic retransmission upstream): null, not 0.
+    for column in ("opportunistic_retransmits", "opportunistic_bytes", "penalisations"):
+        assert df[column].isna().all(), column
     cols = measured_tables._mptcp_columns(results[(0, "send")])
     assert cols["subflows"] == 2 and cols["coupling"] == "uncoupled" and cols["bytes_reinjected"] == 7
     assert math.isnan(measured_tables.frame([cols], ("reorder_delay_mean_s",))["reorder_delay_mean_s"][0])

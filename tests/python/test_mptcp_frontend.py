@@ -143,3 +143,100 @@ def test_a_bad_opportunistic_value_is_refused_in_one_line_naming_the_field() -> 
            "opportunistic": True}
     with pytest.raises(UserError, match=r"opportunistic"):
         load_scenario(_dumbbell([MPTCP, udp]))
+
+
+def test_source_ports_reach_the_spec_give_subflows_its_default_and_stay_out_of_plain_specs() -> None:
+    given = _spec(_dumbbell([dict(TCP, source_ports=[40001, 40002, 40003])])).spec
+    m = given.flows[0].mptcp
+    assert (m.subflows, m.source_ports) == (3, (40001, 40002, 40003))
+    assert json.loads(given.to_json())["flows"][0]["mptcp"]["source_ports"] == [40001, 40002, 40003]
+    _engine.Simulation(given.to_json())
+    both = _spec(_dumbbell([dict(MPTCP, source_ports=[7, 9])])).spec.flows[0].mptcp
+    assert (both.subflows, both.source_ports) == (2, (7, 9))
+    # Without them the spec's JSON is what it was before the field existed.
+    plain = _spec(_dumbbell([MPTCP, TCP])).spec
+    assert plain.flows[0].mptcp.source_ports is None
+    assert "source_ports" not in json.loads(plain.to_json())["flows"][0]["mptcp"]
+
+
+@pytest.mark.parametrize("flow,says", [
+    (dict(MPTCP, source_ports=[40001, 40002, 40003]),
+     "gives 3 ports for subflows = 2: give one port per subflow, or leave subflows out"),
+    (dict(TCP, source_ports=[]), "gives no port: give one source port per subflow"),
+    (dict(TCP, source_ports=[0, 40002]), "0 is not a TCP port: give ports in 1..65535"),
+    (dict(TCP, source_ports=[40001, 65536]), "65536 is not a TCP port: give ports in 1..65535"),
+    (dict(TCP, source_ports=[40001, 40001]), "port 40001 is given twice: each subflow needs its own"),
+    (dict(TCP, source_ports=list(range(40001, 40034))), "gives 33 ports: an MPTCP connection has at most 32"),
+    ({"name": "u", "from": "left1", "to": "right1", "flavor": "udp-cbr", "rate": "1Mbps",
+      "source_ports": [40001]}, "only TCP flows take `source_ports`"),
+    (dict(TCP, flavor="udt", source_ports=[40001]), "a udt flow takes `bytes`, `params` and `rwnd` but not"),
+    (dict(TCP, transport="quic", source_ports=[40001]), "a QUIC connection is single-path"),
+])
+def test_bad_source_ports_are_refused_in_one_line_naming_the_field(flow: dict, says: str) -> None:
+    with pytest.raises(UserError, match=r"^flows\[0\]\.source_ports: ") as e:
+        load_scenario(_dumbbell([flow]))
+    assert says in str(e.value) and "\n" not in str(e.value).strip()
+
+
+def test_a_traffic_generator_refuses_one_source_port_list_for_all_its_flows() -> None:
+    raw = _dumbbell([TCP])
+    raw["traffic"] = [{"pattern": "permutation", "flow": {"flavor": "reno", "source_ports": [40001, 40002]}}]
+    with pytest.raises(UserError, match=r"^traffic\[0\]\.flow\.source_ports: every flow of the generator "
+                                        r"would get the same source ports") as e:
+        load_scenario(raw)
+    assert "\n" not in str(e.value).strip()
+
+
+def _two_paths(ports: list[int]) -> dict:
+    """Host h0 to h1 over two equal-cost paths of 20 Mbit/s, through `fast` (10 ms RTT) and
+    `slow` (200 ms); one MPTCP connection of two uncoupled Reno subflows with the given source
+    ports, opportunistic retransmission on and a 50 kB connection buffer (twice the fast path's
+    BDP), as crates/sim/tests/mptcp_opportunistic.rs."""
+    links = [{"a": a, "b": b, "delay": delay} for r, delay in (("fast", "2.5ms"), ("slow", "50ms"))
+             for a, b in (("h0", r), (r, "h1"))]
+    return {"name": "two-paths", "duration": "3s", "seed": 1,
+            "topology": {"kind": "graph", "default": {"rate": "20Mbps", "delay": "1ms",
+                                                     "queue": {"limit": "100pkt"}},
+                         "nodes": [{"name": "h0", "kind": "host"}, {"name": "h1", "kind": "host"},
+                                   {"name": "fast", "kind": "router"}, {"name": "slow", "kind": "router"}],
+                         "links": links},
+            "flows": [{"name": "mp", "from": "h0", "to": "h1", "flavor": "reno", "coupling": "uncoupled",
+                       "source_ports": ports, "opportunistic": True, "rwnd": "50KB"}],
+            "output": {"sample_interval": "100ms"}}
+
+
+def _routers(spec_json: str, names: list[str]) -> list[set[str]]:
+    """Per subflow of flow 0, the routers its data and ACK paths cross (ECMP by its 5-tuple)."""
+    def router(link: int) -> set[str]:
+        return {n for n in names[link].replace("->", " ").split() if n in ("fast", "slow")}
+
+    return [set().union(*(router(link) for link in data + ack))
+            for data, ack in _engine.subflow_paths(spec_json)[0]]
+
+
+def test_source_ports_steer_the_subflows_and_the_subflows_table_counts_opportunistic_resends(tmp_path: Path) -> None:
+    import pandas as pd
+    from ccarena.backends.kernel.measured_tables import SUBFLOW_COLUMNS
+
+    spec = _spec(_two_paths([40000, 40001])).spec
+    names = [link.name for link in spec.links]
+    base = json.loads(spec.to_json())
+
+    def routers(ports: list[int]) -> list[set[str]]:
+        base["flows"][0]["mptcp"]["source_ports"] = ports
+        return _routers(json.dumps(base), names)
+
+    # The ports alone decide each subflow's path: some pair puts subflow 0 on the fast path and
+    # subflow 1 on the slow one, and swapping the pair swaps the paths.
+    pairs = ([a, b] for a in range(40000, 40100) for b in range(40000, 40100) if a != b)
+    split = next(p for p in pairs if routers(p) == [{"fast"}, {"slow"}])
+    assert routers(split[::-1]) == [{"slow"}, {"fast"}]
+
+    result = ccarena.run(_two_paths(split), tmp_path / "out", jobs=1, report=False)
+    subflows = pd.read_parquet(tmp_path / "out" / "runs" / result.run_ids[0] / "subflows.parquet")
+    # The simulator's table has the kernel backend's columns (and the store's run_id and name).
+    assert [c for c in subflows.columns if c not in ("run_id", "name")] == list(SUBFLOW_COLUMNS)
+    last = subflows.groupby("subflow").last()
+    assert last.loc[0, "opportunistic_retransmits"] > 0, "the fast subflow resends what the slow one holds"
+    assert last.loc[0, "opportunistic_bytes"] >= last.loc[0, "opportunistic_retransmits"]
+    assert last.loc[1, "penalisations"] > 0, "the slow subflow is penalised"
