@@ -36,7 +36,7 @@ python3 -m compileall -q python/ccarena >/dev/null
 # proptest finds is kept in its *.proptest-regressions file and then runs first every time).
 seed="${CCARENA_TEST_SEED:-1}"
 PROPTEST_RNG_SEED="$seed" cargo nextest run --release --workspace --exclude ccarena-py --no-fail-fast
-python3 -m pytest -q --hypothesis-seed="$seed"
+python3 -m pytest -q --hypothesis-seed="$seed" --durations=25
 
 # A short fuzz run of ccarena-udp's wire decoder and of the state machines of its two listening
 # services, the file receiver and the scenario sink (crates/udp/fuzz, outside the workspace; needs
