@@ -504,7 +504,6 @@ EXTRA_FORMATS: list[str] = []
 def save(fig: plt.Figure, path: Path) -> bytes:
     """Write ``fig`` as PNG to ``path`` (and in each of :data:`EXTRA_FORMATS` with that suffix)
     and return the PNG bytes (for embedding); closes ``fig``."""
-    buffer = io.BytesIO()
     path.parent.mkdir(parents=True, exist_ok=True)
     # A figure laid out by hand is saved whole: fitting a tight box would draw it twice.
     # (Such overview pages are also rendered at a lower resolution: 24 panels at 80 dpi.)
@@ -512,13 +511,43 @@ def save(fig: plt.Figure, path: Path) -> bytes:
     style = {**STYLE, "savefig.bbox": None, "savefig.dpi": 80} if fixed else STYLE
     with matplotlib.rc_context(style):
         box = None if fixed else _laid_out_tight_box(fig, float(style["savefig.dpi"]))
-        fig.savefig(buffer, format="png", bbox_inches=box)
+        data = _png(fig, box, float(style["savefig.dpi"]))
         for fmt in EXTRA_FORMATS:
             fig.savefig(path.with_suffix("." + fmt), format=fmt, bbox_inches=box)
     plt.close(fig)
-    data = buffer.getvalue()
     path.write_bytes(data)
     return data
+
+
+PNG_COMPRESS_LEVEL = 1
+"""zlib level of the figures' PNGs. Without the alpha channel (:func:`_png`) level 1 makes files
+as small as matplotlib's RGBA PNGs at its default level 6, in half the time."""
+
+
+def _png(fig: plt.Figure, box: Any, dpi: float) -> bytes:
+    """``fig`` drawn in ``box`` (inches; None: the whole figure) at ``dpi`` as PNG bytes: the
+    pixels ``savefig(format="png")`` writes, encoded without their alpha channel when every pixel
+    is opaque (a report figure's background always is) at :data:`PNG_COMPRESS_LEVEL`, with
+    the same text and resolution chunks. PIL's PNG encoder took a tenth of a figure's time."""
+    from PIL import Image, PngImagePlugin
+
+    raw = io.BytesIO()
+    fig.savefig(raw, format="rgba", bbox_inches=box)
+    # The image just drawn is the canvas' last: its buffer has the shape the raw bytes lack.
+    shape = np.asarray(fig.canvas.buffer_rgba()).shape
+    if raw.tell() != int(np.prod(shape)):  # another canvas drew it: matplotlib's own PNG
+        buffer = io.BytesIO()
+        fig.savefig(buffer, format="png", bbox_inches=box)
+        return buffer.getvalue()
+    pixels = np.frombuffer(raw.getbuffer(), dtype=np.uint8).reshape(shape)
+    opaque = bool(pixels[..., 3].min() == 255)
+    image = Image.fromarray(np.ascontiguousarray(pixels[..., :3]) if opaque else pixels,
+                            "RGB" if opaque else "RGBA")
+    info = PngImagePlugin.PngInfo()
+    info.add_text("Software", f"Matplotlib version{matplotlib.__version__}, https://matplotlib.org/")
+    out = io.BytesIO()
+    image.save(out, format="png", pnginfo=info, dpi=(dpi, dpi), compress_level=PNG_COMPRESS_LEVEL)
+    return out.getvalue()
 
 
 SMALL_MULTIPLES_PER_FIGURE = 24
