@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterable
 
 import pandas as pd
 
@@ -35,12 +35,16 @@ class Result:
     is then found when it is read in full (:attr:`flows` and the other tables leave its run out
     then).
 
+    ``checked``: runs whose files another reader of the experiment has just verified (the
+    report's process, handing a part to a worker process), not checked again.
+
     Raises:
         UserError: ``root`` holds no experiment, or its experiment.json cannot be read
             (:class:`ccarena.store.DamagedFile`).
     """
 
-    def __init__(self, root: str | Path, outcome: Any | None = None, deep: bool = True) -> None:
+    def __init__(self, root: str | Path, outcome: Any | None = None, deep: bool = True,
+                 checked: Iterable[str] = ()) -> None:
         self.root = Path(root)
         self.store = ExperimentStore(self.root)
         self.experiment = self.store.read_experiment()
@@ -50,7 +54,7 @@ class Result:
         self.warnings: list[str] = []
         """One line per file found damaged (a run left out, the summary built again), in the
         order found; :meth:`pop_warnings` takes them."""
-        self._checked: set[str] = set(getattr(outcome, "completed", None) or ())
+        self._checked: set[str] = {*(getattr(outcome, "completed", None) or ()), *checked}
         self._deep = deep
 
     def pop_warnings(self) -> list[str]:

@@ -252,7 +252,8 @@ def start_workers(result: Any, path: str | Path | None = None,
             pool.submit(_loaded)
     extra = [f for f in formats if f != "png"]
     futures = {p.part: pool.submit(build_part_section, type(result), str(result.root), p.part,
-                                   str(figures_dir), _description(result), plots.flavor_slots(), extra)
+                                   str(figures_dir), _description(result), plots.flavor_slots(), extra,
+                                   result.run_ids)
                for p in others}
     return ReportWorkers(pool, futures)
 
@@ -297,7 +298,7 @@ def _sections(result: Any, figures_dir: Path, description: str,
         workers = ReportWorkers(pool, {
             parts[i].part: pool.submit(build_part_section, type(result), str(result.root), parts[i].part,
                                        str(figures_dir), description, plots.flavor_slots(),
-                                       list(plots.EXTRA_FORMATS)) for i in others})
+                                       list(plots.EXTRA_FORMATS), result.run_ids) for i in others})
         own = True
     else:
         own = False
@@ -318,15 +319,17 @@ def _sections(result: Any, figures_dir: Path, description: str,
 
 
 def build_part_section(result_type: Any, root: str, part: str, figures_dir: str, description: str,
-                       slots: dict[str, int], extra_formats: list[str]) -> Section:
+                       slots: dict[str, int], extra_formats: list[str],
+                       checked: Sequence[str] = ()) -> Section:
     """:func:`build_section` of the part named ``part`` of the experiment at ``root``, read as
     ``result_type(root)`` (a :class:`ccarena.results.Result`), in a worker process of
     :func:`_sections`: ``slots`` (:func:`ccarena.report.plots.flavor_slots`) and
-    ``extra_formats`` carry the page's flavor colours and figure formats over."""
+    ``extra_formats`` carry the page's flavor colours and figure formats over; ``checked``, the
+    runs the page's process found readable (its ``run_ids``), are not verified again."""
     plots.restore_flavor_slots(slots)
     plots.EXTRA_FORMATS[:] = extra_formats
     try:
-        (chosen,) = [p for p in result_type(root).parts() if p.part == part]
+        (chosen,) = [p for p in result_type(root, checked=checked).parts() if p.part == part]
         return build_section(chosen, Path(figures_dir), description)
     finally:
         plots.EXTRA_FORMATS.clear()
