@@ -192,19 +192,34 @@ class ReportWorkers:
 
     def __init__(self, pool: Any, parts: dict[str, Any]) -> None:
         self.pool, self.parts = pool, parts
+        self._released: list[Any] = []
+
+    def release(self) -> None:
+        """Let the workers go once every section and figure has come back: each takes ~0.3 s to
+        exit (its interpreter frees pandas' and matplotlib's objects), which then overlaps the
+        writing of the page instead of following it; :meth:`close` waits for them."""
+        self._released = self._process_list()
+        self.pool.shutdown(wait=False)
 
     def close(self) -> None:
-        """Stop the workers (tasks not started are cancelled; a started one is waited for)."""
+        """Stop the workers (tasks not started are cancelled; a started one is waited for) and
+        wait for them to exit."""
         self.pool.shutdown(wait=True, cancel_futures=True)
+        for process in self._released:
+            process.join()
 
     def stop(self) -> None:
         """Stop the workers at once, whatever they are drawing (Ctrl-C, a failure): as
         :func:`ccarena.report.report_pool.stop_now` does (not imported: that module loads this
         one in the workers), through the pool's process table (no public way before Python 3.14)."""
-        processes = list((getattr(self.pool, "_processes", None) or {}).values())
+        processes = self._process_list() or self._released
         self.pool.shutdown(wait=False, cancel_futures=True)
         for process in processes:
             process.terminate()
+
+    def _process_list(self) -> list[Any]:
+        """The pool's processes (its process table: empty once it is shut down)."""
+        return list((getattr(self.pool, "_processes", None) or {}).values())
 
 
 def start_workers(result: Any, path: str | Path | None = None,
@@ -283,7 +298,9 @@ def _sections(result: Any, figures_dir: Path, description: str,
     cores = os.cpu_count() or 1
     if workers is not None and not workers.parts:
         # One part: the workers started for its per-run figures.
-        return [build_section(part, figures_dir, description, pool=workers.pool) for part in parts]
+        sections = [build_section(part, figures_dir, description, pool=workers.pool) for part in parts]
+        workers.release()
+        return sections
     if workers is None and (len(parts) < 2 or cores < 2):
         return [build_section(part, figures_dir, description) for part in parts]
     here = _largest(parts)
@@ -315,6 +332,8 @@ def _sections(result: Any, figures_dir: Path, description: str,
         raise
     if own:
         workers.close()
+    else:
+        workers.release()
     return [sections[i] for i in range(len(parts))]
 
 
