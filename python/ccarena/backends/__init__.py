@@ -222,6 +222,16 @@ def reference_backend() -> str:
     return next(d.name for d in declarations().values() if d.reference)
 
 
+def sim_twin(run_id: str) -> tuple[str, str]:
+    """``"r0@kernel"`` → ``("r0", "kernel")``; a simulator's run id → ``(id, "sim")``: a run on
+    another backend has its simulated twin's id plus ``@<backend>``
+    (:mod:`ccarena.experiment.runids`)."""
+    if "@" in run_id:
+        base, backend = run_id.rsplit("@", 1)
+        return base, backend
+    return run_id, reference_backend()
+
+
 def real_tcp_backends() -> tuple[str, ...]:
     """The backends that run a host's own TCP stack (Linux's), in execution order."""
     return tuple(d.name for d in declarations().values() if d.real_tcp)

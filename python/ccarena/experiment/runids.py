@@ -15,7 +15,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Sequence
 
-from ccarena.backends import real_tcp_backends, reference_backend
+from ccarena.backends import real_tcp_backends, reference_backend, sim_twin
 from ccarena.experiment.expand import RunPlan
 from ccarena.experiment.host_model import (LINUX_HOST_PARAMS, LINUX_LINK_JITTER, LINUX_RECOVERY,
                                            with_host_model, with_real_tcp_host)
@@ -37,13 +37,6 @@ def run_id_for(run_id: str, backend: str) -> str:
     """The run id on ``backend``: unchanged for sim, ``<id>@<backend>`` otherwise."""
     return run_id if backend == SIMULATOR else f"{run_id}@{backend}"
 
-
-def sim_twin(run_id: str) -> tuple[str, str]:
-    """``"r0@kernel"`` → ``("r0", "kernel")``; a sim id → ``(id, "sim")``."""
-    if "@" in run_id:
-        base, backend = run_id.rsplit("@", 1)
-        return base, backend
-    return run_id, SIMULATOR
 
 
 def apply_backends(plans: Sequence[RunPlan], backends: Sequence[str] | None) -> list[RunPlan]:

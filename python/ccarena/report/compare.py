@@ -25,7 +25,7 @@ import pandas as pd
 
 from ccarena import units
 from ccarena.analysis import catalogue
-from ccarena.backends import compared_backends
+from ccarena.backends import compared_backends, sim_twin
 
 COMPARED = ("goodput_mean_bps", "rtt_mean_s", "rtt_min_s", "retransmission_rate", "loss_rate")
 """Per-flow summary columns compared, in the table's order."""
@@ -54,10 +54,6 @@ def _slug(backend: str) -> str:
 
 def pairs(run_ids: list[str], backend: str = FIRST_COMPARED) -> list[tuple[str, str]]:
     """``(sim run id, run id on backend)`` for every run present on the simulator and ``backend``."""
-    # Imported here: the experiment package (scenario models) is ~0.1 s to import, and a
-    # report's worker processes never compare backends.
-    from ccarena.experiment.runids import sim_twin
-
     present = set(run_ids)
     out = []
     for run_id in run_ids:
