@@ -77,19 +77,29 @@ def matrix_runs(summary: pd.DataFrame, by: Sequence[str] = ()) -> pd.DataFrame:
              "summary (not a [matrix] experiment?)")
     rows = []
     pair_rows = summary[summary["matrix_role"].isin(["row", "col"])]
-    for run_id, run in pair_rows.groupby("run_id", sort=False):
-        flavors_r = run["matrix_row"].astype(str).unique()
-        flavors_c = run["matrix_col"].astype(str).unique()
+    # Each run's rows by position, runs in order of appearance (as groupby(sort=False) gives
+    # them), read from the columns as arrays: per-run pandas selections cost ~1.5 ms a run.
+    codes, run_ids = pd.factorize(pair_rows["run_id"], sort=False)
+    order = np.argsort(codes, kind="stable")
+    bounds = np.searchsorted(codes[order], np.arange(len(run_ids) + 1))
+    row_flavor = pair_rows["matrix_row"].astype(str).to_numpy()
+    col_flavor = pair_rows["matrix_col"].astype(str).to_numpy()
+    is_row = (pair_rows["matrix_role"] == "row").to_numpy(dtype=bool)
+    goodput = pair_rows["goodput_mean_bps"].to_numpy(dtype=float)
+    for k, run_id in enumerate(run_ids):
+        at = order[bounds[k]:bounds[k + 1]]
+        flavors_r = pd.unique(row_flavor[at])
+        flavors_c = pd.unique(col_flavor[at])
         if len(flavors_r) != 1 or len(flavors_c) != 1:
             raise ValueError(f"run {run_id}: expected one matrix_row and one matrix_col value, got "
                              f"{list(flavors_r)} and {list(flavors_c)}")
-        g_row = run.loc[run["matrix_role"] == "row", "goodput_mean_bps"].to_numpy(dtype=float)
-        g_col = run.loc[run["matrix_role"] == "col", "goodput_mean_bps"].to_numpy(dtype=float)
+        g_row = goodput[at[is_row[at]]]
+        g_col = goodput[at[~is_row[at]]]
         if g_row.size == 0 or g_col.size == 0:
             raise ValueError(f"run {run_id}: needs a flow with matrix_role 'row' and one with 'col'")
         r, c = float(np.sum(g_row)), float(np.sum(g_col))
         rec = {"run_id": run_id}
-        rec.update({b: run[b].iloc[0] for b in by})
+        rec.update({b: pair_rows[b].iloc[at[0]] for b in by})
         rec.update({
             "row_flavor": flavors_r[0], "col_flavor": flavors_c[0],
             "row_goodput_bps": r, "col_goodput_bps": c,
