@@ -8,8 +8,11 @@ flows."""
 from __future__ import annotations
 
 import base64
+import itertools
 import math
 import os
+import shutil
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -351,9 +354,25 @@ class _Later:
         return self.fn(*self.args)
 
 
-def _drawn_in_worker(fn: Any, args: tuple[Any, ...], slots: dict[str, int], formats: list[str]) -> Any:
+def claim(path: Path) -> bool:
+    """Take the task whose claim file is ``path`` by creating that file: True for the one
+    process (the report's or a worker) that creates it first, False for any other (or when its
+    directory is gone: the report's process has finished with its tasks)."""
+    try:
+        os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+    except OSError:
+        return False
+    return True
+
+
+def _drawn_in_worker(fn: Any, args: tuple[Any, ...], slots: dict[str, int], formats: list[str],
+                     claimed: str | None = None) -> Any:
     """``fn(*args, slots)`` in a worker process, with the report's extra figure formats
-    (:data:`ccarena.report.plots.EXTRA_FORMATS`, ``--formats``) set as in the report's process."""
+    (:data:`ccarena.report.plots.EXTRA_FORMATS`, ``--formats``) set as in the report's process;
+    nothing when the report's process has claimed the task first (``claimed``: its claim file,
+    :class:`_Stealable`)."""
+    if claimed is not None and not claim(Path(claimed)):
+        return None
     plots.EXTRA_FORMATS[:] = formats
     try:
         return fn(*args, slots)
@@ -364,16 +383,24 @@ def _drawn_in_worker(fn: Any, args: tuple[Any, ...], slots: dict[str, int], form
 class _Stealable:
     """A task submitted to a worker pool that this process takes back and runs itself when it
     asks before a worker has started it: the workers may be busy (another part of the report)
-    or still starting (a spawned interpreter costs ~1.5 s), and this process is free then."""
+    or still starting (a spawned interpreter costs ~1.5 s), and this process is free then.
 
-    def __init__(self, future: Any, fn: Any, args: tuple[Any, ...]) -> None:
-        self.future, self.fn, self.args = future, fn, args
+    The pool hands a task to its workers' queue before a worker is free to start it (one task
+    ahead), and a task in that queue cannot be cancelled: there, whichever of this process and
+    the worker creates the task's claim file first (``claimed``, :func:`claim`) draws it, and the
+    other passes (seed-004: this process waited 0.9 s for a run's figures that it could have
+    drawn, the worker still busy with the run before)."""
+
+    def __init__(self, future: Any, fn: Any, args: tuple[Any, ...], claimed: Path | None = None) -> None:
+        self.future, self.fn, self.args, self.claimed = future, fn, args, claimed
         self.value: Any = None
         self.taken = False
 
     def steal(self) -> None:
         """Run the task here now if no worker has started it (else leave it to the worker)."""
-        if not self.taken and self.future.cancel():
+        if self.taken:
+            return
+        if self.future.cancel() or (self.claimed is not None and claim(self.claimed)):
             self.taken = True
             self.value = self.fn(*self.args, None)
 
@@ -404,6 +431,9 @@ class FigureWork:
         self.pool: Any = pool
         self.own_pool = False
         self.slots = plots.flavor_slots()
+        self.claims: Path | None = None
+        """The directory of the tasks' claim files (:class:`_Stealable`), made at the first."""
+        self._ids = itertools.count()
         if pool is None and tasks >= PARALLEL_TASKS_MIN and cores > 1:
             from concurrent.futures import ProcessPoolExecutor
 
@@ -420,15 +450,21 @@ class FigureWork:
         """``fn(*args, slots)`` in a worker, or here if no worker has started it when its result
         is asked for (:class:`_Stealable`); without workers, here then (:class:`_Later`)."""
         if self.pool is not None:
-            future = self.pool.submit(_drawn_in_worker, fn, args, self.slots, list(plots.EXTRA_FORMATS))
-            return _Stealable(future, fn, args)
+            if self.claims is None:
+                self.claims = Path(tempfile.mkdtemp(prefix="ccarena-figures-"))
+            claimed = self.claims / str(next(self._ids))
+            future = self.pool.submit(_drawn_in_worker, fn, args, self.slots, list(plots.EXTRA_FORMATS),
+                                      str(claimed))
+            return _Stealable(future, fn, args, claimed)
         return _Later(fn, (*args, None))
 
     def close(self) -> None:
         """Stop the workers this started (tasks not started are cancelled); a shared pool is
-        left to its owner."""
+        left to its owner. The claim files go (a worker that meets a task after this passes)."""
         if self.own_pool:
             self.pool.shutdown(wait=True, cancel_futures=True)
+        if self.claims is not None:
+            shutil.rmtree(self.claims, ignore_errors=True)
 
 
 def report_options(result: Any) -> dict[str, Any]:
