@@ -38,7 +38,6 @@ def run_id_for(run_id: str, backend: str) -> str:
     return run_id if backend == SIMULATOR else f"{run_id}@{backend}"
 
 
-
 def apply_backends(plans: Sequence[RunPlan], backends: Sequence[str] | None) -> list[RunPlan]:
     """Each plan once per backend (default: its scenario's ``backend``), ids per
     :func:`run_id_for`, each with its host model (:mod:`ccarena.experiment.host_model`): a
