@@ -15,10 +15,11 @@ page can tell which series a figure draws (:func:`series_of`).
 
 from __future__ import annotations
 
+import contextlib
 import io
 import math
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Iterator, Sequence
 
 import matplotlib
 
@@ -55,15 +56,19 @@ STYLE: dict[str, Any] = {
 """Matplotlib settings every ccarena figure uses."""
 
 TEXT_METRICS_CACHED = 8192
-"""Most text measurements :func:`share_text_metrics` keeps (strings × fonts × sizes × dpi)."""
+"""Most text measurements :func:`shared_text_metrics` keeps (strings × fonts × sizes × dpi)."""
 
 _GENERIC_FAMILIES = ("serif", "sans-serif", "cursive", "fantasy", "monospace")
 _FONT_SETTINGS = ("text.hinting", "text.hinting_factor", "text.kerning_factor",
                   "font.enable_last_resort")
+_TEXT_METRICS: dict[tuple[Any, ...], tuple[float, float, float]] = {}
 
 
-def share_text_metrics() -> None:
-    """Let every Agg renderer of this process share one cache of text measurements.
+@contextlib.contextmanager
+def shared_text_metrics() -> Iterator[None]:
+    """While in this block, every Agg renderer of the process shares one cache of text
+    measurements (kept between blocks); outside it matplotlib is as it was, so a notebook that
+    draws its own figures beside ccarena's is untouched.
 
     Matplotlib caches a string's measured size per renderer, and each figure gets its own
     renderer — two, when it is saved in its tight box (one to measure the box, one of the box's
@@ -71,15 +76,15 @@ def share_text_metrics() -> None:
     again in every figure, twice (0.3–1 ms a string: a sixth of a report's drawing time). A
     measurement depends only on the string, the font properties, the dpi and the font settings
     in the key (the font files follow from the properties and the generic families' lists), so
-    the cache gives what the renderer would. Mathtext and TeX are measured as before. Called
-    once, on import; calling it again changes nothing."""
+    the cache gives what the renderer would. Mathtext and TeX are measured as before. Nested
+    blocks share the outer one's cache."""
     from matplotlib.backends.backend_agg import RendererAgg
 
     measure = RendererAgg.get_text_width_height_descent
-    if getattr(measure, "_ccarena_shared", False):
+    if getattr(measure, "__wrapped__", None) is not None:  # an enclosing block installed it
+        yield
         return
     rc = matplotlib.rcParams
-    cache: dict[tuple[Any, ...], tuple[float, float, float]] = {}
 
     def shared(self: Any, s: str, prop: Any, ismath: Any) -> tuple[float, float, float]:
         if ismath is not False:
@@ -88,18 +93,20 @@ def share_text_metrics() -> None:
                          for f in prop.get_family())
         # A copy: FontProperties hash by their mutable state (matplotlib's own cache does so).
         key = (s, prop.copy(), self.dpi, families, *(rc.get(k) for k in _FONT_SETTINGS))
-        found = cache.get(key)
+        found = _TEXT_METRICS.get(key)
         if found is None:
-            if len(cache) >= TEXT_METRICS_CACHED:
-                cache.clear()
-            found = cache[key] = measure(self, s, prop, ismath)
+            if len(_TEXT_METRICS) >= TEXT_METRICS_CACHED:
+                _TEXT_METRICS.clear()
+            found = _TEXT_METRICS[key] = measure(self, s, prop, ismath)
         return found
 
-    shared._ccarena_shared = True  # type: ignore[attr-defined]
+    shared.__wrapped__ = measure  # type: ignore[attr-defined]  # matplotlib's own, uncached
     RendererAgg.get_text_width_height_descent = shared  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        RendererAgg.get_text_width_height_descent = measure  # type: ignore[method-assign]
 
-
-share_text_metrics()
 
 COLORS = plt.get_cmap("tab10").colors
 
@@ -556,7 +563,7 @@ def save(fig: plt.Figure, path: Path) -> bytes:
     # (Such overview pages are also rendered at a lower resolution: 24 panels at 80 dpi.)
     fixed = getattr(fig, "_ccarena_fixed_layout", False)
     style = {**STYLE, "savefig.bbox": None, "savefig.dpi": 80} if fixed else STYLE
-    with matplotlib.rc_context(style):
+    with matplotlib.rc_context(style), shared_text_metrics():
         box = None if fixed else _laid_out_tight_box(fig, float(style["savefig.dpi"]))
         data = _png(fig, box, float(style["savefig.dpi"]))
         for fmt in EXTRA_FORMATS:
