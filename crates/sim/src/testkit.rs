@@ -442,6 +442,60 @@ impl FatTree {
     }
 }
 
+/// Two disjoint two-hop paths between host 0 (`h0`) and host 1 (`h1`): through router 2 and
+/// through router 3, each path's four links (out and back) of `rate_bps` with a DropTail queue
+/// of `queue_packets`, and engine routing with hash ECMP, so each flow's (or MPTCP subflow's)
+/// data and ACKs follow their 5-tuple's hash. Link `4·k + i` is the `i`-th of path `k`'s links:
+/// h0 → router, router → h1, h1 → router, router → h0.
+#[derive(Clone, Debug)]
+pub struct TwoPaths {
+    /// Every link's rate, bits/s.
+    pub rate_bps: u64,
+    /// Each path's round-trip propagation delay, ns (a quarter on each of its four links).
+    pub rtt_ns: [u64; 2],
+    /// Every queue's limit, packets.
+    pub queue_packets: u64,
+}
+
+impl TwoPaths {
+    /// The spec with `flows`, sampled every 100 ms, no capture.
+    pub fn spec(&self, seed: u64, duration_ns: u64, flows: Vec<FlowSpec>) -> Spec {
+        let router = |name: &str| NodeSpec { name: name.into(), kind: NodeKind::Router };
+        let host = |name: &str| NodeSpec { name: name.into(), kind: NodeKind::Host };
+        let nodes = vec![host("h0"), host("h1"), router("path0"), router("path1")];
+        let mut links = Vec::new();
+        for (r, rtt_ns) in [(2, self.rtt_ns[0]), (3, self.rtt_ns[1])] {
+            for (from, to) in [(0, r), (r, 1), (1, r), (r, 0)] {
+                links.push(LinkSpec {
+                    name: format!("{from}->{to}"),
+                    from,
+                    to,
+                    rate_bps: self.rate_bps,
+                    delay_ns: rtt_ns / 4,
+                    wire: WireSpec::with_loss(0.0),
+                    queue: droptail_queue(self.queue_packets),
+                    sample: None,
+                    trace: None,
+                });
+            }
+        }
+        Spec {
+            format: SPEC_FORMAT,
+            seed,
+            duration_ns,
+            sample_interval_ns: 100_000_000,
+            nodes,
+            links,
+            routes: Vec::new(),
+            routing: Some(RoutingSpec { mode: RoutingMode::Ecmp }),
+            flows,
+            events: Vec::new(),
+            link_jitter: None,
+            pcap: None,
+        }
+    }
+}
+
 /// A memory figure of this process from `/proc/self/status` in KiB (`"VmHWM"`: peak resident,
 /// `"VmRSS"`: resident now), or 0 where it cannot be read (not Linux). For the benchmarks.
 pub fn proc_status_kib(field: &str) -> u64 {

@@ -6,8 +6,8 @@
 
 mod common;
 
-use ccarena_sim::spec::{FlowSpec, LinkSpec, NodeKind, NodeSpec, RoutingMode, RoutingSpec, Spec, WireSpec, SPEC_FORMAT};
-use ccarena_sim::testkit::{droptail_queue, mbps, ms, mptcp_flow, secs};
+use ccarena_sim::spec::{FlowSpec, Spec};
+use ccarena_sim::testkit::{mbps, ms, mptcp_flow, secs, TwoPaths};
 use ccarena_sim::{Results, Simulation};
 use common::assert_conservation;
 
@@ -20,43 +20,12 @@ const RATE: u64 = mbps(20);
 /// [`BYTES`] with a connection receive buffer of 50 kB, twice the fast path's BDP
 /// (20 Mbit/s × 10 ms = 25 kB), for at most 30 s.
 fn two_paths(seed: u64, opportunistic: bool) -> Spec {
-    let node = |name: &str, kind| NodeSpec { name: name.into(), kind };
-    let nodes = vec![node("h0", NodeKind::Host), node("h1", NodeKind::Host), node("fast", NodeKind::Router), node("slow", NodeKind::Router)];
-    let link = |from: usize, to: usize, delay_ns: u64| LinkSpec {
-        name: format!("{from}->{to}"),
-        from,
-        to,
-        rate_bps: RATE,
-        delay_ns,
-        wire: WireSpec::with_loss(0.0),
-        queue: droptail_queue(100),
-        sample: None,
-        trace: None,
-    };
-    let mut links = Vec::new();
-    for (r, one_way_ns) in [(2, ms(5)), (3, ms(100))] {
-        for (a, b) in [(0, r), (r, 1), (1, r), (r, 0)] {
-            links.push(link(a, b, one_way_ns / 2));
-        }
-    }
     let mut f = mptcp_flow("f", 0, 1, "reno", 2, "uncoupled");
     f.bytes = Some(BYTES);
     f.rwnd_bytes = Some(50_000);
     f.mptcp.as_mut().unwrap().opportunistic = opportunistic;
-    Spec {
-        format: SPEC_FORMAT,
-        seed,
-        duration_ns: secs(30),
-        sample_interval_ns: ms(100),
-        nodes,
-        links,
-        routes: Vec::new(),
-        routing: Some(RoutingSpec { mode: RoutingMode::Ecmp }),
-        flows: vec![FlowSpec::Tcp(f)],
-        events: Vec::new(),
-        link_jitter: None,
-        pcap: None,
-    }
+    let paths = TwoPaths { rate_bps: RATE, rtt_ns: [ms(10), ms(200)], queue_packets: 100 };
+    paths.spec(seed, secs(30), vec![FlowSpec::Tcp(f)])
 }
 
 /// The first seed whose hashes put subflow 0 (data and ACKs) through the fast router and

@@ -10,8 +10,8 @@ use std::collections::BTreeSet;
 use std::fs::File;
 use std::path::{Path, PathBuf};
 
-use ccarena_sim::spec::{FlowSpec, LinkSpec, NodeKind, NodeSpec, PcapSpec, RoutingMode, RoutingSpec, Spec, WireSpec, SPEC_FORMAT};
-use ccarena_sim::testkit::{droptail_queue, mbps, ms, mptcp_flow, secs};
+use ccarena_sim::spec::{FlowSpec, PcapSpec, Spec};
+use ccarena_sim::testkit::{mbps, ms, mptcp_flow, secs, TwoPaths};
 use ccarena_sim::Simulation;
 use common::assert_conservation;
 use pcap_file::pcap::PcapReader;
@@ -23,37 +23,13 @@ const SEED: u64 = 11;
 /// `k`-th path. One MPTCP connection of 2 uncoupled Reno subflows sends 2 MB with the given
 /// subflow source ports (None: the engine's own), both of host 0's outgoing links captured.
 fn two_paths(ports: Option<Vec<u32>>) -> Spec {
-    let node = |name: &str, kind| NodeSpec { name: name.into(), kind };
-    let nodes = vec![node("h0", NodeKind::Host), node("h1", NodeKind::Host), node("a", NodeKind::Router), node("b", NodeKind::Router)];
-    let link = |from: usize, to: usize| LinkSpec {
-        name: format!("{from}->{to}"),
-        from,
-        to,
-        rate_bps: mbps(20),
-        delay_ns: ms(5) / 2,
-        wire: WireSpec::with_loss(0.0),
-        queue: droptail_queue(100),
-        sample: None,
-        trace: None,
-    };
-    let links = [2, 3].iter().flat_map(|&r| [(0, r), (r, 1), (1, r), (r, 0)]).map(|(a, b)| link(a, b)).collect();
     let mut f = mptcp_flow("f", 0, 1, "reno", 2, "uncoupled");
     f.bytes = Some(2_000_000);
     f.mptcp.as_mut().unwrap().source_ports = ports;
-    Spec {
-        format: SPEC_FORMAT,
-        seed: SEED,
-        duration_ns: secs(3),
-        sample_interval_ns: ms(100),
-        nodes,
-        links,
-        routes: Vec::new(),
-        routing: Some(RoutingSpec { mode: RoutingMode::Ecmp }),
-        flows: vec![FlowSpec::Tcp(f)],
-        events: Vec::new(),
-        link_jitter: None,
-        pcap: Some(PcapSpec { links: vec![0, 4], max_bytes: 1 << 30 }),
-    }
+    let paths = TwoPaths { rate_bps: mbps(20), rtt_ns: [ms(10), ms(10)], queue_packets: 100 };
+    let mut spec = paths.spec(SEED, secs(3), vec![FlowSpec::Tcp(f)]);
+    spec.pcap = Some(PcapSpec { links: vec![0, 4], max_bytes: 1 << 30 });
+    spec
 }
 
 /// The path (0: through router 2, 1: through router 3) each subflow's data takes, as routed.
