@@ -425,20 +425,7 @@ impl FatTree {
                 }
             }
         }
-        Spec {
-            format: SPEC_FORMAT,
-            seed,
-            duration_ns,
-            sample_interval_ns,
-            nodes,
-            links,
-            routes: Vec::new(),
-            routing: Some(RoutingSpec { mode: RoutingMode::Ecmp }),
-            flows,
-            events: Vec::new(),
-            link_jitter: None,
-            pcap: None,
-        }
+        ecmp_spec(seed, duration_ns, sample_interval_ns, nodes, links, flows)
     }
 }
 
@@ -479,20 +466,27 @@ impl TwoPaths {
                 });
             }
         }
-        Spec {
-            format: SPEC_FORMAT,
-            seed,
-            duration_ns,
-            sample_interval_ns: 100_000_000,
-            nodes,
-            links,
-            routes: Vec::new(),
-            routing: Some(RoutingSpec { mode: RoutingMode::Ecmp }),
-            flows,
-            events: Vec::new(),
-            link_jitter: None,
-            pcap: None,
-        }
+        ecmp_spec(seed, duration_ns, 100_000_000, nodes, links, flows)
+    }
+}
+
+/// A spec of `nodes` and `links` with engine routing by hash ECMP (no static routes), `flows`,
+/// no events, jitter or capture.
+fn ecmp_spec(seed: u64, duration_ns: u64, sample_interval_ns: u64, nodes: Vec<NodeSpec>, links: Vec<LinkSpec>,
+             flows: Vec<FlowSpec>) -> Spec {
+    Spec {
+        format: SPEC_FORMAT,
+        seed,
+        duration_ns,
+        sample_interval_ns,
+        nodes,
+        links,
+        routes: Vec::new(),
+        routing: Some(RoutingSpec { mode: RoutingMode::Ecmp }),
+        flows,
+        events: Vec::new(),
+        link_jitter: None,
+        pcap: None,
     }
 }
 
