@@ -319,6 +319,15 @@ fn validate_queue(json: &str) -> PyResult<()> {
     ccarena_sim::Spec::validate_queue_json(json).map_err(|e| PyValueError::new_err((e.path, e.message)))
 }
 
+/// Check an MPTCP flow's explicit subflow source ports (`ports`) for `subflows` subflows as the
+/// engine checks a spec's `mptcp.source_ports` (`ccarena_sim::spec::check_source_ports`, the one
+/// place the rule lives: one port per subflow, each in 1..65535, none twice). Returns None;
+/// raises ValueError(message) naming what is wrong and the fix.
+#[pyfunction]
+fn check_source_ports(ports: Vec<i64>, subflows: u8) -> PyResult<()> {
+    ccarena_sim::spec::check_source_ports(&ports, subflows).map_err(PyValueError::new_err)
+}
+
 /// Per flow, the link indices of its data path and of its ACK path at time 0, as the engine
 /// routes them: `[(data_links, ack_links)]` in flow order. Exact with a static table and with
 /// `routing.mode = "ecmp"` (the flow's 5-tuple hash, docs/engine-spec.md "Routing"); with
@@ -360,6 +369,7 @@ fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(flow_paths, m)?)?;
     m.add_function(wrap_pyfunction!(subflow_paths, m)?)?;
     m.add_function(wrap_pyfunction!(validate_queue, m)?)?;
+    m.add_function(wrap_pyfunction!(check_source_ports, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     // The commit the extension was built from (build.rs), "unknown" when built outside git.
     m.add("__git_revision__", env!("CCARENA_GIT_REVISION"))?;

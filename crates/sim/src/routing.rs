@@ -437,15 +437,12 @@ pub struct FlowKeys {
     pub subflow_keys: Option<Box<[(u64, u64)]>>,
 }
 
-/// Destination port of every flow's tuple (as in the pcap frames: `pcap::frame::DESTINATION_PORT`).
-const DESTINATION_PORT: u64 = 5201;
-
 impl FlowKeys {
     /// Keys of flow `index` of a run with `seed`.
     pub fn new(seed: u64, index: usize, flow: &FlowSpec) -> FlowKeys {
         let (src, dst) = flow.endpoints();
         let proto = if matches!(flow, FlowSpec::Tcp(_)) { 6 } else { 17 };
-        let (sport, dport) = (49_152 + index as u64, DESTINATION_PORT);
+        let (sport, dport) = (49_152 + index as u64, u64::from(crate::pcap::frame::DESTINATION_PORT));
         let hash = |a: usize, b: usize, sp: u64, dp: u64| {
             [a as u64, b as u64, proto, sp, dp].iter().fold(mix64(seed ^ 0x5eed_ecb0), |h, &w| mix64(h ^ w))
         };

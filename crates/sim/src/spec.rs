@@ -444,19 +444,20 @@ pub struct MptcpSpec {
 }
 
 /// The one rule for an MPTCP flow's explicit `source_ports` (`subflows` its subflow count):
-/// exactly one port per subflow, every port in 1..=65535, no port twice.
+/// exactly one port per subflow, every port in 1..=65535, no port twice. Signed, so the front
+/// end's scenario check (through the bindings) reports a negative port as given.
 ///
 /// # Errors
 /// A one-line message saying what is wrong and the fix (the caller names the field).
-pub fn check_source_ports(ports: &[u32], subflows: u8) -> Result<(), String> {
+pub fn check_source_ports(ports: &[i64], subflows: u8) -> Result<(), String> {
     if ports.len() != usize::from(subflows) {
         return Err(format!("gives {} ports for {subflows} subflows: give one source port per subflow", ports.len()));
     }
-    if let Some(p) = ports.iter().find(|&&p| !(1..=u32::from(u16::MAX)).contains(&p)) {
-        return Err(format!("{p} is not a TCP port: give ports in 1..=65535"));
+    if let Some(p) = ports.iter().find(|&&p| !(1..=i64::from(u16::MAX)).contains(&p)) {
+        return Err(format!("{p} is not a TCP port: give ports in 1..65535"));
     }
-    if let Some((i, p)) = ports.iter().enumerate().find(|&(i, p)| ports[..i].contains(p)) {
-        return Err(format!("port {p} is given twice (subflow {i}): each subflow needs its own source port"));
+    if let Some(p) = ports.iter().enumerate().find_map(|(i, p)| ports[..i].contains(p).then_some(p)) {
+        return Err(format!("port {p} is given twice: each subflow needs its own source port (its own 5-tuple); give distinct ports"));
     }
     Ok(())
 }
@@ -486,7 +487,8 @@ impl MptcpSpec {
         let coupling = self.coupling().map_err(|e| err("mptcp.coupling", e))?;
         self.scheduler().map_err(|e| err("mptcp.scheduler", e))?;
         if let Some(ports) = &self.source_ports {
-            check_source_ports(ports, self.subflows).map_err(|e| err("mptcp.source_ports", e))?;
+            let ports: Vec<i64> = ports.iter().map(|&p| i64::from(p)).collect();
+            check_source_ports(&ports, self.subflows).map_err(|e| err("mptcp.source_ports", e))?;
         }
         if let Some(want) = coupling.subflow_flavor().filter(|&w| w != flavor) {
             let what = if want == "reno" { "Reno's increase" } else { "Vegas's windows" };

@@ -279,12 +279,17 @@ class Flow(StrictModel):
                                        f'use coupling = "uncoupled" to tune {self.flavor}')
 
     def _check_source_ports(self, ports: list[int]) -> None:
-        """``source_ports``: one port per subflow (``subflows`` defaults to their number), each in
-        1..65535, none twice (the engine's rule: ``check_source_ports``, crates/sim/src/spec.rs).
+        """``source_ports``: what the scenario adds to the engine's rule — a list at all, at most
+        :data:`MAX_SUBFLOWS`, and ``subflows`` (which defaults to the number of ports) agreeing
+        with it —, then the engine's own rule, one port per subflow in 1..65535, none twice
+        (``check_source_ports`` in crates/sim/src/spec.rs, asked through
+        ``ccarena._engine.check_source_ports``: the rule lives once).
 
         Raises:
             FieldError: one line on ``source_ports`` saying what is wrong and the fix.
         """
+        from ccarena import _engine
+
         if not ports:
             raise FieldError("source_ports", "gives no port: give one source port per subflow, "
                                              "e.g. source_ports = [40001, 40002]")
@@ -295,14 +300,10 @@ class Flow(StrictModel):
         if len(ports) > MAX_SUBFLOWS:
             raise FieldError("source_ports", f"gives {len(ports)} ports: an MPTCP connection has "
                                              f"at most {MAX_SUBFLOWS} subflows, one port each")
-        for port in ports:
-            if not 1 <= port <= 65535:
-                raise FieldError("source_ports", f"{port} is not a TCP port: give ports in 1..65535")
-        for i, port in enumerate(ports):
-            if port in ports[:i]:
-                raise FieldError("source_ports", f"port {port} is given twice: each subflow needs "
-                                                 "its own source port (its own 5-tuple); give "
-                                                 "distinct ports")
+        try:
+            _engine.check_source_ports([int(p) for p in ports], len(ports))
+        except (ValueError, OverflowError) as e:
+            raise FieldError("source_ports", str(e)) from None
 
     def _check_no_transport(self, given: set[str], why: str) -> None:
         """Refuse ``transport`` and the QUIC fields on a flow that is not a TCP flavor."""
