@@ -8,13 +8,11 @@
 //! scenario, so a discipline that stopped working fails it. The control law's drop spacing is
 //! unit-tested in `ccarena_link::qdisc::codel`.
 
-mod common;
-
 use ccarena_link::Aqm;
 use ccarena_sim::spec::{Discipline, FlowSpec, Spec};
 use ccarena_sim::testkit::{cbr_flow, make_discipline, make_red, mbps, ms, red_packets, secs, tcp_flow, Dumbbell};
 use ccarena_sim::{Results, Simulation};
-use common::{assert_conservation, jain, mean_goodput_bps, run, tcp};
+use crate::common::{assert_conservation, jain, mean_goodput_bps, run, tcp};
 
 const RATE: u64 = mbps(10);
 const BUFFER_PACKETS: u64 = 1000;

@@ -8,13 +8,11 @@
 //! Mbit/s, base RTT 20 ms, 6 s, ECN on at the queue; the bottleneck's sojourn is read from its
 //! 10 ms samples after the first second.
 
-mod common;
-
 use ccarena_link::qdisc::codel::CeThreshold;
 use ccarena_link::qdisc::EcnSelector;
 use ccarena_sim::spec::{Discipline, FlowSpec, Spec};
 use ccarena_sim::testkit::{make_discipline, mbps, ms, secs, tcp_flow, Dumbbell};
-use common::{assert_conservation, mean_goodput_bps, run, tcp};
+use crate::common::{assert_conservation, mean_goodput_bps, run, tcp};
 
 const DURATION_S: u64 = 6;
 const WARMUP_S: f64 = 1.0;

@@ -1,10 +1,8 @@
 //! Every packet sent is delivered, dropped (where and why), or still queued/in flight at the end.
 
-mod common;
-
 use ccarena_sim::spec::FlowSpec;
 use ccarena_sim::testkit::{cbr_flow, mbps, ms, secs, tcp_flow, Dumbbell};
-use common::{assert_conservation, run, tcp};
+use crate::common::{assert_conservation, run, tcp};
 
 #[test]
 fn every_link_conserves_packets_mid_transfer_with_loss_and_overflow() {

@@ -1,10 +1,8 @@
 //! Same spec and seed → identical results; different seeds differ under loss; a link's loss
 //! pattern does not depend on traffic elsewhere.
 
-mod common;
-
 use ccarena_sim::testkit::{mbps, ms, secs, tcp_flow, Dumbbell};
-use common::{assert_conservation, assert_identical, run, tcp};
+use crate::common::{assert_conservation, assert_identical, run, tcp};
 
 fn lossy_dumbbell() -> Dumbbell {
     let mut d = Dumbbell::new(3, mbps(20), ms(10), 50);

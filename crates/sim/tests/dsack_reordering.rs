@@ -5,11 +5,11 @@
 //! (RFC 3708, RFC 4015), so the flows get close to what a reordering-tolerant sender (SACK with
 //! a duplicate-ACK threshold of 50) gets.
 
-mod common;
+use crate::common;
 
 use ccarena_sim::spec::{RoutingMode, RoutingSpec};
 use ccarena_sim::testkit::{mbps, ms, tcp_flow, FatTree};
-use common::{assert_conservation, run, tcp};
+use crate::common::{assert_conservation, run, tcp};
 
 /// Aggregate goodput of a 16-flow permutation (host i sends to host i + 4, in the next pod)
 /// over (0.1 s, 0.4 s], as a fraction of full bisection (16 Gbit/s).

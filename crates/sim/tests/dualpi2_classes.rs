@@ -3,12 +3,10 @@
 //! flow through one DualPI2 bottleneck (RFC 9332) fill both classes, the L4S queue's sojourn
 //! far below the Classic one's; any other discipline leaves every such column NaN.
 
-mod common;
-
 use ccarena_sim::spec::{Discipline, FlowSpec, Spec};
 use ccarena_sim::testkit::{make_discipline, mbps, ms, secs, tcp_flow, Dumbbell};
 use ccarena_sim::Results;
-use common::{run, tcp};
+use crate::common::{run, tcp};
 
 /// Prague and CUBIC (ECN on) across a 20 Mbit/s, 10 ms bottleneck whose queue is `discipline`,
 /// for 8 s.

@@ -2,14 +2,12 @@
 //! gets (RFC 3168 ECT(0) with ECE/CWR, DCTCP's echo, L4S ECT(1) with Accurate ECN), and the
 //! per-flow CE counts (`ce_packets`, `ce_bytes`) agreeing with the queue's marks.
 
-mod common;
-
 use ccarena_sim::flow::{receiver_ecn_mode, sender_ecn};
 use ccarena_sim::spec::FlowSpec;
 use ccarena_sim::testkit::{mbps, ms, secs, tcp_flow, Dumbbell};
 use ccarena_sim::{Column, Results, Simulation};
 use ccarena_transport::{EcnMode, SenderEcn};
-use common::{assert_conservation, run, tcp};
+use crate::common::{assert_conservation, run, tcp};
 
 const MSS: u64 = 1448;
 

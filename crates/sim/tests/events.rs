@@ -2,12 +2,10 @@
 //! instant and to the packets after it, the pipe stays FIFO, runs stay deterministic and every
 //! link conserves packets.
 
-mod common;
-
 use ccarena_sim::spec::{FlowSpec, Spec};
 use ccarena_sim::testkit::{cbr_flow, link_event, mbps, ms, secs, tcp_flow, Dumbbell};
 use ccarena_sim::{Results, Simulation};
-use common::{assert_conservation, assert_identical, mean_goodput_bps, run, tcp};
+use crate::common::{assert_conservation, assert_identical, mean_goodput_bps, run, tcp};
 
 /// Values of samples column `name` of `flow` with `from_s < time_s <= to_s`.
 fn flow_col(res: &Results, flow: usize, name: &str, from_s: f64, to_s: f64) -> Vec<f64> {

@@ -11,13 +11,11 @@
 //! - Against CUBIC on a buffer of one BDP it takes the share Linux's `bbr` takes on the kernel
 //!   backend (measured, see the test), no more: its pacing stays 1% under its bandwidth estimate.
 
-mod common;
-
 use ccarena_sim::flow::Flow;
 use ccarena_sim::spec::{FlowSpec, Spec};
 use ccarena_sim::testkit::{mbps, ms, secs, tcp_flow, Dumbbell};
 use ccarena_sim::{Results, Simulation};
-use common::{assert_conservation, mean_goodput_bps, run, tcp};
+use crate::common::{assert_conservation, mean_goodput_bps, run, tcp};
 
 const RATE: u64 = mbps(100);
 /// 100 Mbps × 40 ms RTT / 1500 B.

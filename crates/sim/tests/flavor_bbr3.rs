@@ -3,13 +3,11 @@
 //! while it still fills a clean link; its ProbeBW cycle (DOWN, CRUISE, REFILL, UP) and PROBE_RTT
 //! every 5 s.
 
-mod common;
-
 use ccarena_sim::flow::Flow;
 use ccarena_sim::spec::Spec;
 use ccarena_sim::testkit::{mbps, ms, secs, tcp_flow, Dumbbell};
 use ccarena_sim::{Results, Simulation};
-use common::{assert_conservation, mean_goodput_bps, run, tcp};
+use crate::common::{assert_conservation, mean_goodput_bps, run, tcp};
 
 const RATE: u64 = mbps(100);
 /// 100 Mbps × 40 ms RTT / 1500 B.

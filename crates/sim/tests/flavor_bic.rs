@@ -10,10 +10,8 @@
 //! A single flow sees both: with fast convergence a loss below the previous W_max lowers W_max
 //! under the window the path holds, so every other cycle crosses W_max and probes past it.
 
-mod common;
-
 use ccarena_sim::testkit::{mbps, ms, secs, tcp_flow, Dumbbell};
-use common::{assert_conservation, mean_goodput_bps, run, tcp};
+use crate::common::{assert_conservation, mean_goodput_bps, run, tcp};
 
 const MSS: f64 = 1448.0;
 const S_MAX: f64 = 16.0;

@@ -3,11 +3,9 @@
 //! deep buffer it keeps the queue short and loses far fewer packets than Reno while still using
 //! the link (the paper's §5).
 
-mod common;
-
 use ccarena_sim::testkit::{mbps, ms, secs, tcp_flow, Dumbbell};
 use ccarena_sim::Results;
-use common::{mean_goodput_bps, run, tcp};
+use crate::common::{mean_goodput_bps, run, tcp};
 
 /// Mean backlog of the bottleneck over samples in `(from, to]`, and drops in that interval.
 fn bottleneck(res: &Results, d: &Dumbbell, from: f64, to: f64) -> (f64, f64) {

@@ -4,11 +4,9 @@
 //! packets instead of growing the queue to the buffer limit. (dwnd's own arithmetic is checked at
 //! unit level in `ccarena_cc::compound`.)
 
-mod common;
-
 use ccarena_sim::testkit::{mbps, ms, secs, tcp_flow, Dumbbell};
 use ccarena_sim::Results;
-use common::{mean_goodput_bps, run, tcp};
+use crate::common::{mean_goodput_bps, run, tcp};
 
 fn bottleneck(res: &Results, d: &Dumbbell, from: f64, to: f64) -> (f64, f64) {
     let (t, l) = (res.queues.f64("time_s"), res.queues.f64("link"));

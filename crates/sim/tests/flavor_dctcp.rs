@@ -2,11 +2,9 @@
 //! near K while the link stays full (RFC 8257 §1, §3; Alizadeh et al., SIGCOMM 2010 §3–4: "high
 //! burst tolerance, low latency and high throughput" with a queue of about K packets).
 
-mod common;
-
 use ccarena_sim::testkit::{mbps, ms, secs, tcp_flow, Dumbbell};
 use ccarena_sim::Results;
-use common::{assert_conservation, mean_goodput_bps, run, tcp};
+use crate::common::{assert_conservation, mean_goodput_bps, run, tcp};
 
 /// Mean, min and max waiting packets at the forward bottleneck (link 0) over samples in
 /// (from, to] (sampled every 10 ms).

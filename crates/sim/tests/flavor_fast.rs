@@ -2,12 +2,10 @@
 //! packets in the bottleneck queue at equilibrium, w(1 − baseRTT/RTT) = α (§4), so n flows queue
 //! n·α packets and share the link equally (proportional fairness).
 
-mod common;
-
 use ccarena_sim::spec::TcpFlowSpec;
 use ccarena_sim::testkit::{mbps, ms, secs, tcp_flow, Dumbbell};
 use ccarena_sim::Results;
-use common::{jain, mean_goodput_bps, run, tcp};
+use crate::common::{jain, mean_goodput_bps, run, tcp};
 
 fn fast(name: &str, d: &Dumbbell, i: usize, alpha: f64) -> TcpFlowSpec {
     let mut f = tcp_flow(name, d.left(i), d.right(i), "fast");

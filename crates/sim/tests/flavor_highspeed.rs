@@ -5,10 +5,8 @@
 //! against the RFC's table from p = 10⁻³ to 10⁻⁷ — are the unit tests in
 //! `crates/cc/src/highspeed.rs`.
 
-mod common;
-
 use ccarena_sim::testkit::{mbps, ms, secs, tcp_flow, Dumbbell};
-use common::{assert_conservation, mean_goodput_bps, run, tcp};
+use crate::common::{assert_conservation, mean_goodput_bps, run, tcp};
 
 const MSS: f64 = 1448.0;
 const RTT_S: f64 = 0.050;

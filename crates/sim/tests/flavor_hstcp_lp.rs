@@ -3,10 +3,8 @@
 //! next to a Reno flow it yields; and on a large bandwidth-delay product, where TCP-LP's one
 //! segment per RTT cannot refill the pipe after a reduction, HighSpeed's a(w) does.
 
-mod common;
-
 use ccarena_sim::testkit::{mbps, ms, secs, tcp_flow, Dumbbell};
-use common::{low_priority_alone_uses_most_of_the_link, low_priority_yields_to_reno, mean_goodput_bps, run, tcp};
+use crate::common::{low_priority_alone_uses_most_of_the_link, low_priority_yields_to_reno, mean_goodput_bps, run, tcp};
 
 const FLAVOR: &str = "hstcp-lp";
 

@@ -6,11 +6,9 @@
 //! - the increase grows with the time since the last congestion event: Reno-like for the first
 //!   second (Δ_L), then 1 + 10(Δ − 1) + ((Δ − 1)/2)² packets per RTT.
 
-mod common;
-
 use ccarena_sim::testkit::{mbps, ms, secs, tcp_flow, Dumbbell};
 use ccarena_sim::Results;
-use common::{assert_conservation, mean_goodput_bps, run, tcp};
+use crate::common::{assert_conservation, mean_goodput_bps, run, tcp};
 
 const MSS: f64 = 1448.0;
 /// 100 Mbps × 40 ms in 1500-byte packets.

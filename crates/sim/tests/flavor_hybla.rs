@@ -4,10 +4,8 @@
 //! a small fraction of it. 100 Mbps bottleneck, one-way delay 12.5 ms or 300 ms, random loss
 //! 10⁻³ and 3·10⁻⁴ on the forward link.
 
-mod common;
-
 use ccarena_sim::testkit::{mbps, secs, tcp_flow, Dumbbell};
-use common::{assert_conservation, mean_goodput_bps, run, tcp};
+use crate::common::{assert_conservation, mean_goodput_bps, run, tcp};
 
 fn goodput(flavor: &str, one_way_us: u64, p: f64) -> f64 {
     let mut d = Dumbbell::new(1, mbps(100), one_way_us * 1_000, 5000);

@@ -9,10 +9,8 @@
 //!   β = 1/8 … 1/2 between d_2 = 0.1·d_m and d_3 = 0.8·d_m (the formula-level checks of α and β
 //!   are the unit tests in `crates/cc/src/illinois.rs`).
 
-mod common;
-
 use ccarena_sim::testkit::{mbps, ms, secs, tcp_flow, Dumbbell};
-use common::{assert_conservation, mean_goodput_bps, run, tcp};
+use crate::common::{assert_conservation, mean_goodput_bps, run, tcp};
 
 #[test]
 fn fills_a_large_bdp_link_much_faster_than_reno() {

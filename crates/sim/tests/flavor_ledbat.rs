@@ -1,12 +1,10 @@
 //! LEDBAT (RFC 6817) in the simulator: alone it holds the bottleneck's queueing delay near TARGET
 //! (§2.4.2), and it yields to a Reno flow, whose queue pushes the delay beyond TARGET (§2.3).
 
-mod common;
-
 use ccarena_sim::spec::TcpFlowSpec;
 use ccarena_sim::testkit::{mbps, ms, secs, tcp_flow, Dumbbell};
 use ccarena_sim::Results;
-use common::{mean_goodput_bps, run, tcp};
+use crate::common::{mean_goodput_bps, run, tcp};
 
 fn ledbat(d: &Dumbbell, i: usize, target_ms: Option<f64>) -> TcpFlowSpec {
     let mut f = tcp_flow("ledbat", d.left(i), d.right(i), "ledbat");

@@ -3,9 +3,7 @@
 //! d_min + 0.15·(d_max − d_min)) make it yield nearly everything (the paper's §5: TCP-LP takes only
 //! the bandwidth TCP leaves unused).
 
-mod common;
-
-use common::{low_priority_alone_uses_most_of_the_link, low_priority_yields_to_reno};
+use crate::common::{low_priority_alone_uses_most_of_the_link, low_priority_yields_to_reno};
 
 const FLAVOR: &str = "lp";
 

@@ -10,11 +10,9 @@
 //!   a flow whose slow start overshot the path comes back under it at once instead of cutting
 //!   1/(2K) of an overshot window per recovery while losing a fifth of its packets (issue 19).
 
-mod common;
-
 use ccarena_sim::testkit::{mbps, ms, secs, tcp_flow, Dumbbell};
 use ccarena_sim::Results;
-use common::{assert_conservation, mean_goodput_bps, run, tcp};
+use crate::common::{assert_conservation, mean_goodput_bps, run, tcp};
 
 const MSS: f64 = 1448.0;
 

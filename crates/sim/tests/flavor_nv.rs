@@ -3,11 +3,9 @@
 //! fills the link with about `pad` packets queued and no loss at all — slow start included —
 //! where Reno fills the buffer and loses packets.
 
-mod common;
-
 use ccarena_sim::testkit::{mbps, ms, secs, tcp_flow, Dumbbell};
 use ccarena_sim::Results;
-use common::{mean_goodput_bps, run, tcp};
+use crate::common::{mean_goodput_bps, run, tcp};
 
 fn bottleneck_queue(res: &Results, d: &Dumbbell, from: f64, to: f64) -> f64 {
     let (t, l, b) = (res.queues.f64("time_s"), res.queues.f64("link"), res.queues.f64("backlog_packets"));

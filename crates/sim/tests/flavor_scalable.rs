@@ -9,11 +9,9 @@
 //! 1 Gbps, minutes — repairing lost retransmissions in that first recovery before the MIMD
 //! cycles start; the property under test is the same either way, the ECN run just gets there.
 
-mod common;
-
 use ccarena_sim::testkit::{mbps, ms, secs, tcp_flow, Dumbbell};
 use ccarena_sim::Results;
-use common::{mean_goodput_bps, run, tcp};
+use crate::common::{mean_goodput_bps, run, tcp};
 
 const MSS: f64 = 1448.0;
 

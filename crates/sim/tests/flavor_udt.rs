@@ -12,12 +12,10 @@
 //! The sans-IO endpoints are tested through lossy, reordering channels in
 //! `crates/transport/tests/udt.rs`; the controller's formulas in `crates/cc/src/udt.rs`.
 
-mod common;
-
 use ccarena_sim::spec::{FlowSpec, Spec};
 use ccarena_sim::testkit::{mbps, ms, secs, tcp_flow, udt_flow, Dumbbell};
 use ccarena_sim::{Column, Results};
-use common::{assert_conservation, assert_identical, jain, mean_goodput_bps, run, tcp};
+use crate::common::{assert_conservation, assert_identical, jain, mean_goodput_bps, run, tcp};
 
 /// UDT packets: 1456 payload bytes per 1500 on the wire.
 const UDT_PAYLOAD_SHARE: f64 = 1456.0 / 1500.0;

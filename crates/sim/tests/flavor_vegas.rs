@@ -2,12 +2,10 @@
 //! its packets in the bottleneck queue (§3.2); against loss-based flows that fill the buffer it
 //! keeps backing off and gets a small share (the paper's §5 and every later study of Vegas).
 
-mod common;
-
 use ccarena_sim::spec::TcpFlowSpec;
 use ccarena_sim::testkit::{mbps, ms, secs, tcp_flow, Dumbbell};
 use ccarena_sim::Results;
-use common::{mean_goodput_bps, run, tcp};
+use crate::common::{mean_goodput_bps, run, tcp};
 
 fn flow(name: &str, d: &Dumbbell, i: usize, flavor: &str, params: &[(&str, f64)]) -> TcpFlowSpec {
     let mut f = tcp_flow(name, d.left(i), d.right(i), flavor);

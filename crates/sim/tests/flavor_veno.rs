@@ -3,10 +3,8 @@
 //! only to 4/5 for them, and so gets clearly more throughput than Reno (the paper's §IV reports
 //! up to 80% more on wireless-like loss).
 
-mod common;
-
 use ccarena_sim::testkit::{mbps, ms, secs, tcp_flow, Dumbbell};
-use common::{mean_goodput_bps, run, tcp};
+use crate::common::{mean_goodput_bps, run, tcp};
 
 #[test]
 fn with_random_loss_and_a_small_queue_veno_beats_reno() {

@@ -4,11 +4,9 @@
 //! while the queue is empty, so the window hardly shrinks, and Westwood+ keeps several times
 //! Reno's goodput on the same link.
 
-mod common;
-
 use ccarena_sim::testkit::{mbps, ms, secs, tcp_flow, Dumbbell};
 use ccarena_sim::Results;
-use common::{assert_conservation, mean_goodput_bps, run, tcp};
+use crate::common::{assert_conservation, mean_goodput_bps, run, tcp};
 
 fn lossy_run(flavor: &str, p: f64) -> Results {
     let mut d = Dumbbell::new(1, mbps(20), ms(50), 167);

@@ -3,11 +3,9 @@
 //! and slow mode, where precautionary decongestion removes its own queue once Q exceeds
 //! Q_max = 80 packets — without a loss. Scalable TCP, its fast-mode rule alone, fills the buffer.
 
-mod common;
-
 use ccarena_sim::testkit::{mbps, ms, secs, tcp_flow, Dumbbell};
 use ccarena_sim::Results;
-use common::{mean_goodput_bps, run, tcp};
+use crate::common::{mean_goodput_bps, run, tcp};
 
 /// (mean, min, max) backlog in packets and drops of the bottleneck over samples in `(from, to]`.
 fn bottleneck(res: &Results, d: &Dumbbell, from: f64, to: f64) -> (f64, f64, f64, f64) {

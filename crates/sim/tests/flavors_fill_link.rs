@@ -2,10 +2,8 @@
 //! full: goodput ≥ 95% of the link over the last 20 s of 30 s — except the flavors whose source
 //! deliberately backs off before the buffer fills, which must still use most of the link.
 
-mod common;
-
 use ccarena_sim::testkit::{mbps, ms, secs, tcp_flow, Dumbbell};
-use common::{mean_goodput_bps, run, tcp};
+use crate::common::{mean_goodput_bps, run, tcp};
 
 /// Required share of the payload capacity for every flavor not listed in [`EARLY_BACKOFF`].
 const FULL_LINK_SHARE: f64 = 0.95;

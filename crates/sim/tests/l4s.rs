@@ -6,12 +6,10 @@
 //! A flow's queueing delay is its RTT above its own minimum: for Prague, the L4S queue's sojourn
 //! (plus serialization jitter); for CUBIC and Reno, the Classic queue's.
 
-mod common;
-
 use ccarena_sim::spec::{Discipline, FlowSpec, QueueSpec, Spec};
 use ccarena_sim::testkit::{make_discipline, mbps, ms, secs, tcp_flow, Dumbbell};
 use ccarena_sim::Results;
-use common::{assert_conservation, mean_goodput_bps, run, tcp};
+use crate::common::{assert_conservation, mean_goodput_bps, run, tcp};
 
 const DURATION_S: u64 = 30;
 const WARMUP_S: f64 = 10.0;

@@ -4,11 +4,9 @@
 //! receiver twice. Every transfer still completes with every byte delivered, and the links
 //! conserve packets with the copies counted.
 
-mod common;
-
 use ccarena_sim::spec::Spec;
 use ccarena_sim::testkit::{mbps, ms, secs, tcp_flow, Dumbbell};
-use common::{assert_conservation, run, tcp};
+use crate::common::{assert_conservation, run, tcp};
 
 const BYTES: u64 = 3_000_000;
 

@@ -1,10 +1,8 @@
 //! Four flavors of different families (cubic, reno, vegas, bbr) share one 100 Mbps bottleneck:
 //! the run completes, every flow's samples are complete, and bytes and packets are conserved.
 
-mod common;
-
 use ccarena_sim::testkit::{mbps, ms, secs, tcp_flow, Dumbbell};
-use common::{assert_conservation, run, tcp};
+use crate::common::{assert_conservation, run, tcp};
 
 #[test]
 fn four_families_share_a_bottleneck_with_complete_samples_and_conserved_bytes() {

@@ -10,12 +10,10 @@
 //!   reinjected on the others).
 //! - Every link conserves packets and a run is bit-identical under its seed.
 
-mod common;
-
 use ccarena_sim::spec::{FlowSpec, Spec};
 use ccarena_sim::testkit::{link_event, mbps, ms, mptcp_flow, secs, tcp_flow, Dumbbell, FatTree};
 use ccarena_sim::{Results, Simulation};
-use common::{assert_conservation, assert_identical, mean_goodput_bps, run};
+use crate::common::{assert_conservation, assert_identical, mean_goodput_bps, run};
 
 /// A permutation of the `n` hosts with no fixed point (a random derangement drawn from `seed`
 /// by a small LCG, so the test needs no RNG crate).

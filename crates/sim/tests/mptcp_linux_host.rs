@@ -2,11 +2,9 @@
 //! subflow is a TCP connection of its own (RFC 8684 §3.2), so the spec's `handshake_rtt`,
 //! `rto_rule` and `quickack_segments` reach each one as they reach a single-path flow.
 
-mod common;
-
 use ccarena_sim::spec::FlowSpec;
 use ccarena_sim::testkit::{mbps, ms, mptcp_flow, tcp_flow, Dumbbell};
-use common::{assert_conservation, run};
+use crate::common::{assert_conservation, run};
 
 /// A 2-subflow LIA connection (or, with `subflows = 0`, a single-path Reno flow) carrying one
 /// 1000-byte segment over a 20 Mbit/s dumbbell with a 40 ms RTT (2 × 19 ms + 4 × 0.5 ms), with

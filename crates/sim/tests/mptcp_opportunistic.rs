@@ -4,12 +4,12 @@
 //! slow subflow holds up the window's left edge and the connection runs at the slow path's pace;
 //! with the option the fast subflow resends what holds it up and the slow one is penalised.
 
-mod common;
+use crate::common;
 
 use ccarena_sim::spec::{FlowSpec, Spec};
 use ccarena_sim::testkit::{mbps, ms, mptcp_flow, secs, TwoPaths};
 use ccarena_sim::{Results, Simulation};
-use common::assert_conservation;
+use crate::common::assert_conservation;
 
 const BYTES: u64 = 20_000_000;
 const RATE: u64 = mbps(20);

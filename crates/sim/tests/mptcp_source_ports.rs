@@ -4,8 +4,6 @@
 //! the subflows between equal-cost paths, deterministically; the spec refuses a list that does
 //! not give one distinct port in 1..=65535 per subflow, naming the field.
 
-mod common;
-
 use std::collections::BTreeSet;
 use std::fs::File;
 use std::path::{Path, PathBuf};
@@ -13,7 +11,7 @@ use std::path::{Path, PathBuf};
 use ccarena_sim::spec::{FlowSpec, PcapSpec, Spec};
 use ccarena_sim::testkit::{mbps, ms, mptcp_flow, secs, TwoPaths};
 use ccarena_sim::Simulation;
-use common::assert_conservation;
+use crate::common::assert_conservation;
 use pcap_file::pcap::PcapReader;
 
 const SEED: u64 = 11;

@@ -8,14 +8,12 @@
 //!   traffic to the other (§III-C: queueing delay balances the load).
 //! - Being delay-based, it keeps the bottleneck's queue short where LIA fills it.
 
-mod common;
-
 use ccarena_sim::spec::{
     FlowSpec, LinkSpec, NodeKind, NodeSpec, RoutingMode, RoutingSpec, Spec, WireSpec, SPEC_FORMAT,
 };
 use ccarena_sim::testkit::{droptail_queue, mbps, ms, mptcp_flow, secs, tcp_flow, Dumbbell};
 use ccarena_sim::{Results, Simulation};
-use common::{assert_conservation, mean_goodput_bps, run};
+use crate::common::{assert_conservation, mean_goodput_bps, run};
 
 /// Mean of column `name` of the subflows table for `subflow` of flow 0 over `(from_s, to_s]`.
 fn subflow_mean(res: &Results, subflow: usize, name: &str, from_s: f64, to_s: f64) -> f64 {

@@ -4,7 +4,7 @@
 //! the file growing and counts what it left out; every kind of packet the engine carries turns
 //! into a frame a reader parses.
 
-mod common;
+use crate::common;
 
 use std::collections::HashMap;
 use std::fs::File;
@@ -14,7 +14,7 @@ use ccarena_sim::pcap::CaptureStats;
 use ccarena_sim::spec::{FlowSpec, PcapSpec, Spec};
 use ccarena_sim::testkit::{cbr_flow, mbps, ms, mptcp_flow, quic_flow, secs, tcp_flow, udt_flow, Dumbbell};
 use ccarena_sim::Simulation;
-use common::tcp;
+use crate::common::tcp;
 use pcap_file::pcap::PcapReader;
 use pcap_file::TsResolution;
 

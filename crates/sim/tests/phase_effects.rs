@@ -8,10 +8,8 @@
 //! RTO). With `link_jitter` the simulator's links forward with a random jitter within one
 //! serialization time, which breaks the lock as the paper prescribes.
 
-mod common;
-
 use ccarena_sim::testkit::{mbps, ms, secs, tcp_flow, Dumbbell};
-use common::{assert_conservation, run, tcp};
+use crate::common::{assert_conservation, run, tcp};
 
 /// CUBIC and Reno (both with Linux's recovery, as a kernel twin has) from two hosts whose access
 /// links run at the bottleneck's rate, through a 50-packet DropTail queue: equal paths, equal

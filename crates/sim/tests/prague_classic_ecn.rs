@@ -10,12 +10,10 @@
 //! marks and grow by 1 MSS per RTT, Reno's response, while CUBIC backs off only to 0.7 of its
 //! window, so Prague is expected at or a little under CUBIC's rate, as Reno is.
 
-mod common;
-
 use ccarena_sim::spec::{Discipline, FlowSpec, Spec};
 use ccarena_sim::testkit::{make_discipline, mbps, ms, secs, tcp_flow, Dumbbell};
 use ccarena_sim::Results;
-use common::{assert_conservation, mean_goodput_bps, run, tcp};
+use crate::common::{assert_conservation, mean_goodput_bps, run, tcp};
 
 const DURATION_S: u64 = 20;
 const WARMUP_S: f64 = 5.0;

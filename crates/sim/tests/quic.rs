@@ -7,12 +7,10 @@
 //! QUIC sender through the ACK frame's counts; every byte arrives once over a lossy,
 //! duplicating, reordering link; runs are deterministic.
 
-mod common;
-
 use ccarena_sim::spec::{Discipline, Spec, TcpFlowSpec};
 use ccarena_sim::testkit::{make_discipline, mbps, ms, quic_flow, secs, tcp_flow, Dumbbell};
 use ccarena_transport::quic::DATA_OVERHEAD_BYTES;
-use common::{assert_conservation, assert_identical, jain, mean_goodput_bps, run, tcp};
+use crate::common::{assert_conservation, assert_identical, jain, mean_goodput_bps, run, tcp};
 
 /// Stream bytes a QUIC packet of the default 1500-byte wire size carries.
 const QUIC_PAYLOAD_BYTES: f64 = (1500 - DATA_OVERHEAD_BYTES) as f64;

@@ -4,12 +4,12 @@
 //! are marked instead of dropped, and thresholds work in bytes as in packets. The drop
 //! probability curve and the spacing of drops are unit-tested in `src/red.rs`.
 
-mod common;
+use crate::common;
 
 use ccarena_sim::spec::{FlowSpec, Spec};
 use ccarena_sim::testkit::{link_event, make_red, mbps, ms, red_bytes, red_packets, secs, tcp_flow, Dumbbell};
 use ccarena_sim::{Results, Simulation};
-use common::{assert_conservation, mean_goodput_bps, run, tcp};
+use crate::common::{assert_conservation, mean_goodput_bps, run, tcp};
 
 const MIN_TH: u64 = 5;
 const MAX_TH: u64 = 15;

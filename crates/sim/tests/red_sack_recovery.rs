@@ -7,12 +7,10 @@
 //! which after SACK recovery counts many windows of SACKed data, so a loss *raised* ssthresh;
 //! the window outgrew the path, RED dropped everything, and the flow lived in the Loss state.
 
-mod common;
-
 use ccarena_sim::flow::Flow;
 use ccarena_sim::testkit::{make_red, mbps, ms, red_packets, secs, tcp_flow, Dumbbell};
 use ccarena_sim::Simulation;
-use common::{jain, mean_goodput_bps, tcp};
+use crate::common::{jain, mean_goodput_bps, tcp};
 
 struct Outcome {
     retransmit_ratio: f64,

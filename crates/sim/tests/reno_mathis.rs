@@ -1,10 +1,8 @@
 //! One Reno flow under random loss follows the Mathis et al. (1997) throughput,
 //! MSS/RTT · √(3/(2p)), within ±30% (capped by the link rate).
 
-mod common;
-
 use ccarena_sim::testkit::{mbps, ms, secs, tcp_flow, Dumbbell};
-use common::{assert_conservation, mean_goodput_bps, run, tcp};
+use crate::common::{assert_conservation, mean_goodput_bps, run, tcp};
 
 const MSS_BYTES: f64 = 1448.0;
 const RATE_BPS: u64 = mbps(10);

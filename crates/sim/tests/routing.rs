@@ -3,12 +3,12 @@
 //! computed sets and bad ones are rejected by field, and a link going down reroutes flows and
 //! counts its lost packets.
 
-mod common;
+use crate::common;
 
 use ccarena_sim::spec::{FlowSpec, LinkSpec, NodeKind, NodeSpec, RouteSpec, RoutingMode, RoutingSpec, Spec};
 use ccarena_sim::testkit::{cbr_flow, link_event, mbps, ms, secs, tcp_flow, FatTree};
 use ccarena_sim::{Results, Simulation};
-use common::{assert_conservation, tcp};
+use crate::common::{assert_conservation, tcp};
 
 /// `n` flows, each from a host to a host in another pod, spread over every (source, destination
 /// pod, destination host) combination of a k = 4 fat-tree.

@@ -1,10 +1,8 @@
 //! Two flows of the same flavor on a 10 Mbps / 20 ms dumbbell with a BDP buffer share fairly:
 //! Jain's index of their goodputs over the last 60 s of 120 s ≥ 0.95.
 
-mod common;
-
 use ccarena_sim::testkit::{mbps, ms, secs, tcp_flow, Dumbbell};
-use common::{jain, mean_goodput_bps, run, tcp};
+use crate::common::{jain, mean_goodput_bps, run, tcp};
 
 #[test]
 fn same_flavor_pairs_share_fairly() {

@@ -1,12 +1,10 @@
 //! What the engine keeps at scale: only the links asked for are sampled, and a transfer's
 //! endpoints exist from its start; neither changes what the run computes.
 
-mod common;
-
 use ccarena_sim::flow::Flow;
 use ccarena_sim::testkit::{mbps, ms, secs, tcp_flow, udt_flow, Dumbbell};
 use ccarena_sim::{Results, Simulation, Spec};
-use common::{assert_conservation, assert_identical, run, tcp};
+use crate::common::{assert_conservation, assert_identical, run, tcp};
 
 /// Four pairs on a lossy dumbbell, the flows starting 0.5 s apart (TCP and UDT).
 fn spec() -> (Dumbbell, Spec) {

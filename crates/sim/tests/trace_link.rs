@@ -2,13 +2,11 @@
 //! what the trace allows, second by second: exactly for a flow that always keeps it busy, and
 //! within 5% for TCP flows that saturate it.
 
-mod common;
-
 use ccarena_link::RateTrace;
 use ccarena_sim::spec::{FlowSpec, Spec, TraceSpec};
 use ccarena_sim::testkit::{cbr_flow, mbps, ms, secs, tcp_flow, Dumbbell};
 use ccarena_sim::Results;
-use common::{assert_conservation, run, tcp};
+use crate::common::{assert_conservation, run, tcp};
 
 /// Per-second capacity of the test traces, Mbps: each a multiple of 3 Mbps, so that a second
 /// holds a whole number of 1500-byte opportunities (3 Mbps = 250 a second), changing by at most a factor of 2 from one second to the next (a sharper drop makes TCP time out, which is TCP, not the link).

@@ -1,11 +1,9 @@
 //! A UDP CBR flow below the link rate keeps its rate next to bulk TCP; above it, it loses the
 //! excess at the queue. Its packets have the configured size on the wire.
 
-mod common;
-
 use ccarena_sim::spec::FlowSpec;
 use ccarena_sim::testkit::{cbr_flow, mbps, ms, secs, tcp_flow, Dumbbell};
-use common::{assert_conservation, mean_goodput_bps, run, tcp};
+use crate::common::{assert_conservation, mean_goodput_bps, run, tcp};
 
 #[test]
 fn cbr_below_link_rate_keeps_its_rate_next_to_tcp() {

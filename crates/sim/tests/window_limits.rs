@@ -3,10 +3,8 @@
 //! exceeds the limit, the flow is window-limited: it keeps one window per round trip in flight,
 //! so its goodput is window/RTT, whatever the congestion controller would allow.
 
-mod common;
-
 use ccarena_sim::testkit::{mbps, ms, secs, tcp_flow, Dumbbell};
-use common::{mean_goodput_bps, run, tcp};
+use crate::common::{mean_goodput_bps, run, tcp};
 
 /// 100 Mbps, 40 ms base RTT: BDP 500 kB, four times the 125 kB limits tested.
 const RATE_BPS: u64 = mbps(100);

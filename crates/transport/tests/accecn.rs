@@ -2,8 +2,6 @@
 //! triggers, the sender's decoding of ACE and the AccECN option under ACE wrap, ACK loss and ACK
 //! reordering, and the sender's reaction (ECT(1), no CWR, at most one reduction per round trip).
 
-mod support;
-
 use std::sync::{Arc, Mutex};
 
 use ccarena_cc::{AckSample, CongestionControl, CwndState, Duration, LossEvent, RateSample, SimTime};
@@ -14,7 +12,7 @@ use ccarena_transport::{
     SenderConfig, SenderEcn,
 };
 use proptest::prelude::*;
-use support::*;
+use crate::support::*;
 
 const M: u64 = MSS as u64;
 

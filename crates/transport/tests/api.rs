@@ -1,10 +1,8 @@
 //! Public API details: parsing, validation, completion, application limits, segment sizes.
 
-mod support;
-
 use ccarena_cc::{Duration, SimTime};
 use ccarena_transport::{ReceiverConfig, RecoveryMode, Sender, SenderConfig, ALL_RECOVERY_MODES};
-use support::*;
+use crate::support::*;
 
 const M: u64 = MSS as u64;
 

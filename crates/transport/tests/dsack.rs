@@ -3,11 +3,9 @@
 //! undoes a fast recovery all of whose retransmissions were spurious (RFC 3708 §3, RFC 4015 §3.2)
 //! and widens RACK's reordering window (RFC 8985 §6.2 step 4). The textbook SACK modes ignore it.
 
-mod support;
-
 use ccarena_cc::{CaState, SimTime};
 use ccarena_transport::{AckSegment, DataSegment, Receiver, ReceiverConfig, RecoveryMode, Sender};
-use support::*;
+use crate::support::*;
 
 const M: u64 = MSS as u64;
 

@@ -1,11 +1,9 @@
 //! ECN at the sender (RFC 3168 §6.1.2): one reduction per window, CWR on the next new data
 //! segment, no ECT on retransmissions; end to end with the receiver's echo.
 
-mod support;
-
 use ccarena_cc::{CaState, Duration, SimTime};
 use ccarena_transport::{ReceiverConfig, RecoveryMode, Sender, SenderConfig};
-use support::*;
+use crate::support::*;
 
 const M: u64 = MSS as u64;
 

@@ -1,7 +1,5 @@
 //! How the sender drives the congestion controller: which hooks, when, with what.
 
-mod support;
-
 use std::sync::{Arc, Mutex};
 
 use ccarena_cc::{
@@ -9,7 +7,7 @@ use ccarena_cc::{
     RateSample, SimTime,
 };
 use ccarena_transport::{RecoveryMode, SenderConfig};
-use support::*;
+use crate::support::*;
 
 const M: u64 = MSS as u64;
 

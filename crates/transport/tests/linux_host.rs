@@ -12,12 +12,10 @@
 //! `rcv_ssthresh` — the receive-window autotuning this model leaves out, so a
 //! `quickack_segments` of 16 is the grant alone.
 
-mod support;
-
 use ccarena_cc::{Duration, SimTime};
 use ccarena_transport::rtt::{RtoRule, RttEstimator};
 use ccarena_transport::{DataSegment, Receiver, ReceiverConfig, RecoveryMode, Sender};
-use support::*;
+use crate::support::*;
 
 const M: u64 = MSS as u64;
 

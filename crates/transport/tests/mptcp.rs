@@ -4,16 +4,13 @@
 //! coupling view lent to the subflows' controllers. Explicit-time tests drive an
 //! `MptcpSender` and an `MptcpReceiver` by hand; the others run them over `mptcp_net`.
 
-mod mptcp_net;
-mod support;
-
 use std::sync::{Arc, Mutex};
 
 use ccarena_cc::coupled::{Coupling, SubflowView};
 use ccarena_cc::{new_controller, AckSample, CongestionControl, CwndState, Duration, LossEvent, Params, SimTime};
 use ccarena_transport::mptcp::{DssData, MptcpConfig, MptcpReceiver, MptcpSender, Scheduler};
-use mptcp_net::{config, renos, Net};
-use support::{LinkCfg, MSS};
+use crate::mptcp_net::{config, renos, Net};
+use crate::support::{LinkCfg, MSS};
 
 const M: u64 = MSS as u64;
 

@@ -5,15 +5,14 @@
 //! exactly once, in order, and only bytes some segment carried (checked by `mptcp_net` as it
 //! runs, with the DSS mapping of every retransmission and the connection window).
 
-mod mptcp_net;
-mod support;
+use crate::support;
 
 use ccarena_cc::{Duration, SimTime};
 use ccarena_transport::mptcp::Scheduler;
 use ccarena_transport::RecoveryMode;
-use mptcp_net::{config, renos, Net};
+use crate::mptcp_net::{config, renos, Net};
 use proptest::prelude::*;
-use support::LinkCfg;
+use crate::support::LinkCfg;
 
 /// Generous bound on simulated time: 10 % loss both ways with RTO backoffs capped at 4 s.
 const LIMIT: SimTime = SimTime(2_000 * 1_000_000_000);

@@ -1,11 +1,9 @@
 //! Three segments dropped from one window (cwnd 20 segments; segments 3, 7 and 11 lost once):
 //! how each recovery mode copes.
 
-mod support;
-
 use ccarena_cc::{CaState, Duration, SimTime};
 use ccarena_transport::{RecoveryMode, SenderConfig};
-use support::*;
+use crate::support::*;
 
 const M: u64 = MSS as u64;
 const SEGMENTS: u64 = 80;

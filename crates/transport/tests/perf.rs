@@ -1,6 +1,6 @@
 //! Throughput smoke check of the transport alone (no harness checks, FIFO links), with windows
 //! up to ~10^5 segments. Ignored by default; run with
-//! `cargo test --release -p ccarena-transport --test perf -- --ignored --nocapture`.
+//! `cargo test --release -p ccarena-transport --test all -- perf:: --ignored --nocapture`.
 
 use ccarena_cc::{new_controller, Duration, Params, SimTime};
 use ccarena_transport::*;

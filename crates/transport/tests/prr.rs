@@ -40,11 +40,9 @@
 //! Then the retransmission of 0 is acknowledged (ACK of 20 segments, everything sent before
 //! recovery): recovery ends with cwnd = ssthresh = 10.
 
-mod support;
-
 use ccarena_cc::{CaState, SimTime};
 use ccarena_transport::{RecoveryMode, Sender, SenderConfig};
-use support::*;
+use crate::support::*;
 
 const M: u64 = MSS as u64;
 

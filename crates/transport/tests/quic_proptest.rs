@@ -8,8 +8,6 @@
 //! beyond what the application offered or the flow-control credit the receiver advertised
 //! (RFC 9000 §4.1), and that every ACK claims only packets that reached the receiver.
 
-mod support;
-
 use std::collections::HashSet;
 
 use ccarena_cc::{new_controller, Duration, Params, SimTime};
@@ -17,7 +15,7 @@ use ccarena_transport::quic::{AckFrame, QuicConfig, QuicPacket, QuicReceiver, Qu
 use ccarena_transport::udt::ranges::RangeSet;
 use ccarena_transport::{Ecn, SenderEcn};
 use proptest::prelude::*;
-use support::{Channel, LinkCfg, Rng};
+use crate::support::{Channel, LinkCfg, Rng};
 
 /// Stream bytes per full packet.
 const PAYLOAD: u32 = 1200;

@@ -2,11 +2,9 @@
 //! reordering window is not a loss, RACK declares a loss by time (its reordering timer), and a
 //! tail loss is repaired by a tail loss probe instead of a retransmission timeout.
 
-mod support;
-
 use ccarena_cc::{CaState, SimTime};
 use ccarena_transport::{AckSegment, RecoveryMode, Sender};
-use support::*;
+use crate::support::*;
 
 const M: u64 = MSS as u64;
 

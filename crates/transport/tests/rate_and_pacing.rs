@@ -1,10 +1,8 @@
 //! Delivery-rate samples (draft-cheng-iccrg-delivery-rate-estimation) and pacing.
 
-mod support;
-
 use ccarena_cc::{Duration, SimTime};
 use ccarena_transport::{RecoveryMode, Sender, SenderConfig};
-use support::*;
+use crate::support::*;
 
 const M: u64 = MSS as u64;
 

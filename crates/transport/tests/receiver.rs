@@ -1,11 +1,9 @@
 //! Receiver behaviour: delayed ACKs, immediate ACKs, SACK block order (RFC 2018 §4), timestamp
 //! echo (RFC 7323 §4.3), ECN echo (RFC 3168 §6.1.3), duplicate accounting.
 
-mod support;
-
 use ccarena_cc::{Duration, SimTime};
 use ccarena_transport::{AckSegment, DataSegment, Receiver, ReceiverConfig, SackBlock};
-use support::*;
+use crate::support::*;
 
 const M: u64 = MSS as u64;
 

@@ -2,11 +2,9 @@
 //! min-RTO clamp, Karn's rule, backoff doubling and its reset, timer start/restart/stop, the
 //! once-per-episode ssthresh reduction, and Eifel (RFC 3522) spurious-timeout undo.
 
-mod support;
-
 use ccarena_cc::{CaState, Duration, SimTime};
 use ccarena_transport::{RecoveryMode, Sender, SenderConfig};
-use support::*;
+use crate::support::*;
 
 const M: u64 = MSS as u64;
 

@@ -5,12 +5,10 @@
 //! DupThresh, ECN with random CE marks, immediate-ACK receivers, a bottleneck queue, and a paced
 //! controller that owns the window.
 
-mod support;
-
 use ccarena_cc::{Duration, SimTime};
 use ccarena_transport::RecoveryMode;
 use proptest::prelude::*;
-use support::{controller_for, receiver_cfg_for, sender_cfg, Fate, FixedRate, LinkCfg, Pair, Rng, MSS};
+use crate::support::{controller_for, receiver_cfg_for, sender_cfg, Fate, FixedRate, LinkCfg, Pair, Rng, MSS};
 
 /// Generous bound on simulated time. The worst case is 30 % loss on both paths with Tahoe: RTO
 /// backoffs of a few seconds (max_rto is 4 s here) on a ~300-segment transfer.

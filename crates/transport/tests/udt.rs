@@ -4,8 +4,6 @@
 //! ACK suppression rules, packet pairs and the capacity estimate, pacing at SND, the flow
 //! window, slow start and the EXP timer.
 
-mod support;
-
 use ccarena_cc::udt::Udt;
 use ccarena_cc::{Duration, Params, SimTime};
 use ccarena_transport::udt::{
@@ -13,7 +11,7 @@ use ccarena_transport::udt::{
     UdtSender, UdtSenderConfig,
 };
 use proptest::prelude::*;
-use support::{Channel, LinkCfg};
+use crate::support::{Channel, LinkCfg};
 
 const MSS: u32 = 1000;
 /// IP + UDP + UDT data header, bytes.

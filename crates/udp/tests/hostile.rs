@@ -11,8 +11,7 @@ use std::time::Duration;
 use ccarena_udp::wire::{self, decode, encode, kind_of, Frame, Header, Offer};
 use ccarena_udp::{send_file, Receiver, ReceiverOptions, SendOptions};
 
-mod common;
-use common::tempdir;
+use crate::common::tempdir;
 
 fn packet(conn_id: u64, pn: u64, frame: &Frame<'_>) -> Vec<u8> {
     let mut buf = Vec::new();

@@ -9,8 +9,7 @@ use std::thread;
 use ccarena_udp::sha256::{hex, sha256_of};
 use ccarena_udp::{send_file, Counters, Event, Impairment, Receiver, ReceiverOptions, SendOptions, TransferError, TransferRecord};
 
-mod common;
-use common::tempdir;
+use crate::common::tempdir;
 
 /// A file of `bytes` pseudo-random bytes (SplitMix64).
 fn make_file(dir: &Path, name: &str, bytes: usize) -> PathBuf {

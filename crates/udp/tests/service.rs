@@ -11,14 +11,12 @@ use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
 
-mod common;
-use common::tempdir;
+use crate::common::tempdir;
 
 use ccarena_udp::sha256::sha256_of;
 use ccarena_udp::store::PART_PREFIX;
 use ccarena_udp::wire::{self, decode, encode, kind_of, Frame, Header, Offer, RejectCode};
 use ccarena_udp::{send_file, Counters, Receiver, ReceiverOptions, SendOptions, TransferRecord};
-
 
 fn make_file(dir: &Path, name: &str, bytes: usize) -> PathBuf {
     let data: Vec<u8> = (0..bytes as u32).map(|i| (i.wrapping_mul(2_654_435_761) >> 11) as u8).collect();

@@ -5,7 +5,7 @@
 use std::thread;
 use std::time::Duration;
 
-mod common;
+use crate::common;
 
 use ccarena_udp::clock::mono_ns;
 use ccarena_udp::{send_file, send_stream, Receiver, ReceiverOptions, SendOptions, Sink, SinkOptions, StreamOptions, TransferError};
