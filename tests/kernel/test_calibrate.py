@@ -121,10 +121,10 @@ def _judge(calibration: dict, ok: bool, message: str) -> None:
     pytest.fail(f"{message}; attempts (wall s, steal %, unexpected failures): {calibration['attempts']}")
 
 
-def test_the_quick_suite_runs_in_under_3_minutes_with_every_cell_on_both_backends(calibration):
+def test_the_quick_suite_gives_every_cell_on_both_backends(calibration):
+    """Its wall time (under 3 minutes on 2 cores) is a benchmark's: benches/calibrate_quick.py."""
     table = calibration["table"]
     assert list(table["cell"]) == CELLS
-    assert calibration["wall_s"] < 180 or calibration["steal"] > MAX_STEAL, calibration["attempts"]
     assert "calibration: simulator vs kernel" in calibration["stdout"]
     assert max(len(line) for line in calibration["stdout"].splitlines()[:len(CELLS) + 4]) <= 80
     # The stored table is the one the summary gives (reproducible from stored results).
