@@ -283,3 +283,41 @@ def test_no_two_front_end_modules_share_a_file_name() -> None:
             seen.setdefault(path.name, []).append(str(path.relative_to(PACKAGE)))
     shared = {name: sorted(paths) for name, paths in seen.items() if len(paths) > 1 and name not in allowed}
     assert not shared, shared
+
+
+def unlisted_rust_tests(crate: Path) -> list[str]:
+    """The integration-test files of ``crate`` that its one test binary, ``tests/all.rs``, does not
+    declare as modules (``mod name;``), or every file when a crate with more than one has no
+    ``tests/all.rs``: each crate links its integration tests once (Cargo.toml's ``autotests =
+    false``, ``[[test]] all``), so a file left out of ``all.rs`` would never be built or run."""
+    tests = crate / "tests"
+    if not tests.is_dir():
+        return []
+    modules = sorted(p.stem for p in tests.iterdir()
+                     if (p.suffix == ".rs" and p.name != "all.rs") or (p / "mod.rs").is_file())
+    root = tests / "all.rs"
+    if not root.is_file():
+        return modules if len(modules) > 1 else []
+    declared = set(re.findall(r"^mod (\w+);$", root.read_text(), flags=re.M))
+    return [m for m in modules if m not in declared]
+
+
+def test_every_rust_integration_test_file_is_in_its_crates_one_binary(tmp_path: Path) -> None:
+    crates = sorted(manifest.parent for manifest in CRATES.glob("*/Cargo.toml"))
+    with_all = [c.name for c in crates if (c / "tests" / "all.rs").is_file()]
+    assert {"sim", "transport", "udp", "relay"} <= set(with_all)
+    for name in with_all:
+        manifest = (CRATES / name / "Cargo.toml").read_text()
+        assert "autotests = false" in manifest and 'path = "tests/all.rs"' in manifest, name
+    assert {c.name: unlisted_rust_tests(c) for c in crates if unlisted_rust_tests(c)} == {}
+    # The check on a crate that left a file and a shared directory out, and on one with two
+    # files and no all.rs, so the assertion above cannot pass by seeing nothing.
+    (tmp_path / "a" / "tests" / "common").mkdir(parents=True)
+    (tmp_path / "a" / "tests" / "common" / "mod.rs").write_text("")
+    for name in ("all.rs", "one.rs", "two.rs"):
+        (tmp_path / "a" / "tests" / name).write_text("mod one;\n" if name == "all.rs" else "")
+    assert unlisted_rust_tests(tmp_path / "a") == ["common", "two"]
+    (tmp_path / "b" / "tests").mkdir(parents=True)
+    for name in ("one.rs", "two.rs"):
+        (tmp_path / "b" / "tests" / name).write_text("")
+    assert unlisted_rust_tests(tmp_path / "b") == ["one", "two"]
