@@ -48,6 +48,20 @@ def test_linux_on_a_plain_run_is_the_kernel_twins_model() -> None:
     assert [f["host"] for f in plain.resolved.derived["flows"]] == ["linux", "linux"]
 
 
+def test_linux_autotunes_the_receive_window_of_flows_that_give_none() -> None:
+    # Linux autotunes a buffer the application did not size (tcp_moderate_rcvbuf); a flow's own
+    # rwnd is a fixed buffer (SO_RCVBUF), and the rfc host keeps the spec as it was.
+    raw = {**BASE, "host": "linux",
+           "flows": [{"from": "a", "to": "b", "flavor": "cubic"},
+                     {"from": "a", "to": "b", "flavor": "reno", "rwnd": "64KB"}]}
+    auto, sized = plans(raw, ["sim"])["sim"].resolved.spec.flows
+    assert auto.rcvbuf_autotuning and auto.rwnd_bytes is None
+    assert not sized.rcvbuf_autotuning and sized.rwnd_bytes is not None
+    rfc = plans({**raw, "host": "rfc"}, ["sim"])["sim"].resolved.spec
+    assert not any(f.rcvbuf_autotuning for f in rfc.flows)
+    assert "rcvbuf_autotuning" not in rfc.to_json()  # left out at its default: hashes unchanged
+
+
 def test_rfc_is_the_default_alone_and_stays_rfc_beside_the_kernel_when_named() -> None:
     alone = plans(BASE, ["sim"])["sim"]
     resolved = expand(load_scenario(BASE))[0].resolved.spec

@@ -2,7 +2,7 @@
 //! constant-bit-rate sources, and bulk UDT transfers (UDT's own sender and receiver).
 
 use ccarena_cc::{new_controller, Duration, SimTime};
-use ccarena_transport::{EcnMode, Receiver, ReceiverConfig, RecoveryMode, Sender, SenderConfig, SenderEcn};
+use ccarena_transport::{EcnMode, RcvBufAutotuning, Receiver, ReceiverConfig, RecoveryMode, Sender, SenderConfig, SenderEcn};
 
 use ccarena_cc::udt::Udt;
 use ccarena_transport::udt::{UdtReceiver, UdtReceiverConfig, UdtSender, UdtSenderConfig};
@@ -98,6 +98,8 @@ impl TcpFlow {
             .recovery
             .parse()
             .map_err(|e: <RecoveryMode as std::str::FromStr>::Err| SpecError { path: path("recovery"), message: e.to_string() })?;
+        // Single-path TCP only (spec.rs): an MPTCP connection's buffer is its own.
+        let autotune = f.rcvbuf_autotuning && f.mptcp.is_none();
         let cfg = SenderConfig {
             mss_bytes: f.mss_bytes,
             initial_cwnd_bytes: f.initial_cwnd_packets as u64 * f.mss_bytes as u64,
@@ -108,8 +110,13 @@ impl TcpFlow {
             recovery,
             dupthresh: f.dupthresh,
             ecn: sender_ecn(f),
-            // The handshake (not modelled) would have carried the receiver's window.
-            initial_rwnd_bytes: f.rwnd_bytes,
+            // The handshake (not modelled) would have carried the receiver's window: with
+            // autotuning, the 65,160 bytes a Linux SYN-ACK offers.
+            initial_rwnd_bytes: if autotune {
+                Some(RcvBufAutotuning::LINUX.initial_window(f.mss_bytes))
+            } else {
+                f.rwnd_bytes
+            },
             sndbuf_bytes: f.sndbuf_bytes,
         };
         let rcfg = ReceiverConfig {
@@ -130,6 +137,10 @@ impl TcpFlow {
         let mut sender = Sender::new(cfg, cc, SimTime(f.start_ns));
         sender.set_rto_rule(rto_rule);
         let mut receiver = Receiver::new(rcfg);
+        if autotune {
+            // Before set_quickack: Linux bounds the quick-ACK grant by the initial window.
+            receiver.set_rcvbuf_autotuning(RcvBufAutotuning::LINUX);
+        }
         // Linux re-enters quick-ACK mode after a gap longer than the receiver's RTO, which is at
         // least min_rto; the receiver keeps no RTT estimate here, so min_rto stands in for it.
         receiver.set_quickack(f.quickack_segments, Some(Duration(f.min_rto_ns)));

@@ -340,6 +340,15 @@ pub struct TcpFlowSpec {
     /// sub-MSS in-order segment at once (`Receiver::set_ack_short_segments`).
     #[serde(default)]
     pub quickack_segments: u32,
+    /// Linux's receive-buffer autotuning (`tcp_moderate_rcvbuf`, the default `tcp_rmem`;
+    /// `ccarena_transport::RcvBufAutotuning::LINUX`): the receiver's window starts at the
+    /// 65,160 bytes a Linux SYN-ACK offers and grows as Linux's does — two MSS per segment
+    /// received up to a clamp that each RTT's delivered bytes raise (dynamic right-sizing), to
+    /// at most a 32 MB buffer — and each segment that grows it is ACKed at once. False (the
+    /// default): the window is `rwnd_bytes`. Not with `rwnd_bytes`. Single-path TCP only: QUIC
+    /// and MPTCP flows ignore it.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub rcvbuf_autotuning: bool,
     /// Run the flow as a Multipath TCP connection (RFC 8684); null = single-path TCP.
     #[serde(default)]
     pub mptcp: Option<MptcpSpec>,
@@ -633,6 +642,9 @@ impl TcpFlowSpec {
             return Err(err("min_rto_ns", "must be positive and at most max_rto_ns"));
         }
         self.rto_rule()?;
+        if self.rcvbuf_autotuning && self.rwnd_bytes.is_some() {
+            return Err(err("rcvbuf_autotuning", "cannot be set with rwnd_bytes (autotuning sizes the window)".to_string()));
+        }
         if self.quickack_segments > MAX_QUICKACK_SEGMENTS {
             return Err(err("quickack_segments", format!("must be 0..={MAX_QUICKACK_SEGMENTS} (0 = off)")));
         }

@@ -64,6 +64,7 @@ pub fn tcp_flow(name: &str, src: usize, dst: usize, flavor: &str) -> TcpFlowSpec
         handshake_rtt: false,
         rto_rule: "rfc6298".to_string(),
         quickack_segments: 0,
+        rcvbuf_autotuning: false,
         mptcp: None,
         quic: None,
     }

@@ -48,6 +48,7 @@ mod pcap;
 mod phase_effects;
 mod prague_classic_ecn;
 mod quic;
+mod rcvbuf_autotuning;
 mod red;
 mod red_sack_recovery;
 mod reno_mathis;

@@ -61,6 +61,45 @@
 //! window shrinks only as RCV.NXT advances into it. Segments beyond the window are still
 //! accepted (a sender that honours the window sends none).
 //!
+//! # Receive-buffer autotuning (Linux; [`Receiver::set_rcvbuf_autotuning`])
+//!
+//! Off by default. When on (and there is no fixed `rcvbuf_bytes`), the receiver advertises
+//! what a Linux 6.x receiver with the default `tcp_rmem` and `tcp_moderate_rcvbuf = 1` does
+//! ([`RcvBufAutotuning`] holds the sysctls):
+//!
+//! - **Start** (`tcp_select_initial_window`, `tcp_init_buffer_space`): the buffer is
+//!   `tcp_rmem[1]`; the window a buffer allows is its size times the payload share of the
+//!   memory it takes ([`RcvBufAutotuning::window_share_256`], Linux's `scaling_ratio`), and the
+//!   window clamp is that less one MSS (the segment `tcp_init_buffer_space` reserves). The
+//!   SYN-ACK's window, and the starting `rcv_ssthresh`, is that window capped at 65,535 bytes
+//!   (an unscaled SYN window) rounded down to whole MSS: 65,160 bytes for MSS 1448.
+//! - **Per segment** (`tcp_grow_window`): each data segment raises `rcv_ssthresh` by two MSS,
+//!   up to the clamp, and an ACK advertises min(`rcv_ssthresh`, the free buffer's window) —
+//!   so the window grows by two segments per segment received, twice as fast as a sender in
+//!   slow start fills it. A segment that raises `rcv_ssthresh` asks for one quick ACK
+//!   (Linux's `icsk_ack.quick |= 1`), so while the window grows each segment is ACKed at once.
+//! - **Per RTT** (`tcp_rcv_space_adjust`, "dynamic right-sizing"): once an RTT has passed
+//!   since the last measurement, the bytes delivered to the application in it (`copied`) are
+//!   compared with the largest earlier measurement (`space`, starting at 10 MSS); when more,
+//!   the clamp becomes `2·copied·(1 + 2·(copied − space)/space)` (room for a sender that
+//!   doubles its rate each RTT) plus the out-of-order data held, as a buffer of at most
+//!   `tcp_rmem[2]` ([`RcvBufAutotuning::max_rcvbuf_bytes`]); the buffer never shrinks. The RTT
+//!   is the caller's ([`Receiver::set_rcv_rtt`]; Linux measures full round trips from the
+//!   timestamps its ACKs get echoed and takes a lower sample at once, a higher one slowly, so
+//!   it stays near the path's minimum: the simulator gives the sender's minimum RTT).
+//! - Windows are advertised in units of the window scale (1024 bytes with `tcp_rmem[2]` of
+//!   32 MB), rounded up as Linux rounds `rcv_ssthresh` (`ALIGN`).
+//!
+//! Measured here (Linux 6.18.44, default sysctls: tcp_rmem 4096 131072 33554432,
+//! tcp_moderate_rcvbuf 1, tcp_adv_win_scale 1; one CUBIC flow on a `ccarena run --backend
+//! kernel` dumbbell with the relay's pcap at the sender, 20 Mbit/s 40 ms and 100 Mbit/s 20 ms):
+//! SYN-ACK window 65,160, window scale 1024; the first six ACKs 68,608, 71,680, 74,752,
+//! 76,800, 79,872, 80,896, then 80,896 until the second RTT's measurement; then at each RTT the
+//! clamp rose to 169,984, 324,608, 541,696 bytes (20 Mbit/s: `copied` 31,856, 57,920, 105,704
+//! bytes), each reached two MSS per segment; 22 single-segment ACKs at the start (16 granted +
+//! 6 while the window grew). The window stays ~3× the flight, so it does not limit a single
+//! flow on these paths.
+//!
 //! # Timestamps (RFC 7323 §4.3)
 //!
 //! `TS.Recent` takes a segment's TSval when `TSval ≥ TS.Recent` and `SEG.SEQ ≤ Last.ACK.sent`, so
@@ -111,6 +150,69 @@ const SACK_HISTORY: usize = 8;
 /// (RFC 9768 §3.2.2.5.1's `n`: SHOULD be 2, MUST be 2 to 6, so that ACE, mod 8, cannot wrap
 /// between two ACKs).
 pub const ACCECN_CE_PER_ACK: u32 = 2;
+
+/// The sysctls of Linux's receive-buffer autotuning ([`Receiver::set_rcvbuf_autotuning`]; the
+/// module documentation).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RcvBufAutotuning {
+    /// The buffer a connection starts with, bytes (`net.ipv4.tcp_rmem[1]`; Linux default
+    /// 131,072).
+    pub initial_rcvbuf_bytes: u64,
+    /// The largest buffer autotuning grows to, bytes (`net.ipv4.tcp_rmem[2]`; 33,554,432 since
+    /// Linux 6.17, 6 MB before).
+    pub max_rcvbuf_bytes: u64,
+    /// The share of a buffer's memory that is payload, in 256ths (Linux 6.5+'s
+    /// `scaling_ratio`, payload over `skb->truesize`): the window a buffer of `b` bytes allows
+    /// is `b·share/256`. 160 fits the 80,896-byte clamp measured here from a 131,072-byte
+    /// buffer (1448-byte payloads on a veth); Linux starts at 128 (`tcp_adv_win_scale = 1`).
+    pub window_share_256: u32,
+    /// The window's unit on the wire, bytes (1 << the window scale the receiver offers: 1024
+    /// with `tcp_rmem[2]` of 32 MB, measured).
+    pub window_unit_bytes: u64,
+}
+
+impl RcvBufAutotuning {
+    /// Linux 6.18's defaults as measured on this project's machines (the module documentation).
+    pub const LINUX: RcvBufAutotuning = RcvBufAutotuning {
+        initial_rcvbuf_bytes: 131_072,
+        max_rcvbuf_bytes: 33_554_432,
+        window_share_256: 160,
+        window_unit_bytes: 1024,
+    };
+
+    /// The window a buffer of `buf_bytes` allows, bytes (Linux's `tcp_win_from_space`).
+    pub fn window_from_buffer(&self, buf_bytes: u64) -> u64 {
+        buf_bytes * self.window_share_256 as u64 / 256
+    }
+
+    /// The window a SYN-ACK offers with MSS `mss_bytes`, bytes: the initial buffer's window,
+    /// at most 65,535 (an unscaled SYN window), rounded down to whole segments.
+    pub fn initial_window(&self, mss_bytes: u32) -> u64 {
+        let mss = mss_bytes as u64;
+        let w = self.window_from_buffer(self.initial_rcvbuf_bytes).min(65_535);
+        if w > mss { w / mss * mss } else { w }
+    }
+}
+
+/// Receive-buffer autotuning's state (Linux's `sk_rcvbuf`, `window_clamp`, `rcv_ssthresh`,
+/// `rcvq_space`).
+#[derive(Clone, Copy, Debug)]
+struct Autotune {
+    cfg: RcvBufAutotuning,
+    /// The buffer, bytes.
+    rcvbuf: u64,
+    /// Largest window the buffer allows now, bytes.
+    window_clamp: u64,
+    /// The window's slow-start threshold, bytes: what an ACK advertises at most.
+    rcv_ssthresh: u64,
+    /// Largest bytes-per-RTT measured so far.
+    space: u64,
+    /// Where and when the current measurement started (None before the first data).
+    space_seq: u64,
+    space_time: Option<SimTime>,
+    /// The round-trip time the measurement waits, from the caller.
+    rtt: Option<Duration>,
+}
 
 /// Receiver parameters. Every value is explicit (Linux-like: delayed ACK 40 ms, every 2nd
 /// segment).
@@ -301,6 +403,8 @@ pub struct Receiver {
     last_data_at: Option<SimTime>,
     /// ACK a sub-MSS in-order segment at once (Linux's pushed ACK).
     ack_short_segments: bool,
+    /// Receive-buffer autotuning (Linux), when on.
+    autotune: Option<Autotune>,
     stats: ReceiverStats,
 }
 
@@ -336,6 +440,7 @@ impl Receiver {
             quickack_left: 0,
             last_data_at: None,
             ack_short_segments: false,
+            autotune: None,
             stats: ReceiverStats::default(),
         }
     }
@@ -343,15 +448,103 @@ impl Receiver {
     /// Turn on Linux's quick-ACK mode (see the module documentation): the first `segments`
     /// in-order segments are each acknowledged at once (`0` turns the mode off — the RFC 5681
     /// receiver), bounded by `rcvbuf_bytes / (2·MSS)` (at least 2) when there is a receive
-    /// buffer; and when `idle_restart` is given, in-order data arriving more than that after the
+    /// buffer (with autotuning, set first, by the initial window / (2·MSS)); and when `idle_restart` is given, in-order data arriving more than that after the
     /// previous in-order data grants them again (Linux compares with the receiver's RTO).
     pub fn set_quickack(&mut self, segments: u32, idle_restart: Option<Duration>) {
         let by_window = self
-            .cfg
-            .rcvbuf_bytes
+            .initial_window()
+            .or(self.cfg.rcvbuf_bytes)
             .map_or(u64::MAX, |b| (b / (2 * self.cfg.mss_bytes as u64)).max(2));
         self.quickack_grant = (segments as u64).min(by_window) as u32;
         self.quickack_idle = idle_restart;
+    }
+
+    /// Turn on Linux's receive-buffer autotuning with `sysctls` (see the module documentation):
+    /// the window starts at [`RcvBufAutotuning::initial_window`] and grows as Linux's does.
+    /// Call before any data arrives; it takes the place of a fixed `rcvbuf_bytes`.
+    ///
+    /// # Panics
+    /// If the config has a fixed `rcvbuf_bytes`, or `sysctls` allows no window.
+    pub fn set_rcvbuf_autotuning(&mut self, sysctls: RcvBufAutotuning) {
+        assert!(self.cfg.rcvbuf_bytes.is_none(), "autotuning replaces a fixed rcvbuf_bytes");
+        let mss = self.cfg.mss_bytes as u64;
+        let initial = sysctls.initial_window(self.cfg.mss_bytes);
+        assert!(initial > 0 && sysctls.window_unit_bytes > 0, "autotuning allows no window");
+        // tcp_init_buffer_space reserves one segment below the buffer's window.
+        let clamp = sysctls.window_from_buffer(sysctls.initial_rcvbuf_bytes).saturating_sub(mss).max(2 * mss);
+        self.autotune = Some(Autotune {
+            cfg: sysctls,
+            rcvbuf: sysctls.initial_rcvbuf_bytes,
+            window_clamp: clamp,
+            rcv_ssthresh: initial.min(clamp),
+            space: 10 * mss,
+            space_seq: 0,
+            space_time: None,
+            rtt: None,
+        });
+    }
+
+    /// The round-trip time autotuning measures over (Linux takes it from the timestamps its
+    /// ACKs get echoed, `tcp_rcv_rtt_measure_ts`, near the path's minimum RTT); until one is
+    /// given the buffer does not grow.
+    pub fn set_rcv_rtt(&mut self, rtt: Option<Duration>) {
+        if let Some(a) = self.autotune.as_mut() {
+            a.rtt = rtt;
+        }
+    }
+
+    /// The window the connection's SYN-ACK offered, bytes, with autotuning on (the sender's
+    /// window before the first ACK); None otherwise.
+    pub fn initial_window(&self) -> Option<u64> {
+        self.autotune.map(|a| a.cfg.initial_window(self.cfg.mss_bytes))
+    }
+
+    /// Autotuning's buffer now, bytes (Linux's `sk_rcvbuf`); None when off.
+    pub fn rcvbuf_bytes(&self) -> Option<u64> {
+        self.autotune.map(|a| a.rcvbuf)
+    }
+
+    /// A data segment with new bytes arrived (Linux's `tcp_grow_window`): raise `rcv_ssthresh`
+    /// by two MSS up to the clamp, asking for a quick ACK when it rose.
+    fn autotune_grow(&mut self) {
+        let mss = self.cfg.mss_bytes as u64;
+        let Some(a) = self.autotune.as_mut() else { return };
+        let free = a.cfg.window_from_buffer(a.rcvbuf).saturating_sub(self.ooo_bytes);
+        if a.rcv_ssthresh < a.window_clamp && a.rcv_ssthresh < free {
+            a.rcv_ssthresh = (a.rcv_ssthresh + 2 * mss).min(a.window_clamp);
+            self.quickack_left |= 1;
+        }
+    }
+
+    /// In-order data was delivered at `now` (Linux's `tcp_rcv_space_adjust`): once an RTT has
+    /// passed since the measurement began, grow the buffer if more was delivered than ever.
+    fn autotune_measure(&mut self, now: SimTime) {
+        let (rcv_nxt, ooo_end) = (self.rcv_nxt, self.ooo.back().map(|r| r.1));
+        let Some(a) = self.autotune.as_mut() else { return };
+        let Some(start) = a.space_time else {
+            a.space_seq = rcv_nxt;
+            a.space_time = Some(now);
+            return;
+        };
+        match a.rtt {
+            Some(rtt) if rtt > Duration::ZERO && now.saturating_since(start) >= rtt => {}
+            _ => return,
+        }
+        let copied = rcv_nxt - a.space_seq;
+        if copied > a.space {
+            let base = 2 * copied as u128;
+            let grow = base * (copied - a.space) as u128 / a.space as u128;
+            let rcvwin = (base + 2 * grow) as u64 + ooo_end.map_or(0, |e| e - rcv_nxt);
+            let share = a.cfg.window_share_256 as u64;
+            let buf = rcvwin.saturating_mul(256).div_ceil(share).min(a.cfg.max_rcvbuf_bytes);
+            if buf > a.rcvbuf {
+                a.rcvbuf = buf;
+                a.window_clamp = a.cfg.window_from_buffer(buf);
+            }
+            a.space = copied;
+        }
+        a.space_seq = rcv_nxt;
+        a.space_time = Some(now);
     }
 
     /// Acknowledge an in-order segment shorter than the MSS at once (Linux; see the module
@@ -441,7 +634,9 @@ impl Receiver {
         self.stats.duplicate_bytes += self.rcv_nxt.saturating_sub(seg.seq);
         let start = seg.seq.max(self.rcv_nxt);
         if start == self.rcv_nxt {
-            if self.quickack_on_data(now) || (self.ack_short_segments && len < self.cfg.mss_bytes as u64) {
+            let quick = self.quickack_on_data(now);
+            self.autotune_grow();
+            if quick || self.quickack_left > 0 || (self.ack_short_segments && len < self.cfg.mss_bytes as u64) {
                 self.ack_now = true;
             }
             let filled_hole = !self.ooo.is_empty();
@@ -458,6 +653,7 @@ impl Receiver {
             let delivered = nxt - self.rcv_nxt;
             self.rcv_nxt = nxt;
             self.forget_acked_blocks();
+            self.autotune_measure(now);
             if filled_hole {
                 self.ack_now = true;
             } else {
@@ -473,6 +669,7 @@ impl Receiver {
             delivered
         } else {
             self.stats.out_of_order_segments += 1;
+            self.autotune_grow();
             let block = self.insert_ooo(start, end);
             self.note_recent(block);
             self.ack_now = true;
@@ -590,13 +787,31 @@ impl Receiver {
     /// in-order data is read by the application at once — as a right edge that never moves
     /// left (RFC 9293 §3.8.6: a receiver SHOULD NOT shrink the window). `u64::MAX` without a
     /// buffer limit.
+    ///
+    /// With autotuning: min(`rcv_ssthresh`, the free buffer's window), rounded up to the
+    /// window unit (Linux's `__tcp_select_window`), the same never-shrinking edge.
     fn advertised_window(&mut self) -> u64 {
-        let Some(buf) = self.cfg.rcvbuf_bytes else {
+        let Some(free) = self.free_window() else {
             return u64::MAX;
         };
-        let edge = self.rcv_nxt + buf.saturating_sub(self.ooo_bytes);
-        self.rcv_right_edge = self.rcv_right_edge.max(edge);
+        self.rcv_right_edge = self.rcv_right_edge.max(self.rcv_nxt + free);
         self.rcv_right_edge - self.rcv_nxt
+    }
+
+    /// The window the buffer allows now, bytes, before the never-shrink rule; None without a
+    /// buffer limit.
+    fn free_window(&self) -> Option<u64> {
+        if let Some(a) = &self.autotune {
+            let w = a.rcv_ssthresh.min(a.cfg.window_from_buffer(a.rcvbuf).saturating_sub(self.ooo_bytes));
+            Some(w.div_ceil(a.cfg.window_unit_bytes) * a.cfg.window_unit_bytes)
+        } else {
+            self.cfg.rcvbuf_bytes.map(|buf| buf.saturating_sub(self.ooo_bytes))
+        }
+    }
+
+    /// The window the next ACK would advertise, bytes (`u64::MAX` without a buffer limit).
+    pub fn window_bytes(&self) -> u64 {
+        self.free_window().map_or(u64::MAX, |free| self.rcv_right_edge.max(self.rcv_nxt + free) - self.rcv_nxt)
     }
 
     /// The delayed-ACK deadline, if an ACK is being delayed.

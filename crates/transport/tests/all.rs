@@ -22,6 +22,7 @@ mod quic_receiver;
 mod quic_recovery;
 mod rack_tlp;
 mod rate_and_pacing;
+mod rcvbuf_autotuning;
 mod receiver;
 mod rto;
 mod transfer_proptest;

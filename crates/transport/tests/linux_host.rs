@@ -9,8 +9,8 @@
 //! the delayed-ACK timer; with tcp_rmem 64 KB, 13; with 256 KB, 25. Linux's grant at the first
 //! data is `min(16, rcv_wnd / (2·rcv_mss))` (16 for the default 64 KB initial window, fewer
 //! for a smaller one), and `tcp_grow_window` adds one quick ACK per segment while it raises
-//! `rcv_ssthresh` — the receive-window autotuning this model leaves out, so a
-//! `quickack_segments` of 16 is the grant alone.
+//! `rcv_ssthresh` — the receive-window autotuning `Receiver::set_rcvbuf_autotuning` models
+//! (tests/rcvbuf_autotuning.rs); without it a `quickack_segments` of 16 is the grant alone.
 
 use ccarena_cc::{Duration, SimTime};
 use ccarena_transport::rtt::{RtoRule, RttEstimator};

@@ -11,8 +11,10 @@ hosts the simulator (and ccarena's transport on the udp backend) model.
   growth and whole-packet window; BBR's long-term bandwidth sampling); each sender connects before
   t0 over the idle path, so its first RTT sample is the handshake's (``handshake_rtt``); its RTO
   follows Linux's rule (``rto_rule = "linux"``: SRTT + an rttvar floored at the minimum RTO) and
-  its receiver starts in quick-ACK mode (``quickack_segments`` = :data:`LINUX_QUICKACK_SEGMENTS`);
-  and
+  its receiver starts in quick-ACK mode (``quickack_segments`` = :data:`LINUX_QUICKACK_SEGMENTS`)
+  and, when the flow gives no ``rwnd``, autotunes its receive window as Linux's does
+  (``rcvbuf_autotuning``: from the SYN-ACK's 65,160 bytes, two segments per segment received,
+  the clamp raised each RTT; single-path flows); and
   (a scenario-level choice) each packet reaches the far end of a link up to a quarter of its
   serialization time late (:data:`LINUX_LINK_JITTER`), as real hosts and the relay jitter by
   microseconds, so flows do not lock into the phase patterns a perfectly periodic simulation can
@@ -69,8 +71,9 @@ five jittered seeds give 0.44–0.48 (the kernel: 0.49–0.56)."""
 
 LINUX_QUICKACK_SEGMENTS = 16
 """Segments a Linux receiver acknowledges one by one at connection start (``tcp_incr_quickack``'s
-first grant, min(16, rcv_wnd / (2·MSS))). Measured here (Linux 6.18, default tcp_rmem): 21 on the
-wire, the 5 more granted as the receive window autotunes, which the simulator does not model."""
+first grant, min(16, rcv_wnd / (2·MSS))). Measured here (Linux 6.18, default tcp_rmem): 21–22 on
+the wire, the rest one per segment that raised the autotuned window (``tcp_grow_window``'s quick
+ACK), which ``rcvbuf_autotuning`` models."""
 
 RFC, LINUX = "rfc", "linux"
 
@@ -114,12 +117,16 @@ def with_linux_recovery(plan: RunPlan) -> RunPlan:
 def _linux_flow(flow: Any, spec: TcpFlowSpec) -> TcpFlowSpec:
     """``spec`` as a Linux host runs it (the module docstring): Linux recovery unless the scenario
     names one, Linux's module parameters the scenario leaves to default, the handshake's RTT
-    sample, Linux's RTO rule and quick-ACK mode."""
+    sample, Linux's RTO rule and quick-ACK mode, and receive-window autotuning when the flow
+    gives no window."""
     given = (flow.params or {}) if flow is not None else {}
     params = {**spec.params, **{name: value for name, value in LINUX_HOST_PARAMS.get(spec.flavor, {}).items()
                                 if name not in given}}
     update: dict[str, Any] = {"handshake_rtt": True, "params": params, "rto_rule": "linux",
                               "quickack_segments": LINUX_QUICKACK_SEGMENTS}
+    if spec.rwnd_bytes is None and spec.mptcp is None and spec.quic is None:
+        # Linux autotunes a receive buffer the application did not size (tcp_moderate_rcvbuf).
+        update["rcvbuf_autotuning"] = True
     if flow is None or flow.recovery is None:
         update["recovery"] = LINUX_RECOVERY
     return spec.model_copy(update=update)
