@@ -448,8 +448,9 @@ impl Receiver {
     /// Turn on Linux's quick-ACK mode (see the module documentation): the first `segments`
     /// in-order segments are each acknowledged at once (`0` turns the mode off — the RFC 5681
     /// receiver), bounded by `rcvbuf_bytes / (2·MSS)` (at least 2) when there is a receive
-    /// buffer (with autotuning, set first, by the initial window / (2·MSS)); and when `idle_restart` is given, in-order data arriving more than that after the
-    /// previous in-order data grants them again (Linux compares with the receiver's RTO).
+    /// buffer (with autotuning, turned on first, by its initial window / (2·MSS)); and when
+    /// `idle_restart` is given, in-order data arriving more than that after the previous
+    /// in-order data grants them again (Linux compares with the receiver's RTO).
     pub fn set_quickack(&mut self, segments: u32, idle_restart: Option<Duration>) {
         let by_window = self
             .initial_window()
