@@ -310,8 +310,22 @@ impl Scoreboard {
         if start >= end {
             return;
         }
-        // Known ranges touching [start, end): i..j.
-        let i = self.sack_ranges.partition_point(|r| r.1 < start);
+        // Known ranges touching [start, end): i..j. Most blocks extend or repeat the highest
+        // known range (an ACK's first block holds its newest segment), so that range is tried
+        // before a binary search; the ranges are sorted, disjoint and never touch.
+        let n = self.sack_ranges.len();
+        let i = match self.sack_ranges.back() {
+            None => 0,
+            Some(&(_, back_end)) if back_end < start => n,
+            Some(_) if n == 1 || self.sack_ranges[n - 2].1 < start => n - 1,
+            Some(_) => self.sack_ranges.partition_point(|r| r.1 < start),
+        };
+        if let Some(&(rs, re)) = self.sack_ranges.get(i) {
+            if rs <= start && end <= re {
+                // Already known (a block repeated from an earlier ACK): nothing changes.
+                return;
+            }
+        }
         let mut j = i;
         while j < self.sack_ranges.len() && self.sack_ranges[j].0 <= end {
             j += 1;
