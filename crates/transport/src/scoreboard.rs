@@ -186,6 +186,14 @@ impl Scoreboard {
         }
     }
 
+    /// [`Scoreboard::new`] with room for `segments` records before the queues grow.
+    pub fn with_capacity(dupthresh: u32, mss: u64, segments: usize) -> Scoreboard {
+        let mut sb = Scoreboard::new(dupthresh, mss);
+        sb.segs.reserve_exact(segments);
+        sb.tsorted.reserve_exact(segments);
+        sb
+    }
+
     /// Number of outstanding records.
     pub fn len(&self) -> usize {
         self.segs.len()

@@ -413,7 +413,9 @@ impl Sender {
                 cfg.max_rto,
                 cfg.clock_granularity,
             ),
-            sb: Scoreboard::new(cfg.dupthresh, mss),
+            // Room for the initial window up front: the first flight would grow the queues
+            // from empty through every small size (issue 35: start-up reallocations).
+            sb: Scoreboard::with_capacity(cfg.dupthresh, mss, (cfg.initial_cwnd_bytes.div_ceil(mss).min(64) as usize).next_power_of_two()),
             rate: RateEstimator::new(),
             pacer: Pacer::new(),
             max_pacing_rate_bps: None,
