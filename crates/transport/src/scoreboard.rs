@@ -501,7 +501,6 @@ impl Scoreboard {
         while self.tsorted.front().is_some_and(|&(abs, _)| abs < self.base) {
             self.tsorted.pop_front();
         }
-        let mut relost = std::mem::take(&mut self.relost_scratch);
         let (mut i, mut stale, mut live) = (0usize, 0usize, 0usize);
         while i < self.tsorted.len() {
             let (abs, sent) = self.tsorted[i];
@@ -527,12 +526,15 @@ impl Scoreboard {
             if due > now {
                 deadline = Some(deadline.map_or(due, |d| d.max(due)));
             } else if r.is_retrans() {
-                relost.push(idx);
+                self.relost_scratch.push(idx);
             } else {
                 self.mark_lost_idx(idx);
             }
         }
-        if !relost.is_empty() {
+        // The scratch is taken only when it holds something: most walks find no lost
+        // retransmission, and moving the vector out and back is a cost on every ACK.
+        if !self.relost_scratch.is_empty() {
+            let mut relost = std::mem::take(&mut self.relost_scratch);
             relost.sort_unstable();
             // A record sent twice in one instant (new data, then at once its rescue
             // retransmission, RFC 6675 NextSeg rule 4) has two live entries in `tsorted`: it
@@ -542,8 +544,8 @@ impl Scoreboard {
                 self.retransmission_lost(idx);
             }
             relost.clear();
+            self.relost_scratch = relost;
         }
-        self.relost_scratch = relost;
         if stale > 64 && stale > 2 * live {
             // Drop the dead entries in the middle once they outnumber the live ones walked.
             let (base, segs) = (self.base, &self.segs);
