@@ -347,7 +347,7 @@ pub struct TcpFlowSpec {
     /// at most a 32 MB buffer — and each segment that grows it is ACKed at once. False (the
     /// default): the window is `rwnd_bytes`. Not with `rwnd_bytes`. Single-path TCP only: QUIC
     /// and MPTCP flows ignore it.
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    #[serde(default)]
     pub rcvbuf_autotuning: bool,
     /// Run the flow as a Multipath TCP connection (RFC 8684); null = single-path TCP.
     #[serde(default)]
