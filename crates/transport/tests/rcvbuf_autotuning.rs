@@ -21,15 +21,10 @@ fn seg(n: u64) -> DataSegment {
     DataSegment { seq: n * M, len: MSS, ts_val: SimTime::ZERO, ecn: Ecn::NotEct, cwr: false, retransmit: false }
 }
 
+/// The shared test receiver (delayed ACK 40 ms, every 2nd segment) with Linux's MSS here and
+/// D-SACK.
 fn config() -> ReceiverConfig {
-    ReceiverConfig {
-        mss_bytes: MSS,
-        delayed_ack: Duration::from_millis(40),
-        ack_every_segments: 2,
-        ecn: ccarena_transport::EcnMode::Off,
-        rcvbuf_bytes: None,
-        dsack: true,
-    }
+    ReceiverConfig { mss_bytes: MSS, dsack: true, ..crate::support::receiver_cfg() }
 }
 
 /// Linux's receiver: delayed ACK 40 ms every 2nd segment, quick-ACK grant 16, autotuning with
