@@ -157,7 +157,8 @@ def run(
         from ccarena.report.report_pool import stop_now
 
         stop_now(pool)
-        stop_now(workers and workers.pool)
+        if workers is not None:
+            workers.stop()
         raise
     # With --json, stdout carries only the JSON; the paths go to stderr.
     where = stderr if as_json else stdout

@@ -55,7 +55,8 @@ def report(
         print_summary(result, wide, as_json)
     except BaseException:
         stop_now(pool)
-        stop_now(workers and workers.pool)
+        if workers is not None:
+            workers.stop()
         raise
     path = write_report(result, output, formats=figure_formats, workers=workers)
     print_store_warnings(result)

@@ -580,43 +580,76 @@ class StartedFigures:
         self.first_repeats, self.every_point, self.many = first_repeats, every_point, many
         self.runs: list[Any] = []
         self.pages: list[Any] = []
+        self.apart: Any = None
+        """The child drawing :meth:`drawn_apart`'s figures (:meth:`fork_apart`), or None."""
 
     def finish(self) -> list[Figure]:
         """Draw the overview figures here, then gather the workers' (drawing here those none
-        has started): overview first, then the details (:func:`draw_figures`' order)."""
+        has started) and the forked child's (:meth:`fork_apart`): overview first, then the
+        details (:func:`draw_figures`' order)."""
         result, figures_dir, prefix = self.result, self.figures_dir, self.prefix
-        first_repeats, every_point, many = self.first_repeats, self.every_point, self.many
-        traced = _first_trace_run(result, every_point)
         # The sweep figures are tasks too, after the runs' (workers take tasks from the front,
         # this process takes back those none has started from the back: gather).
         sweeps = _sweep_figures(result, figures_dir, prefix, self.work)
-        overview = _distribution_figures(result, figures_dir, prefix, many)
+        overview = _distribution_figures(result, figures_dir, prefix, self.many)
+        late, first_run = self.apart.result() if self.apart is not None else self.drawn_apart()
+        done = gather(self.runs + self.pages + sweeps)
+        runs, pages = len(self.runs), len(self.pages)
+        overview += [f for f in done[runs + pages:] if f is not None] + late
+        details = [f for figs in done[:runs] for f in figs] + done[runs:runs + pages]
+        return overview + details + first_run
+
+    def drawn_apart(self) -> tuple[list[Figure], list[Figure]]:
+        """The figures that need nothing of :meth:`finish`'s others, as ``(late overview, first
+        run's details)``: throughput against delay and the per-flavor bands over time, then, for
+        runs of many flows, the first run's queue, DualPI2 and MPTCP figures."""
+        result, figures_dir, prefix = self.result, self.figures_dir, self.prefix
+        first_repeats, every_point, many = self.first_repeats, self.every_point, self.many
+        traced = _first_trace_run(result, every_point)
         late = []
         if traced is not None:
             late += _throughput_delay_figure(result, figures_dir, prefix)
         if (many or traced is not None) and 1 <= len(every_point) <= MAX_GROUPS \
                 and (many or len(every_point) > 1):
             late += _band_figure(result, first_repeats, figures_dir, prefix, traced)
-        done = gather(self.runs + self.pages + sweeps)
-        runs, pages = len(self.runs), len(self.pages)
-        overview += [f for f in done[runs + pages:] if f is not None] + late
-        details = [f for figs in done[:runs] for f in figs] + done[runs:runs + pages]
+        first_run: list[Figure] = []
         if many and every_point:
             root, where = str(result.root), str(figures_dir)
             params = [p for p in result.parameters if p in result.summary.columns]
             labels = value_labels(result)
             record = first_repeats[first_repeats["run_id"] == every_point[0]].iloc[0].to_dict()
-            details += draw_queue_figure(root, every_point[0], words(params, record, labels), where,
-                                         f"{prefix}queue-backlog.png")
-            details += draw_class_figures(root, every_point[0], words(params, record, labels), where,
-                                          prefix)
-            details += draw_subflow_figures(root, every_point[0], words(params, record, labels), where,
-                                            prefix)
-        return overview + details
+            label = words(params, record, labels)
+            first_run += draw_queue_figure(root, every_point[0], label, where, f"{prefix}queue-backlog.png")
+            first_run += draw_class_figures(root, every_point[0], label, where, prefix)
+            first_run += draw_subflow_figures(root, every_point[0], label, where, prefix)
+        return late, first_run
+
+    def fork_apart(self, formats: list[str]) -> None:
+        """Draw :meth:`drawn_apart`'s figures in a child forked now
+        (:class:`ccarena.report.forked.ForkedCall`), in ``formats`` besides PNG, while this process
+        draws the rest; nothing when this part has workers (they have the other cores) or this
+        process cannot fork (:func:`ccarena.report.forked.can_fork`: :meth:`finish` draws them)."""
+        if self.work.pool is not None or not self.every_point:
+            return
+        if not self.many and _first_trace_run(self.result, self.every_point) is None:
+            return  # drawn_apart has nothing to draw
+        from ccarena.report.forked import ForkedCall, can_fork
+
+        if can_fork():
+            self.apart = ForkedCall(lambda: _in_formats(formats, self.drawn_apart))
 
     def close(self) -> None:
-        """Stop the workers :func:`start_figures` started (a shared pool is left to its owner)."""
+        """Stop the workers :func:`start_figures` started (a shared pool is left to its owner)
+        and the forked child, if still drawing."""
         self.work.close()
+        if self.apart is not None:
+            self.apart.stop()
+
+
+def _in_formats(formats: list[str], draw: Any) -> Any:
+    """``draw()`` with ``formats`` as :data:`ccarena.report.plots.EXTRA_FORMATS`."""
+    plots.EXTRA_FORMATS[:] = formats
+    return draw()
 
 
 def _first_trace_run(result: Any, run_ids: list[str]) -> str | None:

@@ -18,7 +18,13 @@ from ccarena.analysis import verdict
 from ccarena.report import answer, calibration_section as calibration, plots, reuse, topology_figure
 from ccarena.report.compare import insert_section
 from ccarena.report.datacenter_section import datacenter_content
-from ccarena.report.figures import PARALLEL_TASKS_MIN, Figure, figure_tasks, start_figures
+from ccarena.report.figures import (
+    PARALLEL_TASKS_MIN,
+    Figure,
+    StartedFigures,
+    figure_tasks,
+    start_figures,
+)
 from ccarena.report.study_sections import study_content
 from ccarena.report.html_tables import Cell, aggregate_rows, region_rows, summary_rows
 from ccarena.report.terminal import short_names
@@ -55,16 +61,20 @@ class Section:
 
 
 def build_section(part: Any, figures_dir: Path, scenario_description: str = "",
-                  pool: Any = None) -> Section:
+                  pool: Any = None, started: StartedFigures | None = None) -> Section:
     """Tables and figures of one part (a :class:`ccarena.results.PartResult`); the per-run tables
     are also written as CSV files beside ``figures_dir`` (linked from the page). ``pool``: worker
-    processes to share the per-run figures with (:func:`ccarena.report.figures.draw_figures`)."""
+    processes to share the per-run figures with (:func:`ccarena.report.figures.draw_figures`).
+    ``started``: this part's figures already under way (:func:`start_workers`), closed here."""
     params = part.parameters
     summary = part.summary
     prefix = f"{part.part}__" if part.part else ""
-    # The per-run figures go to the workers first, to draw while this process draws the network
-    # and the study figures (a shared pool's workers take them once the other parts are built).
-    started = start_figures(part, figures_dir, prefix=prefix, pool=pool)
+    if started is None:
+        # The per-run figures go to the workers first, to draw while this process draws the
+        # network and the study figures (a shared pool's workers take them once the other parts
+        # are built); without workers, a forked child draws some overview figures meanwhile.
+        started = start_figures(part, figures_dir, prefix=prefix, pool=pool)
+        started.fork_apart(list(plots.EXTRA_FORMATS))
     try:
         drawing = topology_figure.report_figure(part, figures_dir, prefix)  # the report opens with the network
         studies, study_figures = study_content(part, figures_dir, prefix)
@@ -187,11 +197,15 @@ def _description(result: Any) -> str:
 
 class ReportWorkers:
     """Worker processes started for a report before it is drawn (:func:`start_workers`):
-    ``pool`` (a :class:`concurrent.futures.ProcessPoolExecutor`) and ``parts``, part name → the
-    future of its section, built there (:func:`build_part_section`)."""
+    ``pool`` (a :class:`concurrent.futures.ProcessPoolExecutor`, or None) and ``parts``, part name
+    → the future of its section, built there (:func:`build_part_section`); ``figures``, part name
+    → its figures already under way without a pool (a forked child drawing some:
+    :meth:`ccarena.report.figures.StartedFigures.fork_apart`)."""
 
-    def __init__(self, pool: Any, parts: dict[str, Any]) -> None:
+    def __init__(self, pool: Any, parts: dict[str, Any],
+                 figures: dict[str, StartedFigures] | None = None) -> None:
         self.pool, self.parts = pool, parts
+        self.figures = figures or {}
         self._released: list[Any] = []
 
     def release(self) -> None:
@@ -199,23 +213,34 @@ class ReportWorkers:
         exit (its interpreter frees pandas' and matplotlib's objects), which then overlaps the
         writing of the page instead of following it; :meth:`close` waits for them."""
         self._released = self._process_list()
-        self.pool.shutdown(wait=False)
+        if self.pool is not None:
+            self.pool.shutdown(wait=False)
 
     def close(self) -> None:
         """Stop the workers (tasks not started are cancelled; a started one is waited for) and
-        wait for them to exit."""
-        self.pool.shutdown(wait=True, cancel_futures=True)
+        wait for them to exit; and any forked child still drawing."""
+        if self.pool is not None:
+            self.pool.shutdown(wait=True, cancel_futures=True)
         for process in self._released:
             process.join()
+        self._close_figures()
 
     def stop(self) -> None:
         """Stop the workers at once, whatever they are drawing (Ctrl-C, a failure): as
         :func:`ccarena.report.report_pool.stop_now` does (not imported: that module loads this
         one in the workers), through the pool's process table (no public way before Python 3.14)."""
         processes = self._process_list() or self._released
-        self.pool.shutdown(wait=False, cancel_futures=True)
+        if self.pool is not None:
+            self.pool.shutdown(wait=False, cancel_futures=True)
         for process in processes:
             process.terminate()
+        self._close_figures()
+
+    def _close_figures(self) -> None:
+        """Close the figures under way that no section took (a failure before it was built)."""
+        for started in self.figures.values():
+            started.close()
+        self.figures.clear()
 
     def _process_list(self) -> list[Any]:
         """The pool's processes (its process table: empty once it is shut down)."""
@@ -234,8 +259,10 @@ def start_workers(result: Any, path: str | Path | None = None,
     With several parts (and cores), the workers build every part but the one of most runs
     (:func:`_sections`); with one part of at least
     :data:`ccarena.report.figures.PARALLEL_TASKS_MIN` per-run figure tasks, they wait for those
-    (:func:`ccarena.report.figures.start_figures`). None when a page has no work for workers (one
-    core, or one part with few runs or runs of many flows): it is drawn here.
+    (:func:`ccarena.report.figures.start_figures`). A page of one part that wants no workers (few
+    runs, or runs of many flows) gets its figures started here instead, some drawn by a child
+    forked now (:func:`_forked_figures`). None when a page has no work for other processes (one
+    core, nothing to fork): it is drawn here.
 
     ``pool``: workers spawned earlier for this page (:func:`ccarena.report.report_pool.spawn_for`),
     taken over (or shut down when the page wants none)."""
@@ -252,7 +279,7 @@ def start_workers(result: Any, path: str | Path | None = None,
     else:
         if pool is not None:
             pool.shutdown(wait=False, cancel_futures=True)
-        return None
+        return _forked_figures(result, path, formats)
     path = Path(path) if path is not None else result.root / "report.html"
     figures_dir = path.parent / "figures"
     _set_flavor_order(result)
@@ -271,6 +298,28 @@ def start_workers(result: Any, path: str | Path | None = None,
                                    result.run_ids)
                for p in others}
     return ReportWorkers(pool, futures)
+
+
+def _forked_figures(result: Any, path: str | Path | None,
+                    formats: Sequence[str]) -> ReportWorkers | None:
+    """For a page of one part that wants no workers: its figures started now, some of them in a
+    child forked from this process (:meth:`ccarena.report.figures.StartedFigures.fork_apart`),
+    drawing while the summary is printed (here no spinner's thread runs yet, which would forbid
+    the fork); None when there is nothing to fork or this process cannot."""
+    from ccarena.report.forked import can_fork
+
+    parts = [part for part in result.parts() if part.run_ids]
+    if len(parts) != 1 or not can_fork():
+        return None
+    part = parts[0]
+    path = Path(path) if path is not None else result.root / "report.html"
+    _set_flavor_order(result)
+    started = start_figures(part, path.parent / "figures", prefix=f"{part.part}__" if part.part else "")
+    started.fork_apart([f for f in formats if f != "png"])
+    if started.apart is None:
+        started.close()
+        return None
+    return ReportWorkers(None, {}, {part.part: started})
 
 
 def _loaded() -> None:
@@ -297,8 +346,9 @@ def _sections(result: Any, figures_dir: Path, description: str,
     parts = [part for part in result.parts() if part.run_ids]
     cores = os.cpu_count() or 1
     if workers is not None and not workers.parts:
-        # One part: the workers started for its per-run figures.
-        sections = [build_section(part, figures_dir, description, pool=workers.pool) for part in parts]
+        # One part: the workers started for its per-run figures, or its figures already under way.
+        sections = [build_section(part, figures_dir, description, pool=workers.pool,
+                                  started=workers.figures.pop(part.part, None)) for part in parts]
         workers.release()
         return sections
     if workers is None and (len(parts) < 2 or cores < 2):
