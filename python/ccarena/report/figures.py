@@ -580,29 +580,42 @@ class StartedFigures:
         self.first_repeats, self.every_point, self.many = first_repeats, every_point, many
         self.runs: list[Any] = []
         self.pages: list[Any] = []
-        self.apart: Any = None
-        """The child drawing :meth:`drawn_apart`'s figures (:meth:`fork_apart`), or None."""
+        self.apart: dict[str, Any] = {}
+        """The forked children drawing :meth:`apart_tasks`' figures (:meth:`fork_apart`), by task."""
 
     def finish(self) -> list[Figure]:
         """Draw the overview figures here, then gather the workers' (drawing here those none
-        has started) and the forked child's (:meth:`fork_apart`): overview first, then the
+        has started) and the forked children's (:meth:`fork_apart`): overview first, then the
         details (:func:`draw_figures`' order)."""
-        result, figures_dir, prefix = self.result, self.figures_dir, self.prefix
         # The sweep figures are tasks too, after the runs' (workers take tasks from the front,
         # this process takes back those none has started from the back: gather).
-        sweeps = _sweep_figures(result, figures_dir, prefix, self.work)
-        overview = _distribution_figures(result, figures_dir, prefix, self.many)
-        late, first_run = self.apart.result() if self.apart is not None else self.drawn_apart()
+        sweeps = _sweep_figures(self.result, self.figures_dir, self.prefix, self.work)
+        keys = ("distributions", "late", "first run")
+        # What is drawn here first, while the workers and the forked children draw theirs.
+        drawn = {key: self._drawn(key) for key in keys if key not in self.apart}
         done = gather(self.runs + self.pages + sweeps)
+        drawn.update({key: self._drawn(key) for key in keys if key not in drawn})
+        overview, late, first_run = (drawn[key] for key in keys)
         runs, pages = len(self.runs), len(self.pages)
         overview += [f for f in done[runs + pages:] if f is not None] + late
         details = [f for figs in done[:runs] for f in figs] + done[runs:runs + pages]
         return overview + details + first_run
 
-    def drawn_apart(self) -> tuple[list[Figure], list[Figure]]:
-        """The figures that need nothing of :meth:`finish`'s others, as ``(late overview, first
-        run's details)``: throughput against delay and the per-flavor bands over time, then, for
-        runs of many flows, the first run's queue, DualPI2 and MPTCP figures."""
+    def _drawn(self, key: str) -> list[Figure]:
+        """The figures of :meth:`apart_tasks`' task ``key``: its forked child's, else drawn here."""
+        call = self.apart.pop(key, None)
+        return call.result() if call is not None else self.apart_tasks()[key]()
+
+    def apart_tasks(self) -> dict[str, Any]:
+        """The figures that need nothing of each other, as tasks (no arguments; each returns
+        its list of :class:`Figure`): ``distributions``, the per-flavor CDFs; ``late``,
+        throughput against delay and the per-flavor bands over time; ``first run``, for runs of
+        many flows, the first run's queue, DualPI2 and MPTCP figures."""
+        result, figures_dir, prefix = self.result, self.figures_dir, self.prefix
+        return {"distributions": lambda: _distribution_figures(result, figures_dir, prefix, self.many),
+                "late": self._late_figures, "first run": self._first_run_figures}
+
+    def _late_figures(self) -> list[Figure]:
         result, figures_dir, prefix = self.result, self.figures_dir, self.prefix
         first_repeats, every_point, many = self.first_repeats, self.every_point, self.many
         traced = _first_trace_run(result, every_point)
@@ -612,38 +625,46 @@ class StartedFigures:
         if (many or traced is not None) and 1 <= len(every_point) <= MAX_GROUPS \
                 and (many or len(every_point) > 1):
             late += _band_figure(result, first_repeats, figures_dir, prefix, traced)
-        first_run: list[Figure] = []
-        if many and every_point:
-            root, where = str(result.root), str(figures_dir)
-            params = [p for p in result.parameters if p in result.summary.columns]
-            labels = value_labels(result)
-            record = first_repeats[first_repeats["run_id"] == every_point[0]].iloc[0].to_dict()
-            label = words(params, record, labels)
-            first_run += draw_queue_figure(root, every_point[0], label, where, f"{prefix}queue-backlog.png")
-            first_run += draw_class_figures(root, every_point[0], label, where, prefix)
-            first_run += draw_subflow_figures(root, every_point[0], label, where, prefix)
-        return late, first_run
+        return late
+
+    def _first_run_figures(self) -> list[Figure]:
+        result, first_repeats, every_point = self.result, self.first_repeats, self.every_point
+        if not (self.many and every_point):
+            return []
+        root, where = str(result.root), str(self.figures_dir)
+        params = [p for p in result.parameters if p in result.summary.columns]
+        labels = value_labels(result)
+        record = first_repeats[first_repeats["run_id"] == every_point[0]].iloc[0].to_dict()
+        label = words(params, record, labels)
+        return (draw_queue_figure(root, every_point[0], label, where, f"{self.prefix}queue-backlog.png")
+                + draw_class_figures(root, every_point[0], label, where, self.prefix)
+                + draw_subflow_figures(root, every_point[0], label, where, self.prefix))
 
     def fork_apart(self, formats: list[str]) -> None:
-        """Draw :meth:`drawn_apart`'s figures in a child forked now
+        """Draw :meth:`apart_tasks`' figures each in a child forked now
         (:class:`ccarena.report.forked.ForkedCall`), in ``formats`` besides PNG, while this process
-        draws the rest; nothing when this part has workers (they have the other cores) or this
-        process cannot fork (:func:`ccarena.report.forked.can_fork`: :meth:`finish` draws them)."""
+        draws the rest (the network, the tables): for runs of many flows all three, on a
+        trace-driven link ``late`` alone. Nothing when this part has workers (they have the other
+        cores) or this process cannot fork (:func:`ccarena.report.forked.can_fork`): then
+        :meth:`finish` draws them here."""
         if self.work.pool is not None or not self.every_point:
             return
-        if not self.many and _first_trace_run(self.result, self.every_point) is None:
-            return  # drawn_apart has nothing to draw
+        keys = ["distributions", "late", "first run"] if self.many else \
+            ["late"] if _first_trace_run(self.result, self.every_point) is not None else []
         from ccarena.report.forked import ForkedCall, can_fork
 
-        if can_fork():
-            self.apart = ForkedCall(lambda: _in_formats(formats, self.drawn_apart))
+        tasks = self.apart_tasks()
+        for key in keys:
+            if can_fork():
+                self.apart[key] = ForkedCall(lambda task=tasks[key]: _in_formats(formats, task))
 
     def close(self) -> None:
         """Stop the workers :func:`start_figures` started (a shared pool is left to its owner)
-        and the forked child, if still drawing."""
+        and the forked children still drawing."""
         self.work.close()
-        if self.apart is not None:
-            self.apart.stop()
+        for call in self.apart.values():
+            call.stop()
+        self.apart.clear()
 
 
 def _in_formats(formats: list[str], draw: Any) -> Any:

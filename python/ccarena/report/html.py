@@ -79,25 +79,28 @@ def build_section(part: Any, figures_dir: Path, scenario_description: str = "",
         drawing = topology_figure.report_figure(part, figures_dir, prefix)  # the report opens with the network
         studies, study_figures = study_content(part, figures_dir, prefix)
         dc_table, dc_figures = datacenter_content(part, figures_dir, prefix)
+        # The tables before the figures are gathered: built while the workers still draw.
+        agg = None
+        if params or (len(summary) and int(summary["repeat"].max()) > 0):
+            agg = aggregate_rows(part.aggregate(), params)
+        csv = _write_csv(part, figures_dir.parent, prefix)
+        found = verdict.part_verdict(part)
+        rows = summary_rows(summary, params)
+        answer_rows = answer.answer_rows(summary, params) if len(summary) else None
         figures = started.finish()
     finally:
         started.close()
-    agg = None
-    if params or (len(summary) and int(summary["repeat"].max()) > 0):
-        agg = aggregate_rows(part.aggregate(), params)
     # The figures that answer the question first (Figure.overview), then the network and details.
     everything = sorted(drawing + study_figures + dc_figures + figures, key=lambda f: not f.overview)
     key_index = answer.key_figure_index([f.file for f in everything])
     key_figure = everything.pop(key_index) if key_index is not None else None
-    csv = _write_csv(part, figures_dir.parent, prefix)
-    found = verdict.part_verdict(part)
     return Section(
         key=f"-{part.part}" if part.part else "",
         title=part.part, description=str(part.meta.get("description", "")),
-        summary=summary_rows(summary, params), aggregate=agg,
+        summary=rows, aggregate=agg,
         regions=region_rows(part.regions) if len(part.regions) else None,
         studies=studies, figures=everything, datacenter=dc_table,
-        answer=answer.answer_rows(summary, params) if len(summary) else None,
+        answer=answer_rows,
         verdict=found.sentences(short_names(found.parameters), max_points=12,
                                 more="({n} points: the table below has each one's numbers)") or None,
         verdict_notes=found.notes or None,
@@ -316,7 +319,7 @@ def _forked_figures(result: Any, path: str | Path | None,
     _set_flavor_order(result)
     started = start_figures(part, path.parent / "figures", prefix=f"{part.part}__" if part.part else "")
     started.fork_apart([f for f in formats if f != "png"])
-    if started.apart is None:
+    if not started.apart:
         started.close()
         return None
     return ReportWorkers(None, {}, {part.part: started})
