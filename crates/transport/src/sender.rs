@@ -1596,7 +1596,7 @@ fn account_delivery(
 ) {
     let len = rec.len as u64;
     *bytes += len;
-    rate.on_delivered(now, rec.end(), len, rec.sent_time, &rec.stamp);
+    rate.on_delivered(now, rec.end(), len, rec.sent_time, &rec.stamp());
     if !rec.ever_retransmitted() {
         *newest_clean_send =
             Some(newest_clean_send.map_or(rec.sent_time, |t| t.max(rec.sent_time)));
