@@ -324,69 +324,76 @@ enum Candidate {
 }
 
 /// The sending half of a connection. See the module documentation.
+///
+/// Laid out for the per-ACK and per-segment path (`repr(C)`, fields in declaration order; issue
+/// 35): at 1,000 flows a flow's sender is often cold when its next ACK comes, so what every ACK
+/// and every send read or write — sequence numbers, state, flags, timers, window, counters —
+/// comes first and shares few cache lines; the RTT, rate and RACK estimators and the scoreboard
+/// follow; what only recovery, undo or AccECN use comes last.
 #[derive(Debug)]
+#[repr(C)]
 pub struct Sender {
-    cfg: SenderConfig,
-    mss: u64,
-    cc: Box<dyn CongestionControl>,
-    cwnd: CwndState,
-    rtt: RttEstimator,
-    sb: Scoreboard,
-    rate: RateEstimator,
-    pacer: Pacer,
-    /// An upper bound on the pacing rate set by the application (`SO_MAX_PACING_RATE`).
-    max_pacing_rate_bps: Option<u64>,
-    prr: Prr,
-    flow: FlowControl,
-    /// The last NextSeg found new data that the receive window or send buffer held back.
-    flow_limited: bool,
-    /// RACK state (`linux` mode).
-    rack: Rack,
-    /// RACK's reordering timer (RFC 8985 §6.2 step 5).
-    rack_deadline: Option<SimTime>,
-    /// The tail-loss-probe timer (PTO, RFC 8985 §7.2).
-    pto_deadline: Option<SimTime>,
-    /// The PTO fired: the next poll sends one probe whatever cwnd says (§7.3).
-    tlp_probe_due: bool,
-    /// TLP.end_seq (snd.nxt after the probe) while a probe episode is open, and whether the
-    /// probe was a retransmission (TLP.is_retrans).
-    tlp_end: Option<(u64, bool)>,
-    state: CaState,
     snd_una: u64,
     snd_nxt: u64,
     bytes_offered: u64,
-    app_stopped: bool,
-    rto_deadline: Option<SimTime>,
-    dupacks: u32,
+    mss: u64,
     /// RFC 6582 `recover` / RFC 6675 RecoveryPoint / Linux high_seq: snd.nxt when the current
     /// Recovery or Loss episode started.
     recover: u64,
     /// snd.nxt when the current CWR episode started.
     cwr_high: u64,
+    cc: Box<dyn CongestionControl>,
+    dupacks: u32,
+    /// Partial ACKs seen in the current NewReno recovery.
+    partial_acks_in_recovery: u32,
+    state: CaState,
+    /// The last NextSeg found new data that the receive window or send buffer held back.
+    flow_limited: bool,
+    /// The PTO fired: the next poll sends one probe whatever cwnd says (§7.3).
+    tlp_probe_due: bool,
+    app_stopped: bool,
     /// The current CWR episode was entered for ECN feedback (not after a tail loss probe) and
     /// the controller keeps growing through such an episode
     /// ([`CongestionControl::grows_during_ecn_cwr`], asked once, at the reduction).
     cwr_grows: bool,
     /// Send the next retransmission whatever cwnd says.
     force_rtx: bool,
-    /// RFC 6675 RescueRxt.
-    rescue_rxt: Option<u64>,
-    /// snd.una at the last timeout, to tell a repeated backoff from a new episode.
-    last_rto_una: Option<u64>,
-    /// Partial ACKs seen in the current NewReno recovery.
-    partial_acks_in_recovery: u32,
+    cwr_pending: bool,
+    cwnd_limited: bool,
+    cc_owns_cwnd: bool,
+    paced_data_waiting: bool,
+    rto_deadline: Option<SimTime>,
+    /// The tail-loss-probe timer (PTO, RFC 8985 §7.2).
+    pto_deadline: Option<SimTime>,
+    /// RACK's reordering timer (RFC 8985 §6.2 step 5).
+    rack_deadline: Option<SimTime>,
+    /// TLP.end_seq (snd.nxt after the probe) while a probe episode is open, and whether the
+    /// probe was a retransmission (TLP.is_retrans).
+    tlp_end: Option<(u64, bool)>,
+    cwnd: CwndState,
+    flow: FlowControl,
+    pacer: Pacer,
+    stats: SenderStats,
+    cfg: SenderConfig,
+    rtt: RttEstimator,
+    rate: RateEstimator,
+    /// RACK state (`linux` mode).
+    rack: Rack,
+    sb: Scoreboard,
+    last_rate_sample: Option<RateSample>,
     eifel: Option<EifelState>,
     /// The undo state of the latest fast recovery (`linux` mode), until it is undone or a
     /// timeout or window reduction supersedes it.
     dsack_undo: Option<DsackUndo>,
-    cwr_pending: bool,
     /// The AccECN counters ([`SenderEcn::L4s`] only).
     accecn: Option<AccEcnDecoder>,
-    cwnd_limited: bool,
-    cc_owns_cwnd: bool,
-    paced_data_waiting: bool,
-    last_rate_sample: Option<RateSample>,
-    stats: SenderStats,
+    prr: Prr,
+    /// RFC 6675 RescueRxt.
+    rescue_rxt: Option<u64>,
+    /// snd.una at the last timeout, to tell a repeated backoff from a new episode.
+    last_rto_una: Option<u64>,
+    /// An upper bound on the pacing rate set by the application (`SO_MAX_PACING_RATE`).
+    max_pacing_rate_bps: Option<u64>,
 }
 
 impl Sender {
