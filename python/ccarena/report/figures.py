@@ -8,6 +8,7 @@ flows."""
 from __future__ import annotations
 
 import base64
+import functools
 import itertools
 import math
 import os
@@ -240,13 +241,15 @@ def _subflow_figures(subflows: pd.DataFrame | None, flows: pd.DataFrame,
 
 
 def draw_run_figures(root: str, run_id: str, label: str, cwnd_rounds: bool, figures_dir: str,
-                     slots: dict[str, int] | None = None) -> list[Figure]:
+                     slots: dict[str, int] | None = None, share: tuple[int, int] = (0, 1)) -> list[Figure]:
     """The time series of one run of the experiment at ``root`` (goodput — over a trace-driven
     link's capacity per sample interval —, cwnd — also per transmission round with
     ``cwnd_rounds`` —, RTT, queue backlog, DualPI2's classes (:func:`_class_figures`), delivered
     bytes), titled with ``label`` (the run's
     swept values in words, :func:`words`; ``""`` for none), into ``figures_dir``; ``slots`` as
-    for :func:`draw_small_multiples_page`."""
+    for :func:`draw_small_multiples_page`. ``share`` ``(i, n)``: only the ``i``-th of ``n``
+    consecutive slices of that list (``n`` processes drawing one run side by side; the slices
+    in order make the whole list)."""
     store = _store(root, slots)
     flows = store.read_table(run_id, "flows")
     samples = store.read_table(run_id, "samples")
@@ -291,9 +294,11 @@ def draw_run_figures(root: str, run_id: str, label: str, cwnd_rounds: bool, figu
         ("delivered", f"Cumulative delivered bytes{at}", "",
          lambda: plots.delivered_vs_time(samples, flows, f"Delivered{at}", run_id)),
     ]
+    index, count = share
+    size = math.ceil(len(figs) / count)
     # Drawn and saved one at a time: an open figure holds its canvas.
     return [Figure.draw(make(), title, f"{run_id}-{key}.png", Path(figures_dir), caption)
-            for key, title, caption, make in figs]
+            for key, title, caption, make in figs[index * size:(index + 1) * size]]
 
 
 def draw_queue_figure(root: str, run_id: str, label: str, figures_dir: str, file: str) -> list[Figure]:
@@ -430,6 +435,10 @@ class FigureWork:
         cores = os.cpu_count() or 1
         self.pool: Any = pool
         self.own_pool = False
+        self.formats = list(plots.EXTRA_FORMATS)
+        """The figures' formats besides PNG (:data:`ccarena.report.plots.EXTRA_FORMATS`)."""
+        self.forked: list[Any] = []
+        """The children forked for tasks (:meth:`submit` without workers)."""
         self.slots = plots.flavor_slots()
         self.claims: Path | None = None
         """The directory of the tasks' claim files (:class:`_Stealable`), made at the first."""
@@ -446,16 +455,31 @@ class FigureWork:
                                             mp_context=WORKER_CONTEXT)
             self.own_pool = True
 
+    @property
+    def forks(self) -> bool:
+        """True when :meth:`submit` forks a child per task (no workers, and this process can:
+        :func:`ccarena.report.forked.can_fork`)."""
+        from ccarena.report.forked import can_fork
+
+        return self.pool is None and can_fork()
+
     def submit(self, fn: Any, *args: Any) -> Any:
         """``fn(*args, slots)`` in a worker, or here if no worker has started it when its result
-        is asked for (:class:`_Stealable`); without workers, here then (:class:`_Later`)."""
+        is asked for (:class:`_Stealable`); without workers, in a child forked now when this
+        process can (:class:`ccarena.report.forked.ForkedCall`), else here then (:class:`_Later`)."""
         if self.pool is not None:
             if self.claims is None:
                 self.claims = Path(tempfile.mkdtemp(prefix="ccarena-figures-"))
             claimed = self.claims / str(next(self._ids))
-            future = self.pool.submit(_drawn_in_worker, fn, args, self.slots, list(plots.EXTRA_FORMATS),
+            future = self.pool.submit(_drawn_in_worker, fn, args, self.slots, self.formats,
                                       str(claimed))
             return _Stealable(future, fn, args, claimed)
+        if self.forks:
+            from ccarena.report.forked import ForkedCall
+
+            call = ForkedCall(lambda: _in_formats(self.formats, lambda: fn(*args, None)))
+            self.forked.append(call)
+            return _Later(call.result, ())
         return _Later(fn, (*args, None))
 
     def close(self) -> None:
@@ -463,6 +487,8 @@ class FigureWork:
         left to its owner. The claim files go (a worker that meets a task after this passes)."""
         if self.own_pool:
             self.pool.shutdown(wait=True, cancel_futures=True)
+        for call in self.forked:
+            call.stop()
         if self.claims is not None:
             shutil.rmtree(self.claims, ignore_errors=True)
 
@@ -543,12 +569,15 @@ def figure_tasks(result: Any, max_runs: int = 4) -> int:
 
 
 def start_figures(result: Any, figures_dir: Path, max_runs: int = 4, prefix: str = "",
-                  pool: Any = None) -> "StartedFigures":
+                  pool: Any = None, formats: list[str] | None = None) -> "StartedFigures":
     """Choose :func:`draw_figures`'s figures and hand the per-run time series and the
     small-multiples pages to the workers at once (:class:`FigureWork`), so that they draw while
     this process builds the rest of the section (network, study tables and figures); the
-    overview figures are drawn by :meth:`StartedFigures.finish`. Call
-    :meth:`StartedFigures.close` in every case (it stops workers this started)."""
+    overview figures are drawn by :meth:`StartedFigures.finish`. Without workers, each task is
+    drawn by a child forked now where this process can fork (a lone run's time series by two,
+    each half of them: :meth:`FigureWork.submit`). ``formats``: the figures' formats besides PNG
+    (default :data:`ccarena.report.plots.EXTRA_FORMATS`). Call :meth:`StartedFigures.close` in
+    every case (it stops the workers and children this started)."""
     first_repeats, every_point, many, shown = _choice(result, max_runs)
     pages = _page_specs(result, first_repeats, prefix) if not many and len(every_point) > len(shown) else []
     cwnd_rounds = report_options(result).get("cwnd_axis") == "rounds"
@@ -556,12 +585,18 @@ def start_figures(result: Any, figures_dir: Path, max_runs: int = 4, prefix: str
     params = [p for p in result.parameters if p in result.summary.columns]
     labels = value_labels(result)
     work = FigureWork(len(shown) + len(pages), pool)
+    if formats is not None:
+        work.formats = formats
     started = StartedFigures(result, Path(figures_dir), prefix, work, first_repeats, every_point, many)
+    # A lone run drawn by forked children: by two, half of its time series each (both cores).
+    shares = 2 if len(shown) == 1 and not pages and work.forks else 1
     try:
         for run_id in shown:
             record = first_repeats[first_repeats["run_id"] == run_id].iloc[0].to_dict()
-            started.runs.append(work.submit(draw_run_figures, root, run_id,
-                                            words(params, record, labels), cwnd_rounds, where))
+            for share in range(shares):
+                started.runs.append(work.submit(functools.partial(draw_run_figures, share=(share, shares)),
+                                                root, run_id, words(params, record, labels),
+                                                cwnd_rounds, where))
         started.pages = [work.submit(draw_small_multiples_page, root, title, panels, file, where)
                          for title, panels, file in pages]
     except BaseException:

@@ -305,10 +305,11 @@ def start_workers(result: Any, path: str | Path | None = None,
 
 def _forked_figures(result: Any, path: str | Path | None,
                     formats: Sequence[str]) -> ReportWorkers | None:
-    """For a page of one part that wants no workers: its figures started now, some of them in a
-    child forked from this process (:meth:`ccarena.report.figures.StartedFigures.fork_apart`),
-    drawing while the summary is printed (here no spinner's thread runs yet, which would forbid
-    the fork); None when there is nothing to fork or this process cannot."""
+    """For a page of one part that wants no workers: its figures started now, some of them in
+    children forked from this process (:func:`ccarena.report.figures.start_figures`,
+    :meth:`ccarena.report.figures.StartedFigures.fork_apart`), drawing while the summary is
+    printed (here no spinner's thread runs yet, which would forbid the fork); None when there is
+    nothing to fork or this process cannot."""
     from ccarena.report.forked import can_fork
 
     parts = [part for part in result.parts() if part.run_ids]
@@ -317,9 +318,11 @@ def _forked_figures(result: Any, path: str | Path | None,
     part = parts[0]
     path = Path(path) if path is not None else result.root / "report.html"
     _set_flavor_order(result)
-    started = start_figures(part, path.parent / "figures", prefix=f"{part.part}__" if part.part else "")
-    started.fork_apart([f for f in formats if f != "png"])
-    if not started.apart:
+    extra = [f for f in formats if f != "png"]
+    started = start_figures(part, path.parent / "figures", prefix=f"{part.part}__" if part.part else "",
+                            formats=extra)
+    started.fork_apart(extra)
+    if not started.apart and not started.work.forked:
         started.close()
         return None
     return ReportWorkers(None, {}, {part.part: started})
