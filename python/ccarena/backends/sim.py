@@ -34,6 +34,15 @@ from ccarena.backends.declaration import BackendDeclaration
 from ccarena.errors import RunTooLarge, UserError
 from ccarena.runspec import RunSpec
 
+ENGINE_THREAD = "ccarena-engine"
+"""The name of the thread a run's engine works on (:meth:`SimRun.start`)."""
+
+
+def engine_working() -> bool:
+    """True while a run's engine works on its thread in this process (started by
+    :func:`ccarena.executor.local.start_here`, not yet finished)."""
+    return any(t.name == ENGINE_THREAD and t.is_alive() for t in threading.enumerate())
+
 if TYPE_CHECKING:
     import pandas as pd
 
@@ -313,7 +322,7 @@ class SimRun:
             finally:
                 self._done.set()
 
-        self._thread = threading.Thread(target=work, name="ccarena-engine", daemon=True)
+        self._thread = threading.Thread(target=work, name=ENGINE_THREAD, daemon=True)
         self._thread.start()
 
     def _report(self) -> None:

@@ -38,13 +38,19 @@ def load_summary_modules() -> None:
 
 
 def load_report_modules() -> None:
-    """Load what printing the summary and its verdict (scipy.special) and writing the report
-    (matplotlib, jinja2) need: ``ccarena run`` calls it while the engine works on its thread, so
-    that ~1 s of imports overlaps the run instead of following it."""
+    """Load what printing the summary and writing the report (matplotlib, jinja2) need, and
+    what its verdict needs (scipy.special) while the engine still works: ``ccarena run`` calls
+    it while the engine works on its thread, so that ~1 s of imports overlaps the run instead of
+    following it."""
     load_summary_modules()
-    import scipy.special  # noqa: F401  (the verdict's intervals: ccarena.analysis.verdict)
-
     import ccarena.report.html  # noqa: F401
+    from ccarena.backends.sim import engine_working
+
+    # Last, and only while the engine still works beside it (then it costs nothing): after a
+    # short run, the verdict imports it on first use (ccarena.analysis.verdict), once the
+    # report's figures are drawing in forked children, beside them instead of before them.
+    if engine_working():
+        import scipy.special  # noqa: F401  (the verdict's intervals)
 
 
 def working(what: str, quiet: bool) -> Any:
