@@ -797,6 +797,12 @@ impl CongestionControl for Bbr {
                 self.in_loss_recovery = true;
                 self.packet_conservation = false;
             }
+            // The first transmission: Linux marks a new connection app-limited until its first
+            // ACK (`tcp_init_sock`: `tp->app_limited = ~0U`, "a bubble in the pipe"), so the
+            // first CA_EVENT_TX_START sets `idle_restart` and the first ACK does not enter
+            // PROBE_RTT even when the RTprop sample taken at the handshake has expired (a
+            // connection opened long before it sends); it takes that ACK's RTT as RTprop.
+            CwndEvent::TxStart if self.started && self.btlbw_bps == 0 => self.idle_restart = true,
             // draft-00 §4.3.4.4 `BBRHandleRestartFromIdle`.
             CwndEvent::TxStart if self.started && self.btlbw_bps > 0 => {
                 self.idle_restart = true;
@@ -1203,6 +1209,36 @@ mod tests {
         let before = zero.st.pacing_rate_bps;
         zero.bbr.on_handshake_rtt(&mut zero.st, Duration::ZERO, SimTime::ZERO);
         assert_eq!((zero.bbr.rtprop(), zero.st.pacing_rate_bps), (None, before));
+    }
+
+    #[test]
+    fn a_connection_that_sends_after_its_handshake_rtprop_expired_takes_its_first_ack_as_rtprop() {
+        // Linux's bbr_init stamps min_rtt at the handshake; a connection opened at 0 s that
+        // first sends at 15 s finds that sample expired on its first ACK. Linux marks a new
+        // connection app-limited until its first ACK (tcp_init_sock: tp->app_limited = ~0U), so
+        // that first CA_EVENT_TX_START sets idle_restart: the first ACK replaces min_rtt by its
+        // own RTT (here 80 ms, a queue included) and does not enter PROBE_RTT; the stamp is then
+        // fresh. (The kernel backend connects every sender before t0; `host = "linux"` flows of
+        // the simulator date their handshake at t0 to match, crates/sim/src/engine.rs.)
+        let queued = Duration::from_millis(80);
+        let mut d = Driver::new(Params::default());
+        d.bbr.on_handshake_rtt(&mut d.st, RTT, SimTime::ZERO);
+        d.now = SimTime::ZERO + Duration::from_secs(15);
+        d.bbr.cwnd_event(&mut d.st, CwndEvent::TxStart, d.now);
+        d.ack(queued, MSS, 0, BW / 100, queued, 9 * MSS, 0);
+        assert_eq!(d.bbr.bbr_mode(), Mode::Startup, "no PROBE_RTT on the first ACK");
+        assert_eq!(d.bbr.rtprop(), Some(queued), "the expired handshake sample was replaced");
+        for _ in 0..20 {
+            d.ack(Duration::from_millis(8), MSS, d.delivered, BW / 100, queued, 9 * MSS, 0);
+            assert_ne!(d.bbr.bbr_mode(), Mode::ProbeRtt, "RTprop was stamped at the first ACK");
+        }
+        // A connection that sends at once keeps its handshake sample: the same first ACK 40 ms
+        // after the handshake leaves RTprop at 40 ms.
+        let mut e = Driver::new(Params::default());
+        e.bbr.on_handshake_rtt(&mut e.st, RTT, SimTime::ZERO);
+        e.bbr.cwnd_event(&mut e.st, CwndEvent::TxStart, e.now);
+        e.ack(queued, MSS, 0, BW / 100, queued, 9 * MSS, 0);
+        assert_eq!((e.bbr.bbr_mode(), e.bbr.rtprop()), (Mode::Startup, Some(RTT)));
     }
 
     #[test]

@@ -543,7 +543,12 @@ impl Simulation {
                     Flow::Tcp(_) => {
                         let rtt = self.idle_handshake_rtt(f, t.ack_bytes as u64);
                         if let Flow::Tcp(tcp) = &mut self.flows[f] {
-                            tcp.sender.on_handshake_rtt(rtt, self.now);
+                            // Dated t0, not the flow's start: the connection opened before the
+                            // run began (the kernel backend connects every sender before t0, the
+                            // udp backend dates it at its connect), and Linux's bbr_init stamps
+                            // min_rtt then, so a flow starting at 1 s expires its RTprop with the
+                            // flows that started at 0 and probes RTT with them.
+                            tcp.sender.on_handshake_rtt(rtt, SimTime::ZERO);
                         }
                     }
                     // Every subflow's own handshake, over its own (ECMP-hashed) path.

@@ -323,7 +323,8 @@ pub struct TcpFlowSpec {
     /// segment (`ack_bytes`) each way over the flow's data and ACK paths with every queue
     /// empty, is the sender's first RTT sample, taken at the flow's start before any data
     /// (`Sender::on_handshake_rtt`: SRTT, RTTVAR, RTO, the minimum RTT, and what a controller
-    /// reads at connection start, such as BBR's RTprop). False (the default): no handshake;
+    /// reads at connection start, such as BBR's RTprop), dated t0 (the run's start: the
+    /// connection opened before it, so BBR's RTprop ages from t0). False (the default): no handshake;
     /// the first RTT sample is the first data ACK's.
     #[serde(default)]
     pub handshake_rtt: bool,

@@ -235,3 +235,47 @@ fn joining_a_full_two_bdp_queue_sizes_its_window_on_the_handshake_rtt_and_leaves
     assert_eq!(first, None);
     assert!(without < 0.25, "CUBIC's share {without:.3} without the handshake sample");
 }
+
+#[test]
+fn flows_of_the_linux_host_probe_rtt_together_when_all_connected_before_t0() {
+    // The quick calibration's bbr-vs-bbr cell: 20 Mbps, 40 ms RTT (2 × 19 ms bottleneck + 4 ×
+    // 0.5 ms access), a 67-packet (1 BDP) DropTail queue, BBR (Linux's lt_bw, Linux recovery)
+    // from 0 s and a second from 1 s, both with the handshake's RTT sample. Linux's bbr_init
+    // stamps min_rtt when the connection opens, and the kernel backend opens every connection
+    // before t0; the standing queue keeps every data RTT above the handshake's, so both flows'
+    // RTprop expire together and they enter PROBE_RTT together. Measured here (Linux 6.18,
+    // `ccarena run --backend kernel`, `ss -tin` every ~35 ms in each sender's namespace, three
+    // runs): the two flows' cwnd fell to 4 packets at 9.29/9.34 s, 9.32/9.36 s and 9.22/9.27 s
+    // (connections opened ~0.7 s before t0). Dated at the second flow's start instead, its
+    // RTprop expired 1 s after the first's: the two PROBE_RTTs came 1 s apart.
+    let mut d = Dumbbell::new(2, mbps(20), ms(19), 67);
+    d.access_delay_ns = vec![ms(1) / 2; 2];
+    let mut flows = Vec::new();
+    for i in 0..2 {
+        let mut f = tcp_flow(&format!("bbr{i}"), d.left(i), d.right(i), "bbr");
+        f.params = [("lt_bw".to_string(), 1.0)].into();
+        f.recovery = "linux".into();
+        f.handshake_rtt = true;
+        f.start_ns = ms(1000 * i as u64);
+        flows.push(tcp(f));
+    }
+    let mut sim = Simulation::new(d.spec(1, secs(12), ms(100), flows)).expect("valid spec");
+    let mut entered: [Option<f64>; 2] = [None; 2];
+    let mut t = ms(8000);
+    while t <= ms(12_000) && entered.iter().any(Option::is_none) {
+        sim.run_until(ccarena_cc::SimTime(t));
+        for (i, e) in entered.iter_mut().enumerate() {
+            let Flow::Tcp(f) = &sim.flows()[i] else { panic!("flow {i} is TCP") };
+            if e.is_none() && f.sender.cc_mode() == "PROBE_RTT" {
+                *e = Some(t as f64 / 1e9);
+            }
+        }
+        t += ms(5);
+    }
+    eprintln!("PROBE_RTT entered at {entered:?} s");
+    let [Some(a), Some(b)] = entered else { panic!("both flows enter PROBE_RTT by 12 s: {entered:?}") };
+    // RTprop stamped at t0: the first ACK after 10 s (the kernel's 9.2–9.4 s less its ~0.7 s
+    // head start) and within the kernel's 50 ms of each other.
+    assert!((10.0..=10.1).contains(&a) && (10.0..=10.1).contains(&b), "PROBE_RTT at {a} s and {b} s");
+    assert!((a - b).abs() <= 0.05, "PROBE_RTT at {a} s and {b} s");
+}
