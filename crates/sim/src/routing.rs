@@ -28,7 +28,7 @@ use crate::spec::{err, FlowSpec, NodeKind, RoutingMode, Spec, SpecError};
 pub const NO_ROUTE: u32 = u32::MAX;
 /// Entry tag: the low 31 bits index the set table.
 pub const MULTI: u32 = 1 << 31;
-/// `row_of` value of a stub host (no row: its entry is `stub_entry`).
+/// [`NodeRoute::row`] of a stub host (no row: its entry is [`NodeRoute::stub`]).
 const NO_ROW: u32 = u32::MAX;
 
 /// What the forwarding table keeps per node. 16 bytes, aligned: one never straddles two lines.
