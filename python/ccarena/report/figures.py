@@ -616,7 +616,10 @@ class StartedFigures:
         self.runs: list[Any] = []
         self.pages: list[Any] = []
         self.apart: dict[str, Any] = {}
-        """The forked children drawing :meth:`apart_tasks`' figures (:meth:`fork_apart`), by task."""
+        """:meth:`apart_tasks`' tasks drawn by forked children (:meth:`fork_apart`): task → its
+        figures when asked (``result()``)."""
+        self._calls: list[Any] = []
+        """Those children (:class:`ccarena.report.forked.ForkedCall`)."""
 
     def finish(self) -> list[Figure]:
         """Draw the overview figures here, then gather the workers' (drawing here those none
@@ -638,8 +641,8 @@ class StartedFigures:
 
     def _drawn(self, key: str) -> list[Figure]:
         """The figures of :meth:`apart_tasks`' task ``key``: its forked child's, else drawn here."""
-        call = self.apart.pop(key, None)
-        return call.result() if call is not None else self.apart_tasks()[key]()
+        task = self.apart.pop(key, None)
+        return task.result() if task is not None else self.apart_tasks()[key]()
 
     def apart_tasks(self) -> dict[str, Any]:
         """The figures that need nothing of each other, as tasks (no arguments; each returns
@@ -651,6 +654,7 @@ class StartedFigures:
                 "late": self._late_figures, "first run": self._first_run_figures}
 
     def _late_figures(self) -> list[Figure]:
+        """:meth:`apart_tasks`' ``late`` figures."""
         result, figures_dir, prefix = self.result, self.figures_dir, self.prefix
         first_repeats, every_point, many = self.first_repeats, self.every_point, self.many
         traced = _first_trace_run(result, every_point)
@@ -663,6 +667,7 @@ class StartedFigures:
         return late
 
     def _first_run_figures(self) -> list[Figure]:
+        """:meth:`apart_tasks`' ``first run`` figures (none unless the runs have many flows)."""
         result, first_repeats, every_point = self.result, self.first_repeats, self.every_point
         if not (self.many and every_point):
             return []
@@ -676,29 +681,36 @@ class StartedFigures:
                 + draw_subflow_figures(root, every_point[0], label, where, self.prefix))
 
     def fork_apart(self, formats: list[str]) -> None:
-        """Draw :meth:`apart_tasks`' figures each in a child forked now
+        """Draw :meth:`apart_tasks`' figures in children forked now
         (:class:`ccarena.report.forked.ForkedCall`), in ``formats`` besides PNG, while this process
-        draws the rest (the network, the tables): for runs of many flows all three, on a
+        draws the rest (the network, the tables): for runs of many flows, the CDFs in one and
+        the rest in another (two cores' worth beside this process; each fork costs CPU), on a
         trace-driven link ``late`` alone. Nothing when this part has workers (they have the other
         cores) or this process cannot fork (:func:`ccarena.report.forked.can_fork`): then
         :meth:`finish` draws them here."""
         if self.work.pool is not None or not self.every_point:
             return
-        keys = ["distributions", "late", "first run"] if self.many else \
-            ["late"] if _first_trace_run(self.result, self.every_point) is not None else []
+        groups = [("distributions",), ("late", "first run")] if self.many else \
+            [("late",)] if _first_trace_run(self.result, self.every_point) is not None else []
         from ccarena.report.forked import ForkedCall, can_fork
 
         tasks = self.apart_tasks()
-        for key in keys:
+        for group in groups:
             if can_fork():
-                self.apart[key] = ForkedCall(lambda task=tasks[key]: _in_formats(formats, task))
+                call = ForkedCall(lambda group=group: _in_formats(formats, lambda: {
+                    key: tasks[key]() for key in group}))
+                # Each key's figures: the group's result (one child, asked once per key).
+                self.apart.update({key: _Later(lambda call=call, key=key: call.result()[key], ())
+                                   for key in group})
+                self._calls.append(call)
 
     def close(self) -> None:
         """Stop the workers :func:`start_figures` started (a shared pool is left to its owner)
         and the forked children still drawing."""
         self.work.close()
-        for call in self.apart.values():
+        for call in self._calls:
             call.stop()
+        self._calls.clear()
         self.apart.clear()
 
 

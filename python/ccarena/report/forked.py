@@ -46,6 +46,8 @@ class ForkedCall:
         self.fn = fn
         self.process: Any = None
         self.connection: Any = None
+        self._done = False
+        self._value: Any = None
         if not can_fork():
             return
         import multiprocessing
@@ -65,19 +67,24 @@ class ForkedCall:
 
     def result(self) -> Any:
         """``fn()``'s return value: the child's (waiting for it), or run here when there is no
-        child or the child failed. A failure in the child is not carried over: ``fn`` is then
-        run here, where its exception (if it is one) propagates with its own traceback."""
-        if self.process is None:
-            return self.fn()
-        try:
-            ok, value = self.connection.recv()
-        except (EOFError, OSError):  # the child died before answering (killed, out of memory)
-            ok, value = False, None
-        finally:
-            self.connection.close()
-            self.process.join()
-            self.process = None
-        return value if ok else self.fn()
+        child or the child failed; the same value when asked again. A failure in the child is
+        not carried over: ``fn`` is then run here, where its exception (if it is one)
+        propagates with its own traceback."""
+        if self._done:
+            return self._value
+        ok, value = False, None
+        if self.process is not None:
+            try:
+                ok, value = self.connection.recv()
+            except (EOFError, OSError):  # the child died before answering (killed, out of memory)
+                pass
+            finally:
+                self.connection.close()
+                self.process.join()
+                self.process = None
+        self._value = value if ok else self.fn()
+        self._done = True
+        return self._value
 
     def stop(self) -> None:
         """Stop the child at once, whatever it is doing (Ctrl-C or a failure here)."""
