@@ -51,7 +51,7 @@ pub mod udt;
 mod window;
 
 pub use ecn_choice::flow_ecn_mode;
-pub use receiver::{EcnMode, RcvBufAutotuning, Receiver, ReceiverConfig, ReceiverStats};
+pub use receiver::{EcnMode, RcvBufAutotuning, Receiver, ReceiverConfig, ReceiverStats, SackCompression};
 pub use recovery::{ParseRecoveryModeError, RecoveryMode, ALL_RECOVERY_MODES};
 pub use segment::{AccEcnFeedback, AccEcnOption, AckSegment, DataSegment, Ecn, SackBlock, MAX_SACK_BLOCKS};
 pub use sender::{AckOutcome, ConfigError, Sender, SenderConfig, SenderEcn, SenderStats};

@@ -23,6 +23,7 @@ mod quic_recovery;
 mod rack_tlp;
 mod rate_and_pacing;
 mod rcvbuf_autotuning;
+mod sack_compression;
 mod receiver;
 mod rto;
 mod transfer_proptest;
