@@ -402,7 +402,10 @@ class TcpFlowSpec(_FlowBase):
     the RFC 5681 receiver; Linux grants min(16, rcv_wnd / (2·MSS)) (tcp_incr_quickack), 0..1000.
     ``rcvbuf_autotuning`` (simulator): Linux's receive-window autotuning (tcp_rmem defaults,
     dynamic right-sizing; docs/engine-spec.md), not with ``rwnd_bytes``; False (the default) =
-    the window is ``rwnd_bytes``. All three apply to single-path TCP only. ``quic`` (:class:`QuicSpec`): the flow
+    the window is ``rwnd_bytes``. ``sack_compression`` (simulator): Linux's SACK compression
+    (above a hole three ACKs at once, then one per min(1 ms, RTT/20); docs/engine-spec.md);
+    False (the default) = every out-of-order segment ACKed at once. All four apply to
+    single-path TCP only. ``quic`` (:class:`QuicSpec`): the flow
     runs as a QUIC connection with the same controller instead (not with ``mptcp``: the engine
     refuses both, and so does the scenario schema); None (the default, left out of the JSON) =
     TCP."""
@@ -430,6 +433,7 @@ class TcpFlowSpec(_FlowBase):
     rto_rule: Literal["rfc6298", "linux"] = optional("rfc6298")  # linux: SRTT + max(min_rto, 4·RTTVAR)
     quickack_segments: int = optional(0, ge=0, le=1000)  # Linux quick-ACK: first N ACKed at once
     rcvbuf_autotuning: bool = optional(False)  # Linux receive-window autotuning; not with rwnd_bytes
+    sack_compression: bool = optional(False)  # Linux SACK compression (tcp_comp_sack_*)
     mptcp: MptcpSpec | None = optional()  # None: single-path TCP
     quic: QuicSpec | None = optional()  # None: TCP; set: QUIC (RFC 9000/9002), not with mptcp
 
@@ -542,9 +546,9 @@ def _defaults(model: type[SpecModel], skip: tuple[str, ...]) -> dict[str, Any]:
 
 
 TCP_DEFAULTS: dict[str, Any] = _defaults(TcpFlowSpec, ("kind", "handshake_rtt", "rto_rule", "quickack_segments",
-                                                       "rcvbuf_autotuning", "mptcp", "quic"))
+                                                       "rcvbuf_autotuning", "sack_compression", "mptcp", "quic"))
 """Every TCP host setting a flow does not give (read from :class:`TcpFlowSpec`; not
-``handshake_rtt``, ``rto_rule``, ``quickack_segments`` or ``rcvbuf_autotuning``, which the front
+``handshake_rtt``, ``rto_rule``, ``quickack_segments``, ``rcvbuf_autotuning`` or ``sack_compression``, which the front
 end's host model sets, not a scenario's flow)."""
 UDP_DEFAULTS: dict[str, Any] = _defaults(CbrFlowSpec, ("kind",))
 """Defaults of UDP CBR flows (read from :class:`CbrFlowSpec`)."""

@@ -62,6 +62,18 @@ def test_linux_autotunes_the_receive_window_of_flows_that_give_none() -> None:
     assert "rcvbuf_autotuning" not in rfc.to_json()  # left out at its default: hashes unchanged
 
 
+def test_linux_compresses_sacks_of_single_path_flows() -> None:
+    # Linux's receiver holds SACKs back above a hole (tcp_comp_sack_*); the rfc host ACKs each
+    # out-of-order segment at once and keeps the spec (and its hash) as it was.
+    raw = {**BASE, "host": "linux",
+           "flows": [{"from": "a", "to": "b", "flavor": "cubic"},
+                     {"from": "a", "to": "b", "flavor": "reno", "rwnd": "64KB"}]}
+    assert all(f.sack_compression for f in plans(raw, ["sim"])["sim"].resolved.spec.flows)
+    rfc = plans({**raw, "host": "rfc"}, ["sim"])["sim"].resolved.spec
+    assert not any(f.sack_compression for f in rfc.flows)
+    assert "sack_compression" not in rfc.to_json()
+
+
 def test_rfc_is_the_default_alone_and_stays_rfc_beside_the_kernel_when_named() -> None:
     alone = plans(BASE, ["sim"])["sim"]
     resolved = expand(load_scenario(BASE))[0].resolved.spec

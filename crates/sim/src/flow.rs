@@ -2,7 +2,7 @@
 //! constant-bit-rate sources, and bulk UDT transfers (UDT's own sender and receiver).
 
 use ccarena_cc::{new_controller, Duration, SimTime};
-use ccarena_transport::{EcnMode, RcvBufAutotuning, Receiver, ReceiverConfig, RecoveryMode, Sender, SenderConfig, SenderEcn};
+use ccarena_transport::{EcnMode, RcvBufAutotuning, Receiver, ReceiverConfig, RecoveryMode, SackCompression, Sender, SenderConfig, SenderEcn};
 
 use ccarena_cc::udt::Udt;
 use ccarena_transport::udt::{UdtReceiver, UdtReceiverConfig, UdtSender, UdtSenderConfig};
@@ -146,6 +146,9 @@ impl TcpFlow {
         receiver.set_quickack(f.quickack_segments, Some(Duration(f.min_rto_ns)));
         // The Linux receiver's other immediate ACK, for a sub-MSS segment (spec.rs).
         receiver.set_ack_short_segments(f.quickack_segments > 0);
+        if f.sack_compression {
+            receiver.set_sack_compression(SackCompression::LINUX);
+        }
         Ok(TcpFlow {
             transfer: Transfer::new(f.src, f.dst, f.header_bytes, f.ack_bytes, f.bytes),
             sender,

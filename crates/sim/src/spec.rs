@@ -350,6 +350,13 @@ pub struct TcpFlowSpec {
     /// and MPTCP flows ignore it.
     #[serde(default)]
     pub rcvbuf_autotuning: bool,
+    /// Linux's SACK compression (`ccarena_transport::SackCompression::LINUX`: above a hole,
+    /// three ACKs at once per RCV.NXT, then one per min(1 ms, RTT/20), at once after 44 held
+    /// back; net/ipv4/tcp_input.c `__tcp_ack_snd_check`, Linux ≥ 4.18). False (the default):
+    /// every out-of-order segment is acknowledged at once (RFC 5681 §4.2). Single-path TCP
+    /// only: QUIC and MPTCP flows ignore it.
+    #[serde(default)]
+    pub sack_compression: bool,
     /// Run the flow as a Multipath TCP connection (RFC 8684); null = single-path TCP.
     #[serde(default)]
     pub mptcp: Option<MptcpSpec>,

@@ -65,6 +65,7 @@ pub fn tcp_flow(name: &str, src: usize, dst: usize, flavor: &str) -> TcpFlowSpec
         rto_rule: "rfc6298".to_string(),
         quickack_segments: 0,
         rcvbuf_autotuning: false,
+        sack_compression: false,
         mptcp: None,
         quic: None,
     }

@@ -14,7 +14,9 @@ hosts the simulator (and ccarena's transport on the udp backend) model.
   its receiver starts in quick-ACK mode (``quickack_segments`` = :data:`LINUX_QUICKACK_SEGMENTS`)
   and, when the flow gives no ``rwnd``, autotunes its receive window as Linux's does
   (``rcvbuf_autotuning``: from the SYN-ACK's 65,160 bytes, two segments per segment received,
-  the clamp raised each RTT; single-path flows); and
+  the clamp raised each RTT; single-path flows), and compresses SACKs above a hole as Linux's
+  receiver does (``sack_compression``: three ACKs at once, then one per millisecond; single-path
+  flows); and
   (a scenario-level choice) each packet reaches the far end of a link up to a quarter of its
   serialization time late (:data:`LINUX_LINK_JITTER`), as real hosts and the relay jitter by
   microseconds, so flows do not lock into the phase patterns a perfectly periodic simulation can
@@ -127,6 +129,9 @@ def _linux_flow(flow: Any, spec: TcpFlowSpec) -> TcpFlowSpec:
     if spec.rwnd_bytes is None and spec.mptcp is None and spec.quic is None:
         # Linux autotunes a receive buffer the application did not size (tcp_moderate_rcvbuf).
         update["rcvbuf_autotuning"] = True
+    if spec.mptcp is None and spec.quic is None:
+        # Linux's receiver compresses SACKs above a hole (tcp_comp_sack_delay_ns, 1 ms).
+        update["sack_compression"] = True
     if flow is None or flow.recovery is None:
         update["recovery"] = LINUX_RECOVERY
     return spec.model_copy(update=update)
