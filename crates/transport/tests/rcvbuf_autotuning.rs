@@ -8,23 +8,14 @@
 //! 68,608, 71,680, 74,752, 76,800, 79,872, 80,896, 80,896, …; 22 single-segment ACKs at start.
 
 use ccarena_cc::{Duration, SimTime};
-use ccarena_transport::{DataSegment, Ecn, RcvBufAutotuning, Receiver, ReceiverConfig};
+use ccarena_transport::{RcvBufAutotuning, Receiver};
 
-const MSS: u32 = 1448;
+use crate::support::{linux_receiver_cfg as config, linux_seg as seg, LINUX_MSS as MSS};
+
 const M: u64 = MSS as u64;
 
 fn at_ms(v: u64) -> SimTime {
     SimTime(v * 1_000_000)
-}
-
-fn seg(n: u64) -> DataSegment {
-    DataSegment { seq: n * M, len: MSS, ts_val: SimTime::ZERO, ecn: Ecn::NotEct, cwr: false, retransmit: false }
-}
-
-/// The shared test receiver (delayed ACK 40 ms, every 2nd segment) with Linux's MSS here and
-/// D-SACK.
-fn config() -> ReceiverConfig {
-    ReceiverConfig { mss_bytes: MSS, dsack: true, ..crate::support::receiver_cfg() }
 }
 
 /// Linux's receiver: delayed ACK 40 ms every 2nd segment, quick-ACK grant 16, autotuning with

@@ -10,21 +10,14 @@
 //! ACKs/s (1.19 ms) with it.
 
 use ccarena_cc::{Duration, SimTime};
-use ccarena_transport::{DataSegment, Ecn, Receiver, ReceiverConfig, SackCompression};
+use ccarena_transport::{Receiver, SackCompression};
 
-const MSS: u32 = 1448;
+use crate::support::{linux_receiver_cfg as config, linux_seg as seg, LINUX_MSS as MSS};
+
 const M: u64 = MSS as u64;
 
 fn at_us(v: u64) -> SimTime {
     SimTime(v * 1_000)
-}
-
-fn seg(n: u64) -> DataSegment {
-    DataSegment { seq: n * M, len: MSS, ts_val: SimTime::ZERO, ecn: Ecn::NotEct, cwr: false, retransmit: false }
-}
-
-fn config() -> ReceiverConfig {
-    ReceiverConfig { mss_bytes: MSS, dsack: true, ..crate::support::receiver_cfg() }
 }
 
 /// Segments 1.. arrive every `gap_us` after segment 0 was lost (segment 0 never arrives);

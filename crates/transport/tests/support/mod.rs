@@ -528,3 +528,19 @@ pub fn drain(s: &mut Sender, now: SimTime) -> Vec<DataSegment> {
 pub fn ms(v: u64) -> SimTime {
     SimTime(v * 1_000_000)
 }
+
+/// Linux's MSS on this project's kernel runs (1448 payload bytes: 1500 less IP, TCP and the
+/// timestamp option), for the tests that replay measured Linux receivers.
+pub const LINUX_MSS: u32 = 1448;
+
+/// Data segment `n` of a Linux-MSS stream: bytes `n·1448 .. (n+1)·1448`, Not-ECT, sent at 0.
+pub fn linux_seg(n: u64) -> DataSegment {
+    let len = LINUX_MSS;
+    DataSegment { seq: n * len as u64, len, ts_val: SimTime::ZERO, ecn: ccarena_transport::Ecn::NotEct, cwr: false, retransmit: false }
+}
+
+/// The shared test receiver (delayed ACK 40 ms, every 2nd segment) with Linux's MSS and
+/// D-SACK, as the `linux` host's receivers run.
+pub fn linux_receiver_cfg() -> ReceiverConfig {
+    ReceiverConfig { mss_bytes: LINUX_MSS, dsack: true, ..receiver_cfg() }
+}
