@@ -5,6 +5,7 @@ another thread runs."""
 from __future__ import annotations
 
 import os
+import sys
 import threading
 
 import pytest
@@ -12,7 +13,24 @@ import pytest
 from ccarena.report import forked
 from ccarena.report.forked import ForkedCall, can_fork
 
-needs_fork = pytest.mark.skipif(not can_fork(), reason="this process may not fork (one core, not Linux, or threads)")
+
+def _linux_with_two_cores() -> bool:
+    return sys.platform.startswith("linux") and len(os.sched_getaffinity(0)) >= 2
+
+
+@pytest.fixture
+def alone(monkeypatch):
+    """The forking tests run inside the whole suite's process, where an earlier test or a library
+    may have left an idle daemon thread; ``can_fork`` would then (rightly) refuse and these tests
+    would check nothing. Their functions take no lock, so they fork as if this thread were alone;
+    ``test_no_fork_while_another_thread_runs`` checks the real rule."""
+    monkeypatch.setattr(forked.threading, "active_count", lambda: 1)
+
+
+def needs_fork(test):
+    """A test of a forked child: skipped where no child can fork, run as if this thread were alone."""
+    skip = pytest.mark.skipif(not _linux_with_two_cores(), reason="forking needs Linux and two cores")
+    return skip(pytest.mark.usefixtures("alone")(test))
 
 
 @needs_fork
