@@ -253,10 +253,10 @@ impl Endpoint for TcpFlow {
     fn receive(&mut self, now: SimTime, payload: Payload, acks: &mut AckBoxes) -> Side {
         match payload {
             Payload::Data(seg) => {
-                // Autotuning's RTT (nothing without it): Linux's receiver measures full round
-                // trips from its echoed timestamps and keeps a lower sample at once, a higher
-                // one slowly (tcp_rcv_rtt_update), so it stays near the path's minimum — the
-                // sender's minimum RTT. (With the SRTT, a filling queue stretched each
+                // The receiver's RTT (autotuning's period, SACK compression's bound): Linux's
+                // receiver measures full round trips from its echoed timestamps and keeps a
+                // lower sample at once, a higher one slowly (tcp_rcv_rtt_update), so it stays
+                // near the path's minimum — the sender's minimum RTT. (With the SRTT, a filling queue stretched each
                 // measurement and grew the window past the kernel's 542 KB plateau.)
                 self.receiver.set_rcv_rtt(self.sender.min_rtt());
                 self.transfer.delivered_bytes += self.receiver.on_segment(now, &seg);

@@ -241,8 +241,6 @@ struct Autotune {
     /// Where and when the current measurement started (None before the first data).
     space_seq: u64,
     space_time: Option<SimTime>,
-    /// The round-trip time the measurement waits, from the caller.
-    rtt: Option<Duration>,
 }
 
 /// Receiver parameters. Every value is explicit (Linux-like: delayed ACK 40 ms, every 2nd
@@ -438,6 +436,9 @@ pub struct Receiver {
     ack_short_segments: bool,
     /// Receive-buffer autotuning (Linux), when on.
     autotune: Option<Autotune>,
+    /// The receiver's RTT estimate, from the caller ([`Receiver::set_rcv_rtt`]): the period of
+    /// autotuning's measurement and the bound on SACK compression's delay.
+    rcv_rtt: Option<Duration>,
     stats: ReceiverStats,
 }
 
@@ -475,6 +476,7 @@ impl Receiver {
             last_data_at: None,
             ack_short_segments: false,
             autotune: None,
+            rcv_rtt: None,
             stats: ReceiverStats::default(),
         }
     }
@@ -505,7 +507,7 @@ impl Receiver {
     /// RCV.NXT at once, then one per `min(delay, RTT/20)`, at once after `max_compressed`).
     fn ack_out_of_order(&mut self, now: SimTime) {
         let rcv_nxt = self.rcv_nxt;
-        let rtt = self.autotune.as_ref().and_then(|a| a.rtt);
+        let rtt = self.rcv_rtt;
         let Some((params, st)) = self.sack_compression.as_mut() else {
             self.ack_now = true;
             return;
@@ -550,17 +552,15 @@ impl Receiver {
             space: 10 * mss,
             space_seq: 0,
             space_time: None,
-            rtt: None,
         });
     }
 
-    /// The round-trip time autotuning measures over (Linux takes it from the timestamps its
-    /// ACKs get echoed, `tcp_rcv_rtt_measure_ts`, near the path's minimum RTT); until one is
-    /// given the buffer does not grow.
+    /// The receiver's round-trip time (Linux takes it from the timestamps its ACKs get echoed,
+    /// `tcp_rcv_rtt_measure_ts`, near the path's minimum RTT): the period autotuning measures
+    /// over and the RTT/20 bound on SACK compression's delay. Until one is given the buffer does
+    /// not grow and SACK compression waits its full `delay`.
     pub fn set_rcv_rtt(&mut self, rtt: Option<Duration>) {
-        if let Some(a) = self.autotune.as_mut() {
-            a.rtt = rtt;
-        }
+        self.rcv_rtt = rtt;
     }
 
     /// The window the connection's SYN-ACK offered, bytes, with autotuning on (the sender's
@@ -589,14 +589,14 @@ impl Receiver {
     /// In-order data was delivered at `now` (Linux's `tcp_rcv_space_adjust`): once an RTT has
     /// passed since the measurement began, grow the buffer if more was delivered than ever.
     fn autotune_measure(&mut self, now: SimTime) {
-        let (rcv_nxt, ooo_end) = (self.rcv_nxt, self.ooo.back().map(|r| r.1));
+        let (rcv_nxt, ooo_end, rtt) = (self.rcv_nxt, self.ooo.back().map(|r| r.1), self.rcv_rtt);
         let Some(a) = self.autotune.as_mut() else { return };
         let Some(start) = a.space_time else {
             a.space_seq = rcv_nxt;
             a.space_time = Some(now);
             return;
         };
-        match a.rtt {
+        match rtt {
             Some(rtt) if rtt > Duration::ZERO && now.saturating_since(start) >= rtt => {}
             _ => return,
         }

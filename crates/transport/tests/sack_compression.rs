@@ -82,13 +82,18 @@ fn the_forty_fifth_held_back_segment_is_acknowledged_at_once() {
 }
 
 #[test]
-fn the_delay_is_a_twentieth_of_the_rtt_when_that_is_shorter() {
-    let mut r = Receiver::new(config());
-    r.set_rcvbuf_autotuning(ccarena_transport::RcvBufAutotuning::LINUX);
-    r.set_rcv_rtt(Some(Duration::from_millis(10)));
-    r.set_sack_compression(SackCompression::LINUX);
-    // RTT 10 ms: 500 µs, not 1 ms. Segment 4 at 1,200 µs → ACK at 1,700 µs (for 4 and 5);
-    // segment 6 at 1,800 µs → ACK at 2,300 µs.
-    let sent = ooo_acks(&mut r, 8, 300);
-    assert_eq!(sent, vec![300, 600, 900, 1_700, 2_300]);
+fn the_delay_is_a_twentieth_of_the_rtt_when_that_is_shorter_with_or_without_autotuning() {
+    // The bound is the receiver's RTT whatever sizes its window: an autotuned buffer (a
+    // `linux`-host flow without `rwnd`) or a fixed one (with `rwnd`).
+    let mut autotuned = Receiver::new(config());
+    autotuned.set_rcvbuf_autotuning(ccarena_transport::RcvBufAutotuning::LINUX);
+    let fixed = Receiver::new(ccarena_transport::ReceiverConfig { rcvbuf_bytes: Some(1 << 20), ..config() });
+    for (name, mut r) in [("autotuned", autotuned), ("fixed buffer", fixed)] {
+        r.set_rcv_rtt(Some(Duration::from_millis(10)));
+        r.set_sack_compression(SackCompression::LINUX);
+        // RTT 10 ms: 500 µs, not 1 ms. Segment 4 at 1,200 µs → ACK at 1,700 µs (for 4 and 5);
+        // segment 6 at 1,800 µs → ACK at 2,300 µs.
+        let sent = ooo_acks(&mut r, 8, 300);
+        assert_eq!(sent, vec![300, 600, 900, 1_700, 2_300], "{name}");
+    }
 }
