@@ -253,12 +253,6 @@ impl Endpoint for TcpFlow {
     fn receive(&mut self, now: SimTime, payload: Payload, acks: &mut AckBoxes) -> Side {
         match payload {
             Payload::Data(seg) => {
-                // The receiver's RTT (autotuning's period, SACK compression's bound): Linux's
-                // receiver measures full round trips from its echoed timestamps and keeps a
-                // lower sample at once, a higher one slowly (tcp_rcv_rtt_update), so it stays
-                // near the path's minimum — the sender's minimum RTT. (With the SRTT, a filling queue stretched each
-                // measurement and grew the window past the kernel's 542 KB plateau.)
-                self.receiver.set_rcv_rtt(self.sender.min_rtt());
                 self.transfer.delivered_bytes += self.receiver.on_segment(now, &seg);
                 Side::Receiver
             }
@@ -267,6 +261,11 @@ impl Endpoint for TcpFlow {
                 acks.0.push(ack);
                 if let Some(rtt) = outcome.rtt {
                     self.transfer.rtt.record(rtt.as_nanos());
+                    // The receiver's RTT estimate (autotuning's period, SACK compression's
+                    // bound): Linux's receiver times each round trip from the timestamp its
+                    // ACK gets echoed, one sample per echo, the queue the data waited in
+                    // included — the round trip this ACK closes, give or take one RTT.
+                    self.receiver.on_rcv_rtt_sample(rtt);
                 }
                 note_completion(&mut self.transfer, now, self.sender.is_complete());
                 Side::Sender

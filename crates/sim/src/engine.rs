@@ -549,6 +549,8 @@ impl Simulation {
                             // min_rtt then, so a flow starting at 1 s expires its RTprop with the
                             // flows that started at 0 and probes RTT with them.
                             tcp.sender.on_handshake_rtt(rtt, SimTime::ZERO);
+                            // The receiver's first RTT sample too (its SYN-ACK answered).
+                            tcp.receiver.on_rcv_rtt_sample(rtt);
                         }
                     }
                     // Every subflow's own handshake, over its own (ECMP-hashed) path.

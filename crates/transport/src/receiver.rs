@@ -84,9 +84,13 @@
 //!   the clamp becomes `2·copied·(1 + 2·(copied − space)/space)` (room for a sender that
 //!   doubles its rate each RTT) plus the out-of-order data held, as a buffer of at most
 //!   `tcp_rmem[2]` ([`RcvBufAutotuning::max_rcvbuf_bytes`]); the buffer never shrinks. The RTT
-//!   is the caller's ([`Receiver::set_rcv_rtt`]; Linux measures full round trips from the
-//!   timestamps its ACKs get echoed and takes a lower sample at once, a higher one slowly, so
-//!   it stays near the path's minimum: the simulator gives the sender's minimum RTT).
+//!   is the receiver's estimate ([`Receiver::on_rcv_rtt_sample`], Linux's `rcv_rtt_est`): the
+//!   samples are full round trips (Linux times them from the timestamps its ACKs get echoed,
+//!   so they include the queue the data waited in); a lower sample replaces the estimate at
+//!   once, a higher one moves it by 1/8 (`tcp_rcv_rtt_update`, Linux ≥ 6.16). Measured here on
+//!   a 20 Mbit/s, 40 ms path with a 4-BDP queue that CUBIC keeps full: the receiver's
+//!   `rcv_rtt` (`ss -tin`) 123–199 ms, following the RTT, not its 40 ms minimum; the window
+//!   grew to 3.4 MB.
 //! - Windows are advertised in units of the window scale (1024 bytes with `tcp_rmem[2]` of
 //!   32 MB), rounded up as Linux rounds `rcv_ssthresh` (`ALIGN`).
 //!
@@ -436,7 +440,7 @@ pub struct Receiver {
     ack_short_segments: bool,
     /// Receive-buffer autotuning (Linux), when on.
     autotune: Option<Autotune>,
-    /// The receiver's RTT estimate, from the caller ([`Receiver::set_rcv_rtt`]): the period of
+    /// The receiver's RTT estimate ([`Receiver::on_rcv_rtt_sample`]): the period of
     /// autotuning's measurement and the bound on SACK compression's delay.
     rcv_rtt: Option<Duration>,
     stats: ReceiverStats,
@@ -555,12 +559,23 @@ impl Receiver {
         });
     }
 
-    /// The receiver's round-trip time (Linux takes it from the timestamps its ACKs get echoed,
-    /// `tcp_rcv_rtt_measure_ts`, near the path's minimum RTT): the period autotuning measures
-    /// over and the RTT/20 bound on SACK compression's delay. Until one is given the buffer does
-    /// not grow and SACK compression waits its full `delay`.
-    pub fn set_rcv_rtt(&mut self, rtt: Option<Duration>) {
-        self.rcv_rtt = rtt;
+    /// A round-trip sample for the receiver's RTT estimate (Linux's `tcp_rcv_rtt_update` with
+    /// timestamps, since 6.16: the first sample, or one lower than the estimate, replaces it;
+    /// a higher one moves it by 1/8), the period autotuning measures over and the RTT/20 bound
+    /// on SACK compression's delay. Until the first sample the buffer does not grow and SACK
+    /// compression waits its full `delay`. Linux takes one sample per new echoed timestamp
+    /// (`tcp_rcv_rtt_measure_ts`); it skips a higher sample while unread data waits in the
+    /// receive queue, which never happens here (the application reads at once).
+    pub fn on_rcv_rtt_sample(&mut self, sample: Duration) {
+        self.rcv_rtt = Some(match self.rcv_rtt {
+            Some(est) if sample >= est => Duration(est.as_nanos() - est.as_nanos() / 8 + sample.as_nanos() / 8),
+            _ => sample,
+        });
+    }
+
+    /// The receiver's RTT estimate ([`Receiver::on_rcv_rtt_sample`]), `None` before a sample.
+    pub fn rcv_rtt(&self) -> Option<Duration> {
+        self.rcv_rtt
     }
 
     /// The window the connection's SYN-ACK offered, bytes, with autotuning on (the sender's

@@ -25,7 +25,7 @@ fn linux_receiver(sysctls: RcvBufAutotuning, rtt: bool) -> Receiver {
     r.set_rcvbuf_autotuning(sysctls);
     r.set_quickack(16, Some(Duration::from_millis(200)));
     if rtt {
-        r.set_rcv_rtt(Some(Duration::from_millis(40)));
+        r.on_rcv_rtt_sample(Duration::from_millis(40));
     }
     r
 }
@@ -166,4 +166,19 @@ fn out_of_order_data_does_not_move_the_edge_left() {
     let a = r.poll_ack(at_ms(21)).expect("hole filled: ACK at once");
     assert_eq!(a.ack, 16 * M);
     assert_eq!(a.rwnd_bytes, 80_896);
+}
+
+#[test]
+fn the_receivers_rtt_takes_a_lower_sample_at_once_and_a_higher_one_by_an_eighth() {
+    // Linux ≥ 6.16's tcp_rcv_rtt_update with timestamps ("tcp: always seek for minimal rtt").
+    let mut r = Receiver::new(config());
+    assert_eq!(r.rcv_rtt(), None);
+    r.on_rcv_rtt_sample(Duration::from_millis(40));
+    assert_eq!(r.rcv_rtt(), Some(Duration::from_millis(40)), "the first sample is the estimate");
+    r.on_rcv_rtt_sample(Duration::from_millis(120));
+    assert_eq!(r.rcv_rtt(), Some(Duration::from_millis(50)), "40 + (120 − 40)/8");
+    r.on_rcv_rtt_sample(Duration::from_millis(120));
+    assert_eq!(r.rcv_rtt(), Some(Duration::from_micros(58_750)), "50 + (120 − 50)/8");
+    r.on_rcv_rtt_sample(Duration::from_millis(30));
+    assert_eq!(r.rcv_rtt(), Some(Duration::from_millis(30)), "a lower sample replaces it");
 }

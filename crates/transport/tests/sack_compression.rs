@@ -89,7 +89,7 @@ fn the_delay_is_a_twentieth_of_the_rtt_when_that_is_shorter_with_or_without_auto
     autotuned.set_rcvbuf_autotuning(ccarena_transport::RcvBufAutotuning::LINUX);
     let fixed = Receiver::new(ccarena_transport::ReceiverConfig { rcvbuf_bytes: Some(1 << 20), ..config() });
     for (name, mut r) in [("autotuned", autotuned), ("fixed buffer", fixed)] {
-        r.set_rcv_rtt(Some(Duration::from_millis(10)));
+        r.on_rcv_rtt_sample(Duration::from_millis(10));
         r.set_sack_compression(SackCompression::LINUX);
         // RTT 10 ms: 500 µs, not 1 ms. Segment 4 at 1,200 µs → ACK at 1,700 µs (for 4 and 5);
         // segment 6 at 1,800 µs → ACK at 2,300 µs.
