@@ -879,11 +879,11 @@ impl Receiver {
     /// With autotuning: min(`rcv_ssthresh`, the free buffer's window), rounded up to the
     /// window unit (Linux's `__tcp_select_window`), the same never-shrinking edge.
     fn advertised_window(&mut self) -> u64 {
-        let Some(free) = self.free_window() else {
-            return u64::MAX;
-        };
-        self.rcv_right_edge = self.rcv_right_edge.max(self.rcv_nxt + free);
-        self.rcv_right_edge - self.rcv_nxt
+        let window = self.window_bytes();
+        if window != u64::MAX {
+            self.rcv_right_edge = self.rcv_nxt + window;
+        }
+        window
     }
 
     /// The window the buffer allows now, bytes, before the never-shrink rule; None without a
