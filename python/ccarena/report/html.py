@@ -60,6 +60,12 @@ class Section:
     answer_title: str = "Per flavor"
 
 
+def part_prefix(part: Any) -> str:
+    """The prefix of a part's figure and table files: ``"<part>__"``, or ``""`` for a scenario
+    without parts."""
+    return f"{part.part}__" if part.part else ""
+
+
 def build_section(part: Any, figures_dir: Path, scenario_description: str = "",
                   pool: Any = None, started: StartedFigures | None = None) -> Section:
     """Tables and figures of one part (a :class:`ccarena.results.PartResult`); the per-run tables
@@ -68,7 +74,7 @@ def build_section(part: Any, figures_dir: Path, scenario_description: str = "",
     ``started``: this part's figures already under way (:func:`start_workers`), closed here."""
     params = part.parameters
     summary = part.summary
-    prefix = f"{part.part}__" if part.part else ""
+    prefix = part_prefix(part)
     if started is None:
         # The per-run figures go to the workers first, to draw while this process draws the
         # network and the study figures (a shared pool's workers take them once the other parts
@@ -319,7 +325,7 @@ def _forked_figures(result: Any, path: str | Path | None,
     path = Path(path) if path is not None else result.root / "report.html"
     _set_flavor_order(result)
     extra = [f for f in formats if f != "png"]
-    started = start_figures(part, path.parent / "figures", prefix=f"{part.part}__" if part.part else "",
+    started = start_figures(part, path.parent / "figures", prefix=part_prefix(part),
                             formats=extra)
     started.fork_apart(extra)
     if not started.apart and not started.work.forked:
