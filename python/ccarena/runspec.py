@@ -405,7 +405,10 @@ class TcpFlowSpec(_FlowBase):
     the window is ``rwnd_bytes``. ``sack_compression`` (simulator): Linux's SACK compression
     (above a hole three ACKs at once, then one per min(1 ms, RTT/20); docs/engine-spec.md);
     False (the default) = every out-of-order segment ACKed at once. All four apply to
-    single-path TCP only. ``quic`` (:class:`QuicSpec`): the flow
+    single-path TCP only. ``start_delay_ns`` (simulator): the sender starts this long after
+    ``start_ns``, as a real host's application does (the ``linux`` host model draws it), while the
+    flow's samples and completion time still count from ``start_ns``, as the kernel backend's do;
+    0 (the default) = at ``start_ns``. ``quic`` (:class:`QuicSpec`): the flow
     runs as a QUIC connection with the same controller instead (not with ``mptcp``: the engine
     refuses both, and so does the scenario schema); None (the default, left out of the JSON) =
     TCP."""
@@ -434,6 +437,7 @@ class TcpFlowSpec(_FlowBase):
     quickack_segments: int = optional(0, ge=0, le=1000)  # Linux quick-ACK: first N ACKed at once
     rcvbuf_autotuning: bool = optional(False)  # Linux receive-window autotuning; not with rwnd_bytes
     sack_compression: bool = optional(False)  # Linux SACK compression (tcp_comp_sack_*)
+    start_delay_ns: int = optional(0, ge=0)  # the sender starts this long after start_ns (sim)
     mptcp: MptcpSpec | None = optional()  # None: single-path TCP
     quic: QuicSpec | None = optional()  # None: TCP; set: QUIC (RFC 9000/9002), not with mptcp
 
@@ -546,10 +550,11 @@ def _defaults(model: type[SpecModel], skip: tuple[str, ...]) -> dict[str, Any]:
 
 
 TCP_DEFAULTS: dict[str, Any] = _defaults(TcpFlowSpec, ("kind", "handshake_rtt", "rto_rule", "quickack_segments",
-                                                       "rcvbuf_autotuning", "sack_compression", "mptcp", "quic"))
+                                                       "rcvbuf_autotuning", "sack_compression", "start_delay_ns",
+                                                       "mptcp", "quic"))
 """Every TCP host setting a flow does not give (read from :class:`TcpFlowSpec`; not
-``handshake_rtt``, ``rto_rule``, ``quickack_segments``, ``rcvbuf_autotuning`` or ``sack_compression``, which the front
-end's host model sets, not a scenario's flow)."""
+``handshake_rtt``, ``rto_rule``, ``quickack_segments``, ``rcvbuf_autotuning``, ``sack_compression`` or
+``start_delay_ns``, which the front end's host model sets, not a scenario's flow)."""
 UDP_DEFAULTS: dict[str, Any] = _defaults(CbrFlowSpec, ("kind",))
 """Defaults of UDP CBR flows (read from :class:`CbrFlowSpec`)."""
 UDT_DEFAULTS: dict[str, Any] = _defaults(UdtFlowSpec, ("kind",))

@@ -11,16 +11,20 @@ facts, printed by ``validate`` and stated beside the verdict.
 - A flow's own ``host`` overrides the scenario's; a parameter or recovery the flow names stays.
 - The models differ where they should: a lossy CUBIC run's goodput moves with the model, and a
   one-segment transfer completes in one RTT with Linux's quick-ACK.
+- Linux-host senders start 0.5–2 ms late, drawn from the seed, as the kernel backend's do; two
+  flows started together then let CUBIC's HyStart see its ACK trains, as it does on the kernel.
 """
 
 from __future__ import annotations
 
 import pytest
+from ccarena import _engine
 from ccarena.analysis.verdict import host_model_note
 from ccarena.cli.typer_app import app
 from ccarena.errors import UserError
 from ccarena.experiment import apply_backends, expand
-from ccarena.experiment.host_model import LINUX_HOST_PARAMS, LINUX_LINK_JITTER
+from ccarena.experiment import host_model
+from ccarena.experiment.host_model import LINUX_HOST_PARAMS, LINUX_LINK_JITTER, LINUX_START_DELAY_NS
 from ccarena.scenario import load_scenario
 from typer.testing import CliRunner
 
@@ -129,6 +133,56 @@ def test_a_one_segment_transfer_completes_in_one_rtt_on_a_linux_host(tmp_path) -
         result = ccarena.run({**raw, "host": host}, tmp_path / host, jobs=1)
         fct[host] = float(result.flows["completion_time_s"].iloc[0])
     assert 0.040 <= fct["linux"] < 0.045 and fct["rfc"] > 0.075, fct
+
+
+def test_linux_senders_start_late_by_a_seeded_delay_and_rfc_ones_on_time() -> None:
+    raw = {**BASE, "host": "linux", "duration": "30s",
+           "flows": [{"from": "a", "to": "b", "flavor": "cubic"},
+                     {"from": "a", "to": "b", "flavor": "reno", "host": "rfc"},
+                     {"from": "a", "to": "b", "flavor": "reno", "start": "2s", "stop": "2.0003s"},
+                     {"from": "a", "to": "b", "flavor": "udp-cbr", "rate": "1Mbps"}]}
+    low, high = LINUX_START_DELAY_NS
+    seen = set()
+    for seed in (1, 2, 3):
+        spec = plans({**raw, "seed": seed}, ["sim"])["sim"].resolved.spec
+        flows = spec.flows
+        assert low <= flows[0].start_delay_ns < high and flows[0].start_ns == 0  # scheduled start kept
+        assert flows[1].start_delay_ns == 0  # rfc host
+        assert not hasattr(flows[3], "start_delay_ns")  # not TCP
+        assert 0 < flows[2].start_delay_ns < 300_000  # cut: the sender starts before the flow stops
+        seen.add(flows[0].start_delay_ns)
+        assert flows[0].start_delay_ns == plans({**raw, "seed": seed}, ["sim"])["sim"].resolved.spec.flows[0].start_delay_ns
+        _engine.Simulation(spec.to_json())  # the engine accepts it
+    assert len(seen) == 3  # each seed its own draw
+    rfc = plans({**raw, "host": "rfc"}, ["sim"])["sim"].resolved.spec
+    assert "start_delay_ns" not in rfc.to_json()  # left out at 0: the rfc spec's hash is unchanged
+    kernel = plans({**raw, "host": None}, ["sim", "kernel"])["kernel"].resolved.spec.flows
+    assert kernel[0].start_delay_ns == 0  # the kernel's senders have their own start-up latency
+
+
+@pytest.mark.parametrize("delay_ns, cubic_retx", [(LINUX_START_DELAY_NS, (0, 120)), ((0, 1), (200, 10**6))])
+def test_cubics_hystart_exits_slow_start_against_a_reno_started_with_it(tmp_path, monkeypatch, delay_ns,
+                                                                      cubic_retx) -> None:
+    # Reno and CUBIC started together on a 100 Mbit/s, 20 ms path with a 250 KB queue. On the
+    # kernel here (3 runs) CUBIC's HyStart left slow start before the queue overflowed: CUBIC
+    # retransmitted 21, 35 and 104 packets in 30 s, Reno 160–261. Started in the same
+    # nanosecond (delay 0), the simulated senders interleave their slow-start packets at the
+    # bottleneck, CUBIC's ACK trains break, HyStart never fires, and CUBIC overshoots as Reno
+    # does (~300 retransmissions each); started as the kernel's are, it exits as the kernel's.
+    import ccarena
+
+    monkeypatch.setattr(host_model, "LINUX_START_DELAY_NS", delay_ns)
+    raw = {"name": "lockstep", "duration": "3s", "host": "linux",
+           "topology": {"kind": "dumbbell", "pairs": 2,
+                        "bottleneck": {"rate": "100Mbps", "delay": "9ms", "queue": {"limit": "250KB"}},
+                        "access": {"rate": "1Gbps", "delay": "0.5ms"}},
+           "flows": [{"from": "left0", "to": "right0", "flavor": "reno"},
+                     {"from": "left1", "to": "right1", "flavor": "cubic"}],
+           "sweep": {"repeats": 3}}
+    flows = ccarena.run(raw, tmp_path, jobs=1).flows
+    retx = flows[flows["flavor"] == "cubic"]["packets_retransmitted"].tolist()
+    print(delay_ns, retx)
+    assert len(retx) == 3 and all(cubic_retx[0] <= r < cubic_retx[1] for r in retx), retx
 
 
 def test_validate_prints_the_model_and_a_bad_one_is_one_line(tmp_path) -> None:

@@ -156,8 +156,8 @@ impl Simulation {
         }
         for (i, f) in spec.flows.iter().enumerate() {
             flows.push(Flow::idle(i, f, spec.seed)?);
-            let (start, stop) = f.schedule();
-            events.push(SimTime(start), Event::FlowStart(i as u32));
+            let stop = f.schedule().1;
+            events.push(SimTime(f.sender_start_ns()), Event::FlowStart(i as u32));
             if let Some(stop) = stop {
                 events.push(SimTime(stop), Event::FlowStop(i as u32));
             }

@@ -134,7 +134,7 @@ impl TcpFlow {
         cfg.validate().map_err(bad)?;
         rcfg.validate().map_err(bad)?;
         let rto_rule = f.rto_rule().map_err(|e| SpecError { path: path("rto_rule"), message: e.message })?;
-        let mut sender = Sender::new(cfg, cc, SimTime(f.start_ns));
+        let mut sender = Sender::new(cfg, cc, SimTime(f.sender_start_ns()));
         sender.set_rto_rule(rto_rule);
         let mut receiver = Receiver::new(rcfg);
         if autotune {
@@ -218,7 +218,7 @@ impl MptcpFlow {
         let ccs = (0..m.subflows)
             .map(|_| controller().map_err(|e| SpecError { path: path("mptcp.coupling"), message: e.to_string() }))
             .collect::<Result<Vec<_>, _>>()?;
-        let start = SimTime(f.start_ns);
+        let start = SimTime(f.sender_start_ns());
         // The linux host's timer and ACK rules on every subflow, as on a single-path flow
         // (TcpFlow::new; spec fields `rto_rule`, `quickack_segments`).
         let mut sender = MptcpSender::new(cfg, ccs, start);
@@ -283,7 +283,7 @@ impl QuicFlow {
             pacing: q.pacing,
         };
         cfg.validate().map_err(|e| SpecError { path: path(e.field), message: e.reason.to_string() })?;
-        let start = SimTime(f.start_ns);
+        let start = SimTime(f.sender_start_ns());
         Ok(QuicFlow {
             transfer: Transfer::new(f.src, f.dst, DATA_OVERHEAD_BYTES, ccarena_transport::quic::ACK_PACKET_BASE_BYTES, f.bytes),
             sender: QuicSender::new(cfg, cc, start),

@@ -597,7 +597,22 @@ pub fn flow_sample(index: usize, flow: &Flow) -> FlowSample {
                 ca_state: ca_state_code(s.ca_state()),
             }
         }
-        Flow::Idle { .. } => unreachable!("flows are sampled from their start, when they are built"),
+        // Between the flow's scheduled start and its sender's (`start_delay_ns`): nothing sent
+        // or delivered yet, no window or RTT to show.
+        Flow::Idle { .. } => FlowSample {
+            flow: index as u32,
+            delivered_bytes: 0,
+            sent_bytes: 0,
+            cwnd_bytes: nan,
+            ssthresh_bytes: nan,
+            srtt_s: nan,
+            rttvar_s: nan,
+            rto_s: nan,
+            inflight_bytes: 0.0,
+            pacing_rate_bps: nan,
+            retransmits: 0.0,
+            ca_state: nan,
+        },
         Flow::Cbr(c) => FlowSample {
             flow: index as u32,
             delivered_bytes: c.received * c.packet_bytes as u64,

@@ -357,6 +357,13 @@ pub struct TcpFlowSpec {
     /// only: QUIC and MPTCP flows ignore it.
     #[serde(default)]
     pub sack_compression: bool,
+    /// The sender starts this long after `start_ns`, ns, as a real host's application does (the
+    /// front end's `linux` host model draws it per flow: the kernel backend's senders send their
+    /// first segment 0.6–2 ms after their scheduled start). The flow's samples, `start_s` and
+    /// completion time still count from `start_ns`, as the kernel backend's do. 0 (the default):
+    /// the sender starts at `start_ns`. Must end before `stop_ns`.
+    #[serde(default)]
+    pub start_delay_ns: u64,
     /// Run the flow as a Multipath TCP connection (RFC 8684); null = single-path TCP.
     #[serde(default)]
     pub mptcp: Option<MptcpSpec>,
@@ -601,7 +608,8 @@ impl FlowSpec {
         }
     }
 
-    /// (start, stop) in ns.
+    /// (start, stop) in ns: the application's schedule, from which samples and completion
+    /// times count.
     pub fn schedule(&self) -> (u64, Option<u64>) {
         match self {
             FlowSpec::Tcp(f) => (f.start_ns, f.stop_ns),
@@ -609,9 +617,23 @@ impl FlowSpec {
             FlowSpec::Udt(f) => (f.start_ns, f.stop_ns),
         }
     }
+
+    /// When the flow's sender starts, ns: its scheduled start plus a TCP flow's
+    /// `start_delay_ns`.
+    pub fn sender_start_ns(&self) -> u64 {
+        match self {
+            FlowSpec::Tcp(f) => f.sender_start_ns(),
+            other => other.schedule().0,
+        }
+    }
 }
 
 impl TcpFlowSpec {
+    /// When the sender starts, ns: `start_ns + start_delay_ns` (saturating).
+    pub fn sender_start_ns(&self) -> u64 {
+        self.start_ns.saturating_add(self.start_delay_ns)
+    }
+
     /// The controller parameters as the cc crate takes them.
     pub fn cc_params(&self) -> Params {
         Params::from_pairs(self.params.iter().map(|(k, v)| (k.clone(), *v)).collect())
@@ -978,6 +1000,9 @@ impl Spec {
         let (start, stop) = f.schedule();
         if stop.is_some_and(|stop| stop <= start) {
             return Err(err("stop_ns", "must be after start_ns"));
+        }
+        if stop.is_some_and(|stop| stop <= f.sender_start_ns()) {
+            return Err(err("start_delay_ns", "the sender must start before stop_ns"));
         }
         if let Some(table) = table {
             for (a, b) in [(src, dst), (dst, src)] {

@@ -66,6 +66,7 @@ pub fn tcp_flow(name: &str, src: usize, dst: usize, flavor: &str) -> TcpFlowSpec
         quickack_segments: 0,
         rcvbuf_autotuning: false,
         sack_compression: false,
+        start_delay_ns: 0,
         mptcp: None,
         quic: None,
     }

@@ -54,6 +54,7 @@ mod red_sack_recovery;
 mod reno_mathis;
 mod routing;
 mod same_flavor_fairness;
+mod start_delay;
 mod scale_state;
 mod trace_link;
 mod udp_cbr;

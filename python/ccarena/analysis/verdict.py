@@ -638,7 +638,7 @@ def verdict(summary: pd.DataFrame, params: Sequence[str],
 # ----------------------------------------------------------------------------- notes
 
 HOST_MODEL_WORDS = {"linux": "Linux 6.x hosts: Linux's recovery and CUBIC/BBR module defaults, the "
-                             "handshake's RTT sample, links with the testbed's timing jitter",
+                             "handshake's RTT sample, the testbed's start and link timing jitter",
                     "rfc": "each flavor as its RFC or paper describes it"}
 """What each host model means, in the note beside the verdict (:mod:`ccarena.experiment.host_model`)."""
 

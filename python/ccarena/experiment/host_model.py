@@ -16,7 +16,9 @@ hosts the simulator (and ccarena's transport on the udp backend) model.
   (``rcvbuf_autotuning``: from the SYN-ACK's 65,160 bytes, two segments per segment received,
   the clamp raised each RTT; single-path flows), and compresses SACKs above a hole as Linux's
   receiver does (``sack_compression``: three ACKs at once, then one per millisecond; single-path
-  flows); and
+  flows);
+  each sender starts 0.5–2 ms after the flow's scheduled start, drawn from the run's seed
+  (``start_delay_ns`` = :data:`LINUX_START_DELAY_NS`), as the kernel backend's senders do; and
   (a scenario-level choice) each packet reaches the far end of a link up to a quarter of its
   serialization time late (:data:`LINUX_LINK_JITTER`), as real hosts and the relay jitter by
   microseconds, so flows do not lock into the phase patterns a perfectly periodic simulation can
@@ -76,6 +78,15 @@ LINUX_QUICKACK_SEGMENTS = 16
 first grant, min(16, rcv_wnd / (2·MSS))). Measured here (Linux 6.18, default tcp_rmem): 21–22 on
 the wire, the rest one per segment that raised the autotuned window (``tcp_grow_window``'s quick
 ACK), which ``rcvbuf_autotuning`` models."""
+
+LINUX_START_DELAY_NS = (500_000, 2_000_000)
+"""The range [low, high) of a ``linux``-host TCP sender's start delay (ns) after its scheduled
+start, drawn uniformly per flow from the run's seed. Measured here on the kernel backend (12
+two-flow runs): each sender's first data segment left 0.58–1.96 ms after t0, the two senders
+−1.1 to +1.0 ms apart. Two senders started in the same nanosecond put their slow-start packets
+through the bottleneck in runs that double each RTT (2, 4, 8, … interleaved), which breaks each
+flow's ACK train: CUBIC's HyStart never fired with two such flows and both overshot (~300
+retransmissions each where the kernel's flows had 142 and 79)."""
 
 RFC, LINUX = "rfc", "linux"
 
@@ -137,14 +148,34 @@ def _linux_flow(flow: Any, spec: TcpFlowSpec) -> TcpFlowSpec:
     return spec.model_copy(update=update)
 
 
+def start_delays_ns(spec: RunSpec, hosts: list[str | None]) -> list[int]:
+    """Each flow's sender start delay (``start_delay_ns``): uniform on
+    :data:`LINUX_START_DELAY_NS` for a ``linux``-host flow, from ``spec.seed`` (a stream apart
+    from the engine's and from ``start_jitter``'s), cut so that the sender still starts before
+    the flow's stop and the end of the run; 0 for other flows. The flow's ``start_ns`` stays: its
+    samples and completion time count from it, as the kernel backend's do."""
+    import numpy as np  # only linux-host runs need it
+
+    rng = np.random.default_rng([int(spec.seed), 0x11F0])
+    low, high = LINUX_START_DELAY_NS
+    out = []
+    for flow, host in zip(spec.flows, hosts):
+        delay = int(rng.integers(low, high)) if host == LINUX else 0
+        end = min(flow.stop_ns if flow.stop_ns is not None else spec.duration_ns, spec.duration_ns)
+        out.append(max(0, min(delay, end - flow.start_ns - 1)))
+    return out
+
+
 def with_host_model(plan: RunPlan, beside_real_tcp: bool) -> RunPlan:
     """``plan`` with each TCP flow's host model applied (:func:`flow_hosts`; ``"rfc"`` leaves a
-    flow as resolved) and, for a ``linux`` run, :data:`LINUX_LINK_JITTER` on every link. The
-    per-flow models are recorded in the plan's derived facts (``derived["flows"][i]["host"]``)
-    and the run's in ``derived["host"]``."""
+    flow as resolved; a ``linux`` flow's sender also starts later by :func:`start_delays_ns`) and, for a
+    ``linux`` run, :data:`LINUX_LINK_JITTER` on every link. The per-flow models are recorded in
+    the plan's derived facts (``derived["flows"][i]["host"]``) and the run's in ``derived["host"]``."""
     hosts = flow_hosts(plan, beside_real_tcp)
-    flows = tuple(_linux_flow(flow, spec) if host == LINUX else spec
-                  for (flow, spec), host in zip(_flows(plan), hosts))
+    delays = start_delays_ns(plan.resolved.spec, hosts) if LINUX in hosts else [0] * len(hosts)
+    flows = tuple(_linux_flow(flow, spec).model_copy(update={"start_delay_ns": delay})
+                  if host == LINUX else spec
+                  for (flow, spec), host, delay in zip(_flows(plan), hosts, delays))
     jitter = {"link_jitter": LINUX_LINK_JITTER} if run_host(plan, beside_real_tcp) == LINUX else {}
     out = _with_flows(plan, flows, **jitter)
     return _record(out, run_host(plan, beside_real_tcp), hosts)

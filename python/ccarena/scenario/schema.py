@@ -50,7 +50,7 @@ from ccarena.units import format_time
 HOST_MODELS = ("linux", "rfc")
 """The host models a scenario or a flow may choose (``host``): ``"linux"``, a Linux 6.x host
 (SACK + RACK-TLP + PRR recovery, Linux's CUBIC and BBR module defaults, the handshake's RTT
-sample, links with the testbed's timing jitter) or ``"rfc"``, the RFCs' and papers' models as
+sample, the testbed's start and link timing jitter) or ``"rfc"``, the RFCs' and papers' models as
 FLAVORS.md names them (:mod:`ccarena.experiment.host_model`)."""
 RECOVERIES = ("tahoe", "reno", "newreno", "sack", "prr", "linux")
 """Loss recovery algorithms a TCP flow may use (README.md, "Flavors": RFC 5681 §3.2, RFC 6582, RFC 6675, RFC 6937)."""
