@@ -184,3 +184,26 @@ def test_doctor_says_mptcp_is_there_and_what_its_path_manager_allows(tag: str, t
     assert rows["MPTCP coupled CC"] == "no"
     # The probes ran in their scratch namespace under the CLI's own SIGTERM handler.
     assert rows["qdisc htb"] == "ok"
+
+
+
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "mptcp.toml"
+
+
+def test_mptcp_connections_launched_early_still_grow_their_receive_windows(tag: str, tmp_path: Path) -> None:
+    """The example's ``fat-tree-linux`` part: sixteen MPTCP connections of four subflows on a
+    k = 4 fat-tree at 10 Mbit/s, launched one after another over the 5.3 s before t0 and all
+    starting at t0. A connection's share (~7 Mbit/s at 60–110 ms) needs more than its receiver's
+    first window (~80 KB): connected at launch, Linux held them there for seconds
+    (trafficgen.MPTCP_CONNECT_LEAD_NS says why)."""
+    done = run_cli("run", str(EXAMPLE), "--part", "fat-tree-linux", "--backend", "sim,kernel",
+                   "--out", str(tmp_path / "out"), "-q", cwd=tmp_path, timeout=180)
+    assert done.returncode == 0, done.stderr
+    runs = tmp_path / "out" / "runs"
+    kernel = pd.read_parquet(runs / "fat-tree-linux__r0@kernel" / "flows.parquet")["goodput_mean_bps"].sum()
+    sim = pd.read_parquet(runs / "fat-tree-linux__r0" / "flows.parquet")["goodput_mean_bps"].sum()
+    print(f"goodput, all connections: kernel {kernel / 1e6:.1f} Mbit/s, sim {sim / 1e6:.1f} Mbit/s")
+    # Measured (6 s runs): connected at launch, the kernel 83.7, 85.2 and 88.7 against the
+    # simulator's 123.0; connected 0.05–0.3 s before t0, 112–119 (5 s: 108.5 and 117.2 / 122.1).
+    assert kernel > 0.8 * sim, (kernel, sim)
