@@ -404,8 +404,8 @@ class TcpFlowSpec(_FlowBase):
     dynamic right-sizing; docs/engine-spec.md), not with ``rwnd_bytes``; False (the default) =
     the window is ``rwnd_bytes``. ``sack_compression`` (simulator): Linux's SACK compression
     (above a hole three ACKs at once, then one per min(1 ms, RTT/20); docs/engine-spec.md);
-    False (the default) = every out-of-order segment ACKed at once. All four apply to
-    single-path TCP only. ``start_delay_ns`` (simulator): the sender starts this long after
+    False (the default) = every out-of-order segment ACKed at once. The four apply to
+    single-path TCP, and ``rcvbuf_autotuning`` to an MPTCP connection's shared buffer too. ``start_delay_ns`` (simulator): the sender starts this long after
     ``start_ns``, as a real host's application does (the ``linux`` host model draws it), while the
     flow's samples and completion time still count from ``start_ns``, as the kernel backend's do;
     0 (the default) = at ``start_ns``. ``quic`` (:class:`QuicSpec`): the flow

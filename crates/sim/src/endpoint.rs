@@ -367,9 +367,12 @@ impl Endpoint for MptcpFlow {
             }
             Payload::MptcpAck(a) => {
                 let outcome = self.sender.on_ack(now, &a);
+                let subflow = a.subflow;
                 self.ack_boxes.push(a);
                 if let Some(rtt) = outcome.rtt {
                     self.transfer.rtt.record(rtt.as_nanos());
+                    // The subflow receiver's RTT estimate, as a TCP flow's (TcpFlow::receive).
+                    self.receiver.on_rcv_rtt_sample(subflow, rtt);
                 }
                 note_completion(&mut self.transfer, now, self.sender.is_complete());
                 Side::Sender

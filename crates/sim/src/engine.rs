@@ -560,6 +560,9 @@ impl Simulation {
                             .collect();
                         if let Flow::Mptcp(m) = &mut self.flows[f] {
                             m.sender.on_handshake_rtts(&rtts, self.now);
+                            for (i, rtt) in rtts.iter().enumerate() {
+                                m.receiver.on_rcv_rtt_sample(i as u8, *rtt);
+                            }
                         }
                     }
                     _ => {}

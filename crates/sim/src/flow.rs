@@ -98,7 +98,7 @@ impl TcpFlow {
             .recovery
             .parse()
             .map_err(|e: <RecoveryMode as std::str::FromStr>::Err| SpecError { path: path("recovery"), message: e.to_string() })?;
-        // Single-path TCP only (spec.rs): an MPTCP connection's buffer is its own.
+        // An MPTCP connection's buffer is its own (MptcpFlow::new).
         let autotune = f.rcvbuf_autotuning && f.mptcp.is_none();
         let cfg = SenderConfig {
             mss_bytes: f.mss_bytes,
@@ -224,6 +224,12 @@ impl MptcpFlow {
         let mut sender = MptcpSender::new(cfg, ccs, start);
         sender.set_rto_rule(f.rto_rule().map_err(|e| SpecError { path: path("rto_rule"), message: e.message })?);
         let mut receiver = MptcpReceiver::new(cfg);
+        if f.rcvbuf_autotuning {
+            // Linux's connection-level autotuning; the connection is established as its sender
+            // starts (the handshake is not modelled). Before set_quickack, as for TCP.
+            receiver.set_rcvbuf_autotuning(RcvBufAutotuning::LINUX, start);
+            sender.set_initial_rwnd(RcvBufAutotuning::LINUX.initial_window(f.mss_bytes));
+        }
         receiver.set_quickack(f.quickack_segments, Some(Duration(f.min_rto_ns)));
         Ok(MptcpFlow {
             transfer: Transfer::new(f.src, f.dst, f.header_bytes + DSS_DATA_OPTION_BYTES, f.ack_bytes + DSS_ACK_OPTION_BYTES, f.bytes),

@@ -346,8 +346,9 @@ pub struct TcpFlowSpec {
     /// 65,160 bytes a Linux SYN-ACK offers and grows as Linux's does — two MSS per segment
     /// received up to a clamp that each RTT's delivered bytes raise (dynamic right-sizing), to
     /// at most a 32 MB buffer — and each segment that grows it is ACKed at once. False (the
-    /// default): the window is `rwnd_bytes`. Not with `rwnd_bytes`. Single-path TCP only: QUIC
-    /// and MPTCP flows ignore it.
+    /// default): the window is `rwnd_bytes`. Not with `rwnd_bytes`. On an MPTCP connection, its
+    /// shared buffer is tuned as Linux's MPTCP tunes it, once per largest subflow RTT
+    /// (`ccarena_transport::mptcp::MptcpReceiver::set_rcvbuf_autotuning`). QUIC flows ignore it.
     #[serde(default)]
     pub rcvbuf_autotuning: bool,
     /// Linux's SACK compression (`ccarena_transport::SackCompression::LINUX`: above a hole,

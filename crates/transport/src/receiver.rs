@@ -220,6 +220,18 @@ impl RcvBufAutotuning {
         buf_bytes * self.window_share_256 as u64 / 256
     }
 
+    /// The buffer dynamic right-sizing asks for, bytes (Linux's `tcp_rcvbuf_grow`, and MPTCP's
+    /// `mptcp_rcvbuf_grow`): `copied` bytes were delivered in the last RTT, `space` the most
+    /// before (`copied > space > 0`), `ooo_bytes` are held above a hole. Room for twice the
+    /// delivery ("DRS is always one RTT late") plus twice its growth (a sender that doubles its
+    /// rate each RTT), at most [`RcvBufAutotuning::max_rcvbuf_bytes`].
+    pub fn grown_rcvbuf(&self, copied: u64, space: u64, ooo_bytes: u64) -> u64 {
+        let base = 2 * copied as u128;
+        let grow = base * (copied - space) as u128 / space as u128;
+        let rcvwin = (base + 2 * grow) as u64 + ooo_bytes;
+        rcvwin.saturating_mul(256).div_ceil(self.window_share_256 as u64).min(self.max_rcvbuf_bytes)
+    }
+
     /// The window a SYN-ACK offers with MSS `mss_bytes`, bytes: the initial buffer's window,
     /// at most 65,535 (an unscaled SYN window), rounded down to whole segments.
     pub fn initial_window(&self, mss_bytes: u32) -> u64 {
@@ -245,6 +257,19 @@ struct Autotune {
     /// Where and when the current measurement started (None before the first data).
     space_seq: u64,
     space_time: Option<SimTime>,
+    /// Whether this receiver measures its own delivery each RTT (a TCP connection) or its
+    /// buffer follows another's measurement (an MPTCP subflow: [`Receiver::follow_rcvbuf`]).
+    measures: bool,
+}
+
+impl Autotune {
+    /// Grow the buffer to `buf` bytes (never shrink it), the window clamp with it.
+    fn grow_to(&mut self, buf: u64) {
+        if buf > self.rcvbuf {
+            self.rcvbuf = buf;
+            self.window_clamp = self.cfg.window_from_buffer(buf);
+        }
+    }
 }
 
 /// Receiver parameters. Every value is explicit (Linux-like: delayed ACK 40 ms, every 2nd
@@ -556,7 +581,42 @@ impl Receiver {
             space: 10 * mss,
             space_seq: 0,
             space_time: None,
+            measures: true,
         });
+    }
+
+    /// Linux's autotuning on an MPTCP subflow: as [`Receiver::set_rcvbuf_autotuning`] (the
+    /// window starts at the SYN-ACK's and `rcv_ssthresh` grows two MSS per segment up to the
+    /// clamp), but the subflow does not measure its own delivery: its buffer and clamp grow
+    /// when the connection's measurement grows the connection's buffer
+    /// ([`Receiver::follow_rcvbuf`]; net/mptcp/protocol.c, `mptcp_rcv_space_adjust` makes the
+    /// subflows "follow along").
+    ///
+    /// # Panics
+    /// As [`Receiver::set_rcvbuf_autotuning`].
+    pub fn set_rcvbuf_autotuning_follower(&mut self, sysctls: RcvBufAutotuning) {
+        self.set_rcvbuf_autotuning(sysctls);
+        if let Some(a) = self.autotune.as_mut() {
+            a.measures = false;
+        }
+    }
+
+    /// Grow the autotuned buffer to `rcvbuf_bytes` (and the window clamp with it); never
+    /// shrinks it. No effect with autotuning off.
+    pub fn follow_rcvbuf(&mut self, rcvbuf_bytes: u64) {
+        if let Some(a) = self.autotune.as_mut() {
+            a.grow_to(rcvbuf_bytes);
+        }
+    }
+
+    /// The receiver's configuration.
+    pub fn config(&self) -> &ReceiverConfig {
+        &self.cfg
+    }
+
+    /// Autotuning's `rcv_ssthresh`, bytes (the most an ACK advertises now); None when off.
+    pub fn rcv_ssthresh_bytes(&self) -> Option<u64> {
+        self.autotune.map(|a| a.rcv_ssthresh)
     }
 
     /// A round-trip sample for the receiver's RTT estimate (Linux's `tcp_rcv_rtt_update` with
@@ -605,7 +665,7 @@ impl Receiver {
     /// passed since the measurement began, grow the buffer if more was delivered than ever.
     fn autotune_measure(&mut self, now: SimTime) {
         let (rcv_nxt, ooo_end, rtt) = (self.rcv_nxt, self.ooo.back().map(|r| r.1), self.rcv_rtt);
-        let Some(a) = self.autotune.as_mut() else { return };
+        let Some(a) = self.autotune.as_mut().filter(|a| a.measures) else { return };
         let Some(start) = a.space_time else {
             a.space_seq = rcv_nxt;
             a.space_time = Some(now);
@@ -617,15 +677,7 @@ impl Receiver {
         }
         let copied = rcv_nxt - a.space_seq;
         if copied > a.space {
-            let base = 2 * copied as u128;
-            let grow = base * (copied - a.space) as u128 / a.space as u128;
-            let rcvwin = (base + 2 * grow) as u64 + ooo_end.map_or(0, |e| e - rcv_nxt);
-            let share = a.cfg.window_share_256 as u64;
-            let buf = rcvwin.saturating_mul(256).div_ceil(share).min(a.cfg.max_rcvbuf_bytes);
-            if buf > a.rcvbuf {
-                a.rcvbuf = buf;
-                a.window_clamp = a.cfg.window_from_buffer(buf);
-            }
+            a.grow_to(a.cfg.grown_rcvbuf(copied, a.space, ooo_end.map_or(0, |e| e - rcv_nxt)));
             a.space = copied;
         }
         a.space_seq = rcv_nxt;

@@ -13,6 +13,7 @@ mod ecn;
 mod hooks;
 mod linux_host;
 mod mptcp;
+mod mptcp_autotuning;
 mod mptcp_proptest;
 mod multiple_losses;
 mod perf;

@@ -14,7 +14,8 @@ hosts the simulator (and ccarena's transport on the udp backend) model.
   its receiver starts in quick-ACK mode (``quickack_segments`` = :data:`LINUX_QUICKACK_SEGMENTS`)
   and, when the flow gives no ``rwnd``, autotunes its receive window as Linux's does
   (``rcvbuf_autotuning``: from the SYN-ACK's 65,160 bytes, two segments per segment received,
-  the clamp raised each RTT; single-path flows), and compresses SACKs above a hole as Linux's
+  the clamp raised each RTT; an MPTCP connection's shared buffer once per largest subflow RTT),
+  and compresses SACKs above a hole as Linux's
   receiver does (``sack_compression``: three ACKs at once, then one per millisecond; single-path
   flows);
   each sender starts 0.5–2 ms after the flow's scheduled start, drawn from the run's seed
@@ -137,8 +138,9 @@ def _linux_flow(flow: Any, spec: TcpFlowSpec) -> TcpFlowSpec:
                                 if name not in given}}
     update: dict[str, Any] = {"handshake_rtt": True, "params": params, "rto_rule": "linux",
                               "quickack_segments": LINUX_QUICKACK_SEGMENTS}
-    if spec.rwnd_bytes is None and spec.mptcp is None and spec.quic is None:
-        # Linux autotunes a receive buffer the application did not size (tcp_moderate_rcvbuf).
+    if spec.rwnd_bytes is None and spec.quic is None:
+        # Linux autotunes a receive buffer the application did not size (tcp_moderate_rcvbuf;
+        # an MPTCP connection's, mptcp_rcv_space_adjust).
         update["rcvbuf_autotuning"] = True
     if spec.mptcp is None and spec.quic is None:
         # Linux's receiver compresses SACKs above a hole (tcp_comp_sack_delay_ns, 1 ms).

@@ -710,6 +710,15 @@ impl MptcpSender {
         self.offered
     }
 
+    /// The window the connection's SYN-ACK offered, bytes: the right edge before the first
+    /// DATA_ACK (with the receiver's autotuning on, `RcvBufAutotuning::initial_window`; the
+    /// handshake is not modelled). Call before any data is sent.
+    pub fn set_initial_rwnd(&mut self, rwnd_bytes: u64) {
+        debug_assert_eq!(self.data_nxt, 0, "the initial window is set before data");
+        self.right_edge = rwnd_bytes;
+        self.max_wnd = rwnd_bytes;
+    }
+
     /// The connection window's right edge (DATA_ACK + window, the highest seen), DSN;
     /// `u64::MAX` when unlimited.
     pub fn data_right_edge(&self) -> u64 {
