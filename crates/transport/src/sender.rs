@@ -777,7 +777,7 @@ impl Sender {
             self.enter_cwr(now, LossKind::Ecn, w);
         }
         if rack_tlp {
-            self.tlp_on_ack(now, w);
+            self.tlp_on_ack(now, ack.ack, scored.dsack, cum_advanced || scored.sacked > 0, w);
         }
     }
 
@@ -1099,19 +1099,30 @@ impl Sender {
             .rack_detect_loss(now, newest, self.rack.wait(reo_wnd));
     }
 
-    /// The end of a TLP episode (RFC 8985 §7.4): once the probe is acknowledged, a probe that
-    /// retransmitted data is taken to have repaired a loss, so the window is cut once, unless
-    /// recovery already did. (§7.4.2's exception, a D-SACK showing the probe itself was the
-    /// duplicate, is not implemented: that D-SACK usually arrives after the ACK ending the
-    /// episode.)
-    fn tlp_on_ack(&mut self, now: SimTime, w: &mut u64) {
+    /// The end of a TLP episode (RFC 8985 §7.4.2; Linux's `tcp_process_tlp_ack`), on an ACK of
+    /// `ack_no` carrying the D-SACK block `dsack` (if any), `progressed` when it advanced snd.una
+    /// or SACKed new data. Nothing is decided before the ACK reaches TLP.end_seq. A probe of new
+    /// data ends the episode. A retransmitted probe ends it without loss when a D-SACK covers
+    /// it (the original arrived too) or when a pure duplicate ACK reaches TLP.end_seq; an ACK
+    /// *beyond* TLP.end_seq without that D-SACK says the probe repaired a loss, and the window is
+    /// cut once (CWR) unless recovery already did. An ACK exactly at TLP.end_seq that advanced
+    /// waits for the next: when the original was only delayed (in a queue), the probe's D-SACK
+    /// comes right after it, before any ACK of later data.
+    fn tlp_on_ack(&mut self, now: SimTime, ack_no: u64, dsack: Option<crate::segment::SackBlock>, progressed: bool,
+                  w: &mut u64) {
         let Some((end, is_retrans)) = self.tlp_end else { return };
-        if self.snd_una < end {
+        if ack_no < end {
             return;
         }
-        self.tlp_end = None;
-        if is_retrans && matches!(self.state, CaState::Open | CaState::Disorder) {
-            self.enter_cwr(now, LossKind::FastRetransmit, w);
+        if !is_retrans || dsack.is_some_and(|d| d.start < end && d.end >= end) {
+            self.tlp_end = None;
+        } else if ack_no > end {
+            self.tlp_end = None;
+            if matches!(self.state, CaState::Open | CaState::Disorder) {
+                self.enter_cwr(now, LossKind::FastRetransmit, w);
+            }
+        } else if !progressed {
+            self.tlp_end = None;
         }
     }
 

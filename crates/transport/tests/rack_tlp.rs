@@ -134,3 +134,59 @@ fn one_segment_in_flight_waits_for_a_delayed_ack_too() {
     // 100 + 200 + 200 = 500 ms would be after the RTO at 100 + 300 ms.
     assert_eq!(s.poll_timeout(), Some(ms(400)));
 }
+
+/// Ten segments at 0 ms, 0..7 acknowledged at 100 ms (SRTT 100 ms), the probe at 300 ms:
+/// segment 9 again (no new data).
+fn probed() -> Sender {
+    let mut s = sender(RecoveryMode::Linux, 10);
+    assert_eq!(drain(&mut s, ms(0)).len(), 10);
+    let _ = s.on_ack(ms(100), &ack(7, &[], ms(0)));
+    s.handle_timeout(ms(300));
+    let probe = drain(&mut s, ms(300));
+    assert!(probe.len() == 1 && probe[0].retransmit && probe[0].seq == 9 * M);
+    s
+}
+
+#[test]
+fn a_probe_whose_original_was_only_delayed_cuts_no_window() {
+    // RFC 8985 §7.4.2 (Linux's tcp_process_tlp_ack): 7, 8 and 9 were only queued. Their ACK
+    // reaches TLP.end_seq; then the probe, a duplicate, is reported by a D-SACK.
+    let mut s = probed();
+    let cwnd = s.cwnd().cwnd_bytes;
+    let _ = s.on_ack(ms(310), &ack(10, &[], ms(0)));
+    assert_eq!(s.ca_state(), CaState::Open, "an ACK at TLP.end_seq decides nothing yet");
+    let _ = s.on_ack(ms(320), &ack(10, &[(9, 10)], ms(300)));
+    assert_eq!(s.ca_state(), CaState::Open);
+    assert!(s.cwnd().cwnd_bytes >= cwnd, "no reduction: {} < {cwnd}", s.cwnd().cwnd_bytes);
+    assert_eq!(s.stats().dsacks_received, 1);
+    // The episode is over: new data, lost at its tail, gets a probe of its own.
+    s.app_write(5 * M);
+    assert_eq!(drain(&mut s, ms(320)).len(), 5);
+    let due = s.poll_timeout().expect("a timer for the new data");
+    s.handle_timeout(due);
+    assert_eq!(drain(&mut s, due).len(), 1);
+    assert_eq!((s.stats().tlp_probes, s.stats().rto_count), (2, 0));
+}
+
+#[test]
+fn a_probe_that_repaired_a_loss_cuts_the_window_once() {
+    // Segment 9 was lost; 7 and 8 arrive; the probe repairs 9: the ACK reaches TLP.end_seq
+    // with no D-SACK. The next ACK, beyond it, says the probe repaired a loss: CWR.
+    let mut s = probed();
+    let _ = s.on_ack(ms(400), &ack(10, &[], ms(300)));
+    assert_eq!(s.ca_state(), CaState::Open);
+    s.app_write(10 * M);
+    let sent = drain(&mut s, ms(400)).len() as u64;
+    assert!(sent > 0);
+    let _ = s.on_ack(ms(500), &ack(11, &[], ms(400)));
+    assert_eq!(s.ca_state(), CaState::Cwr);
+    // A pure duplicate ACK at TLP.end_seq would have ended it without loss.
+    let mut d = probed();
+    let _ = d.on_ack(ms(310), &ack(7, &[(7, 10)], ms(0)));
+    let _ = d.on_ack(ms(400), &ack(10, &[], ms(300)));
+    let _ = d.on_ack(ms(410), &ack(10, &[], ms(300)));
+    d.app_write(10 * M);
+    drain(&mut d, ms(410));
+    let _ = d.on_ack(ms(500), &ack(11, &[], ms(410)));
+    assert_eq!(d.ca_state(), CaState::Open);
+}
