@@ -204,6 +204,7 @@ def test_mptcp_connections_launched_early_still_grow_their_receive_windows(tag: 
     kernel = pd.read_parquet(runs / "fat-tree-linux__r0@kernel" / "flows.parquet")["goodput_mean_bps"].sum()
     sim = pd.read_parquet(runs / "fat-tree-linux__r0" / "flows.parquet")["goodput_mean_bps"].sum()
     print(f"goodput, all connections: kernel {kernel / 1e6:.1f} Mbit/s, sim {sim / 1e6:.1f} Mbit/s")
-    # Measured (6 s runs): connected at launch, the kernel 83.7, 85.2 and 88.7 against the
-    # simulator's 123.0; connected 0.05–0.3 s before t0, 112–119 (5 s: 108.5 and 117.2 against 124.7).
-    assert kernel > 0.8 * sim, (kernel, sim)
+    # Measured: connected at launch, the kernel 76.6 (5 s) and 83.7, 85.2, 88.7 (6 s) against
+    # the simulator's 122–123, ratios 0.63–0.72; connected 200 ms before t0, 102.6–119.1 against
+    # 123.0–124.7, ratios 0.82–0.97.
+    assert kernel > 0.75 * sim, (kernel, sim)
