@@ -178,3 +178,25 @@ def test_subflow_addresses_are_read_from_sockaddr_storage() -> None:
     raw = struct.pack("H", socket.AF_INET) + struct.pack("!H", 40001) + socket.inet_aton("172.16.0.1")
     assert trafficgen._sockaddr(raw.ljust(128, b"\0")) == "172.16.0.1:40001"
     assert trafficgen._sockaddr(struct.pack("H", socket.AF_INET6).ljust(128, b"\0")) is None
+
+
+def test_an_mptcp_flows_rtt_counts_every_subflow_by_the_data_it_carried() -> None:
+    # The simulator's flows row averages every ACK's RTT over all subflows; the kernel gives one
+    # srtt per subflow per instant, so each counts by the bytes its subflow delivered since the
+    # last. A 10 ms subflow carrying 9,000 bytes an interval and a 100 ms one carrying 1,000:
+    # mean 19 ms (the smallest srtt, the samples rows' connection srtt, would say 10).
+    def sf(i: int, delivered: int, srtt_s: float) -> dict:
+        return {"subflow": i, "delivered_bytes": delivered, "srtt_s": srtt_s}
+
+    samples = [{"time_s": 0.1 * k, "subflows": [sf(0, 9_000 * k, 0.010), sf(1, 1_000 * k, 0.100)]}
+               for k in range(1, 11)]
+    samples.append({"time_s": 1.1, "subflows": [sf(0, 90_000, 0.010), sf(1, 10_000, 0.100)]})  # idle: no weight
+    rtts, weights = measured_tables.mptcp_rtt_samples({"samples": samples}, 0.1, 0.0, 2.0)
+    assert len(rtts) == 20 and sum(weights) == 100_000
+    row = measured_tables._tcp_flow_row(0, spec_of(fat_tree(subflows=2)).flows[0], {}, {}, 0.0, 2.0,
+                                        rtts, weights)
+    assert row["rtt_mean_s"] == pytest.approx(0.019)
+    assert row["rtt_p50_s"] == pytest.approx(0.010) and row["rtt_p95_s"] == pytest.approx(0.100)
+    assert row["rtt_samples"] == 20
+    # Outside the flow's interval nothing counts.
+    assert measured_tables.mptcp_rtt_samples({"samples": samples}, 0.1, 0.5, 2.0)[1] == [9_000, 1_000] * 6

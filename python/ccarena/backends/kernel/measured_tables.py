@@ -30,8 +30,9 @@ docs/metrics.md, "CPU cost", says what is and is not counted).
 An MPTCP flow (``TcpFlowSpec.mptcp``): its samples and flows row sum its subflows (bytes,
 windows, flight, retransmissions, packets; the smallest srtt and min_rtt; the first subflow's
 rttvar, RTO and CA state; ``ssthresh_bytes`` and ``pacing_rate_bps`` NaN), as the simulator's
-MPTCP rows do; its ``subflows``, ``coupling`` and ``bytes_reinjected`` come from Linux's MPTCP
-(:func:`_mptcp_columns`), and the ``subflows`` table from each subflow's TCP_INFO
+MPTCP rows do, and the flows row's RTT mean and percentiles over every subflow's srtt weighted
+by the bytes it delivered (:func:`mptcp_rtt_samples`); its ``subflows``, ``coupling`` and
+``bytes_reinjected`` come from Linux's MPTCP (:func:`_mptcp_columns`), and the ``subflows`` table from each subflow's TCP_INFO
 (:func:`subflow_rows`), read with ``MPTCP_FULL_INFO`` at every sample instant.
 
 ``queues`` (per link, per sample): the link's queue at the sample instant, counted from the start
@@ -159,7 +160,10 @@ def flow_rows(spec: RunSpec, results: dict[tuple[int, str], dict[str, Any]]
             prev_sent = sent if math.isfinite(sent) else prev_sent
             prev_delivered = delivered if math.isfinite(delivered) else prev_delivered
         if tcp:
-            flows.append(_tcp_flow_row(i, flow, send, recv, start_s, stop_s, srtts))
+            weights = None
+            if send.get("mptcp") is not None:
+                srtts, weights = mptcp_rtt_samples(send, interval_s, start_s, stop_s)
+            flows.append(_tcp_flow_row(i, flow, send, recv, start_s, stop_s, srtts, weights))
             if send.get("mptcp") is not None:
                 flows[-1].update(_mptcp_columns(send))
         else:
@@ -174,8 +178,33 @@ def _cpu(send: dict[str, Any]) -> dict[str, Any]:
             "cpu_mhz": cpu.get("mhz")}
 
 
+def mptcp_rtt_samples(send: dict[str, Any], interval_s: float, start_s: float, stop_s: float
+                      ) -> tuple[list[float], list[float]]:
+    """An MPTCP flow's RTT samples for its flows row, and their weights: every subflow's srtt
+    (seconds) at each sample instant within the flow's interval, weighted by the bytes that
+    subflow delivered since the previous instant. The simulator's row averages every ACK's RTT
+    sample over all subflows, so a subflow counts by the data it carries; the connection's
+    samples rows keep the smallest srtt, the subflow Linux's default scheduler prefers."""
+    rtts: list[float] = []
+    weights: list[float] = []
+    last: dict[int, float] = {}
+    for sample in send.get("samples", []):
+        t = round(sample["time_s"] / interval_s) * interval_s
+        for sf in sample.get("subflows") or []:
+            delivered = _num(sf.get("delivered_bytes"))
+            if not math.isfinite(delivered):
+                continue
+            gained = delivered - last.get(sf["subflow"], 0.0)
+            last[sf["subflow"]] = delivered
+            if sf.get("srtt_s") and gained > 0 and start_s <= t <= stop_s + 1e-9:
+                rtts.append(sf["srtt_s"])
+                weights.append(gained)
+    return rtts, weights
+
+
 def _tcp_flow_row(i: int, flow: dict[str, Any], send: dict[str, Any], recv: dict[str, Any],
-                  start_s: float, stop_s: float, srtts: list[float]) -> dict[str, Any]:
+                  start_s: float, stop_s: float, srtts: list[float],
+                  weights: list[float] | None = None) -> dict[str, Any]:
     at_end = send.get("at_end") or send.get("drained") or {}
     drained = send.get("drained") or {}
     recv_drained = recv.get("drained") or {}
@@ -183,6 +212,13 @@ def _tcp_flow_row(i: int, flow: dict[str, Any], send: dict[str, Any], recv: dict
     recv_pk = recv_drained.get("data_segs_in")
     completion = send.get("completion_time_s")
     rtt = np.array(srtts, dtype=float)
+    w = np.array(weights, dtype=float) if weights is not None and rtt.size else None
+
+    def pct(q: float) -> float | None:
+        if not rtt.size:
+            return None
+        return float(np.percentile(rtt, q) if w is None else np.percentile(rtt, q, weights=w, method="inverted_cdf"))
+
     min_rtt = drained.get("min_rtt")
     return {
         "flow": i, "name": flow.name, "kind": "tcp", "flavor": flow.flavor,
@@ -197,10 +233,8 @@ def _tcp_flow_row(i: int, flow: dict[str, Any], send: dict[str, Any], recv: dict
         "rto_count": drained.get("total_rto"), "fast_recoveries": None, "spurious_rtos": None,
         "duplicate_bytes_received": None, "completion_time_s": completion,
         "rtt_min_s": min_rtt / 1e6 if min_rtt not in (None, 0, 0xFFFFFFFF) else None,
-        "rtt_mean_s": float(rtt.mean()) if rtt.size else None,
-        "rtt_p50_s": float(np.percentile(rtt, 50)) if rtt.size else None,
-        "rtt_p95_s": float(np.percentile(rtt, 95)) if rtt.size else None,
-        "rtt_p99_s": float(np.percentile(rtt, 99)) if rtt.size else None,
+        "rtt_mean_s": float(np.average(rtt, weights=w)) if rtt.size else None,
+        "rtt_p50_s": pct(50), "rtt_p95_s": pct(95), "rtt_p99_s": pct(99),
         "rtt_samples": int(rtt.size),
         **_ce_columns(recv_drained),
         # A single-path connection: one subflow, nothing to reinject or reorder.
