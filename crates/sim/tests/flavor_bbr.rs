@@ -214,7 +214,7 @@ fn joining_a_full_two_bdp_queue_sizes_its_window_on_the_handshake_rtt_and_leaves
     // cwnd = 2·BtlBw·RTprop on three times the path's BDP, and CUBIC starves. Kernel (Linux 6.18,
     // `ccarena run --backend kernel`, this cell): CUBIC's share 0.584 and 0.564. Simulated twin
     // before the handshake sample: 0.175, 0.173, 0.181 over three BBR start times; after, over
-    // these eight, 0.527–0.736, mean 0.617 (the late flow's STARTUP meets CUBIC at different
+    // these eight, 0.546–0.731, mean 0.626 (the late flow's STARTUP meets CUBIC at different
     // points of its cycle). The band is the kernel's mean ± 0.07: two sim standard errors of the
     // mean over start times (0.06/√8 ≈ 0.02 each) and the kernel's own spread (±0.01), plus the
     // 0.04 the mean sits above the kernel's.
@@ -229,11 +229,13 @@ fn joining_a_full_two_bdp_queue_sizes_its_window_on_the_handshake_rtt_and_leaves
     let mean = shares.iter().sum::<f64>() / shares.len() as f64;
     let kernel = (0.584 + 0.564) / 2.0;
     assert!((mean - kernel).abs() <= 0.07, "CUBIC's mean share {mean:.3} vs Linux's {kernel:.3} ± 0.07");
-    // Without it, RTprop is the first data RTT, the queue's included.
+    // Without it, RTprop is the first data RTT, the queue's included, and CUBIC gets much less:
+    // 0.364 (0.175 before a timeout marked lost only what was sent a RACK.rtt ago, RFC 8985 §6.3:
+    // CUBIC's timeouts against the oversized BBR no longer resend its whole window).
     let (without, first) = cubic_vs_bbr_two_bdp(1000, false);
     eprintln!("BBR from 1000 ms without a handshake: CUBIC's share {without:.3}, first min RTT {first:?}");
     assert_eq!(first, None);
-    assert!(without < 0.25, "CUBIC's share {without:.3} without the handshake sample");
+    assert!(without < mean - 0.15, "CUBIC's share {without:.3} without the handshake sample, {mean:.3} with it");
 }
 
 #[test]

@@ -684,6 +684,30 @@ impl Scoreboard {
         self.relost.clear();
     }
 
+    /// RACK's retransmission timeout (RFC 8985 §6.3, `RACK_mark_losses_on_RTO`; Linux's
+    /// `tcp_timeout_mark_lost`): the first record and every unSACKed record last sent at least
+    /// `lost_after` (RACK.rtt) before `now` are lost, a retransmission among them no longer
+    /// presumed in flight; records sent since stay in flight, as they were. Retransmissions start
+    /// again from the first record. O(n).
+    pub fn mark_lost_on_rto(&mut self, now: SimTime, lost_after: Duration) {
+        for idx in 0..self.segs.len() {
+            let r = self.segs[idx];
+            if r.is_sacked() || (idx > 0 && r.sent_time + lost_after > now) {
+                continue;
+            }
+            if r.is_retrans() {
+                self.segs[idx].flags &= !RETRANS;
+                self.retrans_bytes -= r.len as u64;
+                if r.is_lost() {
+                    self.pending_bytes += r.len as u64;
+                }
+            }
+            self.mark_lost_idx(idx);
+        }
+        self.cursor = self.base;
+        self.relost.clear();
+    }
+
     /// Undo loss marks after a spurious timeout, except where SACK still says lost (below the
     /// loss boundary). O(n).
     pub fn clear_lost_marks(&mut self) {
@@ -1038,6 +1062,7 @@ mod tests {
                         }
                     }
                     2 if rnd(4) == 0 => sb.mark_all_lost(),
+                    3 if rnd(4) == 0 => sb.mark_lost_on_rto(SimTime(rnd(1000)), Duration(rnd(500))),
                     _ => {
                         let s = una + rnd(40);
                         let e = s + 1 + rnd(6);

@@ -1251,7 +1251,12 @@ impl Sender {
         self.cc.cwnd_event(&mut self.cwnd, CwndEvent::Loss, now);
         // Loss window LW = 1 MSS (RFC 5681 §3.1).
         self.cwnd.cwnd_bytes = self.mss;
-        self.sb.mark_all_lost();
+        if self.cfg.recovery.uses_rack_tlp() {
+            // RFC 8985 §6.3: what was sent within RACK.rtt is not presumed lost yet.
+            self.sb.mark_lost_on_rto(now, self.rack.wait(Duration::ZERO));
+        } else {
+            self.sb.mark_all_lost();
+        }
         let newly_lost = self.sb.take_newly_lost();
         self.stats.bytes_marked_lost += newly_lost;
         self.recover = self.snd_nxt;

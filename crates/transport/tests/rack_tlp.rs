@@ -190,3 +190,35 @@ fn a_probe_that_repaired_a_loss_cuts_the_window_once() {
     let _ = d.on_ack(ms(500), &ack(11, &[], ms(410)));
     assert_eq!(d.ca_state(), CaState::Open);
 }
+
+#[test]
+fn a_timeout_marks_lost_only_what_was_sent_a_rack_rtt_ago() {
+    // RFC 8985 §6.3 (Linux's tcp_timeout_mark_lost). Ten segments at 0 ms; 0..5 acknowledged at
+    // 100 ms (RACK.rtt 100 ms); 5..9 are lost, and so is the probe at 300 ms. Two new segments
+    // go out 50 ms before the timeout: they are not presumed lost when it fires.
+    let run = |mode: RecoveryMode| {
+        let mut s = sender(mode, 10);
+        assert_eq!(drain(&mut s, ms(0)).len(), 10);
+        let _ = s.on_ack(ms(100), &ack(5, &[], ms(0)));
+        let mut now = ms(100);
+        let mut wrote = false;
+        while s.stats().rto_count == 0 {
+            let due = s.poll_timeout().expect("a timer is armed");
+            // Linux's sender probes first (one tail loss probe); the next timer is the RTO.
+            if !wrote && s.stats().tlp_probes == u64::from(mode == RecoveryMode::Linux) {
+                // 50 ms before the retransmission timer.
+                now = SimTime(due.0 - 50_000_000);
+                s.app_write(2 * M);
+                assert_eq!(drain(&mut s, now).len(), 2);
+                wrote = true;
+                continue;
+            }
+            now = due;
+            s.handle_timeout(now);
+            let _ = drain(&mut s, now);
+        }
+        (s.stats().bytes_marked_lost / M, wrote)
+    };
+    assert_eq!(run(RecoveryMode::Linux), (5, true), "5..9 lost; 10 and 11, sent 50 ms ago, in flight");
+    assert_eq!(run(RecoveryMode::Prr), (7, true), "without RACK, everything outstanding");
+}
