@@ -405,10 +405,11 @@ class TcpFlowSpec(_FlowBase):
     the window is ``rwnd_bytes``. ``sack_compression`` (simulator): Linux's SACK compression
     (above a hole three ACKs at once, then one per min(1 ms, RTT/20); docs/engine-spec.md);
     False (the default) = every out-of-order segment ACKed at once. The four apply to
-    single-path TCP, and ``rcvbuf_autotuning`` to an MPTCP connection's shared buffer too. ``start_delay_ns`` (simulator): the sender starts this long after
-    ``start_ns``, as a real host's application does (the ``linux`` host model draws it), while the
-    flow's samples and completion time still count from ``start_ns``, as the kernel backend's do;
-    0 (the default) = at ``start_ns``. ``quic`` (:class:`QuicSpec`): the flow
+    single-path TCP, and ``rcvbuf_autotuning`` to an MPTCP connection's shared buffer too.
+    ``start_delay_ns`` (simulator): the sender starts this long after ``start_ns``, as a real
+    host's application does (the ``linux`` host model draws it), while the flow's samples and
+    completion time still count from ``start_ns``, as the kernel backend's do; 0 (the default) =
+    at ``start_ns``. ``quic`` (:class:`QuicSpec`): the flow
     runs as a QUIC connection with the same controller instead (not with ``mptcp``: the engine
     refuses both, and so does the scenario schema); None (the default, left out of the JSON) =
     TCP."""

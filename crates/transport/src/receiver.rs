@@ -220,6 +220,17 @@ impl RcvBufAutotuning {
         buf_bytes * self.window_share_256 as u64 / 256
     }
 
+    /// The free window a receiver offers, bytes: what a buffer of `buf_bytes` allows
+    /// ([`RcvBufAutotuning::window_from_buffer`]) less the `held_bytes` waiting in it (above a
+    /// hole, or for the application), at most `rcv_ssthresh_bytes`, rounded up to the window
+    /// scale's unit as Linux's `__tcp_select_window` rounds `rcv_ssthresh`. A TCP receiver and
+    /// an MPTCP connection's shared buffer (with a subflow's `rcv_ssthresh`) both offer this.
+    #[inline]
+    pub fn free_window(&self, buf_bytes: u64, held_bytes: u64, rcv_ssthresh_bytes: u64) -> u64 {
+        let w = rcv_ssthresh_bytes.min(self.window_from_buffer(buf_bytes).saturating_sub(held_bytes));
+        w.div_ceil(self.window_unit_bytes) * self.window_unit_bytes
+    }
+
     /// The buffer dynamic right-sizing asks for, bytes (Linux's `tcp_rcvbuf_grow`, and MPTCP's
     /// `mptcp_rcvbuf_grow`): `copied` bytes were delivered in the last RTT, `space` the most
     /// before (`copied > space > 0`), `ooo_bytes` are held above a hole. Room for twice the
@@ -942,8 +953,7 @@ impl Receiver {
     /// buffer limit.
     fn free_window(&self) -> Option<u64> {
         if let Some(a) = &self.autotune {
-            let w = a.rcv_ssthresh.min(a.cfg.window_from_buffer(a.rcvbuf).saturating_sub(self.ooo_bytes));
-            Some(w.div_ceil(a.cfg.window_unit_bytes) * a.cfg.window_unit_bytes)
+            Some(a.cfg.free_window(a.rcvbuf, self.ooo_bytes, a.rcv_ssthresh))
         } else {
             self.cfg.rcvbuf_bytes.map(|buf| buf.saturating_sub(self.ooo_bytes))
         }

@@ -270,10 +270,9 @@ impl MptcpReceiver {
     /// moves the right edge.
     fn window(&mut self, i: usize) -> u64 {
         let free = if let Some(a) = &self.autotune {
-            let shared = a.cfg.window_from_buffer(a.rcvbuf).saturating_sub(self.held_bytes);
-            let w = shared.min(self.subs[i].rcv_ssthresh_bytes().unwrap_or(u64::MAX));
-            // In units of the window scale, rounded up as Linux rounds rcv_ssthresh.
-            w.div_ceil(a.cfg.window_unit_bytes) * a.cfg.window_unit_bytes
+            // The shared buffer's window, at most this subflow's rcv_ssthresh (Linux's
+            // `__tcp_select_window` with `mptcp_space`).
+            a.cfg.free_window(a.rcvbuf, self.held_bytes, self.subs[i].rcv_ssthresh_bytes().unwrap_or(u64::MAX))
         } else {
             match self.rcvbuf {
                 None => return u64::MAX,

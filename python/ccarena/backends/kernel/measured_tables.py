@@ -17,9 +17,10 @@ the kernel's ``tcpi_min_rtt`` (minimum over per-ACK samples); mean and percentil
 flow's srtt samples (one per interval, ``rtt_samples`` of them): the kernel does not expose its
 per-ACK samples. ``rto_count`` is ``tcpi_total_rto`` (Linux ≥ 6.7); ``fast_recoveries``,
 ``spurious_rtos`` and ``duplicate_bytes_received`` are NaN. ``ce_packets`` and ``ce_bytes`` are
-the receiver's ``tcpi_received_ce`` and ``tcpi_received_ce_bytes`` (Linux ≥ 6.18; NaN before). A UDP flow's ``bytes_offered`` also
-counts the datagrams that fell due while its sender was stalled and were skipped rather than
-sent in a burst (:data:`ccarena.backends.kernel.trafficgen.MAX_CATCH_UP_NS`).
+the receiver's ``tcpi_received_ce`` and ``tcpi_received_ce_bytes`` (Linux ≥ 6.18; NaN before).
+A UDP flow's ``bytes_offered`` also counts the datagrams that fell due while its sender was
+stalled and were skipped rather than sent in a burst
+(:data:`ccarena.backends.kernel.trafficgen.MAX_CATCH_UP_NS`).
 
 ``sender_cpu_s``, ``sender_wall_s``, ``cpu_mhz`` (:data:`ccarena.backends.CPU_FLOW_COLUMNS`):
 the sender process's user + system CPU seconds over its sending interval (from the flow's start
@@ -32,8 +33,9 @@ windows, flight, retransmissions, packets; the smallest srtt and min_rtt; the fi
 rttvar, RTO and CA state; ``ssthresh_bytes`` and ``pacing_rate_bps`` NaN), as the simulator's
 MPTCP rows do, and the flows row's RTT mean and percentiles over every subflow's srtt weighted
 by the bytes it delivered (:func:`mptcp_rtt_samples`); its ``subflows``, ``coupling`` and
-``bytes_reinjected`` come from Linux's MPTCP (:func:`_mptcp_columns`), and the ``subflows`` table from each subflow's TCP_INFO
-(:func:`subflow_rows`), read with ``MPTCP_FULL_INFO`` at every sample instant.
+``bytes_reinjected`` come from Linux's MPTCP (:func:`_mptcp_columns`), and the ``subflows``
+table from each subflow's TCP_INFO (:func:`subflow_rows`), read with ``MPTCP_FULL_INFO`` at
+every sample instant.
 
 ``queues`` (per link, per sample): the link's queue at the sample instant, counted from the start
 of traffic (backlog, drops, departures; arrivals = departures + drops + backlog). In relay mode
