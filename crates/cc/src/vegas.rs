@@ -230,6 +230,10 @@ enum Plan {
     Reno,
 }
 
+impl VegasPlan for Plan {
+    const RENO: Plan = Plan::Reno;
+}
+
 impl Plan {
     fn name(self) -> &'static str {
         match self {
@@ -248,11 +252,7 @@ pub struct Vegas {
     beta: f64,
     gamma: f64,
     loss_decrease: f64,
-    rtt: RoundRtt,
-    plan: Plan,
-    /// Vegas rules apply (the connection is Open).
-    enabled: bool,
-    ca_acc_bytes: u64,
+    frame: VegasFrame<Plan>,
     /// The last round's Diff, packets (for inspection and tests).
     last_diff: Option<f64>,
 }
@@ -287,10 +287,7 @@ impl Vegas {
             beta,
             gamma,
             loss_decrease,
-            rtt: RoundRtt::new(),
-            plan: Plan::SlowStartGrow,
-            enabled: true,
-            ca_acc_bytes: 0,
+            frame: VegasFrame::new(Plan::SlowStartGrow),
             last_diff: None,
         })
     }
@@ -299,21 +296,119 @@ impl Vegas {
     pub fn last_diff(&self) -> Option<f64> {
         self.last_diff
     }
+}
+
+/// A plan of the Vegas family (Vegas's, wVegas's): what the window does until the next round ends.
+pub(crate) trait VegasPlan: Copy {
+    /// Reno's rules: before a round with enough samples ends, outside `Open`, after a loss.
+    const RENO: Self;
+}
+
+/// The state Vegas keeps around its per-round plan `P`, shared by the Vegas family (Vegas,
+/// wVegas) by composition, as Linux's wVegas module calls `tcp_vegas_*` rather than copying them.
+#[derive(Clone, Debug)]
+pub(crate) struct VegasFrame<P> {
+    /// The once-per-RTT measurement and BaseRTT (§3.2).
+    pub(crate) rtt: RoundRtt,
+    /// What the window does until the next round ends.
+    pub(crate) plan: P,
+    /// Vegas's rules apply (the connection is Open).
+    pub(crate) enabled: bool,
+    /// Bytes ACKed toward the next one-MSS increase of Reno's and Vegas's additive increase.
+    pub(crate) ca_acc_bytes: u64,
+}
+
+impl<P: VegasPlan> VegasFrame<P> {
+    /// A new connection's: Vegas's rules on, starting with `plan`.
+    pub(crate) fn new(plan: P) -> VegasFrame<P> {
+        VegasFrame { rtt: RoundRtt::new(), plan, enabled: true, ca_acc_bytes: 0 }
+    }
+
+    /// Reno's growth for one ACK of `bytes_acked` bytes (slow start, then one MSS per window).
+    #[inline]
+    pub(crate) fn reno_growth(&mut self, st: &mut CwndState, bytes_acked: u64) {
+        grow(st, &mut self.ca_acc_bytes, bytes_acked);
+    }
+
+    /// Vegas's increase for one ACK of `bytes_acked` bytes (§3.2, Diff < α): one MSS over a
+    /// round, by Reno's additive-increase counter.
+    #[inline]
+    pub(crate) fn increase(&mut self, st: &mut CwndState, bytes_acked: u64) {
+        let w = st.cwnd_bytes;
+        cong_avoid_ai(st, w, &mut self.ca_acc_bytes, bytes_acked);
+    }
+
+    /// A congestion event: the additive increase restarts and Reno's rules apply until a round
+    /// is measured.
+    #[inline]
+    pub(crate) fn on_loss(&mut self) {
+        self.ca_acc_bytes = 0;
+        self.plan = P::RENO;
+    }
+
+    /// Linux's `tcp_vegas_state`: Vegas's rules run only in `Open`; on returning to it the
+    /// measurement restarts, and Reno's rules apply until a round is measured.
+    #[inline]
+    pub(crate) fn set_state(&mut self, new: CaState) {
+        let enabled = new == CaState::Open;
+        if enabled && !self.enabled {
+            self.rtt.restart();
+            self.plan = P::RENO;
+        }
+        self.enabled = enabled;
+    }
+}
+
+/// A controller of the Vegas family: its [`VegasFrame`] and the two rules of its own that
+/// [`vegas_cong_avoid`] runs, the growth on an ACK and the plan decided when a round ends.
+pub(crate) trait VegasRules<P: VegasPlan> {
+    /// The controller's Vegas state.
+    fn frame(&mut self) -> &mut VegasFrame<P>;
+    /// Growth for one cwnd-limited ACK of `bytes_acked` bytes under the current plan.
+    fn grow(&mut self, st: &mut CwndState, bytes_acked: u64);
+    /// Decide the next round's plan from `round`, which just ended with enough RTT samples;
+    /// `base` is BaseRTT.
+    fn on_round_end(&mut self, st: &mut CwndState, round: &Round, base: Duration);
+}
+
+/// Vegas's `cong_avoid` (§3.2, §3.3; Linux's `tcp_vegas_cong_avoid`) around `cc`'s own rules:
+/// Reno's growth while Vegas's rules are off; otherwise the ACK first grows by the plan of the
+/// round it belongs to, then, if it ends that round, the next round's plan is decided. A round of
+/// fewer than [`MIN_ROUND_SAMPLES`] RTT samples (Linux: `cnt_rtt <= 2`), or with no BaseRTT yet,
+/// is followed by Reno's rules.
+#[inline]
+pub(crate) fn vegas_cong_avoid<P: VegasPlan, C: VegasRules<P>>(cc: &mut C, st: &mut CwndState, ack: &AckSample) {
+    if !cc.frame().enabled {
+        if ack.cwnd_limited {
+            cc.frame().reno_growth(st, ack.bytes_acked);
+        }
+        return;
+    }
+    // This ACK still belongs to the round it may end: grow by that round's plan first.
+    if ack.cwnd_limited {
+        cc.grow(st, ack.bytes_acked);
+    }
+    if let Some(round) = cc.frame().rtt.end_round(ack) {
+        match cc.frame().rtt.base_rtt() {
+            Some(base) if round.samples >= MIN_ROUND_SAMPLES => cc.on_round_end(st, &round, base),
+            _ => cc.frame().plan = P::RENO,
+        }
+    }
+}
+
+impl VegasRules<Plan> for Vegas {
+    #[inline]
+    fn frame(&mut self) -> &mut VegasFrame<Plan> {
+        &mut self.frame
+    }
 
     /// Decide the next round's plan from the round that just ended (§3.2, §3.3).
-    fn on_round_end(&mut self, st: &mut CwndState, round: &Round) {
-        let base = match self.rtt.base_rtt() {
-            Some(b) if round.samples >= MIN_ROUND_SAMPLES => b,
-            _ => {
-                self.plan = Plan::Reno;
-                return;
-            }
-        };
+    fn on_round_end(&mut self, st: &mut CwndState, round: &Round, base: Duration) {
         let mss = st.mss_bytes;
         let diff = queued_packets(st.cwnd_packets(), base, round.min_rtt);
         self.last_diff = Some(diff);
         if st.in_slow_start() {
-            self.plan = match self.plan {
+            self.frame.plan = match self.frame.plan {
                 // A growth round ended: hold the window for one round and measure.
                 Plan::SlowStartGrow => Plan::SlowStartHold,
                 // A measurement round ended (or Vegas just took over): decide.
@@ -327,7 +422,7 @@ impl Vegas {
             };
             return;
         }
-        self.plan = if diff > self.beta {
+        self.frame.plan = if diff > self.beta {
             st.cwnd_bytes = st.cwnd_bytes.saturating_sub(mss).max(MIN_CWND_SEGMENTS * mss);
             Plan::Hold
         } else if diff < self.alpha {
@@ -339,24 +434,16 @@ impl Vegas {
 
     /// Window growth for one cwnd-limited ACK under the current plan.
     fn grow(&mut self, st: &mut CwndState, bytes_acked: u64) {
-        match self.plan {
+        match self.frame.plan {
             Plan::SlowStartGrow => {
                 if st.in_slow_start() {
                     slow_start(st, bytes_acked);
                 }
             }
-            Plan::Increase => {
-                let w = st.cwnd_bytes;
-                cong_avoid_ai(st, w, &mut self.ca_acc_bytes, bytes_acked);
-            }
+            Plan::Increase => self.frame.increase(st, bytes_acked),
             Plan::SlowStartHold | Plan::Hold => {}
-            Plan::Reno => self.reno_growth(st, bytes_acked),
+            Plan::Reno => self.frame.reno_growth(st, bytes_acked),
         }
-    }
-
-    /// Reno's growth for one ACK (slow start, then one MSS per window).
-    fn reno_growth(&mut self, st: &mut CwndState, bytes_acked: u64) {
-        grow(st, &mut self.ca_acc_bytes, bytes_acked);
     }
 }
 
@@ -366,31 +453,18 @@ impl CongestionControl for Vegas {
     }
 
     fn pkts_acked(&mut self, _st: &mut CwndState, ack: &AckSample) {
-        self.rtt.on_ack(ack);
+        self.frame.rtt.on_ack(ack);
     }
 
     fn cong_avoid(&mut self, st: &mut CwndState, ack: &AckSample) {
-        if !self.enabled {
-            if ack.cwnd_limited {
-                self.reno_growth(st, ack.bytes_acked);
-            }
-            return;
-        }
-        // This ACK still belongs to the round it may end: grow by that round's plan first.
-        if ack.cwnd_limited {
-            self.grow(st, ack.bytes_acked);
-        }
-        if let Some(round) = self.rtt.end_round(ack) {
-            self.on_round_end(st, &round);
-        }
+        vegas_cong_avoid(self, st, ack);
     }
 
 
     /// §3.1: a fast retransmit (or an ECN echo, treated alike) removes `loss_decrease` of cwnd;
     /// a timeout is Reno's `FlightSize/2`.
     fn ssthresh(&mut self, st: &CwndState, ev: &LossEvent) -> u64 {
-        self.ca_acc_bytes = 0;
-        self.plan = Plan::Reno;
+        self.frame.on_loss();
         match ev.kind {
             LossKind::Timeout => halve_flight(st, ev),
             LossKind::FastRetransmit | LossKind::Ecn => {
@@ -402,18 +476,13 @@ impl CongestionControl for Vegas {
 
     /// Vegas's rules run only in `Open`; the measurement restarts on returning to it.
     fn set_state(&mut self, _st: &mut CwndState, new: CaState, _now: SimTime) {
-        let enabled = new == CaState::Open;
-        if enabled && !self.enabled {
-            self.rtt.restart();
-            self.plan = Plan::Reno;
-        }
-        self.enabled = enabled;
+        self.frame.set_state(new);
     }
 
     /// `"slow_start"`, `"increase"`, `"hold"` or `"reno"`: the rule for the current round.
     fn mode(&self) -> &'static str {
-        if self.enabled {
-            self.plan.name()
+        if self.frame.enabled {
+            self.frame.plan.name()
         } else {
             "reno"
         }
@@ -634,7 +703,7 @@ mod tests {
         let mut trace = Vec::new();
         for _ in 0..60 {
             path.step(&mut cc, &mut st);
-            trace.push((cc.plan, st.cwnd_bytes / MSS));
+            trace.push((cc.frame.plan, st.cwnd_bytes / MSS));
         }
         // Growth rounds and hold rounds alternate; the window does not change in a hold round.
         let holds: Vec<_> = trace.iter().filter(|(p, _)| *p == Plan::SlowStartHold).collect();

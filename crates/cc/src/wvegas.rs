@@ -50,10 +50,11 @@
 //! - *α*: default [`DEFAULT_TOTAL_ALPHA`] = 2 packets, the α of ccarena's Vegas: the hold band of
 //!   a two-subflow connection, `[α, α + 2)`, is then one Vegas flow's `[α, β] = [2, 4]`.
 //!   Linux's module default is 10.
-//! - *RTT of a round*: the round's minimum sample, as ccarena's Vegas ([`RoundRtt`]; Linux's
-//!   wVegas takes the mean). The queue-draining test needs `q_r^min > 0`: with the mean, Linux
-//!   never sees an exactly empty queue, but with the minimum an idle path reads `q = 0`, and
-//!   `0 ≥ 2 · 0` would halve the window of every idle path.
+//! - *RTT of a round*: the round's minimum sample, as ccarena's Vegas
+//!   ([`RoundRtt`](crate::vegas::RoundRtt); Linux's wVegas takes the mean). The queue-draining
+//!   test needs `q_r^min > 0`: with the mean, Linux never sees an exactly empty queue, but with
+//!   the minimum an idle path reads `q = 0`, and `0 ≥ 2 · 0` would halve the window of every
+//!   idle path.
 //! - *When the queue drains*: only in a round whose Diff is above the subflow's band
 //!   (`diff_r ≥ α_r + 1`, the rounds that decrease), not in every round as Linux does. A
 //!   subflow alone at its equilibrium holds one or two packets, so its queueing delay
@@ -64,10 +65,12 @@
 //!   its true BaseRTT, without which it took 4× a Vegas flow's share at a shared bottleneck).
 //! - The increase is spread over the round with Reno's byte counting, as in ccarena's Vegas;
 //!   Vegas rules apply only in the `Open` state, Reno's elsewhere; a round of fewer than
-//!   [`MIN_ROUND_SAMPLES`] RTT samples is followed by Reno's rules (Linux: `cnt_rtt <= 2`).
+//!   [`MIN_ROUND_SAMPLES`](crate::vegas::MIN_ROUND_SAMPLES) RTT samples is followed by Reno's
+//!   rules (Linux: `cnt_rtt <= 2`); all three are Vegas's own code (`vegas::VegasFrame`,
+//!   `vegas::vegas_cong_avoid`).
 
-use crate::reno::{cong_avoid_ai, grow, halve_flight, slow_start};
-use crate::vegas::{queued_packets, Round, RoundRtt, MIN_ROUND_SAMPLES};
+use crate::reno::{halve_flight, slow_start};
+use crate::vegas::{queued_packets, vegas_cong_avoid, Round, VegasFrame, VegasPlan, VegasRules};
 use crate::{
     AckSample, CaState, CcError, CongestionControl, CwndState, Duration, LossEvent, Params, SimTime, SubflowView,
 };
@@ -95,16 +98,17 @@ enum Plan {
     Reno,
 }
 
+impl VegasPlan for Plan {
+    const RENO: Plan = Plan::Reno;
+}
+
 /// One subflow's wVegas controller. See the module documentation.
 #[derive(Clone, Debug)]
 pub struct Wvegas {
     total_alpha: f64,
     gamma: f64,
     drain: bool,
-    rtt: RoundRtt,
-    plan: Plan,
-    enabled: bool,
-    ca_acc_bytes: u64,
+    frame: VegasFrame<Plan>,
     /// α_r, packets: this subflow's share of `total_alpha` (the whole of it until a round ends).
     alpha_packets: f64,
     /// Smallest queueing delay of a round since the last drain (`None`: none measured > 0).
@@ -141,10 +145,7 @@ impl Wvegas {
             total_alpha,
             gamma,
             drain: drain == 1.0,
-            rtt: RoundRtt::new(),
-            plan: Plan::SlowStart,
-            enabled: true,
-            ca_acc_bytes: 0,
+            frame: VegasFrame::new(Plan::SlowStart),
             alpha_packets: total_alpha,
             min_queue_delay: None,
             view: Vec::new(),
@@ -185,48 +186,6 @@ impl Wvegas {
         }
     }
 
-    /// The per-round update (§III): Diff, α_r, the window's move, queue draining.
-    fn on_round_end(&mut self, st: &mut CwndState, round: &Round) {
-        let base = match self.rtt.base_rtt() {
-            Some(b) if round.samples >= MIN_ROUND_SAMPLES => b,
-            _ => {
-                self.plan = Plan::Reno;
-                return;
-            }
-        };
-        let mss = st.mss_bytes;
-        let rtt = round.min_rtt;
-        let diff = queued_packets(st.cwnd_packets(), base, rtt);
-        self.last_diff = Some(diff);
-        if st.in_slow_start() {
-            if diff > self.gamma {
-                // Linux: cwnd = min(cwnd, target + 1) with target = cwnd · baseRTT / RTT.
-                let target = (st.cwnd_bytes as u128 * base.as_nanos() as u128 / rtt.as_nanos().max(1) as u128) as u64;
-                st.cwnd_bytes = st.cwnd_bytes.min(target + mss).max(MIN_CWND_SEGMENTS * mss);
-                st.ssthresh_bytes = st.cwnd_bytes.saturating_sub(mss).max(MIN_CWND_SEGMENTS * mss);
-                self.plan = Plan::Hold;
-            } else {
-                self.plan = Plan::SlowStart;
-            }
-            return;
-        }
-        self.alpha_packets = self.weight(st.cwnd_bytes) * self.total_alpha;
-        let above = diff >= self.alpha_packets + 1.0;
-        self.plan = if above {
-            st.cwnd_bytes = st.cwnd_bytes.saturating_sub(mss).max(MIN_CWND_SEGMENTS * mss);
-            // Linux: ssthresh = min(ssthresh, cwnd − 1), so the cut does not re-enter slow start.
-            st.ssthresh_bytes = st.ssthresh_bytes.min(st.cwnd_bytes.saturating_sub(mss).max(mss));
-            Plan::Hold
-        } else if diff < self.alpha_packets {
-            Plan::Increase
-        } else {
-            Plan::Hold
-        };
-        if self.drain {
-            self.drain_if_doubled(st, base, rtt, above);
-        }
-    }
-
     /// §III: if this round's queueing delay is at least twice the smallest since the last
     /// drain, and the round's Diff is above the band (`above_alpha`; see the module
     /// documentation), `cwnd ← cwnd · baseRTT / (2 · RTT)`.
@@ -242,21 +201,60 @@ impl Wvegas {
             st.cwnd_bytes = (cut as u64).max(MIN_CWND_SEGMENTS * st.mss_bytes);
             st.ssthresh_bytes = st.ssthresh_bytes.min(st.cwnd_bytes);
             self.min_queue_delay = None;
-            self.plan = Plan::Hold;
+            self.frame.plan = Plan::Hold;
+        }
+    }
+}
+
+impl VegasRules<Plan> for Wvegas {
+    #[inline]
+    fn frame(&mut self) -> &mut VegasFrame<Plan> {
+        &mut self.frame
+    }
+
+    /// The per-round update (§III): Diff, α_r, the window's move, queue draining.
+    fn on_round_end(&mut self, st: &mut CwndState, round: &Round, base: Duration) {
+        let mss = st.mss_bytes;
+        let rtt = round.min_rtt;
+        let diff = queued_packets(st.cwnd_packets(), base, rtt);
+        self.last_diff = Some(diff);
+        if st.in_slow_start() {
+            if diff > self.gamma {
+                // Linux: cwnd = min(cwnd, target + 1) with target = cwnd · baseRTT / RTT.
+                let target = (st.cwnd_bytes as u128 * base.as_nanos() as u128 / rtt.as_nanos().max(1) as u128) as u64;
+                st.cwnd_bytes = st.cwnd_bytes.min(target + mss).max(MIN_CWND_SEGMENTS * mss);
+                st.ssthresh_bytes = st.cwnd_bytes.saturating_sub(mss).max(MIN_CWND_SEGMENTS * mss);
+                self.frame.plan = Plan::Hold;
+            } else {
+                self.frame.plan = Plan::SlowStart;
+            }
+            return;
+        }
+        self.alpha_packets = self.weight(st.cwnd_bytes) * self.total_alpha;
+        let above = diff >= self.alpha_packets + 1.0;
+        self.frame.plan = if above {
+            st.cwnd_bytes = st.cwnd_bytes.saturating_sub(mss).max(MIN_CWND_SEGMENTS * mss);
+            // Linux: ssthresh = min(ssthresh, cwnd − 1), so the cut does not re-enter slow start.
+            st.ssthresh_bytes = st.ssthresh_bytes.min(st.cwnd_bytes.saturating_sub(mss).max(mss));
+            Plan::Hold
+        } else if diff < self.alpha_packets {
+            Plan::Increase
+        } else {
+            Plan::Hold
+        };
+        if self.drain {
+            self.drain_if_doubled(st, base, rtt, above);
         }
     }
 
     fn grow(&mut self, st: &mut CwndState, bytes_acked: u64) {
-        match self.plan {
+        match self.frame.plan {
             Plan::SlowStart if st.in_slow_start() => {
                 slow_start(st, bytes_acked);
             }
-            Plan::Increase => {
-                let w = st.cwnd_bytes;
-                cong_avoid_ai(st, w, &mut self.ca_acc_bytes, bytes_acked);
-            }
+            Plan::Increase => self.frame.increase(st, bytes_acked),
             Plan::SlowStart | Plan::Hold => {}
-            Plan::Reno => grow(st, &mut self.ca_acc_bytes, bytes_acked),
+            Plan::Reno => self.frame.reno_growth(st, bytes_acked),
         }
     }
 }
@@ -267,45 +265,27 @@ impl CongestionControl for Wvegas {
     }
 
     fn pkts_acked(&mut self, _st: &mut CwndState, ack: &AckSample) {
-        self.rtt.on_ack(ack);
+        self.frame.rtt.on_ack(ack);
     }
 
     fn cong_avoid(&mut self, st: &mut CwndState, ack: &AckSample) {
-        if !self.enabled {
-            if ack.cwnd_limited {
-                grow(st, &mut self.ca_acc_bytes, ack.bytes_acked);
-            }
-            return;
-        }
-        // This ACK still belongs to the round it may end: grow by that round's plan first.
-        if ack.cwnd_limited {
-            self.grow(st, ack.bytes_acked);
-        }
-        if let Some(round) = self.rtt.end_round(ack) {
-            self.on_round_end(st, &round);
-        }
+        vegas_cong_avoid(self, st, ack);
     }
 
     /// Reno's halving, as the Linux module (`tcp_reno_ssthresh`).
     fn ssthresh(&mut self, st: &CwndState, ev: &LossEvent) -> u64 {
-        self.ca_acc_bytes = 0;
-        self.plan = Plan::Reno;
+        self.frame.on_loss();
         halve_flight(st, ev)
     }
 
     /// Vegas's rules run only in `Open`; the measurement restarts on returning to it.
     fn set_state(&mut self, _st: &mut CwndState, new: CaState, _now: SimTime) {
-        let enabled = new == CaState::Open;
-        if enabled && !self.enabled {
-            self.rtt.restart();
-            self.plan = Plan::Reno;
-        }
-        self.enabled = enabled;
+        self.frame.set_state(new);
     }
 
     /// `"slow_start"`, `"increase"`, `"hold"` or `"reno"`: the rule for the current round.
     fn mode(&self) -> &'static str {
-        match (self.enabled, self.plan) {
+        match (self.frame.enabled, self.frame.plan) {
             (false, _) | (_, Plan::Reno) => "reno",
             (_, Plan::SlowStart) => "slow_start",
             (_, Plan::Increase) => "increase",
