@@ -295,31 +295,7 @@ impl Codel {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::qdisc::test_packets::Ecn;
-
-    #[derive(Clone, Copy, Debug)]
-    struct Pkt {
-        ect: bool,
-        ce: bool,
-    }
-
-    impl QueuedPacket for Pkt {
-        fn size_bytes(&self) -> u64 {
-            1500
-        }
-        fn flow_hash(&self) -> u64 {
-            0
-        }
-        fn ect(&self) -> bool {
-            self.ect
-        }
-        fn l4s(&self) -> bool {
-            false
-        }
-        fn set_ce(&mut self) {
-            self.ce = true;
-        }
-    }
+    use crate::qdisc::test_packets::{Ecn, FlagPkt};
 
     /// A queue kept at a standing sojourn of 20 ms (one arrival per departure, every 1 ms): the
     /// first drop comes one interval after the sojourn first exceeded target, and the gaps
@@ -332,12 +308,12 @@ mod tests {
             let mut counters = QdiscCounters::default();
             // 20 packets arrived 1 ms apart before t = 20 ms, then one per ms.
             for i in 0..20u64 {
-                q.push(Entry { pkt: Pkt { ect: true, ce: false }, enqueued_ns: i * 1_000_000 });
+                q.push(Entry { pkt: FlagPkt { ect: true, ..FlagPkt::default() }, enqueued_ns: i * 1_000_000 });
             }
             let mut events = Vec::new();
             for i in 20..2000u64 {
                 let now = i * 1_000_000;
-                q.push(Entry { pkt: Pkt { ect: true, ce: false }, enqueued_ns: now });
+                q.push(Entry { pkt: FlagPkt { ect: true, ..FlagPkt::default() }, enqueued_ns: now });
                 let before = counters;
                 let out = c.dequeue(&mut q, now, &mut counters);
                 if counters != before {
@@ -373,7 +349,7 @@ mod tests {
         // Bursts of three packets, each sent 4 ms after it came (< 5 ms target), for 2 s.
         for i in 0..200u64 {
             for _ in 0..3 {
-                q.push(Entry { pkt: Pkt { ect: false, ce: false }, enqueued_ns: i * 10_000_000 });
+                q.push(Entry { pkt: FlagPkt::default(), enqueued_ns: i * 10_000_000 });
             }
             while c.dequeue(&mut q, i * 10_000_000 + 4_000_000, &mut counters).is_some() {}
         }
@@ -382,8 +358,8 @@ mod tests {
         let mut c = Codel::new(&CodelConfig::default());
         for i in 0..100u64 {
             let mut q = Fifo::new();
-            q.push(Entry { pkt: Pkt { ect: false, ce: false }, enqueued_ns: i * 50_000_000 });
-            q.push(Entry { pkt: Pkt { ect: false, ce: false }, enqueued_ns: i * 50_000_000 });
+            q.push(Entry { pkt: FlagPkt::default(), enqueued_ns: i * 50_000_000 });
+            q.push(Entry { pkt: FlagPkt::default(), enqueued_ns: i * 50_000_000 });
             assert!(c.dequeue(&mut q, (i + 1) * 50_000_000, &mut counters).is_some());
         }
         assert_eq!(counters, QdiscCounters::default());

@@ -471,44 +471,19 @@ impl<P: QueuedPacket> DualQueues<P> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// A packet with an ECN codepoint: `ect` ECT(0) or ECT(1), `l4s` ECT(1) or CE.
-    #[derive(Clone, Copy, Debug, PartialEq)]
-    struct Pkt {
-        id: u32,
-        ect: bool,
-        l4s: bool,
-        ce: bool,
-    }
-    impl QueuedPacket for Pkt {
-        fn size_bytes(&self) -> u64 {
-            1500
-        }
-        fn flow_hash(&self) -> u64 {
-            0
-        }
-        fn ect(&self) -> bool {
-            self.ect
-        }
-        fn l4s(&self) -> bool {
-            self.l4s
-        }
-        fn set_ce(&mut self) {
-            self.ce = true;
-        }
-    }
+    use crate::qdisc::test_packets::FlagPkt;
 
     const NOT_ECT: (bool, bool) = (false, false);
     const ECT0: (bool, bool) = (true, false);
     const ECT1: (bool, bool) = (true, true);
 
-    fn pkt(id: u32, (ect, l4s): (bool, bool)) -> Pkt {
-        Pkt { id, ect, l4s, ce: false }
+    fn pkt(id: u32, (ect, l4s): (bool, bool)) -> FlagPkt {
+        FlagPkt { id, ect, l4s, ..FlagPkt::default() }
     }
 
     const MS: u64 = 1_000_000;
 
-    fn queues(cfg: DualPi2Config) -> (DualQueues<Pkt>, QdiscCounters) {
+    fn queues(cfg: DualPi2Config) -> (DualQueues<FlagPkt>, QdiscCounters) {
         (DualQueues::new(&cfg, SplitMix64::new(7)), QdiscCounters::default())
     }
 
@@ -517,7 +492,7 @@ mod tests {
     #[test]
     fn classification_by_codepoint() {
         let (mut q, mut c) = queues(DualPi2Config::default());
-        let ce = Pkt { id: 3, ect: true, l4s: true, ce: true };
+        let ce = FlagPkt { id: 3, ect: true, l4s: true, ce: true, ..FlagPkt::default() };
         for p in [pkt(0, NOT_ECT), pkt(1, ECT0), pkt(2, ECT1), ce] {
             assert_eq!(q.enqueue(p, 0, Limit::Packets(10), &mut c), Verdict::Enqueue);
         }

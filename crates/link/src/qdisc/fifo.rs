@@ -2,15 +2,14 @@
 
 use std::collections::VecDeque;
 
-use super::interface::{Entry, Limit, QueuedPacket, Verdict};
+use super::interface::{Backlog, Entry, Limit, QueuedPacket, Verdict};
 use super::selector::EcnSelector;
 
 /// Waiting packets in arrival order.
 #[derive(Clone, Debug)]
 pub struct Fifo<P> {
     entries: VecDeque<Entry<P>>,
-    packets: u64,
-    bytes: u64,
+    backlog: Backlog,
 }
 
 impl<P: QueuedPacket> Default for Fifo<P> {
@@ -22,14 +21,13 @@ impl<P: QueuedPacket> Default for Fifo<P> {
 impl<P: QueuedPacket> Fifo<P> {
     /// An empty FIFO.
     pub fn new() -> Fifo<P> {
-        Fifo { entries: VecDeque::new(), packets: 0, bytes: 0 }
+        Fifo { entries: VecDeque::new(), backlog: Backlog::default() }
     }
 
     /// Append at the tail.
     #[inline]
     pub fn push(&mut self, e: Entry<P>) {
-        self.packets += e.pkt.packets();
-        self.bytes += e.pkt.size_bytes();
+        self.backlog.add(&e.pkt);
         self.entries.push_back(e);
     }
 
@@ -37,8 +35,7 @@ impl<P: QueuedPacket> Fifo<P> {
     #[inline]
     pub fn pop(&mut self) -> Option<Entry<P>> {
         let e = self.entries.pop_front()?;
-        self.packets -= e.pkt.packets();
-        self.bytes -= e.pkt.size_bytes();
+        self.backlog.remove(&e.pkt);
         Some(e)
     }
 
@@ -61,13 +58,19 @@ impl<P: QueuedPacket> Fifo<P> {
     /// Packets waiting.
     #[inline]
     pub fn packets(&self) -> u64 {
-        self.packets
+        self.backlog.packets()
     }
 
     /// Bytes waiting.
     #[inline]
     pub fn bytes(&self) -> u64 {
-        self.bytes
+        self.backlog.bytes()
+    }
+
+    /// Packets and bytes waiting.
+    #[inline]
+    pub fn backlog(&self) -> Backlog {
+        self.backlog
     }
 
     /// True when empty.
@@ -79,8 +82,7 @@ impl<P: QueuedPacket> Fifo<P> {
     /// Remove everything.
     pub fn clear(&mut self) {
         self.entries.clear();
-        self.packets = 0;
-        self.bytes = 0;
+        self.backlog = Backlog::default();
     }
 }
 

@@ -19,7 +19,7 @@ use serde::{Deserialize, Serialize};
 
 use super::codel::{CeThreshold, Codel, CodelConfig};
 use super::fifo::Fifo;
-use super::interface::{Entry, Limit, QdiscCounters, QueuedPacket, Verdict, MTU_BYTES};
+use super::interface::{Backlog, Entry, Limit, QdiscCounters, QueuedPacket, Verdict, MTU_BYTES};
 use super::selector::EcnSelector;
 use crate::field_error::{positive, FieldError};
 use ccarena_rng::mix64;
@@ -141,8 +141,8 @@ pub struct FlowQueues<P> {
     perturbation: u64,
     /// FQ-CoDel (two lists, CoDel per queue) rather than plain DRR.
     fq_codel: bool,
-    packets: u64,
-    bytes: u64,
+    /// What waits in all queues.
+    backlog: Backlog,
 }
 
 impl<P: QueuedPacket> FlowQueues<P> {
@@ -158,21 +158,14 @@ impl<P: QueuedPacket> FlowQueues<P> {
             quantum: cfg.quantum_bytes.max(1) as i64,
             perturbation,
             fq_codel: codel.is_some(),
-            packets: 0,
-            bytes: 0,
+            backlog: Backlog::default(),
         }
     }
 
-    /// Packets waiting in all queues.
+    /// Packets and bytes waiting in all queues.
     #[inline]
-    pub fn packets(&self) -> u64 {
-        self.packets
-    }
-
-    /// Bytes waiting in all queues.
-    #[inline]
-    pub fn bytes(&self) -> u64 {
-        self.bytes
+    pub fn backlog(&self) -> Backlog {
+        self.backlog
     }
 
     /// The queue a flow hashes to (RFC 8290 §4.1.1).
@@ -185,8 +178,7 @@ impl<P: QueuedPacket> FlowQueues<P> {
     /// fattest queue's head.
     pub fn enqueue(&mut self, pkt: P, now_ns: u64, limit: Limit, counters: &mut QdiscCounters) -> Verdict {
         let i = self.classify(pkt.flow_hash());
-        self.packets += pkt.packets();
-        self.bytes += pkt.size_bytes();
+        self.backlog.add(&pkt);
         let q = &mut self.queues[i];
         q.fifo.push(Entry { pkt, enqueued_ns: now_ns });
         if q.on == On::None {
@@ -200,11 +192,10 @@ impl<P: QueuedPacket> FlowQueues<P> {
             }
         }
         let mut verdict = Verdict::Enqueue;
-        while limit.exceeded(self.packets, self.bytes) {
+        while limit.exceeded(self.backlog.packets(), self.backlog.bytes()) {
             let fattest = self.fattest();
             let e = self.queues[fattest].fifo.pop().expect("the fattest queue holds packets");
-            self.packets -= e.pkt.packets();
-            self.bytes -= e.pkt.size_bytes();
+            self.backlog.remove(&e.pkt);
             counters.dropped += e.pkt.packets();
             if fattest == i && self.queues[i].fifo.is_empty() {
                 // The arrival itself was the only packet of its queue.
@@ -251,14 +242,13 @@ impl<P: QueuedPacket> FlowQueues<P> {
                 self.old_flows.push_back(i as u32);
                 continue;
             }
-            let (before_packets, before_bytes) = (q.fifo.packets(), q.fifo.bytes());
+            let before = q.fifo.backlog();
             let e = match &mut q.codel {
                 Some(c) => c.dequeue(&mut q.fifo, now_ns, counters),
                 None => q.fifo.pop(),
             };
             // CoDel may have dropped packets of this queue: keep the totals in step.
-            self.packets -= before_packets - q.fifo.packets();
-            self.bytes -= before_bytes - q.fifo.bytes();
+            self.backlog.remove_shrinkage(before, q.fifo.backlog());
             match e {
                 Some(e) => {
                     q.deficit -= e.pkt.size_bytes() as i64;
@@ -293,40 +283,14 @@ impl<P: QueuedPacket> FlowQueues<P> {
         }
         self.new_flows.clear();
         self.old_flows.clear();
-        self.packets = 0;
-        self.bytes = 0;
+        self.backlog = Backlog::default();
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// A packet of flow `flow` with ECT(1) (`l4s`) or ECT(0), CE once marked.
-    #[derive(Clone, Copy, Debug)]
-    struct Pkt {
-        flow: u64,
-        l4s: bool,
-        ce: bool,
-    }
-
-    impl QueuedPacket for Pkt {
-        fn size_bytes(&self) -> u64 {
-            1500
-        }
-        fn flow_hash(&self) -> u64 {
-            self.flow
-        }
-        fn ect(&self) -> bool {
-            !self.ce
-        }
-        fn l4s(&self) -> bool {
-            self.l4s || self.ce
-        }
-        fn set_ce(&mut self) {
-            self.ce = true;
-        }
-    }
+    use crate::qdisc::test_packets::FlagPkt;
 
     fn spec(ce_threshold_ns: Option<u64>, ce_threshold_selector: Option<EcnSelector>) -> FqCodelSpec {
         FqCodelSpec {
@@ -351,7 +315,8 @@ mod tests {
             let mut counters = QdiscCounters::default();
             for _ in 0..4 {
                 for (flow, l4s) in [(1, true), (2, false)] {
-                    f.enqueue(Pkt { flow, l4s, ce: false }, 0, Limit::Packets(100), &mut counters);
+                    let pkt = FlagPkt { flow, ect: true, l4s, ..FlagPkt::default() };
+                    f.enqueue(pkt, 0, Limit::Packets(100), &mut counters);
                 }
             }
             let mut marked = [0u64; 3];

@@ -1,6 +1,6 @@
 //! What every discipline shares, below them all: the packet a queue holds ([`QueuedPacket`],
-//! [`Entry`]), the decision on an arrival ([`Verdict`]), the hard limit ([`Limit`]), the
-//! decisions' counters ([`QdiscCounters`]) and the packet size the disciplines assume
+//! [`Entry`]), the decision on an arrival ([`Verdict`]), the hard limit ([`Limit`]), what waits
+//! ([`Backlog`]), the decisions' counters ([`QdiscCounters`]) and the packet size the disciplines assume
 //! ([`MTU_BYTES`]). The discipline modules and [`super::Qdisc`] import these; they import none of
 //! them, so the modules of `qdisc` form no circle.
 
@@ -90,6 +90,51 @@ impl Limit {
             Limit::Bytes(limit) => bytes > limit,
             Limit::Unlimited => false,
         }
+    }
+}
+
+/// What waits in a queue, or in a discipline's queues together (FQ's total): packets
+/// ([`QueuedPacket::packets`]) and bytes ([`QueuedPacket::size_bytes`]), counted as packets
+/// arrive and leave so that a limit or an AQM reads them without a scan.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Backlog {
+    packets: u64,
+    bytes: u64,
+}
+
+impl Backlog {
+    /// Packets waiting.
+    #[inline]
+    pub fn packets(self) -> u64 {
+        self.packets
+    }
+
+    /// Bytes waiting.
+    #[inline]
+    pub fn bytes(self) -> u64 {
+        self.bytes
+    }
+
+    /// `pkt` arrived.
+    #[inline]
+    pub(crate) fn add<P: QueuedPacket>(&mut self, pkt: &P) {
+        self.packets += pkt.packets();
+        self.bytes += pkt.size_bytes();
+    }
+
+    /// `pkt` left (sent or dropped).
+    #[inline]
+    pub(crate) fn remove<P: QueuedPacket>(&mut self, pkt: &P) {
+        self.packets -= pkt.packets();
+        self.bytes -= pkt.size_bytes();
+    }
+
+    /// A part of what is counted here shrank from `before` to `after` on its own (FQ-CoDel: one
+    /// flow's CoDel dropped packets): count out the difference.
+    #[inline]
+    pub(crate) fn remove_shrinkage(&mut self, before: Backlog, after: Backlog) {
+        self.packets -= before.packets - after.packets;
+        self.bytes -= before.bytes - after.bytes;
     }
 }
 

@@ -36,7 +36,7 @@ pub mod selector;
 #[cfg(test)]
 pub(crate) mod test_packets;
 
-pub use interface::{Entry, Limit, QdiscCounters, QueuedPacket, Verdict, MTU_BYTES};
+pub use interface::{Backlog, Entry, Limit, QdiscCounters, QueuedPacket, Verdict, MTU_BYTES};
 
 use ccarena_rng::SplitMix64;
 use serde::{Deserialize, Serialize};
@@ -526,7 +526,7 @@ impl<P: QueuedPacket> Qdisc<P> {
     pub fn backlog_packets(&self) -> u64 {
         match &self.kind {
             Kind::Fifo(q, _) => q.packets(),
-            Kind::Flows(f) => f.packets(),
+            Kind::Flows(f) => f.backlog().packets(),
             Kind::Dual(d) => d.packets(),
         }
     }
@@ -536,7 +536,7 @@ impl<P: QueuedPacket> Qdisc<P> {
     pub fn backlog_bytes(&self) -> u64 {
         match &self.kind {
             Kind::Fifo(q, _) => q.bytes(),
-            Kind::Flows(f) => f.bytes(),
+            Kind::Flows(f) => f.backlog().bytes(),
             Kind::Dual(d) => d.bytes(),
         }
     }
@@ -546,7 +546,7 @@ impl<P: QueuedPacket> Qdisc<P> {
     pub fn is_empty(&self) -> bool {
         match &self.kind {
             Kind::Fifo(q, _) => q.is_empty(),
-            Kind::Flows(f) => f.packets() == 0,
+            Kind::Flows(f) => f.backlog().packets() == 0,
             Kind::Dual(d) => d.is_empty(),
         }
     }

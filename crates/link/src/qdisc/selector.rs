@@ -49,34 +49,14 @@ impl EcnSelector {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    struct Pkt {
-        ect: bool,
-        l4s: bool,
-    }
-
-    impl QueuedPacket for Pkt {
-        fn size_bytes(&self) -> u64 {
-            1500
-        }
-        fn flow_hash(&self) -> u64 {
-            0
-        }
-        fn ect(&self) -> bool {
-            self.ect
-        }
-        fn l4s(&self) -> bool {
-            self.l4s
-        }
-        fn set_ce(&mut self) {}
-    }
+    use crate::qdisc::test_packets::FlagPkt;
 
     #[test]
     fn l4s_selects_ect1_and_ce_only_and_names_round_trip() {
-        let not_ect = Pkt { ect: false, l4s: false };
-        let ect0 = Pkt { ect: true, l4s: false };
-        let ect1 = Pkt { ect: true, l4s: true };
-        let ce = Pkt { ect: false, l4s: true };
+        let not_ect = FlagPkt::default();
+        let ect0 = FlagPkt { ect: true, ..FlagPkt::default() };
+        let ect1 = FlagPkt { ect: true, l4s: true, ..FlagPkt::default() };
+        let ce = FlagPkt { l4s: true, ..FlagPkt::default() };
         assert!([&not_ect, &ect0, &ect1, &ce].iter().all(|p| EcnSelector::All.selects(*p)));
         let picked: Vec<bool> = [&not_ect, &ect0, &ect1, &ce].iter().map(|p| EcnSelector::L4s.selects(*p)).collect();
         assert_eq!(picked, [false, false, true, true]);

@@ -33,3 +33,39 @@ impl QueuedPacket for Ecn {
         *self = Ecn::Ce;
     }
 }
+
+/// A 1500-byte packet whose ECN signals are flags set one by one, for tests that need what
+/// [`Ecn`] cannot say: an id to follow it by, a flow of its choosing, a CE mark kept apart from
+/// the codepoint it was sent with (`ce` is set by [`QueuedPacket::set_ce`] and changes neither
+/// `ect()` nor `l4s()`), or a combination no codepoint has.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct FlagPkt {
+    /// Which packet it is, for the test to follow it.
+    pub id: u32,
+    /// Its flow hash.
+    pub flow: u64,
+    /// What `ect()` reads.
+    pub ect: bool,
+    /// What `l4s()` reads.
+    pub l4s: bool,
+    /// Marked CE.
+    pub ce: bool,
+}
+
+impl QueuedPacket for FlagPkt {
+    fn size_bytes(&self) -> u64 {
+        1500
+    }
+    fn flow_hash(&self) -> u64 {
+        self.flow
+    }
+    fn ect(&self) -> bool {
+        self.ect
+    }
+    fn l4s(&self) -> bool {
+        self.l4s
+    }
+    fn set_ce(&mut self) {
+        self.ce = true;
+    }
+}
