@@ -219,6 +219,30 @@ struct Scheduled<B> {
     body: B,
 }
 
+impl<B> Scheduled<B> {
+    /// `frame`, arrived at `arrival_ns` as `packets` segments (at least 1), as the queue first holds
+    /// it: serialization from `start_ns` to `end_ns` (both 0 while the discipline has yet to choose
+    /// its start), not yet lost, impaired or marked (those are drawn when its place is fixed).
+    #[inline]
+    fn admitted(arrival_ns: u64, start_ns: u64, end_ns: u64, packets: u64, frame: &FrameInfo, body: B) -> Self {
+        Scheduled {
+            arrival_ns,
+            start_ns,
+            end_ns,
+            due_ns: 0,
+            ip_bytes: frame.ip_bytes,
+            packets,
+            lost_on_wire: false,
+            impair: Impairment::default(),
+            flow_hash: frame.flow_hash,
+            ect: frame.ect,
+            l4s: frame.l4s,
+            ce: false,
+            body,
+        }
+    }
+}
+
 impl<B> QueuedPacket for Scheduled<B> {
     #[inline]
     fn size_bytes(&self) -> u64 {
@@ -459,6 +483,16 @@ impl<B: Default> EmulatedPath<B> {
         }
     }
 
+    /// Hand `w`, arrived at `t_ns`, to the discipline (the transmitter serializes at `rate_bps`) and
+    /// take over its counters; true when the discipline refused it at once. One path for frames that
+    /// are held and frames decided at arrival, so both meet the discipline alike.
+    #[inline]
+    fn enqueue_dropped(&mut self, w: Scheduled<B>, t_ns: u64, rate_bps: u64) -> bool {
+        let verdict = self.qdisc.enqueue(w, t_ns, self.tx_free_at_ns, rate_bps);
+        self.sync_qdisc_counters();
+        matches!(verdict, Verdict::Drop | Verdict::EarlyDrop)
+    }
+
     /// Copy the discipline's decisions into the link's counters.
     #[inline]
     fn sync_qdisc_counters(&mut self) {
@@ -529,24 +563,9 @@ impl<B: Default> EmulatedPath<B> {
         self.advance_held(t);
         self.counters.arrivals += packets;
         let rate_bps = self.params.rate_bps.expect("a link holds frames only with a rate");
-        let w = Scheduled {
-            arrival_ns: t,
-            start_ns: 0,
-            end_ns: 0,
-            due_ns: 0,
-            ip_bytes: frame.ip_bytes,
-            packets,
-            lost_on_wire: false,
-            impair: Impairment::default(),
-            flow_hash: frame.flow_hash,
-            ect: frame.ect,
-            l4s: frame.l4s,
-            ce: false,
-            body,
-        };
-        let verdict = self.qdisc.enqueue(w, t, self.tx_free_at_ns, rate_bps);
-        self.sync_qdisc_counters();
-        if matches!(verdict, Verdict::Drop | Verdict::EarlyDrop) {
+        // Its start is the discipline's choice, made when the transmitter takes it (`advance_held`).
+        let w = Scheduled::admitted(t, 0, 0, packets, &frame, body);
+        if self.enqueue_dropped(w, t, rate_bps) {
             return false;
         }
         if self.tx_free_at_ns <= t {
@@ -623,24 +642,8 @@ impl<B: Default> EmulatedPath<B> {
         };
         let start_ns = self.tx_free_at_ns.max(t);
         let end_ns = self.end_ns(start_ns, ip_bytes, rate_bps);
-        let w = Scheduled {
-            arrival_ns: t,
-            start_ns,
-            end_ns,
-            due_ns: 0,
-            ip_bytes,
-            packets,
-            lost_on_wire: false,
-            impair: Impairment::default(),
-            flow_hash: frame.flow_hash,
-            ect: frame.ect,
-            l4s: frame.l4s,
-            ce: false,
-            body: B::default(),
-        };
-        let verdict = self.qdisc.enqueue(w, t, self.tx_free_at_ns, rate_bps);
-        self.sync_qdisc_counters();
-        if matches!(verdict, Verdict::Drop | Verdict::EarlyDrop) {
+        let w = Scheduled::admitted(t, start_ns, end_ns, packets, &frame, B::default());
+        if self.enqueue_dropped(w, t, rate_bps) {
             return Offered { fate: Fate::Dropped, ce: false, impair: Impairment::default() };
         }
         // Admitted: its place in the schedule is fixed now (the discipline keeps arrival order).
