@@ -58,6 +58,28 @@ fn rtt_dict<'py>(py: Python<'py>, r: &RttSummary) -> PyResult<Bound<'py, PyDict>
     Ok(d)
 }
 
+/// Sets `d["samples"]` to a list with one dict per sample of `samples`, in order, each filled
+/// by `fill` (which sets the sample's keys).
+///
+/// # Errors
+/// The first error `fill` or a dict insertion returns.
+fn set_samples<'py, S>(
+    py: Python<'py>,
+    d: &Bound<'py, PyDict>,
+    samples: &[S],
+    fill: impl Fn(&Bound<'py, PyDict>, &S) -> PyResult<()>,
+) -> PyResult<()> {
+    let list = samples
+        .iter()
+        .map(|s| {
+            let x = PyDict::new(py);
+            fill(&x, s)?;
+            Ok(x)
+        })
+        .collect::<PyResult<Vec<_>>>()?;
+    d.set_item("samples", list)
+}
+
 fn send_dict<'py>(py: Python<'py>, r: &SendRecord) -> PyResult<Bound<'py, PyDict>> {
     let d = PyDict::new(py);
     d.set_item("ok", true)?;
@@ -84,28 +106,21 @@ fn send_dict<'py>(py: Python<'py>, r: &SendRecord) -> PyResult<Bound<'py, PyDict
     d.set_item("rtt", rtt_dict(py, &r.rtt)?)?;
     d.set_item("sender_cpu_s", num(r.sender_cpu_s))?;
     d.set_item("mtu_bytes", r.mtu)?;
-    let samples = r
-        .samples
-        .iter()
-        .map(|s| {
-            let x = PyDict::new(py);
-            x.set_item("time_s", s.time_s)?;
-            x.set_item("written_bytes", s.written_bytes)?;
-            x.set_item("sent_bytes", s.sent_bytes)?;
-            x.set_item("sent_packets", s.sent_packets)?;
-            x.set_item("cwnd_bytes", s.cwnd_bytes)?;
-            x.set_item("ssthresh_bytes", s.ssthresh_bytes)?;
-            x.set_item("pacing_rate_bps", s.pacing_rate_bps)?;
-            x.set_item("srtt_s", s.srtt_s)?;
-            x.set_item("min_rtt_s", s.min_rtt_s)?;
-            x.set_item("lost_packets", s.lost_packets)?;
-            x.set_item("lost_bytes", s.lost_bytes)?;
-            x.set_item("congestion_events", s.congestion_events)?;
-            x.set_item("mtu_bytes", s.mtu)?;
-            Ok(x)
-        })
-        .collect::<PyResult<Vec<_>>>()?;
-    d.set_item("samples", samples)?;
+    set_samples(py, &d, &r.samples, |x, s| {
+        x.set_item("time_s", s.time_s)?;
+        x.set_item("written_bytes", s.written_bytes)?;
+        x.set_item("sent_bytes", s.sent_bytes)?;
+        x.set_item("sent_packets", s.sent_packets)?;
+        x.set_item("cwnd_bytes", s.cwnd_bytes)?;
+        x.set_item("ssthresh_bytes", s.ssthresh_bytes)?;
+        x.set_item("pacing_rate_bps", s.pacing_rate_bps)?;
+        x.set_item("srtt_s", s.srtt_s)?;
+        x.set_item("min_rtt_s", s.min_rtt_s)?;
+        x.set_item("lost_packets", s.lost_packets)?;
+        x.set_item("lost_bytes", s.lost_bytes)?;
+        x.set_item("congestion_events", s.congestion_events)?;
+        x.set_item("mtu_bytes", s.mtu)
+    })?;
     Ok(d)
 }
 
@@ -122,17 +137,10 @@ fn sink_dict<'py>(py: Python<'py>, r: &SinkRecord) -> PyResult<Bound<'py, PyDict
     d.set_item("bytes_received", r.bytes_received)?;
     d.set_item("datagrams_received", r.datagrams_received)?;
     d.set_item("cpu_s", num(r.cpu_s))?;
-    let samples = r
-        .samples
-        .iter()
-        .map(|s| {
-            let x = PyDict::new(py);
-            x.set_item("time_s", s.time_s)?;
-            x.set_item("delivered_bytes", s.delivered_bytes)?;
-            Ok(x)
-        })
-        .collect::<PyResult<Vec<_>>>()?;
-    d.set_item("samples", samples)?;
+    set_samples(py, &d, &r.samples, |x, s| {
+        x.set_item("time_s", s.time_s)?;
+        x.set_item("delivered_bytes", s.delivered_bytes)
+    })?;
     Ok(d)
 }
 

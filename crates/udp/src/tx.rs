@@ -221,6 +221,24 @@ pub(crate) struct TxTotals {
     pub(crate) fast_recoveries: u64,
 }
 
+/// [`TxTotals`] of a transport that counts packets (UDT's and QUIC's stats, distinct types
+/// whose packet and byte counters have the same names; a data packet is the record's segment):
+/// `st = STATS` binds the stats, which the `rto_count` and `fast_recoveries` expressions may
+/// read. A macro because the stats types share field names, not a trait.
+macro_rules! packet_totals {
+    ($st:ident = $stats:expr, rto_count: $rto_count:expr, fast_recoveries: $fast_recoveries:expr) => {{
+        let $st = $stats;
+        TxTotals {
+            bytes_sent: $st.bytes_sent,
+            bytes_retransmitted: $st.bytes_retransmitted,
+            segments_sent: $st.packets_sent,
+            retransmissions: $st.packets_retransmitted,
+            rto_count: $rto_count,
+            fast_recoveries: $fast_recoveries,
+        }
+    }};
+}
+
 /// The sending half of a file transfer or a scenario stream.
 pub(crate) enum Tx {
     /// ccarena's TCP-like transport.
@@ -439,29 +457,11 @@ impl Tx {
                     fast_recoveries: st.fast_recoveries,
                 }
             }
-            Tx::Udt(s) => {
-                let st = s.stats();
-                TxTotals {
-                    bytes_sent: st.bytes_sent,
-                    bytes_retransmitted: st.bytes_retransmitted,
-                    segments_sent: st.packets_sent,
-                    retransmissions: st.packets_retransmitted,
-                    rto_count: st.exp_timeouts,
-                    fast_recoveries: 0,
-                }
-            }
+            Tx::Udt(s) => packet_totals!(st = s.stats(), rto_count: st.exp_timeouts, fast_recoveries: 0),
             // Probe timeouts count as timeouts and loss-started congestion events as fast
             // recoveries, as the simulator's QUIC flow row counts them.
             Tx::Quic(s) => {
-                let st = s.stats();
-                TxTotals {
-                    bytes_sent: st.bytes_sent,
-                    bytes_retransmitted: st.bytes_retransmitted,
-                    segments_sent: st.packets_sent,
-                    retransmissions: st.packets_retransmitted,
-                    rto_count: st.pto_count,
-                    fast_recoveries: st.loss_congestion_events,
-                }
+                packet_totals!(st = s.stats(), rto_count: st.pto_count, fast_recoveries: st.loss_congestion_events)
             }
         }
     }

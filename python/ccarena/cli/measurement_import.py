@@ -46,6 +46,16 @@ def _run(tool: str, parse: Callable[[Path], Any], files: List[Path], name: Optio
         raise UserError(outcome.problems[0], outcome.problems[1:])
 
 
+# The options every ``ccarena import`` command takes, declared once: typer copies an option's
+# declaration for each command that takes it, so the commands share none of their state.
+_NAME_OPTION: Any = typer.Option(None, "--name",
+                                 help="Experiment name [default: the first file's name].")
+_OUT_OPTION: Any = typer.Option(None, "--out", "-o",
+                                help="Experiment directory [default: RESULTS/<name>].")
+_RESULTS_OPTION: Any = typer.Option(Path("results"), "--results",
+                                    help="Parent of the experiment directory.")
+
+
 def _import_command(tool: str, files_help: str, help_text: str) -> Callable[..., None]:
     """The ``ccarena import TOOL FILES…`` command: each file parsed by
     :mod:`ccarena.importers.<tool>` (its ``parse`` and ``about``, loaded when the command runs)
@@ -54,12 +64,9 @@ def _import_command(tool: str, files_help: str, help_text: str) -> Callable[...,
 
     def command(
         files: List[Path] = typer.Argument(..., help=files_help, show_default=False),
-        name: Optional[str] = typer.Option(None, "--name", help="Experiment name [default: the "
-                                                                "first file's name]."),
-        out: Optional[Path] = typer.Option(None, "--out", "-o",
-                                           help="Experiment directory [default: RESULTS/<name>]."),
-        results: Path = typer.Option(Path("results"), "--results",
-                                     help="Parent of the experiment directory."),
+        name: Optional[str] = _NAME_OPTION,
+        out: Optional[Path] = _OUT_OPTION,
+        results: Path = _RESULTS_OPTION,
         max_memory: Optional[str] = typer.Option(
             None, "--max-memory", help="Memory an import may use, e.g. 8GB; a file may be "
                                        f"1/{MEMORY_PER_FILE_BYTE} of it [default: half this "
@@ -130,12 +137,9 @@ def pcap(
     flavor: Optional[str] = typer.Option(None, "--flavor", help="The flows' congestion "
                                          "controller (a TCP header does not say): one name, or "
                                          "one per flow with commas [default: unknown]."),
-    name: Optional[str] = typer.Option(None, "--name", help="Experiment name [default: the "
-                                                            "first file's name]."),
-    out: Optional[Path] = typer.Option(None, "--out", "-o",
-                                       help="Experiment directory [default: RESULTS/<name>]."),
-    results: Path = typer.Option(Path("results"), "--results",
-                                 help="Parent of the experiment directory."),
+    name: Optional[str] = _NAME_OPTION,
+    out: Optional[Path] = _OUT_OPTION,
+    results: Path = _RESULTS_OPTION,
     max_memory: Optional[str] = typer.Option(
         None, "--max-memory", help="Memory an import may use, e.g. 8GB [default: half this "
                                    "machine's memory]."),

@@ -19,6 +19,7 @@ from ccarena.cli.output import (
     print_summary,
     working,
 )
+from ccarena.cli.stored_results import stop_report_workers
 from ccarena.errors import UserError, printable
 
 
@@ -154,11 +155,7 @@ def run(
             print_store_warnings(result)  # runs found damaged among those already complete
             print_summary(result, wide, as_json)
     except BaseException:
-        from ccarena.report.report_pool import stop_now
-
-        stop_now(pool)
-        if workers is not None:
-            workers.stop()
+        stop_report_workers(pool, workers)
         raise
     # With --json, stdout carries only the JSON; the paths go to stderr.
     where = stderr if as_json else stdout

@@ -13,6 +13,19 @@ from ccarena.cli.output import print_store_warnings, print_summary, print_wide
 from ccarena.errors import UserError
 
 
+def stop_report_workers(pool: Any, workers: Any) -> None:
+    """Stop the report's processes at once after a failure (a damaged store, Ctrl-C), so the
+    command exits without waiting for them: ``pool``, spawned by
+    :func:`ccarena.report.report_pool.spawn_for` and not yet handed to the workers, and
+    ``workers``, from :func:`ccarena.report.html.start_workers`; either may be None (not
+    started, or handed over)."""
+    from ccarena.report.report_pool import stop_now
+
+    stop_now(pool)
+    if workers is not None:
+        workers.stop()
+
+
 def report(
     directory: Path = typer.Argument(..., help="Experiment directory (holds experiment.json)."),
     output: Optional[Path] = typer.Option(None, "--output", "-o",
@@ -29,7 +42,7 @@ def report(
       ccarena report results/quickstart
     """
     from ccarena.report.formats import parse_formats
-    from ccarena.report.report_pool import spawn_for, stop_now
+    from ccarena.report.report_pool import spawn_for
     from ccarena.store.file_formats import check_output_file
 
     figure_formats = parse_formats(formats)
@@ -54,9 +67,7 @@ def report(
         print_store_warnings(result)
         print_summary(result, wide, as_json)
     except BaseException:
-        stop_now(pool)
-        if workers is not None:
-            workers.stop()
+        stop_report_workers(pool, workers)
         raise
     path = write_report(result, output, formats=figure_formats, workers=workers)
     print_store_warnings(result)
