@@ -305,7 +305,7 @@ pub(crate) trait VegasPlan: Copy {
 }
 
 /// The state Vegas keeps around its per-round plan `P`, shared by the Vegas family (Vegas,
-/// wVegas) by composition, as Linux's wVegas module calls `tcp_vegas_*` rather than copying them.
+/// wVegas) by composition, as Linux's YeAH calls `tcp_vegas_*` rather than copying them.
 #[derive(Clone, Debug)]
 pub(crate) struct VegasFrame<P> {
     /// The once-per-RTT measurement and BaseRTT (§3.2).
