@@ -377,8 +377,6 @@ def flavor_stats(flavor: str, x: np.ndarray, unit: str) -> FlavorStats:
     """Mean, SD (ddof = 1) and 95% Student-t half-width t_{0.975, n−1}·s/√n of the finite values
     of ``x`` (as :func:`ccarena.analysis.metrics.mean_ci`, with scipy's Student-t inverse ufunc
     ``scipy.special.stdtrit``); SD and half-width NaN for fewer than 2 values."""
-    from scipy import special
-
     x = x[np.isfinite(x)]
     n = int(x.size)
     if n == 0:
@@ -386,6 +384,11 @@ def flavor_stats(flavor: str, x: np.ndarray, unit: str) -> FlavorStats:
     mean = float(np.mean(x))
     if n < 2:
         return FlavorStats(flavor, mean, math.nan, math.nan, 1, unit)
+    # Imported only when there is an interval to compute: scipy.special takes ~0.4 s to import
+    # (its array-API layer loads numpy.f2py), and a run with one flow per flavor (the
+    # quickstart) has none.
+    from scipy import special
+
     sd = float(np.std(x, ddof=1))
     return FlavorStats(flavor, mean, sd, float(special.stdtrit(n - 1, 0.975)) * sd / math.sqrt(n), n, unit)
 
