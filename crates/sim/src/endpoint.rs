@@ -307,7 +307,7 @@ impl Endpoint for UdtFlow {
                     ToSender::Ack(_) => t.ack_bytes,
                     ToSender::Nak(n) => t.header_bytes + n.loss_info_bytes(),
                 };
-                Some((Payload::UdtToSender(Box::new(p)), size_bytes))
+                Some((Payload::UdtToSender(reuse_box(&mut self.ack_boxes, p)), size_bytes))
             }
         }
     }
@@ -331,6 +331,7 @@ impl Endpoint for UdtFlow {
                     ToSender::Ack(a) => self.sender.on_ack(now, a),
                     ToSender::Nak(n) => self.sender.on_nak(now, n),
                 }
+                self.ack_boxes.push(p);
                 note_completion(&mut self.transfer, now, self.sender.is_complete());
                 Side::Sender
             }

@@ -5,7 +5,7 @@ use ccarena_cc::{new_controller, Duration, SimTime};
 use ccarena_transport::{EcnMode, RcvBufAutotuning, Receiver, ReceiverConfig, RecoveryMode, SackCompression, Sender, SenderConfig, SenderEcn};
 
 use ccarena_cc::udt::Udt;
-use ccarena_transport::udt::{UdtReceiver, UdtReceiverConfig, UdtSender, UdtSenderConfig};
+use ccarena_transport::udt::{ToSender, UdtReceiver, UdtReceiverConfig, UdtSender, UdtSenderConfig};
 
 use ccarena_cc::coupled::{new_coupled_controller, Coupling};
 use ccarena_transport::mptcp::{
@@ -364,6 +364,10 @@ pub struct UdtFlow {
     pub sender: UdtSender,
     /// UDT's receiving side.
     pub receiver: UdtReceiver,
+    /// Boxes of ACKs and NAKs that reached the sender, reused by the receiver's next ones (one
+    /// ACK per SYN interval: a box allocated for each was a third of an allocation per data
+    /// packet; see [`MptcpFlow::data_boxes`]).
+    pub ack_boxes: Vec<Box<ToSender>>,
 }
 
 impl UdtFlow {
@@ -398,6 +402,7 @@ impl UdtFlow {
             transfer: Transfer::new(f.src, f.dst, f.header_bytes, f.ack_bytes, f.bytes),
             sender: UdtSender::new(scfg, cc, start),
             receiver: UdtReceiver::new(rcfg, start),
+            ack_boxes: Vec::new(),
         })
     }
 }

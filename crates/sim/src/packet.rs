@@ -24,8 +24,8 @@ pub enum Payload {
     },
     /// A UDT data packet or ACK2, sender to receiver.
     UdtToReceiver(ToReceiver),
-    /// A UDT ACK or NAK, receiver to sender (boxed: a NAK's loss ranges are 72 bytes; one ACK
-    /// per SYN and the NAKs are few).
+    /// A UDT ACK or NAK, receiver to sender (boxed, and the box reused, as MPTCP's: a NAK's
+    /// loss ranges are 72 bytes).
     UdtToSender(Box<ToSender>),
     /// An MPTCP subflow's data segment with its DSS mapping (boxed, and the box reused, to keep
     /// every packet at 48 bytes).

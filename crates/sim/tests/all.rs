@@ -56,6 +56,7 @@ mod routing;
 mod same_flavor_fairness;
 mod scale_state;
 mod start_delay;
+mod steady_state_allocations;
 mod trace_link;
 mod udp_cbr;
 mod window_limits;

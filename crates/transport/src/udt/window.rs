@@ -58,9 +58,9 @@ impl IntervalWindow {
         v.sort_unstable();
         let median = v[v.len() / 2];
         let (lo, hi) = (median / MEDIAN_FILTER_FACTOR, median.saturating_mul(MEDIAN_FILTER_FACTOR));
-        let kept: Vec<u64> = v.iter().copied().filter(|x| *x >= lo && *x <= hi).collect();
-        let mean = kept.iter().sum::<u64>() as f64 / kept.len() as f64;
-        Some((mean, kept.len()))
+        // Summed in place: a vector of the kept values was an allocation per ACK event.
+        let (sum, kept) = v.iter().filter(|x| **x >= lo && **x <= hi).fold((0u64, 0usize), |(s, n), x| (s + x, n + 1));
+        Some((sum as f64 / kept as f64, kept))
     }
 
     /// Packet arrival speed AS, packets/s: 1 / filtered mean arrival interval, or 0 unless more
