@@ -7,6 +7,7 @@
 use ccarena_cc::{Duration, SimTime};
 use ccarena_link::qdisc::dualpi2::{Class, DualPi2};
 use ccarena_link::Aqm;
+use ccarena_transport::{PacketCounters, ReceivedPacketCounters};
 
 use crate::flow::{CbrFlow, Flow, MptcpFlow, QuicFlow, TcpFlow, Transfer, UdtFlow};
 use crate::link::Link;
@@ -433,20 +434,17 @@ fn mptcp_fields(row: &mut FlowRow, m: &MptcpFlow, spec: &TcpFlowSpec) {
     }
 }
 
-/// `packet_totals!(row, st, r)`: a row's sent, retransmitted, received, lost and duplicate
-/// counters from a sender's stats `st` and its receiver's `r` that count in packets (QUIC's and
-/// UDT's: the same field names on types with no trait in common, hence a macro). Lost is sent less
-/// received: duplicates are counted once each on both sides, so spurious retransmissions cancel.
-macro_rules! packet_totals {
-    ($row:expr, $st:expr, $r:expr) => {
-        $row.bytes_sent = $st.bytes_sent as f64;
-        $row.bytes_retransmitted = $st.bytes_retransmitted as f64;
-        $row.packets_sent = $st.packets_sent as f64;
-        $row.packets_retransmitted = $st.packets_retransmitted as f64;
-        $row.packets_received = $r.packets_received as f64;
-        $row.packets_lost = $st.packets_sent.saturating_sub($r.packets_received) as f64;
-        $row.duplicate_bytes_received = $r.duplicate_bytes as f64;
-    };
+/// A row's sent, retransmitted, received, lost and duplicate counters from the totals of a
+/// transport that counts in packets (QUIC's, UDT's). Lost is sent less received: duplicates are
+/// counted once each on both sides, so spurious retransmissions cancel.
+fn packet_fields(row: &mut FlowRow, st: PacketCounters, r: ReceivedPacketCounters) {
+    row.bytes_sent = st.bytes_sent as f64;
+    row.bytes_retransmitted = st.bytes_retransmitted as f64;
+    row.packets_sent = st.packets_sent as f64;
+    row.packets_retransmitted = st.packets_retransmitted as f64;
+    row.packets_received = r.packets_received as f64;
+    row.packets_lost = st.packets_sent.saturating_sub(r.packets_received) as f64;
+    row.duplicate_bytes_received = r.duplicate_bytes as f64;
 }
 
 /// A QUIC connection's row: `kind` "quic", `recovery` "rfc9002"; `rto_count` counts probe
@@ -459,7 +457,7 @@ fn quic_fields(row: &mut FlowRow, q: &QuicFlow, flavor: &str) {
     row.flavor = flavor.to_string();
     row.recovery = "rfc9002".to_string();
     row.bytes_offered = q.sender.bytes_offered().min(q.transfer.bytes.unwrap_or(u64::MAX)) as f64;
-    packet_totals!(row, st, r);
+    packet_fields(row, st.packet_counters(), r.packet_counters());
     row.rto_count = st.pto_count as f64;
     row.fast_recoveries = st.loss_congestion_events as f64;
     row.ce_packets = r.ce_packets as f64;
@@ -475,7 +473,7 @@ fn udt_fields(row: &mut FlowRow, u: &UdtFlow) {
     row.flavor = "udt".to_string();
     row.recovery = "nak".to_string();
     row.bytes_offered = u.sender.bytes_offered().min(u.transfer.bytes.unwrap_or(u64::MAX)) as f64;
-    packet_totals!(row, st, r);
+    packet_fields(row, st.packet_counters(), r.packet_counters());
     // EXP timeouts; congestion periods (NAKs that started one); no spurious timeout detection.
     row.rto_count = st.exp_timeouts as f64;
     row.fast_recoveries = u.sender.cc().stats().congestion_periods as f64;

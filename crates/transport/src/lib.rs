@@ -13,6 +13,7 @@
 //! - [`receiver`]: reassembly, ACK policy, SACK blocks, timestamp and ECN echo (classic, DCTCP,
 //!   Accurate ECN).
 //! - [`accecn`]: the sender's decoding of Accurate ECN feedback (RFC 9768).
+//! - [`counters`]: the packet and byte totals QUIC's and UDT's stats share.
 //! - [`rtt`]: RFC 6298 RTT estimator and RTO.
 //! - [`recovery`]: the loss-recovery modes and their window arithmetic (PRR, NewReno).
 //! - `rack` (private): RACK time-based loss detection state (RFC 8985 §6).
@@ -35,6 +36,7 @@
 #![warn(missing_docs)]
 
 pub mod accecn;
+pub mod counters;
 pub mod mptcp;
 pub mod ecn_choice;
 pub mod pacing;
@@ -50,6 +52,7 @@ pub mod sender;
 pub mod udt;
 mod window;
 
+pub use counters::{PacketCounters, ReceivedPacketCounters};
 pub use ecn_choice::flow_ecn_mode;
 pub use receiver::{EcnMode, RcvBufAutotuning, Receiver, ReceiverConfig, ReceiverStats, SackCompression};
 pub use recovery::{ParseRecoveryModeError, RecoveryMode, ALL_RECOVERY_MODES};

@@ -18,7 +18,7 @@ use ccarena_cc::{catalogue, new_controller, Params, SimTime};
 use ccarena_transport::quic::{AckFrame as QuicAck, EcnCounts, PnRange, QuicConfig, QuicSender, MAX_ACK_RANGES};
 use ccarena_transport::udt::{Ack2Packet, DataPacket, ToReceiver, UdtSender};
 use ccarena_transport::rtt::RtoRule;
-use ccarena_transport::{AckSegment, Ecn, RecoveryMode, SackBlock, Sender, SenderConfig, SenderEcn, MAX_SACK_BLOCKS};
+use ccarena_transport::{AckSegment, Ecn, PacketCounters, RecoveryMode, SackBlock, Sender, SenderConfig, SenderEcn, MAX_SACK_BLOCKS};
 
 use crate::error::TransferError;
 use crate::udt::{ack_packet, nak_packet, udt_sender_setup, INITIAL_RTT, UDT_FLAVOR};
@@ -221,22 +221,19 @@ pub(crate) struct TxTotals {
     pub(crate) fast_recoveries: u64,
 }
 
-/// [`TxTotals`] of a transport that counts packets (UDT's and QUIC's stats, distinct types
-/// whose packet and byte counters have the same names; a data packet is the record's segment):
-/// `st = STATS` binds the stats, which the `rto_count` and `fast_recoveries` expressions may
-/// read. A macro because the stats types share field names, not a trait.
-macro_rules! packet_totals {
-    ($st:ident = $stats:expr, rto_count: $rto_count:expr, fast_recoveries: $fast_recoveries:expr) => {{
-        let $st = $stats;
+impl TxTotals {
+    /// The totals of a transport that counts packets (UDT, QUIC): a data packet is the record's
+    /// segment.
+    fn from_packets(c: PacketCounters, rto_count: u64, fast_recoveries: u64) -> Self {
         TxTotals {
-            bytes_sent: $st.bytes_sent,
-            bytes_retransmitted: $st.bytes_retransmitted,
-            segments_sent: $st.packets_sent,
-            retransmissions: $st.packets_retransmitted,
-            rto_count: $rto_count,
-            fast_recoveries: $fast_recoveries,
+            bytes_sent: c.bytes_sent,
+            bytes_retransmitted: c.bytes_retransmitted,
+            segments_sent: c.packets_sent,
+            retransmissions: c.packets_retransmitted,
+            rto_count,
+            fast_recoveries,
         }
-    }};
+    }
 }
 
 /// The sending half of a file transfer or a scenario stream.
@@ -457,11 +454,12 @@ impl Tx {
                     fast_recoveries: st.fast_recoveries,
                 }
             }
-            Tx::Udt(s) => packet_totals!(st = s.stats(), rto_count: st.exp_timeouts, fast_recoveries: 0),
+            Tx::Udt(s) => TxTotals::from_packets(s.stats().packet_counters(), s.stats().exp_timeouts, 0),
             // Probe timeouts count as timeouts and loss-started congestion events as fast
             // recoveries, as the simulator's QUIC flow row counts them.
             Tx::Quic(s) => {
-                packet_totals!(st = s.stats(), rto_count: st.pto_count, fast_recoveries: st.loss_congestion_events)
+                let st = s.stats();
+                TxTotals::from_packets(st.packet_counters(), st.pto_count, st.loss_congestion_events)
             }
         }
     }
