@@ -301,6 +301,19 @@ def test_validate_and_run_warn_of_dctcp_where_nothing_marks(tmp_path: Path):
     assert "warning: dctcp needs ECN marks" in " ".join(done.stderr.split())
 
 
+
+def test_piped_output_has_no_padding_at_line_ends(tmp_path: Path):
+    """Piped, the summary and the verdict are their text: rich pads every line of a table or a
+    grid to the console's width, and those spaces made each verdict line 120 columns long in a
+    file (awkward to diff or grep)."""
+    (tmp_path / "good.toml").write_text(NO_MARKING.replace("QUEUE", ', ecn_threshold = "20pkt"'))
+    done = ccarena("run", "good.toml", "-o", str(tmp_path / "good"), "-q", "--no-report", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert any(line.startswith("Verdict:") for line in lines), done.stdout
+    padded = [line for line in lines if line != line.rstrip()]
+    assert not padded, padded
+
 FAT_TREE = """
 name = "fat-tree-verdict"
 description = "k = 4 fat-tree, a permutation of bulk flows: cubic, dctcp, bbr"

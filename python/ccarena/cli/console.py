@@ -40,10 +40,25 @@ class _LazyConsole:
         return getattr(self.get(), name)
 
 
+class _TrimmedStdout:
+    """``sys.stdout`` (looked up at each write, so a test's capture still sees the output) with
+    the spaces rich pads each line to the console's width removed from the line ends: piped to a
+    file, a diff or grep, a verdict line is the sentence it says."""
+
+    def write(self, text: str) -> int:
+        import re
+
+        return sys.stdout.write(re.sub(r"[ \t]+(?=\n)", "", text))
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(sys.stdout, name)
+
+
 def _make_stdout() -> Any:
     from rich.console import Console
 
-    return Console(width=_stdout_width())
+    # On a terminal rich's padding is invisible (and may carry a background colour): kept.
+    return Console(width=_stdout_width(), file=None if sys.stdout.isatty() else _TrimmedStdout())
 
 
 def _make_stderr() -> Any:
