@@ -16,6 +16,9 @@
 //! A dumbbell's line also gives wall nanoseconds per bottleneck packet (link 0's departures, the
 //! issue 35 figure); `benches/cachegrind_scale.py` runs the dumbbells under valgrind's cache
 //! simulator for instructions, D1 and last-level misses per bottleneck packet, by phase.
+//! `SCALE_THREADS=N` runs the scenario split over N threads (`ccarena_sim::parallel`, issue 35
+//! item 3) and prints the parts, the lookahead, packet-hops per wall-second and the result hash,
+//! which is the one-thread run's.
 //! Release build only; no assertions: the figures are for people (and the issue's note).
 //!
 //! Build time is `Simulation::from_json` on the serialized spec (parse, validate, build), as the
@@ -225,6 +228,31 @@ fn run_one(name: &str) {
             return;
         }
     };
+    if let Some(threads) = std::env::var("SCALE_THREADS").ok().and_then(|v| v.parse::<usize>().ok()) {
+        let part = ccarena_sim::parallel::partition(&spec, threads);
+        let look = ccarena_sim::parallel::lookahead_ns(&spec, &part);
+        let mut split = ccarena_sim::parallel::SplitRun::new(spec, threads).expect("valid spec");
+        let parts = split.parts();
+        let t1 = Instant::now();
+        while !split.finished() {
+            let t = split.now() + ccarena_cc::Duration(ms(10));
+            split.run_until(t);
+        }
+        let run = t1.elapsed().as_secs_f64();
+        let mut sim = split.finish();
+        let res = sim.results();
+        let hops: f64 = sim.links().iter().map(|l| l.counters().departures as f64).sum();
+        let delivered: f64 = res.flows.f64("bytes_delivered").iter().sum();
+        let events = sim.events_processed();
+        let fingerprint = fingerprint(&res);
+        println!(
+            "{name:<15} threads {threads} (parts {parts}, lookahead {look:?} ns) hops/s {:>10.0}  ns/hop {:>6.0}  run {run:7.2} s  ({hops:.0} hops, {events} events, goodput {:.1} Mbps, results {fingerprint:016x})",
+            hops / run,
+            run * 1e9 / hops,
+            delivered * 8.0 / (duration_ns() as f64 / 1e9) / 1e6,
+        );
+        return;
+    }
     let json = serde_json::to_string(&spec).expect("serializable spec");
     drop(spec);
     let t0 = Instant::now();

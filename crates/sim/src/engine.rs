@@ -1,6 +1,7 @@
 //! The discrete-event engine: nodes, links, routes and flows driven by one event queue.
 //!
-//! Time is integer nanoseconds. Every event is ordered by (time, insertion sequence), every random
+//! Time is integer nanoseconds. Events of one instant run in an order fixed by the events
+//! themselves, not by when they were scheduled (`crate::event`), every random
 //! process draws from its own stream, so the same spec gives bit-identical results. The run is
 //! advanced in chunks with [`Simulation::run_until`] so a front end can show progress and stop.
 
@@ -96,6 +97,37 @@ pub struct Simulation {
     outgoing: Vec<Packet>,
     /// Boxes of TCP ACKs, shared by every flow ([`AckBoxes`]).
     ack_boxes: AckBoxes,
+    /// When the run is split over threads (`crate::parallel`): the part of the network this
+    /// copy simulates; `None`: all of it.
+    part: Option<Part>,
+}
+
+/// The nodes one thread's copy of a simulation handles (`crate::parallel`): it runs their
+/// links' queues, the ends of transfers on its hosts and their applications; the copy's other
+/// state stays idle.
+#[derive(Clone, Debug)]
+pub struct Part {
+    /// Per node: the part that simulates it.
+    pub node_part: std::sync::Arc<[u16]>,
+    /// This copy's part.
+    pub me: u16,
+    /// Links from a node of this part to a node of another: their packets in flight are handed
+    /// to the far end's part ([`Simulation::export_in_flight`]).
+    pub cross_links: Vec<u32>,
+}
+
+/// A packet in flight on link `link`, due at its far end at `arrival`, handed from the thread
+/// that serialized it to the thread that simulates that end.
+#[derive(Debug)]
+pub struct Transit {
+    /// The link.
+    pub link: u32,
+    /// When it reaches the far end.
+    pub arrival: SimTime,
+    /// Held back to be overtaken (a reordering wire).
+    pub held: bool,
+    /// The packet.
+    pub packet: Packet,
 }
 
 impl Simulation {
@@ -147,7 +179,7 @@ impl Simulation {
         let flow_keys = spec.flows.iter().enumerate().map(|(i, f)| FlowKeys::new(spec.seed, i, f)).collect();
         let mut flows = Vec::with_capacity(spec.flows.len());
         let mut events = EventQueue::new();
-        // Scheduled changes go in first: at equal times the heap pops in insertion order, so a
+        // Scheduled changes rank first among the events of an instant (`Event::rank`), so a
         // change applies before every other event at its instant (docs/engine-spec.md, events).
         let mut changes = spec.events.clone();
         changes.sort_by_key(|e| e.time_ns);
@@ -188,6 +220,7 @@ impl Simulation {
             over_budget: None,
             outgoing: Vec::new(),
             ack_boxes: AckBoxes::default(),
+            part: None,
             spec,
         })
     }
@@ -274,6 +307,105 @@ impl Simulation {
     /// Why the run stopped before its end (a budget of [`Simulation::set_budget`]), if it did.
     pub fn over_budget(&self) -> Option<&str> {
         self.over_budget.as_deref()
+    }
+
+    /// One simulation from the parts of a run split over threads, as if one thread had run it
+    /// (`crate::parallel`): each flow's sending end from its sending host's part and its
+    /// receiving end from its receiving host's ([`Flow::take_receiver_side`]), each link from
+    /// its sending node's part with what the far end's part still holds in flight
+    /// ([`Link::absorb_far_end`]), the samples merged row by row. Its results, paths and
+    /// captures read as a single-threaded run's; it is not run further.
+    ///
+    /// # Panics
+    /// If `parts` is empty or its simulations are not the parts of one split run.
+    pub fn assemble(mut parts: Vec<Simulation>) -> Simulation {
+        let part_of = parts[0].part.as_ref().expect("the parts of a split run").node_part.clone();
+        let spec = &parts[0].spec;
+        let flow_parts: Vec<(u16, u16)> = spec.flows.iter().map(|f| f.endpoints()).map(|(s, d)| (part_of[s], part_of[d])).collect();
+        let link_ends: Vec<(u16, u16)> = spec.links.iter().map(|l| (part_of[l.from], part_of[l.to])).collect();
+        let link_part: Vec<u16> = link_ends.iter().map(|e| e.0).collect();
+        let sampler = Sampler::merge(&parts.iter().map(|s| &s.sampler).collect::<Vec<_>>(), &flow_parts, &link_part);
+        let subflow_sampler = SubflowSampler::merge(
+            &parts.iter().map(|s| &s.subflow_sampler).collect::<Vec<_>>(),
+            &flow_parts.iter().map(|p| p.0).collect::<Vec<_>>(),
+        );
+        let events_processed = parts.iter().map(|s| s.events_processed).sum();
+        let over_budget = parts.iter().find_map(|s| s.over_budget.clone());
+        let no_route_drops = (0..link_ends.len()).map(|l| parts.iter().map(|s| s.no_route_drops[l]).sum()).collect();
+        let now = parts.iter().map(|s| s.now).max().expect("at least one part");
+        let mut flow_sets: Vec<Vec<Option<Flow>>> =
+            parts.iter_mut().map(|s| std::mem::take(&mut s.flows).into_iter().map(Some).collect()).collect();
+        let mut link_sets: Vec<Vec<Option<Link>>> =
+            parts.iter_mut().map(|s| std::mem::take(&mut s.links).into_iter().map(Some).collect()).collect();
+        let flows = flow_parts
+            .iter()
+            .enumerate()
+            .map(|(f, &(sp, rp))| {
+                let mut flow = flow_sets[sp as usize][f].take().expect("each flow taken once");
+                if rp != sp {
+                    flow.take_receiver_side(flow_sets[rp as usize][f].as_mut().expect("each flow taken once"));
+                }
+                flow
+            })
+            .collect();
+        let links = link_ends
+            .iter()
+            .enumerate()
+            .map(|(l, &(from, to))| {
+                let mut link = link_sets[from as usize][l].take().expect("each link taken once");
+                if to != from {
+                    link.absorb_far_end(link_sets[to as usize][l].as_mut().expect("each link taken once"));
+                }
+                link
+            })
+            .collect();
+        let mut sim = parts.swap_remove(0);
+        sim.flows = flows;
+        sim.links = links;
+        sim.sampler = sampler;
+        sim.subflow_sampler = subflow_sampler;
+        sim.events_processed = events_processed;
+        sim.over_budget = over_budget;
+        sim.no_route_drops = no_route_drops;
+        sim.now = now;
+        sim.part = None;
+        sim
+    }
+
+    /// Simulate only the nodes of `part` from now on (`crate::parallel`). Call before running.
+    pub fn set_part(&mut self, part: Part) {
+        self.part = Some(part);
+    }
+
+    /// Forget the part (a split run of one part: it simulated every node).
+    pub fn clear_part(&mut self) {
+        self.part = None;
+    }
+
+    /// This copy simulates `node` (always, unless the run is split over threads).
+    #[inline(always)]
+    fn owns(&self, node: u32) -> bool {
+        self.part.as_ref().is_none_or(|p| p.node_part[node as usize] == p.me)
+    }
+
+    /// Advance this part's links that lead to another part to `now` and hand each packet in
+    /// flight on them to `out` (the far end's part, the transit). Call once every event up
+    /// to `now` is handled ([`Simulation::run_until`]).
+    pub fn export_in_flight(&mut self, now: SimTime, out: &mut impl FnMut(u16, Transit)) {
+        let Some(part) = self.part.as_ref() else { return };
+        for &l in &part.cross_links {
+            let link = &mut self.links[l as usize];
+            let dest = part.node_part[link.to as usize];
+            link.export_in_flight(now, &mut |arrival, held, packet| out(dest, Transit { link: l, arrival, held, packet }));
+        }
+    }
+
+    /// Take a packet another part serialized onto a link that ends in this one, and schedule
+    /// its arrival. Its arrival must be after every event handled so far.
+    pub fn import(&mut self, t: Transit) {
+        let l = t.link as usize;
+        self.links[l].inject(t.arrival, t.held, t.packet);
+        self.ensure_link_event(l);
     }
 
     /// Run to the end.
@@ -534,8 +666,14 @@ impl Simulation {
 
     fn on_flow_start(&mut self, f: usize) {
         self.flows[f].start(f, &self.spec.flows[f]);
+        // Split over threads, the copy that simulates the sending host sends; the receiving
+        // host's copy only starts its end.
+        let sends = self.owns(self.spec.flows[f].endpoints().0 as u32);
         if let Flow::Cbr(_) = self.flows[f] {
-            return self.on_cbr_send(f);
+            if sends {
+                self.on_cbr_send(f);
+            }
+            return;
         }
         if let FlowSpec::Tcp(t) = &self.spec.flows[f] {
             if t.handshake_rtt {
@@ -568,6 +706,9 @@ impl Simulation {
                     _ => {}
                 }
             }
+        }
+        if !sends {
+            return;
         }
         with_endpoint!(&mut self.flows[f], ep => {
             let bytes = ep.transfer().app_bytes();

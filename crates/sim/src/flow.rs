@@ -430,6 +430,54 @@ pub enum Flow {
 }
 
 impl Flow {
+    /// Replace this flow's receiving end (and what the receiver counts: in-order bytes
+    /// delivered, ACKs sent, UDT's RTT samples, which its receiver takes) by `other`'s, the copy
+    /// of the same flow that the receiving host's thread ran (`crate::parallel`), leaving
+    /// `other` with this one's.
+    pub fn take_receiver_side(&mut self, other: &mut Flow) {
+        fn transfer(a: &mut Transfer, b: &mut Transfer) {
+            std::mem::swap(&mut a.delivered_bytes, &mut b.delivered_bytes);
+            std::mem::swap(&mut a.receiver_timer_at, &mut b.receiver_timer_at);
+        }
+        match (self, other) {
+            (Flow::Tcp(a), Flow::Tcp(b)) => {
+                std::mem::swap(&mut a.receiver, &mut b.receiver);
+                std::mem::swap(&mut a.acks_sent, &mut b.acks_sent);
+                transfer(&mut a.transfer, &mut b.transfer);
+            }
+            (Flow::Udt(a), Flow::Udt(b)) => {
+                std::mem::swap(&mut a.receiver, &mut b.receiver);
+                transfer(&mut a.transfer, &mut b.transfer);
+                std::mem::swap(&mut a.transfer.rtt, &mut b.transfer.rtt);
+            }
+            (Flow::Mptcp(a), Flow::Mptcp(b)) => {
+                std::mem::swap(&mut a.receiver, &mut b.receiver);
+                std::mem::swap(&mut a.acks_sent, &mut b.acks_sent);
+                transfer(&mut a.transfer, &mut b.transfer);
+            }
+            (Flow::Quic(a), Flow::Quic(b)) => {
+                std::mem::swap(&mut a.receiver, &mut b.receiver);
+                std::mem::swap(&mut a.acks_sent, &mut b.acks_sent);
+                transfer(&mut a.transfer, &mut b.transfer);
+            }
+            (Flow::Cbr(a), Flow::Cbr(b)) => std::mem::swap(&mut a.received, &mut b.received),
+            (Flow::Idle { .. }, Flow::Idle { .. }) => {}
+            (a, b) => unreachable!("two copies of one flow differ in kind: {} and {}", a.kind_name(), b.kind_name()),
+        }
+    }
+
+    /// The variant's name, for messages.
+    fn kind_name(&self) -> &'static str {
+        match self {
+            Flow::Tcp(_) => "tcp",
+            Flow::Cbr(_) => "cbr",
+            Flow::Udt(_) => "udt",
+            Flow::Mptcp(_) => "mptcp",
+            Flow::Quic(_) => "quic",
+            Flow::Idle { .. } => "idle",
+        }
+    }
+
     /// Flow `index` of a run with seed `run_seed`, built from its spec with its state at its start.
     ///
     /// # Errors

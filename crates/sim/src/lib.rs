@@ -7,8 +7,9 @@
 //! spraying: [`routing`]), and applications (bulk TCP through the
 //! `ccarena-transport` sans-IO sender and receiver, UDP CBR, bulk UDT through the transport's
 //! `udt` endpoints), and writes pcap files of chosen links ([`pcap`]). Time is integer nanoseconds and
-//! events are ordered by (time, insertion sequence); every random process has its own stream, so a
-//! spec and seed give bit-identical results. [`Simulation::results`] returns columnar tables.
+//! events of one instant run in an order fixed by the events themselves ([`event`]); every random
+//! process has its own stream, so a spec and seed give bit-identical results, on one thread or
+//! split over several ([`parallel`]). [`Simulation::results`] returns columnar tables.
 
 pub mod endpoint;
 pub mod engine;
@@ -17,6 +18,7 @@ pub mod fifo;
 pub mod flow;
 pub mod link;
 pub mod packet;
+pub mod parallel;
 pub mod pcap;
 pub mod queue;
 pub mod results;

@@ -491,6 +491,38 @@ impl Link {
         (!self.qdisc.is_empty()).then(|| (self.tx_free_at + self.delay).max(self.last_arrival))
     }
 
+    /// Hand every packet that has left the transmitter by `now` (the link advanced to `now`
+    /// first) to `out` as (arrival time, held back to be overtaken, packet), in the order each
+    /// FIFO holds them: a link whose far end another thread simulates passes its packets in
+    /// flight there ([`Link::inject`]) instead of delivering them itself. Every packet's
+    /// arrival is at least the link's delay after `now` less the window since the last export,
+    /// which is what lets the far end run that far ahead (`crate::parallel`).
+    pub fn export_in_flight(&mut self, now: SimTime, out: &mut impl FnMut(SimTime, bool, Packet)) {
+        self.advance(now);
+        while let Some((t, pkt)) = self.pipe.pop_front() {
+            out(t, false, pkt);
+        }
+        while let Some((t, pkt)) = self.held.pop_front() {
+            out(t, true, pkt);
+        }
+    }
+
+    /// Put a packet that another thread's copy of this link serialized on this copy's wire, due
+    /// at `arrival` ([`Link::export_in_flight`]); the engine then schedules its arrival.
+    pub fn inject(&mut self, arrival: SimTime, held: bool, pkt: Packet) {
+        self.put_on_wire(held, arrival, pkt);
+    }
+
+    /// Take back what the far end's copy of this link (another thread's, `crate::parallel`)
+    /// held at the end of the run: the packets still in flight and the count of those
+    /// delivered, so this copy reports the whole link.
+    pub fn absorb_far_end(&mut self, far: &mut Link) {
+        debug_assert!(self.pipe.is_empty() && self.held.is_empty(), "packets in flight were exported");
+        std::mem::swap(&mut self.pipe, &mut far.pipe);
+        std::mem::swap(&mut self.held, &mut far.held);
+        self.counters.packets_delivered = far.counters.packets_delivered;
+    }
+
     /// Append to `out` every packet that has reached the far end by `now`.
     pub fn take_arrivals(&mut self, now: SimTime, out: &mut Vec<Packet>) {
         self.advance(now);

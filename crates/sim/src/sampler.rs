@@ -225,6 +225,39 @@ impl Sampler {
         ]);
     }
 
+    /// One sampler from the samplers of a run split over threads (`crate::parallel`): every
+    /// copy samples every flow and every sampled link at the same instants, so their rows
+    /// align; each row is taken from the copy that ran it, a flow's delivery columns
+    /// (`goodput_bps`, `delivered_bytes`) from its receiving host's copy
+    /// (`flow_parts[f].1`), its other columns from its sending host's (`.0`), a queue's row
+    /// from its link's sending node's (`link_part`).
+    ///
+    /// # Panics
+    /// If the copies' rows do not align (not copies of one run).
+    pub fn merge(parts: &[&Sampler], flow_parts: &[(u16, u16)], link_part: &[u16]) -> Sampler {
+        let first = parts[0];
+        assert!(parts.iter().all(|p| p.flows.len() == first.flows.len() && p.queues.len() == first.queues.len()), "unaligned sample rows");
+        let flows = (0..first.flows.len())
+            .map(|r| {
+                let (sender, receiver) = flow_parts[first.flows[r][1] as usize];
+                let mut row = parts[sender as usize].flows[r];
+                let delivered = &parts[receiver as usize].flows[r];
+                row[2] = delivered[2];
+                row[4] = delivered[4];
+                row
+            })
+            .collect();
+        let queues = (0..first.queues.len()).map(|r| parts[link_part[first.queues[r][1] as usize] as usize].queues[r]).collect();
+        Sampler {
+            interval_s: first.interval_s,
+            flows,
+            queues,
+            last_flow: first.last_flow.clone(),
+            last_queue: first.last_queue.clone(),
+            sampled_links: first.sampled_links.clone(),
+        }
+    }
+
     /// The per-flow sample table.
     pub fn flow_table(&self) -> Table {
         columns_of(&FLOW_COLUMNS, &self.flows)

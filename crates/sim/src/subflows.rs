@@ -71,6 +71,44 @@ impl SubflowSampler {
         }
     }
 
+    /// One sampler from the samplers of a run split over threads (`crate::parallel`): the rows
+    /// of each MPTCP flow from the copy that ran both its ends (`flow_part[f]`: the partition
+    /// keeps an MPTCP connection's hosts together), in the order one thread records them
+    /// (instant, flow, subflow).
+    pub fn merge(parts: &[&SubflowSampler], flow_part: &[u16]) -> SubflowSampler {
+        let mut rows: Vec<(usize, usize)> = Vec::new();
+        for (p, s) in parts.iter().enumerate() {
+            rows.extend((0..s.flow.len()).filter(|&r| flow_part[s.flow[r] as usize] as usize == p).map(|r| (p, r)));
+        }
+        // Stable: a flow's subflows keep their order.
+        rows.sort_by(|&(pa, ra), &(pb, rb)| {
+            let (a, b) = (parts[pa], parts[pb]);
+            a.time_s[ra].total_cmp(&b.time_s[rb]).then(a.flow[ra].total_cmp(&b.flow[rb]))
+        });
+        let mut out = SubflowSampler { interval_s: parts[0].interval_s, ..SubflowSampler::default() };
+        for (p, r) in rows {
+            let s = parts[p];
+            out.time_s.push(s.time_s[r]);
+            out.flow.push(s.flow[r]);
+            out.subflow.push(s.subflow[r]);
+            out.goodput_bps.push(s.goodput_bps[r]);
+            out.delivered_bytes.push(s.delivered_bytes[r]);
+            out.sent_bytes.push(s.sent_bytes[r]);
+            out.cwnd_bytes.push(s.cwnd_bytes[r]);
+            out.srtt_s.push(s.srtt_s[r]);
+            out.inflight_bytes.push(s.inflight_bytes[r]);
+            out.retransmits.push(s.retransmits[r]);
+            out.rto_count.push(s.rto_count[r]);
+            out.bytes_scheduled.push(s.bytes_scheduled[r]);
+            out.bytes_reinjected.push(s.bytes_reinjected[r]);
+            out.stale.push(s.stale[r]);
+            out.opportunistic_retransmits.push(s.opportunistic_retransmits[r]);
+            out.opportunistic_bytes.push(s.opportunistic_bytes[r]);
+            out.penalisations.push(s.penalisations[r]);
+        }
+        out
+    }
+
     /// The table: `time_s, flow, subflow, goodput_bps` (the subflow's in-order bytes per
     /// second over the last interval), `delivered_bytes, sent_bytes, cwnd_bytes, srtt_s,
     /// inflight_bytes, retransmits, rto_count` (cumulative counts), `bytes_scheduled,

@@ -47,6 +47,7 @@ mod mptcp_wvegas;
 mod pcap;
 mod phase_effects;
 mod prague_classic_ecn;
+mod parallel;
 mod quic;
 mod rcvbuf_autotuning;
 mod red;

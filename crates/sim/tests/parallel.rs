@@ -1,0 +1,132 @@
+//! A run split over threads (`ccarena_sim::parallel`) gives the single-threaded run's results bit
+//! for bit, whatever the number of threads (issue 35, item 3): on a fat-tree with every kind of
+//! flow, on two ECMP paths with loss and multipath flows, and on a data-center mix of short
+//! flows that start and finish throughout the run.
+
+use ccarena_cc::SimTime;
+use ccarena_rng::{SplitMix64, StreamKind};
+use ccarena_sim::parallel::{lookahead_ns, partition, SplitRun};
+use ccarena_sim::spec::{FlowSpec, Spec};
+use ccarena_sim::testkit::{cbr_flow, mbps, mptcp_flow, ms, quic_flow, tcp_flow, udt_flow, FatTree};
+use ccarena_sim::{Results, Simulation};
+
+use crate::common::assert_identical;
+
+/// The results of `spec` on one thread, as `Simulation` runs it.
+fn single(spec: &Spec) -> Results {
+    let mut sim = Simulation::new(spec.clone()).expect("valid spec");
+    sim.run();
+    sim.results()
+}
+
+/// The results of `spec` split over `threads` threads, advanced in chunks of `chunk_ns` (as the
+/// front end advances a run to show progress), and the number of parts it was split into.
+fn split(spec: &Spec, threads: usize, chunk_ns: u64) -> (Results, usize) {
+    let mut run = SplitRun::new(spec.clone(), threads).expect("valid spec");
+    let parts = run.parts();
+    while !run.finished() {
+        let t = SimTime(run.now().as_nanos() + chunk_ns);
+        run.run_until(t);
+    }
+    (run.finish().results(), parts)
+}
+
+/// `spec` gives identical results on 1 thread and split over 2, 3 and 4 (each split really
+/// cutting the network), advanced in chunks that are not multiples of the windows; returns
+/// the single-threaded results and the number of parts of each split.
+fn assert_same_on_any_thread_count(spec: &Spec) -> (Results, Vec<usize>) {
+    let reference = single(spec);
+    let mut parts = Vec::new();
+    for threads in [2, 3, 4] {
+        let (res, p) = split(spec, threads, ms(7) + 1);
+        assert!((2..=threads).contains(&p), "{threads} threads: {p} parts");
+        assert_identical(&reference, &res);
+        parts.push(p);
+    }
+    (reference, parts)
+}
+
+/// A k = 4 fat-tree (16 hosts, 1 Gbit/s, 20 µs links, ECMP) with a permutation of CUBIC, Reno,
+/// BBR and Vegas over TCP, QUIC, UDT and a UDP CBR source, lossy core links, and a flow that
+/// stops early.
+#[test]
+fn a_fat_tree_with_every_kind_of_flow_is_identical_on_any_thread_count() {
+    let ft = FatTree::new(4, mbps(1000), 20_000, 64);
+    let n = ft.hosts();
+    let flavors = ["cubic", "reno", "bbr", "vegas"];
+    let flows: Vec<FlowSpec> = (0..n)
+        .map(|i| {
+            let (src, dst) = (ft.host(i), ft.host((i + n / 2 + 1) % n));
+            let name = format!("f{i}");
+            match i % 8 {
+                5 => FlowSpec::Tcp(quic_flow(&name, src, dst, "cubic")),
+                6 => FlowSpec::Udt(udt_flow(&name, src, dst)),
+                7 => FlowSpec::UdpCbr(cbr_flow(&name, src, dst, mbps(50), 1200)),
+                _ => {
+                    let mut f = tcp_flow(&name, src, dst, flavors[i % 4]);
+                    if i == 3 {
+                        f.stop_ns = Some(ms(80));
+                    }
+                    FlowSpec::Tcp(f)
+                }
+            }
+        })
+        .collect();
+    let mut spec = ft.spec(11, ms(60), ms(5), flows);
+    for l in spec.links.iter_mut().filter(|l| l.from >= n + 8 && l.to >= n + 8) {
+        l.wire.loss = 0.001; // aggregation ↔ core
+    }
+    let parts = partition(&spec, 2);
+    assert_eq!(lookahead_ns(&spec, &parts), Some(20_000));
+    let (res, parts) = assert_same_on_any_thread_count(&spec);
+    assert_eq!(parts, [2, 3, 4]);
+    assert!(res.flows.f64("bytes_delivered").iter().all(|b| *b > 0.0), "every flow delivered data");
+}
+
+/// ECMP with random loss on every link of a k = 4 fat-tree: single-path CUBIC and Reno flows
+/// across the halves the split cuts, and MPTCP-LIA connections of 4 subflows within each half
+/// (an MPTCP connection's hosts are kept in one part).
+#[test]
+fn ecmp_with_loss_and_multipath_flows_is_identical_on_any_thread_count() {
+    let ft = FatTree::new(4, mbps(1000), 20_000, 64);
+    let n = ft.hosts();
+    let mut flows: Vec<FlowSpec> =
+        (0..n).map(|i| FlowSpec::Tcp(tcp_flow(&format!("tcp{i}"), ft.host(i), ft.host((i + n / 2) % n), ["cubic", "reno"][i % 2]))).collect();
+    // Hosts 4j and 4j + 2 share a pod, so each connection stays within a part of any split.
+    for j in 0..n / 4 {
+        flows.push(FlowSpec::Tcp(mptcp_flow(&format!("mptcp{j}"), ft.host(4 * j), ft.host(4 * j + 2), "reno", 4, "lia")));
+    }
+    let mut spec = ft.spec(5, ms(60), ms(5), flows);
+    for l in &mut spec.links {
+        l.wire.loss = 0.002;
+    }
+    let (res, _) = assert_same_on_any_thread_count(&spec);
+    assert!(res.subflows.f64("goodput_bps").len() > 100, "the subflow table has rows");
+}
+
+/// Data-center traffic: 200 finite flows of 10 to 310 kB between random hosts of a k = 4
+/// fat-tree (DCTCP, CUBIC and Reno over ECN-marking queues), starting throughout the first 40 ms
+/// of 60, most of them finished before the end.
+#[test]
+fn a_data_center_mix_of_short_flows_is_identical_on_any_thread_count() {
+    let ft = FatTree::new(4, mbps(1000), 5_000, 100);
+    let n = ft.hosts();
+    let mut rng = SplitMix64::stream(9, StreamKind::Application, 0);
+    let flows: Vec<FlowSpec> = (0..200)
+        .map(|i| {
+            let src = (rng.next_u64() % n as u64) as usize;
+            let dst = (src + 1 + (rng.next_u64() % (n as u64 - 1)) as usize) % n;
+            let mut f = tcp_flow(&format!("dc{i}"), ft.host(src), ft.host(dst), ["cubic", "dctcp", "reno"][i % 3]);
+            f.start_ns = rng.next_u64() % ms(40);
+            f.bytes = Some(10_000 + rng.next_u64() % 300_000);
+            FlowSpec::Tcp(f)
+        })
+        .collect();
+    let mut spec = ft.spec(3, ms(60), ms(5), flows);
+    for l in &mut spec.links {
+        l.queue.ecn_threshold_packets = Some(20);
+    }
+    let (res, _) = assert_same_on_any_thread_count(&spec);
+    let completed = res.flows.f64("completion_time_s").iter().filter(|t| t.is_finite()).count();
+    assert!(completed > 100, "only {completed} of 200 flows completed");
+}
