@@ -24,7 +24,7 @@ SCENARIO = {"name": "declared", "duration": "200ms",
             "flows": [{"from": "a", "to": "b", "flavor": "reno"}]}
 
 RECORD_KEYS = ["format_version", "run_id", "experiment", "point", "repeat", "seed", "params", "part",
-               "matrix", "spec_sha256", "spec", "derived", "scenario", "backend", "kernel"]
+               "matrix", "spec_sha256", "spec", "derived", "scenario", "backend", "engine", "kernel"]
 """A simulated run's record before it runs, in its stored order."""
 
 
@@ -46,7 +46,7 @@ def test_the_layers_read_the_declarations() -> None:
     assert run_id_for("r0", "sim") == "r0" and run_id_for("r0", "udp") == "r0@udp"
     for table, model in backends.options_models().items():
         assert Scenario.model_fields[table].annotation is model
-    assert {d.options_table for d in backends.declarations().values()} == {None, "kernel"}
+    assert {d.options_table for d in backends.declarations().values()} == {"engine", "kernel"}
     assert list(backends.compared_backends()) == ["kernel", "udp"]
     from ccarena.backends.kernel.capabilities import available_congestion_controls
 
@@ -69,7 +69,8 @@ def test_the_record_holds_every_options_table_whatever_the_backend() -> None:
         record = run_record(plan, "declared")
         assert list(record) == RECORD_KEYS
         assert record["kernel"] == {"emulation": "relay", "udt_impl": "ccarena"}
-        assert backend_fields(plan) == {"backend": plan.backend, "kernel": record["kernel"]}
+        assert record["engine"] == {}  # one thread, the default, is left out
+        assert backend_fields(plan) == {"backend": plan.backend, "engine": {}, "kernel": record["kernel"]}
 
 
 def test_a_stored_run_record_keeps_its_key_order(tmp_path: Path) -> None:

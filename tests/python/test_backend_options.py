@@ -17,7 +17,7 @@ SCENARIO = {"name": "opts", "duration": "1s",
 
 def test_the_kernel_table_reaches_the_udp_backend():
     plan = apply_backends(expand(load_scenario(SCENARIO)), ["udp"])[0]
-    assert options_table("udp") == "kernel" and options_table("sim") == "sim"
+    assert options_table("udp") == "kernel" and options_table("sim") == "engine"
     options = getattr(plan.scenario, options_table(plan.backend)).model_dump()
     udp = get_backend("udp", options)
     assert udp.udt_impl == "libudt" and udp.emulation == "relay"

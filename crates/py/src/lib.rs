@@ -20,7 +20,8 @@ use std::sync::Mutex;
 use std::time::Instant;
 
 use ccarena_cc::{catalogue, SimTime};
-use ccarena_sim::{Column, Simulation, Table};
+use ccarena_sim::parallel::SplitRun;
+use ccarena_sim::{Column, Simulation, Spec, Table};
 use errors::{panic_message, BudgetExceeded, EngineError};
 use pyo3::exceptions::{PyOSError, PyValueError};
 use pyo3::prelude::*;
@@ -46,7 +47,8 @@ pub struct PySimulation {
 const STOPPABLE_STEP_WALL_S: f64 = 0.01;
 
 struct State {
-    sim: Simulation,
+    /// The run, on one thread or split over several (`ccarena_sim::parallel`).
+    sim: SplitRun,
     seed: u64,
     /// Set once a panic escaped the engine: its state can no longer be trusted.
     fault: Option<String>,
@@ -56,7 +58,7 @@ struct State {
 impl State {
     /// Run `f` on the engine with the GIL released; a panic becomes `EngineError` carrying the
     /// seed and the simulated time, and marks this run as faulted.
-    fn guarded(&mut self, py: Python<'_>, f: impl FnOnce(&mut Simulation) + Send) -> PyResult<()> {
+    fn guarded(&mut self, py: Python<'_>, f: impl FnOnce(&mut SplitRun) + Send) -> PyResult<()> {
         let sim = &mut self.sim;
         let outcome = py.detach(|| catch_unwind(AssertUnwindSafe(|| f(sim))));
         if let Err(p) = outcome {
@@ -74,6 +76,13 @@ impl State {
 }
 
 impl PySimulation {
+    /// The run as one simulation (its results and captures).
+    ///
+    /// Raises EngineError while a run split over threads has not finished.
+    fn simulation(st: &mut State) -> PyResult<&mut Simulation> {
+        st.sim.simulation().map_err(EngineError::new_err)
+    }
+
     fn state(&self) -> PyResult<std::sync::MutexGuard<'_, State>> {
         let st = self.inner.lock().map_err(|_| EngineError::new_err("engine state poisoned by an earlier fault"))?;
         if let Some(f) = &st.fault {
@@ -88,19 +97,23 @@ impl PySimulation {
     /// Build from a resolved spec in JSON. Raises ValueError("path: message") for a bad spec.
     /// With `pcap_dir`, the links of the spec's `pcap` are captured into pcap files there (the
     /// directory is created; OSError if a file cannot be); `finish_capture()` closes them.
+    /// With `threads` > 1 the network is split into up to that many parts, each run on a
+    /// thread of its own, with results identical to one thread's (`ccarena_sim::parallel`; a
+    /// run that captures packets, or that cannot be split, runs on one).
     #[new]
-    #[pyo3(signature = (spec_json, pcap_dir=None))]
-    fn new(spec_json: &str, pcap_dir: Option<std::path::PathBuf>) -> PyResult<PySimulation> {
-        let built = catch_unwind(|| Simulation::from_json(spec_json));
+    #[pyo3(signature = (spec_json, pcap_dir=None, threads=1))]
+    fn new(spec_json: &str, pcap_dir: Option<std::path::PathBuf>, threads: usize) -> PyResult<PySimulation> {
+        let built = catch_unwind(|| Spec::from_json(spec_json).and_then(|spec| SplitRun::new(spec, threads.max(1))));
         let mut sim = match built {
             Ok(Ok(sim)) => sim,
             Ok(Err(e)) => return Err(PyValueError::new_err(e.to_string())),
             Err(p) => return Err(EngineError::new_err(format!("engine fault while building the run: {}", panic_message(&*p)))),
         };
         if let Some(dir) = pcap_dir {
-            sim.start_capture(&dir).map_err(|e| PyOSError::new_err(format!("pcap capture in {}: {e}", dir.display())))?;
+            let single = sim.simulation().map_err(EngineError::new_err)?;
+            single.start_capture(&dir).map_err(|e| PyOSError::new_err(format!("pcap capture in {}: {e}", dir.display())))?;
         }
-        let seed = sim.spec().seed;
+        let seed = sim.seed();
         Ok(PySimulation {
             inner: Mutex::new(State { sim, seed, fault: None }),
             stop: AtomicBool::new(false),
@@ -220,7 +233,7 @@ impl PySimulation {
     /// call.
     fn finish_capture<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
         let mut st = self.state()?;
-        let captures = st.sim.finish_capture();
+        let captures = Self::simulation(&mut st)?.finish_capture();
         let out = PyList::empty(py);
         for (link, file, stats) in captures {
             let d = PyDict::new(py);
@@ -239,7 +252,8 @@ impl PySimulation {
     fn results<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let mut st = self.state()?;
         let seed = st.seed;
-        let res = catch_unwind(AssertUnwindSafe(|| st.sim.results()))
+        let sim = Self::simulation(&mut st)?;
+        let res = catch_unwind(AssertUnwindSafe(|| sim.results()))
             .map_err(|p| EngineError::new_err(format!("engine fault collecting results (seed {seed}): {}", panic_message(&*p))))?;
         let out = PyDict::new(py);
         let tables = [("flows", &res.flows), ("samples", &res.samples), ("queues", &res.queues), ("links", &res.links), ("subflows", &res.subflows)];

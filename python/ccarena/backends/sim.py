@@ -31,6 +31,7 @@ from ccarena.backends import (
     RunResult,
 )
 from ccarena.backends.declaration import BackendDeclaration
+from ccarena.backends.engine_options import EngineOptions
 from ccarena.errors import RunTooLarge, UserError
 from ccarena.runspec import RunSpec
 
@@ -47,9 +48,10 @@ if TYPE_CHECKING:
     import pandas as pd
 
 DECLARATION = BackendDeclaration(name="sim", implementation="ccarena.backends.sim:SimBackend",
+                                 options_table="engine", options_model=EngineOptions,
                                  reference=True)
 """The simulator, as the layers outside :mod:`ccarena.backends` know it: the reference backend,
-with no options table, needing nothing of the machine."""
+with its options in ``[engine]`` (:class:`EngineOptions`), needing nothing of the machine."""
 
 
 def engine_module() -> Any:
@@ -155,16 +157,17 @@ def run_spec(spec: RunSpec, *, progress: ProgressCallback | None = None,
 def simulate(spec: RunSpec, *, progress: ProgressCallback | None = None,
              cancel: CancelCheck | None = None,
              chunk_wall_s: float = CHUNK_WALL_S,
-             pcap_dir: Path | None = None) -> dict[str, Any]:
+             pcap_dir: Path | None = None, threads: int = 1) -> dict[str, Any]:
     """:func:`run_spec`'s simulation alone: the engine's result columns
     (``{"flows", "samples", "queues", "links"}`` → column → ``bytes`` of ``<f8`` or
     ``list[str]``), without numpy or pandas, and :data:`ENGINE_TIME` (an :class:`EngineTime`:
     the engine's calls alone, not the Python between chunks). Same arguments and errors as
     :func:`run_spec`; with ``pcap_dir``, the spec's ``pcap`` links are captured there and the
-    result also holds :data:`CAPTURES` (the engine's ``finish_capture()``)."""
+    result also holds :data:`CAPTURES` (the engine's ``finish_capture()``); ``threads``: as
+    :class:`EngineOptions` says."""
     engine = engine_module()
     wall0, cpu0 = time.perf_counter(), time.thread_time()
-    sim = engine.Simulation(spec.to_json(), None if pcap_dir is None else str(pcap_dir))
+    sim = engine.Simulation(spec.to_json(), None if pcap_dir is None else str(pcap_dir), threads)
     build_s, cpu_s = time.perf_counter() - wall0, time.thread_time() - cpu0
     run_s = 0.0
     sim.set_budget(max_memory_bytes=memory_budget_bytes())
@@ -284,7 +287,7 @@ class SimRun:
     """
 
     def __init__(self, spec: RunSpec, progress: ProgressCallback | None = None,
-                 cancel: CancelCheck | None = None) -> None:
+                 cancel: CancelCheck | None = None, threads: int = 1) -> None:
         self._spec = spec
         self._budget = memory_budget_bytes()
         self._progress = progress
@@ -303,7 +306,8 @@ class SimRun:
                 engine = engine_module()
                 pcap_dir = self._pcap_dir
                 wall0, cpu0 = time.perf_counter(), time.thread_time()
-                sim = engine.Simulation(spec.to_json(), None if pcap_dir is None else str(pcap_dir))
+                sim = engine.Simulation(spec.to_json(), None if pcap_dir is None else str(pcap_dir),
+                                        threads)
                 built = time.perf_counter()
                 sim.set_budget(max_memory_bytes=self._budget)
                 self._sim = sim
@@ -401,10 +405,14 @@ def spec_name(spec: RunSpec) -> str:
 
 
 class SimBackend:
-    """The simulator behind the backend protocol: deterministic, many runs in parallel."""
+    """The simulator behind the backend protocol: deterministic, many runs in parallel, and one
+    run on several threads with ``[engine] threads`` (:class:`EngineOptions`)."""
 
     name = "sim"
     realtime = False
+
+    def __init__(self, threads: int = 1) -> None:
+        self._threads = threads
 
     def check(self, spec: RunSpec) -> None:  # noqa: ARG002 - every spec the front end makes runs
         """Raise UserError if the engine extension is not built."""
@@ -415,7 +423,8 @@ class SimBackend:
         """Simulate ``spec`` (:func:`run_spec`), capturing its ``pcap`` links if it has any."""
         pcap_dir = capture_dir(spec)
         try:
-            raw = simulate(spec, progress=progress, cancel=cancel, pcap_dir=pcap_dir)
+            raw = simulate(spec, progress=progress, cancel=cancel, pcap_dir=pcap_dir,
+                           threads=self._threads)
             return capture_result(spec, raw, pcap_dir)
         except BaseException:
             remove_scratch(pcap_dir)
@@ -425,4 +434,4 @@ class SimBackend:
               cancel: CancelCheck | None = None) -> SimRun:
         """Start simulating ``spec`` on a thread of its own and return at once
         (:class:`SimRun`; its ``result()`` is what :meth:`run` returns)."""
-        return SimRun(spec, progress, cancel)
+        return SimRun(spec, progress, cancel, self._threads)

@@ -76,6 +76,10 @@ def run(
                                                        "flow of each run) instead of a table."),
     formats: str = typer.Option("png", "--formats", help="Figure files: comma-separated png, svg, "
                                                          "pdf (the page embeds the PNGs)."),
+    threads: Optional[int] = typer.Option(
+        None, "--threads", min=1, max=256,
+        help="Threads each simulated run may use, its network split between them (results "
+             "identical to one thread's) [default: the scenario's [engine] threads, else 1]."),
 ) -> None:
     """Run a scenario: every sweep point and repeat, then print the summary and write the report.
 
@@ -88,6 +92,8 @@ def run(
       ccarena run examples/reno-vs-loss.toml -j 4 --out results/loss
 
       ccarena run examples/quickstart.toml --force --no-report
+
+      ccarena run big-fat-tree.toml --threads 2
 
       ccarena run examples/kernel-vs-sim.toml --backend sim,kernel     (needs root)
 
@@ -103,6 +109,7 @@ def run(
     from ccarena.inputs import memory_budget, parse_max_memory
     from ccarena.report.formats import parse_formats
     from ccarena.scenario import load_scenario, select_parts
+    from ccarena.scenario.loading import with_engine_threads
     from ccarena.store.location import results_path
 
     figure_formats = parse_formats(formats)
@@ -111,6 +118,8 @@ def run(
         loaded = load_scenario(scenario)
         if part:
             loaded = select_parts(loaded, part)
+        if threads is not None:
+            loaded = with_engine_threads(loaded, threads)
         root = results_path(out) if out is not None else results_path(results) / loaded.scenario.name
         outcome = run_experiment(loaded, root, jobs=jobs, force=force, console=stderr.get,
                                  show_progress=not quiet, backends=parse_backend_names(backend),

@@ -58,7 +58,8 @@ def _options_tables(plan: RunPlan) -> dict[str, dict[str, Any]]:
 
 def backend_options(record: dict[str, Any]) -> dict[str, Any]:
     """A backend's options: the scenario table its backend declares (``[kernel]`` for ``kernel``
-    and for ``udp``, which runs on the kernel backend's testbed); none for the simulator."""
+    and for ``udp``, which runs on the kernel backend's testbed; ``[engine]`` for the simulator,
+    none in a record written before it had one)."""
     return dict(record.get(options_table(_backend_of(record))) or {})
 
 

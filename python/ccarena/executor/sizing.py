@@ -89,16 +89,20 @@ class MachineLimit:
         worker_bytes: memory one worker needs (baseline + the largest run's estimate), bytes.
         memory_workers: workers the available memory holds at ``worker_bytes`` each (at least
             1), or None when the available memory is unknown.
+        threads_per_run: threads a run uses (the most any run's ``[engine] threads`` asks).
     """
 
     cores: int
     worker_bytes: float
     memory_workers: int | None
+    threads_per_run: int = 1
 
     @property
     def most(self) -> int:
-        """Workers this machine allows, whatever the runs: ``min(cores, memory_workers)``."""
-        return min(self.cores, self.memory_workers or self.cores)
+        """Workers this machine allows, whatever the runs: ``min(cores / threads per run,
+        memory_workers)``, at least 1."""
+        by_cores = max(1, self.cores // self.threads_per_run)
+        return min(by_cores, self.memory_workers or by_cores)
 
     def workers(self, asked: int | None, runs: int) -> int:
         """Workers to start for ``runs`` runs: ``asked`` (None: as many as allowed), at most
@@ -115,6 +119,8 @@ class MachineLimit:
             return None
         used = self.workers(asked, runs)
         why = [f"{self.cores} core{'s' if self.cores != 1 else ''}"]
+        if self.threads_per_run > 1:
+            why.append(f"{self.threads_per_run} threads per run")
         if self.memory_workers is not None and self.memory_workers < self.cores:
             why.append(f"memory for {self.memory_workers} at ~{format_bytes(self.worker_bytes)} "
                        "each")
@@ -133,12 +139,15 @@ def machine_limit(plans: Iterable[RunPlan], *, cores: int | None = None,
         available_bytes: memory to assume, bytes (default :func:`available_memory_bytes`).
     """
     cores = cores if cores is not None else usable_cores()
+    plans = list(plans)
     largest = max((estimate_run(p.resolved.spec, p.resolved.derived).memory_bytes for p in plans),
                   default=0.0)
     worker_bytes = WORKER_BASELINE_BYTES + largest
     available = available_bytes if available_bytes is not None else available_memory_bytes()
     memory_workers = None if available is None else max(1, int(available // worker_bytes))
-    return MachineLimit(cores=cores, worker_bytes=worker_bytes, memory_workers=memory_workers)
+    threads = max((p.scenario.engine.threads for p in plans if p.backend == "sim"), default=1)
+    return MachineLimit(cores=cores, worker_bytes=worker_bytes, memory_workers=memory_workers,
+                        threads_per_run=threads)
 
 
 def slurm_jobs(asked: int, runs: int, workers_per_job: int) -> int:

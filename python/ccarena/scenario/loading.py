@@ -246,6 +246,18 @@ def load_scenario(source: str | Path | dict[str, Any]) -> LoadedScenario:
                           parts=tuple(parts))
 
 
+def with_engine_threads(loaded: LoadedScenario, threads: int) -> LoadedScenario:
+    """``loaded`` with ``[engine] threads = threads`` in every part (``--threads``), in what was
+    written as in what was validated (a sweep point validates the part's written form again)."""
+    def part_with(part: Part) -> Part:
+        engine = {**(part.raw.get("engine") or {}), "threads": threads}
+        scenario = part.scenario.model_copy(update={"engine": part.scenario.engine.model_copy(update={"threads": threads})})
+        return replace(part, raw={**part.raw, "engine": engine}, scenario=scenario)
+
+    parts = tuple(part_with(p) for p in loaded.parts)
+    return replace(loaded, parts=parts, scenario=parts[0].scenario)
+
+
 def select_parts(loaded: LoadedScenario, names: list[str]) -> LoadedScenario:
     """``loaded`` with only the ``[[parts]]`` named in ``names`` (in the file's order), e.g. to run
     a study's simulated part without the real-socket one.

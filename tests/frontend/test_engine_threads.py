@@ -1,0 +1,74 @@
+"""``[engine] threads`` and ``ccarena run --threads``: one simulated run split over threads
+stores exactly the tables one thread stores, the option reaches the engine from the scenario and
+from the command line, and a bad value is one line naming the field (issue 35, item 3)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+
+from conftest import ccarena
+
+FAT_TREE = """
+name = "threads"
+duration = "80ms"
+seed = 3
+
+[topology]
+kind = "fat_tree"
+k = 4
+host = { rate = "1Gbps", delay = "20us", queue = { limit = "64pkt" } }
+edge = { rate = "1Gbps", delay = "20us", queue = { limit = "64pkt" } }
+core = { rate = "1Gbps", delay = "20us", queue = { limit = "64pkt" } }
+
+[[traffic]]
+pattern = "permutation"
+flow = { flavor = "cubic" }
+
+[output]
+sample_interval = "5ms"
+"""
+
+TABLES = ("flows", "samples", "queues", "links")
+
+
+def _tables(experiment: Path) -> dict[str, pd.DataFrame]:
+    (run,) = (experiment / "runs").iterdir()
+    return {name: pd.read_parquet(run / f"{name}.parquet") for name in TABLES}
+
+
+def _record(experiment: Path) -> dict:
+    (run,) = (experiment / "runs").iterdir()
+    return json.loads((run / "run.json").read_text())
+
+
+def test_a_run_split_over_threads_stores_one_threads_tables(tmp_path: Path):
+    (tmp_path / "one.toml").write_text(FAT_TREE)
+    (tmp_path / "two.toml").write_text(FAT_TREE + "\n[engine]\nthreads = 2\n")
+    for name in ("one", "two"):
+        done = ccarena("run", f"{name}.toml", "-o", name, "-q", "--no-report", "-j", "1", cwd=tmp_path)
+        assert done.returncode == 0, done.stderr
+    one, two = _tables(tmp_path / "one"), _tables(tmp_path / "two")
+    for name in TABLES:
+        pd.testing.assert_frame_equal(one[name], two[name], check_exact=True, obj=name)
+    assert one["flows"]["bytes_delivered"].gt(0).all()
+    assert "threads" not in _record(tmp_path / "one").get("engine", {})
+    assert _record(tmp_path / "two")["engine"] == {"threads": 2}
+    # --threads overrides the scenario's table, for every run of the experiment.
+    done = ccarena("run", "one.toml", "-o", "three", "-q", "--no-report", "--threads", "3", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert _record(tmp_path / "three")["engine"] == {"threads": 3}
+    three = _tables(tmp_path / "three")
+    for name in TABLES:
+        pd.testing.assert_frame_equal(one[name], three[name], check_exact=True, obj=name)
+
+
+def test_a_bad_thread_count_is_one_line_naming_the_field(tmp_path: Path):
+    (tmp_path / "bad.toml").write_text(FAT_TREE + "\n[engine]\nthreads = 0\n")
+    done = ccarena("validate", "bad.toml", cwd=tmp_path)
+    assert done.returncode == 2
+    assert "engine.threads" in done.stderr and len(done.stderr.strip().splitlines()) == 1, done.stderr
+    done = ccarena("run", "bad.toml", "--threads", "0", cwd=tmp_path)
+    assert done.returncode == 2 and "--threads" in done.stderr, done.stderr
