@@ -100,6 +100,23 @@ pub struct Simulation {
     /// When the run is split over threads (`crate::parallel`): the part of the network this
     /// copy simulates; `None`: all of it.
     part: Option<Part>,
+    /// Per link, in a split run (empty otherwise): whether it leads into another part and
+    /// holds packets not yet exported. A window's export visits only `cross_dirty`, the links
+    /// with packets, not every link into another part (a cache miss each).
+    cross_pending: Vec<CrossState>,
+    /// The links leading into another part that hold packets not yet exported.
+    cross_dirty: Vec<u32>,
+}
+
+/// A link's standing in a split run's export ([`Simulation::export_in_flight`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum CrossState {
+    /// Both ends in this part.
+    Inside,
+    /// Into another part, nothing to export.
+    Idle,
+    /// Into another part, with packets queued or in flight.
+    Pending,
 }
 
 /// The nodes one thread's copy of a simulation handles (`crate::parallel`): it runs their
@@ -221,6 +238,8 @@ impl Simulation {
             outgoing: Vec::new(),
             ack_boxes: AckBoxes::default(),
             part: None,
+            cross_pending: Vec::new(),
+            cross_dirty: Vec::new(),
             spec,
         })
     }
@@ -368,18 +387,24 @@ impl Simulation {
         sim.over_budget = over_budget;
         sim.no_route_drops = no_route_drops;
         sim.now = now;
-        sim.part = None;
+        sim.clear_part();
         sim
     }
 
     /// Simulate only the nodes of `part` from now on (`crate::parallel`). Call before running.
     pub fn set_part(&mut self, part: Part) {
+        self.cross_pending = vec![CrossState::Inside; self.links.len()];
+        for &l in &part.cross_links {
+            self.cross_pending[l as usize] = CrossState::Idle;
+        }
         self.part = Some(part);
     }
 
     /// Forget the part (a split run of one part: it simulated every node).
     pub fn clear_part(&mut self) {
         self.part = None;
+        self.cross_pending.clear();
+        self.cross_dirty.clear();
     }
 
     /// This copy simulates `node` (always, unless the run is split over threads).
@@ -393,10 +418,18 @@ impl Simulation {
     /// to `now` is handled ([`Simulation::run_until`]).
     pub fn export_in_flight(&mut self, now: SimTime, out: &mut impl FnMut(u16, Transit)) {
         let Some(part) = self.part.as_ref() else { return };
-        for &l in &part.cross_links {
+        let mut k = 0;
+        while k < self.cross_dirty.len() {
+            let l = self.cross_dirty[k];
             let link = &mut self.links[l as usize];
             let dest = part.node_part[link.to as usize];
             link.export_in_flight(now, &mut |arrival, held, packet| out(dest, Transit { link: l, arrival, held, packet }));
+            if link.is_idle() {
+                self.cross_pending[l as usize] = CrossState::Idle;
+                self.cross_dirty.swap_remove(k);
+            } else {
+                k += 1; // still serializing: its packets leave in a later window
+            }
         }
     }
 
@@ -439,6 +472,7 @@ impl Simulation {
         // One next hop (every entry of a static table): a plain index, no further work.
         let l = entry as usize;
         self.links[l].enqueue(self.now, pkt);
+        self.note_cross(l);
         self.ensure_link_event(l);
     }
 
@@ -460,6 +494,7 @@ impl Simulation {
         };
         let l = links[i] as usize;
         self.links[l].enqueue(self.now, pkt);
+        self.note_cross(l);
         self.ensure_link_event(l);
     }
 
@@ -547,6 +582,18 @@ impl Simulation {
     /// The forwarding table in use.
     pub fn routes(&self) -> &Routes {
         &self.routes
+    }
+
+    /// A packet joined link `l`'s queue: in a split run, a link into another part is then
+    /// exported at the window's end (`cross_pending`). Empty outside a split run: one compare.
+    #[inline(always)]
+    fn note_cross(&mut self, l: usize) {
+        if let Some(state) = self.cross_pending.get_mut(l) {
+            if *state == CrossState::Idle {
+                *state = CrossState::Pending;
+                self.cross_dirty.push(l as u32);
+            }
+        }
     }
 
     /// Make sure link `l` has an event pending no later than its next arrival. Inline: most

@@ -507,6 +507,11 @@ impl Link {
         }
     }
 
+    /// Nothing queued, on the wire or held back: no packet left to hand on.
+    pub fn is_idle(&self) -> bool {
+        self.queue_empty && self.pipe.is_empty() && self.held.is_empty()
+    }
+
     /// Put a packet that another thread's copy of this link serialized on this copy's wire, due
     /// at `arrival` ([`Link::export_in_flight`]); the engine then schedules its arrival.
     pub fn inject(&mut self, arrival: SimTime, held: bool, pkt: Packet) {

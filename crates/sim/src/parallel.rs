@@ -179,6 +179,10 @@ impl SplitRun {
         let parts = part_of.iter().copied().max().map_or(1, |m| m as usize + 1);
         let window_ns = lookahead_ns(&spec, &part_of).unwrap_or(u64::MAX);
         let mut sims = Vec::with_capacity(parts);
+        if parts == 1 {
+            // Not split: the plain simulation, which owns every node.
+            return Ok(SplitRun { parts: vec![Simulation::new(spec)?], window_ns, next_ns: 0 });
+        }
         for me in 0..parts as u16 {
             let mut sim = Simulation::new(spec.clone())?;
             let cross_links =
