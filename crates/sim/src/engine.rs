@@ -106,6 +106,8 @@ pub struct Simulation {
     cross_pending: Vec<CrossState>,
     /// The links leading into another part that hold packets not yet exported.
     cross_dirty: Vec<u32>,
+    /// [`Simulation::fail_at_for_tests`]: `run_until` panics once asked to run past this time.
+    fault_at: Option<SimTime>,
 }
 
 /// A link's standing in a split run's export ([`Simulation::export_in_flight`]).
@@ -240,6 +242,7 @@ impl Simulation {
             part: None,
             cross_pending: Vec::new(),
             cross_dirty: Vec::new(),
+            fault_at: None,
             spec,
         })
     }
@@ -301,6 +304,9 @@ impl Simulation {
         if self.over_budget.is_some() {
             return;
         }
+        if self.fault_at.is_some_and(|at| t >= at) {
+            panic!("fault injected by the test suite at {} ns", t.as_nanos());
+        }
         let limit = t.min(self.end);
         while let Some((time, event)) = self.events.pop_until(limit) {
             self.now = time;
@@ -314,6 +320,12 @@ impl Simulation {
             }
         }
         self.now = self.now.max(limit);
+    }
+
+    /// Make [`Simulation::run_until`] panic when asked to run to `at` or later, as an engine
+    /// fault would: for the tests of what a fault does to a run split over threads.
+    pub fn fail_at_for_tests(&mut self, at: SimTime) {
+        self.fault_at = Some(at);
     }
 
     /// Stop the run inside [`Simulation::run_until`] once it has handled more than `max_events`

@@ -23,9 +23,12 @@ use crate::spec::{FlowSpec, NodeKind, Spec, SpecError};
 /// A barrier that spins, then yields: a window of a microsecond of simulated time holds a few
 /// microseconds of work per thread, where a sleeping barrier's wake-up alone costs more.
 /// With more threads than cores a waiting thread holds a core another needs: it yields at once.
+/// A thread that panics breaks the barrier ([`SpinBarrier::break_all`]), so the others return
+/// instead of waiting for it for ever.
 struct SpinBarrier {
     waiting: AtomicUsize,
     generation: AtomicUsize,
+    broken: AtomicBool,
     threads: usize,
     spins: u32,
 }
@@ -34,19 +37,23 @@ impl SpinBarrier {
     fn new(threads: usize) -> SpinBarrier {
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
         let spins = if threads <= cores { 20_000 } else { 0 };
-        SpinBarrier { waiting: AtomicUsize::new(0), generation: AtomicUsize::new(0), threads, spins }
+        SpinBarrier { waiting: AtomicUsize::new(0), generation: AtomicUsize::new(0), broken: AtomicBool::new(false), threads, spins }
     }
 
-    /// Return once all `threads` threads have called it (as many times).
-    fn wait(&self) {
+    /// Return true once all `threads` threads have called it (as many times); false, at once or
+    /// while waiting, once the barrier is broken.
+    fn wait(&self) -> bool {
         let generation = self.generation.load(Ordering::Acquire);
         if self.waiting.fetch_add(1, Ordering::AcqRel) + 1 == self.threads {
             self.waiting.store(0, Ordering::Relaxed);
             self.generation.fetch_add(1, Ordering::Release);
-            return;
+            return !self.broken.load(Ordering::Acquire);
         }
         let mut spins = 0u32;
         while self.generation.load(Ordering::Acquire) == generation {
+            if self.broken.load(Ordering::Acquire) {
+                return false;
+            }
             if spins < self.spins {
                 std::hint::spin_loop();
                 spins += 1;
@@ -54,6 +61,12 @@ impl SpinBarrier {
                 std::thread::yield_now();
             }
         }
+        !self.broken.load(Ordering::Acquire)
+    }
+
+    /// Release every thread waiting now or later: one of them failed.
+    fn break_all(&self) {
+        self.broken.store(true, Ordering::Release);
     }
 }
 
@@ -205,6 +218,11 @@ impl SplitRun {
         }
     }
 
+    /// [`Simulation::fail_at_for_tests`] for part `part` alone.
+    pub fn fail_part_at_for_tests(&mut self, part: usize, at: SimTime) {
+        self.parts[part].fail_at_for_tests(at);
+    }
+
     /// [`Simulation::set_budget`] for every part (events counted per part).
     pub fn set_budget(&mut self, max_events: Option<u64>, max_memory_bytes: Option<u64>) {
         for sim in &mut self.parts {
@@ -268,37 +286,51 @@ impl SplitRun {
         let mailboxes: Vec<[Mutex<Vec<Transit>>; 2]> = (0..parts).map(|_| [Mutex::new(Vec::new()), Mutex::new(Vec::new())]).collect();
         let barrier = SpinBarrier::new(parts);
         let over_budget = AtomicBool::new(false);
+        let failure: Mutex<Option<Box<dyn std::any::Any + Send>>> = Mutex::new(None);
         std::thread::scope(|scope| {
             for (me, sim) in self.parts.iter_mut().enumerate() {
-                let (mailboxes, barrier, over_budget) = (&mailboxes, &barrier, &over_budget);
+                let (mailboxes, barrier, over_budget, failure) = (&mailboxes, &barrier, &over_budget, &failure);
                 scope.spawn(move || {
-                    let mut outbox: Vec<Vec<Transit>> = (0..parts).map(|_| Vec::new()).collect();
-                    // Windows [from, last]: every part stops at the same ends.
-                    let (mut from, mut parity) = (start, 0);
-                    loop {
-                        let last = SimTime(from.saturating_add(window_ns - 1).min(target.as_nanos()));
-                        sim.run_until(last);
-                        if sim.over_budget().is_some() {
-                            over_budget.store(true, Ordering::Relaxed);
+                    // A part that panics (an engine fault) breaks the barrier so the others
+                    // return, and its panic is raised again once every thread has ended.
+                    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                        let mut outbox: Vec<Vec<Transit>> = (0..parts).map(|_| Vec::new()).collect();
+                        // Windows [from, last]: every part stops at the same ends.
+                        let (mut from, mut parity) = (start, 0);
+                        loop {
+                            let last = SimTime(from.saturating_add(window_ns - 1).min(target.as_nanos()));
+                            sim.run_until(last);
+                            if sim.over_budget().is_some() {
+                                over_budget.store(true, Ordering::Relaxed);
+                            }
+                            sim.export_in_flight(last, &mut |dest, t| outbox[dest as usize].push(t));
+                            for (dest, out) in outbox.iter_mut().enumerate().filter(|(_, o)| !o.is_empty()) {
+                                mailboxes[dest][parity].lock().expect("mailbox").append(out);
+                            }
+                            if !barrier.wait() {
+                                break;
+                            }
+                            for t in std::mem::take(&mut *mailboxes[me][parity].lock().expect("mailbox")) {
+                                sim.import(t);
+                            }
+                            // Every part stops at the same window when one went over its budget.
+                            if last >= target || over_budget.load(Ordering::Relaxed) {
+                                break;
+                            }
+                            from = last.as_nanos() + 1;
+                            parity ^= 1;
                         }
-                        sim.export_in_flight(last, &mut |dest, t| outbox[dest as usize].push(t));
-                        for (dest, out) in outbox.iter_mut().enumerate().filter(|(_, o)| !o.is_empty()) {
-                            mailboxes[dest][parity].lock().expect("mailbox").append(out);
-                        }
-                        barrier.wait();
-                        for t in std::mem::take(&mut *mailboxes[me][parity].lock().expect("mailbox")) {
-                            sim.import(t);
-                        }
-                        // Every part stops at the same window when one went over its budget.
-                        if last >= target || over_budget.load(Ordering::Relaxed) {
-                            break;
-                        }
-                        from = last.as_nanos() + 1;
-                        parity ^= 1;
+                    }));
+                    if let Err(panic) = outcome {
+                        barrier.break_all();
+                        *failure.lock().unwrap_or_else(|e| e.into_inner()) = Some(panic);
                     }
                 });
             }
         });
+        if let Some(panic) = failure.into_inner().unwrap_or_else(|e| e.into_inner()) {
+            std::panic::resume_unwind(panic);
+        }
         if self.finished() && self.over_budget().is_none() {
             let parts = std::mem::take(&mut self.parts);
             self.parts.push(Simulation::assemble(parts));

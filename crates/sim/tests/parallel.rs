@@ -130,3 +130,19 @@ fn a_data_center_mix_of_short_flows_is_identical_on_any_thread_count() {
     let completed = res.flows.f64("completion_time_s").iter().filter(|t| t.is_finite()).count();
     assert!(completed > 100, "only {completed} of 200 flows completed");
 }
+
+/// A part that fails (an engine fault, here injected) ends the whole split run with its panic,
+/// instead of leaving the other threads waiting for it at the window's barrier.
+#[test]
+fn a_fault_in_one_part_ends_the_split_run_with_its_panic() {
+    let ft = FatTree::new(4, mbps(1000), 20_000, 64);
+    let n = ft.hosts();
+    let flows = (0..n).map(|i| FlowSpec::Tcp(tcp_flow(&format!("f{i}"), ft.host(i), ft.host((i + n / 2) % n), "cubic"))).collect();
+    let mut run = SplitRun::new(ft.spec(1, ms(20), ms(5), flows), 2).expect("valid spec");
+    assert_eq!(run.parts(), 2);
+    run.fail_part_at_for_tests(1, SimTime(ms(5)));
+    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run.run()));
+    let panic = outcome.expect_err("the fault ends the run");
+    let message = panic.downcast_ref::<String>().cloned().unwrap_or_default();
+    assert!(message.contains("fault injected by the test suite"), "{message}");
+}
