@@ -484,7 +484,9 @@ impl Simulation {
         // One next hop (every entry of a static table): a plain index, no further work.
         let l = entry as usize;
         self.links[l].enqueue(self.now, pkt);
-        self.note_cross(l);
+        if self.note_cross(l) {
+            return; // its arrivals are the far end's part's, handed over at the window's end
+        }
         self.ensure_link_event(l);
     }
 
@@ -506,7 +508,9 @@ impl Simulation {
         };
         let l = links[i] as usize;
         self.links[l].enqueue(self.now, pkt);
-        self.note_cross(l);
+        if self.note_cross(l) {
+            return; // its arrivals are the far end's part's, handed over at the window's end
+        }
         self.ensure_link_event(l);
     }
 
@@ -597,14 +601,19 @@ impl Simulation {
     }
 
     /// A packet joined link `l`'s queue: in a split run, a link into another part is then
-    /// exported at the window's end (`cross_pending`). Empty outside a split run: one compare.
+    /// exported at the window's end (`cross_pending`), and true says so: this part schedules no
+    /// arrival on it (the link serializes lazily, whenever it is next advanced). Empty outside a
+    /// split run: one compare.
     #[inline(always)]
-    fn note_cross(&mut self, l: usize) {
-        if let Some(state) = self.cross_pending.get_mut(l) {
-            if *state == CrossState::Idle {
+    fn note_cross(&mut self, l: usize) -> bool {
+        match self.cross_pending.get_mut(l) {
+            Some(state @ CrossState::Idle) => {
                 *state = CrossState::Pending;
                 self.cross_dirty.push(l as u32);
+                true
             }
+            Some(CrossState::Pending) => true,
+            _ => false,
         }
     }
 

@@ -7,7 +7,8 @@ use ccarena_cc::SimTime;
 use ccarena_rng::{SplitMix64, StreamKind};
 use ccarena_sim::parallel::{lookahead_ns, partition, SplitRun};
 use ccarena_sim::spec::{FlowSpec, Spec};
-use ccarena_sim::testkit::{cbr_flow, mbps, mptcp_flow, ms, quic_flow, tcp_flow, udt_flow, FatTree};
+use ccarena_sim::spec::Discipline;
+use ccarena_sim::testkit::{cbr_flow, make_discipline, make_red, mbps, mptcp_flow, ms, quic_flow, red_packets, tcp_flow, udt_flow, FatTree};
 use ccarena_sim::{Results, Simulation};
 
 use crate::common::assert_identical;
@@ -47,8 +48,9 @@ fn assert_same_on_any_thread_count(spec: &Spec) -> (Results, Vec<usize>) {
 }
 
 /// A k = 4 fat-tree (16 hosts, 1 Gbit/s, 20 µs links, ECMP) with a permutation of CUBIC, Reno,
-/// BBR and Vegas over TCP, QUIC, UDT and a UDP CBR source, lossy core links, and a flow that
-/// stops early.
+/// BBR and Vegas over TCP, QUIC, UDT and a UDP CBR source, lossy core links with CoDel, FQ-CoDel,
+/// PIE, DualPI2 and RED queues (their drops and marks decided as the links serialize, whichever
+/// thread runs them), and a flow that stops early.
 #[test]
 fn a_fat_tree_with_every_kind_of_flow_is_identical_on_any_thread_count() {
     let ft = FatTree::new(4, mbps(1000), 20_000, 64);
@@ -73,8 +75,13 @@ fn a_fat_tree_with_every_kind_of_flow_is_identical_on_any_thread_count() {
         })
         .collect();
     let mut spec = ft.spec(11, ms(60), ms(5), flows);
-    for l in spec.links.iter_mut().filter(|l| l.from >= n + 8 && l.to >= n + 8) {
+    let disciplines = [Discipline::Codel, Discipline::FqCodel, Discipline::Pie, Discipline::DualPi2];
+    for (i, l) in spec.links.iter_mut().filter(|l| l.from >= n + 8 && l.to >= n + 8).enumerate() {
         l.wire.loss = 0.001; // aggregation ↔ core
+        match i % 5 {
+            4 => make_red(&mut l.queue, red_packets(10, 40)),
+            d => make_discipline(&mut l.queue, disciplines[d], true),
+        }
     }
     let parts = partition(&spec, 2);
     assert_eq!(lookahead_ns(&spec, &parts), Some(20_000));
