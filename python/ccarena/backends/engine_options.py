@@ -23,8 +23,9 @@ class EngineOptions(BaseModel):
     link of zero delay or one that ``[[events]]`` change, an MPTCP connection, a TCP flow with
     receive-buffer autotuning or SACK compression (the ``linux`` host model) keep their ends
     together, and a run that captures packets (``[output] pcap``) runs on one thread. Worth it
-    for one large run (a fat-tree of hundreds of flows); a sweep already fills the cores with
-    one run per core.
+    for one large run (a fat-tree of hundreds of flows) on idle cores: every window waits for
+    every thread, so beside other work a split run is slower than one thread; a sweep already
+    fills the cores with one run per core.
     """
 
     # The scenario's models' configuration (ccarena.quantities.StrictModel): unknown fields are
