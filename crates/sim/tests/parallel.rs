@@ -1,14 +1,15 @@
 //! A run split over threads (`ccarena_sim::parallel`) gives the single-threaded run's results bit
 //! for bit, whatever the number of threads (issue 35, item 3): on a fat-tree with every kind of
-//! flow, on two ECMP paths with loss and multipath flows, and on a data-center mix of short
-//! flows that start and finish throughout the run.
+//! flow and queue discipline, on a fat-tree with ECMP, loss and multipath flows, on an ECMP
+//! dumbbell with loss, and on a data-center mix of short flows that start and finish throughout
+//! the run; and a fault in one part ends the run instead of hanging it.
 
 use ccarena_cc::SimTime;
 use ccarena_rng::{SplitMix64, StreamKind};
 use ccarena_sim::parallel::{lookahead_ns, partition, SplitRun};
 use ccarena_sim::spec::{FlowSpec, Spec};
 use ccarena_sim::spec::Discipline;
-use ccarena_sim::testkit::{cbr_flow, make_discipline, make_red, mbps, mptcp_flow, ms, quic_flow, red_packets, tcp_flow, udt_flow, FatTree};
+use ccarena_sim::testkit::{cbr_flow, make_discipline, make_red, mbps, mptcp_flow, ms, quic_flow, red_packets, tcp_flow, udt_flow, FatTree, TwoPaths};
 use ccarena_sim::{Results, Simulation};
 
 use crate::common::assert_identical;
@@ -109,6 +110,28 @@ fn ecmp_with_loss_and_multipath_flows_is_identical_on_any_thread_count() {
     }
     let (res, _) = assert_same_on_any_thread_count(&spec);
     assert!(res.subflows.f64("goodput_bps").len() > 100, "the subflow table has rows");
+}
+
+/// Two ECMP paths of different RTTs between two hosts, 0.5 % loss on every link: CUBIC, Reno,
+/// BBR and QUIC flows both ways, hashed onto both paths (each host and one router per part).
+#[test]
+fn an_ecmp_dumbbell_with_loss_is_identical_on_any_thread_count() {
+    let tp = TwoPaths { rate_bps: mbps(100), rtt_ns: [ms(8), ms(12)], queue_packets: 100 };
+    let flavors = ["cubic", "reno", "bbr"];
+    let mut flows: Vec<FlowSpec> = (0..6)
+        .map(|i| {
+            let (src, dst) = if i % 2 == 0 { (0, 1) } else { (1, 0) };
+            FlowSpec::Tcp(tcp_flow(&format!("tcp{i}"), src, dst, flavors[i % 3]))
+        })
+        .collect();
+    flows.push(FlowSpec::Tcp(quic_flow("quic", 0, 1, "cubic")));
+    let mut spec = tp.spec(8, ms(600), flows);
+    for l in &mut spec.links {
+        l.wire.loss = 0.005;
+    }
+    assert_eq!(lookahead_ns(&spec, &partition(&spec, 2)), Some(ms(2)));
+    let (res, _) = assert_same_on_any_thread_count(&spec);
+    assert!(res.flows.f64("packets_lost").iter().sum::<f64>() > 50.0, "the links lost packets");
 }
 
 /// Data-center traffic: 200 finite flows of 10 to 310 kB between random hosts of a k = 4
