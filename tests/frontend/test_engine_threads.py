@@ -65,6 +65,46 @@ def test_a_run_split_over_threads_stores_one_threads_tables(tmp_path: Path):
         pd.testing.assert_frame_equal(one[name], three[name], check_exact=True, obj=name)
 
 
+POISSON = """
+name = "threads-poisson"
+duration = "400ms"
+seed = 2
+
+[topology]
+kind = "dumbbell"
+pairs = 8
+bottleneck = { rate = "1Gbps", delay = "20us", queue = { limit = "200pkt", ecn_threshold = "20pkt" } }
+access = { rate = "10Gbps", delay = "5us" }
+
+[[traffic]]
+pattern = "poisson"
+senders = ["left*"]
+receivers = ["right*"]
+sizes = "websearch"
+load = 0.6
+capacity = "1Gbps"
+stop = "300ms"
+flow = { flavor = "dctcp", delayed_ack = "0s", min_rto = "10ms" }
+
+[output]
+sample_interval = "10ms"
+"""
+
+
+def test_data_center_traffic_split_over_threads_stores_one_threads_tables(tmp_path: Path):
+    """The web-search Poisson workload of examples/datacenter-poisson.toml, shortened: flows
+    that start and finish throughout the run, each side of the dumbbell on its own thread."""
+    (tmp_path / "one.toml").write_text(POISSON)
+    (tmp_path / "two.toml").write_text(POISSON + "\n[engine]\nthreads = 2\n")
+    for name in ("one", "two"):
+        done = ccarena("run", f"{name}.toml", "-o", name, "-q", "--no-report", "-j", "1", cwd=tmp_path)
+        assert done.returncode == 0, done.stderr
+    one, two = _tables(tmp_path / "one"), _tables(tmp_path / "two")
+    for name in TABLES:
+        pd.testing.assert_frame_equal(one[name], two[name], check_exact=True, obj=name)
+    assert len(one["flows"]) > 5 and one["flows"]["completion_time_s"].notna().sum() > 3
+
+
 def test_a_bad_thread_count_is_one_line_naming_the_field(tmp_path: Path):
     (tmp_path / "bad.toml").write_text(FAT_TREE + "\n[engine]\nthreads = 0\n")
     done = ccarena("validate", "bad.toml", cwd=tmp_path)
