@@ -6,7 +6,6 @@
 //! network simulator). After each window every part hands the packets in flight on its links
 //! into other parts to those parts, which schedule their arrivals.
 //!
-//!
 //! Results are bit-identical to the single-threaded run's whatever the number of threads:
 //! events at one instant run in an order that does not depend on which queue holds them
 //! (`crate::event`), each part runs exactly the events of its nodes, and the parts' state is
