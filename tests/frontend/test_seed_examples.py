@@ -124,8 +124,10 @@ def test_seed_004_matrix_vegas_yields_same_flavors_share(tmp_path: Path) -> None
 
 
 def test_seed_003_newreno_beats_reno_and_reno_passes_tahoe_as_the_buffer_grows(tmp_path: Path) -> None:
-    # Full length (400 s at 0.5 Mbps is cheap), fewer repeats.
-    raw = shortened("003-tahoe-reno-newreno-red.toml", factor=1.0, repeats=6)
+    # Full length (400 s at 0.5 Mbps is cheap), fewer repeats: 12, because at 6 the large-buffer
+    # Reno/Tahoe comparison is within the repeats' noise (it flipped, 106.4 against 108.2 kbit/s,
+    # when simultaneous events changed order); at 12 Reno leads by 11 %.
+    raw = shortened("003-tahoe-reno-newreno-red.toml", factor=1.0, repeats=12)
     result = run_seed(tmp_path, raw)
     html = (result.root / "report.html").read_text()
     pdf = print_pdf(result.root / "report.html", tmp_path / "seed-003.pdf").read_bytes()

@@ -187,6 +187,8 @@ impl SplitRun {
     /// # Errors
     /// A [`SpecError`] if the spec is invalid.
     pub fn new(spec: Spec, threads: usize) -> Result<SplitRun, SpecError> {
+        // Checked before the partition reads the spec's node and link indices.
+        spec.validate()?;
         let part_of: Arc<[u16]> = partition(&spec, threads).into();
         let parts = part_of.iter().copied().max().map_or(1, |m| m as usize + 1);
         let window_ns = lookahead_ns(&spec, &part_of).unwrap_or(u64::MAX);
