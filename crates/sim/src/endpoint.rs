@@ -11,6 +11,7 @@ use ccarena_transport::udt::{ToReceiver, ToSender};
 
 use crate::flow::{MptcpFlow, QuicFlow, TcpFlow, Transfer, UdtFlow};
 use crate::packet::{Packet, Payload};
+use crate::pool::BoxPool;
 
 /// Bytes a SACK option adds to an ACK: 2 for kind and length, 8 per block (RFC 2018 §3).
 const SACK_OPTION_HEADER_BYTES: u32 = 2;
@@ -174,19 +175,7 @@ fn sack_option_bytes(sack_count: u8) -> u32 {
 /// that flow's previous ACK (at 10,000 flows, a cache miss or two per ACK). The boxes' contents
 /// are overwritten whole, so which box carries an ACK changes nothing else.
 #[derive(Debug, Default)]
-pub struct AckBoxes(Vec<Box<ccarena_transport::AckSegment>>);
-
-/// Take a box from `pool` (or allocate one) holding `value`: the boxes of packets that reached
-/// their end come back for the next ones.
-fn reuse_box<T>(pool: &mut Vec<Box<T>>, value: T) -> Box<T> {
-    match pool.pop() {
-        Some(mut b) => {
-            *b = value;
-            b
-        }
-        None => Box::new(value),
-    }
-}
+pub struct AckBoxes(pub BoxPool<ccarena_transport::AckSegment>);
 
 /// Record the completion time of a finite transfer once its sender has everything acknowledged.
 fn note_completion(t: &mut Transfer, now: SimTime, sender_complete: bool) {
@@ -255,7 +244,7 @@ impl Endpoint for TcpFlow {
                 let ack = self.receiver.poll_ack(now)?;
                 let option_bytes = sack_option_bytes(ack.sack_count) + accecn_option_bytes(&ack);
                 self.acks_sent += 1;
-                let boxed = reuse_box(&mut acks.0, ack);
+                let boxed = acks.0.take(ack);
                 Some((Payload::Ack(boxed), self.transfer.ack_bytes + option_bytes))
             }
         }
@@ -271,7 +260,7 @@ impl Endpoint for TcpFlow {
             }
             Payload::Ack(ack) => {
                 let outcome = self.sender.on_ack(now, &ack);
-                acks.0.push(ack);
+                acks.0.put(ack);
                 if let Some(rtt) = outcome.rtt {
                     self.transfer.rtt.record(rtt.as_nanos());
                     // The receiver's RTT estimate (autotuning's period, SACK compression's
@@ -307,7 +296,7 @@ impl Endpoint for UdtFlow {
                     ToSender::Ack(_) => t.ack_bytes,
                     ToSender::Nak(n) => t.header_bytes + n.loss_info_bytes(),
                 };
-                Some((Payload::UdtToSender(reuse_box(&mut self.ack_boxes, p)), size_bytes))
+                Some((Payload::UdtToSender(self.ack_boxes.take(p)), size_bytes))
             }
         }
     }
@@ -331,7 +320,7 @@ impl Endpoint for UdtFlow {
                     ToSender::Ack(a) => self.sender.on_ack(now, a),
                     ToSender::Nak(n) => self.sender.on_nak(now, n),
                 }
-                self.ack_boxes.push(p);
+                self.ack_boxes.put(p);
                 note_completion(&mut self.transfer, now, self.sender.is_complete());
                 Side::Sender
             }
@@ -350,13 +339,13 @@ impl Endpoint for MptcpFlow {
             Side::Sender => {
                 let d = self.sender.poll_transmit(now)?;
                 let size_bytes = d.seg.len + self.transfer.header_bytes;
-                Some((Payload::MptcpData(reuse_box(&mut self.data_boxes, d)), size_bytes))
+                Some((Payload::MptcpData(self.data_boxes.take(d)), size_bytes))
             }
             Side::Receiver => {
                 let a = self.receiver.poll_ack(now)?;
                 let size_bytes = self.transfer.ack_bytes + sack_option_bytes(a.ack.sack_count) + accecn_option_bytes(&a.ack);
                 self.acks_sent += 1;
-                Some((Payload::MptcpAck(reuse_box(&mut self.ack_boxes, a)), size_bytes))
+                Some((Payload::MptcpAck(self.ack_boxes.take(a)), size_bytes))
             }
         }
     }
@@ -368,13 +357,13 @@ impl Endpoint for MptcpFlow {
         match payload {
             Payload::MptcpData(d) => {
                 self.transfer.delivered_bytes += self.receiver.on_segment(now, &d);
-                self.data_boxes.push(d);
+                self.data_boxes.put(d);
                 Side::Receiver
             }
             Payload::MptcpAck(a) => {
                 let outcome = self.sender.on_ack(now, &a);
                 let subflow = a.subflow;
-                self.ack_boxes.push(a);
+                self.ack_boxes.put(a);
                 if let Some(rtt) = outcome.rtt {
                     // The subflow receiver's RTT estimate, as a TCP flow's (TcpFlow::receive).
                     self.receiver.on_rcv_rtt_sample(subflow, rtt);
@@ -394,13 +383,13 @@ impl Endpoint for QuicFlow {
             Side::Sender => {
                 let p = self.sender.poll_transmit(now)?;
                 let size_bytes = p.len + self.transfer.header_bytes;
-                Some((Payload::QuicData(reuse_box(&mut self.data_boxes, p)), size_bytes))
+                Some((Payload::QuicData(self.data_boxes.take(p)), size_bytes))
             }
             Side::Receiver => {
                 // Written straight into a reused box: a frame is about 600 bytes.
-                let mut boxed = self.ack_boxes.pop().unwrap_or_else(|| Box::new(AckFrame::EMPTY));
+                let mut boxed = self.ack_boxes.take_or(|| Box::new(AckFrame::EMPTY));
                 if !self.receiver.poll_ack_into(now, &mut boxed) {
-                    self.ack_boxes.push(boxed);
+                    self.ack_boxes.put(boxed);
                     return None;
                 }
                 self.acks_sent += 1;
@@ -417,12 +406,12 @@ impl Endpoint for QuicFlow {
         match payload {
             Payload::QuicData(p) => {
                 self.transfer.delivered_bytes += self.receiver.on_packet(now, &p);
-                self.data_boxes.push(p);
+                self.data_boxes.put(p);
                 Side::Receiver
             }
             Payload::QuicAck(a) => {
                 let outcome = self.sender.on_ack(now, &a);
-                self.ack_boxes.push(a);
+                self.ack_boxes.put(a);
                 note_ack(&mut self.transfer, now, outcome.rtt, self.sender.is_complete())
             }
             other => unreachable!("QUIC flow got {other:?}"),

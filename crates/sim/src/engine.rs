@@ -27,6 +27,11 @@ use crate::table::Results;
 /// `via` of a packet its own host sends (it arrived over no link).
 const FROM_HOST: u32 = u32::MAX;
 
+/// The most TCP ACK boxes a part of a split run keeps for reuse (about 7 MB): its receivers'
+/// ACKs are boxed there, but the boxes come back to the senders' parts, so a part may put back
+/// more than it takes, for as long as the run lasts.
+const SPLIT_ACK_BOXES: usize = 1 << 16;
+
 /// Events between two budget checks (a power of two): a check reads a file, so it is amortized
 /// over many events, yet comes within milliseconds of wall time.
 pub const BUDGET_CHECK_EVERY: u64 = 1 << 16;
@@ -410,6 +415,18 @@ impl Simulation {
             self.cross_pending[l as usize] = CrossState::Idle;
         }
         self.part = Some(part);
+        // The run's TCP ACK boxes come back to the senders' parts; only a part with TCP
+        // receivers of its own reuses them, and it keeps at most SPLIT_ACK_BOXES (`crate::pool`).
+        let receives_tcp = self.spec.flows.iter().any(|f| {
+            matches!(f, FlowSpec::Tcp(t) if t.mptcp.is_none() && t.quic.is_none()) && self.owns(f.endpoints().1 as u32)
+        });
+        self.ack_boxes.0.limit(if receives_tcp { SPLIT_ACK_BOXES } else { 0 });
+    }
+
+    /// Header boxes the run's pools hold now (`crate::pool`): what a split run's parts keep
+    /// for reuse, bounded whatever the run's length.
+    pub fn pooled_boxes(&self) -> usize {
+        self.ack_boxes.0.len() + self.flows.iter().map(Flow::pooled_boxes).sum::<usize>()
     }
 
     /// Forget the part (a split run of one part: it simulated every node).
@@ -736,7 +753,12 @@ impl Simulation {
         self.flows[f].start(f, &self.spec.flows[f]);
         // Split over threads, the copy that simulates the sending host sends; the receiving
         // host's copy only starts its end.
-        let sends = self.owns(self.spec.flows[f].endpoints().0 as u32);
+        let (src, dst) = self.spec.flows[f].endpoints();
+        let sends = self.owns(src as u32);
+        if self.part.is_some() {
+            let receives = self.owns(dst as u32);
+            self.flows[f].limit_pools(sends, receives);
+        }
         if let Flow::Cbr(_) = self.flows[f] {
             if sends {
                 self.on_cbr_send(f);

@@ -16,6 +16,7 @@ use ccarena_transport::quic::{AckFrame, QuicConfig, QuicPacket, QuicReceiver, Qu
 
 use ccarena_link::Histogram;
 use ccarena_rng::{SplitMix64, StreamKind};
+use crate::pool::BoxPool;
 use crate::spec::{CbrFlowSpec, FlowSpec, QuicSpec, SpecError, TcpFlowSpec, UdtFlowSpec};
 
 /// Bytes a bulk flow with no byte count offers: effectively unlimited.
@@ -174,9 +175,9 @@ pub struct MptcpFlow {
     pub acks_sent: u64,
     /// Boxes of data segments and of ACKs that reached their end, reused for the next ones: a
     /// steady flow allocates none.
-    pub data_boxes: Vec<Box<DssData>>,
+    pub data_boxes: BoxPool<DssData>,
     /// See [`MptcpFlow::data_boxes`].
-    pub ack_boxes: Vec<Box<DssAck>>,
+    pub ack_boxes: BoxPool<DssAck>,
 }
 
 impl MptcpFlow {
@@ -236,8 +237,8 @@ impl MptcpFlow {
             sender,
             receiver,
             acks_sent: 0,
-            data_boxes: Vec::new(),
-            ack_boxes: Vec::new(),
+            data_boxes: BoxPool::default(),
+            ack_boxes: BoxPool::default(),
         })
     }
 }
@@ -257,9 +258,9 @@ pub struct QuicFlow {
     pub acks_sent: u64,
     /// Boxes of packets and ACKs that reached their end, reused for the next ones: a steady flow
     /// allocates none.
-    pub data_boxes: Vec<Box<QuicPacket>>,
+    pub data_boxes: BoxPool<QuicPacket>,
     /// See [`QuicFlow::data_boxes`].
-    pub ack_boxes: Vec<Box<AckFrame>>,
+    pub ack_boxes: BoxPool<AckFrame>,
 }
 
 impl QuicFlow {
@@ -295,8 +296,8 @@ impl QuicFlow {
             sender: QuicSender::new(cfg, cc, start),
             receiver: QuicReceiver::new(cfg),
             acks_sent: 0,
-            data_boxes: Vec::new(),
-            ack_boxes: Vec::new(),
+            data_boxes: BoxPool::default(),
+            ack_boxes: BoxPool::default(),
         })
     }
 }
@@ -367,7 +368,7 @@ pub struct UdtFlow {
     /// Boxes of ACKs and NAKs that reached the sender, reused by the receiver's next ones (one
     /// ACK per SYN interval: a box allocated for each was a third of an allocation per data
     /// packet; see [`MptcpFlow::data_boxes`]).
-    pub ack_boxes: Vec<Box<ToSender>>,
+    pub ack_boxes: BoxPool<ToSender>,
 }
 
 impl UdtFlow {
@@ -402,7 +403,7 @@ impl UdtFlow {
             transfer: Transfer::new(f.src, f.dst, f.header_bytes, f.ack_bytes, f.bytes),
             sender: UdtSender::new(scfg, cc, start),
             receiver: UdtReceiver::new(rcfg, start),
-            ack_boxes: Vec::new(),
+            ack_boxes: BoxPool::default(),
         })
     }
 }
@@ -430,6 +431,38 @@ pub enum Flow {
 }
 
 impl Flow {
+    /// Limit this flow's pools of header boxes to what this copy can reuse, for a run split over
+    /// threads (`crate::parallel`): data boxes are taken by the sender and put back by the
+    /// receiver, ACK boxes the other way, so a copy without the end that takes a kind frees
+    /// those boxes instead of keeping them ([`BoxPool::limit`]). `sends_here`, `receives_here`:
+    /// this copy simulates the sending, the receiving host. A flow without pools (TCP's ACKs
+    /// share the run's, CBR has none) is left as it is.
+    pub fn limit_pools(&mut self, sends_here: bool, receives_here: bool) {
+        let keep = |here: bool| if here { usize::MAX } else { 0 };
+        match self {
+            Flow::Mptcp(m) => {
+                m.data_boxes.limit(keep(sends_here));
+                m.ack_boxes.limit(keep(receives_here));
+            }
+            Flow::Quic(q) => {
+                q.data_boxes.limit(keep(sends_here));
+                q.ack_boxes.limit(keep(receives_here));
+            }
+            Flow::Udt(u) => u.ack_boxes.limit(keep(receives_here)),
+            Flow::Tcp(_) | Flow::Cbr(_) | Flow::Idle { .. } => {}
+        }
+    }
+
+    /// Header boxes this flow's pools hold now (`crate::pool`).
+    pub fn pooled_boxes(&self) -> usize {
+        match self {
+            Flow::Mptcp(m) => m.data_boxes.len() + m.ack_boxes.len(),
+            Flow::Quic(q) => q.data_boxes.len() + q.ack_boxes.len(),
+            Flow::Udt(u) => u.ack_boxes.len(),
+            Flow::Tcp(_) | Flow::Cbr(_) | Flow::Idle { .. } => 0,
+        }
+    }
+
     /// Replace this flow's receiving end (and what the receiver counts: in-order bytes
     /// delivered, ACKs sent, UDT's RTT samples, which its receiver takes) by `other`'s, the copy
     /// of the same flow that the receiving host's thread ran (`crate::parallel`), leaving

@@ -20,6 +20,7 @@ pub mod link;
 pub mod packet;
 pub mod parallel;
 pub mod pcap;
+pub mod pool;
 pub mod queue;
 pub mod results;
 pub mod routing;

@@ -241,6 +241,11 @@ impl SplitRun {
         self.parts.iter().map(Simulation::events_processed).sum()
     }
 
+    /// Header boxes the parts' pools hold now ([`Simulation::pooled_boxes`]).
+    pub fn pooled_boxes(&self) -> usize {
+        self.parts.iter().map(Simulation::pooled_boxes).sum()
+    }
+
     /// The parts the network is split into (1: the run is not split, or was put back together).
     pub fn parts(&self) -> usize {
         self.parts.len()
