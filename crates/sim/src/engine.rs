@@ -12,6 +12,7 @@ use crate::event::{Event, EventQueue};
 use crate::flow::Flow;
 use crate::link::Link;
 use crate::packet::{Packet, Payload};
+use ccarena_transport::AckSegment;
 use crate::pcap::frame::FlowAddress;
 use crate::pcap::{CaptureStats, LinkCapture};
 use crate::results::{flow_row, flow_sample, flow_table, link_row, link_table};
@@ -27,9 +28,8 @@ use crate::table::Results;
 /// `via` of a packet its own host sends (it arrived over no link).
 const FROM_HOST: u32 = u32::MAX;
 
-/// The most TCP ACK boxes a part of a split run keeps for reuse (about 7 MB): its receivers'
-/// ACKs are boxed there, but the boxes come back to the senders' parts, so a part may put back
-/// more than it takes, for as long as the run lasts.
+/// The most TCP ACK boxes a part of a split run keeps for reuse (about 7 MB): a bound on what
+/// the exchange of boxes between parts ([`Simulation::import`]) leaves in one part.
 const SPLIT_ACK_BOXES: usize = 1 << 16;
 
 /// Events between two budget checks (a power of two): a check reads a file, so it is amortized
@@ -111,6 +111,9 @@ pub struct Simulation {
     cross_pending: Vec<CrossState>,
     /// The links leading into another part that hold packets not yet exported.
     cross_dirty: Vec<u32>,
+    /// In a split run, per part: boxes of TCP ACKs that part sent into this one, to give back
+    /// to it at the window's end ([`Simulation::import`]).
+    returning_acks: Vec<Vec<Box<AckSegment>>>,
     /// [`Simulation::fail_at_for_tests`]: `run_until` panics once asked to run past this time.
     fault_at: Option<SimTime>,
 }
@@ -247,6 +250,7 @@ impl Simulation {
             part: None,
             cross_pending: Vec::new(),
             cross_dirty: Vec::new(),
+            returning_acks: Vec::new(),
             fault_at: None,
             spec,
         })
@@ -414,13 +418,10 @@ impl Simulation {
         for &l in &part.cross_links {
             self.cross_pending[l as usize] = CrossState::Idle;
         }
+        let parts = part.node_part.iter().copied().max().map_or(1, |m| m as usize + 1);
+        self.returning_acks = (0..parts).map(|_| Vec::new()).collect();
         self.part = Some(part);
-        // The run's TCP ACK boxes come back to the senders' parts; only a part with TCP
-        // receivers of its own reuses them, and it keeps at most SPLIT_ACK_BOXES (`crate::pool`).
-        let receives_tcp = self.spec.flows.iter().any(|f| {
-            matches!(f, FlowSpec::Tcp(t) if t.mptcp.is_none() && t.quic.is_none()) && self.owns(f.endpoints().1 as u32)
-        });
-        self.ack_boxes.0.limit(if receives_tcp { SPLIT_ACK_BOXES } else { 0 });
+        self.ack_boxes.0.limit(SPLIT_ACK_BOXES);
     }
 
     /// Header boxes the run's pools hold now (`crate::pool`): what a split run's parts keep
@@ -429,11 +430,18 @@ impl Simulation {
         self.ack_boxes.0.len() + self.flows.iter().map(Flow::pooled_boxes).sum::<usize>()
     }
 
+    /// Header boxes the run's pools have allocated so far (`crate::pool`): in steady state a
+    /// run allocates none, split or not.
+    pub fn header_boxes_allocated(&self) -> u64 {
+        self.ack_boxes.0.allocated() + self.flows.iter().map(Flow::header_boxes_allocated).sum::<u64>()
+    }
+
     /// Forget the part (a split run of one part: it simulated every node).
     pub fn clear_part(&mut self) {
         self.part = None;
         self.cross_pending.clear();
         self.cross_dirty.clear();
+        self.returning_acks.clear();
     }
 
     /// This copy simulates `node` (always, unless the run is split over threads).
@@ -464,10 +472,37 @@ impl Simulation {
 
     /// Take a packet another part serialized onto a link that ends in this one, and schedule
     /// its arrival. Its arrival must be after every event handled so far.
-    pub fn import(&mut self, t: Transit) {
+    ///
+    /// A TCP ACK travels on in a box of this part's pool when it has one, and the box it came
+    /// in goes back to the part that boxed it ([`Simulation::return_ack_boxes`]): with ACKs
+    /// flowing one way between two parts, the receivers' part would otherwise allocate a box
+    /// per ACK and the senders' part free one.
+    pub fn import(&mut self, mut t: Transit) {
         let l = t.link as usize;
+        if let Payload::Ack(theirs) = &mut t.packet.payload {
+            if let (Some(mut mine), Some(part)) = (self.ack_boxes.0.take_kept(), &self.part) {
+                *mine = **theirs;
+                let from = part.node_part[self.links[l].from as usize] as usize;
+                self.returning_acks[from].push(std::mem::replace(theirs, mine));
+            }
+        }
         self.links[l].inject(t.arrival, t.held, t.packet);
         self.ensure_link_event(l);
+    }
+
+    /// Hand the TCP ACK boxes to give back ([`Simulation::import`]) to `out`, per part: `out`
+    /// takes them from the vector (which keeps its capacity).
+    pub fn return_ack_boxes(&mut self, out: &mut impl FnMut(u16, &mut Vec<Box<AckSegment>>)) {
+        for (part, boxes) in self.returning_acks.iter_mut().enumerate().filter(|(_, b)| !b.is_empty()) {
+            out(part as u16, boxes);
+        }
+    }
+
+    /// Take back TCP ACK boxes another part returned ([`Simulation::return_ack_boxes`]).
+    pub fn accept_ack_boxes(&mut self, boxes: impl IntoIterator<Item = Box<AckSegment>>) {
+        for b in boxes {
+            self.ack_boxes.0.put(b);
+        }
     }
 
     /// Run to the end.

@@ -463,6 +463,16 @@ impl Flow {
         }
     }
 
+    /// Header boxes this flow's pools have allocated so far (`crate::pool`).
+    pub fn header_boxes_allocated(&self) -> u64 {
+        match self {
+            Flow::Mptcp(m) => m.data_boxes.allocated() + m.ack_boxes.allocated(),
+            Flow::Quic(q) => q.data_boxes.allocated() + q.ack_boxes.allocated(),
+            Flow::Udt(u) => u.ack_boxes.allocated(),
+            Flow::Tcp(_) | Flow::Cbr(_) | Flow::Idle { .. } => 0,
+        }
+    }
+
     /// Replace this flow's receiving end (and what the receiver counts: in-order bytes
     /// delivered, ACKs sent, UDT's RTT samples, which its receiver takes) by `other`'s, the copy
     /// of the same flow that the receiving host's thread ran (`crate::parallel`), leaving

@@ -15,6 +15,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use ccarena_cc::SimTime;
+use ccarena_transport::AckSegment;
 
 use crate::engine::{Part, Simulation, Transit};
 use crate::spec::{FlowSpec, NodeKind, Spec, SpecError};
@@ -170,6 +171,15 @@ pub fn lookahead_ns(spec: &Spec, part: &[u16]) -> Option<u64> {
     spec.links.iter().filter(|l| part[l.from] != part[l.to]).map(|l| l.delay_ns).min()
 }
 
+/// What one part hands another at a window's end.
+#[derive(Debug, Default)]
+struct Mail {
+    /// Packets in flight on links into the receiving part.
+    transits: Vec<Transit>,
+    /// Boxes of TCP ACKs the receiving part sent, given back ([`Simulation::import`]).
+    ack_boxes: Vec<Box<AckSegment>>,
+}
+
 /// A run split over threads: one copy of the simulation per part of the network
 /// ([`partition`]), advanced together window by window.
 #[derive(Debug)]
@@ -246,6 +256,11 @@ impl SplitRun {
         self.parts.iter().map(Simulation::pooled_boxes).sum()
     }
 
+    /// Header boxes the parts' pools have allocated so far ([`Simulation::header_boxes_allocated`]).
+    pub fn header_boxes_allocated(&self) -> u64 {
+        self.parts.iter().map(Simulation::header_boxes_allocated).sum()
+    }
+
     /// The parts the network is split into (1: the run is not split, or was put back together).
     pub fn parts(&self) -> usize {
         self.parts.len()
@@ -289,7 +304,7 @@ impl SplitRun {
         // Per part, two mailboxes used in alternate windows: a part writes window k + 1's
         // packets into the other one while its reader may still take window k's, so one
         // barrier per window suffices.
-        let mailboxes: Vec<[Mutex<Vec<Transit>>; 2]> = (0..parts).map(|_| [Mutex::new(Vec::new()), Mutex::new(Vec::new())]).collect();
+        let mailboxes: Vec<[Mutex<Mail>; 2]> = (0..parts).map(|_| [Mutex::default(), Mutex::default()]).collect();
         let barrier = SpinBarrier::new(parts);
         let over_budget = AtomicBool::new(false);
         let failure: Mutex<Option<Box<dyn std::any::Any + Send>>> = Mutex::new(None);
@@ -311,12 +326,17 @@ impl SplitRun {
                             }
                             sim.export_in_flight(last, &mut |dest, t| outbox[dest as usize].push(t));
                             for (dest, out) in outbox.iter_mut().enumerate().filter(|(_, o)| !o.is_empty()) {
-                                mailboxes[dest][parity].lock().expect("mailbox").append(out);
+                                mailboxes[dest][parity].lock().expect("mailbox").transits.append(out);
                             }
+                            sim.return_ack_boxes(&mut |dest, boxes| {
+                                mailboxes[dest as usize][parity].lock().expect("mailbox").ack_boxes.append(boxes);
+                            });
                             if !barrier.wait() {
                                 break;
                             }
-                            for t in std::mem::take(&mut *mailboxes[me][parity].lock().expect("mailbox")) {
+                            let mail = std::mem::take(&mut *mailboxes[me][parity].lock().expect("mailbox"));
+                            sim.accept_ack_boxes(mail.ack_boxes);
+                            for t in mail.transits {
                                 sim.import(t);
                             }
                             // Every part stops at the same window when one went over its budget.

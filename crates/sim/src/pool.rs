@@ -4,20 +4,24 @@
 //! One end of a transfer takes a box for each header it sends; the other end puts the box back
 //! when the packet arrives, and the next header reuses it, so a steady run allocates none
 //! (`tests/steady_state_allocations.rs`). Split over threads ([`crate::parallel`]), the two ends
-//! may live in different parts: the part that puts a box back may never take one. Its pool is
-//! then limited ([`BoxPool::limit`]) so it frees what it cannot reuse; unlimited, it would hold
-//! one box for every header the run ever carried that way (hundreds of MB on a busy fat-tree).
+//! may live in different parts: the part that puts a box back may never take one. A TCP ACK's
+//! box is exchanged for one of the reading part's as it crosses (`Simulation::import`), so each
+//! part gets its own boxes back; the pools of QUIC, UDT and MPTCP flows are limited instead
+//! ([`BoxPool::limit`]): a part frees what it cannot reuse. Unlimited, a part would hold one box
+//! for every header the run ever carried one way (hundreds of MB on a busy fat-tree).
 
 /// A last-in-first-out pool of boxes of `T`, holding at most its limit (unlimited by default).
 #[derive(Debug)]
 pub struct BoxPool<T> {
     boxes: Vec<Box<T>>,
     keep: usize,
+    /// Boxes allocated because the pool was empty.
+    allocated: u64,
 }
 
 impl<T> Default for BoxPool<T> {
     fn default() -> Self {
-        BoxPool { boxes: Vec::new(), keep: usize::MAX }
+        BoxPool { boxes: Vec::new(), keep: usize::MAX, allocated: 0 }
     }
 }
 
@@ -30,7 +34,10 @@ impl<T> BoxPool<T> {
                 *b = value;
                 b
             }
-            None => Box::new(value),
+            None => {
+                self.allocated += 1;
+                Box::new(value)
+            }
         }
     }
 
@@ -38,7 +45,16 @@ impl<T> BoxPool<T> {
     /// place, whose previous contents the writer overwrites).
     #[inline]
     pub fn take_or(&mut self, make: impl FnOnce() -> Box<T>) -> Box<T> {
-        self.boxes.pop().unwrap_or_else(make)
+        self.boxes.pop().unwrap_or_else(|| {
+            self.allocated += 1;
+            make()
+        })
+    }
+
+    /// The last box put back, if any (nothing is allocated).
+    #[inline]
+    pub fn take_kept(&mut self) -> Option<Box<T>> {
+        self.boxes.pop()
     }
 
     /// Keep `b` for a later [`BoxPool::take`], or free it when the pool holds its limit.
@@ -53,6 +69,11 @@ impl<T> BoxPool<T> {
     pub fn limit(&mut self, keep: usize) {
         self.keep = keep;
         self.boxes.truncate(keep);
+    }
+
+    /// Boxes this pool has allocated so far (each time a box was asked of it empty).
+    pub fn allocated(&self) -> u64 {
+        self.allocated
     }
 
     /// Boxes held now.
@@ -74,11 +95,13 @@ mod tests {
     fn a_box_put_back_is_the_next_one_taken() {
         let mut pool = BoxPool::default();
         let first = pool.take(1u64);
+        assert_eq!(pool.allocated(), 1);
         let address = &*first as *const u64;
         pool.put(first);
         let again = pool.take(2);
         assert_eq!(&*again as *const u64, address);
         assert_eq!(*again, 2);
+        assert_eq!(pool.allocated(), 1);
     }
 
     #[test]
@@ -96,5 +119,7 @@ mod tests {
         pool.put(Box::new(7));
         assert!(pool.is_empty());
         assert_eq!(*pool.take_or(|| Box::new(5)), 5);
+        assert!(pool.take_kept().is_none());
+        assert_eq!(pool.allocated(), 1);
     }
 }

@@ -203,3 +203,24 @@ fn a_split_run_keeps_few_header_boxes_when_acks_go_one_way() {
     assert!((most as f64) < received / 40.0, "{most} boxes pooled for {received} packets received");
     assert_identical(&single(&spec), &res);
 }
+
+/// TCP flows one way only, split: each ACK is boxed in the receivers' part and read in the
+/// senders' part, which hands a box of its own back for each. In steady state neither part
+/// allocates a box (without the exchange, the receivers' part allocated one per ACK).
+#[test]
+fn a_split_run_allocates_no_ack_boxes_in_steady_state() {
+    let tp = TwoPaths { rate_bps: mbps(100), rtt_ns: [ms(8), ms(12)], queue_packets: 100 };
+    let flows: Vec<FlowSpec> = (0..4).map(|i| FlowSpec::Tcp(tcp_flow(&format!("tcp{i}"), 0, 1, "cubic"))).collect();
+    let mut run = SplitRun::new(tp.spec(3, ms(4000), flows), 2).expect("valid spec");
+    assert_eq!(run.parts(), 2);
+    run.run_until(SimTime(ms(1000)));
+    let before = run.header_boxes_allocated();
+    // Counted before the end: a finished run's parts are put back together.
+    run.run_until(SimTime(ms(3900)));
+    let allocated = run.header_boxes_allocated() - before;
+    run.run();
+    let res = run.finish().results();
+    let received: f64 = res.flows.f64("packets_received").iter().sum();
+    assert!(received > 40_000.0, "{received} packets received");
+    assert!(allocated < 100, "{allocated} ACK boxes allocated from 1 s to 3.9 s ({received} packets received in all)");
+}
