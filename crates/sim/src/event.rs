@@ -3,7 +3,7 @@
 //!
 //! An entry's key is (time, cause depth, kind, index): events at the same nanosecond run by the
 //! depth of the chain of same-instant events that scheduled them (0: scheduled at an earlier
-//! instant), then by kind ([`Event::rank`]), then by the link, flow or change index. Two entries
+//! instant), then by kind (`Event::rank`), then by the link, flow or change index. Two entries
 //! with equal keys are the same event, so their order cannot matter, and the order of all others
 //! is a function of the events alone: a run split over several threads, whose queues receive
 //! their events in another order, pops every event at the same place as one queue would
@@ -17,7 +17,7 @@
 use ccarena_cc::SimTime;
 
 /// What happens when an entry fires. Indices refer to the engine's links and flows. The
-/// variants are declared in their rank order ([`Event::rank`]), so the rank is the tag.
+/// variants are declared in their rank order (`Event::rank`), so the rank is the tag.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Event {
     /// Apply scheduled link change `.0` (index into the engine's time-sorted changes).

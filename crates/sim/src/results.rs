@@ -1,7 +1,7 @@
 //! What each flow and link reports: one named row per flow and per link at the end of a run, and
 //! one per flow at each sample instant (columns documented in `docs/engine-spec.md`).
 //!
-//! A row is a struct whose field names are the column names; [`table!`] turns a slice of rows into
+//! A row is a struct whose field names are the column names; `table!` turns a slice of rows into
 //! a [`Table`] in the documented column order, so no value is placed by position.
 
 use ccarena_cc::{Duration, SimTime};
