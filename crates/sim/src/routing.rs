@@ -286,7 +286,7 @@ impl Routes {
     }
 
     /// The raw entry at `node` for `dst`: a link index when bit 31 is clear, otherwise
-    /// [`NO_ROUTE`] or a set for [`Routes::set`].
+    /// [`NO_ROUTE`] or a set for [`Routes::links`].
     #[inline(always)]
     pub fn entry(&self, node: u32, dst: u32) -> u32 {
         let at = &self.nodes[node as usize];
