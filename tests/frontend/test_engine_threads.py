@@ -56,6 +56,11 @@ def test_a_run_split_over_threads_stores_one_threads_tables(tmp_path: Path):
     assert one["flows"]["bytes_delivered"].gt(0).all()
     assert "threads" not in _record(tmp_path / "one").get("engine", {})
     assert _record(tmp_path / "two")["engine"] == {"threads": 2}
+    # The record says how many parts the run was split into, and counts the CPU of the
+    # threads that ran them (the calling thread only waited for them).
+    timing_one, timing_two = _record(tmp_path / "one")["timing"], _record(tmp_path / "two")["timing"]
+    assert (timing_one["engine_parts"], timing_two["engine_parts"]) == (1, 2)
+    assert timing_two["engine_cpu_s"] > 0.5 * timing_one["engine_cpu_s"] > 0
     # --threads overrides the scenario's table, for every run of the experiment.
     done = ccarena("run", "one.toml", "-o", "three", "-q", "--no-report", "--threads", "3", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
@@ -103,6 +108,22 @@ def test_data_center_traffic_split_over_threads_stores_one_threads_tables(tmp_pa
     for name in TABLES:
         pd.testing.assert_frame_equal(one[name], two[name], check_exact=True, obj=name)
     assert len(one["flows"]) > 5 and one["flows"]["completion_time_s"].notna().sum() > 3
+
+
+def test_a_run_that_cannot_be_split_says_so(tmp_path: Path):
+    """A capture keeps the network whole (one thread writes the files): the run asks for two
+    threads, runs on one, and the command says why in one note."""
+    captured = FAT_TREE.replace('sample_interval = "5ms"', 'sample_interval = "5ms"\npcap = ["pod0-edge0-h0"]')
+    (tmp_path / "captured.toml").write_text(captured + "\n[engine]\nthreads = 2\n")
+    done = ccarena("run", "captured.toml", "-o", "captured", "-q", "--no-report", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert _record(tmp_path / "captured")["timing"]["engine_parts"] == 1
+    notes = [line for line in done.stderr.splitlines() if line.startswith("note: 1 of 1 runs")]
+    assert len(notes) == 1 and "pcap" in notes[0], done.stderr
+    # A run that was split says nothing.
+    (tmp_path / "two.toml").write_text(FAT_TREE + "\n[engine]\nthreads = 2\n")
+    done = ccarena("run", "two.toml", "-o", "two", "-q", "--no-report", cwd=tmp_path)
+    assert done.returncode == 0 and "note:" not in done.stderr, done.stderr
 
 
 def test_a_bad_thread_count_is_one_line_naming_the_field(tmp_path: Path):

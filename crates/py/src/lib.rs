@@ -225,6 +225,20 @@ impl PySimulation {
         Ok(self.state()?.sim.events_processed())
     }
 
+    /// The parts the run's network was split into, one thread each (1: not split: `threads`
+    /// was 1, or the run cannot be split, `ccarena_sim::parallel::partition`).
+    #[getter]
+    fn parts(&self) -> PyResult<usize> {
+        Ok(self.state()?.sim.split_into())
+    }
+
+    /// CPU seconds used so far by the threads the engine started for a split run (0 when not
+    /// split: the run then uses the calling thread's CPU).
+    #[getter]
+    fn worker_cpu_s(&self) -> PyResult<f64> {
+        Ok(self.state()?.sim.worker_cpu_s())
+    }
+
     /// Close the capture files (after recording every packet that started serialization by
     /// now) and say what each holds: a list, in the spec's `pcap.links` order, of dicts with
     /// `link` (index), `file` (name in the capture directory), `packets_written`,

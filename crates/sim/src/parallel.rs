@@ -11,7 +11,7 @@
 //! (`crate::event`), each part runs exactly the events of its nodes, and the parts' state is
 //! put back together into one simulation at the end ([`Simulation::assemble`]).
 
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use ccarena_cc::SimTime;
@@ -189,6 +189,19 @@ pub struct SplitRun {
     window_ns: u64,
     /// The first instant not yet handled, ns.
     next_ns: u64,
+    /// The parts the network was split into (1: not split), also once put back together.
+    split_into: usize,
+    /// CPU time of the threads that ran the parts so far, ns.
+    worker_cpu_ns: u64,
+}
+
+/// CPU time of the calling thread, ns (Linux's `/proc/thread-self/schedstat`); 0 where it
+/// cannot be read.
+fn thread_cpu_ns() -> u64 {
+    std::fs::read_to_string("/proc/thread-self/schedstat")
+        .ok()
+        .and_then(|s| s.split_whitespace().next()?.parse().ok())
+        .unwrap_or(0)
 }
 
 impl SplitRun {
@@ -205,7 +218,7 @@ impl SplitRun {
         let mut sims = Vec::with_capacity(parts);
         if parts == 1 {
             // Not split: the plain simulation, which owns every node.
-            return Ok(SplitRun { parts: vec![Simulation::new(spec)?], window_ns, next_ns: 0 });
+            return Ok(SplitRun { parts: vec![Simulation::new(spec)?], window_ns, next_ns: 0, split_into: 1, worker_cpu_ns: 0 });
         }
         for me in 0..parts as u16 {
             let mut sim = Simulation::new(spec.clone())?;
@@ -214,7 +227,7 @@ impl SplitRun {
             sim.set_part(Part { node_part: part_of.clone(), me, cross_links });
             sims.push(sim);
         }
-        Ok(SplitRun { parts: sims, window_ns, next_ns: 0 })
+        Ok(SplitRun { parts: sims, window_ns, next_ns: 0, split_into: parts, worker_cpu_ns: 0 })
     }
 
     /// The simulation, while the run is not split or once it is put back together
@@ -266,6 +279,18 @@ impl SplitRun {
         self.parts.len()
     }
 
+    /// The parts the network was split into when the run was built (1: not split): what
+    /// [`SplitRun::parts`] said before the run was put back together.
+    pub fn split_into(&self) -> usize {
+        self.split_into
+    }
+
+    /// CPU seconds the threads that ran the parts have used so far (0 for a run not split, which
+    /// runs on the calling thread); read from Linux's per-thread accounting, 0 where missing.
+    pub fn worker_cpu_s(&self) -> f64 {
+        self.worker_cpu_ns as f64 / 1e9
+    }
+
     /// The run's seed.
     pub fn seed(&self) -> u64 {
         self.parts[0].spec().seed
@@ -307,11 +332,13 @@ impl SplitRun {
         let mailboxes: Vec<[Mutex<Mail>; 2]> = (0..parts).map(|_| [Mutex::default(), Mutex::default()]).collect();
         let barrier = SpinBarrier::new(parts);
         let over_budget = AtomicBool::new(false);
+        let cpu_ns = AtomicU64::new(0);
         let failure: Mutex<Option<Box<dyn std::any::Any + Send>>> = Mutex::new(None);
         std::thread::scope(|scope| {
             for (me, sim) in self.parts.iter_mut().enumerate() {
-                let (mailboxes, barrier, over_budget, failure) = (&mailboxes, &barrier, &over_budget, &failure);
+                let (mailboxes, barrier, over_budget, failure, cpu_ns) = (&mailboxes, &barrier, &over_budget, &failure, &cpu_ns);
                 scope.spawn(move || {
+                    let cpu_at_start = thread_cpu_ns();
                     // A part that panics (an engine fault) breaks the barrier so the others
                     // return, and its panic is raised again once every thread has ended.
                     let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
@@ -347,6 +374,7 @@ impl SplitRun {
                             parity ^= 1;
                         }
                     }));
+                    cpu_ns.fetch_add(thread_cpu_ns().saturating_sub(cpu_at_start), Ordering::Relaxed);
                     if let Err(panic) = outcome {
                         barrier.break_all();
                         *failure.lock().unwrap_or_else(|e| e.into_inner()) = Some(panic);
@@ -354,6 +382,7 @@ impl SplitRun {
                 });
             }
         });
+        self.worker_cpu_ns += cpu_ns.into_inner();
         if let Some(panic) = failure.into_inner().unwrap_or_else(|e| e.into_inner()) {
             std::panic::resume_unwind(panic);
         }

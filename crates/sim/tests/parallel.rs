@@ -224,3 +224,23 @@ fn a_split_run_allocates_no_ack_boxes_in_steady_state() {
     assert!(received > 40_000.0, "{received} packets received");
     assert!(allocated < 100, "{allocated} ACK boxes allocated from 1 s to 3.9 s ({received} packets received in all)");
 }
+
+/// A split run says how many parts it ran in, also once put back together, and what CPU its
+/// threads used (the calling thread only waits); a run that cannot be split (it captures
+/// packets) says 1 and leaves the CPU to the calling thread's own accounting.
+#[test]
+fn a_split_run_reports_its_parts_and_its_threads_cpu() {
+    let ft = FatTree::new(4, mbps(1000), 20_000, 64);
+    let n = ft.hosts();
+    let flows: Vec<FlowSpec> = (0..n).map(|i| FlowSpec::Tcp(tcp_flow(&format!("f{i}"), ft.host(i), ft.host((i + n / 2) % n), "cubic"))).collect();
+    let spec = ft.spec(1, ms(100), ms(10), flows);
+    let mut run = SplitRun::new(spec.clone(), 2).expect("valid spec");
+    run.run();
+    assert_eq!((run.parts(), run.split_into()), (1, 2));
+    assert!(run.worker_cpu_s() > 0.0, "worker CPU {} s", run.worker_cpu_s());
+    let mut captured = spec;
+    captured.pcap = Some(ccarena_sim::spec::PcapSpec { links: vec![0], max_bytes: 1 << 20 });
+    let mut single = SplitRun::new(captured, 2).expect("valid spec");
+    single.run();
+    assert_eq!((single.split_into(), single.worker_cpu_s()), (1, 0.0));
+}

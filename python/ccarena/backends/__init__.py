@@ -152,20 +152,26 @@ class EngineTime:
     Attributes:
         build_s: wall seconds to build the simulation from the spec (parse, check, routes).
         run_s: wall seconds of the simulation's run.
-        cpu_s: CPU seconds of the engine's thread over both (``time.thread_time``); below the
-            wall seconds when the thread waited for a CPU.
+        cpu_s: CPU seconds of the engine over both: its thread's (``time.thread_time``) plus,
+            for a run split over threads, those threads' (the engine's ``worker_cpu_s``); below
+            the wall seconds when a thread waited for a CPU, up to ``parts`` times them when
+            split.
+        parts: the parts the run's network was split into, one thread each (1: not split; see
+            :class:`ccarena.backends.engine_options.EngineOptions`).
     """
 
     build_s: float
     run_s: float
     cpu_s: float
+    parts: int = 1
 
     def timing(self, simulated_s: float) -> dict[str, float | None]:
         """``run.json``'s ``timing`` entries of the engine: ``engine_s`` (build + run, wall s),
-        ``engine_build_s``, ``engine_cpu_s`` and ``simulated_per_engine_s`` (simulated seconds
-        per engine second; None for a zero-length run)."""
+        ``engine_build_s``, ``engine_cpu_s``, ``engine_parts`` and ``simulated_per_engine_s``
+        (simulated seconds per engine second; None for a zero-length run)."""
         engine_s = self.build_s + self.run_s
         return {"engine_s": engine_s, "engine_build_s": self.build_s, "engine_cpu_s": self.cpu_s,
+                "engine_parts": self.parts,
                 "simulated_per_engine_s": simulated_s / engine_s if engine_s > 0 else None}
 
 

@@ -197,7 +197,7 @@ def simulate(spec: RunSpec, *, progress: ProgressCallback | None = None,
             run_s += time.perf_counter() - started
             cpu_s += time.thread_time() - cpu0
             break
-    timing = EngineTime(build_s=build_s, run_s=run_s, cpu_s=cpu_s)
+    timing = EngineTime(build_s=build_s, run_s=run_s, cpu_s=cpu_s + sim.worker_cpu_s, parts=sim.parts)
     return {**_results(sim, pcap_dir), ENGINE_TIME: timing}
 
 
@@ -318,7 +318,8 @@ class SimRun:
                 except engine.BudgetExceeded as err:
                     raise RunTooLarge(too_large(spec, str(err))) from None
                 timing = EngineTime(build_s=built - wall0, run_s=time.perf_counter() - built,
-                                    cpu_s=time.thread_time() - cpu0)
+                                    cpu_s=time.thread_time() - cpu0 + sim.worker_cpu_s,
+                                    parts=sim.parts)
                 if reached:
                     self._raw = {**_results(sim, pcap_dir), ENGINE_TIME: timing}
             except BaseException as err:  # handed to the waiting thread by result()

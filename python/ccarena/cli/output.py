@@ -20,6 +20,24 @@ def print_plan_warnings(plans: Any) -> None:
         stderr.print(f"warning: {line}", markup=False, highlight=False)
 
 
+def print_unsplit_runs(outcome: Any) -> None:
+    """A ``note: …`` line on stderr when runs executed now asked for ``[engine] threads`` > 1
+    but ran on one thread (run.json's ``timing.engine_parts`` is 1): the engine keeps a network
+    whole when a split would change its results or cannot gain (``ccarena_sim::parallel``)."""
+    asked = {p.run_id for p in outcome.plans if p.backend == "sim" and p.scenario.engine.threads > 1}
+    ran = [run_id for run_id in outcome.completed if run_id in asked]
+    if not ran:
+        return
+    from ccarena.store.experiment_store import ExperimentStore
+
+    store = ExperimentStore(outcome.root)
+    whole = sum(1 for run_id in ran if store.read_run_record(run_id).get("timing", {}).get("engine_parts") == 1)
+    if whole:
+        stderr.print(f"note: {whole} of {len(ran)} runs asking for [engine] threads > 1 ran on one "
+                     "thread: a pcap capture, MPTCP or linux-host TCP flows, links of zero delay or "
+                     "links changed by [[events]] keep a network whole", markup=False, highlight=False)
+
+
 def print_store_warnings(result: Any) -> None:
     """A ``warning: …`` line on stderr for each stored file found damaged since the last call (a
     run left out, a summary built again: :attr:`ccarena.results.Result.warnings`)."""

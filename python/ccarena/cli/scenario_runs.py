@@ -17,6 +17,7 @@ from ccarena.cli.output import (
     print_plan_warnings,
     print_store_warnings,
     print_summary,
+    print_unsplit_runs,
     working,
 )
 from ccarena.cli.stored_results import stop_report_workers
@@ -130,6 +131,7 @@ def run(
     total = len(outcome.plans)
     done = len(outcome.completed) + len(outcome.skipped)
     print_plan_warnings(outcome.plans)
+    print_unsplit_runs(outcome)
     if outcome.interrupted:
         # Before any import: a Ctrl-C inside numpy's import (while the engine started) leaves
         # numpy unloadable in this process, and the interruption must still end in one line.
