@@ -427,13 +427,13 @@ impl Simulation {
     /// Header boxes the run's pools hold now (`crate::pool`): what a split run's parts keep
     /// for reuse, bounded whatever the run's length.
     pub fn pooled_boxes(&self) -> usize {
-        self.ack_boxes.0.len() + self.flows.iter().map(Flow::pooled_boxes).sum::<usize>()
+        self.ack_boxes.0.len() + self.flows.iter().map(|f| f.box_pools().0).sum::<usize>()
     }
 
     /// Header boxes the run's pools have allocated so far (`crate::pool`): in steady state a
     /// run allocates none, split or not.
     pub fn header_boxes_allocated(&self) -> u64 {
-        self.ack_boxes.0.allocated() + self.flows.iter().map(Flow::header_boxes_allocated).sum::<u64>()
+        self.ack_boxes.0.allocated() + self.flows.iter().map(|f| f.box_pools().1).sum::<u64>()
     }
 
     /// Forget the part (a split run of one part: it simulated every node).

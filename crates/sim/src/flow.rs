@@ -453,23 +453,17 @@ impl Flow {
         }
     }
 
-    /// Header boxes this flow's pools hold now (`crate::pool`).
-    pub fn pooled_boxes(&self) -> usize {
-        match self {
-            Flow::Mptcp(m) => m.data_boxes.len() + m.ack_boxes.len(),
-            Flow::Quic(q) => q.data_boxes.len() + q.ack_boxes.len(),
-            Flow::Udt(u) => u.ack_boxes.len(),
-            Flow::Tcp(_) | Flow::Cbr(_) | Flow::Idle { .. } => 0,
+    /// This flow's pools of header boxes (`crate::pool`): (boxes held now, boxes allocated so
+    /// far); (0, 0) for a flow without pools.
+    pub fn box_pools(&self) -> (usize, u64) {
+        fn add<T>((held, made): (usize, u64), pool: &BoxPool<T>) -> (usize, u64) {
+            (held + pool.len(), made + pool.allocated())
         }
-    }
-
-    /// Header boxes this flow's pools have allocated so far (`crate::pool`).
-    pub fn header_boxes_allocated(&self) -> u64 {
         match self {
-            Flow::Mptcp(m) => m.data_boxes.allocated() + m.ack_boxes.allocated(),
-            Flow::Quic(q) => q.data_boxes.allocated() + q.ack_boxes.allocated(),
-            Flow::Udt(u) => u.ack_boxes.allocated(),
-            Flow::Tcp(_) | Flow::Cbr(_) | Flow::Idle { .. } => 0,
+            Flow::Mptcp(m) => add(add((0, 0), &m.data_boxes), &m.ack_boxes),
+            Flow::Quic(q) => add(add((0, 0), &q.data_boxes), &q.ack_boxes),
+            Flow::Udt(u) => add((0, 0), &u.ack_boxes),
+            Flow::Tcp(_) | Flow::Cbr(_) | Flow::Idle { .. } => (0, 0),
         }
     }
 
