@@ -8,7 +8,7 @@ import sys
 from typing import Any
 
 from ccarena.cli.console import stderr, stdout
-from ccarena.errors import printable
+from ccarena.errors import UserError, printable
 
 
 def print_plan_warnings(plans: Any) -> None:
@@ -31,7 +31,14 @@ def print_unsplit_runs(outcome: Any) -> None:
     from ccarena.store.experiment_store import ExperimentStore
 
     store = ExperimentStore(outcome.root)
-    whole = sum(1 for run_id in ran if store.read_run_record(run_id).get("timing", {}).get("engine_parts") == 1)
+
+    def parts(run_id: str) -> Any:
+        try:
+            return store.read_run_record(run_id).get("timing", {}).get("engine_parts")
+        except UserError:  # damaged since: the summary's checks report it
+            return None
+
+    whole = sum(1 for run_id in ran if parts(run_id) == 1)
     if whole:
         stderr.print(f"note: {whole} of {len(ran)} runs asking for [engine] threads > 1 ran on one "
                      "thread: a pcap capture, MPTCP or linux-host TCP flows, links of zero delay or "
