@@ -343,6 +343,10 @@ impl SplitRun {
                     // return, and its panic is raised again once every thread has ended.
                     let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                         let mut outbox: Vec<Vec<Transit>> = (0..parts).map(|_| Vec::new()).collect();
+                        // Emptied after each window and swapped for the mailbox's: the vectors'
+                        // buffers go round between the threads instead of being freed and
+                        // allocated again every window.
+                        let mut inbox = Mail::default();
                         // Windows [from, last]: every part stops at the same ends.
                         let (mut from, mut parity) = (start, 0);
                         loop {
@@ -361,9 +365,9 @@ impl SplitRun {
                             if !barrier.wait() {
                                 break;
                             }
-                            let mail = std::mem::take(&mut *mailboxes[me][parity].lock().expect("mailbox"));
-                            sim.accept_ack_boxes(mail.ack_boxes);
-                            for t in mail.transits {
+                            std::mem::swap(&mut *mailboxes[me][parity].lock().expect("mailbox"), &mut inbox);
+                            sim.accept_ack_boxes(inbox.ack_boxes.drain(..));
+                            for t in inbox.transits.drain(..) {
                                 sim.import(t);
                             }
                             // Every part stops at the same window when one went over its budget.
