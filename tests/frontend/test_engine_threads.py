@@ -44,15 +44,22 @@ def _record(experiment: Path) -> dict:
     return json.loads((run / "run.json").read_text())
 
 
-def test_a_run_split_over_threads_stores_one_threads_tables(tmp_path: Path):
-    (tmp_path / "one.toml").write_text(FAT_TREE)
-    (tmp_path / "two.toml").write_text(FAT_TREE + "\n[engine]\nthreads = 2\n")
+def _one_and_two_threads(tmp_path: Path, scenario: str) -> tuple[dict[str, pd.DataFrame], dict[str, pd.DataFrame]]:
+    """Run ``scenario`` as written (experiment ``one``) and with ``[engine] threads = 2``
+    (``two``), assert every table of the two is equal, and return both runs' tables."""
+    (tmp_path / "one.toml").write_text(scenario)
+    (tmp_path / "two.toml").write_text(scenario + "\n[engine]\nthreads = 2\n")
     for name in ("one", "two"):
         done = ccarena("run", f"{name}.toml", "-o", name, "-q", "--no-report", "-j", "1", cwd=tmp_path)
         assert done.returncode == 0, done.stderr
     one, two = _tables(tmp_path / "one"), _tables(tmp_path / "two")
     for name in TABLES:
         pd.testing.assert_frame_equal(one[name], two[name], check_exact=True, obj=name)
+    return one, two
+
+
+def test_a_run_split_over_threads_stores_one_threads_tables(tmp_path: Path):
+    one, two = _one_and_two_threads(tmp_path, FAT_TREE)
     assert one["flows"]["bytes_delivered"].gt(0).all()
     assert "threads" not in _record(tmp_path / "one").get("engine", {})
     assert _record(tmp_path / "two")["engine"] == {"threads": 2}
@@ -99,14 +106,7 @@ sample_interval = "10ms"
 def test_data_center_traffic_split_over_threads_stores_one_threads_tables(tmp_path: Path):
     """The web-search Poisson workload of examples/datacenter-poisson.toml, shortened: flows
     that start and finish throughout the run, each side of the dumbbell on its own thread."""
-    (tmp_path / "one.toml").write_text(POISSON)
-    (tmp_path / "two.toml").write_text(POISSON + "\n[engine]\nthreads = 2\n")
-    for name in ("one", "two"):
-        done = ccarena("run", f"{name}.toml", "-o", name, "-q", "--no-report", "-j", "1", cwd=tmp_path)
-        assert done.returncode == 0, done.stderr
-    one, two = _tables(tmp_path / "one"), _tables(tmp_path / "two")
-    for name in TABLES:
-        pd.testing.assert_frame_equal(one[name], two[name], check_exact=True, obj=name)
+    one, two = _one_and_two_threads(tmp_path, POISSON)
     assert len(one["flows"]) > 5 and one["flows"]["completion_time_s"].notna().sum() > 3
 
 
