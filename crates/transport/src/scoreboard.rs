@@ -193,6 +193,9 @@ pub(crate) struct Scoreboard {
     /// same list, `tsorted_sent_queue`), so it stops at the first record sent after the newest
     /// delivered one instead of walking every record of a long recovery.
     tsorted: VecDeque<(u64, SimTime)>,
+    /// Whether `tsorted` is kept: only RACK reads it, and nothing else trims it, so a sender
+    /// without RACK that kept it would grow it by one entry per segment sent.
+    send_order: bool,
     /// Scratch: retransmissions a RACK walk found lost, offered again in sequence order.
     relost_scratch: Vec<usize>,
 }
@@ -228,6 +231,7 @@ impl Scoreboard {
             rtx_fifo: VecDeque::new(),
             relost: VecDeque::new(),
             tsorted: VecDeque::new(),
+            send_order: true,
             relost_scratch: Vec::new(),
             rtx_lost_margin: (dupthresh.max(1) as u64 - 1) * mss,
         }
@@ -239,6 +243,14 @@ impl Scoreboard {
         sb.segs.reserve_exact(segments);
         sb.tsorted.reserve_exact(segments);
         sb
+    }
+
+    /// This scoreboard without the send-order list RACK walks, for a sender that never calls
+    /// [`Scoreboard::rack_detect_loss`] (no RACK-TLP).
+    pub fn without_send_order(mut self) -> Scoreboard {
+        self.send_order = false;
+        self.tsorted = VecDeque::new();
+        self
     }
 
     /// Number of outstanding records.
@@ -282,7 +294,9 @@ impl Scoreboard {
     pub fn push(&mut self, rec: SegRecord) {
         debug_assert!(self.segs.back().is_none_or(|b| b.end() == rec.seq));
         self.total_bytes += rec.len as u64;
-        self.tsorted.push_back((self.base + self.segs.len() as u64, rec.sent_time));
+        if self.send_order {
+            self.tsorted.push_back((self.base + self.segs.len() as u64, rec.sent_time));
+        }
         self.segs.push_back(rec);
     }
 
@@ -541,6 +555,7 @@ impl Scoreboard {
         newest: (SimTime, u64),
         wait: Duration,
     ) -> Option<SimTime> {
+        debug_assert!(self.send_order, "rack_detect_loss on a scoreboard without its send order");
         let mut deadline: Option<SimTime> = None;
         // The entries of cumulatively acknowledged records lead the list (they were sent first):
         // drop them up front, as the walk below would one by one, so that it starts at a record
@@ -725,8 +740,10 @@ impl Scoreboard {
                     // A RACK walk drops the entry of a record marked lost and not resent; once
                     // unmarked it is a RACK candidate again and needs its entry back, at its
                     // place in send-time order (else only an RTO would repair it if it was lost).
-                    let at = self.tsorted.partition_point(|&(_, t)| t <= r.sent_time);
-                    self.tsorted.insert(at, (self.base + idx as u64, r.sent_time));
+                    if self.send_order {
+                        let at = self.tsorted.partition_point(|&(_, t)| t <= r.sent_time);
+                        self.tsorted.insert(at, (self.base + idx as u64, r.sent_time));
+                    }
                 }
             }
         }
@@ -807,7 +824,9 @@ impl Scoreboard {
         rec.flags |= RETRANS | EVER_RETRANS;
         rec.sent_time = now;
         rec.set_stamp(stamp);
-        self.tsorted.push_back((abs, now));
+        if self.send_order {
+            self.tsorted.push_back((abs, now));
+        }
         self.rtx_fifo.push_back(RtxEntry {
             abs,
             sent: now,

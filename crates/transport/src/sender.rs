@@ -422,7 +422,10 @@ impl Sender {
             ),
             // Room for the initial window up front: the first flight would grow the queues
             // from empty through every small size (issue 35: start-up reallocations).
-            sb: Scoreboard::with_capacity(cfg.dupthresh, mss, (cfg.initial_cwnd_bytes.div_ceil(mss).min(64) as usize).next_power_of_two()),
+            sb: {
+                let sb = Scoreboard::with_capacity(cfg.dupthresh, mss, (cfg.initial_cwnd_bytes.div_ceil(mss).min(64) as usize).next_power_of_two());
+                if cfg.recovery.uses_rack_tlp() { sb } else { sb.without_send_order() }
+            },
             rate: RateEstimator::new(),
             pacer: Pacer::new(),
             max_pacing_rate_bps: None,

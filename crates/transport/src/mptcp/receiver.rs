@@ -10,7 +10,10 @@
 //! until the gap fills. Bytes already delivered or held (a reinjected copy, a subflow
 //! retransmission of data another subflow brought) are counted once. The list is a `VecDeque`
 //! kept sorted: out-of-order data mostly lands at its end and leaves from its front, so neither
-//! costs a scan, and its storage is reused (no allocation per segment once it has grown).
+//! costs a scan, and its storage is reused (no allocation per segment once it has grown). A
+//! range that continues the one below it joins it (keeping the count and the sum of its pieces'
+//! arrival times), so a gap that stays open while the other subflows stream on (a subflow
+//! waiting for its RTO under an unlimited buffer) holds one range, not one per segment.
 //!
 //! # DATA_ACK and the shared window (RFC 8684 §3.3.2, §3.3.5)
 //!
@@ -77,12 +80,35 @@ struct ConnAutotune {
     period: Option<Duration>,
 }
 
-/// Connection bytes `[start, end)` held above `data_rcv_nxt` since `arrived`.
+/// Connection bytes `[start, end)` held above `data_rcv_nxt`: `pieces` pieces that arrived
+/// apart, the first of them (the one waiting longest) at `first_arrived`, their arrival times
+/// summing to `arrived_sum_ns`.
 #[derive(Clone, Copy, Debug)]
 struct Held {
     start: u64,
     end: u64,
-    arrived: SimTime,
+    first_arrived: SimTime,
+    pieces: u64,
+    arrived_sum_ns: u128,
+}
+
+impl Held {
+    fn new(start: u64, end: u64, arrived: SimTime) -> Held {
+        Held { start, end, first_arrived: arrived, pieces: 1, arrived_sum_ns: arrived.as_nanos() as u128 }
+    }
+
+    /// Extend to `end` with a piece that arrived at `arrived`.
+    fn extend(&mut self, end: u64, arrived: SimTime) {
+        self.end = end;
+        self.first_arrived = self.first_arrived.min(arrived);
+        self.pieces += 1;
+        self.arrived_sum_ns += arrived.as_nanos() as u128;
+    }
+
+    /// The pieces' summed wait until `now`, ns (each arrived at or before `now`).
+    fn total_wait_ns(&self, now: SimTime) -> u64 {
+        (self.pieces as u128 * now.as_nanos() as u128 - self.arrived_sum_ns) as u64
+    }
 }
 
 /// The receiving half of an MPTCP connection (see the module documentation).
@@ -157,15 +183,7 @@ impl MptcpReceiver {
         let before = self.data_rcv_nxt;
         let held_before = self.held_bytes;
         self.data_rcv_nxt = end;
-        while let Some(h) = self.held.front().copied().filter(|h| h.start <= self.data_rcv_nxt) {
-            self.held.pop_front();
-            self.held_bytes -= h.end - h.start;
-            self.data_rcv_nxt = self.data_rcv_nxt.max(h.end);
-            let wait = now.saturating_since(h.arrived).as_nanos();
-            self.reorder.segments_delayed += 1;
-            self.reorder.total_delay_ns += wait;
-            self.reorder.max_delay_ns = self.reorder.max_delay_ns.max(wait);
-        }
+        self.release_held(now);
         let delivered = self.data_rcv_nxt - before;
         // New bytes of this segment: what was delivered less what had been held before.
         let placed = delivered - (held_before - self.held_bytes);
@@ -244,10 +262,29 @@ impl MptcpReceiver {
         a.space_time = now;
     }
 
-    /// Hold `[start, end)` (above `data_rcv_nxt`), less what is already held.
+    /// Deliver at `now` the held ranges that `data_rcv_nxt` has reached, recording each piece's
+    /// wait.
+    fn release_held(&mut self, now: SimTime) {
+        while let Some(h) = self.held.front().copied().filter(|h| h.start <= self.data_rcv_nxt) {
+            self.held.pop_front();
+            self.held_bytes -= h.end - h.start;
+            self.data_rcv_nxt = self.data_rcv_nxt.max(h.end);
+            self.reorder.segments_delayed += h.pieces;
+            self.reorder.total_delay_ns += h.total_wait_ns(now);
+            let longest = now.saturating_since(h.first_arrived).as_nanos();
+            self.reorder.max_delay_ns = self.reorder.max_delay_ns.max(longest);
+        }
+    }
+
+    /// Hold `[start, end)` (above `data_rcv_nxt`), less what is already held; a piece that
+    /// continues the range below it joins that range.
     fn hold(&mut self, start: u64, end: u64, now: SimTime) {
-        // The first held range that ends above `start`; ranges below it are untouched.
-        let mut idx = self.held.partition_point(|h| h.end <= start);
+        // The first held range that ends above `start` (ranges below it are untouched): past the
+        // last one for data above everything held, the common case, without a search.
+        let mut idx = match self.held.back() {
+            Some(b) if b.end <= start => self.held.len(),
+            _ => self.held.partition_point(|h| h.end <= start),
+        };
         let mut cur = start;
         while cur < end {
             match self.held.get(idx) {
@@ -257,9 +294,14 @@ impl MptcpReceiver {
                 }
                 next => {
                     let stop = next.map_or(end, |h| h.start.min(end));
-                    self.held.insert(idx, Held { start: cur, end: stop, arrived: now });
                     self.held_bytes += stop - cur;
-                    idx += 1;
+                    match idx.checked_sub(1).and_then(|i| self.held.get_mut(i)) {
+                        Some(below) if below.end == cur => below.extend(stop, now),
+                        _ => {
+                            self.held.insert(idx, Held::new(cur, stop, now));
+                            idx += 1;
+                        }
+                    }
                     cur = stop;
                 }
             }
@@ -372,9 +414,9 @@ impl MptcpReceiver {
 mod tests {
     use super::*;
 
-    #[test]
-    fn hold_keeps_disjoint_sorted_ranges() {
-        let cfg_rx = MptcpReceiver {
+    /// A receiver without subflows, to drive `hold` and `release_held` alone.
+    fn empty() -> MptcpReceiver {
+        MptcpReceiver {
             subs: Vec::new(),
             data_rcv_nxt: 0,
             held: VecDeque::new(),
@@ -386,8 +428,12 @@ mod tests {
             duplicate_data_bytes: 0,
             ack_start: 0,
             dirty: 0,
-        };
-        let mut r = cfg_rx;
+        }
+    }
+
+    #[test]
+    fn hold_keeps_disjoint_sorted_ranges() {
+        let mut r = empty();
         let t = SimTime(5);
         r.hold(300, 400, t);
         r.hold(100, 200, t);
@@ -395,8 +441,29 @@ mod tests {
         r.hold(100, 400, t); // nothing new
         r.hold(500, 600, t);
         r.hold(450, 650, t); // 450..500 and 600..650
-        let got: Vec<(u64, u64)> = r.held.iter().map(|h| (h.start, h.end)).collect();
-        assert_eq!(got, vec![(100, 200), (200, 300), (300, 400), (450, 500), (500, 600), (600, 650)]);
+        let got: Vec<(u64, u64, u64)> = r.held.iter().map(|h| (h.start, h.end, h.pieces)).collect();
+        // 200..300 joins the range below it, 600..650 likewise; 300..400 and 450..500 were
+        // held before the bytes below them arrived.
+        assert_eq!(got, vec![(100, 300, 2), (300, 400, 1), (450, 500, 1), (500, 650, 2)]);
         assert_eq!(r.held_bytes, 100 + 100 + 100 + 50 + 100 + 50);
+    }
+
+    /// Joined ranges keep every piece's wait: the delivery of a gap records each piece as it
+    /// would have been recorded alone (count, summed wait, longest wait).
+    #[test]
+    fn joined_ranges_record_every_piece_wait() {
+        let mut r = empty();
+        r.hold(1000, 2000, SimTime(10));
+        r.hold(2000, 3000, SimTime(40));
+        r.hold(3000, 4000, SimTime(20)); // a reinjected piece can arrive before its neighbour
+        r.hold(5000, 6000, SimTime(50));
+        assert_eq!(r.held.len(), 2);
+        r.data_rcv_nxt = 1000; // the gap below filled
+        r.release_held(SimTime(100));
+        assert_eq!(r.data_rcv_nxt, 4000);
+        assert_eq!(r.held_bytes, 1000);
+        assert_eq!(r.reorder.segments_delayed, 3);
+        assert_eq!(r.reorder.total_delay_ns, 90 + 60 + 80);
+        assert_eq!(r.reorder.max_delay_ns, 90);
     }
 }
