@@ -45,6 +45,9 @@ enum Scenario {
     /// The k-ary fat-tree's permutation as Reno flows, each single-path (0) or an MPTCP-LIA
     /// connection of this many subflows (issue 32: a multipath flow's per-packet cost).
     FatTreeReno(usize, u8),
+    /// The k-ary fat-tree's permutation with this many single-path Reno flows per host pair:
+    /// as many TCP connections on the wire as MPTCP's subflows in `FatTreeReno(k, n)`.
+    FatTreeRenoParallel(usize, usize),
 }
 
 const SCENARIOS: &[(&str, Scenario)] = &[
@@ -58,6 +61,7 @@ const SCENARIOS: &[(&str, Scenario)] = &[
     ("idle-10000", Scenario::Idle(10_000)),
     ("fattree-k4-reno", Scenario::FatTreeReno(4, 0)),
     ("fattree-k4-mptcp8", Scenario::FatTreeReno(4, 8)),
+    ("fattree-k4-reno-x8", Scenario::FatTreeRenoParallel(4, 8)),
 ];
 
 const DUMBBELL_RATE_BPS: u64 = mbps(1000);
@@ -144,12 +148,12 @@ fn spec(nodes: Vec<NodeSpec>, links: Vec<LinkSpec>, flows: Vec<FlowSpec>) -> Spe
 /// switches, (k/2)² core switches, k/2 hosts per edge switch; every link `FAT_TREE_RATE_BPS`.
 /// Traffic: host h sends to host (h + hosts/2) mod hosts (a permutation across pods).
 fn fat_tree(k: usize) -> Spec {
-    fat_tree_with(k, |i, n, src, dst| cubic(i, n, src, dst))
+    fat_tree_with(k, 1, |i, n, src, dst| cubic(i, n, src, dst))
 }
 
 /// [`fat_tree`] with Reno flows, single-path (`subflows` 0) or MPTCP-LIA connections.
 fn fat_tree_reno(k: usize, subflows: u8) -> Spec {
-    fat_tree_with(k, |i, n, src, dst| {
+    fat_tree_with(k, 1, |i, n, src, dst| {
         let mut f = match subflows {
             0 => tcp_flow(&format!("reno{i}"), src, dst, "reno"),
             s => mptcp_flow(&format!("mptcp{i}"), src, dst, "reno", s, "lia"),
@@ -159,8 +163,18 @@ fn fat_tree_reno(k: usize, subflows: u8) -> Spec {
     })
 }
 
+/// [`fat_tree`] with `per_pair` single-path Reno flows between each host pair.
+fn fat_tree_reno_parallel(k: usize, per_pair: usize) -> Spec {
+    fat_tree_with(k, per_pair, |i, n, src, dst| {
+        let mut f = tcp_flow(&format!("reno{i}"), src, dst, "reno");
+        f.start_ns = START_SPREAD_NS * i as u64 / n as u64;
+        FlowSpec::Tcp(f)
+    })
+}
+
 /// The fat-tree of [`fat_tree`] with flow `i` of `n` from `src` to `dst` made by `flow`.
-fn fat_tree_with(k: usize, flow: impl Fn(usize, usize, usize, usize) -> FlowSpec) -> Spec {
+/// `per_pair` flows between each host pair; `flow(i, n, src, dst)` builds flow `i` of `n`.
+fn fat_tree_with(k: usize, per_pair: usize, flow: impl Fn(usize, usize, usize, usize) -> FlowSpec) -> Spec {
     let half = k / 2;
     let n_hosts = k * k * k / 4;
     let mut nodes: Vec<NodeSpec> = Vec::new();
@@ -193,7 +207,11 @@ fn fat_tree_with(k: usize, flow: impl Fn(usize, usize, usize, usize) -> FlowSpec
             }
         }
     }
-    let flows = (0..n_hosts).map(|h| flow(h, n_hosts, hosts[h], hosts[(h + n_hosts / 2) % n_hosts])).collect();
+    let n = n_hosts * per_pair;
+    let flows = (0..n).map(|i| {
+        let h = i / per_pair;
+        flow(i, n, hosts[h], hosts[(h + n_hosts / 2) % n_hosts])
+    }).collect();
     spec(nodes, links, flows)
 }
 
@@ -223,6 +241,7 @@ fn run_one(name: &str) {
         Scenario::Dumbbell(n) => dumbbell(n),
         Scenario::FatTree(k) => fat_tree(k),
         Scenario::FatTreeReno(k, subflows) => fat_tree_reno(k, subflows),
+        Scenario::FatTreeRenoParallel(k, per_pair) => fat_tree_reno_parallel(k, per_pair),
         Scenario::Idle(n) => {
             println!("{name:<15} memory per idle flow {:.0} bytes (spec and engine state, {n} flows)", idle_flow_bytes(n));
             return;

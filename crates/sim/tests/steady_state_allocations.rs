@@ -123,24 +123,28 @@ fn multipath_quic_and_udt_flows_allocate_only_per_loss() {
 }
 
 /// The memory a run holds stays flat in steady state: what a sender keeps per segment goes
-/// when the segment is acknowledged. Senders without RACK (textbook Tahoe, Reno and NewReno
-/// recovery, and MPTCP's Reno subflows) kept an entry per segment sent in RACK's send-order
-/// list, which only RACK trims: 16 bytes per segment for the rest of the run (2.5 MB more at
-/// 30 s than at 10 s here, 20 KB without; 34 MB per simulated second of a k = 4 fat-tree at
-/// 10 Gbit/s). Samples are taken only at the end, so none is held between 10 s and 30 s; the
-/// flows' state reaches its working size before 10 s.
+/// when the segment is acknowledged. A sender kept, for the rest of the run, an entry per
+/// segment sent in RACK's send-order list when it did not run RACK (textbook Tahoe, Reno and
+/// NewReno recovery, MPTCP's Reno subflows: 16 bytes per segment, 34 MB per simulated second
+/// of a k = 4 fat-tree at 10 Gbit/s), and an entry per retransmission in RFC 6675's
+/// retransmission list when it did not run RFC 6675's rules (RACK and the recoveries without
+/// SACK). Here 3% random loss on the bottleneck keeps every flow retransmitting; from 10 s to
+/// 30 s the run held 276 KB more with both lists, 112 KB with the second alone, 9 KB with
+/// neither. Samples are taken only at the end, so none is held between 10 s and 30 s.
 #[test]
 fn memory_held_stays_flat_in_steady_state() {
-    let flavors = ["tahoe", "reno", "newreno", "cubic"];
-    let d = Dumbbell::new(flavors.len() + 1, mbps(100), ms(20), 300);
+    let flavors = ["tahoe", "reno", "newreno", "cubic", "bbr"];
+    let mut d = Dumbbell::new(flavors.len() + 1, mbps(100), ms(20), 300);
+    d.bottleneck_loss = 0.03;
     let mut flows: Vec<FlowSpec> = flavors.iter().enumerate().map(|(i, f)| FlowSpec::Tcp(tcp_flow(&format!("tcp{i}"), d.left(i), d.right(i), f))).collect();
-    flows.push(FlowSpec::Tcp(mptcp_flow("mptcp", d.left(4), d.right(4), "reno", 2, "lia")));
+    let m = flavors.len();
+    flows.push(FlowSpec::Tcp(mptcp_flow("mptcp", d.left(m), d.right(m), "reno", 2, "lia")));
     let mut sim = Simulation::new(d.spec(3, secs(40), secs(40), flows)).expect("valid spec");
     sim.run_until(SimTime(secs(10)));
     let (live_before, packets_before) = (live_bytes(), sim.links()[d.bottleneck_link()].counters().departures);
     sim.run_until(SimTime(secs(30)));
     let grown = live_bytes() - live_before;
     let packets = sim.links()[d.bottleneck_link()].counters().departures - packets_before;
-    assert!(packets > 150_000, "the bottleneck sent only {packets} packets in 20 s");
-    assert!(grown < 64 * 1024, "the run holds {grown} bytes more after {packets} more bottleneck packets");
+    assert!(packets > 100_000, "the bottleneck sent only {packets} packets in 20 s");
+    assert!(grown < 48 * 1024, "the run holds {grown} bytes more after {packets} more bottleneck packets");
 }

@@ -193,9 +193,10 @@ pub(crate) struct Scoreboard {
     /// same list, `tsorted_sent_queue`), so it stops at the first record sent after the newest
     /// delivered one instead of walking every record of a long recovery.
     tsorted: VecDeque<(u64, SimTime)>,
-    /// Whether `tsorted` is kept: only RACK reads it, and nothing else trims it, so a sender
-    /// without RACK that kept it would grow it by one entry per segment sent.
+    /// Whether `tsorted` is kept (see [`Scoreboard::for_detectors`]).
     send_order: bool,
+    /// Whether `rtx_fifo` is kept (see [`Scoreboard::for_detectors`]).
+    rtx_order: bool,
     /// Scratch: retransmissions a RACK walk found lost, offered again in sequence order.
     relost_scratch: Vec<usize>,
 }
@@ -232,6 +233,7 @@ impl Scoreboard {
             relost: VecDeque::new(),
             tsorted: VecDeque::new(),
             send_order: true,
+            rtx_order: true,
             relost_scratch: Vec::new(),
             rtx_lost_margin: (dupthresh.max(1) as u64 - 1) * mss,
         }
@@ -245,11 +247,18 @@ impl Scoreboard {
         sb
     }
 
-    /// This scoreboard without the send-order list RACK walks, for a sender that never calls
-    /// [`Scoreboard::rack_detect_loss`] (no RACK-TLP).
-    pub fn without_send_order(mut self) -> Scoreboard {
-        self.send_order = false;
-        self.tsorted = VecDeque::new();
+    /// This scoreboard keeping only the lists its sender's loss detection reads: the send order
+    /// RACK walks (`rack`: [`Scoreboard::rack_detect_loss`], RFC 8985) and the retransmission
+    /// order of RFC 6675's lost-retransmission rule (`rfc6675`: [`Scoreboard::finish_sack`]).
+    /// Only its detector trims each list, so one kept for a detector that never runs grows by
+    /// an entry per segment (or retransmission) sent for the rest of the run. A new scoreboard
+    /// keeps both.
+    pub fn for_detectors(mut self, rack: bool, rfc6675: bool) -> Scoreboard {
+        self.send_order = rack;
+        self.rtx_order = rfc6675;
+        if !rack {
+            self.tsorted = VecDeque::new();
+        }
         self
     }
 
@@ -471,6 +480,7 @@ impl Scoreboard {
     /// Move the loss boundary after an ACK's SACK blocks, declaring lost every unSACKed record
     /// it passes (RFC 6675 IsLost).
     pub fn finish_sack(&mut self) {
+        debug_assert!(self.rtx_order, "finish_sack on a scoreboard without its retransmission order");
         if self.boundary.is_none() && self.sacked_segs >= self.dupthresh {
             // Start at the lowest SACKed record: everything below it is unSACKed and now lost.
             let Some(&(low, _)) = self.sack_ranges.front() else {
@@ -827,11 +837,13 @@ impl Scoreboard {
         if self.send_order {
             self.tsorted.push_back((abs, now));
         }
-        self.rtx_fifo.push_back(RtxEntry {
-            abs,
-            sent: now,
-            snd_nxt,
-        });
+        if self.rtx_order {
+            self.rtx_fifo.push_back(RtxEntry {
+                abs,
+                sent: now,
+                snd_nxt,
+            });
+        }
         (r.seq, r.len)
     }
 

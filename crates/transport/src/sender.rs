@@ -424,7 +424,8 @@ impl Sender {
             // from empty through every small size (issue 35: start-up reallocations).
             sb: {
                 let sb = Scoreboard::with_capacity(cfg.dupthresh, mss, (cfg.initial_cwnd_bytes.div_ceil(mss).min(64) as usize).next_power_of_two());
-                if cfg.recovery.uses_rack_tlp() { sb } else { sb.without_send_order() }
+                let rack = cfg.recovery.uses_rack_tlp();
+                sb.for_detectors(rack, cfg.recovery.uses_sack() && !rack)
             },
             rate: RateEstimator::new(),
             pacer: Pacer::new(),
