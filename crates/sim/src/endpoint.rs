@@ -177,11 +177,14 @@ fn sack_option_bytes(sack_count: u8) -> u32 {
 #[derive(Debug, Default)]
 pub struct AckBoxes(pub BoxPool<ccarena_transport::AckSegment>);
 
-/// Record the completion time of a finite transfer once its sender has everything acknowledged.
-fn note_completion(t: &mut Transfer, now: SimTime, sender_complete: bool) {
-    if t.completed_at.is_none() && t.bytes.is_some() && sender_complete {
+/// Record the completion time of a finite transfer once its sender has everything acknowledged;
+/// true on the ACK that completed it.
+fn note_completion(t: &mut Transfer, now: SimTime, sender_complete: bool) -> bool {
+    let done = t.completed_at.is_none() && t.bytes.is_some() && sender_complete;
+    if done {
         t.completed_at = Some(now);
     }
+    done
 }
 
 /// What the engine notes when an ACK reached an MPTCP or QUIC sender: the ACK's RTT sample
@@ -269,7 +272,9 @@ impl Endpoint for TcpFlow {
                     // included — the round trip this ACK closes, give or take one RTT.
                     self.receiver.on_rcv_rtt_sample(rtt);
                 }
-                note_completion(&mut self.transfer, now, self.sender.is_complete());
+                if note_completion(&mut self.transfer, now, self.sender.is_complete()) {
+                    self.sender.release_storage();
+                }
                 Side::Sender
             }
             other => unreachable!("TCP flow got {other:?}"),

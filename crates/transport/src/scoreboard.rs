@@ -262,6 +262,26 @@ impl Scoreboard {
         self
     }
 
+    /// Give back the lists' storage once nothing is outstanding (a finished transfer): they
+    /// keep the capacity of the largest window otherwise, kilobytes per flow that a run of many
+    /// short flows would hold to its end. Changes nothing but capacity: with no record left,
+    /// every entry of the send-order, retransmission and lost lists names a record below the
+    /// cumulative ACK, which their walks drop on sight. Does nothing while a record is
+    /// outstanding.
+    pub fn release_storage(&mut self) {
+        if !self.segs.is_empty() {
+            return;
+        }
+        self.segs = VecDeque::new();
+        self.tsorted = VecDeque::new();
+        self.rtx_fifo = VecDeque::new();
+        self.relost = VecDeque::new();
+        self.relost_scratch = Vec::new();
+        if self.sack_ranges.is_empty() {
+            self.sack_ranges = VecDeque::new();
+        }
+    }
+
     /// Number of outstanding records.
     pub fn len(&self) -> usize {
         self.segs.len()

@@ -509,6 +509,15 @@ impl Sender {
         self.snd_una >= self.bytes_offered && (self.bytes_offered > 0 || self.app_stopped)
     }
 
+    /// Give back the storage kept for data in flight once the transfer is complete
+    /// ([`Sender::is_complete`]; [`Scoreboard::release_storage`]); nothing before. Changes no
+    /// behaviour: a run of many short flows stops holding each finished flow's largest window.
+    pub fn release_storage(&mut self) {
+        if self.is_complete() {
+            self.sb.release_storage();
+        }
+    }
+
     /// Process an ACK arriving at `now`.
     ///
     /// Order, as in Linux's `tcp_ack`: cumulative ACK and SACK scoreboard; RTT sample (Karn);
