@@ -112,7 +112,9 @@ pub struct Simulation {
     /// The links leading into another part that hold packets not yet exported.
     cross_dirty: Vec<u32>,
     /// In a split run, per part: boxes of TCP ACKs that part sent into this one, to give back
-    /// to it at the window's end ([`Simulation::import`]).
+    /// to it at the window's end ([`Simulation::import`]). Boxes, not ACKs: the boxes themselves
+    /// go back to their pool.
+    #[allow(clippy::vec_box)]
     returning_acks: Vec<Vec<Box<AckSegment>>>,
     /// [`Simulation::fail_at_for_tests`]: `run_until` panics once asked to run past this time.
     fault_at: Option<SimTime>,

@@ -197,7 +197,7 @@ impl Link {
         self.plain_wire = self.trace.is_none()
             && self.capture.is_none()
             && self.jitter.is_none()
-            && !(self.loss.probability() > 0.0)
+            && self.loss.probability().partial_cmp(&0.0) != Some(std::cmp::Ordering::Greater)
             && !self.impair.active();
     }
 

@@ -176,7 +176,9 @@ pub fn lookahead_ns(spec: &Spec, part: &[u16]) -> Option<u64> {
 struct Mail {
     /// Packets in flight on links into the receiving part.
     transits: Vec<Transit>,
-    /// Boxes of TCP ACKs the receiving part sent, given back ([`Simulation::import`]).
+    /// Boxes of TCP ACKs the receiving part sent, given back ([`Simulation::import`]): the
+    /// boxes themselves, for its pool.
+    #[allow(clippy::vec_box)]
     ack_boxes: Vec<Box<AckSegment>>,
 }
 

@@ -253,6 +253,9 @@ pub struct RouteSpec {
 }
 
 /// A flow.
+// One per flow, read once to build it: the size of the TCP variant costs nothing that boxing it
+// (and every match on it) would repay.
+#[allow(clippy::large_enum_variant)]
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum FlowSpec {

@@ -466,7 +466,7 @@ impl Receiver {
         if here.is_none() && self.parts.len() >= self.opts.max_partial_files {
             return Err((RejectCode::Busy, format!("the receiver holds {} partial files, its limit", self.parts.len())));
         }
-        if here.map_or(true, |(src, _)| src != Some(ip)) {
+        if here.is_none_or(|(src, _)| src != Some(ip)) {
             let mine = self.parts.values().filter(|(src, _)| *src == Some(ip)).count();
             if mine >= self.opts.max_partials_per_source {
                 return Err((RejectCode::Busy, format!("this address has {mine} partial files here, the receiver's limit per address")));

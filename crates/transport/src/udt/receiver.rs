@@ -314,7 +314,7 @@ impl UdtReceiver {
         if before.is_some_and(|(_, h)| h.end == pkt.seq && h.end_offset != pkt.offset) {
             return false;
         }
-        !self.buffered.get(&(pkt.seq + 1)).is_some_and(|h| h.start_offset != pkt.end())
+        self.buffered.get(&(pkt.seq + 1)).is_none_or(|h| h.start_offset == pkt.end())
     }
 
     /// Store a new packet (its offsets checked) and deliver what became contiguous.
