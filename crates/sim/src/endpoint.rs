@@ -188,16 +188,15 @@ fn note_completion(t: &mut Transfer, now: SimTime, sender_complete: bool) -> boo
 }
 
 /// What the engine notes when an ACK reached an MPTCP or QUIC sender: the ACK's RTT sample
-/// (`rtt`, if it gave one) into the flow's histogram, and the completion of a finite transfer.
-/// Returns the end that acts on it, the sender. (TCP's `receive` does the same in line, in the
-/// branch that also feeds its receiver's RTT estimate: the hottest arm, left as it was.)
+/// (`rtt`, if it gave one) into the flow's histogram, and the completion of a finite transfer;
+/// true on the ACK that completed it. (TCP's `receive` does the same in line, in the branch
+/// that also feeds its receiver's RTT estimate: the hottest arm, left as it was.)
 #[inline(always)]
-fn note_ack(t: &mut Transfer, now: SimTime, rtt: Option<Duration>, sender_complete: bool) -> Side {
+fn note_ack(t: &mut Transfer, now: SimTime, rtt: Option<Duration>, sender_complete: bool) -> bool {
     if let Some(rtt) = rtt {
         t.rtt.record(rtt.as_nanos());
     }
-    note_completion(t, now, sender_complete);
-    Side::Sender
+    note_completion(t, now, sender_complete)
 }
 
 /// The [`Endpoint`] methods that every transport's flow implements alike: `transfer`, its own
@@ -373,7 +372,10 @@ impl Endpoint for MptcpFlow {
                     // The subflow receiver's RTT estimate, as a TCP flow's (TcpFlow::receive).
                     self.receiver.on_rcv_rtt_sample(subflow, rtt);
                 }
-                note_ack(&mut self.transfer, now, outcome.rtt, self.sender.is_complete())
+                if note_ack(&mut self.transfer, now, outcome.rtt, self.sender.is_complete()) {
+                    self.release_storage();
+                }
+                Side::Sender
             }
             other => unreachable!("MPTCP flow got {other:?}"),
         }
@@ -417,7 +419,10 @@ impl Endpoint for QuicFlow {
             Payload::QuicAck(a) => {
                 let outcome = self.sender.on_ack(now, &a);
                 self.ack_boxes.put(a);
-                note_ack(&mut self.transfer, now, outcome.rtt, self.sender.is_complete())
+                if note_ack(&mut self.transfer, now, outcome.rtt, self.sender.is_complete()) {
+                    self.release_storage();
+                }
+                Side::Sender
             }
             other => unreachable!("QUIC flow got {other:?}"),
         }

@@ -181,6 +181,15 @@ pub struct MptcpFlow {
 }
 
 impl MptcpFlow {
+    /// Give back what the finished connection no longer needs: its header boxes and its
+    /// senders' storage for data in flight ([`MptcpSender::release_storage`]). Changes no
+    /// result; a run of many short connections stops holding each one's largest window.
+    pub fn release_storage(&mut self) {
+        self.data_boxes.release();
+        self.ack_boxes.release();
+        self.sender.release_storage();
+    }
+
     /// Build from a validated spec whose `mptcp` is set: the TCP settings are every subflow's
     /// (its MSS less the DSS option), the flow's `rwnd_bytes` and `sndbuf_bytes` the
     /// connection's shared buffers.
@@ -264,6 +273,14 @@ pub struct QuicFlow {
 }
 
 impl QuicFlow {
+    /// Give back what the finished connection no longer needs: its packet and ACK-frame boxes
+    /// and its sender's emptied lists ([`QuicSender::release_storage`]). Changes no result.
+    pub fn release_storage(&mut self) {
+        self.data_boxes.release();
+        self.ack_boxes.release();
+        self.sender.release_storage();
+    }
+
     /// Build from a validated spec whose `quic` is set: the flow's controller, ECN choice,
     /// initial window (in packets of the QUIC payload), connection window (`rwnd_bytes`) and
     /// the QUIC settings.

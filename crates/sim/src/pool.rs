@@ -71,6 +71,12 @@ impl<T> BoxPool<T> {
         self.boxes.truncate(keep);
     }
 
+    /// Free every box and hold none from now on (a finished transfer, whose headers are done).
+    pub fn release(&mut self) {
+        self.keep = 0;
+        self.boxes = Vec::new();
+    }
+
     /// Boxes this pool has allocated so far (each time a box was asked of it empty).
     pub fn allocated(&self) -> u64 {
         self.allocated

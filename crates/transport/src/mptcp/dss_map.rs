@@ -42,6 +42,13 @@ pub(crate) struct DssMap {
 }
 
 impl DssMap {
+    /// Give back the storage once no mapping is left (capacity only).
+    pub fn release_storage(&mut self) {
+        if self.maps.is_empty() {
+            self.maps = VecDeque::new();
+        }
+    }
+
     /// Record that subflow bytes from `sub_seq` (the subflow's end of offered data) carry
     /// `len` connection bytes from `dsn`.
     pub fn push(&mut self, sub_seq: u64, dsn: u64, len: u32) {

@@ -250,6 +250,22 @@ impl MptcpSender {
         self.data_una >= self.offered && (self.offered > 0 || self.app_stopped)
     }
 
+    /// Give back the storage kept for data in flight once the connection is complete
+    /// ([`MptcpSender::is_complete`]): each finished subflow's ([`Sender::release_storage`]),
+    /// emptied mapping and reinjection lists; nothing before. Changes no behaviour.
+    pub fn release_storage(&mut self) {
+        if !self.is_complete() {
+            return;
+        }
+        for s in &mut self.subs {
+            s.sender.release_storage();
+            s.map.release_storage();
+        }
+        if self.reinject.is_empty() {
+            self.reinject = VecDeque::new();
+        }
+    }
+
     /// Every subflow's RTO follows `rule` ([`Sender::set_rto_rule`]): each subflow is a TCP
     /// connection with its own RTT estimator (RFC 8684 §3.2), as Linux's are. Call before the
     /// first RTT sample; later calls are ignored.

@@ -417,6 +417,21 @@ impl QuicSender {
         self.bytes_offered = self.next_offset;
     }
 
+    /// Give back the storage of the sent-packet and lost-packet lists once the stream is
+    /// complete ([`QuicSender::is_complete`]) and they are empty (capacity only: a list still
+    /// holding a packet keeps it, for a late ACK to find); nothing before.
+    pub fn release_storage(&mut self) {
+        if !self.is_complete() {
+            return;
+        }
+        if self.sent.is_empty() {
+            self.sent = VecDeque::new();
+        }
+        if self.lost_recent.is_empty() {
+            self.lost_recent = VecDeque::new();
+        }
+    }
+
     /// True when at least one byte was offered and every offered byte has been acknowledged.
     pub fn is_complete(&self) -> bool {
         self.bytes_offered > 0 && self.acked.contains_range(0, self.bytes_offered)
