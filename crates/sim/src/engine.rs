@@ -12,7 +12,6 @@ use crate::event::{Event, EventQueue};
 use crate::flow::Flow;
 use crate::link::Link;
 use crate::packet::{Packet, Payload};
-use ccarena_transport::AckSegment;
 use crate::pcap::frame::FlowAddress;
 use crate::pcap::{CaptureStats, LinkCapture};
 use crate::results::{flow_row, flow_sample, flow_table, link_row, link_table};
@@ -111,11 +110,13 @@ pub struct Simulation {
     cross_pending: Vec<CrossState>,
     /// The links leading into another part that hold packets not yet exported.
     cross_dirty: Vec<u32>,
-    /// In a split run, per part: boxes of TCP ACKs that part sent into this one, to give back
-    /// to it at the window's end ([`Simulation::import`]). Boxes, not ACKs: the boxes themselves
-    /// go back to their pool.
-    #[allow(clippy::vec_box)]
-    returning_acks: Vec<Vec<Box<AckSegment>>>,
+    /// In a split run, per part: spare header boxes for that part, one for each boxed header
+    /// it sent into this one, to give at the window's end ([`Simulation::import`]); each with
+    /// its flow's index.
+    returning_boxes: Vec<Vec<(u32, Payload)>>,
+    /// In a split run, each flow's (source, destination) hosts: where a header crossing into
+    /// this part was boxed ([`Simulation::import`]), without reading the flow's spec.
+    flow_ends: Vec<(u32, u32)>,
     /// [`Simulation::fail_at_for_tests`]: `run_until` panics once asked to run past this time.
     fault_at: Option<SimTime>,
 }
@@ -252,7 +253,8 @@ impl Simulation {
             part: None,
             cross_pending: Vec::new(),
             cross_dirty: Vec::new(),
-            returning_acks: Vec::new(),
+            returning_boxes: Vec::new(),
+            flow_ends: Vec::new(),
             fault_at: None,
             spec,
         })
@@ -421,7 +423,8 @@ impl Simulation {
             self.cross_pending[l as usize] = CrossState::Idle;
         }
         let parts = part.node_part.iter().copied().max().map_or(1, |m| m as usize + 1);
-        self.returning_acks = (0..parts).map(|_| Vec::new()).collect();
+        self.returning_boxes = (0..parts).map(|_| Vec::new()).collect();
+        self.flow_ends = self.spec.flows.iter().map(|f| f.endpoints()).map(|(s, d)| (s as u32, d as u32)).collect();
         self.part = Some(part);
         self.ack_boxes.0.limit(SPLIT_ACK_BOXES);
     }
@@ -443,7 +446,7 @@ impl Simulation {
         self.part = None;
         self.cross_pending.clear();
         self.cross_dirty.clear();
-        self.returning_acks.clear();
+        self.returning_boxes.clear();
     }
 
     /// This copy simulates `node` (always, unless the run is split over threads).
@@ -475,35 +478,53 @@ impl Simulation {
     /// Take a packet another part serialized onto a link that ends in this one, and schedule
     /// its arrival. Its arrival must be after every event handled so far.
     ///
-    /// A TCP ACK travels on in a box of this part's pool when it has one, and the box it came
-    /// in goes back to the part that boxed it ([`Simulation::return_ack_boxes`]): with ACKs
-    /// flowing one way between two parts, the receivers' part would otherwise allocate a box
-    /// per ACK and the senders' part free one.
+    /// A boxed header (a TCP ACK; a QUIC packet or ACK frame; a UDT ACK or NAK) that is to
+    /// reach its end in this part travels on in a box of the same kind from this part's pool,
+    /// when it has one, and the box it came in goes back to the part that boxed it
+    /// ([`Simulation::return_boxes`]): with headers flowing one way between two parts, the part
+    /// that boxes them would otherwise allocate a box per header and the part that reads them
+    /// free one. The header's contents move into the local box, so each part works in boxes
+    /// its own cache holds and only the emptied one crosses back.
     pub fn import(&mut self, mut t: Transit) {
         let l = t.link as usize;
-        if let Payload::Ack(theirs) = &mut t.packet.payload {
-            if let (Some(mut mine), Some(part)) = (self.ack_boxes.0.take_kept(), &self.part) {
-                *mine = **theirs;
-                let from = part.node_part[self.links[l].from as usize] as usize;
-                self.returning_acks[from].push(std::mem::replace(theirs, mine));
+        if let Some(part) = self.part.as_ref().filter(|_| t.packet.payload.is_boxed()) {
+            let f = t.packet.flow as usize;
+            let pkt = &mut t.packet;
+            let (src, dst) = self.flow_ends[f];
+            // The host that boxed the header: the flow's other end from the packet's destination.
+            let origin = if pkt.dst == dst { src } else { dst };
+            let origin_part = part.node_part[origin as usize] as usize;
+            if part.node_part[pkt.dst as usize] == part.me && origin_part != part.me as usize {
+                let spare = match &pkt.payload {
+                    Payload::Ack(_) => self.ack_boxes.0.take_kept().map(Payload::Ack),
+                    like => self.flows[f].spare_box(like),
+                };
+                if let Some(local) = spare {
+                    let theirs = pkt.payload.move_into(local);
+                    self.returning_boxes[origin_part].push((pkt.flow, theirs));
+                }
             }
         }
         self.links[l].inject(t.arrival, t.held, t.packet);
         self.ensure_link_event(l);
     }
 
-    /// Hand the TCP ACK boxes to give back ([`Simulation::import`]) to `out`, per part: `out`
+    /// Hand the spare boxes for other parts ([`Simulation::import`]) to `out`, per part: `out`
     /// takes them from the vector (which keeps its capacity).
-    pub fn return_ack_boxes(&mut self, out: &mut impl FnMut(u16, &mut Vec<Box<AckSegment>>)) {
-        for (part, boxes) in self.returning_acks.iter_mut().enumerate().filter(|(_, b)| !b.is_empty()) {
+    pub fn return_boxes(&mut self, out: &mut impl FnMut(u16, &mut Vec<(u32, Payload)>)) {
+        for (part, boxes) in self.returning_boxes.iter_mut().enumerate().filter(|(_, b)| !b.is_empty()) {
             out(part as u16, boxes);
         }
     }
 
-    /// Take back TCP ACK boxes another part returned ([`Simulation::return_ack_boxes`]).
-    pub fn accept_ack_boxes(&mut self, boxes: impl IntoIterator<Item = Box<AckSegment>>) {
-        for b in boxes {
-            self.ack_boxes.0.put(b);
+    /// Keep the spare boxes another part gave ([`Simulation::return_boxes`]), each in its
+    /// flow's pool (a TCP ACK's in the run's).
+    pub fn accept_boxes(&mut self, boxes: impl IntoIterator<Item = (u32, Payload)>) {
+        for (f, b) in boxes {
+            match b {
+                Payload::Ack(b) => self.ack_boxes.0.put(b),
+                b => self.flows[f as usize].accept_box(b),
+            }
         }
     }
 
@@ -790,12 +811,8 @@ impl Simulation {
         self.flows[f].start(f, &self.spec.flows[f]);
         // Split over threads, the copy that simulates the sending host sends; the receiving
         // host's copy only starts its end.
-        let (src, dst) = self.spec.flows[f].endpoints();
+        let (src, _) = self.spec.flows[f].endpoints();
         let sends = self.owns(src as u32);
-        if self.part.is_some() {
-            let receives = self.owns(dst as u32);
-            self.flows[f].limit_pools(sends, receives);
-        }
         if let Flow::Cbr(_) = self.flows[f] {
             if sends {
                 self.on_cbr_send(f);

@@ -16,6 +16,7 @@ use ccarena_transport::quic::{AckFrame, QuicConfig, QuicPacket, QuicReceiver, Qu
 
 use ccarena_link::Histogram;
 use ccarena_rng::{SplitMix64, StreamKind};
+use crate::packet::Payload;
 use crate::pool::BoxPool;
 use crate::spec::{CbrFlowSpec, FlowSpec, QuicSpec, SpecError, TcpFlowSpec, UdtFlowSpec};
 
@@ -448,25 +449,29 @@ pub enum Flow {
 }
 
 impl Flow {
-    /// Limit this flow's pools of header boxes to what this copy can reuse, for a run split over
-    /// threads (`crate::parallel`): data boxes are taken by the sender and put back by the
-    /// receiver, ACK boxes the other way, so a copy without the end that takes a kind frees
-    /// those boxes instead of keeping them ([`BoxPool::limit`]). `sends_here`, `receives_here`:
-    /// this copy simulates the sending, the receiving host. A flow without pools (TCP's ACKs
-    /// share the run's, CBR has none) is left as it is.
-    pub fn limit_pools(&mut self, sends_here: bool, receives_here: bool) {
-        let keep = |here: bool| if here { usize::MAX } else { 0 };
-        match self {
-            Flow::Mptcp(m) => {
-                m.data_boxes.limit(keep(sends_here));
-                m.ack_boxes.limit(keep(receives_here));
-            }
-            Flow::Quic(q) => {
-                q.data_boxes.limit(keep(sends_here));
-                q.ack_boxes.limit(keep(receives_here));
-            }
-            Flow::Udt(u) => u.ack_boxes.limit(keep(receives_here)),
-            Flow::Tcp(_) | Flow::Cbr(_) | Flow::Idle { .. } => {}
+    /// A spare box of `like`'s kind from this flow's pools, if one is kept (`crate::pool`;
+    /// [`crate::Simulation::import`]): for the part of a split run that boxes such headers.
+    pub fn spare_box(&mut self, like: &Payload) -> Option<Payload> {
+        match (self, like) {
+            (Flow::Quic(q), Payload::QuicData(_)) => q.data_boxes.take_kept().map(Payload::QuicData),
+            (Flow::Quic(q), Payload::QuicAck(_)) => q.ack_boxes.take_kept().map(Payload::QuicAck),
+            (Flow::Udt(u), Payload::UdtToSender(_)) => u.ack_boxes.take_kept().map(Payload::UdtToSender),
+            (Flow::Mptcp(m), Payload::MptcpData(_)) => m.data_boxes.take_kept().map(Payload::MptcpData),
+            (Flow::Mptcp(m), Payload::MptcpAck(_)) => m.ack_boxes.take_kept().map(Payload::MptcpAck),
+            _ => None,
+        }
+    }
+
+    /// Keep a spare box another part gave ([`Flow::spare_box`]) in the pool of its kind; a
+    /// payload without a box, or of another flow kind, is dropped.
+    pub fn accept_box(&mut self, spare: Payload) {
+        match (self, spare) {
+            (Flow::Quic(q), Payload::QuicData(b)) => q.data_boxes.put(b),
+            (Flow::Quic(q), Payload::QuicAck(b)) => q.ack_boxes.put(b),
+            (Flow::Udt(u), Payload::UdtToSender(b)) => u.ack_boxes.put(b),
+            (Flow::Mptcp(m), Payload::MptcpData(b)) => m.data_boxes.put(b),
+            (Flow::Mptcp(m), Payload::MptcpAck(b)) => m.ack_boxes.put(b),
+            _ => {}
         }
     }
 

@@ -50,6 +50,34 @@ impl Payload {
         }
     }
 
+    /// The header travels in a box of its flow's pool (or, a TCP ACK's, of the run's;
+    /// `crate::pool`).
+    #[inline]
+    pub fn is_boxed(&self) -> bool {
+        !matches!(self, Payload::Data(_) | Payload::Datagram { .. } | Payload::UdtToReceiver(_))
+    }
+
+    /// Carry this header on in `local`, a box of the same kind from this thread's pool, and
+    /// return the box it came in (holding `local`'s old contents): a header that crossed into
+    /// another part of a split run (`crate::parallel`) travels on in a box that part's cache
+    /// holds, and the box it came in goes home. `local` of another kind is returned as it is.
+    pub fn move_into(&mut self, local: Payload) -> Payload {
+        fn swap<T>(theirs: &mut Box<T>, mut mine: Box<T>) -> Box<T> {
+            std::mem::swap(&mut **theirs, &mut *mine);
+            std::mem::swap(theirs, &mut mine);
+            mine
+        }
+        match (self, local) {
+            (Payload::Ack(t), Payload::Ack(m)) => Payload::Ack(swap(t, m)),
+            (Payload::UdtToSender(t), Payload::UdtToSender(m)) => Payload::UdtToSender(swap(t, m)),
+            (Payload::MptcpData(t), Payload::MptcpData(m)) => Payload::MptcpData(swap(t, m)),
+            (Payload::MptcpAck(t), Payload::MptcpAck(m)) => Payload::MptcpAck(swap(t, m)),
+            (Payload::QuicData(t), Payload::QuicData(m)) => Payload::QuicData(swap(t, m)),
+            (Payload::QuicAck(t), Payload::QuicAck(m)) => Payload::QuicAck(swap(t, m)),
+            (_, other) => other,
+        }
+    }
+
     /// The IP ECN field of a packet that can carry one: TCP data segments (single-path or an
     /// MPTCP subflow's) and QUIC packets with stream data. ACKs and datagrams are Not-ECT
     /// (RFC 3168 §6.1.4; a QUIC ACK-only packet is sent Not-ECT here, RFC 9000 §13.4.1 leaves it

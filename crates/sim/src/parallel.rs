@@ -15,9 +15,9 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use ccarena_cc::SimTime;
-use ccarena_transport::AckSegment;
 
 use crate::engine::{Part, Simulation, Transit};
+use crate::packet::Payload;
 use crate::spec::{FlowSpec, NodeKind, Spec, SpecError};
 
 /// A barrier that spins, then yields: a window of a microsecond of simulated time holds a few
@@ -176,10 +176,9 @@ pub fn lookahead_ns(spec: &Spec, part: &[u16]) -> Option<u64> {
 struct Mail {
     /// Packets in flight on links into the receiving part.
     transits: Vec<Transit>,
-    /// Boxes of TCP ACKs the receiving part sent, given back ([`Simulation::import`]): the
-    /// boxes themselves, for its pool.
-    #[allow(clippy::vec_box)]
-    ack_boxes: Vec<Box<AckSegment>>,
+    /// Spare header boxes for the receiving part's pools, with their flows' indices
+    /// ([`Simulation::import`]).
+    boxes: Vec<(u32, Payload)>,
 }
 
 /// A run split over threads: one copy of the simulation per part of the network
@@ -361,14 +360,14 @@ impl SplitRun {
                             for (dest, out) in outbox.iter_mut().enumerate().filter(|(_, o)| !o.is_empty()) {
                                 mailboxes[dest][parity].lock().expect("mailbox").transits.append(out);
                             }
-                            sim.return_ack_boxes(&mut |dest, boxes| {
-                                mailboxes[dest as usize][parity].lock().expect("mailbox").ack_boxes.append(boxes);
+                            sim.return_boxes(&mut |dest, boxes| {
+                                mailboxes[dest as usize][parity].lock().expect("mailbox").boxes.append(boxes);
                             });
                             if !barrier.wait() {
                                 break;
                             }
                             std::mem::swap(&mut *mailboxes[me][parity].lock().expect("mailbox"), &mut inbox);
-                            sim.accept_ack_boxes(inbox.ack_boxes.drain(..));
+                            sim.accept_boxes(inbox.boxes.drain(..));
                             for t in inbox.transits.drain(..) {
                                 sim.import(t);
                             }

@@ -4,11 +4,13 @@
 //! One end of a transfer takes a box for each header it sends; the other end puts the box back
 //! when the packet arrives, and the next header reuses it, so a steady run allocates none
 //! (`tests/steady_state_allocations.rs`). Split over threads ([`crate::parallel`]), the two ends
-//! may live in different parts: the part that puts a box back may never take one. A TCP ACK's
-//! box is exchanged for one of the reading part's as it crosses (`Simulation::import`), so each
-//! part gets its own boxes back; the pools of QUIC, UDT and MPTCP flows are limited instead
-//! ([`BoxPool::limit`]): a part frees what it cannot reuse. Unlimited, a part would hold one box
-//! for every header the run ever carried one way (hundreds of MB on a busy fat-tree).
+//! may live in different parts: the part that puts a box back may never take one. So for each
+//! boxed header that crosses into the part where it ends, that part hands a spare box of the
+//! same kind from its pool back to the part that boxed the header (`Simulation::import`): each
+//! part gets back as many boxes as it sent, and neither allocates nor frees one per header.
+//! Without the exchange a part would hold one box for every header the run ever carried one way
+//! (hundreds of MB on a busy fat-tree), or, with its pool limited, free one per header while
+//! the other part allocated one.
 
 /// A last-in-first-out pool of boxes of `T`, holding at most its limit (unlimited by default).
 #[derive(Debug)]
