@@ -25,6 +25,10 @@ Cases:
 - ``report004``: the seed-004 file (examples/seeds/004-tcp-flavors-matrix.toml, 95 runs: Reno,
   CUBIC, Vegas alone and the 4×4 matrix × 5 repeats) with 15 s runs: ``ccarena run --no-report``
   then ``ccarena report`` of it. Target (issue 29): report ≤ runs, and ≤ 10 s on 2 cores.
+- ``scale`` (not in ``all``: minutes): the scale benchmark's runs as scenarios — CUBIC
+  dumbbells of 1, 10, 100, 1,000 and 10,000 flows at 1 Gbps for 4 s, and the k = 16 fat-tree's
+  1,024 flows across pods for 150 ms on two threads — each as one ``ccarena run --no-report``,
+  the whole command beside its engine's own time (issue 35 item 5).
 - ``rerun``: ``ccarena run`` of a finished experiment again (the quickstart, then the seed-004
   one of ``report004``): the runs are skipped and the report is kept. Target: ≤ 1.5 s.
 
@@ -68,6 +72,28 @@ bottleneck = {{ rate = "{rate}", delay = "20ms", queue = {{ limit = "{limit_pack
 
 FLOWS100 = cubic_dumbbell("bench-flows100", "60s", 100, "100Mbps", 1000)
 FLOWS1000 = cubic_dumbbell("bench-flows1000", "20s", 1000, "1Gbps", 10000)
+
+# The scale benchmark's runs (benches/scale.rs, issue 35 item 5) as a user writes them: CUBIC
+# dumbbells at 1 Gbps by flow count, and the k = 16 fat-tree's 1,024 flows across pods.
+SCALE_DUMBBELLS = {n: cubic_dumbbell(f"bench-dumbbell{n}", "4s", n, "1Gbps", 10000)
+                   for n in (1, 10, 100, 1000, 10000)}
+FATTREE16 = """
+name = "bench-fattree16"
+duration = "150ms"
+[topology]
+kind = "fat_tree"
+k = 16
+host = { rate = "10Gbps", delay = "1us", queue = { limit = "100pkt" } }
+edge = { rate = "10Gbps", delay = "1us", queue = { limit = "100pkt" } }
+core = { rate = "10Gbps", delay = "1us", queue = { limit = "100pkt" } }
+[[traffic]]
+pattern = "stride"
+stride = 512
+jitter = "100ms"
+flow = { flavor = "cubic" }
+[engine]
+threads = 2
+"""
 
 SWEEP400 = """
 name = "bench-sweep400"
@@ -169,6 +195,22 @@ def bench_flows(tmp: Path, repeats: int, case: str, text: str, target: float) ->
     print(f"{case}: starting Python and importing what a run needs takes {startup:.2f} s before "
           f"any engine can start; the target leaves the whole front end "
           f"{(target - 1) * engine:.2f} s", flush=True)
+
+
+def bench_scale(tmp: Path) -> None:
+    """The whole ``ccarena run --no-report -j 1`` of each of :data:`SCALE_DUMBBELLS` and of
+    :data:`FATTREE16` (two threads) beside its engine's own time in that command
+    (:func:`engine_in_command`), once each: what issue 35 item 5 asks beside the scale
+    benchmark's engine figures. Minutes: the fat-tree's engine alone takes about 40 s."""
+    cases = [(f"dumbbell-{n}", text) for n, text in SCALE_DUMBBELLS.items()] + [("fattree-k16", FATTREE16)]
+    for case, text in cases:
+        scenario = tmp / f"{case}.toml"
+        scenario.write_text(text)
+        out = tmp / case
+        wall, cpu = command(["run", str(scenario), "-o", str(out), "--force", "-q", "--no-report", "-j", "1"])
+        engine = engine_in_command(out)
+        print(f"{case}: whole command {wall:.2f} s wall / {cpu:.2f} s CPU, engine {engine:.2f} s, "
+              f"front end {wall - engine:.2f} s, ratio {wall / engine:.2f}", flush=True)
 
 
 def engine_in_command(out: Path) -> float:
@@ -286,7 +328,7 @@ def bench_rerun(tmp: Path, repeats: int, seed004: Path | None) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--case", choices=["flows100", "flows1000", "run100", "sweep400", "report004",
-                                           "rerun", "all"], default="all")
+                                           "rerun", "scale", "all"], default="all")
     parser.add_argument("--repeats", type=int, default=1)
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--baseline", help="PYTHONPATH of a tree to compare with (\"before\")")
@@ -314,6 +356,8 @@ def main() -> None:
             seed004 = bench_report004(Path(tmp), args.jobs, args.repeats)
         if args.case in ("rerun", "all"):
             bench_rerun(Path(tmp), max(args.repeats, 3), seed004)
+        if args.case == "scale":
+            bench_scale(Path(tmp))
 
 
 if __name__ == "__main__":
