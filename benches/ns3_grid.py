@@ -7,7 +7,7 @@ as ns-3 runs them).
     python3 benches/ns3_grid.py --ns3-python /tmp/ns3venv/bin/python [--duration 60] [--cells ...]
 
 ns-3 comes from a throw-away virtual environment holding the ``ns3`` wheel (``python3 -m venv
-/tmp/ns3venv && /tmp/ns3venv/bin/pip install ns3==3.44``: its first import builds cppyy, minutes);
+/tmp/ns3venv && /tmp/ns3venv/bin/pip install "ns3==3.44.*"``: its first import builds cppyy, minutes);
 each cell runs in ccarena's own ns-3 program (:mod:`ccarena.references.ns3_cell`, the calibration
 reference: the same dumbbell from the same resolved spec), and its figure is the wall time of
 ``Simulator::Run`` alone (``events_wall_s``): not the interpreter, nor cppyy compiling the program
