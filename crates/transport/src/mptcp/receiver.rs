@@ -329,21 +329,24 @@ impl MptcpReceiver {
     /// and window. Call until `None` after every `on_segment` and `handle_timeout`.
     pub fn poll_ack(&mut self, now: SimTime) -> Option<DssAck> {
         let n = self.subs.len();
-        for k in 0..n {
-            let i = (self.ack_start + k) % n;
-            if self.dirty & (1 << i) == 0 {
-                continue;
+        // The dirty subflows in turn from `ack_start` (wrapping), one set bit at a time: no pass
+        // over the clean ones (this runs after every segment the connection receives).
+        let from_start = self.dirty & (u32::MAX << self.ack_start);
+        for mut turn in [from_start, self.dirty & !from_start] {
+            while turn != 0 {
+                let i = turn.trailing_zeros() as usize;
+                turn &= turn - 1;
+                if let Some(ack) = self.subs[i].poll_ack(now) {
+                    self.ack_start = (i + 1) % n;
+                    return Some(DssAck {
+                        subflow: i as u8,
+                        ack,
+                        data_ack: self.data_rcv_nxt,
+                        data_rwnd_bytes: self.window(i),
+                    });
+                }
+                self.dirty &= !(1 << i);
             }
-            if let Some(ack) = self.subs[i].poll_ack(now) {
-                self.ack_start = (i + 1) % n;
-                return Some(DssAck {
-                    subflow: i as u8,
-                    ack,
-                    data_ack: self.data_rcv_nxt,
-                    data_rwnd_bytes: self.window(i),
-                });
-            }
-            self.dirty &= !(1 << i);
         }
         None
     }

@@ -150,6 +150,11 @@ pub struct MptcpSender {
     /// transmissions change only then, so the others are not polled again on every packet
     /// (with 8 subflows that polling was most of a packet's cost).
     dirty: Mask,
+    /// Subflows the scheduler found not eligible ([`MptcpSender::eligible`]) and that nothing
+    /// has touched since: an ACK, a timer, a join or a segment sent is all that can make a
+    /// subflow eligible, and each clears its bit, so the scheduler skips these without reading
+    /// their senders (8 of them on every packet of a bulk connection otherwise).
+    ineligible: Mask,
     /// Reused for the coupling view.
     views: Vec<SubflowView>,
     /// The DATA_ACK whose segment opportunistic retransmission last looked at, and the
@@ -221,6 +226,7 @@ impl MptcpSender {
             rr_next: 0,
             poll_start: 0,
             dirty: 0,
+            ineligible: 0,
             opp_head: 0,
             opp_tried: 0,
         };
@@ -308,6 +314,7 @@ impl MptcpSender {
                     s.sender.on_handshake_rtt(rtt, now);
                 }
                 self.dirty |= 1 << i;
+                self.ineligible &= !(1 << i);
                 self.views[i].active = !s.stale;
             }
             all &= s.joined;
@@ -359,14 +366,51 @@ impl MptcpSender {
         self.prune_reinjections() || self.new_chunk_len() > 0
     }
 
-    /// The scheduler's choice among the eligible subflows not in `excluded`.
-    fn select(&self, excluded: Mask) -> Option<usize> {
+    /// Subflow `i` was touched (an ACK, a timer, a join): poll it again, and let the scheduler
+    /// look at it again.
+    fn touch(&mut self, i: usize) {
+        self.dirty |= 1 << i;
+        self.ineligible &= !(1 << i);
+    }
+
+    /// Poll subflow `i`'s sender; a segment sent may make it eligible again.
+    fn poll_subflow(&mut self, i: usize, now: SimTime) -> Option<crate::segment::DataSegment> {
+        let seg = self.subs[i].sender.poll_transmit(now)?;
+        self.ineligible &= !(1 << i);
+        Some(seg)
+    }
+
+    /// The scheduler's choice among the eligible subflows not in `excluded`. Remembers the
+    /// subflows it finds not eligible (`ineligible`) and skips them until touched.
+    fn select(&mut self, excluded: Mask) -> Option<usize> {
+        #[cfg(debug_assertions)]
+        for i in (0..self.subs.len()).filter(|&i| self.ineligible & (1 << i) != 0) {
+            debug_assert!(!self.eligible(i), "subflow {i} became eligible untouched");
+        }
         let n = self.subs.len();
-        let ok = |i: usize| excluded & (1 << i) == 0 && self.eligible(i);
-        match self.cfg.scheduler {
+        let skip = excluded | self.ineligible;
+        let mut found_ineligible: Mask = 0;
+        let mut ok = |i: usize| {
+            if skip & (1 << i) != 0 {
+                return false;
+            }
+            let yes = self.eligible(i);
+            if !yes {
+                found_ineligible |= 1 << i;
+            }
+            yes
+        };
+        let choice = match self.cfg.scheduler {
             Scheduler::MinRtt => {
                 let mut best: Option<(ccarena_cc::Duration, usize)> = None;
-                for i in (0..n).filter(|&i| ok(i)) {
+                // The subflows not skipped, in index order, one set bit at a time.
+                let mut left = !skip & (Mask::MAX >> (Mask::BITS as usize - n));
+                while left != 0 {
+                    let i = left.trailing_zeros() as usize;
+                    left &= left - 1;
+                    if !ok(i) {
+                        continue;
+                    }
                     let rtt = self.subs[i].sender.srtt().unwrap_or(self.cfg.sender.initial_rto);
                     if best.is_none_or(|(b, _)| rtt < b) {
                         best = Some((rtt, i));
@@ -375,7 +419,9 @@ impl MptcpSender {
                 best.map(|(_, i)| i)
             }
             Scheduler::RoundRobin => (0..n).map(|k| (self.rr_next + k) % n).find(|&i| ok(i)),
-        }
+        };
+        self.ineligible |= found_ineligible;
+        choice
     }
 
     /// Hand subflow `i` its next chunk: a queued reinjection from another subflow, else new
@@ -451,7 +497,7 @@ impl MptcpSender {
                     skipped |= 1 << i;
                     continue;
                 }
-                if let Some(seg) = self.subs[i].sender.poll_transmit(now) {
+                if let Some(seg) = self.poll_subflow(i, now) {
                     self.poll_start = (i + 1) % n;
                     return Some(self.wrap(i, seg));
                 }
@@ -471,19 +517,19 @@ impl MptcpSender {
             if self.cfg.scheduler == Scheduler::RoundRobin {
                 self.rr_next = (i + 1) % n;
             }
-            if let Some(seg) = self.subs[i].sender.poll_transmit(now) {
+            if let Some(seg) = self.poll_subflow(i, now) {
                 return Some(self.wrap(i, seg));
             }
             // The pacer holds the chunk: the subflow sends it at its release time.
             skipped &= !(1 << i);
-            self.dirty |= 1 << i;
+            self.touch(i);
             if !self.data_waiting() {
                 break;
             }
         }
         // 3. Subflows skipped in step 1 that got nothing may still hold a probe.
         for i in (0..n).filter(|i| skipped & (1 << i) != 0) {
-            if let Some(seg) = self.subs[i].sender.poll_transmit(now) {
+            if let Some(seg) = self.poll_subflow(i, now) {
                 return Some(self.wrap(i, seg));
             }
             self.dirty &= !(1 << i);
@@ -539,6 +585,8 @@ impl MptcpSender {
             if my_rtt < rtt && s.sender.ca_state() == ccarena_cc::CaState::Open && rested {
                 let s = &mut self.subs[j];
                 s.sender.penalize();
+                self.ineligible &= !(1 << j);
+                let s = &mut self.subs[j];
                 s.penalisations += 1;
                 s.last_penalised = Some(now);
                 self.refresh_view(j);
@@ -550,12 +598,12 @@ impl MptcpSender {
         s.sender.app_write(len);
         s.opp_retransmits += 1;
         s.opp_bytes += len;
-        self.dirty |= 1 << i;
+        self.touch(i);
         if self.cfg.scheduler == Scheduler::RoundRobin {
             self.rr_next = (i + 1) % self.subs.len();
         }
         // The pacer may hold it: the subflow then sends it at its release time.
-        let seg = self.subs[i].sender.poll_transmit(now)?;
+        let seg = self.poll_subflow(i, now)?;
         Some(self.wrap(i, seg))
     }
 
@@ -617,7 +665,7 @@ impl MptcpSender {
         self.right_edge = self.right_edge.max(data_ack.saturating_add(ack.data_rwnd_bytes));
         self.max_wnd = self.max_wnd.max(ack.data_rwnd_bytes);
         self.lend_view(i);
-        self.dirty |= 1 << i;
+        self.touch(i);
         let s = &mut self.subs[i];
         let out = s.sender.on_ack(now, &ack.ack);
         if out.bytes_newly_acked > 0 {
@@ -656,7 +704,7 @@ impl MptcpSender {
             }
             let rtos_before = s.sender.stats().rto_count;
             self.lend_view(i);
-            self.dirty |= 1 << i;
+            self.touch(i);
             self.subs[i].sender.handle_timeout(now);
             let rtos = self.subs[i].sender.stats().rto_count - rtos_before;
             if rtos > 0 {
