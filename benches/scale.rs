@@ -60,6 +60,10 @@ const SCENARIOS: &[(&str, Scenario)] = &[
     ("fattree-k16", Scenario::FatTree(16)),
     ("idle-10000", Scenario::Idle(10_000)),
     ("fattree-k4-reno", Scenario::FatTreeReno(4, 0)),
+    ("fattree-k4-mptcp2", Scenario::FatTreeReno(4, 2)),
+    ("fattree-k4-reno-x2", Scenario::FatTreeRenoParallel(4, 2)),
+    ("fattree-k4-mptcp4", Scenario::FatTreeReno(4, 4)),
+    ("fattree-k4-reno-x4", Scenario::FatTreeRenoParallel(4, 4)),
     ("fattree-k4-mptcp8", Scenario::FatTreeReno(4, 8)),
     ("fattree-k4-reno-x8", Scenario::FatTreeRenoParallel(4, 8)),
 ];
