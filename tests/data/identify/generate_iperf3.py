@@ -35,6 +35,12 @@ MTU_BYTES = 1514
 
 
 def main() -> None:
+    """Write ``iperf3/<name>.json`` for each held-out path that has none (every one with
+    ``--force``), printing each name as it is done.
+
+    Raises:
+        RuntimeError: the relay did not start, or iperf3 failed or printed no JSON.
+    """
     OUT.mkdir(exist_ok=True)
     for seed, (flavor, rate, rtt, bdp, loss) in enumerate(HELD_OUT, start=201):
         name = name_of(flavor, rate, rtt, bdp, loss)
