@@ -14,7 +14,9 @@ from ccarena.cli.console import stdout
 
 def identify(
     trace: Path = typer.Argument(..., help="A run or experiment directory, an iperf3 JSON, a "
-                                           "pcap/pcapng, or one flow's samples (.parquet/.csv)."),
+                                           "pcap/pcapng or a directory of one capture point's "
+                                           "files (a run's pcap/), or one flow's samples "
+                                           "(.parquet/.csv)."),
     flow: Optional[str] = typer.Option(None, "--flow", metavar="N|NAME", help="The flow: index or name [default: "
                                                             "the trace's only flow]."),
     json_out: bool = typer.Option(False, "--json", help="Print a JSON object (best, confidence, "
@@ -40,6 +42,8 @@ def identify(
       ccarena identify iperf3.json --json
 
       ccarena identify capture.pcap --flow 0 --exclude cubic
+
+      ccarena identify results/quickstart/runs/r0/pcap --flow 0
     """
     from ccarena.identify import identify as run_identification
     from ccarena.identify.classify import LOW_CONFIDENCE

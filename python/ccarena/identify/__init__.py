@@ -112,7 +112,8 @@ def identify_series(series: FlowSeries, *, exclude: Iterable[str] = (),
 def identify(trace: str | Path, flow: str | int | None = None, *, exclude: Iterable[str] = (),
              seed: int = 1, threads: int | None = None) -> Identification:
     """Identify the controller of one flow of ``trace`` (a run or experiment directory, an
-    iperf3 JSON, a pcap/pcapng, or a samples table .parquet/.csv).
+    iperf3 JSON, a pcap/pcapng, a directory of the captures of one capture point such as a
+    run's ``pcap/``, or a samples table .parquet/.csv).
 
     Raises:
         UserError: the trace or flow cannot be read, or has too little to go on.

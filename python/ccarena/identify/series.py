@@ -4,7 +4,9 @@ features and replay alike.
 A trace is (1) a stored run directory (``samples.parquet`` and ``flows.parquet``, as every
 backend writes them) or an experiment directory holding exactly one run; (2) an iperf3 ``--json``
 file (:func:`ccarena.importers.iperf3.parse`); (3) a pcap or pcapng capture
-(:mod:`ccarena.importers.pcap`, bytes in flight as the cwnd estimate). The flow is chosen by
+(:mod:`ccarena.importers.pcap`, bytes in flight as the cwnd estimate), or a directory of the
+capture files of one capture point (a run's ``pcap/`` for ``[output] pcap = ["left0"]``: both
+directions of the sender's access link), merged by timestamp. The flow is chosen by
 ``flow``: its index in the trace's flow list or its id/name; by default the trace must hold one
 TCP flow.
 """
@@ -158,8 +160,9 @@ def _run_directory(path: Path) -> Path:
     runs = path / "runs"
     found = sorted(p for p in runs.iterdir() if (p / "samples.parquet").is_file()) if runs.is_dir() else []
     if not found:
-        raise UserError(f"TRACE: {path} is neither a run directory (samples.parquet) nor an "
-                        "experiment directory (runs/); give one of them, an iperf3 JSON or a pcap")
+        raise UserError(f"TRACE: {path} is neither a run directory (samples.parquet), an "
+                        "experiment directory (runs/) nor a directory of captures (.pcap); give "
+                        "one of them, an iperf3 JSON or a pcap")
     if len(found) > 1:
         names = ", ".join(p.name for p in found[:4]) + (" …" if len(found) > 4 else "")
         raise UserError(f"TRACE: {path} holds {len(found)} runs ({names}); give one run "
@@ -189,8 +192,19 @@ def _from_store(path: Path, flow: str | None) -> FlowSeries:
                       ce_packets=row.get("ce_packets"), packets_sent=row.get("packets_sent"))
 
 
+CAPTURE_SUFFIXES = (".pcap", ".pcapng", ".cap")
+"""The file names read as packet captures."""
+
+
+def _captures_in(path: Path) -> list[Path]:
+    """The capture files directly in directory ``path`` (by name), sorted."""
+    return sorted(p for p in path.iterdir() if p.is_file() and p.suffix.lower() in CAPTURE_SUFFIXES)
+
+
 def _from_import(path: Path, flow: str | None, module: str) -> FlowSeries:
-    """One TCP flow of a measurement file parsed by ``ccarena.importers.<module>``."""
+    """One TCP flow of a measurement file parsed by ``ccarena.importers.<module>``, or, for
+    ``pcap`` and a directory ``path``, of its capture files merged by timestamp
+    (:func:`ccarena.importers.pcap.parse_files`)."""
     from ccarena.importers.model import ImportProblem
 
     try:
@@ -199,9 +213,11 @@ def _from_import(path: Path, flow: str | None, module: str) -> FlowSeries:
         raise UserError(f"TRACE: this ccarena cannot read {path.suffix} files yet (no "
                         f"ccarena.importers.{module}); give a run directory or an iperf3 JSON") from None
     try:
-        run = parser.parse(path)
+        run = parser.parse_files(_captures_in(path)) if path.is_dir() else parser.parse(path)
     except ImportProblem as err:
-        raise UserError(f"TRACE: {path.name} {err}") from None
+        # A file's problem reads "<file> is truncated …"; a directory's names the merge.
+        raise UserError(f"TRACE: the captures in {path}: {err}" if path.is_dir()
+                        else f"TRACE: {path.name} {err}") from None
     flows = [f for f in run.flows if f.kind == "tcp"]
     if not flows:
         raise UserError(f"TRACE: {path.name} has no TCP flow; identify needs a TCP sender's trace")
@@ -224,7 +240,7 @@ def _from_import(path: Path, flow: str | None, module: str) -> FlowSeries:
 
 def load_series(trace: str | Path, flow: str | int | None = None) -> FlowSeries:
     """The series of one flow of ``trace`` (a run or experiment directory, an iperf3 JSON, a
-    pcap/pcapng), chosen by ``flow`` (index, id or name; None when the trace has one flow).
+    pcap/pcapng or a directory of the captures of one capture point), chosen by ``flow`` (index, id or name; None when the trace has one flow).
 
     Raises:
         UserError: the trace does not exist or is of no kind known, the flow is not there, or
@@ -236,9 +252,12 @@ def load_series(trace: str | Path, flow: str | int | None = None) -> FlowSeries:
         raise UserError(f"TRACE: {path} does not exist; give a run directory, an iperf3 JSON "
                         "or a pcap")
     if path.is_dir():
+        stored = (path / "samples.parquet").is_file() or (path / "runs").is_dir()
+        if not stored and _captures_in(path):
+            return _from_import(path, chosen, "pcap")
         return _from_store(path, chosen)
     suffix = path.suffix.lower()
-    if suffix in (".pcap", ".pcapng", ".cap"):
+    if suffix in CAPTURE_SUFFIXES:
         return _from_import(path, chosen, "pcap")
     if suffix == ".json":
         return _from_import(path, chosen, "iperf3")
