@@ -20,6 +20,7 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from typing import Iterator
 
 import pandas as pd
 
@@ -61,6 +62,29 @@ sample_interval = "10ms"
 """
 
 
+FRAME_BYTES = 1514
+"""Bytes a full-size packet takes in the buffer (an Ethernet frame), as the buffer sizes count it."""
+
+
+def buffer_packets(rate: int, rtt: int, bdp: float) -> int:
+    """The drop-tail buffer of a path in packets: ``bdp`` times the bandwidth-delay product of
+    ``rate`` Mbit/s and ``rtt`` ms, in :data:`FRAME_BYTES` packets, at least 4."""
+    return max(4, round(bdp * rate * 1e6 * rtt * 1e-3 / 8 / FRAME_BYTES))
+
+
+def held_out_missing(out: Path, suffix: str, first_seed: int) -> Iterator[tuple[int, str, int, int, float, float, str, Path]]:
+    """Each held-out path (:data:`HELD_OUT`) whose file ``out/<name><suffix>`` is not there yet
+    (every one when ``--force`` is on the command line), as (seed, flavor, rate Mbit/s, RTT ms,
+    buffer BDP, loss %, name, file); seeds count from ``first_seed`` in the list's order. Makes
+    ``out`` if need be."""
+    out.mkdir(exist_ok=True)
+    for seed, (flavor, rate, rtt, bdp, loss) in enumerate(HELD_OUT, start=first_seed):
+        name = name_of(flavor, rate, rtt, bdp, loss)
+        path = out / f"{name}{suffix}"
+        if not path.exists() or "--force" in sys.argv:
+            yield seed, flavor, rate, rtt, bdp, loss, name, path
+
+
 def name_of(flavor: str, rate: int, rtt: int, bdp: float, loss: float) -> str:
     """The trace's file name: flavor and path, e.g. ``cubic-20M-40ms-0.5bdp-0loss``."""
     return f"{flavor}-{rate}M-{rtt}ms-{bdp:g}bdp-{loss:g}loss"
@@ -72,7 +96,7 @@ def main() -> None:
             + [("held-out", i, t) for i, t in enumerate(HELD_OUT, start=101)])
     for role, seed, (flavor, rate, rtt, bdp, loss) in runs:
         name = name_of(flavor, rate, rtt, bdp, loss)
-        limit = max(4, round(bdp * rate * 1e6 * rtt * 1e-3 / 8 / 1514))
+        limit = buffer_packets(rate, rtt, bdp)
         rows.append({"trace": name, "set": role, "flavor": flavor, "rate_mbps": rate, "rtt_ms": rtt,
                      "buffer_bdp": bdp, "buffer_pkt": limit, "loss_percent": loss})
         if (HERE / f"{name}.parquet").exists() and "--force" not in sys.argv:

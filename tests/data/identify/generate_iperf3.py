@@ -25,13 +25,11 @@ from ccarena.backends.kernel.testbed import RelayTestbed, link_config
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from generate import HELD_OUT, name_of  # noqa: E402  (the held-out paths)
+from generate import buffer_packets, held_out_missing  # noqa: E402  (the held-out paths)
 
 OUT = HERE / "iperf3"
 DURATION_S = 18
 INTERVAL_S = 0.1
-MTU_BYTES = 1514
-"""Bytes per packet in the buffer sizes (as generate.py counts them)."""
 
 
 def main() -> None:
@@ -41,13 +39,8 @@ def main() -> None:
     Raises:
         RuntimeError: the relay did not start, or iperf3 failed or printed no JSON.
     """
-    OUT.mkdir(exist_ok=True)
-    for seed, (flavor, rate, rtt, bdp, loss) in enumerate(HELD_OUT, start=201):
-        name = name_of(flavor, rate, rtt, bdp, loss)
-        path = OUT / f"{name}.json"
-        if path.exists() and "--force" not in sys.argv:
-            continue
-        limit = max(4, round(bdp * rate * 1e6 * rtt * 1e-3 / 8 / MTU_BYTES))
+    for seed, flavor, rate, rtt, bdp, loss, name, path in held_out_missing(OUT, ".json", 201):
+        limit = buffer_packets(rate, rtt, bdp)
         config = link_config(rate_bps=rate * 1_000_000, delay_ns=rtt * 1_000_000 // 2,
                              limit_packets=limit, loss=loss / 100, seed=seed)
         with tempfile.TemporaryDirectory() as tmp, RelayTestbed(f"ccid{os.getpid()}") as testbed:

@@ -30,11 +30,9 @@ import pandas as pd
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from generate import COLUMNS, HELD_OUT, name_of  # noqa: E402  (the held-out paths)
+from generate import COLUMNS, buffer_packets, held_out_missing  # noqa: E402  (the held-out paths)
 
 OUT = HERE / "pcap"
-MTU_BYTES = 1514
-"""Bytes per packet in the buffer sizes (as generate.py counts them)."""
 SCENARIO = """
 name = "{name}"
 duration = "18s"
@@ -65,13 +63,8 @@ def main() -> None:
     mergecap = shutil.which("mergecap")
     if mergecap is None:
         raise RuntimeError("mergecap is not installed (Debian package wireshark-common)")
-    OUT.mkdir(exist_ok=True)
-    for seed, (flavor, rate, rtt, bdp, loss) in enumerate(HELD_OUT, start=301):
-        name = name_of(flavor, rate, rtt, bdp, loss)
-        path = OUT / f"{name}.parquet"
-        if path.exists() and "--force" not in sys.argv:
-            continue
-        limit = max(4, round(bdp * rate * 1e6 * rtt * 1e-3 / 8 / MTU_BYTES))
+    for seed, flavor, rate, rtt, bdp, loss, name, path in held_out_missing(OUT, ".parquet", 301):
+        limit = buffer_packets(rate, rtt, bdp)
         with tempfile.TemporaryDirectory() as tmp:
             toml = Path(tmp) / "s.toml"
             toml.write_text(SCENARIO.format(name=name, seed=seed, rate=rate, delay=rtt / 2,
