@@ -43,7 +43,7 @@ def identify(
 
       ccarena identify capture.pcap --flow 0 --exclude cubic
 
-      ccarena identify results/quickstart/runs/r0/pcap --flow 0
+      ccarena identify results/captured/runs/r0/pcap
     """
     from ccarena.identify import identify as run_identification
     from ccarena.identify.classify import LOW_CONFIDENCE

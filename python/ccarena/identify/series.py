@@ -218,29 +218,33 @@ def _from_import(path: Path, flow: str | None, module: str) -> FlowSeries:
         # A file's problem reads "<file> is truncated …"; a directory's names the merge.
         raise UserError(f"TRACE: the captures in {path}: {err}" if path.is_dir()
                         else f"TRACE: {path.name} {err}") from None
+    # How messages name the trace: a file by its name, a directory of captures by its path (its
+    # name alone, "pcap", would not say which run's).
+    where = str(path) if path.is_dir() else path.name
     flows = [f for f in run.flows if f.kind == "tcp"]
     if not flows:
-        raise UserError(f"TRACE: {path.name} has no TCP flow; identify needs a TCP sender's trace")
+        raise UserError(f"TRACE: {where} has no TCP flow; identify needs a TCP sender's trace")
     names = [f.name for f in flows]
-    chosen = flows[_pick(names, names, flow, path.name)]
+    chosen = flows[_pick(names, names, flow, where)]
     mss = chosen.totals.get("mss_bytes") or 1448.0
     if not any(sample.get("cwnd_bytes") is not None for sample in chosen.samples):
         why = chosen.missing.get("cwnd_bytes", "the file has no cwnd or bytes-in-flight series")
-        raise UserError(f"TRACE: {path.name}, flow {chosen.name}: no cwnd samples ({why}); "
+        raise UserError(f"TRACE: {where}, flow {chosen.name}: no cwnd samples ({why}); "
                         "identify needs the sender's window: give a capture of both directions "
                         "(data and ACKs) or an iperf3 JSON written by the sender")
     samples = [s for s in chosen.samples if s.get("time_s", 0.0) > chosen.start_s]
     # A capture's CE codepoints are counted per flow in the import's info (pcap only).
     ecn = next((f for f in (run.info or {}).get("flows", []) if f.get("name") == chosen.name), {})
     return from_frame(samples, mss_bytes=float(mss or 1448.0), label=chosen.flavor,
-                      source=f"{path.name}, flow {chosen.name}", ce_packets=ecn.get("ce_packets"),
+                      source=f"{where}, flow {chosen.name}", ce_packets=ecn.get("ce_packets"),
                       packets_sent=chosen.totals.get("packets_sent"),
                       ecn_echo_acks=ecn.get("ece_acks"))
 
 
 def load_series(trace: str | Path, flow: str | int | None = None) -> FlowSeries:
     """The series of one flow of ``trace`` (a run or experiment directory, an iperf3 JSON, a
-    pcap/pcapng or a directory of the captures of one capture point), chosen by ``flow`` (index, id or name; None when the trace has one flow).
+    pcap/pcapng or a directory of the captures of one capture point), chosen by ``flow`` (index,
+    id or name; None when the trace has one flow).
 
     Raises:
         UserError: the trace does not exist or is of no kind known, the flow is not there, or

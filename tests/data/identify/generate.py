@@ -72,7 +72,8 @@ def buffer_packets(rate: int, rtt: int, bdp: float) -> int:
     return max(4, round(bdp * rate * 1e6 * rtt * 1e-3 / 8 / FRAME_BYTES))
 
 
-def held_out_missing(out: Path, suffix: str, first_seed: int) -> Iterator[tuple[int, str, int, int, float, float, str, Path]]:
+def held_out_missing(out: Path, suffix: str,
+                     first_seed: int) -> Iterator[tuple[int, str, int, int, float, float, str, Path]]:
     """Each held-out path (:data:`HELD_OUT`) whose file ``out/<name><suffix>`` is not there yet
     (every one when ``--force`` is on the command line), as (seed, flavor, rate Mbit/s, RTT ms,
     buffer BDP, loss %, name, file); seeds count from ``first_seed`` in the list's order. Makes

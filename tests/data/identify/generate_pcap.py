@@ -10,8 +10,9 @@ files merged by ``mergecap`` as a tcpdump on the host would have written them, a
 The raw captures are 2–8 MB each, too large to keep; what is kept is the import's samples table,
 trimmed to the columns ``ccarena identify`` reads (``cwnd_bytes``: the import's bytes in
 flight), as ``pcap/<name>.parquet`` (identify reads the capture and its import the same way:
-``ccarena identify sender.pcap`` answers as ``ccarena identify pcap/<name>.parquet``). These are measurements, made after identify's method
-was frozen and only identified, never tuned on (tests/python/test_identify.py).
+``ccarena identify sender.pcap`` answers as ``ccarena identify pcap/<name>.parquet``). These
+are measurements, made after identify's method was frozen and only identified, never tuned on
+(tests/python/test_identify.py).
 
     PYTHONPATH=python python3 tests/data/identify/generate_pcap.py [--force]
 
@@ -74,8 +75,8 @@ def main() -> None:
                             "-q", "--no-report"], check=True)
             run = next((Path(tmp) / "out" / "runs").iterdir())
             merged = Path(tmp) / f"{name}.pcap"
-            subprocess.run([mergecap, "-F", "pcap", "-w", str(merged), *map(str, sorted((run / "pcap").glob("*.pcap")))],
-                           check=True)
+            captures = sorted((run / "pcap").glob("*.pcap"))
+            subprocess.run([mergecap, "-F", "pcap", "-w", str(merged), *map(str, captures)], check=True)
             subprocess.run([*ccarena, "import", "pcap", str(merged), "--out", f"{tmp}/imported"], check=True,
                            capture_output=True)
             imported = next((Path(tmp) / "imported" / "runs").iterdir())
